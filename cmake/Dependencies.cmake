@@ -1,0 +1,23 @@
+# Every dependency comes from a Debian package (see scripts/install-deps.sh); nothing is vendored.
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(Boost 1.74 REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
+pkg_check_modules(PUGIXML REQUIRED IMPORTED_TARGET pugixml)
+
+if(RDMASTOR_RDMA)
+  pkg_check_modules(IBVERBS REQUIRED IMPORTED_TARGET libibverbs)
+  pkg_check_modules(RDMACM REQUIRED IMPORTED_TARGET librdmacm)
+  find_library(MLX5_LIBRARY NAMES mlx5 REQUIRED)
+  find_path(MLX5DV_INCLUDE_DIR infiniband/mlx5dv.h REQUIRED)
+endif()
+
+if(RDMASTOR_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(RDMASTOR_BENCH)
+  find_package(benchmark QUIET)
+endif()

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package rdmastor needs to build, test and benchmark. Idempotent: runs
+# apt-get only when something is missing.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  g++ cmake ninja-build ccache pkg-config git
+  # libraries (see README "Dependencies")
+  libboost-dev libssl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libisal-dev libpugixml-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # RDMA build: rdma-core (libibverbs, librdmacm, mlx5 provider + mlx5dv headers)
+  libibverbs-dev librdmacm-dev
+  # test clients and tools
+  python3 python3-pytest python3-requests python3-boto3 awscli s3cmd curl procps
+  # benchmark reference server
+  nginx-light
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# README command 1: install what is missing, build, and start rdmastor on ./data, port 9000.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh standard rdmastor
+mkdir -p data
+echo "Starting rdmastor on http://127.0.0.1:9000 with data in $(pwd)/data"
+if [ -z "${MINIO_ROOT_USER:-}" ]; then
+  echo "Credentials: minioadmin / minioadmin (defaults - set MINIO_ROOT_USER and MINIO_ROOT_PASSWORD to change them)"
+fi
+exec build/src/rdmastor server --address "${RDMASTOR_ADDRESS:-:9000}" "$(pwd)/data"

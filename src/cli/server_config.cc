@@ -1,0 +1,167 @@
+#include "cli/server_config.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <sstream>
+
+#include "rdma/build_info.h"
+
+extern char** environ;
+
+namespace rdmastor::cli {
+
+EnvMap Environment() {
+  EnvMap env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+Result<std::pair<std::string, uint16_t>> ParseAddress(const std::string& address) {
+  auto bad = [&](const std::string& why) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "invalid --address '" + address + "': " + why +
+                         " (expected HOST:PORT, :PORT or [IPv6]:PORT)");
+  };
+  std::string host, port;
+  if (!address.empty() && address[0] == '[') {
+    auto close = address.find(']');
+    if (close == std::string::npos || close + 1 >= address.size() || address[close + 1] != ':')
+      return bad("unterminated IPv6 literal");
+    host = address.substr(1, close - 1);
+    port = address.substr(close + 2);
+  } else {
+    auto colon = address.rfind(':');
+    if (colon == std::string::npos) return bad("missing port");
+    host = address.substr(0, colon);
+    port = address.substr(colon + 1);
+    if (host.find(':') != std::string::npos) return bad("IPv6 addresses must be in brackets");
+  }
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
+    return bad("port must be a number 0-65535");
+  unsigned long p = std::stoul(port);
+  if (p > 65535) return bad("port must be a number 0-65535");
+  return std::make_pair(host, static_cast<uint16_t>(p));
+}
+
+namespace {
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(s);
+  while (in >> item) {
+    // Accept both space- and comma-separated lists.
+    std::stringstream parts(item);
+    std::string part;
+    while (std::getline(parts, part, ','))
+      if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+}  // namespace
+
+Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, const EnvMap& env) {
+  ServerConfig cfg;
+  std::string address = ":9000";
+  if (auto it = env.find("MINIO_ADDRESS"); it != env.end() && !it->second.empty())
+    address = it->second;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--address") {
+      if (i + 1 >= args.size())
+        return MakeError(ErrorCode::kInvalidArgument, "--address needs a value HOST:PORT");
+      address = args[++i];
+    } else if (a.rfind("--address=", 0) == 0) {
+      address = a.substr(10);
+    } else if (a.rfind("--", 0) == 0) {
+      return MakeError(ErrorCode::kInvalidArgument, "unknown flag '" + a + "' (see --help)");
+    } else {
+      cfg.drives.push_back(a);
+    }
+  }
+  auto addr = ParseAddress(address);
+  if (!addr.ok()) return addr.error();
+  cfg.host = addr->first;
+  cfg.port = addr->second;
+
+  if (cfg.drives.empty()) {
+    if (auto it = env.find("MINIO_VOLUMES"); it != env.end()) cfg.drives = SplitList(it->second);
+    if (cfg.drives.empty())
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "no drive directory given: pass DIR... or set MINIO_VOLUMES");
+  }
+
+  auto get = [&](const char* name) -> std::string {
+    auto it = env.find(name);
+    return it == env.end() ? std::string() : it->second;
+  };
+  cfg.root_user = get("MINIO_ROOT_USER");
+  cfg.root_password = get("MINIO_ROOT_PASSWORD");
+  if (cfg.root_user.empty() && cfg.root_password.empty()) {
+    cfg.root_user = "minioadmin";
+    cfg.root_password = "minioadmin";
+    cfg.default_credentials = true;
+  } else if (cfg.root_user.empty() || cfg.root_password.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "MINIO_ROOT_USER and MINIO_ROOT_PASSWORD must be set together");
+  }
+  if (cfg.root_user.size() < 3)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "MINIO_ROOT_USER must be at least 3 characters long");
+  if (cfg.root_password.size() < 8)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "MINIO_ROOT_PASSWORD must be at least 8 characters long");
+
+  if (auto r = get("MINIO_REGION"); !r.empty()) cfg.region = r;
+  if (auto r = get("MINIO_SITE_REGION"); !r.empty()) cfg.region = r;
+  for (auto& d : SplitList(get("MINIO_DOMAIN"))) {
+    for (auto& c : d) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    cfg.domains.push_back(d);
+  }
+
+  for (const auto& [name, value] : env)
+    if (name.rfind("MINIO_RDMA_", 0) == 0) cfg.rdma_settings.push_back(name);
+  if (!cfg.rdma_settings.empty() && !rdma::BuiltWithVerbs()) {
+    std::string names;
+    for (const auto& n : cfg.rdma_settings) names += (names.empty() ? "" : ", ") + n;
+    cfg.warnings.push_back("this is the standard build without RDMA support: " + names +
+                           " ignored; serving over TCP only (install the rdmastor-rdma build)");
+  }
+  if (cfg.default_credentials) {
+    cfg.warnings.push_back(
+        "Detected default credentials 'minioadmin:minioadmin', we recommend that you change "
+        "these values with 'MINIO_ROOT_USER' and 'MINIO_ROOT_PASSWORD' environment variables");
+  }
+  return cfg;
+}
+
+void LogStartup(const ServerConfig& cfg, uint16_t bound_port) {
+  std::string host = cfg.host.empty() ? "127.0.0.1" : cfg.host;
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  spdlog::info("rdmastor {} ({}) serving {} drive(s)", RDMASTOR_VERSION, rdma::FeatureLine(),
+               cfg.drives.size());
+  for (const auto& d : cfg.drives) spdlog::info("drive: {}", d);
+  spdlog::info("S3-API: http://{}:{}", host, bound_port);
+  spdlog::info("RootUser: {}", cfg.root_user);
+  spdlog::info("RootPass: {}", cfg.default_credentials ? cfg.root_password : "(from MINIO_ROOT_PASSWORD)");
+  if (rdma::BuiltWithVerbs()) {
+    auto probe = rdma::ProbeDevices();
+    if (probe.available) {
+      std::string names;
+      for (const auto& n : probe.devices) names += (names.empty() ? "" : ", ") + n;
+      spdlog::info("RDMA devices: {}", names);
+    } else {
+      spdlog::warn("no RDMA device usable: {}", probe.error);
+    }
+    spdlog::info("S3 over RDMA: off (data plane not available in this version)");
+  } else {
+    spdlog::info("S3 over RDMA: off (standard build)");
+  }
+  spdlog::info("inter-node: TCP only (single node)");
+}
+
+}  // namespace rdmastor::cli

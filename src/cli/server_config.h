@@ -1,0 +1,40 @@
+// `rdmastor server` configuration from flags and MINIO_* environment, validated once at start.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace rdmastor::cli {
+
+using EnvMap = std::map<std::string, std::string>;
+
+// A snapshot of the process environment.
+EnvMap Environment();
+
+struct ServerConfig {
+  std::string host;  // "" = all interfaces
+  uint16_t port = 9000;
+  std::vector<std::string> drives;
+  std::string root_user, root_password;
+  bool default_credentials = false;
+  std::string region = "us-east-1";
+  std::vector<std::string> domains;
+  std::vector<std::string> rdma_settings;  // MINIO_RDMA_* names that were set
+  std::vector<std::string> warnings;       // to log once at start
+};
+
+// Parses "[--address HOST:PORT] DIR..." plus the environment. Errors carry a message naming the
+// flag or variable and what it accepts.
+Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, const EnvMap& env);
+
+// Parses ":9000", "127.0.0.1:9000", "[::1]:9000", "host:9000".
+Result<std::pair<std::string, uint16_t>> ParseAddress(const std::string& address);
+
+// Logs the endpoint, credentials notice, and one line per RDMA path stating the active transport.
+void LogStartup(const ServerConfig& cfg, uint16_t bound_port);
+
+}  // namespace rdmastor::cli

@@ -1,0 +1,265 @@
+#include "common/hash.h"
+
+#include <isa-l/crc.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace rdmastor::hash {
+
+namespace {
+
+const EVP_MD* EvpFor(Algo algo) {
+  switch (algo) {
+    case Algo::kMD5:
+      return EVP_md5();
+    case Algo::kSHA1:
+      return EVP_sha1();
+    case Algo::kSHA256:
+      return EVP_sha256();
+    default:
+      return nullptr;
+  }
+}
+
+class EvpHasher final : public Hasher {
+ public:
+  explicit EvpHasher(const EVP_MD* md) : ctx_(EVP_MD_CTX_new()) {
+    // Allocation or init failure only happens when OpenSSL itself is broken (e.g. MD5 disabled by a
+    // FIPS provider); there is no sensible way to continue.
+    if (ctx_ == nullptr || EVP_DigestInit_ex(ctx_, md, nullptr) != 1) std::abort();
+  }
+  ~EvpHasher() override { EVP_MD_CTX_free(ctx_); }
+  EvpHasher(const EvpHasher&) = delete;
+  EvpHasher& operator=(const EvpHasher&) = delete;
+
+  void Update(const void* data, size_t len) override {
+    if (len > 0) EVP_DigestUpdate(ctx_, data, len);
+  }
+  std::string Final() override {
+    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(ctx_, out, &n);
+    return std::string(reinterpret_cast<char*>(out), n);
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
+std::string BigEndian32(uint32_t v) {
+  std::string out(4, '\0');
+  out[0] = static_cast<char>(v >> 24);
+  out[1] = static_cast<char>(v >> 16);
+  out[2] = static_cast<char>(v >> 8);
+  out[3] = static_cast<char>(v);
+  return out;
+}
+
+class CrcHasher final : public Hasher {
+ public:
+  explicit CrcHasher(bool castagnoli) : castagnoli_(castagnoli) {}
+  void Update(const void* data, size_t len) override {
+    crc_ = castagnoli_ ? Crc32c(data, len, crc_) : Crc32(data, len, crc_);
+  }
+  std::string Final() override { return BigEndian32(crc_); }
+
+ private:
+  bool castagnoli_;
+  uint32_t crc_ = 0;
+};
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+constexpr char kB64Alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int B64Value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+}  // namespace
+
+std::unique_ptr<Hasher> NewHasher(Algo algo) {
+  switch (algo) {
+    case Algo::kCRC32:
+      return std::make_unique<CrcHasher>(false);
+    case Algo::kCRC32C:
+      return std::make_unique<CrcHasher>(true);
+    default:
+      return std::make_unique<EvpHasher>(EvpFor(algo));
+  }
+}
+
+std::string Digest(Algo algo, std::string_view data) {
+  auto h = NewHasher(algo);
+  h->Update(data.data(), data.size());
+  return h->Final();
+}
+
+std::string HmacSha256(std::string_view key, std::string_view data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &n);
+  return std::string(reinterpret_cast<char*>(out), n);
+}
+
+// isa-l's crc32_gzip_refl already applies the pre- and post-inversion of zlib's crc32(), so a
+// previous result can be passed straight back in to continue.
+uint32_t Crc32(const void* data, size_t len, uint32_t prev) {
+  return crc32_gzip_refl(prev, static_cast<const unsigned char*>(data), len);
+}
+
+// crc32_iscsi is the raw CRC register update without the inversions CRC-32C (RFC 3720) specifies,
+// and takes an int length, so large buffers go in pieces.
+uint32_t Crc32c(const void* data, size_t len, uint32_t prev) {
+  auto* p = static_cast<unsigned char*>(const_cast<void*>(data));
+  uint32_t crc = ~prev;
+  constexpr size_t kMaxPiece = size_t{1} << 30;
+  while (len > 0) {
+    size_t n = std::min(len, kMaxPiece);
+    crc = crc32_iscsi(p, static_cast<int>(n), crc);
+    p += n;
+    len -= n;
+  }
+  return ~crc;
+}
+
+std::string HexEncode(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(bytes.size() * 2, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    auto b = static_cast<unsigned char>(bytes[i]);
+    out[2 * i] = kDigits[b >> 4];
+    out[2 * i + 1] = kDigits[b & 0xf];
+  }
+  return out;
+}
+
+std::optional<std::string> HexDecode(std::string_view hex) {
+  if (hex.size() % 2 != 0) return std::nullopt;
+  std::string out(hex.size() / 2, '\0');
+  for (size_t i = 0; i < out.size(); ++i) {
+    int hi = HexValue(hex[2 * i]);
+    int lo = HexValue(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out[i] = static_cast<char>((hi << 4) | lo);
+  }
+  return out;
+}
+
+std::string Base64Encode(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  auto byte = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(bytes[k])); };
+  for (; i + 3 <= bytes.size(); i += 3) {
+    uint32_t v = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
+    out += kB64Alphabet[(v >> 18) & 63];
+    out += kB64Alphabet[(v >> 12) & 63];
+    out += kB64Alphabet[(v >> 6) & 63];
+    out += kB64Alphabet[v & 63];
+  }
+  size_t rest = bytes.size() - i;
+  if (rest == 1) {
+    uint32_t v = byte(i) << 16;
+    out += kB64Alphabet[(v >> 18) & 63];
+    out += kB64Alphabet[(v >> 12) & 63];
+    out += "==";
+  } else if (rest == 2) {
+    uint32_t v = (byte(i) << 16) | (byte(i + 1) << 8);
+    out += kB64Alphabet[(v >> 18) & 63];
+    out += kB64Alphabet[(v >> 12) & 63];
+    out += kB64Alphabet[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+// Strict RFC 4648: padded to a multiple of 4, no whitespace, '=' only at the end, and the unused
+// low bits of the last group must be zero (so every byte string has exactly one accepted form).
+std::optional<std::string> Base64Decode(std::string_view b64) {
+  if (b64.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  out.reserve(b64.size() / 4 * 3);
+  for (size_t i = 0; i < b64.size(); i += 4) {
+    bool last = i + 4 == b64.size();
+    int pad = 0;
+    if (last) {
+      if (b64[i + 3] == '=') pad = b64[i + 2] == '=' ? 2 : 1;
+    }
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      int d = 0;
+      if (k < 4 - pad) {
+        d = B64Value(b64[i + k]);
+        if (d < 0) return std::nullopt;
+      }
+      v = (v << 6) | static_cast<uint32_t>(d);
+    }
+    out += static_cast<char>(v >> 16);
+    if (pad == 2) {
+      if ((v & 0xffff) != 0) return std::nullopt;
+    } else {
+      out += static_cast<char>(v >> 8);
+      if (pad == 1) {
+        if ((v & 0xff) != 0) return std::nullopt;
+      } else {
+        out += static_cast<char>(v);
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<Algo> ChecksumAlgoFromName(std::string_view lower_name) {
+  if (lower_name == "crc32") return Algo::kCRC32;
+  if (lower_name == "crc32c") return Algo::kCRC32C;
+  if (lower_name == "sha1") return Algo::kSHA1;
+  if (lower_name == "sha256") return Algo::kSHA256;
+  return std::nullopt;
+}
+
+std::string_view ChecksumName(Algo algo) {
+  switch (algo) {
+    case Algo::kCRC32:
+      return "crc32";
+    case Algo::kCRC32C:
+      return "crc32c";
+    case Algo::kSHA1:
+      return "sha1";
+    case Algo::kSHA256:
+      return "sha256";
+    case Algo::kMD5:
+      return "md5";
+  }
+  return "";
+}
+
+std::string RandomHex(size_t n_bytes) {
+  std::string raw(n_bytes, '\0');
+  size_t off = 0;
+  while (off < n_bytes) {
+    int piece = static_cast<int>(std::min<size_t>(n_bytes - off, 1 << 20));
+    // RAND_bytes failing means the CSPRNG cannot be seeded; handing out predictable ids (upload
+    // ids, request ids used as secrets) would be worse than stopping.
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data() + off), piece) != 1) std::abort();
+    off += static_cast<size_t>(piece);
+  }
+  return HexEncode(raw);
+}
+
+}  // namespace rdmastor::hash

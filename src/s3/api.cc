@@ -1,0 +1,1065 @@
+#include "s3/api.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "common/hash.h"
+#include "common/uri.h"
+#include "s3/aws_chunked.h"
+#include "s3/names.h"
+#include "s3/range.h"
+#include "s3/sigv4.h"
+#include "s3/xml.h"
+
+namespace rdmastor::s3 {
+
+namespace {
+
+constexpr size_t kIoChunk = 1 << 20;             // streaming buffer per request
+constexpr size_t kMaxXmlBody = 4 << 20;          // DeleteObjects with 1000 long keys fits
+constexpr size_t kMaxUserMetadata = 2 * 1024;    // S3's limit on x-amz-meta-* bytes
+constexpr uint64_t kMaxPutSize = 5ULL << 30;     // single PUT / part
+constexpr int64_t kNsPerSec = 1'000'000'000;
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string Quote(std::string_view etag) { return "\"" + std::string(etag) + "\""; }
+
+std::string Unquote(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  if (s.size() >= 2 && s.front() == 'W' && s[1] == '/') s.remove_prefix(2);
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+  return std::string(s);
+}
+
+// If-Match / If-None-Match: "*" or a comma-separated list of (quoted) ETags.
+bool EtagMatches(std::string_view header, std::string_view etag) {
+  size_t pos = 0;
+  while (pos <= header.size()) {
+    size_t comma = header.find(',', pos);
+    auto item = Unquote(header.substr(pos, comma == std::string_view::npos ? std::string_view::npos
+                                                                           : comma - pos));
+    if (item == "*" || item == etag) return true;
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return false;
+}
+
+std::optional<int64_t> ParseInt(std::string_view s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  bool neg = false;
+  size_t i = 0;
+  if (s[0] == '-') {
+    neg = true;
+    i = 1;
+    if (s.size() == 1) return std::nullopt;
+  }
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return std::nullopt;
+    v = v * 10 + (s[i] - '0');
+  }
+  return neg ? -v : v;
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Hashes the payload as it streams through: MD5 for the ETag, SHA-256 when the signature covers
+// the payload, and the S3 checksum the client asked for.
+class DigestingSource : public BodySource {
+ public:
+  DigestingSource(BodySource& in, bool sha256, std::optional<hash::Algo> checksum)
+      : in_(in), md5_(hash::NewHasher(hash::Algo::kMD5)) {
+    if (sha256) sha256_ = hash::NewHasher(hash::Algo::kSHA256);
+    if (checksum) checksum_ = hash::NewHasher(*checksum);
+  }
+  Result<size_t> Read(char* buf, size_t len) override {
+    auto n = in_.Read(buf, len);
+    if (!n.ok() || *n == 0) return n;
+    md5_->Update(buf, *n);
+    if (sha256_) sha256_->Update(buf, *n);
+    if (checksum_) checksum_->Update(buf, *n);
+    bytes_ += *n;
+    return n;
+  }
+  uint64_t bytes() const { return bytes_; }
+  std::string Md5() { return md5_->Final(); }
+  std::string Sha256() { return sha256_ ? sha256_->Final() : std::string(); }
+  std::string Checksum() { return checksum_ ? checksum_->Final() : std::string(); }
+
+ private:
+  BodySource& in_;
+  std::unique_ptr<hash::Hasher> md5_, sha256_, checksum_;
+  uint64_t bytes_ = 0;
+};
+
+// Streams an existing object (or a range of it) as a BodySource: the source of CopyObject and
+// UploadPartCopy.
+class ReaderSource : public BodySource {
+ public:
+  ReaderSource(storage::ObjectReader& reader, uint64_t start, uint64_t length)
+      : reader_(reader), pos_(start), end_(start + length) {}
+  Result<size_t> Read(char* buf, size_t len) override {
+    if (pos_ >= end_) return size_t{0};
+    size_t want = static_cast<size_t>(std::min<uint64_t>(len, end_ - pos_));
+    auto n = reader_.ReadAt(pos_, buf, want);
+    if (!n.ok()) return n;
+    if (*n == 0) return MakeError(ErrorCode::kInternalError, "object shorter than its metadata");
+    pos_ += *n;
+    return n;
+  }
+
+ private:
+  storage::ObjectReader& reader_;
+  uint64_t pos_, end_;
+};
+
+// Headers S3 stores with an object and returns on GET/HEAD (besides x-amz-meta-*).
+constexpr std::string_view kStoredHeaders[] = {"cache-control", "content-disposition",
+                                               "content-encoding", "content-language", "expires"};
+
+}  // namespace
+
+struct S3Api::Context {
+  const HttpRequest& req;
+  BodySource& raw_body;
+  ResponseSink& sink;
+  std::string request_id;
+  std::string bucket;
+  std::string key;
+  bool has_key = false;  // path named an object (possibly with an empty key -> invalid)
+  std::vector<std::pair<std::string, std::string>> query;
+  AuthContext auth;
+
+  bool Has(std::string_view name) const {
+    for (const auto& [k, v] : query)
+      if (k == name) return true;
+    return false;
+  }
+  std::string Q(std::string_view name) const {
+    for (const auto& [k, v] : query)
+      if (k == name) return v;
+    return {};
+  }
+  std::string Resource() const { return "/" + bucket + (bucket.empty() ? "" : "/") + key; }
+};
+
+namespace {
+
+HttpResponseHead BaseHead(const std::string& request_id, int status) {
+  HttpResponseHead head;
+  head.status = status;
+  head.Set("Server", "rdmastor");
+  head.Set("x-amz-request-id", request_id);
+  head.Set("x-amz-id-2", request_id);
+  head.Set("Date", HttpDate(NowNs()));
+  return head;
+}
+
+void SendBody(ResponseSink& sink, HttpResponseHead head, const std::string& body,
+              std::string_view content_type) {
+  if (!content_type.empty()) head.Set("Content-Type", std::string(content_type));
+  head.content_length = body.size();
+  if (sink.SendHead(head)) sink.Write(body.data(), body.size());
+}
+
+}  // namespace
+
+S3Api::S3Api(ApiOptions opts, storage::ObjectLayer& store)
+    : opts_(std::move(opts)), store_(store), request_id_prefix_(hash::RandomHex(4)) {
+  for (auto& c : request_id_prefix_) c = static_cast<char>(std::toupper(c));
+}
+
+void S3Api::RenderFrontEndError(ErrorCode code, HttpResponseHead& head, std::string& body) {
+  char id[32];
+  std::snprintf(id, sizeof(id), "%s%08llX", request_id_prefix_.c_str(),
+                static_cast<unsigned long long>(++request_counter_));
+  const auto& info = GetErrorInfo(code);
+  head = BaseHead(id, info.http_status);
+  head.Set("Content-Type", "application/xml");
+  body = ErrorXml(info.code, info.message, "/", id);
+  head.content_length = body.size();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry point
+
+namespace {
+
+void SendErrorImpl(const HttpRequest& req, ResponseSink& sink, const std::string& request_id,
+                   const std::string& resource, const Error& err) {
+  if (sink.head_sent()) return;  // too late: the connection will be closed mid-body
+  const auto& info = GetErrorInfo(err.code);
+  auto head = BaseHead(request_id, info.http_status);
+  std::string message = err.message.empty() ? std::string(info.message) : err.message;
+  if (req.method == "HEAD" || info.http_status == 304) {
+    head.content_length = 0;
+    sink.SendHead(head);
+    return;
+  }
+  SendBody(sink, std::move(head), ErrorXml(info.code, message, resource, request_id),
+           "application/xml");
+}
+
+void SendError(S3Api::Context& ctx, const Error& err) {
+  if (err.code == ErrorCode::kInternalError)
+    spdlog::error("{} {} -> InternalError: {}", ctx.req.method, ctx.req.target, err.message);
+  SendErrorImpl(ctx.req, ctx.sink, ctx.request_id, ctx.Resource(), err);
+}
+
+void SendXml(S3Api::Context& ctx, const std::string& xml, int status = 200,
+             const HeaderList& extra = {}) {
+  auto head = BaseHead(ctx.request_id, status);
+  for (const auto& [k, v] : extra) head.Set(k, v);
+  SendBody(ctx.sink, std::move(head), xml, "application/xml");
+}
+
+void SendEmpty(S3Api::Context& ctx, int status, const HeaderList& extra = {}) {
+  auto head = BaseHead(ctx.request_id, status);
+  for (const auto& [k, v] : extra) head.Set(k, v);
+  head.content_length = 0;
+  ctx.sink.SendHead(head);
+}
+
+// Everything an upload (PutObject, UploadPart, XML bodies) needs to take the body apart and check
+// it: de-chunking of aws-chunked bodies, hashing, and the digests the client declared.
+struct UploadBody {
+  std::unique_ptr<AwsChunkedSource> chunked;
+  std::unique_ptr<DigestingSource> digest;
+  std::optional<uint64_t> size;  // decoded payload size when declared
+  std::optional<hash::Algo> checksum_algo;
+  std::string declared_checksum;  // base64 from the header; empty -> from trailer
+  std::string content_md5;        // raw 16 bytes when Content-MD5 was sent
+};
+
+Result<UploadBody> PrepareUpload(S3Api::Context& ctx) {
+  const auto& req = ctx.req;
+  UploadBody up;
+  if (const auto* md5 = req.FindHeader("content-md5")) {
+    auto raw = hash::Base64Decode(*md5);
+    if (!raw || raw->size() != 16) return MakeError(ErrorCode::kInvalidDigest);
+    up.content_md5 = *raw;
+  }
+  // The checksum: a header with the value, or a trailer announced by x-amz-trailer.
+  for (const auto& [name, value] : req.headers) {
+    if (name.rfind("x-amz-checksum-", 0) != 0) continue;
+    auto algo = hash::ChecksumAlgoFromName(std::string_view(name).substr(15));
+    if (!algo) continue;  // e.g. x-amz-checksum-mode
+    if (up.checksum_algo) return MakeError(ErrorCode::kInvalidRequest, "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.");
+    up.checksum_algo = algo;
+    up.declared_checksum = value;
+    if (!hash::Base64Decode(value))
+      return MakeError(ErrorCode::kInvalidRequest, "Value for " + name + " header is invalid.");
+  }
+  std::string trailer = ToLower(req.HeaderOr("x-amz-trailer"));
+  if (!trailer.empty()) {
+    if (trailer.rfind("x-amz-checksum-", 0) != 0)
+      return MakeError(ErrorCode::kInvalidRequest, "unsupported x-amz-trailer: " + trailer);
+    auto algo = hash::ChecksumAlgoFromName(std::string_view(trailer).substr(15));
+    if (!algo) return MakeError(ErrorCode::kInvalidRequest, "unsupported x-amz-trailer: " + trailer);
+    if (up.checksum_algo && up.checksum_algo != algo)
+      return MakeError(ErrorCode::kInvalidRequest, "x-amz-trailer disagrees with checksum header");
+    up.checksum_algo = algo;
+  }
+  if (!up.checksum_algo) {
+    // A client may name the algorithm without a value (the value then comes in the trailer).
+    if (const auto* sdk = req.FindHeader("x-amz-sdk-checksum-algorithm")) {
+      auto algo = hash::ChecksumAlgoFromName(ToLower(*sdk));
+      if (!algo) return MakeError(ErrorCode::kInvalidRequest, "unsupported checksum algorithm");
+      up.checksum_algo = algo;
+    }
+  }
+
+  const auto mode = ctx.auth.payload_mode;
+  bool streaming = mode == PayloadMode::kStreamingSigned ||
+                   mode == PayloadMode::kStreamingSignedTrailer ||
+                   mode == PayloadMode::kStreamingUnsignedTrailer;
+  BodySource* source = &ctx.raw_body;
+  if (streaming) {
+    const auto* dlen = req.FindHeader("x-amz-decoded-content-length");
+    if (!dlen) return MakeError(ErrorCode::kMissingContentLength, "missing x-amz-decoded-content-length");
+    auto v = ParseInt(*dlen);
+    if (!v || *v < 0) return MakeError(ErrorCode::kInvalidArgument, "bad x-amz-decoded-content-length");
+    up.size = static_cast<uint64_t>(*v);
+    up.chunked = std::make_unique<AwsChunkedSource>(ctx.raw_body, ctx.auth);
+    source = up.chunked.get();
+  } else if (req.content_length) {
+    up.size = *req.content_length;
+  } else if (!req.chunked) {
+    return MakeError(ErrorCode::kMissingContentLength);
+  }
+  if (up.size && *up.size > kMaxPutSize) return MakeError(ErrorCode::kEntityTooLarge);
+  up.digest = std::make_unique<DigestingSource>(
+      *source, mode == PayloadMode::kSignedSha256, up.checksum_algo);
+  return up;
+}
+
+// Verifies what the client declared against what arrived; returns what the object records.
+Result<storage::CommitInfo> FinishUpload(S3Api::Context& ctx, UploadBody& up) {
+  storage::CommitInfo info;
+  if (ctx.auth.payload_mode == PayloadMode::kSignedSha256) {
+    if (hash::HexEncode(up.digest->Sha256()) != ctx.auth.content_sha256)
+      return MakeError(ErrorCode::kContentSHA256Mismatch);
+  }
+  std::string md5 = up.digest->Md5();
+  if (!up.content_md5.empty() && md5 != up.content_md5) return MakeError(ErrorCode::kBadDigest);
+  info.etag = hash::HexEncode(md5);
+  if (up.checksum_algo) {
+    std::string name(hash::ChecksumName(*up.checksum_algo));
+    std::string declared = up.declared_checksum;
+    if (declared.empty() && up.chunked) {
+      auto it = up.chunked->trailers().find("x-amz-checksum-" + name);
+      if (it != up.chunked->trailers().end()) declared = it->second;
+    }
+    std::string computed = hash::Base64Encode(up.digest->Checksum());
+    if (!declared.empty() && declared != computed) {
+      std::string upper = name;
+      for (auto& c : upper) c = static_cast<char>(std::toupper(c));
+      return MakeError(ErrorCode::kBadDigest,
+                       "The " + upper + " you specified did not match the calculated checksum.");
+    }
+    info.checksums[name] = computed;
+  }
+  return info;
+}
+
+Result<std::string> ReadXmlBody(S3Api::Context& ctx) {
+  auto up = PrepareUpload(ctx);
+  if (!up.ok()) {
+    if (up.error().code != ErrorCode::kMissingContentLength) return up.error();
+    return std::string();  // no body at all
+  }
+  if (up->size && *up->size > kMaxXmlBody) return MakeError(ErrorCode::kEntityTooLarge);
+  std::string body;
+  char buf[64 * 1024];
+  for (;;) {
+    auto n = up->digest->Read(buf, sizeof(buf));
+    if (!n.ok()) return n.error();
+    if (*n == 0) break;
+    body.append(buf, *n);
+    if (body.size() > kMaxXmlBody) return MakeError(ErrorCode::kEntityTooLarge);
+  }
+  auto fin = FinishUpload(ctx, *up);
+  if (!fin.ok()) return fin.error();
+  return body;
+}
+
+// Content-Type, stored headers and user metadata from a PUT / CreateMultipartUpload / REPLACE copy.
+Result<storage::PutOptions> ObjectOptionsFromHeaders(const HttpRequest& req) {
+  storage::PutOptions opts;
+  opts.content_type = req.HeaderOr("content-type", "binary/octet-stream");
+  size_t meta_bytes = 0;
+  for (const auto& [name, value] : req.headers) {
+    if (name.rfind("x-amz-meta-", 0) == 0) {
+      meta_bytes += name.size() - 11 + value.size();
+      opts.user_metadata[name] = value;
+    }
+  }
+  for (auto stored : kStoredHeaders) {
+    if (const auto* v = req.FindHeader(stored)) {
+      std::string value = *v;
+      if (stored == "content-encoding") {
+        // aws-chunked is transfer framing, not a property of the object.
+        std::string kept;
+        size_t pos = 0;
+        while (pos <= value.size()) {
+          size_t comma = value.find(',', pos);
+          std::string item = value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+          item.erase(0, item.find_first_not_of(' '));
+          item.erase(item.find_last_not_of(' ') + 1);
+          if (!item.empty() && ToLower(item) != "aws-chunked") kept += (kept.empty() ? "" : ",") + item;
+          if (comma == std::string::npos) break;
+          pos = comma + 1;
+        }
+        value = kept;
+        if (value.empty()) continue;
+      }
+      opts.user_metadata[std::string(stored)] = value;
+    }
+  }
+  if (meta_bytes > kMaxUserMetadata) return MakeError(ErrorCode::kMetadataTooLarge);
+  return opts;
+}
+
+// Standard object headers for GET/HEAD responses.
+void AddObjectHeaders(HttpResponseHead& head, const storage::ObjectInfo& info,
+                      bool with_checksums) {
+  head.Set("ETag", Quote(info.etag));
+  head.Set("Last-Modified", HttpDate(info.mtime_ns));
+  head.Set("Accept-Ranges", "bytes");
+  head.Set("Content-Type", info.content_type.empty() ? "binary/octet-stream" : info.content_type);
+  for (const auto& [k, v] : info.user_metadata) {
+    if (k.rfind("x-amz-checksum-algorithm", 0) == 0) continue;
+    head.Set(k, v);
+  }
+  if (with_checksums) {
+    for (const auto& [algo, value] : info.checksums) head.Set("x-amz-checksum-" + algo, value);
+  }
+  if (info.part_count > 0) head.Set("x-amz-mp-parts-count", std::to_string(info.part_count));
+}
+
+// Applies GET/HEAD preconditions; returns an error (304/412) when the request must stop here.
+Status CheckPreconditions(const HttpRequest& req, const storage::ObjectInfo& info) {
+  int64_t mtime_s = info.mtime_ns / kNsPerSec;
+  const auto* if_match = req.FindHeader("if-match");
+  const auto* if_none_match = req.FindHeader("if-none-match");
+  if (if_match) {
+    if (!EtagMatches(*if_match, info.etag)) return MakeError(ErrorCode::kPreconditionFailed);
+  } else if (const auto* ius = req.FindHeader("if-unmodified-since")) {
+    auto t = ParseHttpDate(*ius);
+    if (t && mtime_s > *t) return MakeError(ErrorCode::kPreconditionFailed);
+  }
+  if (if_none_match) {
+    if (EtagMatches(*if_none_match, info.etag)) return MakeError(ErrorCode::kNotModified);
+  } else if (const auto* ims = req.FindHeader("if-modified-since")) {
+    auto t = ParseHttpDate(*ims);
+    if (t && mtime_s <= *t) return MakeError(ErrorCode::kNotModified);
+  }
+  return {};
+}
+
+Status CheckCopyPreconditions(const HttpRequest& req, const storage::ObjectInfo& info) {
+  int64_t mtime_s = info.mtime_ns / kNsPerSec;
+  if (const auto* v = req.FindHeader("x-amz-copy-source-if-match")) {
+    if (!EtagMatches(*v, info.etag)) return MakeError(ErrorCode::kPreconditionFailed);
+  } else if (const auto* v2 = req.FindHeader("x-amz-copy-source-if-unmodified-since")) {
+    auto t = ParseHttpDate(*v2);
+    if (t && mtime_s > *t) return MakeError(ErrorCode::kPreconditionFailed);
+  }
+  if (const auto* v = req.FindHeader("x-amz-copy-source-if-none-match")) {
+    if (EtagMatches(*v, info.etag)) return MakeError(ErrorCode::kPreconditionFailed);
+  } else if (const auto* v2 = req.FindHeader("x-amz-copy-source-if-modified-since")) {
+    auto t = ParseHttpDate(*v2);
+    if (t && mtime_s <= *t) return MakeError(ErrorCode::kPreconditionFailed);
+  }
+  return {};
+}
+
+// "bucket/key" or "/bucket/key", URL-encoded, optionally "?versionId=null".
+Result<std::pair<std::string, std::string>> ParseCopySource(std::string_view header) {
+  std::string_view raw = header;
+  auto q = raw.find('?');
+  if (q != std::string_view::npos) {
+    auto params = uri::ParseQuery(raw.substr(q + 1));
+    if (!params) return MakeError(ErrorCode::kInvalidArgument, "Invalid copy source");
+    for (const auto& [k, v] : *params) {
+      if (k == "versionId" && v != "null")
+        return MakeError(ErrorCode::kInvalidArgument, "Invalid version id specified");
+    }
+    raw = raw.substr(0, q);
+  }
+  auto decoded = uri::Decode(raw);
+  if (!decoded) return MakeError(ErrorCode::kInvalidArgument, "Invalid copy source encoding");
+  std::string_view s = *decoded;
+  if (!s.empty() && s.front() == '/') s.remove_prefix(1);
+  auto slash = s.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 >= s.size())
+    return MakeError(ErrorCode::kInvalidArgument, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
+  return std::make_pair(std::string(s.substr(0, slash)), std::string(s.substr(slash + 1)));
+}
+
+Result<int> ParseMaxKeys(const S3Api::Context& ctx, std::string_view name) {
+  if (!ctx.Has(name)) return 1000;
+  auto v = ParseInt(ctx.Q(name));
+  if (!v || *v < 0) return MakeError(ErrorCode::kInvalidArgument, "Argument " + std::string(name) + " must be an integer between 0 and 2147483647");
+  return static_cast<int>(std::min<int64_t>(*v, 1000));
+}
+
+}  // namespace
+
+void S3Api::Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink) {
+  char id[32];
+  std::snprintf(id, sizeof(id), "%s%08llX", request_id_prefix_.c_str(),
+                static_cast<unsigned long long>(++request_counter_));
+  Context ctx{req, body, sink, id, {}, {}, false, {}, {}};
+  auto started = std::chrono::steady_clock::now();
+  Dispatch(ctx);
+  spdlog::debug("{} {} {} {} {}us", req.remote_ip, req.method, req.target, ctx.request_id,
+                std::chrono::duration_cast<std::chrono::microseconds>(
+                    std::chrono::steady_clock::now() - started)
+                    .count());
+}
+
+void S3Api::Dispatch(Context& ctx) {
+  const auto& req = ctx.req;
+  // Health probes are unauthenticated, as in MinIO.
+  if (req.raw_path == "/minio/health/live" || req.raw_path == "/minio/health/ready") {
+    if (req.method != "GET" && req.method != "HEAD")
+      return SendError(ctx, MakeError(ErrorCode::kMethodNotAllowed));
+    return SendEmpty(ctx, 200);
+  }
+
+  auto query = uri::ParseQuery(req.raw_query);
+  if (!query) return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "malformed query string"));
+  ctx.query = std::move(*query);
+  auto path = uri::Decode(req.raw_path);
+  if (!path || path->empty() || (*path)[0] != '/')
+    return SendError(ctx, MakeError(ErrorCode::kInvalidRequest, "malformed request path"));
+
+  // Virtual-host style: bucket.<MINIO_DOMAIN>.
+  std::string host = ToLower(req.HeaderOr("host"));
+  if (auto colon = host.rfind(':'); colon != std::string::npos && host.find(']') == std::string::npos)
+    host.resize(colon);
+  bool vhost = false;
+  for (const auto& domain : opts_.domains) {
+    if (host.size() > domain.size() + 1 && host.ends_with("." + domain)) {
+      ctx.bucket = host.substr(0, host.size() - domain.size() - 1);
+      std::string_view rest = std::string_view(*path).substr(1);
+      ctx.has_key = !rest.empty();
+      ctx.key = std::string(rest);
+      vhost = true;
+      break;
+    }
+  }
+  if (!vhost) {
+    std::string_view rest = std::string_view(*path).substr(1);
+    auto slash = rest.find('/');
+    ctx.bucket = std::string(rest.substr(0, slash));
+    if (slash != std::string_view::npos) {
+      ctx.key = std::string(rest.substr(slash + 1));
+      ctx.has_key = !ctx.key.empty();
+    }
+  }
+
+  auto auth = VerifyRequest(req, [this](std::string_view ak) -> std::optional<std::string> {
+    if (ak == opts_.access_key) return opts_.secret_key;
+    return std::nullopt;
+  }, static_cast<int64_t>(std::time(nullptr)));
+  if (!auth.ok()) return SendError(ctx, auth.error());
+  ctx.auth = std::move(auth).value();
+
+  if (!ctx.bucket.empty() && !IsValidBucketName(ctx.bucket)) {
+    // An existing bucket is never invalid, so name rules answer every operation.
+    return SendError(ctx, MakeError(ErrorCode::kInvalidBucketName));
+  }
+  if (ctx.has_key) {
+    auto st = ValidateObjectKey(ctx.key);
+    if (!st.ok()) return SendError(ctx, st.error());
+  }
+  const std::string& m = req.method;
+  if (ctx.bucket.empty()) {
+    if (m == "GET") return ListBuckets(ctx);
+    return SendError(ctx, MakeError(ErrorCode::kMethodNotAllowed));
+  }
+
+  // Subresources we do not implement: say so rather than acting on the bucket/object.
+  static const char* kUnsupported[] = {"acl", "policy", "lifecycle", "cors", "tagging",
+                                       "encryption", "replication", "website", "logging",
+                                       "notification", "object-lock", "retention", "legal-hold",
+                                       "accelerate", "requestPayment", "inventory", "analytics",
+                                       "metrics", "torrent", "restore", "select", "ownershipControls",
+                                       "publicAccessBlock", "intelligent-tiering", "attributes"};
+  for (const char* sub : kUnsupported) {
+    if (ctx.Has(sub)) {
+      return SendError(ctx, MakeError(ErrorCode::kNotImplemented,
+                                      std::string("The ") + sub +
+                                          " subresource is not implemented by rdmastor."));
+    }
+  }
+  if (ctx.Has("versionId") && ctx.Q("versionId") != "null") {
+    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Invalid version id specified"));
+  }
+
+  if (!ctx.has_key) {
+    if (m == "PUT") {
+      if (ctx.Has("versioning")) return SendError(ctx, MakeError(ErrorCode::kNotImplemented, "Bucket versioning is not implemented by rdmastor."));
+      return CreateBucket(ctx);
+    }
+    if (m == "HEAD") return HeadBucket(ctx);
+    if (m == "DELETE") return DeleteBucket(ctx);
+    if (m == "POST" && ctx.Has("delete")) return DeleteObjects(ctx);
+    if (m == "GET") {
+      if (ctx.Has("location")) return GetBucketLocation(ctx);
+      if (ctx.Has("versioning")) return GetBucketVersioning(ctx);
+      if (ctx.Has("uploads")) return ListMultipartUploads(ctx);
+      if (ctx.Has("versions")) return ListObjectVersions(ctx);
+      if (ctx.Q("list-type") == "2") return ListObjectsV2(ctx);
+      return ListObjectsV1(ctx);
+    }
+    return SendError(ctx, MakeError(ErrorCode::kMethodNotAllowed));
+  }
+
+  if (m == "GET") {
+    if (ctx.Has("uploadId")) return ListParts(ctx);
+    return GetObject(ctx, false);
+  }
+  if (m == "HEAD") return GetObject(ctx, true);
+  if (m == "PUT") {
+    if (ctx.Has("uploadId") || ctx.Has("partNumber")) {
+      if (req.FindHeader("x-amz-copy-source")) return UploadPartCopy(ctx);
+      return UploadPart(ctx);
+    }
+    if (req.FindHeader("x-amz-copy-source")) return CopyObject(ctx);
+    return PutObject(ctx);
+  }
+  if (m == "POST") {
+    if (ctx.Has("uploads")) return CreateMultipartUpload(ctx);
+    if (ctx.Has("uploadId")) return CompleteMultipartUpload(ctx);
+    return SendError(ctx, MakeError(ErrorCode::kMethodNotAllowed));
+  }
+  if (m == "DELETE") {
+    if (ctx.Has("uploadId")) return AbortMultipartUpload(ctx);
+    return DeleteObject(ctx);
+  }
+  return SendError(ctx, MakeError(ErrorCode::kMethodNotAllowed));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Service and bucket operations
+
+void S3Api::ListBuckets(Context& ctx) {
+  auto buckets = store_.ListBuckets();
+  if (!buckets.ok()) return SendError(ctx, buckets.error());
+  SendXml(ctx, ListBucketsXml(*buckets, Owner{}));
+}
+
+void S3Api::CreateBucket(Context& ctx) {
+  auto body = ReadXmlBody(ctx);
+  if (!body.ok()) return SendError(ctx, body.error());
+  auto location = ParseCreateBucketXml(*body);
+  if (!location.ok()) return SendError(ctx, location.error());
+  if (!location->empty() && *location != opts_.region) {
+    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                    "The specified location-constraint is not valid"));
+  }
+  auto st = store_.MakeBucket(ctx.bucket);
+  if (!st.ok()) return SendError(ctx, st.error());
+  SendEmpty(ctx, 200, {{"Location", "/" + ctx.bucket}});
+}
+
+void S3Api::HeadBucket(Context& ctx) {
+  auto info = store_.GetBucketInfo(ctx.bucket);
+  if (!info.ok()) return SendError(ctx, info.error());
+  SendEmpty(ctx, 200, {{"x-amz-bucket-region", opts_.region}});
+}
+
+void S3Api::DeleteBucket(Context& ctx) {
+  auto st = store_.DeleteBucket(ctx.bucket);
+  if (!st.ok()) return SendError(ctx, st.error());
+  SendEmpty(ctx, 204);
+}
+
+void S3Api::GetBucketLocation(Context& ctx) {
+  auto info = store_.GetBucketInfo(ctx.bucket);
+  if (!info.ok()) return SendError(ctx, info.error());
+  SendXml(ctx, LocationXml(opts_.region));
+}
+
+void S3Api::GetBucketVersioning(Context& ctx) {
+  auto info = store_.GetBucketInfo(ctx.bucket);
+  if (!info.ok()) return SendError(ctx, info.error());
+  SendXml(ctx, VersioningConfigurationXml());
+}
+
+void S3Api::ListObjectsV1(Context& ctx) {
+  auto max_keys = ParseMaxKeys(ctx, "max-keys");
+  if (!max_keys.ok()) return SendError(ctx, max_keys.error());
+  std::string encoding = ctx.Q("encoding-type");
+  if (!encoding.empty() && encoding != "url")
+    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Invalid Encoding Method specified in Request"));
+  storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), ctx.Q("marker"), *max_keys};
+  auto res = store_.ListObjects(ctx.bucket, lo);
+  if (!res.ok()) return SendError(ctx, res.error());
+  ListV1Params p{ctx.bucket, lo.prefix, lo.delimiter, lo.start_after, *max_keys, encoding == "url"};
+  SendXml(ctx, ListObjectsV1Xml(p, *res, Owner{}));
+}
+
+void S3Api::ListObjectsV2(Context& ctx) {
+  auto max_keys = ParseMaxKeys(ctx, "max-keys");
+  if (!max_keys.ok()) return SendError(ctx, max_keys.error());
+  std::string encoding = ctx.Q("encoding-type");
+  if (!encoding.empty() && encoding != "url")
+    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Invalid Encoding Method specified in Request"));
+  std::string token = ctx.Q("continuation-token");
+  std::string start_after = ctx.Q("start-after");
+  std::string marker = start_after;
+  if (ctx.Has("continuation-token")) {
+    // The token is the base64 of the last key returned: opaque to clients, stateless for us.
+    auto decoded = hash::Base64Decode(token);
+    if (!decoded || token.empty())
+      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "The continuation token provided is incorrect"));
+    if (*decoded > marker) marker = *decoded;
+  }
+  storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), marker, *max_keys};
+  auto res = store_.ListObjects(ctx.bucket, lo);
+  if (!res.ok()) return SendError(ctx, res.error());
+  ListV2Params p;
+  p.bucket = ctx.bucket;
+  p.prefix = lo.prefix;
+  p.delimiter = lo.delimiter;
+  p.start_after = start_after;
+  p.continuation_token = token;
+  p.max_keys = *max_keys;
+  p.encode_url = encoding == "url";
+  p.fetch_owner = ctx.Q("fetch-owner") == "true";
+  if (res->truncated) p.next_continuation_token = hash::Base64Encode(res->next_marker);
+  SendXml(ctx, ListObjectsV2Xml(p, *res, Owner{}));
+}
+
+void S3Api::ListObjectVersions(Context& ctx) {
+  auto max_keys = ParseMaxKeys(ctx, "max-keys");
+  if (!max_keys.ok()) return SendError(ctx, max_keys.error());
+  std::string encoding = ctx.Q("encoding-type");
+  storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), ctx.Q("key-marker"), *max_keys};
+  auto res = store_.ListObjects(ctx.bucket, lo);
+  if (!res.ok()) return SendError(ctx, res.error());
+  ListVersionsParams p{ctx.bucket, lo.prefix, lo.delimiter, lo.start_after, *max_keys,
+                       encoding == "url"};
+  SendXml(ctx, ListObjectVersionsXml(p, *res, Owner{}));
+}
+
+void S3Api::ListMultipartUploads(Context& ctx) {
+  auto max_uploads = ParseMaxKeys(ctx, "max-uploads");
+  if (!max_uploads.ok()) return SendError(ctx, max_uploads.error());
+  ListUploadsParams p;
+  p.bucket = ctx.bucket;
+  p.prefix = ctx.Q("prefix");
+  p.delimiter = ctx.Q("delimiter");
+  p.key_marker = ctx.Q("key-marker");
+  p.upload_id_marker = ctx.Q("upload-id-marker");
+  p.max_uploads = *max_uploads;
+  p.encode_url = ctx.Q("encoding-type") == "url";
+  auto uploads = store_.ListMultipartUploads(ctx.bucket, p.prefix);
+  if (!uploads.ok()) return SendError(ctx, uploads.error());
+  SendXml(ctx, ListMultipartUploadsXml(p, *uploads, Owner{}));  // pages and filters
+}
+
+void S3Api::DeleteObjects(Context& ctx) {
+  auto body = ReadXmlBody(ctx);
+  if (!body.ok()) return SendError(ctx, body.error());
+  auto parsed = ParseDeleteXml(*body);
+  if (!parsed.ok()) return SendError(ctx, parsed.error());
+  auto bucket = store_.GetBucketInfo(ctx.bucket);
+  if (!bucket.ok()) return SendError(ctx, bucket.error());
+  std::vector<DeleteOutcome> outcomes;
+  for (const auto& entry : parsed->objects) {
+    DeleteOutcome out;
+    out.key = entry.key;
+    Status st = ValidateObjectKey(entry.key);
+    if (st.ok() && !entry.version_id.empty() && entry.version_id != "null")
+      st = MakeError(ErrorCode::kNoSuchKey, "The specified version does not exist.");
+    if (st.ok()) st = store_.DeleteObject(ctx.bucket, entry.key);
+    if (st.ok() || st.error().code == ErrorCode::kNoSuchKey) {
+      out.deleted = st.ok() || entry.version_id.empty();
+      if (!out.deleted) {
+        out.code = std::string(GetErrorInfo(st.error().code).code);
+        out.message = st.error().message;
+      }
+    } else {
+      const auto& info = GetErrorInfo(st.error().code);
+      out.code = std::string(info.code);
+      out.message = st.error().message.empty() ? std::string(info.message) : st.error().message;
+    }
+    outcomes.push_back(std::move(out));
+  }
+  SendXml(ctx, DeleteResultXml(outcomes, parsed->quiet));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Object operations
+
+void S3Api::PutObject(Context& ctx) {
+  auto opts = ObjectOptionsFromHeaders(ctx.req);
+  if (!opts.ok()) return SendError(ctx, opts.error());
+  auto up = PrepareUpload(ctx);
+  if (!up.ok()) return SendError(ctx, up.error());
+  opts->size = up->size;
+  auto info = store_.PutObject(ctx.bucket, ctx.key, *up->digest, *opts,
+                               [&](uint64_t) { return FinishUpload(ctx, *up); });
+  if (!info.ok()) return SendError(ctx, info.error());
+  HeaderList extra{{"ETag", Quote(info->etag)}};
+  for (const auto& [algo, value] : info->checksums) extra.emplace_back("x-amz-checksum-" + algo, value);
+  SendEmpty(ctx, 200, extra);
+}
+
+void S3Api::CopyObject(Context& ctx) {
+  auto src = ParseCopySource(*ctx.req.FindHeader("x-amz-copy-source"));
+  if (!src.ok()) return SendError(ctx, src.error());
+  const auto& [src_bucket, src_key] = *src;
+  if (!IsValidBucketName(src_bucket)) return SendError(ctx, MakeError(ErrorCode::kInvalidBucketName));
+  if (auto st = ValidateObjectKey(src_key); !st.ok()) return SendError(ctx, st.error());
+  std::string directive = ctx.req.HeaderOr("x-amz-metadata-directive", "COPY");
+  if (directive != "COPY" && directive != "REPLACE")
+    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Unknown metadata directive."));
+  bool replace = directive == "REPLACE";
+
+  auto reader = store_.OpenObject(src_bucket, src_key);
+  if (!reader.ok()) return SendError(ctx, reader.error());
+  const auto& src_info = (*reader)->info();
+  if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok()) return SendError(ctx, st.error());
+
+  storage::PutOptions opts;
+  if (replace) {
+    auto parsed = ObjectOptionsFromHeaders(ctx.req);
+    if (!parsed.ok()) return SendError(ctx, parsed.error());
+    opts = std::move(parsed).value();
+  } else {
+    opts.content_type = src_info.content_type;
+    opts.user_metadata = src_info.user_metadata;
+  }
+  bool same = src_bucket == ctx.bucket && src_key == ctx.key;
+  if (same) {
+    if (!replace) {
+      return SendError(ctx, MakeError(ErrorCode::kInvalidRequest,
+                                      "This copy request is illegal because it is trying to copy "
+                                      "an object to itself without changing the object's "
+                                      "metadata, storage class, website redirect location or "
+                                      "encryption attributes."));
+    }
+    reader->reset();
+    auto info = store_.UpdateMetadata(ctx.bucket, ctx.key, opts);
+    if (!info.ok()) return SendError(ctx, info.error());
+    return SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns));
+  }
+
+  opts.size = src_info.size;
+  ReaderSource source(**reader, 0, src_info.size);
+  DigestingSource digest(source, false, std::nullopt);
+  // A single-part source keeps its ETag (its MD5); a multipart source gets the MD5 of its bytes,
+  // as S3 does for copies.
+  auto info = store_.PutObject(ctx.bucket, ctx.key, digest, opts,
+                               [&](uint64_t) -> Result<storage::CommitInfo> {
+                                 storage::CommitInfo ci;
+                                 ci.etag = hash::HexEncode(digest.Md5());
+                                 ci.checksums = src_info.checksums;
+                                 // Composite multipart checksums don't describe a single PUT.
+                                 for (auto it = ci.checksums.begin(); it != ci.checksums.end();)
+                                   it = it->second.find('-') != std::string::npos
+                                            ? ci.checksums.erase(it)
+                                            : std::next(it);
+                                 return ci;
+                               });
+  if (!info.ok()) return SendError(ctx, info.error());
+  SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns));
+}
+
+void S3Api::GetObject(Context& ctx, bool head) {
+  auto reader_r = store_.OpenObject(ctx.bucket, ctx.key);
+  if (!reader_r.ok()) return SendError(ctx, reader_r.error());
+  auto& reader = **reader_r;
+  const auto& info = reader.info();
+  if (auto st = CheckPreconditions(ctx.req, info); !st.ok()) {
+    if (st.error().code == ErrorCode::kNotModified) {
+      return SendEmpty(ctx, 304, {{"ETag", Quote(info.etag)}, {"Last-Modified", HttpDate(info.mtime_ns)}});
+    }
+    return SendError(ctx, st.error());
+  }
+
+  std::optional<ByteRange> range;
+  if (ctx.Has("partNumber")) {
+    auto pn = ParseInt(ctx.Q("partNumber"));
+    if (!pn || *pn < 1 || *pn > 10000)
+      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Part number must be an integer between 1 and 10000, inclusive"));
+    if (info.part_count == 0) {
+      if (*pn != 1) return SendError(ctx, MakeError(ErrorCode::kInvalidRange));
+      if (info.size > 0) range = ByteRange{0, info.size};
+    } else {
+      if (*pn > info.part_count) return SendError(ctx, MakeError(ErrorCode::kInvalidRange));
+      uint64_t start = 0;
+      for (int i = 0; i < *pn - 1; ++i) start += info.part_sizes[i];
+      range = ByteRange{start, info.part_sizes[*pn - 1]};
+    }
+  } else if (const auto* rh = ctx.req.FindHeader("range")) {
+    auto r = ParseRange(*rh, info.size);
+    if (!r.ok()) {
+      auto head_resp = BaseHead(ctx.request_id, 416);
+      head_resp.Set("Content-Range", "bytes */" + std::to_string(info.size));
+      if (head) {
+        head_resp.content_length = 0;
+        ctx.sink.SendHead(head_resp);
+        return;
+      }
+      const auto& ei = GetErrorInfo(ErrorCode::kInvalidRange);
+      return SendBody(ctx.sink, std::move(head_resp),
+                      ErrorXml(ei.code, ei.message, ctx.Resource(), ctx.request_id),
+                      "application/xml");
+    }
+    range = *r;
+  }
+
+  bool partial = range.has_value() && (ctx.Has("partNumber") || ctx.req.FindHeader("range"));
+  uint64_t start = range ? range->start : 0;
+  uint64_t length = range ? range->length : info.size;
+  auto resp = BaseHead(ctx.request_id, partial ? 206 : 200);
+  bool checksum_mode = ToLower(ctx.req.HeaderOr("x-amz-checksum-mode")) == "enabled";
+  AddObjectHeaders(resp, info, checksum_mode && !partial);
+  if (partial) {
+    resp.Set("Content-Range", "bytes " + std::to_string(start) + "-" +
+                                  std::to_string(start + length - 1) + "/" +
+                                  std::to_string(info.size));
+  }
+  // response-* query parameters override headers (signed requests only, as S3).
+  static const std::pair<const char*, const char*> kOverrides[] = {
+      {"response-content-type", "Content-Type"},
+      {"response-content-language", "Content-Language"},
+      {"response-expires", "Expires"},
+      {"response-cache-control", "Cache-Control"},
+      {"response-content-disposition", "Content-Disposition"},
+      {"response-content-encoding", "Content-Encoding"}};
+  for (const auto& [param, header] : kOverrides) {
+    if (!ctx.Has(param)) continue;
+    std::string lower = ToLower(header);
+    auto& hs = resp.headers;
+    hs.erase(std::remove_if(hs.begin(), hs.end(),
+                            [&](const auto& h) { return ToLower(h.first) == lower; }),
+             hs.end());
+    resp.Set(header, ctx.Q(param));
+  }
+  resp.content_length = length;
+  if (!ctx.sink.SendHead(resp) || head) return;
+
+  std::vector<char> buf(std::min<uint64_t>(kIoChunk, std::max<uint64_t>(length, 1)));
+  uint64_t pos = start, end = start + length;
+  while (pos < end) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), end - pos));
+    auto n = reader.ReadAt(pos, buf.data(), want);
+    if (!n.ok() || *n == 0) {
+      spdlog::error("GET {}/{} failed at offset {}: {}", ctx.bucket, ctx.key, pos,
+                    n.ok() ? "short read" : n.error().message);
+      return;  // the connection closes with a short body: the client sees the failure
+    }
+    if (!ctx.sink.Write(buf.data(), *n)) return;
+    pos += *n;
+  }
+}
+
+void S3Api::DeleteObject(Context& ctx) {
+  auto st = store_.DeleteObject(ctx.bucket, ctx.key);
+  if (!st.ok() && st.error().code != ErrorCode::kNoSuchKey) return SendError(ctx, st.error());
+  SendEmpty(ctx, 204);
+}
+
+void S3Api::CreateMultipartUpload(Context& ctx) {
+  auto opts = ObjectOptionsFromHeaders(ctx.req);
+  if (!opts.ok()) return SendError(ctx, opts.error());
+  if (const auto* algo = ctx.req.FindHeader("x-amz-checksum-algorithm")) {
+    auto a = hash::ChecksumAlgoFromName(ToLower(*algo));
+    if (!a) return SendError(ctx, MakeError(ErrorCode::kInvalidRequest, "Checksum algorithm provided is unsupported."));
+    opts->user_metadata["x-amz-checksum-algorithm"] = std::string(hash::ChecksumName(*a));
+  }
+  auto id = store_.NewMultipartUpload(ctx.bucket, ctx.key, *opts);
+  if (!id.ok()) return SendError(ctx, id.error());
+  HeaderList extra;
+  if (opts->user_metadata.count("x-amz-checksum-algorithm"))
+    extra.emplace_back("x-amz-checksum-algorithm", ctx.req.HeaderOr("x-amz-checksum-algorithm"));
+  SendXml(ctx, InitiateMultipartUploadXml(ctx.bucket, ctx.key, *id), 200, extra);
+}
+
+namespace {
+Result<int> PartNumberOf(const S3Api::Context& ctx) {
+  auto pn = ParseInt(ctx.Q("partNumber"));
+  if (!pn || *pn < 1 || *pn > 10000)
+    return MakeError(ErrorCode::kInvalidArgument, "Part number must be an integer between 1 and 10000, inclusive");
+  return static_cast<int>(*pn);
+}
+}  // namespace
+
+void S3Api::UploadPart(Context& ctx) {
+  auto pn = PartNumberOf(ctx);
+  if (!pn.ok()) return SendError(ctx, pn.error());
+  std::string upload_id = ctx.Q("uploadId");
+  auto up = PrepareUpload(ctx);
+  if (!up.ok()) return SendError(ctx, up.error());
+  auto part = store_.PutObjectPart(ctx.bucket, ctx.key, upload_id, *pn, *up->digest, up->size,
+                                   [&](uint64_t) { return FinishUpload(ctx, *up); });
+  if (!part.ok()) return SendError(ctx, part.error());
+  HeaderList extra{{"ETag", Quote(part->etag)}};
+  for (const auto& [algo, value] : part->checksums) extra.emplace_back("x-amz-checksum-" + algo, value);
+  SendEmpty(ctx, 200, extra);
+}
+
+void S3Api::UploadPartCopy(Context& ctx) {
+  auto pn = PartNumberOf(ctx);
+  if (!pn.ok()) return SendError(ctx, pn.error());
+  std::string upload_id = ctx.Q("uploadId");
+  auto src = ParseCopySource(*ctx.req.FindHeader("x-amz-copy-source"));
+  if (!src.ok()) return SendError(ctx, src.error());
+  const auto& [src_bucket, src_key] = *src;
+  if (!IsValidBucketName(src_bucket)) return SendError(ctx, MakeError(ErrorCode::kInvalidBucketName));
+  if (auto st = ValidateObjectKey(src_key); !st.ok()) return SendError(ctx, st.error());
+  // Fail on a missing upload before reading any source data.
+  auto parts = store_.ListParts(ctx.bucket, ctx.key, upload_id);
+  if (!parts.ok()) return SendError(ctx, parts.error());
+  auto reader = store_.OpenObject(src_bucket, src_key);
+  if (!reader.ok()) return SendError(ctx, reader.error());
+  const auto& src_info = (*reader)->info();
+  if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok()) return SendError(ctx, st.error());
+  uint64_t start = 0, length = src_info.size;
+  if (const auto* rh = ctx.req.FindHeader("x-amz-copy-source-range")) {
+    // Must be exactly bytes=first-last within the object.
+    std::string_view r = *rh;
+    auto dash = r.find('-');
+    if (r.rfind("bytes=", 0) != 0 || dash == std::string_view::npos)
+      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Range specified is not valid for source object"));
+    auto first = ParseInt(r.substr(6, dash - 6));
+    auto last = ParseInt(r.substr(dash + 1));
+    if (!first || !last || *first < 0 || *last < *first ||
+        static_cast<uint64_t>(*last) >= src_info.size)
+      return SendError(ctx, MakeError(ErrorCode::kInvalidRange, "The requested range is not satisfiable"));
+    start = static_cast<uint64_t>(*first);
+    length = static_cast<uint64_t>(*last - *first + 1);
+  }
+  ReaderSource source(**reader, start, length);
+  DigestingSource digest(source, false, std::nullopt);
+  auto part = store_.PutObjectPart(ctx.bucket, ctx.key, upload_id, *pn, digest, length,
+                                   [&](uint64_t) -> Result<storage::CommitInfo> {
+                                     storage::CommitInfo ci;
+                                     ci.etag = hash::HexEncode(digest.Md5());
+                                     return ci;
+                                   });
+  if (!part.ok()) return SendError(ctx, part.error());
+  SendXml(ctx, CopyPartResultXml(part->etag, part->mtime_ns));
+}
+
+void S3Api::CompleteMultipartUpload(Context& ctx) {
+  auto body = ReadXmlBody(ctx);
+  if (!body.ok()) return SendError(ctx, body.error());
+  auto parts = ParseCompleteMultipartXml(*body);
+  if (!parts.ok()) return SendError(ctx, parts.error());
+  auto info = store_.CompleteMultipartUpload(ctx.bucket, ctx.key, ctx.Q("uploadId"), *parts);
+  if (!info.ok()) return SendError(ctx, info.error());
+  HeaderList extra;
+  for (const auto& [algo, value] : info->checksums) extra.emplace_back("x-amz-checksum-" + algo, value);
+  std::string location = "http://" + ctx.req.HeaderOr("host") + "/" + ctx.bucket + "/" + uri::Encode(ctx.key, false);
+  SendXml(ctx, CompleteMultipartUploadXml(location, ctx.bucket, ctx.key, info->etag), 200, extra);
+}
+
+void S3Api::AbortMultipartUpload(Context& ctx) {
+  auto st = store_.AbortMultipartUpload(ctx.bucket, ctx.key, ctx.Q("uploadId"));
+  if (!st.ok()) return SendError(ctx, st.error());
+  SendEmpty(ctx, 204);
+}
+
+void S3Api::ListParts(Context& ctx) {
+  auto max_parts = ParseMaxKeys(ctx, "max-parts");
+  if (!max_parts.ok()) return SendError(ctx, max_parts.error());
+  int marker = 0;
+  if (ctx.Has("part-number-marker")) {
+    auto m = ParseInt(ctx.Q("part-number-marker"));
+    if (!m || *m < 0) return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Invalid part-number-marker"));
+    marker = static_cast<int>(std::min<int64_t>(*m, 10000));
+  }
+  auto parts = store_.ListParts(ctx.bucket, ctx.key, ctx.Q("uploadId"));
+  if (!parts.ok()) return SendError(ctx, parts.error());
+  ListPartsParams p{ctx.bucket, ctx.key, ctx.Q("uploadId"), marker, *max_parts};
+  SendXml(ctx, ListPartsXml(p, *parts, Owner{}));  // pages from the marker
+}
+
+}  // namespace rdmastor::s3

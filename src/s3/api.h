@@ -1,0 +1,63 @@
+// The S3 API: authentication, routing and the operation handlers, over an ObjectLayer.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "s3/http_server.h"
+#include "storage/object_layer.h"
+
+namespace rdmastor::s3 {
+
+struct ApiOptions {
+  std::string access_key;
+  std::string secret_key;
+  std::string region = "us-east-1";
+  std::vector<std::string> domains;  // MINIO_DOMAIN: enables virtual-host-style requests
+};
+
+class S3Api final : public RequestHandler {
+ public:
+  S3Api(ApiOptions opts, storage::ObjectLayer& store);
+
+  void Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink) override;
+  void RenderFrontEndError(ErrorCode code, HttpResponseHead& head, std::string& body) override;
+
+  struct Context;  // one request in flight (defined in api.cc)
+
+ private:
+  void Dispatch(Context& ctx);
+
+  // Service and bucket level.
+  void ListBuckets(Context& ctx);
+  void CreateBucket(Context& ctx);
+  void HeadBucket(Context& ctx);
+  void DeleteBucket(Context& ctx);
+  void GetBucketLocation(Context& ctx);
+  void GetBucketVersioning(Context& ctx);
+  void ListObjectsV1(Context& ctx);
+  void ListObjectsV2(Context& ctx);
+  void ListObjectVersions(Context& ctx);
+  void ListMultipartUploads(Context& ctx);
+  void DeleteObjects(Context& ctx);
+
+  // Object level.
+  void PutObject(Context& ctx);
+  void CopyObject(Context& ctx);
+  void GetObject(Context& ctx, bool head);
+  void DeleteObject(Context& ctx);
+  void CreateMultipartUpload(Context& ctx);
+  void UploadPart(Context& ctx);
+  void UploadPartCopy(Context& ctx);
+  void CompleteMultipartUpload(Context& ctx);
+  void AbortMultipartUpload(Context& ctx);
+  void ListParts(Context& ctx);
+
+  ApiOptions opts_;
+  storage::ObjectLayer& store_;
+  std::string request_id_prefix_;
+  std::atomic<uint64_t> request_counter_{0};
+};
+
+}  // namespace rdmastor::s3

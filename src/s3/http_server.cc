@@ -1,0 +1,383 @@
+#include "s3/http_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <future>
+#include <thread>
+
+#include "common/thread_pool.h"
+
+namespace rdmastor::s3 {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// One client connection. The I/O side (header reads, keep-alive, draining) runs as callbacks on
+// the connection's strand; while a handler runs on a worker thread, the worker drives body reads
+// and response writes by posting operations to the strand and waiting for their completion, so a
+// slow disk never stalls an I/O thread and a slow client never spins one.
+class Session : public std::enable_shared_from_this<Session>,
+                public BodySource,
+                public ResponseSink {
+ public:
+  Session(tcp::socket socket, const HttpServerOptions& opts, RequestHandler& handler,
+          ThreadPool& workers)
+      : stream_(std::move(socket)), opts_(opts), handler_(handler), workers_(workers) {}
+
+  void Start() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+  }
+
+  // --- BodySource (worker thread) ---
+  Result<size_t> Read(char* buf, size_t len) override {
+    if (len == 0) return size_t{0};
+    if (parser_->is_done()) return size_t{0};
+    if (expect_continue_ && !sent_continue_) {
+      sent_continue_ = true;
+      static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      auto ec = Blocking([this](auto done) {
+        asio::async_write(stream_, asio::buffer(kContinue),
+                          [done](beast::error_code e, size_t) { done(e, 0); });
+      });
+      if (ec.first) return MakeError(ErrorCode::kIncompleteBody, ec.first.message());
+    }
+    auto [ec, n] = Blocking([this, buf, len](auto done) {
+      auto& body = parser_->get().body();
+      body.data = buf;
+      body.size = len;
+      http::async_read(stream_, buffer_, *parser_,
+                       [this, done, len](beast::error_code e, size_t) {
+                         if (e == http::error::need_buffer) e = {};
+                         done(e, len - parser_->get().body().size);
+                       });
+    });
+    if (ec) {
+      if (ec == beast::error::timeout) return MakeError(ErrorCode::kRequestTimeout);
+      if (ec == http::error::bad_chunk || ec == http::error::bad_chunk_extension)
+        return MakeError(ErrorCode::kMalformedChunkedEncoding, ec.message());
+      return MakeError(ErrorCode::kIncompleteBody, "reading request body: " + ec.message());
+    }
+    body_bytes_read_ += n;
+    return n;
+  }
+
+  // --- ResponseSink (worker thread) ---
+  bool SendHead(const HttpResponseHead& head) override {
+    if (head_sent_) return false;
+    head_sent_ = true;
+    response_length_ = head.content_length;
+    response_close_ = head.close_connection;
+    auto res = std::make_shared<http::response<http::empty_body>>();
+    res->version(11);
+    res->result(static_cast<unsigned>(head.status));
+    for (const auto& [name, value] : head.headers) res->insert(name, value);
+    res->content_length(head.content_length);
+    res->keep_alive(keep_alive_ && !head.close_connection);
+    auto ec = Blocking([this, res](auto done) {
+      auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
+      http::async_write_header(stream_, *sr,
+                               [sr, res, done](beast::error_code e, size_t) { done(e, 0); });
+    });
+    if (ec.first) {
+      client_gone_ = true;
+      return false;
+    }
+    if (is_head_request_) response_length_ = 0;
+    return true;
+  }
+
+  bool Write(const char* data, size_t len) override {
+    if (!head_sent_ || client_gone_) return false;
+    if (len == 0) return true;
+    if (response_written_ + len > response_length_) return false;  // would corrupt framing
+    auto ec = Blocking([this, data, len](auto done) {
+      asio::async_write(stream_, asio::buffer(data, len),
+                        [done](beast::error_code e, size_t n) { done(e, n); });
+    });
+    if (ec.first) {
+      client_gone_ = true;
+      return false;
+    }
+    response_written_ += len;
+    return true;
+  }
+
+  bool head_sent() const override { return head_sent_; }
+
+ private:
+  using Done = std::function<void(beast::error_code, size_t)>;
+
+  // Runs `start(done)` on the strand with an I/O timeout and waits for `done` on this thread.
+  template <class Start>
+  std::pair<beast::error_code, size_t> Blocking(Start start) {
+    std::promise<std::pair<beast::error_code, size_t>> promise;
+    auto future = promise.get_future();
+    asio::post(stream_.get_executor(), [this, &promise, &start] {
+      stream_.expires_after(opts_.io_timeout);
+      start(Done([&promise](beast::error_code e, size_t n) { promise.set_value({e, n}); }));
+    });
+    return future.get();
+  }
+
+  void ReadHeader() {
+    parser_.emplace();
+    parser_->header_limit(opts_.header_limit);
+    parser_->body_limit(boost::none);
+    head_sent_ = false;
+    client_gone_ = false;
+    sent_continue_ = false;
+    response_written_ = 0;
+    response_length_ = 0;
+    body_bytes_read_ = 0;
+    stream_.expires_after(opts_.idle_timeout);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+        ec == beast::error::timeout || ec == asio::error::connection_reset ||
+        ec == asio::error::operation_aborted) {
+      return Close();
+    }
+    if (ec) {
+      ErrorCode code = ec == http::error::header_limit ? ErrorCode::kRequestHeaderSectionTooLarge
+                                                       : ErrorCode::kInvalidRequest;
+      spdlog::debug("rejecting request from {}: {}", RemoteIp(), ec.message());
+      return SendFrontEndErrorAndClose(code);
+    }
+    auto& msg = parser_->get();
+    request_ = HttpRequest{};
+    request_.method = std::string(msg.method_string());
+    request_.target = std::string(msg.target());
+    auto q = request_.target.find('?');
+    request_.raw_path = request_.target.substr(0, q);
+    request_.raw_query = q == std::string::npos ? "" : request_.target.substr(q + 1);
+    for (const auto& field : msg) {
+      request_.headers.emplace_back(ToLower(field.name_string()), std::string(field.value()));
+    }
+    beast::error_code ep_ec;
+    auto ep = stream_.socket().remote_endpoint(ep_ec);
+    if (!ep_ec) {
+      auto addr = ep.address();
+      if (addr.is_v6() && addr.to_v6().is_v4_mapped())
+        addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
+      request_.remote_ip = addr.to_string();
+      request_.remote_port = ep.port();
+    }
+    request_.chunked = parser_->chunked();
+    if (auto cl = parser_->content_length()) request_.content_length = *cl;
+    keep_alive_ = msg.keep_alive();
+    is_head_request_ = msg.method() == http::verb::head;
+    auto expect = msg[http::field::expect];
+    expect_continue_ = beast::iequals(expect, "100-continue");
+
+    // Hand the request to a worker; the strand stays idle until the worker posts back.
+    workers_.Submit([self = shared_from_this()] { self->RunHandler(); });
+  }
+
+  void RunHandler() {
+    try {
+      handler_.Handle(request_, *this, *this);
+    } catch (const std::exception& e) {
+      spdlog::error("handler threw for {} {}: {}", request_.method, request_.target, e.what());
+      if (!head_sent_) {
+        HttpResponseHead head;
+        std::string body;
+        handler_.RenderFrontEndError(ErrorCode::kInternalError, head, body);
+        head.close_connection = true;
+        head.content_length = body.size();
+        if (SendHead(head)) Write(body.data(), body.size());
+      }
+    }
+    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->AfterHandler(); });
+  }
+
+  void AfterHandler() {
+    bool complete_response = head_sent_ && !client_gone_ && response_written_ == response_length_;
+    if (!complete_response || response_close_ || !keep_alive_) return Close();
+    if (parser_->is_done()) return ReadHeader();
+    // The handler answered without consuming the body (an early error). Swallow a bounded amount
+    // so the connection can be reused; otherwise close it.
+    if (expect_continue_ && !sent_continue_) return Close();
+    Drain();
+  }
+
+  void Drain() {
+    if (parser_->is_done()) return ReadHeader();
+    if (drained_ > opts_.drain_limit) return Close();
+    drain_buf_.resize(64 * 1024);
+    auto& body = parser_->get().body();
+    body.data = drain_buf_.data();
+    body.size = drain_buf_.size();
+    stream_.expires_after(std::chrono::seconds(5));
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec == http::error::need_buffer) ec = {};
+                       if (ec) return self->Close();
+                       self->drained_ += self->drain_buf_.size() - self->parser_->get().body().size;
+                       self->Drain();
+                     });
+  }
+
+  void SendFrontEndErrorAndClose(ErrorCode code) {
+    auto head = std::make_shared<HttpResponseHead>();
+    auto body = std::make_shared<std::string>();
+    handler_.RenderFrontEndError(code, *head, *body);
+    auto res = std::make_shared<http::response<http::string_body>>();
+    res->version(11);
+    res->result(static_cast<unsigned>(head->status));
+    for (const auto& [name, value] : head->headers) res->insert(name, value);
+    res->body() = *body;
+    res->prepare_payload();
+    res->keep_alive(false);
+    stream_.expires_after(std::chrono::seconds(10));
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res](beast::error_code, size_t) { self->Close(); });
+  }
+
+  void Close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().close(ec);
+  }
+
+  std::string RemoteIp() {
+    beast::error_code ec;
+    auto ep = stream_.socket().remote_endpoint(ec);
+    return ec ? std::string("?") : ep.address().to_string();
+  }
+
+  beast::tcp_stream stream_;
+  const HttpServerOptions& opts_;
+  RequestHandler& handler_;
+  ThreadPool& workers_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::buffer_body>> parser_;
+  HttpRequest request_;
+  std::vector<char> drain_buf_;
+  size_t drained_ = 0;
+  bool keep_alive_ = true;
+  bool is_head_request_ = false;
+  bool expect_continue_ = false;
+  bool sent_continue_ = false;
+  bool head_sent_ = false;
+  bool client_gone_ = false;
+  bool response_close_ = false;
+  uint64_t response_length_ = 0;
+  uint64_t response_written_ = 0;
+  uint64_t body_bytes_read_ = 0;
+};
+
+class BeastHttpServer final : public HttpServer {
+ public:
+  BeastHttpServer(const HttpServerOptions& opts, RequestHandler& handler)
+      : opts_(opts),
+        handler_(handler),
+        io_threads_(opts.io_threads > 0 ? opts.io_threads
+                                        : std::max(1u, std::thread::hardware_concurrency())),
+        ioc_(io_threads_),
+        acceptor_(ioc_),
+        workers_(opts.worker_threads) {}
+
+  ~BeastHttpServer() override {
+    Stop();
+    workers_.Shutdown();
+  }
+
+  Status Listen() {
+    beast::error_code ec;
+    auto addr = asio::ip::make_address(opts_.host.empty() ? "0.0.0.0" : opts_.host, ec);
+    if (ec) {
+      // A host name: resolve it once.
+      tcp::resolver resolver(ioc_);
+      auto results = resolver.resolve(opts_.host, std::to_string(opts_.port), ec);
+      if (ec || results.empty())
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "cannot resolve listen address '" + opts_.host + "': " + ec.message());
+      addr = results.begin()->endpoint().address();
+    }
+    tcp::endpoint ep(addr, opts_.port);
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      std::string where = addr.is_v6() ? "[" + addr.to_string() + "]" : addr.to_string();
+      return MakeError(ErrorCode::kInvalidArgument, "cannot listen on " + where + ":" +
+                                                        std::to_string(opts_.port) + ": " +
+                                                        ec.message());
+    }
+    return {};
+  }
+
+  uint16_t port() const override { return acceptor_.local_endpoint().port(); }
+
+  void Run() override {
+    Accept();
+    std::vector<std::thread> threads;
+    for (int i = 1; i < io_threads_; ++i) threads.emplace_back([this] { ioc_.run(); });
+    ioc_.run();
+    for (auto& t : threads) t.join();
+  }
+
+  void Stop() override {
+    if (stopped_.exchange(true)) return;
+    asio::post(ioc_, [this] {
+      beast::error_code ec;
+      acceptor_.close(ec);
+      ioc_.stop();
+    });
+  }
+
+ private:
+  void Accept() {
+    acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket s) {
+      if (ec == asio::error::operation_aborted) return;
+      if (!ec) {
+        s.set_option(tcp::no_delay(true), ec);
+        std::make_shared<Session>(std::move(s), opts_, handler_, workers_)->Start();
+      } else {
+        spdlog::warn("accept failed: {}", ec.message());
+      }
+      Accept();
+    });
+  }
+
+  HttpServerOptions opts_;
+  RequestHandler& handler_;
+  int io_threads_;
+  asio::io_context ioc_;
+  tcp::acceptor acceptor_;
+  ThreadPool workers_;
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Create(const HttpServerOptions& opts,
+                                                       RequestHandler& handler) {
+  auto server = std::make_unique<BeastHttpServer>(opts, handler);
+  auto st = server->Listen();
+  if (!st.ok()) return st.error();
+  return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+}  // namespace rdmastor::s3

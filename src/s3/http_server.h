@@ -1,0 +1,50 @@
+// HTTP/1.1 front end on Boost.Beast. Sockets are served asynchronously by a small io_context pool
+// (one thread per core); each parsed request header is handed to a blocking RequestHandler on a
+// worker pool, whose body reads and response writes are bridged back onto the connection's strand.
+// Only http_server.cc includes Beast/Asio.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "s3/http_types.h"
+
+namespace rdmastor::s3 {
+
+class RequestHandler {
+ public:
+  virtual ~RequestHandler() = default;
+  // Runs on a worker thread; may block. Must send a complete response through `sink` (or leave it
+  // unsent only when the client went away).
+  virtual void Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink) = 0;
+  // Called (on the I/O thread) for requests the front end rejects before a handler sees them, e.g.
+  // an oversized header section. Must produce a complete response head and body.
+  virtual void RenderFrontEndError(ErrorCode code, HttpResponseHead& head, std::string& body) = 0;
+};
+
+struct HttpServerOptions {
+  std::string host = "0.0.0.0";
+  uint16_t port = 9000;
+  int io_threads = 0;       // 0 = one per core
+  int worker_threads = 64;  // blocking request handlers
+  uint32_t header_limit = 32 * 1024;  // bytes of request line + headers
+  std::chrono::seconds idle_timeout{90};   // keep-alive wait for the next request
+  std::chrono::seconds io_timeout{120};    // any single read/write making no progress
+  size_t drain_limit = 8 << 20;  // unread body bytes we swallow to keep a connection alive
+};
+
+class HttpServer {
+ public:
+  // Binds and listens; fails with a clear message for a bad address or a port in use.
+  static Result<std::unique_ptr<HttpServer>> Create(const HttpServerOptions& opts,
+                                                    RequestHandler& handler);
+  virtual ~HttpServer() = default;
+  virtual uint16_t port() const = 0;
+  virtual void Run() = 0;   // serves until Stop(); blocks the caller
+  virtual void Stop() = 0;  // thread-safe, async-signal-unsafe
+};
+
+}  // namespace rdmastor::s3

@@ -1,0 +1,683 @@
+#include "s3/sigv4.h"
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <utility>
+
+#include "common/hash.h"
+#include "common/uri.h"
+
+namespace rdmastor::s3 {
+
+namespace {
+
+constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
+constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
+constexpr std::string_view kStreamingSigned = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
+constexpr std::string_view kStreamingSignedTrailer = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER";
+constexpr std::string_view kStreamingUnsignedTrailer = "STREAMING-UNSIGNED-PAYLOAD-TRAILER";
+constexpr std::string_view kEmptySha256 =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+constexpr int64_t kMaxSkewS = 15 * 60;
+constexpr int64_t kMaxPresignExpiresS = 7 * 24 * 3600;
+
+// Headers a client must not sign because proxies and HTTP stacks add, drop or rewrite them
+// (the same list botocore uses).
+bool IsUnsignableHeader(std::string_view name) {
+  return name == "authorization" || name == "expect" || name == "transfer-encoding" ||
+         name == "user-agent" || name == "x-amzn-trace-id";
+}
+
+bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool IsHex(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
+bool IsDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+int ToInt(std::string_view digits) {
+  int v = 0;
+  for (char c : digits) v = v * 10 + (c - '0');
+  return v;
+}
+
+// SigV4 "Trimall": strip the ends and turn every inner run of blanks into one space.
+std::string TrimAll(std::string_view v) {
+  v = Trim(v);
+  std::string out;
+  out.reserve(v.size());
+  bool in_space = false;
+  for (char c : v) {
+    if (IsSpace(c)) {
+      in_space = true;
+      continue;
+    }
+    if (in_space) out += ' ';
+    in_space = false;
+    out += c;
+  }
+  return out;
+}
+
+// Seconds since the epoch from broken-down UTC; nullopt when a field is out of range (Feb 30 etc).
+std::optional<int64_t> FromUtc(int year, int mon, int day, int hour, int min, int sec) {
+  if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60) {
+    return std::nullopt;
+  }
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = mon - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = min;
+  tm.tm_sec = sec;
+  time_t t = timegm(&tm);
+  // timegm normalises overflowing fields; a changed day or month means the date did not exist.
+  if (tm.tm_mday != day || tm.tm_mon != mon - 1) return std::nullopt;
+  return static_cast<int64_t>(t);
+}
+
+// ISO 8601 basic format as SigV4 uses it: 20130524T000000Z.
+std::optional<int64_t> ParseAmzDate(std::string_view s) {
+  if (s.size() != 16 || s[8] != 'T' || s[15] != 'Z') return std::nullopt;
+  if (!IsDigits(s.substr(0, 8)) || !IsDigits(s.substr(9, 6))) return std::nullopt;
+  return FromUtc(ToInt(s.substr(0, 4)), ToInt(s.substr(4, 2)), ToInt(s.substr(6, 2)),
+                 ToInt(s.substr(9, 2)), ToInt(s.substr(11, 2)), ToInt(s.substr(13, 2)));
+}
+
+// RFC 1123 HTTP date: "Fri, 24 May 2013 00:00:00 GMT".
+std::optional<int64_t> ParseHttpDate(std::string_view s) {
+  s = Trim(s);
+  size_t comma = s.find(", ");
+  if (comma == std::string_view::npos) return std::nullopt;
+  s.remove_prefix(comma + 2);
+  // "24 May 2013 00:00:00 GMT"
+  if (s.size() != 24 || s[2] != ' ' || s[6] != ' ' || s[11] != ' ' || s[14] != ':' ||
+      s[17] != ':' || s.substr(20) != " GMT") {
+    return std::nullopt;
+  }
+  static constexpr std::string_view kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  int mon = 0;
+  for (int i = 0; i < 12; ++i) {
+    if (s.substr(3, 3) == kMonths[i]) mon = i + 1;
+  }
+  if (mon == 0 || !IsDigits(s.substr(0, 2)) || !IsDigits(s.substr(7, 4)) ||
+      !IsDigits(s.substr(12, 2)) || !IsDigits(s.substr(15, 2)) || !IsDigits(s.substr(18, 2))) {
+    return std::nullopt;
+  }
+  return FromUtc(ToInt(s.substr(7, 4)), mon, ToInt(s.substr(0, 2)), ToInt(s.substr(12, 2)),
+                 ToInt(s.substr(15, 2)), ToInt(s.substr(18, 2)));
+}
+
+std::string FormatAmzDate(int64_t unix_s) {
+  time_t t = static_cast<time_t>(unix_s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+// Query parameters decoded where possible; a malformed escape is kept literally so the canonical
+// form is still defined (the signature then simply fails to match).
+std::vector<std::pair<std::string, std::string>> SplitQuery(std::string_view raw) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t pos = 0;
+  while (pos <= raw.size()) {
+    size_t amp = raw.find('&', pos);
+    if (amp == std::string_view::npos) amp = raw.size();
+    std::string_view part = raw.substr(pos, amp - pos);
+    pos = amp + 1;
+    if (part.empty()) continue;
+    size_t eq = part.find('=');
+    std::string_view name = part.substr(0, eq);
+    std::string_view value = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+    auto n = uri::Decode(name, /*plus_as_space=*/true);
+    auto v = uri::Decode(value, /*plus_as_space=*/true);
+    out.emplace_back(n ? std::move(*n) : std::string(name), v ? std::move(*v) : std::string(value));
+  }
+  return out;
+}
+
+const std::string* FindParam(const std::vector<std::pair<std::string, std::string>>& params,
+                             std::string_view name) {
+  for (const auto& [k, v] : params)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+// Value of a signed header: every occurrence trimmed and joined with ','. nullopt when absent.
+std::optional<std::string> CanonicalHeaderValue(const HeaderList& headers, std::string_view name) {
+  std::optional<std::string> out;
+  for (const auto& [k, v] : headers) {
+    if (k != name) continue;
+    if (out) {
+      *out += ',';
+      *out += TrimAll(v);
+    } else {
+      out = TrimAll(v);
+    }
+  }
+  return out;
+}
+
+std::string JoinSignedHeaders(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ';';
+    out += n;
+  }
+  return out;
+}
+
+// Builds the canonical request. Returns the name of a signed header missing from `headers` as an
+// error instead.
+Result<std::string> CanonicalRequest(std::string_view method, std::string_view raw_path,
+                                     std::string_view canonical_query, const HeaderList& headers,
+                                     const std::vector<std::string>& signed_headers,
+                                     std::string_view payload) {
+  std::string cr;
+  cr.reserve(512);
+  cr.append(method).append("\n");
+  cr.append(CanonicalUri(raw_path)).append("\n");
+  cr.append(canonical_query).append("\n");
+  for (const auto& name : signed_headers) {
+    auto value = CanonicalHeaderValue(headers, name);
+    if (!value) {
+      return MakeError(ErrorCode::kSignatureDoesNotMatch,
+                       "Signed header '" + name + "' is missing from the request.");
+    }
+    cr.append(name).append(":").append(*value).append("\n");
+  }
+  cr.append("\n");
+  cr.append(JoinSignedHeaders(signed_headers)).append("\n");
+  cr.append(payload);
+  return cr;
+}
+
+std::string StringToSign(std::string_view amz_date, std::string_view scope,
+                         std::string_view canonical_request) {
+  std::string s;
+  s.append(kAlgorithm).append("\n");
+  s.append(amz_date).append("\n");
+  s.append(scope).append("\n");
+  s.append(hash::Sha256Hex(canonical_request));
+  return s;
+}
+
+std::string SignHex(std::string_view signing_key, std::string_view string_to_sign) {
+  return hash::HexEncode(hash::HmacSha256(signing_key, string_to_sign));
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+struct Credential {
+  std::string access_key;
+  std::string date;    // yyyymmdd
+  std::string region;
+  std::string scope;   // date/region/s3/aws4_request
+};
+
+// "AK/20130524/us-east-1/s3/aws4_request". The scope is the last four parts so that access keys
+// containing '/' still parse (MinIO allows them).
+Result<Credential> ParseCredential(std::string_view cred, ErrorCode err) {
+  std::vector<std::string_view> parts;
+  size_t pos = 0;
+  while (true) {
+    size_t slash = cred.find('/', pos);
+    if (slash == std::string_view::npos) {
+      parts.push_back(cred.substr(pos));
+      break;
+    }
+    parts.push_back(cred.substr(pos, slash - pos));
+    pos = slash + 1;
+  }
+  if (parts.size() < 5) {
+    return MakeError(err, "Credential must be <access-key>/<date>/<region>/s3/aws4_request.");
+  }
+  size_t n = parts.size();
+  std::string_view date = parts[n - 4], region = parts[n - 3], service = parts[n - 2],
+                   terminal = parts[n - 1];
+  Credential c;
+  c.access_key = std::string(cred.substr(0, cred.size() - date.size() - region.size() -
+                                                service.size() - terminal.size() - 4));
+  if (c.access_key.empty()) return MakeError(err, "Credential has an empty access key.");
+  if (date.size() != 8 || !IsDigits(date)) {
+    return MakeError(err, "Credential date must be in yyyyMMdd format.");
+  }
+  if (region.empty()) return MakeError(err, "Credential has an empty region.");
+  if (service != "s3") {
+    return MakeError(err, "Credential should be scoped to the correct service: 's3'.");
+  }
+  if (terminal != "aws4_request") {
+    return MakeError(err, "Credential should be scoped with a valid terminator: 'aws4_request'.");
+  }
+  c.date = std::string(date);
+  c.region = std::string(region);
+  c.scope = std::string(cred.substr(c.access_key.size() + 1));
+  return c;
+}
+
+Result<std::vector<std::string>> ParseSignedHeaders(std::string_view list, ErrorCode err) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t semi = list.find(';', pos);
+    if (semi == std::string_view::npos) semi = list.size();
+    std::string_view name = Trim(list.substr(pos, semi - pos));
+    pos = semi + 1;
+    if (name.empty()) return MakeError(err, "SignedHeaders contains an empty header name.");
+    out.push_back(ToLower(name));
+  }
+  if (std::find(out.begin(), out.end(), "host") == out.end()) {
+    // What S3 answers when host is left out of the signature (HeadersNotSigned: host).
+    return MakeError(ErrorCode::kAccessDenied,
+                     "There were headers present in the request which were not signed: host");
+  }
+  return out;
+}
+
+Result<PayloadMode> ModeFromContentSha(std::string_view v, std::string* content_sha256) {
+  if (v.size() == 64 && IsHex(v)) {
+    *content_sha256 = ToLower(v);
+    return PayloadMode::kSignedSha256;
+  }
+  if (v == kUnsignedPayload) return PayloadMode::kUnsigned;
+  if (v == kStreamingSigned) return PayloadMode::kStreamingSigned;
+  if (v == kStreamingSignedTrailer) return PayloadMode::kStreamingSignedTrailer;
+  if (v == kStreamingUnsignedTrailer) return PayloadMode::kStreamingUnsignedTrailer;
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-"
+                   "PAYLOAD[-TRAILER], STREAMING-UNSIGNED-PAYLOAD-TRAILER or a hex SHA-256 digest.");
+}
+
+// Signed headers a front end may legitimately have consumed: restore the value the client must
+// have sent so the canonical request still matches (MinIO does the same for Expect).
+HeaderList WithRestoredHeaders(const HttpRequest& req, const std::vector<std::string>& signed_names) {
+  HeaderList headers = req.headers;
+  for (const auto& name : signed_names) {
+    if (req.FindHeader(name) != nullptr) continue;
+    if (name == "expect") headers.emplace_back("expect", "100-continue");
+    if (name == "content-length" && req.content_length) {
+      headers.emplace_back("content-length", std::to_string(*req.content_length));
+    }
+  }
+  return headers;
+}
+
+struct HeaderAuthFields {
+  std::string credential, signed_headers, signature;
+};
+
+Result<HeaderAuthFields> ParseAuthorizationHeader(std::string_view v) {
+  v = Trim(v);
+  constexpr auto kMalformed = ErrorCode::kAuthorizationHeaderMalformed;
+  if (v.substr(0, kAlgorithm.size()) != kAlgorithm ||
+      (v.size() > kAlgorithm.size() && !IsSpace(v[kAlgorithm.size()]) &&
+       v[kAlgorithm.size()] != ',')) {
+    return MakeError(ErrorCode::kInvalidRequest,
+                     "The authorization mechanism you have provided is not supported. Please use "
+                     "AWS4-HMAC-SHA256.");
+  }
+  v.remove_prefix(kAlgorithm.size());
+  HeaderAuthFields f;
+  bool have_cred = false, have_signed = false, have_sig = false;
+  // Components are separated by commas and/or blanks; clients differ in which they use.
+  size_t pos = 0;
+  auto is_sep = [](char c) { return c == ',' || IsSpace(c); };
+  while (pos < v.size()) {
+    while (pos < v.size() && is_sep(v[pos])) ++pos;
+    if (pos >= v.size()) break;
+    size_t end = pos;
+    while (end < v.size() && !is_sep(v[end])) ++end;
+    std::string_view comp = v.substr(pos, end - pos);
+    pos = end;
+    size_t eq = comp.find('=');
+    if (eq == std::string_view::npos) {
+      return MakeError(kMalformed, "Authorization component '" + std::string(comp) +
+                                       "' is not of the form Name=Value.");
+    }
+    std::string_view key = comp.substr(0, eq);
+    std::string_view value = comp.substr(eq + 1);
+    std::string* dst = nullptr;
+    bool* seen = nullptr;
+    if (key == "Credential") {
+      dst = &f.credential;
+      seen = &have_cred;
+    } else if (key == "SignedHeaders") {
+      dst = &f.signed_headers;
+      seen = &have_signed;
+    } else if (key == "Signature") {
+      dst = &f.signature;
+      seen = &have_sig;
+    } else {
+      return MakeError(kMalformed,
+                       "Unknown authorization component '" + std::string(key) + "'.");
+    }
+    if (*seen) {
+      return MakeError(kMalformed, "Authorization component '" + std::string(key) +
+                                       "' appears more than once.");
+    }
+    *seen = true;
+    *dst = std::string(value);
+  }
+  if (!have_cred || !have_signed || !have_sig || f.credential.empty() ||
+      f.signed_headers.empty() || f.signature.empty()) {
+    return MakeError(kMalformed,
+                     "The authorization header requires Credential, SignedHeaders and Signature.");
+  }
+  return f;
+}
+
+Result<AuthContext> VerifyHeaderAuth(const HttpRequest& req, std::string_view authz,
+                                     const SecretLookup& lookup, int64_t now_unix) {
+  constexpr auto kMalformed = ErrorCode::kAuthorizationHeaderMalformed;
+  auto fields = ParseAuthorizationHeader(authz);
+  if (!fields.ok()) return fields.error();
+  auto cred = ParseCredential(fields->credential, kMalformed);
+  if (!cred.ok()) return cred.error();
+  auto signed_headers = ParseSignedHeaders(fields->signed_headers, kMalformed);
+  if (!signed_headers.ok()) return signed_headers.error();
+  std::string provided = ToLower(fields->signature);
+  if (provided.size() != 64 || !IsHex(provided)) {
+    return MakeError(kMalformed, "Signature must be 64 hexadecimal characters.");
+  }
+
+  AuthContext ctx;
+  const std::string* content_sha = req.FindHeader("x-amz-content-sha256");
+  if (content_sha == nullptr) {
+    return MakeError(ErrorCode::kInvalidRequest,
+                     "Missing required header for this request: x-amz-content-sha256");
+  }
+  auto mode = ModeFromContentSha(*content_sha, &ctx.content_sha256);
+  if (!mode.ok()) return mode.error();
+
+  // x-amz-date wins over Date; with Date the string to sign carries its ISO 8601 form.
+  std::optional<int64_t> req_time;
+  std::string amz_date;
+  if (const std::string* d = req.FindHeader("x-amz-date")) {
+    req_time = ParseAmzDate(Trim(*d));
+    amz_date = std::string(Trim(*d));
+  } else if (const std::string* d = req.FindHeader("date")) {
+    req_time = ParseHttpDate(*d);
+    if (req_time) amz_date = FormatAmzDate(*req_time);
+  }
+  if (!req_time) {
+    return MakeError(ErrorCode::kAccessDenied,
+                     "AWS authentication requires a valid Date or x-amz-date header");
+  }
+  if (amz_date.substr(0, 8) != cred->date) {
+    return MakeError(kMalformed, "Invalid credential date. Date is not the same as X-Amz-Date.");
+  }
+
+  auto secret = lookup(cred->access_key);
+  if (!secret) return ErrorCode::kInvalidAccessKeyId;
+
+  int64_t skew = *req_time - now_unix;
+  if (skew > kMaxSkewS || skew < -kMaxSkewS) return ErrorCode::kRequestTimeTooSkewed;
+
+  auto cr = CanonicalRequest(req.method, req.raw_path, CanonicalQuery(req.raw_query, false),
+                             WithRestoredHeaders(req, *signed_headers), *signed_headers,
+                             *content_sha);
+  if (!cr.ok()) return cr.error();
+  std::string key = DeriveSigningKey(*secret, cred->date, cred->region, "s3");
+  std::string expected = SignHex(key, StringToSign(amz_date, cred->scope, *cr));
+  if (!ConstantTimeEquals(expected, provided)) return ErrorCode::kSignatureDoesNotMatch;
+
+  ctx.access_key = std::move(cred->access_key);
+  ctx.payload_mode = *mode;
+  ctx.signed_headers = std::move(*signed_headers);
+  ctx.presigned = false;
+  ctx.seed_signature = std::move(provided);
+  ctx.signing_key = std::move(key);
+  ctx.amz_date = std::move(amz_date);
+  ctx.scope = std::move(cred->scope);
+  return ctx;
+}
+
+Result<AuthContext> VerifyPresigned(const HttpRequest& req,
+                                    const std::vector<std::pair<std::string, std::string>>& params,
+                                    const SecretLookup& lookup, int64_t now_unix) {
+  constexpr auto kQueryErr = ErrorCode::kAuthorizationQueryParametersError;
+  const std::string* algo = FindParam(params, "X-Amz-Algorithm");
+  const std::string* credential = FindParam(params, "X-Amz-Credential");
+  const std::string* date = FindParam(params, "X-Amz-Date");
+  const std::string* expires = FindParam(params, "X-Amz-Expires");
+  const std::string* signed_list = FindParam(params, "X-Amz-SignedHeaders");
+  const std::string* signature = FindParam(params, "X-Amz-Signature");
+  if (!algo || !credential || !date || !expires || !signed_list || !signature) {
+    return MakeError(kQueryErr,
+                     "Query-string authentication version 4 requires the X-Amz-Algorithm, "
+                     "X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and "
+                     "X-Amz-Expires parameters.");
+  }
+  if (*algo != kAlgorithm) {
+    return MakeError(kQueryErr, "X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\"");
+  }
+  auto cred = ParseCredential(*credential, kQueryErr);
+  if (!cred.ok()) return cred.error();
+  auto signed_headers = ParseSignedHeaders(*signed_list, kQueryErr);
+  if (!signed_headers.ok()) return signed_headers.error();
+  std::string provided = ToLower(*signature);
+  if (provided.size() != 64 || !IsHex(provided)) {
+    return MakeError(kQueryErr, "X-Amz-Signature must be 64 hexadecimal characters.");
+  }
+  auto req_time = ParseAmzDate(*date);
+  if (!req_time) {
+    return MakeError(kQueryErr,
+                     "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
+  }
+  if (!IsDigits(*expires) || expires->size() > 7) {
+    return MakeError(kQueryErr, "X-Amz-Expires should be a number between 1 and 604800.");
+  }
+  int64_t expires_s = ToInt(*expires);
+  if (expires_s < 1 || expires_s > kMaxPresignExpiresS) {
+    return MakeError(kQueryErr,
+                     "X-Amz-Expires must be between 1 and 604800 seconds (one week).");
+  }
+  if (date->substr(0, 8) != cred->date) {
+    return MakeError(kQueryErr, "Invalid credential date. Date is not the same as X-Amz-Date.");
+  }
+
+  AuthContext ctx;
+  // Presigned URLs are normally unsigned-payload; a client may still send the header (and must
+  // then have signed with it).
+  std::string payload(kUnsignedPayload);
+  if (const std::string* v = req.FindHeader("x-amz-content-sha256")) payload = *v;
+  auto mode = ModeFromContentSha(payload, &ctx.content_sha256);
+  if (!mode.ok()) return mode.error();
+
+  auto secret = lookup(cred->access_key);
+  if (!secret) return ErrorCode::kInvalidAccessKeyId;
+
+  if (*req_time - now_unix > kMaxSkewS) return ErrorCode::kRequestTimeTooSkewed;
+  if (now_unix > *req_time + expires_s) {
+    return MakeError(ErrorCode::kAccessDenied, "Request has expired");
+  }
+
+  auto cr = CanonicalRequest(req.method, req.raw_path, CanonicalQuery(req.raw_query, true),
+                             WithRestoredHeaders(req, *signed_headers), *signed_headers, payload);
+  if (!cr.ok()) return cr.error();
+  std::string key = DeriveSigningKey(*secret, cred->date, cred->region, "s3");
+  std::string expected = SignHex(key, StringToSign(*date, cred->scope, *cr));
+  if (!ConstantTimeEquals(expected, provided)) return ErrorCode::kSignatureDoesNotMatch;
+
+  ctx.access_key = std::move(cred->access_key);
+  ctx.payload_mode = *mode;
+  ctx.signed_headers = std::move(*signed_headers);
+  ctx.presigned = true;
+  ctx.seed_signature = std::move(provided);
+  ctx.signing_key = std::move(key);
+  ctx.amz_date = *date;
+  ctx.scope = std::move(cred->scope);
+  return ctx;
+}
+
+// Headers as a client sends them: lower-case names, x-amz-date and x-amz-content-sha256 replaced.
+HeaderList ClientHeaders(const SignInput& in, std::string_view amz_date,
+                         std::optional<std::string_view> payload) {
+  HeaderList out;
+  for (const auto& [k, v] : in.headers) {
+    std::string name = ToLower(k);
+    if (name == "authorization" || name == "x-amz-date") continue;
+    if (payload && name == "x-amz-content-sha256") continue;
+    out.emplace_back(std::move(name), v);
+  }
+  if (!amz_date.empty()) out.emplace_back("x-amz-date", std::string(amz_date));
+  if (payload) out.emplace_back("x-amz-content-sha256", std::string(*payload));
+  return out;
+}
+
+std::vector<std::string> NamesToSign(const HeaderList& headers) {
+  std::vector<std::string> names;
+  for (const auto& [k, v] : headers)
+    if (!IsUnsignableHeader(k)) names.push_back(k);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+}  // namespace
+
+Result<AuthContext> VerifyRequest(const HttpRequest& req, const SecretLookup& lookup,
+                                  int64_t now_unix) {
+  const std::string* authz = req.FindHeader("authorization");
+  auto params = SplitQuery(req.raw_query);
+  bool presigned = FindParam(params, "X-Amz-Algorithm") != nullptr;
+  if (authz != nullptr && presigned) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter "
+                     "or the Authorization header should be specified");
+  }
+  if (authz != nullptr) return VerifyHeaderAuth(req, *authz, lookup, now_unix);
+  if (presigned) return VerifyPresigned(req, params, lookup, now_unix);
+  return MakeError(ErrorCode::kAccessDenied, "anonymous access denied");
+}
+
+std::string CanonicalUri(std::string_view raw_path) {
+  if (raw_path.empty()) return "/";
+  // S3 signs the path encoded once: decode what the client sent, then encode each byte.
+  auto decoded = uri::Decode(raw_path);
+  return uri::Encode(decoded ? *decoded : std::string(raw_path), /*encode_slash=*/false);
+}
+
+std::string CanonicalQuery(std::string_view raw_query, bool drop_signature) {
+  std::vector<std::pair<std::string, std::string>> encoded;
+  for (const auto& [name, value] : SplitQuery(raw_query)) {
+    if (drop_signature && name == "X-Amz-Signature") continue;
+    encoded.emplace_back(uri::Encode(name), uri::Encode(value));
+  }
+  // Sorting the encoded pairs is what the AWS SDKs do (byte order of name, then value).
+  std::sort(encoded.begin(), encoded.end());
+  std::string out;
+  for (const auto& [name, value] : encoded) {
+    if (!out.empty()) out += '&';
+    out += name;
+    out += '=';
+    out += value;
+  }
+  return out;
+}
+
+std::string DeriveSigningKey(std::string_view secret, std::string_view date,
+                             std::string_view region, std::string_view service) {
+  std::string k = hash::HmacSha256("AWS4" + std::string(secret), date);
+  k = hash::HmacSha256(k, region);
+  k = hash::HmacSha256(k, service);
+  return hash::HmacSha256(k, "aws4_request");
+}
+
+std::string ChunkStringToSign(std::string_view amz_date, std::string_view scope,
+                              std::string_view previous_signature, std::string_view chunk_data) {
+  std::string s;
+  s.reserve(256);
+  s.append("AWS4-HMAC-SHA256-PAYLOAD\n");
+  s.append(amz_date).append("\n");
+  s.append(scope).append("\n");
+  s.append(previous_signature).append("\n");
+  s.append(kEmptySha256).append("\n");
+  s.append(hash::Sha256Hex(chunk_data));
+  return s;
+}
+
+std::string TrailerStringToSign(std::string_view amz_date, std::string_view scope,
+                                std::string_view previous_signature,
+                                std::string_view canonical_trailers) {
+  std::string s;
+  s.reserve(256);
+  s.append("AWS4-HMAC-SHA256-TRAILER\n");
+  s.append(amz_date).append("\n");
+  s.append(scope).append("\n");
+  s.append(previous_signature).append("\n");
+  s.append(hash::Sha256Hex(canonical_trailers));
+  return s;
+}
+
+HeaderList SignRequest(const SignInput& in) {
+  std::string amz_date = FormatAmzDate(in.now_unix);
+  std::string payload = in.payload_sha256.empty() ? std::string(kEmptySha256) : in.payload_sha256;
+  HeaderList headers = ClientHeaders(in, amz_date, payload);
+  std::vector<std::string> names = NamesToSign(headers);
+  std::string date = amz_date.substr(0, 8);
+  std::string scope = date + "/" + in.region + "/s3/aws4_request";
+  auto cr = CanonicalRequest(in.method, in.raw_path, CanonicalQuery(in.raw_query, false), headers,
+                             names, payload);
+  // Every name comes from `headers`, so building the canonical request cannot fail.
+  std::string key = DeriveSigningKey(in.secret_key, date, in.region, "s3");
+  std::string signature = SignHex(key, StringToSign(amz_date, scope, *cr));
+  headers.emplace_back("authorization", std::string(kAlgorithm) + " Credential=" + in.access_key +
+                                            "/" + scope + ", SignedHeaders=" +
+                                            JoinSignedHeaders(names) + ", Signature=" + signature);
+  return headers;
+}
+
+std::string PresignQuery(const SignInput& in, int64_t expires_s) {
+  std::string amz_date = FormatAmzDate(in.now_unix);
+  std::string date = amz_date.substr(0, 8);
+  std::string scope = date + "/" + in.region + "/s3/aws4_request";
+  // The verifier uses an x-amz-content-sha256 header when the request carries one, otherwise
+  // UNSIGNED-PAYLOAD; payload_sha256 is not used here.
+  HeaderList headers = ClientHeaders(in, "", std::nullopt);
+  std::string payload(kUnsignedPayload);
+  for (const auto& [k, v] : headers)
+    if (k == "x-amz-content-sha256") payload = v;
+  std::vector<std::string> names = NamesToSign(headers);
+
+  std::string query = "X-Amz-Algorithm=" + std::string(kAlgorithm);
+  query += "&X-Amz-Credential=" + uri::Encode(in.access_key + "/" + scope);
+  query += "&X-Amz-Date=" + amz_date;
+  query += "&X-Amz-Expires=" + std::to_string(expires_s);
+  query += "&X-Amz-SignedHeaders=" + uri::Encode(JoinSignedHeaders(names));
+  if (!in.raw_query.empty()) query += "&" + in.raw_query;
+
+  auto cr = CanonicalRequest(in.method, in.raw_path, CanonicalQuery(query, true), headers, names,
+                             payload);
+  std::string key = DeriveSigningKey(in.secret_key, date, in.region, "s3");
+  std::string signature = SignHex(key, StringToSign(amz_date, scope, *cr));
+  return query + "&X-Amz-Signature=" + signature;
+}
+
+}  // namespace rdmastor::s3

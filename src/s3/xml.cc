@@ -1,0 +1,800 @@
+#include "s3/xml.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <limits>
+#include <optional>
+#include <pugixml.hpp>
+#include <type_traits>
+
+#include "common/uri.h"
+
+namespace rdmastor::s3 {
+
+namespace {
+
+constexpr const char* kS3Namespace = "http://s3.amazonaws.com/doc/2006-03-01/";
+constexpr int64_t kNsPerSec = 1'000'000'000;
+constexpr int kMaxDeleteObjects = 1000;
+constexpr int kMaxPartNumber = 10000;
+
+constexpr const char* kWeekdays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+constexpr const char* kLongWeekdays[] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+                                         "Thursday", "Friday", "Saturday"};
+constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+// ---------------------------------------------------------------------------------------------
+// Time.
+
+struct Civil {
+  int year;
+  unsigned month, day, hour, minute, second, millis;
+  unsigned weekday;  // 0 = Sunday
+};
+
+Civil ToCivil(int64_t unix_ns) {
+  using namespace std::chrono;
+  // Floor division so pre-1970 instants land in the right second.
+  int64_t secs = unix_ns / kNsPerSec;
+  int64_t rem = unix_ns % kNsPerSec;
+  if (rem < 0) {
+    rem += kNsPerSec;
+    --secs;
+  }
+  int64_t days = secs / 86400;
+  int64_t sod = secs % 86400;
+  if (sod < 0) {
+    sod += 86400;
+    --days;
+  }
+  const sys_days sd{std::chrono::days{days}};
+  const year_month_day ymd{sd};
+  const weekday wd{sd};
+  Civil c;
+  c.year = static_cast<int>(ymd.year());
+  c.month = static_cast<unsigned>(ymd.month());
+  c.day = static_cast<unsigned>(ymd.day());
+  c.hour = static_cast<unsigned>(sod / 3600);
+  c.minute = static_cast<unsigned>(sod % 3600 / 60);
+  c.second = static_cast<unsigned>(sod % 60);
+  c.millis = static_cast<unsigned>(rem / 1'000'000);
+  c.weekday = wd.c_encoding();
+  return c;
+}
+
+// Minimal cursor over a date string; every accessor fails softly so malformed input is just
+// "no date".
+class Cursor {
+ public:
+  explicit Cursor(std::string_view s) : s_(s) {}
+  bool done() const { return i_ == s_.size(); }
+  bool Eat(char c) {
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  bool EatSpaces() {  // one or more
+    size_t start = i_;
+    while (i_ < s_.size() && s_[i_] == ' ') ++i_;
+    return i_ > start;
+  }
+  std::string_view Word() {
+    size_t start = i_;
+    while (i_ < s_.size() && ((s_[i_] >= 'A' && s_[i_] <= 'Z') || (s_[i_] >= 'a' && s_[i_] <= 'z')))
+      ++i_;
+    return s_.substr(start, i_ - start);
+  }
+  // Exactly min..max digits.
+  std::optional<int> Number(size_t min, size_t max) {
+    size_t start = i_;
+    int v = 0;
+    while (i_ < s_.size() && i_ - start < max && s_[i_] >= '0' && s_[i_] <= '9') {
+      v = v * 10 + (s_[i_] - '0');
+      ++i_;
+    }
+    if (i_ - start < min) return std::nullopt;
+    if (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') return std::nullopt;  // too many
+    return v;
+  }
+
+ private:
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+std::optional<unsigned> MonthIndex(std::string_view w) {
+  for (unsigned m = 0; m < 12; ++m)
+    if (w == kMonths[m]) return m + 1;
+  return std::nullopt;
+}
+
+bool IsWeekday(std::string_view w, bool long_form) {
+  for (int d = 0; d < 7; ++d)
+    if (w == (long_form ? kLongWeekdays[d] : kWeekdays[d])) return true;
+  return false;
+}
+
+struct Hms {
+  int h, m, s;
+};
+std::optional<Hms> ParseTime(Cursor& c) {
+  auto h = c.Number(2, 2);
+  if (!h || !c.Eat(':')) return std::nullopt;
+  auto m = c.Number(2, 2);
+  if (!m || !c.Eat(':')) return std::nullopt;
+  auto s = c.Number(2, 2);
+  if (!s) return std::nullopt;
+  if (*h > 23 || *m > 59 || *s > 60) return std::nullopt;  // 60: leap second
+  return Hms{*h, *m, *s};
+}
+
+bool EatZone(Cursor& c) {
+  std::string_view z = c.Word();
+  return z == "GMT" || z == "UTC";
+}
+
+std::optional<int64_t> ToUnix(int year, unsigned month, int day, const Hms& t) {
+  using namespace std::chrono;
+  const year_month_day ymd{std::chrono::year{year}, std::chrono::month{month},
+                           std::chrono::day{static_cast<unsigned>(day)}};
+  if (!ymd.ok()) return std::nullopt;
+  const int64_t days = sys_days{ymd}.time_since_epoch().count();
+  return days * 86400 + t.h * 3600 + t.m * 60 + t.s;
+}
+
+// RFC 7231 7.1.1.1: a two-digit year that would be more than 50 years in the future is in the
+// past century.
+int ExpandTwoDigitYear(int yy) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  const int this_year = tm.tm_year + 1900;
+  int year = this_year / 100 * 100 + yy;
+  if (year > this_year + 50) year -= 100;
+  return year;
+}
+
+// ---------------------------------------------------------------------------------------------
+// XML generation.
+
+// Collects pugixml output into a std::string. pugixml writes a CR inside text as a raw byte, which
+// every XML parser turns into LF (end-of-line normalisation), so a key containing CR would come
+// back altered; S3 sends it as a character reference, and so do we. Compact output has no CR of
+// its own, so each one met here belongs to a value.
+class StringWriter : public pugi::xml_writer {
+ public:
+  explicit StringWriter(std::string& out) : out_(out) {}
+  void write(const void* data, size_t size) override {
+    std::string_view chunk(static_cast<const char*>(data), size);
+    for (size_t cr; (cr = chunk.find('\r')) != std::string_view::npos;) {
+      out_.append(chunk.substr(0, cr));
+      out_ += "&#13;";
+      chunk.remove_prefix(cr + 1);
+    }
+    out_.append(chunk);
+  }
+
+ private:
+  std::string& out_;
+};
+
+// A response document: declaration plus one root element.
+class Doc {
+ public:
+  Doc(const char* root_name, bool with_namespace = true) {
+    pugi::xml_node decl = doc_.append_child(pugi::node_declaration);
+    decl.append_attribute("version") = "1.0";
+    decl.append_attribute("encoding") = "UTF-8";
+    root_ = doc_.append_child(root_name);
+    if (with_namespace) root_.append_attribute("xmlns") = kS3Namespace;
+  }
+  pugi::xml_node root() { return root_; }
+  std::string str() {
+    std::string out;
+    StringWriter w(out);
+    // Compact output as S3 sends; the declaration node above is printed as is.
+    doc_.save(w, "", pugi::format_raw, pugi::encoding_utf8);
+    return out;
+  }
+
+ private:
+  pugi::xml_document doc_;
+  pugi::xml_node root_;
+};
+
+pugi::xml_node Add(pugi::xml_node parent, const char* name, std::string_view text) {
+  pugi::xml_node n = parent.append_child(name);
+  n.text().set(text.data(), text.size());
+  return n;
+}
+pugi::xml_node Add(pugi::xml_node parent, const char* name, const char* text) {
+  return Add(parent, name, std::string_view(text));
+}
+pugi::xml_node Add(pugi::xml_node parent, const char* name, const std::string& text) {
+  return Add(parent, name, std::string_view(text));
+}
+template <class Int, class = std::enable_if_t<std::is_integral_v<Int>>>
+pugi::xml_node Add(pugi::xml_node parent, const char* name, Int v) {
+  return Add(parent, name, std::to_string(v));
+}
+pugi::xml_node AddBool(pugi::xml_node parent, const char* name, bool v) {
+  return Add(parent, name, v ? "true" : "false");
+}
+
+std::string Quote(std::string_view etag) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') return std::string(etag);
+  std::string q;
+  q.reserve(etag.size() + 2);
+  q += '"';
+  q += etag;
+  q += '"';
+  return q;
+}
+
+void AddOwner(pugi::xml_node parent, const char* name, const Owner& owner) {
+  pugi::xml_node o = parent.append_child(name);
+  Add(o, "ID", owner.id);
+  Add(o, "DisplayName", owner.display_name);
+}
+
+// The value as written in a listing: S3's encoding-type=url keeps '/' readable.
+std::string MaybeEncode(std::string_view s, bool encode_url) {
+  return encode_url ? uri::Encode(s, /*encode_slash=*/false) : std::string(s);
+}
+
+void AddCommonPrefixes(pugi::xml_node root, const std::vector<std::string>& prefixes,
+                       bool encode_url) {
+  for (const std::string& p : prefixes) {
+    Add(root.append_child("CommonPrefixes"), "Prefix", MaybeEncode(p, encode_url));
+  }
+}
+
+void AddContents(pugi::xml_node root, const char* element, const storage::ObjectInfo& o,
+                 bool encode_url, const Owner* owner, bool version_fields) {
+  pugi::xml_node c = root.append_child(element);
+  Add(c, "Key", MaybeEncode(o.key, encode_url));
+  if (version_fields) {
+    Add(c, "VersionId", "null");
+    AddBool(c, "IsLatest", true);
+  }
+  Add(c, "LastModified", Iso8601(o.mtime_ns));
+  Add(c, "ETag", Quote(o.etag));
+  Add(c, "Size", o.size);
+  if (owner) AddOwner(c, "Owner", *owner);
+  Add(c, "StorageClass", "STANDARD");
+}
+
+std::string_view ChecksumElement(std::string_view algo) {
+  if (algo == "crc32") return "ChecksumCRC32";
+  if (algo == "crc32c") return "ChecksumCRC32C";
+  if (algo == "sha1") return "ChecksumSHA1";
+  if (algo == "sha256") return "ChecksumSHA256";
+  return {};
+}
+
+// Identifies this server in error documents (S3's HostId); stable per host, reveals nothing.
+const std::string& HostId() {
+  static const std::string id = [] {
+    char name[256] = {};
+    if (gethostname(name, sizeof(name) - 1) != 0) name[0] = '\0';
+    uint64_t h = 1469598103934665603ULL;  // FNV-1a
+    for (const char* p = name; *p; ++p) {
+      h ^= static_cast<unsigned char>(*p);
+      h *= 1099511628211ULL;
+    }
+    char buf[17];
+    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+    return std::string(buf);
+  }();
+  return id;
+}
+
+// ---------------------------------------------------------------------------------------------
+// XML parsing.
+
+std::string_view LocalName(const pugi::xml_node& n) {
+  std::string_view name = n.name();
+  const size_t colon = name.find(':');
+  return colon == std::string_view::npos ? name : name.substr(colon + 1);
+}
+
+std::string_view Trim(std::string_view s) {
+  const char* ws = " \t\r\n";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+// Text content of a leaf element (all text and CDATA pieces joined). nullopt when the element has
+// child elements: structure where a value belongs is malformed.
+std::optional<std::string> LeafText(const pugi::xml_node& n) {
+  std::string out;
+  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+    if (c.type() == pugi::node_pcdata || c.type() == pugi::node_cdata) {
+      out += c.value();
+    } else if (c.type() == pugi::node_element) {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+// Parses a request body into `doc` and returns its single root element, or null on anything that
+// is not a plain well-formed document. pugixml never expands DTD entities; a DOCTYPE is refused
+// outright so entity tricks (XXE, billion laughs) cannot even be attempted.
+pugi::xml_node LoadBody(std::string_view body, pugi::xml_document& doc) {
+  const unsigned opts = pugi::parse_default | pugi::parse_ws_pcdata_single | pugi::parse_doctype;
+  const pugi::xml_parse_result res =
+      doc.load_buffer(body.data(), body.size(), opts, pugi::encoding_utf8);
+  if (!res) return {};
+  pugi::xml_node root;
+  for (pugi::xml_node c = doc.first_child(); c; c = c.next_sibling()) {
+    if (c.type() == pugi::node_doctype) return {};
+    if (c.type() == pugi::node_element) {
+      if (root) return {};  // more than one root element
+      root = c;
+    }
+  }
+  return root;
+}
+
+// Non-negative decimal integer, surrounding whitespace allowed; saturates instead of overflowing.
+std::optional<int64_t> ParseUint(std::string_view s) {
+  s = Trim(s);
+  if (s.empty()) return std::nullopt;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v > (std::numeric_limits<int64_t>::max() - 9) / 10 ? std::numeric_limits<int64_t>::max()
+                                                           : v * 10 + (c - '0');
+  }
+  return v;
+}
+
+Error Malformed(std::string detail = {}) {
+  return MakeError(ErrorCode::kMalformedXML, std::move(detail));
+}
+
+}  // namespace
+
+// -----------------------------------------------------------------------------------------------
+// Dates.
+
+std::string Iso8601(int64_t unix_ns) {
+  const Civil c = ToCivil(unix_ns);
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%04d-%02u-%02uT%02u:%02u:%02u.%03uZ", c.year, c.month, c.day,
+                c.hour, c.minute, c.second, c.millis);
+  return buf;
+}
+
+std::string HttpDate(int64_t unix_ns) {
+  const Civil c = ToCivil(unix_ns);
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%s, %02u %s %04d %02u:%02u:%02u GMT", kWeekdays[c.weekday],
+                c.day, kMonths[c.month - 1], c.year, c.hour, c.minute, c.second);
+  return buf;
+}
+
+std::optional<int64_t> ParseHttpDate(std::string_view s) {
+  s = Trim(s);
+  Cursor c(s);
+  const std::string_view wd = c.Word();
+  if (c.Eat(',')) {
+    if (!c.EatSpaces()) return std::nullopt;
+    const auto day = c.Number(1, 2);
+    if (!day) return std::nullopt;
+    if (c.Eat(' ')) {
+      // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
+      if (!IsWeekday(wd, false)) return std::nullopt;
+      const auto mon = MonthIndex(c.Word());
+      if (!mon || !c.Eat(' ')) return std::nullopt;
+      const auto year = c.Number(4, 4);
+      if (!year || !c.Eat(' ')) return std::nullopt;
+      const auto t = ParseTime(c);
+      if (!t || !c.Eat(' ') || !EatZone(c) || !c.done()) return std::nullopt;
+      return ToUnix(*year, *mon, *day, *t);
+    }
+    if (c.Eat('-')) {
+      // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
+      if (!IsWeekday(wd, true)) return std::nullopt;
+      const auto mon = MonthIndex(c.Word());
+      if (!mon || !c.Eat('-')) return std::nullopt;
+      const auto yy = c.Number(2, 2);
+      if (!yy || !c.Eat(' ')) return std::nullopt;
+      const auto t = ParseTime(c);
+      if (!t || !c.Eat(' ') || !EatZone(c) || !c.done()) return std::nullopt;
+      return ToUnix(ExpandTwoDigitYear(*yy), *mon, *day, *t);
+    }
+    return std::nullopt;
+  }
+  // asctime: Sun Nov  6 08:49:37 1994
+  if (!IsWeekday(wd, false) || !c.Eat(' ')) return std::nullopt;
+  const auto mon = MonthIndex(c.Word());
+  if (!mon || !c.EatSpaces()) return std::nullopt;
+  const auto day = c.Number(1, 2);
+  if (!day || !c.Eat(' ')) return std::nullopt;
+  const auto t = ParseTime(c);
+  if (!t || !c.Eat(' ')) return std::nullopt;
+  const auto year = c.Number(4, 4);
+  if (!year || !c.done()) return std::nullopt;
+  return ToUnix(*year, *mon, *day, *t);
+}
+
+// -----------------------------------------------------------------------------------------------
+// Response documents.
+
+std::string ErrorXml(std::string_view code, std::string_view message, std::string_view resource,
+                     std::string_view request_id) {
+  Doc d("Error", /*with_namespace=*/false);  // S3 error documents carry no namespace
+  pugi::xml_node r = d.root();
+  Add(r, "Code", code);
+  Add(r, "Message", message);
+  Add(r, "Resource", resource);
+  Add(r, "RequestId", request_id);
+  Add(r, "HostId", HostId());
+  return d.str();
+}
+
+std::string ListBucketsXml(const std::vector<storage::BucketInfo>& buckets, const Owner& owner) {
+  Doc d("ListAllMyBucketsResult");
+  AddOwner(d.root(), "Owner", owner);
+  pugi::xml_node list = d.root().append_child("Buckets");
+  for (const auto& b : buckets) {
+    pugi::xml_node n = list.append_child("Bucket");
+    Add(n, "Name", b.name);
+    Add(n, "CreationDate", Iso8601(b.created_ns));
+  }
+  return d.str();
+}
+
+std::string LocationXml(std::string_view region) {
+  Doc d("LocationConstraint");
+  // S3 reports the default region as an empty constraint.
+  if (region != "us-east-1") d.root().text().set(region.data(), region.size());
+  return d.str();
+}
+
+std::string ListObjectsV1Xml(const ListV1Params& p, const storage::ListResult& r,
+                             const Owner& owner) {
+  Doc d("ListBucketResult");
+  pugi::xml_node root = d.root();
+  const bool enc = p.encode_url;
+  Add(root, "Name", p.bucket);
+  Add(root, "Prefix", MaybeEncode(p.prefix, enc));
+  Add(root, "Marker", MaybeEncode(p.marker, enc));
+  Add(root, "MaxKeys", p.max_keys);
+  if (!p.delimiter.empty()) Add(root, "Delimiter", MaybeEncode(p.delimiter, enc));
+  AddBool(root, "IsTruncated", r.truncated);
+  // As S3: NextMarker only with a delimiter; without one clients continue from the last Key.
+  if (r.truncated && !p.delimiter.empty()) Add(root, "NextMarker", MaybeEncode(r.next_marker, enc));
+  for (const auto& o : r.objects) AddContents(root, "Contents", o, enc, &owner, false);
+  AddCommonPrefixes(root, r.common_prefixes, enc);
+  if (enc) Add(root, "EncodingType", "url");
+  return d.str();
+}
+
+std::string ListObjectsV2Xml(const ListV2Params& p, const storage::ListResult& r,
+                             const Owner& owner) {
+  Doc d("ListBucketResult");
+  pugi::xml_node root = d.root();
+  const bool enc = p.encode_url;
+  Add(root, "Name", p.bucket);
+  Add(root, "Prefix", MaybeEncode(p.prefix, enc));
+  Add(root, "KeyCount", r.objects.size() + r.common_prefixes.size());
+  Add(root, "MaxKeys", p.max_keys);
+  if (!p.delimiter.empty()) Add(root, "Delimiter", MaybeEncode(p.delimiter, enc));
+  AddBool(root, "IsTruncated", r.truncated);
+  if (!p.continuation_token.empty()) Add(root, "ContinuationToken", p.continuation_token);
+  if (r.truncated) Add(root, "NextContinuationToken", p.next_continuation_token);
+  if (!p.start_after.empty()) Add(root, "StartAfter", MaybeEncode(p.start_after, enc));
+  for (const auto& o : r.objects) {
+    AddContents(root, "Contents", o, enc, p.fetch_owner ? &owner : nullptr, false);
+  }
+  AddCommonPrefixes(root, r.common_prefixes, enc);
+  if (enc) Add(root, "EncodingType", "url");
+  return d.str();
+}
+
+std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::ListResult& r,
+                                  const Owner& owner) {
+  Doc d("ListVersionsResult");
+  pugi::xml_node root = d.root();
+  const bool enc = p.encode_url;
+  Add(root, "Name", p.bucket);
+  Add(root, "Prefix", MaybeEncode(p.prefix, enc));
+  Add(root, "KeyMarker", MaybeEncode(p.key_marker, enc));
+  Add(root, "VersionIdMarker", "");
+  Add(root, "MaxKeys", p.max_keys);
+  if (!p.delimiter.empty()) Add(root, "Delimiter", MaybeEncode(p.delimiter, enc));
+  AddBool(root, "IsTruncated", r.truncated);
+  if (r.truncated) {
+    Add(root, "NextKeyMarker", MaybeEncode(r.next_marker, enc));
+    // Every object has exactly the "null" version, so resuming after it skips the key.
+    Add(root, "NextVersionIdMarker", "null");
+  }
+  for (const auto& o : r.objects) AddContents(root, "Version", o, enc, &owner, true);
+  AddCommonPrefixes(root, r.common_prefixes, enc);
+  if (enc) Add(root, "EncodingType", "url");
+  return d.str();
+}
+
+std::string CopyObjectResultXml(std::string_view etag, int64_t mtime_ns) {
+  Doc d("CopyObjectResult");
+  Add(d.root(), "ETag", Quote(etag));
+  Add(d.root(), "LastModified", Iso8601(mtime_ns));
+  return d.str();
+}
+
+std::string CopyPartResultXml(std::string_view etag, int64_t mtime_ns) {
+  Doc d("CopyPartResult");
+  Add(d.root(), "ETag", Quote(etag));
+  Add(d.root(), "LastModified", Iso8601(mtime_ns));
+  return d.str();
+}
+
+std::string InitiateMultipartUploadXml(std::string_view bucket, std::string_view key,
+                                       std::string_view upload_id) {
+  Doc d("InitiateMultipartUploadResult");
+  Add(d.root(), "Bucket", bucket);
+  Add(d.root(), "Key", key);
+  Add(d.root(), "UploadId", upload_id);
+  return d.str();
+}
+
+std::string CompleteMultipartUploadXml(std::string_view location, std::string_view bucket,
+                                       std::string_view key, std::string_view etag) {
+  Doc d("CompleteMultipartUploadResult");
+  Add(d.root(), "Location", location);
+  Add(d.root(), "Bucket", bucket);
+  Add(d.root(), "Key", key);
+  Add(d.root(), "ETag", Quote(etag));
+  return d.str();
+}
+
+std::string ListPartsXml(const ListPartsParams& p, const std::vector<storage::PartInfo>& parts,
+                         const Owner& owner) {
+  std::vector<const storage::PartInfo*> sorted;
+  sorted.reserve(parts.size());
+  for (const auto& part : parts)
+    if (part.number > p.part_number_marker) sorted.push_back(&part);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto* a, const auto* b) { return a->number < b->number; });
+  const size_t limit = p.max_parts > 0 ? static_cast<size_t>(p.max_parts) : 0;
+  // max-parts=0 lists nothing and must not claim more follows (a client would loop forever).
+  const bool truncated = limit > 0 && sorted.size() > limit;
+  if (sorted.size() > limit) sorted.resize(limit);
+
+  Doc d("ListPartsResult");
+  pugi::xml_node root = d.root();
+  Add(root, "Bucket", p.bucket);
+  Add(root, "Key", p.key);
+  Add(root, "UploadId", p.upload_id);
+  AddOwner(root, "Initiator", owner);
+  AddOwner(root, "Owner", owner);
+  Add(root, "StorageClass", "STANDARD");
+  Add(root, "PartNumberMarker", p.part_number_marker);
+  Add(root, "NextPartNumberMarker", sorted.empty() ? p.part_number_marker : sorted.back()->number);
+  Add(root, "MaxParts", p.max_parts);
+  AddBool(root, "IsTruncated", truncated);
+  for (const auto* part : sorted) {
+    pugi::xml_node n = root.append_child("Part");
+    Add(n, "PartNumber", part->number);
+    Add(n, "LastModified", Iso8601(part->mtime_ns));
+    Add(n, "ETag", Quote(part->etag));
+    Add(n, "Size", part->size);
+    for (const auto& [algo, value] : part->checksums) {
+      const std::string_view el = ChecksumElement(algo);
+      if (!el.empty()) Add(n, std::string(el).c_str(), value);
+    }
+  }
+  return d.str();
+}
+
+std::string ListMultipartUploadsXml(const ListUploadsParams& p,
+                                    const std::vector<storage::UploadInfo>& uploads,
+                                    const Owner& owner) {
+  // The object layer hands over every upload under the prefix; marker, delimiter and max-uploads
+  // are applied here, in S3's (key, upload id) order.
+  std::vector<const storage::UploadInfo*> sorted;
+  sorted.reserve(uploads.size());
+  for (const auto& u : uploads) {
+    if (u.key.compare(0, p.prefix.size(), p.prefix) != 0) continue;
+    if (!p.key_marker.empty()) {
+      if (p.upload_id_marker.empty()) {
+        if (u.key <= p.key_marker) continue;
+      } else if (u.key < p.key_marker ||
+                 (u.key == p.key_marker && u.upload_id <= p.upload_id_marker)) {
+        continue;
+      }
+    }
+    sorted.push_back(&u);
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
+    return a->key != b->key ? a->key < b->key : a->upload_id < b->upload_id;
+  });
+
+  const size_t limit = p.max_uploads > 0 ? static_cast<size_t>(p.max_uploads) : 0;
+  std::vector<const storage::UploadInfo*> listed;
+  std::vector<std::string> prefixes;
+  bool truncated = false;
+  std::string next_key, next_upload_id;
+  for (const auto* u : sorted) {
+    std::string common;
+    if (!p.delimiter.empty()) {
+      const size_t pos = u->key.find(p.delimiter, p.prefix.size());
+      if (pos != std::string::npos) common = u->key.substr(0, pos + p.delimiter.size());
+    }
+    // Uploads rolled into a prefix that was already returned (on this page or as the marker that
+    // ended the previous one) are not entries of their own.
+    if (!common.empty() &&
+        ((!prefixes.empty() && prefixes.back() == common) || common == p.key_marker)) {
+      continue;
+    }
+    if (listed.size() + prefixes.size() >= limit) {
+      truncated = limit > 0;
+      break;
+    }
+    if (!common.empty()) {
+      prefixes.push_back(common);
+      next_key = common;
+      next_upload_id.clear();
+    } else {
+      listed.push_back(u);
+      next_key = u->key;
+      next_upload_id = u->upload_id;
+    }
+  }
+
+  const bool enc = p.encode_url;
+  Doc d("ListMultipartUploadsResult");
+  pugi::xml_node root = d.root();
+  Add(root, "Bucket", p.bucket);
+  Add(root, "KeyMarker", MaybeEncode(p.key_marker, enc));
+  Add(root, "UploadIdMarker", p.upload_id_marker);
+  if (truncated) {
+    Add(root, "NextKeyMarker", MaybeEncode(next_key, enc));
+    Add(root, "NextUploadIdMarker", next_upload_id);
+  }
+  Add(root, "Prefix", MaybeEncode(p.prefix, enc));
+  if (!p.delimiter.empty()) Add(root, "Delimiter", MaybeEncode(p.delimiter, enc));
+  Add(root, "MaxUploads", p.max_uploads);
+  AddBool(root, "IsTruncated", truncated);
+  for (const auto* u : listed) {
+    pugi::xml_node n = root.append_child("Upload");
+    Add(n, "Key", MaybeEncode(u->key, enc));
+    Add(n, "UploadId", u->upload_id);
+    AddOwner(n, "Initiator", owner);
+    AddOwner(n, "Owner", owner);
+    Add(n, "StorageClass", "STANDARD");
+    Add(n, "Initiated", Iso8601(u->initiated_ns));
+  }
+  AddCommonPrefixes(root, prefixes, enc);
+  if (enc) Add(root, "EncodingType", "url");
+  return d.str();
+}
+
+std::string DeleteResultXml(const std::vector<DeleteOutcome>& outcomes, bool quiet) {
+  Doc d("DeleteResult");
+  for (const auto& o : outcomes) {
+    if (o.deleted) {
+      if (!quiet) Add(d.root().append_child("Deleted"), "Key", o.key);
+      continue;
+    }
+    pugi::xml_node e = d.root().append_child("Error");
+    Add(e, "Key", o.key);
+    Add(e, "Code", o.code);
+    Add(e, "Message", o.message);
+  }
+  return d.str();
+}
+
+std::string VersioningConfigurationXml() { return Doc("VersioningConfiguration").str(); }
+
+// -----------------------------------------------------------------------------------------------
+// Request documents.
+
+Result<DeleteRequest> ParseDeleteXml(std::string_view body) {
+  pugi::xml_document doc;
+  const pugi::xml_node root = LoadBody(body, doc);
+  if (!root || LocalName(root) != "Delete") return Malformed();
+  DeleteRequest req;
+  for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    const std::string_view name = LocalName(c);
+    if (name == "Quiet") {
+      const auto v = LeafText(c);
+      if (!v) return Malformed();
+      const std::string_view t = Trim(*v);
+      if (t == "true") {
+        req.quiet = true;
+      } else if (t == "false") {
+        req.quiet = false;
+      } else {
+        return Malformed();
+      }
+    } else if (name == "Object") {
+      if (req.objects.size() >= static_cast<size_t>(kMaxDeleteObjects)) {
+        return Malformed("The request must contain no more than 1000 objects.");
+      }
+      std::optional<std::string> key, version;
+      for (pugi::xml_node f = c.first_child(); f; f = f.next_sibling()) {
+        if (f.type() != pugi::node_element) continue;
+        const std::string_view fname = LocalName(f);
+        if (fname == "Key") {
+          if (key) return Malformed();  // two keys: ambiguous
+          key = LeafText(f);
+          if (!key) return Malformed();
+        } else if (fname == "VersionId") {
+          version = LeafText(f);
+          if (!version) return Malformed();
+        }
+      }
+      // Keys are taken verbatim (no trimming): whitespace is a legal part of a key.
+      if (!key || key->empty()) return Malformed();
+      req.objects.push_back(DeleteEntry{std::move(*key), version ? std::move(*version) : ""});
+    }
+  }
+  if (req.objects.empty()) return Malformed();
+  return req;
+}
+
+Result<std::vector<storage::CompletePart>> ParseCompleteMultipartXml(std::string_view body) {
+  pugi::xml_document doc;
+  const pugi::xml_node root = LoadBody(body, doc);
+  if (!root || LocalName(root) != "CompleteMultipartUpload") return Malformed();
+  std::vector<storage::CompletePart> parts;
+  for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element || LocalName(c) != "Part") continue;
+    std::optional<std::string> number_text, etag_text;
+    for (pugi::xml_node f = c.first_child(); f; f = f.next_sibling()) {
+      if (f.type() != pugi::node_element) continue;
+      const std::string_view fname = LocalName(f);
+      if (fname == "PartNumber") {
+        number_text = LeafText(f);
+        if (!number_text) return Malformed();
+      } else if (fname == "ETag") {
+        etag_text = LeafText(f);
+        if (!etag_text) return Malformed();
+      }
+    }
+    if (!number_text || !etag_text) return Malformed();
+    const auto number = ParseUint(*number_text);
+    if (!number) return Malformed();
+    if (*number < 1 || *number > kMaxPartNumber) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "Part number must be an integer between 1 and 10000, inclusive");
+    }
+    std::string_view etag = Trim(*etag_text);
+    if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+      etag = etag.substr(1, etag.size() - 2);
+    }
+    if (etag.empty()) return Malformed();
+    parts.push_back(storage::CompletePart{static_cast<int>(*number), std::string(etag)});
+  }
+  if (parts.empty()) return Malformed();
+  return parts;
+}
+
+Result<std::string> ParseCreateBucketXml(std::string_view body) {
+  if (Trim(body).empty()) return std::string();
+  pugi::xml_document doc;
+  const pugi::xml_node root = LoadBody(body, doc);
+  if (!root || LocalName(root) != "CreateBucketConfiguration") return Malformed();
+  for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element || LocalName(c) != "LocationConstraint") continue;
+    const auto v = LeafText(c);
+    if (!v) return Malformed();
+    return std::string(Trim(*v));
+  }
+  return std::string();
+}
+
+}  // namespace rdmastor::s3

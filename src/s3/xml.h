@@ -1,0 +1,119 @@
+// S3 XML documents (pugixml): response bodies and the request bodies clients send.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "storage/object_layer.h"
+
+namespace rdmastor::s3 {
+
+std::string ErrorXml(std::string_view code, std::string_view message, std::string_view resource,
+                     std::string_view request_id);
+
+// ISO-8601 with milliseconds, UTC: 2024-01-02T03:04:05.678Z
+std::string Iso8601(int64_t unix_ns);
+// RFC 7231 HTTP date: Tue, 02 Jan 2024 03:04:05 GMT
+std::string HttpDate(int64_t unix_ns);
+// Parses an HTTP date (RFC 7231 / RFC 850 / asctime); nullopt when malformed. Returns unix seconds.
+std::optional<int64_t> ParseHttpDate(std::string_view s);
+
+struct Owner {
+  std::string id = "02d6176db174dc93cb1b899f7c6078f08654445fe8cf1b6ce98d8855f66bdbf4";
+  std::string display_name = "rdmastor";
+};
+
+std::string ListBucketsXml(const std::vector<storage::BucketInfo>& buckets, const Owner& owner);
+std::string LocationXml(std::string_view region);  // <LocationConstraint>; "" for us-east-1
+
+// encode_url: keys, prefixes, delimiter, markers are URL-encoded (encoding-type=url).
+struct ListV1Params {
+  std::string bucket, prefix, delimiter, marker;
+  int max_keys = 1000;
+  bool encode_url = false;
+};
+std::string ListObjectsV1Xml(const ListV1Params& p, const storage::ListResult& r,
+                             const Owner& owner);
+
+struct ListV2Params {
+  std::string bucket, prefix, delimiter, start_after, continuation_token;
+  int max_keys = 1000;
+  bool encode_url = false;
+  bool fetch_owner = false;
+  std::string next_continuation_token;  // set by the caller when r.truncated
+};
+std::string ListObjectsV2Xml(const ListV2Params& p, const storage::ListResult& r,
+                             const Owner& owner);
+
+// ListObjectVersions for an unversioned bucket: every object is its only version, VersionId null.
+struct ListVersionsParams {
+  std::string bucket, prefix, delimiter, key_marker;
+  int max_keys = 1000;
+  bool encode_url = false;
+};
+std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::ListResult& r,
+                                  const Owner& owner);
+
+std::string CopyObjectResultXml(std::string_view etag, int64_t mtime_ns);
+std::string CopyPartResultXml(std::string_view etag, int64_t mtime_ns);
+std::string InitiateMultipartUploadXml(std::string_view bucket, std::string_view key,
+                                       std::string_view upload_id);
+std::string CompleteMultipartUploadXml(std::string_view location, std::string_view bucket,
+                                       std::string_view key, std::string_view etag);
+
+struct ListPartsParams {
+  std::string bucket, key, upload_id;
+  int part_number_marker = 0;
+  int max_parts = 1000;
+};
+// `parts` may be the upload's full part list: parts above part_number_marker are listed in number
+// order, at most max_parts, with IsTruncated/NextPartNumberMarker set accordingly.
+std::string ListPartsXml(const ListPartsParams& p, const std::vector<storage::PartInfo>& parts,
+                         const Owner& owner);
+
+struct ListUploadsParams {
+  std::string bucket, prefix, delimiter, key_marker, upload_id_marker;
+  int max_uploads = 1000;
+  bool encode_url = false;
+};
+// `uploads` may be every upload in the bucket (any order): prefix, key/upload-id markers, delimiter
+// grouping and max_uploads are applied here, in (key, upload id) order.
+std::string ListMultipartUploadsXml(const ListUploadsParams& p,
+                                    const std::vector<storage::UploadInfo>& uploads,
+                                    const Owner& owner);
+
+struct DeleteEntry {
+  std::string key;
+  std::string version_id;
+};
+struct DeleteRequest {
+  bool quiet = false;
+  std::vector<DeleteEntry> objects;
+};
+// Parses a <Delete> body; kMalformedXML on bad XML, a DOCTYPE, missing or empty <Key>, no objects,
+// or more than 1000 objects.
+Result<DeleteRequest> ParseDeleteXml(std::string_view body);
+
+struct DeleteOutcome {
+  std::string key;
+  bool deleted = false;
+  std::string code, message;  // when !deleted
+};
+std::string DeleteResultXml(const std::vector<DeleteOutcome>& outcomes, bool quiet);
+
+// Parses <CompleteMultipartUpload>; kMalformedXML on bad XML, missing PartNumber/ETag, or no parts;
+// kInvalidArgument for a part number outside 1..10000. ETags are returned with surrounding quotes
+// removed. Part order is kept as sent (checking it is the object layer's job).
+Result<std::vector<storage::CompletePart>> ParseCompleteMultipartXml(std::string_view body);
+
+// Parses an optional <CreateBucketConfiguration><LocationConstraint>; empty body -> "".
+// kMalformedXML on bad XML.
+Result<std::string> ParseCreateBucketXml(std::string_view body);
+
+std::string VersioningConfigurationXml();  // unversioned bucket: empty configuration
+
+}  // namespace rdmastor::s3

@@ -1,0 +1,1069 @@
+#include "storage/drive_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/hash.h"
+#include "storage/fsutil.h"
+
+namespace rdmastor::storage {
+
+namespace {
+
+using fsutil::UniqueFd;
+using paths::Join;
+
+constexpr size_t kIoBufferSize = 1 << 20;  // body reads and file writes go in 1 MiB steps
+// Parts an ObjectReader opens up front. Beyond that they open on first use, which bounds the
+// descriptors a 10000-part object needs but loses the snapshot guarantee for those parts.
+constexpr size_t kEagerOpenParts = 128;
+constexpr int kOpenAttempts = 3;  // lock-free OpenObject attempts before taking the key lock
+constexpr std::string_view kUploadFile = "upload.json";
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string PartFileName(size_t index) { return "part." + std::to_string(index); }
+std::string PartRecordName(int number) { return "part." + std::to_string(number) + ".json"; }
+
+bool IsUploadId(const std::string& id) {
+  return id.size() == 32 && std::all_of(id.begin(), id.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::string StripQuotes(std::string s) {
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') return s.substr(1, s.size() - 2);
+  return s;
+}
+
+Error NotWritable(const std::string& path, std::string_view what, int err) {
+  std::string msg = "drive " + path + ": " + std::string(what) + ": " + std::strerror(err);
+  spdlog::error("storage: {}", msg);
+  return MakeError(ErrorCode::kDriveNotWritable, std::move(msg));
+}
+
+// Reads the data dir name a metadata file references, for crash recovery.
+Result<std::string> DataDirOf(const std::string& meta_path) {
+  auto raw = fsutil::ReadFileIfExists(meta_path);
+  if (!raw.ok()) return raw.error();
+  if (!raw->has_value()) return std::string();
+  auto meta = ParseObjectMeta(**raw, meta_path);
+  if (!meta.ok()) return meta.error();
+  return meta->data_dir;
+}
+
+// True when the key directory `dir` holds an object: its own "dir/" object or any object in its
+// subtree. Directories a crash left empty hold none.
+Result<bool> SubtreeHasObject(const std::string& dir) {
+  if (fsutil::Exists(Join(dir, paths::kDirMetaFile))) return true;
+  auto children = fsutil::ListDir(dir, /*dirs_only=*/true);
+  if (!children.ok()) return children.error();
+  for (const auto& c : *children) {
+    if (paths::IsInternalName(c)) continue;
+    const std::string child = Join(dir, c);
+    if (fsutil::Exists(Join(child, paths::kMetaFile))) return true;
+    auto sub = SubtreeHasObject(child);
+    if (!sub.ok() || *sub) return sub;
+  }
+  return false;
+}
+
+// ---- Reader ----------------------------------------------------------------------------------
+
+class DriveObjectReader final : public ObjectReader {
+ public:
+  struct Part {
+    std::string path;
+    uint64_t offset = 0;  // of the part's first byte in the object
+    uint64_t size = 0;
+    UniqueFd fd;
+  };
+
+  DriveObjectReader(ObjectInfo info, std::vector<Part> parts)
+      : info_(std::move(info)), parts_(std::move(parts)) {}
+
+  const ObjectInfo& info() const override { return info_; }
+
+  Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) override {
+    if (off >= info_.size || len == 0) return size_t{0};
+    // First part whose range contains `off`.
+    auto it = std::upper_bound(parts_.begin(), parts_.end(), off,
+                               [](uint64_t o, const Part& p) { return o < p.offset; });
+    size_t idx = static_cast<size_t>(it - parts_.begin()) - 1;
+    size_t done = 0;
+    while (done < len && idx < parts_.size()) {
+      Part& p = parts_[idx];
+      uint64_t in_part = off + done - p.offset;
+      if (in_part >= p.size) {  // empty part
+        ++idx;
+        continue;
+      }
+      size_t want = static_cast<size_t>(std::min<uint64_t>(len - done, p.size - in_part));
+      auto fd = Fd(p);
+      if (!fd.ok()) return fd.error();
+      auto n = fsutil::PreadFull(*fd, buf + done, want, in_part, p.path);
+      if (!n.ok()) return n.error();
+      if (*n != want) {
+        spdlog::error("storage: {} is shorter than its metadata says", p.path);
+        return MakeError(ErrorCode::kInternalError, "object data truncated: " + p.path);
+      }
+      done += want;
+      ++idx;
+    }
+    return done;
+  }
+
+ private:
+  Result<int> Fd(Part& p) {
+    std::lock_guard lock(mu_);
+    if (!p.fd.valid()) {
+      int err = 0;
+      auto fd = fsutil::Open(p.path, O_RDONLY, 0, &err);
+      if (!fd.ok()) {
+        if (err == ENOENT) {
+          return MakeError(ErrorCode::kInternalError,
+                           "object was replaced while being read: " + info_.key);
+        }
+        return fd.error();
+      }
+      p.fd = std::move(*fd);
+    }
+    return p.fd.get();
+  }
+
+  ObjectInfo info_;
+  std::vector<Part> parts_;
+  std::mutex mu_;  // guards lazy opening of part descriptors
+};
+
+// ---- Listing ---------------------------------------------------------------------------------
+//
+// Walks key directories in key order. Inside a directory for key prefix P, child c contributes
+// two items: the object P+c (sorting as "c") and the subtree P+c+"/..." (sorting as "c/"), so
+// "a" < "a-x" < "a/b" < "a0" comes out right. Subtrees that cannot hold a key matching the prefix
+// or beyond start_after are skipped without being read, and a subtree whose keys all roll up into
+// one common prefix is emitted as that prefix without descending.
+class Lister {
+ public:
+  Lister(std::string bucket, std::string bucket_dir, const ListOptions& opts)
+      : bucket_(std::move(bucket)), bucket_dir_(std::move(bucket_dir)), o_(opts) {}
+
+  Result<ListResult> Run() {
+    if (o_.max_keys <= 0) return res_;
+    // Start in the deepest directory the prefix names completely ("a/b/" for "a/b/c").
+    size_t slash = o_.prefix.rfind('/');
+    if (slash == std::string::npos) {
+      Walk(bucket_dir_, "");
+    } else {
+      std::string base = o_.prefix.substr(0, slash + 1);
+      std::string_view rel(base.data(), base.size() - 1);
+      for (size_t pos = 0; pos <= rel.size();) {
+        size_t next = rel.find('/', pos);
+        if (next == std::string_view::npos) next = rel.size();
+        if (!paths::IsValidSegment(rel.substr(pos, next - pos))) return res_;  // matches no key
+        pos = next + 1;
+      }
+      ConsiderSubtree(base, Join(bucket_dir_, rel));
+    }
+    if (failed_) return err_;
+    if (res_.truncated) res_.next_marker = last_entry_;
+    return std::move(res_);
+  }
+
+ private:
+  std::optional<std::string> CommonPrefix(const std::string& key) const {
+    if (o_.delimiter.empty()) return std::nullopt;
+    size_t idx = key.find(o_.delimiter, o_.prefix.size());
+    if (idx == std::string::npos) return std::nullopt;
+    return key.substr(0, idx + o_.delimiter.size());
+  }
+
+  bool Full() {
+    if (static_cast<int64_t>(res_.objects.size() + res_.common_prefixes.size()) < o_.max_keys) {
+      return false;
+    }
+    res_.truncated = true;  // there is one more entry than fits
+    done_ = true;
+    return true;
+  }
+
+  void EmitPrefix(const std::string& cp) {
+    if (Full()) return;
+    res_.common_prefixes.push_back(cp);
+    last_cp_ = cp;
+    last_entry_ = cp;
+  }
+
+  void Fail(Error e) {
+    failed_ = true;
+    done_ = true;
+    err_ = std::move(e);
+  }
+
+  void Walk(const std::string& dir, const std::string& p) {
+    auto names = fsutil::ListDir(dir, /*dirs_only=*/true);
+    if (!names.ok()) return Fail(names.error());
+    std::vector<std::pair<std::string, bool>> items;  // (sort name, is subtree)
+    items.reserve(names->size() * 2);
+    for (auto& c : *names) {
+      if (paths::IsInternalName(c)) continue;
+      items.emplace_back(c + "/", true);
+      items.emplace_back(std::move(c), false);
+    }
+    std::sort(items.begin(), items.end());
+    for (const auto& [name, subtree] : items) {
+      if (done_) return;
+      if (subtree) {
+        ConsiderSubtree(p + name, Join(dir, std::string_view(name).substr(0, name.size() - 1)));
+      } else {
+        ConsiderKey(p + name, Join(Join(dir, name), paths::kMetaFile));
+      }
+    }
+  }
+
+  void ConsiderKey(const std::string& key, const std::string& meta_path) {
+    if (!key.starts_with(o_.prefix)) return;
+    if (auto cp = CommonPrefix(key)) {
+      if (*cp <= o_.start_after || *cp == last_cp_) return;
+      if (fsutil::Exists(meta_path)) EmitPrefix(*cp);
+      return;
+    }
+    if (key <= o_.start_after) return;
+    if (static_cast<int64_t>(res_.objects.size() + res_.common_prefixes.size()) >= o_.max_keys) {
+      if (fsutil::Exists(meta_path)) Full();
+      return;
+    }
+    auto raw = fsutil::ReadFileIfExists(meta_path);
+    if (!raw.ok() || !raw->has_value()) return;  // deleted meanwhile (errors were logged)
+    auto meta = ParseObjectMeta(**raw, meta_path);
+    if (!meta.ok()) {
+      spdlog::error("storage: listing skips {}: {}", key, meta.error().message);
+      return;
+    }
+    res_.objects.push_back(meta->ToInfo(bucket_, key));
+    last_entry_ = key;
+  }
+
+  void ConsiderSubtree(const std::string& s, const std::string& dir) {
+    if (!s.starts_with(o_.prefix) && !o_.prefix.starts_with(s)) return;
+    // Every key below is s + something: all <= start_after unless s leads to start_after.
+    if (s < o_.start_after && !o_.start_after.starts_with(s)) return;
+    if (!o_.delimiter.empty() && s.size() > o_.prefix.size()) {
+      size_t idx = s.find(o_.delimiter, o_.prefix.size());
+      if (idx != std::string::npos) {  // all keys below share this common prefix
+        std::string cp = s.substr(0, idx + o_.delimiter.size());
+        if (cp <= o_.start_after || cp == last_cp_) return;
+        auto has = SubtreeHasObject(dir);
+        if (!has.ok()) return Fail(has.error());
+        if (*has) EmitPrefix(cp);
+        return;
+      }
+    }
+    ConsiderKey(s, Join(dir, paths::kDirMetaFile));
+    if (!done_) Walk(dir, s);
+  }
+
+  const std::string bucket_;
+  const std::string bucket_dir_;
+  const ListOptions& o_;
+  ListResult res_;
+  std::string last_cp_;
+  std::string last_entry_;
+  bool done_ = false;
+  bool failed_ = false;
+  Error err_;
+};
+
+}  // namespace
+
+// ---- Setup -----------------------------------------------------------------------------------
+
+DriveStore::DriveStore(std::string root) : root_(std::move(root)), tmp_(paths::TmpDir(root_)) {}
+
+Result<std::unique_ptr<DriveStore>> DriveStore::Open(const std::string& dir) {
+  if (dir.empty()) return MakeError(ErrorCode::kDriveNotWritable, "empty drive path");
+  std::string root;
+  try {
+    root = std::filesystem::absolute(dir).lexically_normal().string();
+  } catch (const std::exception& e) {
+    return MakeError(ErrorCode::kDriveNotWritable, "drive " + dir + ": " + e.what());
+  }
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  if (root == "/") return MakeError(ErrorCode::kDriveNotWritable, "refusing to use / as a drive");
+
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(root, ec);
+    if (ec) return NotWritable(root, "cannot create", ec.value());
+    if (::stat(root.c_str(), &st) != 0) return NotWritable(root, "cannot create", errno);
+  }
+  if (!S_ISDIR(st.st_mode)) return NotWritable(root, "not a directory", ENOTDIR);
+  if (::access(root.c_str(), W_OK | X_OK) != 0) return NotWritable(root, "no write access", errno);
+
+  auto store = std::unique_ptr<DriveStore>(new DriveStore(root));
+  for (const std::string& d : {paths::SysDir(root), store->tmp_, paths::MultipartRoot(root),
+                               paths::BucketsMetaDir(root)}) {
+    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) return NotWritable(d, "mkdir", errno);
+    if (!fsutil::IsDir(d)) return NotWritable(d, "not a directory", ENOTDIR);
+  }
+  // access() passes on some read-only setups (root, network file systems): really write.
+  const std::string probe = Join(store->tmp_, ".probe-" + hash::RandomHex(8));
+  {
+    int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return NotWritable(root, "cannot create a file", errno);
+    UniqueFd guard(fd);
+    if (::write(fd, "ok", 2) != 2 || ::fsync(fd) != 0) {
+      int err = errno;
+      ::unlink(probe.c_str());
+      return NotWritable(root, "cannot write a file", err);
+    }
+  }
+  ::unlink(probe.c_str());
+
+  // Crash recovery: settle interrupted commits, then wipe the staging area.
+  auto entries = fsutil::ListDir(store->tmp_, /*dirs_only=*/false);
+  if (!entries.ok()) return entries.error();
+  for (const auto& e : *entries) {
+    const std::string staging = Join(store->tmp_, e);
+    if (fsutil::IsDir(staging)) {
+      auto st2 = fsutil::RecoverStaging(root, staging, DataDirOf);
+      if (!st2.ok()) spdlog::error("storage: recovery of {}: {}", staging, st2.error().message);
+    }
+    if (auto rm = fsutil::RemoveAll(staging); !rm.ok()) return rm.error();
+  }
+  // Bucket records whose bucket directory is gone (crash inside DeleteBucket).
+  auto records = fsutil::ListDir(paths::BucketsMetaDir(root), /*dirs_only=*/false);
+  if (!records.ok()) return records.error();
+  for (const auto& r : *records) {
+    if (!r.ends_with(".json")) continue;
+    std::string bucket = r.substr(0, r.size() - 5);
+    if (!fsutil::IsDir(paths::BucketDir(root, bucket))) {
+      ::unlink(Join(paths::BucketsMetaDir(root), r).c_str());
+    }
+  }
+  return store;
+}
+
+// ---- Helpers ---------------------------------------------------------------------------------
+
+std::mutex& DriveStore::KeyLock(const std::string& bucket, const std::string& key) {
+  size_t h = std::hash<std::string>{}(bucket + '\0' + key);
+  return key_locks_[h % key_locks_.size()];
+}
+
+std::mutex& DriveStore::UploadLock(const std::string& upload_id) {
+  return upload_locks_[std::hash<std::string>{}(upload_id) % upload_locks_.size()];
+}
+
+std::shared_mutex& DriveStore::BucketLock(const std::string& bucket) {
+  return bucket_locks_[std::hash<std::string>{}(bucket) % bucket_locks_.size()];
+}
+
+Result<std::string> DriveStore::NewStaging() {
+  std::string dir = Join(tmp_, hash::RandomHex(16));
+  if (::mkdir(dir.c_str(), 0700) != 0) return fsutil::ErrnoError("mkdir", dir, errno);
+  return dir;
+}
+
+void DriveStore::DropStaging(const std::string& staging) {
+  if (auto st = fsutil::RemoveAll(staging); !st.ok()) {
+    spdlog::warn("storage: leaving {} for the next start: {}", staging, st.error().message);
+  }
+}
+
+namespace {
+// Removes a staging directory when the operation leaves scope, whatever the outcome.
+class StagingGuard {
+ public:
+  explicit StagingGuard(std::function<void()> drop) : drop_(std::move(drop)) {}
+  ~StagingGuard() { drop_(); }
+  StagingGuard(const StagingGuard&) = delete;
+  StagingGuard& operator=(const StagingGuard&) = delete;
+
+ private:
+  std::function<void()> drop_;
+};
+}  // namespace
+
+Status DriveStore::CheckBucket(const std::string& bucket) {
+  if (auto st = paths::ValidateBucketName(bucket); !st.ok()) {
+    return MakeError(ErrorCode::kNoSuchBucket, st.error().message);
+  }
+  if (!fsutil::IsDir(paths::BucketDir(root_, bucket))) return MakeError(ErrorCode::kNoSuchBucket);
+  return {};
+}
+
+std::string DriveStore::KeyDir(const std::string& bucket, const paths::KeyLocation& loc) const {
+  return Join(paths::BucketDir(root_, bucket), loc.rel_dir);
+}
+
+Result<ObjectMeta> DriveStore::ReadMeta(const std::string& meta_path) {
+  auto raw = fsutil::ReadFileIfExists(meta_path);
+  if (!raw.ok()) return raw.error();
+  if (!raw->has_value()) return MakeError(ErrorCode::kNoSuchKey);
+  return ParseObjectMeta(**raw, meta_path);
+}
+
+Result<uint64_t> DriveStore::ReceiveBody(s3::BodySource& body, std::optional<uint64_t> declared,
+                                         uint64_t limit, const std::string& file,
+                                         std::string* md5_out) {
+  if (declared && *declared > limit) {
+    return MakeError(ErrorCode::kEntityTooLarge, "declared size " + std::to_string(*declared) +
+                                                     " exceeds the limit of " +
+                                                     std::to_string(limit) + " bytes");
+  }
+  auto fd = fsutil::Open(file, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (!fd.ok()) return fd.error();
+  std::unique_ptr<hash::Hasher> md5;
+  if (md5_out) md5 = hash::NewHasher(hash::Algo::kMD5);
+  std::vector<char> buf(kIoBufferSize);
+  uint64_t total = 0;
+  for (;;) {
+    auto n = body.ReadFull(buf.data(), buf.size());
+    if (!n.ok()) return n.error();
+    if (*n == 0) break;
+    total += *n;
+    if (declared && total > *declared) {
+      return MakeError(ErrorCode::kInvalidRequest, "request body is longer than the declared " +
+                                                       std::to_string(*declared) + " bytes");
+    }
+    if (total > limit) {
+      return MakeError(ErrorCode::kEntityTooLarge,
+                       "body exceeds the limit of " + std::to_string(limit) + " bytes");
+    }
+    if (md5) md5->Update(buf.data(), *n);
+    RS_RETURN_IF_ERROR(fsutil::WriteAll(fd->get(), buf.data(), *n, file));
+    if (*n < buf.size()) break;  // ReadFull comes back short only at the end of the body
+  }
+  if (declared && total < *declared) {
+    return MakeError(ErrorCode::kIncompleteBody, "received " + std::to_string(total) + " of " +
+                                                     std::to_string(*declared) + " bytes");
+  }
+  RS_RETURN_IF_ERROR(fsutil::Fsync(fd->get(), file));
+  if (md5_out) *md5_out = hash::HexEncode(md5->Final());
+  return total;
+}
+
+Status DriveStore::PublishObject(const std::string& bucket, const std::string& key,
+                                 const paths::KeyLocation& loc, const std::string& staging,
+                                 ObjectMeta& meta) {
+  // Caller holds the bucket lock (shared) and has checked the bucket exists.
+  meta.data_dir = std::string(loc.data_prefix) + hash::RandomHex(16);
+  RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(Join(staging, "meta"), SerializeObjectMeta(meta)));
+  std::lock_guard key_lock(KeyLock(bucket, key));
+  const std::string key_dir = KeyDir(bucket, loc);
+  auto old = DataDirOf(Join(key_dir, loc.meta_name));
+  if (!old.ok()) spdlog::warn("storage: overwriting unreadable metadata of {}/{}", bucket, key);
+  fsutil::CommitPlan plan{root_,
+                          paths::BucketDir(root_, bucket),
+                          staging,
+                          key_dir,
+                          std::string(loc.meta_name),
+                          meta.data_dir,
+                          old.ok() ? *old : std::string()};
+  return fsutil::Commit(plan);
+}
+
+// ---- Buckets ---------------------------------------------------------------------------------
+
+Status DriveStore::MakeBucket(const std::string& bucket) {
+  RS_RETURN_IF_ERROR(paths::ValidateBucketName(bucket));
+  auto staging = NewStaging();
+  if (!staging.ok()) return staging.error();
+  StagingGuard guard([&] { DropStaging(*staging); });
+  std::string record;
+  try {
+    record = nlohmann::json{{"version", 1}, {"name", bucket}, {"created_ns", NowNs()}}.dump();
+  } catch (const std::exception& e) {
+    return MakeError(ErrorCode::kInternalError, e.what());
+  }
+  const std::string staged = Join(*staging, "bucket.json");
+  RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(staged, record));
+
+  std::unique_lock lock(BucketLock(bucket));
+  const std::string dir = paths::BucketDir(root_, bucket);
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    if (errno == EEXIST) return MakeError(ErrorCode::kBucketAlreadyOwnedByYou);
+    return fsutil::ErrnoError("mkdir", dir, errno);
+  }
+  const std::string meta = paths::BucketMetaFile(root_, bucket);
+  if (::rename(staged.c_str(), meta.c_str()) != 0) {
+    spdlog::warn("storage: bucket {} has no creation record: {}", bucket, std::strerror(errno));
+  }
+  (void)fsutil::FsyncDir(paths::BucketsMetaDir(root_));
+  return fsutil::FsyncDir(root_);
+}
+
+Result<BucketInfo> DriveStore::GetBucketInfo(const std::string& bucket) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  BucketInfo info{bucket, 0};
+  auto raw = fsutil::ReadFileIfExists(paths::BucketMetaFile(root_, bucket));
+  if (raw.ok() && raw->has_value()) {
+    try {
+      info.created_ns = nlohmann::json::parse(**raw).at("created_ns").get<int64_t>();
+    } catch (const std::exception& e) {
+      spdlog::warn("storage: bad record for bucket {}: {}", bucket, e.what());
+    }
+  }
+  if (info.created_ns == 0) {  // no record (crash inside MakeBucket): the directory's time
+    struct stat st;
+    if (::stat(paths::BucketDir(root_, bucket).c_str(), &st) == 0) {
+      info.created_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 +
+                        st.st_mtim.tv_nsec;
+    }
+  }
+  return info;
+}
+
+Result<std::vector<BucketInfo>> DriveStore::ListBuckets() {
+  auto names = fsutil::ListDir(root_, /*dirs_only=*/true);
+  if (!names.ok()) return names.error();
+  std::sort(names->begin(), names->end());
+  std::vector<BucketInfo> out;
+  for (const auto& n : *names) {
+    // Skips .rdmastor.sys, lost+found and anything else that is not a bucket name.
+    if (!paths::ValidateBucketName(n).ok()) continue;
+    auto info = GetBucketInfo(n);
+    if (info.ok()) out.push_back(std::move(*info));
+  }
+  return out;
+}
+
+Status DriveStore::DeleteBucket(const std::string& bucket) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto staging = NewStaging();
+  if (!staging.ok()) return staging.error();
+  StagingGuard guard([&] { DropStaging(*staging); });
+
+  std::unique_lock lock(BucketLock(bucket));
+  const std::string dir = paths::BucketDir(root_, bucket);
+  if (!fsutil::IsDir(dir)) return MakeError(ErrorCode::kNoSuchBucket);
+  auto has = SubtreeHasObject(dir);
+  if (!has.ok()) return has.error();
+  if (*has) return MakeError(ErrorCode::kBucketNotEmpty);
+  // Pending multipart uploads do not keep a bucket alive (as in MinIO): they go with it.
+  if (::rename(dir.c_str(), Join(*staging, "bucket").c_str()) != 0) {
+    return fsutil::ErrnoError("rename", dir, errno);
+  }
+  const std::string mp = paths::MultipartBucketDir(root_, bucket);
+  if (::rename(mp.c_str(), Join(*staging, "multipart").c_str()) != 0 && errno != ENOENT) {
+    spdlog::warn("storage: cannot remove uploads of deleted bucket {}: {}", bucket,
+                 std::strerror(errno));
+  }
+  ::unlink(paths::BucketMetaFile(root_, bucket).c_str());
+  return fsutil::FsyncDir(root_);
+}
+
+// ---- Objects ---------------------------------------------------------------------------------
+
+Result<ObjectInfo> DriveStore::PutObject(const std::string& bucket, const std::string& key,
+                                         s3::BodySource& body, const PutOptions& opts,
+                                         const CommitCheck& check) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  auto staging = NewStaging();
+  if (!staging.ok()) return staging.error();
+  StagingGuard guard([&] { DropStaging(*staging); });
+
+  const std::string data = Join(*staging, "data");
+  if (::mkdir(data.c_str(), 0755) != 0) return fsutil::ErrnoError("mkdir", data, errno);
+  std::string md5;
+  auto size = ReceiveBody(body, opts.size, kMaxPutSize, Join(data, PartFileName(1)),
+                          check ? nullptr : &md5);
+  if (!size.ok()) return size.error();
+  RS_RETURN_IF_ERROR(fsutil::FsyncDir(data));
+
+  CommitInfo ci;
+  if (check) {
+    auto r = check(*size);
+    if (!r.ok()) return r.error();  // vetoed: nothing becomes visible
+    ci = std::move(*r);
+  } else {
+    ci.etag = md5;
+  }
+
+  ObjectMeta meta;
+  meta.size = *size;
+  meta.etag = StripQuotes(ci.etag);
+  meta.mtime_ns = NowNs();
+  meta.content_type = opts.content_type;
+  meta.user_metadata = opts.user_metadata;
+  meta.checksums = ci.checksums;
+  meta.parts.push_back(PartMeta{1, *size, meta.etag});
+
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));  // deleted while the body streamed?
+  RS_RETURN_IF_ERROR(PublishObject(bucket, key, *loc, *staging, meta));
+  return meta.ToInfo(bucket, key);
+}
+
+Result<std::unique_ptr<ObjectReader>> DriveStore::OpenObject(const std::string& bucket,
+                                                             const std::string& key) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  const std::string key_dir = KeyDir(bucket, *loc);
+  const std::string meta_path = Join(key_dir, loc->meta_name);
+
+  // An overwrite may retire the data between reading the metadata and opening the parts: then
+  // read the new metadata. The last attempt holds the key lock, so it cannot be overtaken.
+  for (int attempt = 0; attempt <= kOpenAttempts; ++attempt) {
+    std::unique_lock<std::mutex> lock;
+    if (attempt == kOpenAttempts) lock = std::unique_lock(KeyLock(bucket, key));
+    auto meta = ReadMeta(meta_path);
+    if (!meta.ok()) return meta.error();
+    std::vector<DriveObjectReader::Part> parts;
+    parts.reserve(meta->parts.size());
+    bool replaced = false;
+    uint64_t offset = 0;
+    for (size_t i = 0; i < meta->parts.size(); ++i) {
+      DriveObjectReader::Part p;
+      p.path = Join(Join(key_dir, meta->data_dir), PartFileName(i + 1));
+      p.offset = offset;
+      p.size = meta->parts[i].size;
+      offset += p.size;
+      if (i < kEagerOpenParts) {
+        int err = 0;
+        auto fd = fsutil::Open(p.path, O_RDONLY, 0, &err);
+        if (!fd.ok()) {
+          if (err != ENOENT) return fd.error();
+          replaced = true;
+          break;
+        }
+        p.fd = std::move(*fd);
+      }
+      parts.push_back(std::move(p));
+    }
+    if (replaced) continue;
+    return std::unique_ptr<ObjectReader>(
+        new DriveObjectReader(meta->ToInfo(bucket, key), std::move(parts)));
+  }
+  spdlog::error("storage: data of {}/{} is missing", bucket, key);
+  return MakeError(ErrorCode::kInternalError, "object data missing: " + bucket + "/" + key);
+}
+
+Result<ObjectInfo> DriveStore::StatObject(const std::string& bucket, const std::string& key) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  auto meta = ReadMeta(Join(KeyDir(bucket, *loc), loc->meta_name));
+  if (!meta.ok()) return meta.error();
+  return meta->ToInfo(bucket, key);
+}
+
+Status DriveStore::DeleteObject(const std::string& bucket, const std::string& key) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  const std::string bucket_dir = paths::BucketDir(root_, bucket);
+  const std::string key_dir = KeyDir(bucket, *loc);
+  const std::string meta_path = Join(key_dir, loc->meta_name);
+  if (!fsutil::Exists(meta_path)) return {};  // S3: deleting a missing key succeeds
+  auto staging = NewStaging();
+  if (!staging.ok()) return staging.error();
+  StagingGuard guard([&] { DropStaging(*staging); });
+  {
+    std::shared_lock bucket_lock(BucketLock(bucket));
+    std::lock_guard key_lock(KeyLock(bucket, key));
+    if (!fsutil::Exists(meta_path)) return {};
+    auto old = DataDirOf(meta_path);
+    fsutil::CommitPlan plan{root_,   bucket_dir, *staging, key_dir, std::string(loc->meta_name),
+                            /*new*/ "", old.ok() ? *old : std::string()};
+    RS_RETURN_IF_ERROR(fsutil::Commit(plan));
+    if (!old.ok()) {  // unreadable metadata: remove whatever data dirs belong to this key
+      auto names = fsutil::ListDir(key_dir, /*dirs_only=*/true);
+      if (names.ok()) {
+        for (const auto& n : *names) {
+          if (n.starts_with(loc->data_prefix)) (void)fsutil::RemoveAll(Join(key_dir, n));
+        }
+      }
+    }
+  }
+  fsutil::PruneEmptyDirs(key_dir, bucket_dir);
+  return {};
+}
+
+Result<ObjectInfo> DriveStore::UpdateMetadata(const std::string& bucket, const std::string& key,
+                                              const PutOptions& opts) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  auto staging = NewStaging();
+  if (!staging.ok()) return staging.error();
+  StagingGuard guard([&] { DropStaging(*staging); });
+
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  std::lock_guard key_lock(KeyLock(bucket, key));
+  const std::string key_dir = KeyDir(bucket, *loc);
+  auto meta = ReadMeta(Join(key_dir, loc->meta_name));
+  if (!meta.ok()) return meta.error();
+  meta->content_type = opts.content_type;
+  meta->user_metadata = opts.user_metadata;
+  meta->mtime_ns = NowNs();
+  RS_RETURN_IF_ERROR(
+      fsutil::WriteFileDurable(Join(*staging, "meta"), SerializeObjectMeta(*meta)));
+  fsutil::CommitPlan plan{root_,   paths::BucketDir(root_, bucket), *staging, key_dir,
+                          std::string(loc->meta_name), "", ""};
+  RS_RETURN_IF_ERROR(fsutil::Commit(plan));
+  return meta->ToInfo(bucket, key);
+}
+
+Result<ListResult> DriveStore::ListObjects(const std::string& bucket, const ListOptions& opts) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  try {
+    return Lister(bucket, paths::BucketDir(root_, bucket), opts).Run();
+  } catch (const std::exception& e) {  // allocation failures and the like
+    return MakeError(ErrorCode::kInternalError, std::string("listing failed: ") + e.what());
+  }
+}
+
+// ---- Multipart -------------------------------------------------------------------------------
+
+Result<UploadRecord> DriveStore::LoadUpload(const std::string& bucket, const std::string& key,
+                                            const std::string& upload_id,
+                                            std::string* upload_dir) {
+  if (!IsUploadId(upload_id)) return MakeError(ErrorCode::kNoSuchUpload);
+  *upload_dir = Join(paths::MultipartBucketDir(root_, bucket), upload_id);
+  const std::string file = Join(*upload_dir, kUploadFile);
+  auto raw = fsutil::ReadFileIfExists(file);
+  if (!raw.ok()) return raw.error();
+  if (!raw->has_value()) return MakeError(ErrorCode::kNoSuchUpload);
+  auto rec = ParseUploadRecord(**raw, file);
+  if (!rec.ok()) return rec.error();
+  if (rec->key != key) return MakeError(ErrorCode::kNoSuchUpload, "upload belongs to another key");
+  return rec;
+}
+
+Result<std::string> DriveStore::NewMultipartUpload(const std::string& bucket,
+                                                   const std::string& key,
+                                                   const PutOptions& opts) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  UploadRecord rec;
+  rec.key = key;
+  rec.initiated_ns = NowNs();
+  rec.content_type = opts.content_type;
+  rec.user_metadata = opts.user_metadata;
+  if (auto it = rec.user_metadata.find(kChecksumAlgorithmKey); it != rec.user_metadata.end()) {
+    std::string algo = it->second;
+    std::transform(algo.begin(), algo.end(), algo.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (!hash::ChecksumAlgoFromName(algo)) {
+      return MakeError(ErrorCode::kInvalidArgument, "unsupported checksum algorithm " + algo);
+    }
+    rec.checksum_algorithm = algo;
+    rec.user_metadata.erase(it);
+  }
+
+  auto staging = NewStaging();
+  if (!staging.ok()) return staging.error();
+  StagingGuard guard([&] { DropStaging(*staging); });
+  const std::string staged = Join(*staging, "upload");
+  if (::mkdir(staged.c_str(), 0755) != 0) return fsutil::ErrnoError("mkdir", staged, errno);
+  RS_RETURN_IF_ERROR(
+      fsutil::WriteFileDurable(Join(staged, kUploadFile), SerializeUploadRecord(rec)));
+  RS_RETURN_IF_ERROR(fsutil::FsyncDir(staged));
+
+  std::string id = hash::RandomHex(16);
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  const std::string mp_dir = paths::MultipartBucketDir(root_, bucket);
+  RS_RETURN_IF_ERROR(fsutil::MkdirAll(paths::MultipartRoot(root_), mp_dir));
+  const std::string dest = Join(mp_dir, id);
+  if (::rename(staged.c_str(), dest.c_str()) != 0) {
+    return fsutil::ErrnoError("rename", dest, errno);
+  }
+  RS_RETURN_IF_ERROR(fsutil::FsyncDir(mp_dir));
+  return id;
+}
+
+Result<PartInfo> DriveStore::PutObjectPart(const std::string& bucket, const std::string& key,
+                                           const std::string& upload_id, int part_number,
+                                           s3::BodySource& body, std::optional<uint64_t> size,
+                                           const CommitCheck& check) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  if (part_number < 1 || part_number > kMaxPartNumber) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "Part number must be an integer between 1 and 10000, inclusive");
+  }
+  std::string upload_dir;
+  auto rec = LoadUpload(bucket, key, upload_id, &upload_dir);
+  if (!rec.ok()) return rec.error();
+
+  auto staging = NewStaging();
+  if (!staging.ok()) return staging.error();
+  StagingGuard guard([&] { DropStaging(*staging); });
+  const std::string staged_data = Join(*staging, "part");
+  std::string md5;
+  auto got = ReceiveBody(body, size, kMaxPutSize, staged_data, check ? nullptr : &md5);
+  if (!got.ok()) return got.error();
+  CommitInfo ci;
+  if (check) {
+    auto r = check(*got);
+    if (!r.ok()) return r.error();
+    ci = std::move(*r);
+  } else {
+    ci.etag = md5;
+  }
+  PartRecord part;
+  part.info.number = part_number;
+  part.info.etag = StripQuotes(ci.etag);
+  part.info.size = *got;
+  part.info.mtime_ns = NowNs();
+  part.info.checksums = ci.checksums;
+  // A unique data name per attempt: the record rename below swaps parts atomically.
+  part.data_file = PartFileName(static_cast<size_t>(part_number)) + "." + hash::RandomHex(8);
+  const std::string staged_rec = Join(*staging, "part.json");
+  RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(staged_rec, SerializePartRecord(part)));
+
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  std::lock_guard upload_lock(UploadLock(upload_id));
+  rec = LoadUpload(bucket, key, upload_id, &upload_dir);  // aborted or completed meanwhile?
+  if (!rec.ok()) return rec.error();
+  const std::string rec_path = Join(upload_dir, PartRecordName(part_number));
+  std::string old_data;
+  if (auto raw = fsutil::ReadFileIfExists(rec_path); raw.ok() && raw->has_value()) {
+    if (auto old = ParsePartRecord(**raw, rec_path); old.ok()) old_data = old->data_file;
+  }
+  const std::string dest = Join(upload_dir, part.data_file);
+  if (::rename(staged_data.c_str(), dest.c_str()) != 0) {
+    return fsutil::ErrnoError("rename", dest, errno);
+  }
+  if (::rename(staged_rec.c_str(), rec_path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(dest.c_str());
+    return fsutil::ErrnoError("rename", rec_path, err);
+  }
+  RS_RETURN_IF_ERROR(fsutil::FsyncDir(upload_dir));
+  if (!old_data.empty() && old_data != part.data_file) {
+    ::unlink(Join(upload_dir, old_data).c_str());
+  }
+  return part.info;
+}
+
+Result<std::vector<PartInfo>> DriveStore::ListParts(const std::string& bucket,
+                                                    const std::string& key,
+                                                    const std::string& upload_id) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  std::string upload_dir;
+  auto rec = LoadUpload(bucket, key, upload_id, &upload_dir);
+  if (!rec.ok()) return rec.error();
+  auto names = fsutil::ListDir(upload_dir, /*dirs_only=*/false);
+  if (!names.ok()) return names.error();
+  std::vector<PartInfo> out;
+  for (const auto& n : *names) {
+    if (!n.starts_with("part.") || !n.ends_with(".json")) continue;
+    const std::string path = Join(upload_dir, n);
+    auto raw = fsutil::ReadFileIfExists(path);
+    if (!raw.ok()) return raw.error();
+    if (!raw->has_value()) continue;  // replaced or aborted meanwhile
+    auto part = ParsePartRecord(**raw, path);
+    if (!part.ok()) return part.error();
+    out.push_back(std::move(part->info));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const PartInfo& a, const PartInfo& b) { return a.number < b.number; });
+  return out;
+}
+
+Result<std::vector<UploadInfo>> DriveStore::ListMultipartUploads(const std::string& bucket,
+                                                                 const std::string& prefix) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  const std::string mp_dir = paths::MultipartBucketDir(root_, bucket);
+  auto ids = fsutil::ListDir(mp_dir, /*dirs_only=*/true);
+  if (!ids.ok()) return ids.error();
+  std::vector<UploadInfo> out;
+  for (const auto& id : *ids) {
+    if (!IsUploadId(id)) continue;
+    const std::string file = Join(Join(mp_dir, id), kUploadFile);
+    auto raw = fsutil::ReadFileIfExists(file);
+    if (!raw.ok() || !raw->has_value()) continue;  // completed or aborted meanwhile
+    auto rec = ParseUploadRecord(**raw, file);
+    if (!rec.ok()) {
+      spdlog::error("storage: {}", rec.error().message);
+      continue;
+    }
+    if (!rec->key.starts_with(prefix)) continue;
+    out.push_back(UploadInfo{rec->key, id, rec->initiated_ns});
+  }
+  std::sort(out.begin(), out.end(), [](const UploadInfo& a, const UploadInfo& b) {
+    return std::tie(a.key, a.initiated_ns, a.upload_id) <
+           std::tie(b.key, b.initiated_ns, b.upload_id);
+  });
+  return out;
+}
+
+Status DriveStore::AbortMultipartUpload(const std::string& bucket, const std::string& key,
+                                        const std::string& upload_id) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto staging = NewStaging();
+  if (!staging.ok()) return staging.error();
+  StagingGuard guard([&] { DropStaging(*staging); });
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  std::lock_guard upload_lock(UploadLock(upload_id));
+  std::string upload_dir;
+  auto rec = LoadUpload(bucket, key, upload_id, &upload_dir);
+  if (!rec.ok()) return rec.error();
+  // One rename makes the upload disappear; the files are deleted with the staging dir.
+  if (::rename(upload_dir.c_str(), Join(*staging, "upload").c_str()) != 0) {
+    return fsutil::ErrnoError("rename", upload_dir, errno);
+  }
+  return {};
+}
+
+Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket,
+                                                       const std::string& key,
+                                                       const std::string& upload_id,
+                                                       const std::vector<CompletePart>& parts) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  if (parts.empty()) {
+    return MakeError(ErrorCode::kMalformedXML, "You must specify at least one part");
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].number < 1 || parts[i].number > kMaxPartNumber) {
+      return MakeError(ErrorCode::kInvalidPart,
+                       "invalid part number " + std::to_string(parts[i].number));
+    }
+    if (i > 0 && parts[i].number <= parts[i - 1].number) {
+      return MakeError(ErrorCode::kInvalidPartOrder);
+    }
+  }
+  auto staging = NewStaging();
+  if (!staging.ok()) return staging.error();
+  StagingGuard guard([&] { DropStaging(*staging); });
+  const std::string data = Join(*staging, "data");
+  if (::mkdir(data.c_str(), 0755) != 0) return fsutil::ErrnoError("mkdir", data, errno);
+
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  std::lock_guard upload_lock(UploadLock(upload_id));
+  std::string upload_dir;
+  auto rec = LoadUpload(bucket, key, upload_id, &upload_dir);
+  if (!rec.ok()) return rec.error();
+
+  std::vector<PartRecord> records;
+  records.reserve(parts.size());
+  for (const auto& p : parts) {
+    const std::string path = Join(upload_dir, PartRecordName(p.number));
+    auto raw = fsutil::ReadFileIfExists(path);
+    if (!raw.ok()) return raw.error();
+    if (!raw->has_value()) {
+      return MakeError(ErrorCode::kInvalidPart,
+                       "part " + std::to_string(p.number) + " was not uploaded");
+    }
+    auto r = ParsePartRecord(**raw, path);
+    if (!r.ok()) return r.error();
+    if (r->info.etag != StripQuotes(p.etag)) {
+      return MakeError(ErrorCode::kInvalidPart,
+                       "part " + std::to_string(p.number) + ": ETag does not match");
+    }
+    records.push_back(std::move(*r));
+  }
+  uint64_t total = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (i + 1 < records.size() && records[i].info.size < kMinPartSize) {
+      return MakeError(ErrorCode::kEntityTooSmall,
+                       "part " + std::to_string(records[i].info.number) +
+                           " is smaller than 5 MiB and not the last part");
+    }
+    total += records[i].info.size;
+  }
+  if (total > kMaxObjectSize) return MakeError(ErrorCode::kEntityTooLarge);
+
+  // ETag: MD5 over the concatenated binary part MD5s, "-N". Composite checksums likewise, for
+  // every algorithm all parts carry.
+  ObjectMeta meta;
+  const std::string suffix = "-" + std::to_string(records.size());
+  std::string md5s;
+  for (const auto& r : records) {
+    auto bin = hash::HexDecode(r.info.etag);
+    md5s += bin ? *bin : r.info.etag;  // not hex (foreign ETag): hash it as text
+  }
+  meta.etag = hash::Md5Hex(md5s) + suffix;
+  for (const auto& [name, unused] : records.front().info.checksums) {
+    auto algo = hash::ChecksumAlgoFromName(name);
+    if (!algo) continue;
+    std::string raw_sums;
+    bool all = true;
+    for (const auto& r : records) {
+      auto it = r.info.checksums.find(name);
+      std::optional<std::string> raw;
+      if (it != r.info.checksums.end()) raw = hash::Base64Decode(it->second);
+      if (!raw) {
+        all = false;
+        break;
+      }
+      raw_sums += *raw;
+    }
+    if (all) meta.checksums[name] = hash::Base64Encode(hash::Digest(*algo, raw_sums)) + suffix;
+  }
+  meta.size = total;
+  meta.mtime_ns = NowNs();
+  meta.content_type = rec->content_type;
+  meta.user_metadata = rec->user_metadata;
+  meta.multipart = true;
+
+  // Hard links, not renames, so the upload stays intact until the object is published (a crash
+  // or failure before that point leaves the upload completable). No data is copied either way.
+  for (size_t i = 0; i < records.size(); ++i) {
+    const std::string src = Join(upload_dir, records[i].data_file);
+    const std::string dst = Join(data, PartFileName(i + 1));
+    if (::link(src.c_str(), dst.c_str()) != 0) {
+      if (errno == ENOENT) {
+        return MakeError(ErrorCode::kInvalidPart,
+                         "part " + std::to_string(records[i].info.number) + " data is missing");
+      }
+      if (::rename(src.c_str(), dst.c_str()) != 0) {  // file system without hard links
+        return fsutil::ErrnoError("rename", src, errno);
+      }
+    }
+    meta.parts.push_back(PartMeta{static_cast<int>(i + 1), records[i].info.size,
+                                  records[i].info.etag});
+  }
+  RS_RETURN_IF_ERROR(fsutil::FsyncDir(data));
+  RS_RETURN_IF_ERROR(PublishObject(bucket, key, *loc, *staging, meta));
+  if (::rename(upload_dir.c_str(), Join(*staging, "upload").c_str()) != 0) {
+    spdlog::warn("storage: completed upload {} not removed: {}", upload_dir, std::strerror(errno));
+  }
+  return meta.ToInfo(bucket, key);
+}
+
+Result<PutOptions> DriveStore::GetUploadOptions(const std::string& bucket, const std::string& key,
+                                                const std::string& upload_id) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  std::string upload_dir;
+  auto rec = LoadUpload(bucket, key, upload_id, &upload_dir);
+  if (!rec.ok()) return rec.error();
+  PutOptions opts;
+  opts.content_type = rec->content_type;
+  opts.user_metadata = rec->user_metadata;
+  if (!rec->checksum_algorithm.empty()) {
+    opts.user_metadata[kChecksumAlgorithmKey] = rec->checksum_algorithm;
+  }
+  return opts;
+}
+
+}  // namespace rdmastor::storage

@@ -1,0 +1,351 @@
+#include "storage/fsutil.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+namespace rdmastor::storage::fsutil {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kIntentFile = "intent.json";
+
+std::string Join(const std::string& dir, std::string_view name) {
+  std::string out = dir;
+  out += '/';
+  out += name;
+  return out;
+}
+
+std::string Parent(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// True when `path` is `base` or lies below it (purely lexical; callers build paths from
+// validated components).
+bool IsUnder(const std::string& path, const std::string& base) {
+  return path.size() > base.size() && path.compare(0, base.size(), base) == 0 &&
+         path[base.size()] == '/';
+}
+
+// mkdir -p below `base`; returns 0 or the errno of the failing step, with the path in *where.
+int MkdirAllErrno(const std::string& base, const std::string& path, std::string* where) {
+  if (path == base) return 0;
+  if (!IsUnder(path, base)) {
+    *where = path;
+    return EINVAL;
+  }
+  size_t pos = base.size();
+  while (pos < path.size()) {
+    size_t next = path.find('/', pos + 1);
+    if (next == std::string::npos) next = path.size();
+    std::string cur = path.substr(0, next);
+    if (::mkdir(cur.c_str(), 0755) == 0) {
+      // Make the new entry durable in its parent.
+      int dfd = ::open(Parent(cur).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
+      }
+    } else if (errno != EEXIST) {
+      *where = cur;
+      return errno;
+    }
+    pos = next;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void UniqueFd::Reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+Error ErrnoError(std::string_view op, const std::string& path, int err) {
+  std::string msg = std::string(op) + " " + path + ": " + std::strerror(err);
+  spdlog::error("storage: {}", msg);
+  ErrorCode code = (err == ENOSPC || err == EDQUOT || err == EROFS) ? ErrorCode::kDriveNotWritable
+                                                                    : ErrorCode::kInternalError;
+  return MakeError(code, std::move(msg));
+}
+
+Result<UniqueFd> Open(const std::string& path, int flags, mode_t mode, int* err_out) {
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+  if (fd < 0) {
+    int err = errno;
+    if (err_out) *err_out = err;
+    // The caller asked for errno to handle ENOENT itself: that case is expected, not logged.
+    if (err == ENOENT && err_out) return MakeError(ErrorCode::kInternalError, "open " + path + ": no such file");
+    return ErrnoError("open", path, err);
+  }
+  if (err_out) *err_out = 0;
+  return UniqueFd(fd);
+}
+
+Status WriteAll(int fd, const char* data, size_t len, const std::string& path_for_errors) {
+  while (len > 0) {
+    ssize_t n = ::write(fd, data, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("write", path_for_errors, errno);
+    }
+    data += n;
+    len -= static_cast<size_t>(n);
+  }
+  return {};
+}
+
+Result<size_t> PreadFull(int fd, char* buf, size_t len, uint64_t off,
+                         const std::string& path_for_errors) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = ::pread(fd, buf + got, len - got, static_cast<off_t>(off + got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("pread", path_for_errors, errno);
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return got;
+}
+
+Status Fsync(int fd, const std::string& path_for_errors) {
+  if (::fsync(fd) != 0) return ErrnoError("fsync", path_for_errors, errno);
+  return {};
+}
+
+Status FsyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open dir", dir, errno);
+  UniqueFd guard(fd);
+  return Fsync(fd, dir);
+}
+
+Status WriteFileDurable(const std::string& path, std::string_view data) {
+  auto fd = Open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!fd.ok()) return fd.error();
+  RS_RETURN_IF_ERROR(WriteAll(fd->get(), data.data(), data.size(), path));
+  return Fsync(fd->get(), path);
+}
+
+Result<std::optional<std::string>> ReadFileIfExists(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::optional<std::string>();
+    return ErrnoError("open", path, errno);
+  }
+  UniqueFd guard(fd);
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("read", path, errno);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return std::optional<std::string>(std::move(out));
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+bool IsDir(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Status MkdirAll(const std::string& base, const std::string& path) {
+  std::string where;
+  int err = MkdirAllErrno(base, path, &where);
+  if (err != 0) return ErrnoError("mkdir", where, err);
+  return {};
+}
+
+Status RemoveAll(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return ErrnoError("remove", path, ec.value());
+  }
+  return {};
+}
+
+void PruneEmptyDirs(const std::string& dir, const std::string& stop) {
+  std::string cur = dir;
+  while (IsUnder(cur, stop)) {
+    if (::rmdir(cur.c_str()) != 0) return;  // not empty (or gone): someone else's entries
+    cur = Parent(cur);
+  }
+}
+
+Result<std::vector<std::string>> ListDir(const std::string& dir, bool dirs_only) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) {
+    // A directory removed under a concurrent walk simply has no entries.
+    if (errno == ENOENT || errno == ENOTDIR) return std::vector<std::string>();
+    return ErrnoError("opendir", dir, errno);
+  }
+  std::vector<std::string> out;
+  errno = 0;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (dirs_only) {
+      bool is_dir = e->d_type == DT_DIR;
+      if (e->d_type == DT_UNKNOWN) {  // some file systems do not fill d_type
+        struct stat st;
+        is_dir = ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                 S_ISDIR(st.st_mode);
+      }
+      if (!is_dir) continue;
+    }
+    out.emplace_back(name);
+  }
+  int err = errno;
+  ::closedir(d);
+  if (err != 0) return ErrnoError("readdir", dir, err);
+  return out;
+}
+
+Status Commit(const CommitPlan& plan) {
+  if (!IsUnder(plan.target, plan.base) || !IsUnder(plan.base, plan.root) ||
+      !IsUnder(plan.staging, plan.root)) {
+    return MakeError(ErrorCode::kInternalError, "commit target outside drive: " + plan.target);
+  }
+  const std::string staged_data = Join(plan.staging, "data");
+  const std::string staged_meta = Join(plan.staging, "meta");
+  const std::string target_meta = Join(plan.target, plan.meta_name);
+
+  // 1. Journal what this commit may orphan, before anything becomes visible in the target.
+  try {
+    json intent = {{"version", 1},
+                   {"base", plan.base.substr(plan.root.size() + 1)},
+                   {"target", plan.target.substr(plan.root.size() + 1)},
+                   {"meta", plan.meta_name},
+                   {"data", json::array()}};
+    if (!plan.new_data_name.empty()) intent["data"].push_back(plan.new_data_name);
+    if (!plan.old_data_name.empty()) intent["data"].push_back(plan.old_data_name);
+    RS_RETURN_IF_ERROR(WriteFileDurable(Join(plan.staging, kIntentFile), intent.dump()));
+  } catch (const std::exception& e) {
+    return MakeError(ErrorCode::kInternalError, std::string("commit intent: ") + e.what());
+  }
+  RS_RETURN_IF_ERROR(FsyncDir(plan.staging));
+
+  const bool has_meta = Exists(staged_meta);
+  bool data_moved = false;
+  auto rollback = [&] {
+    if (data_moved) ::rename(Join(plan.target, plan.new_data_name).c_str(), staged_data.c_str());
+  };
+
+  // 2. Create the target and move the data in. A concurrent delete of a neighbouring key may
+  // prune a freshly created (still empty) target between the two steps: retry then.
+  if (!plan.new_data_name.empty()) {
+    const std::string dest = Join(plan.target, plan.new_data_name);
+    for (int attempt = 0;; ++attempt) {
+      std::string where;
+      const char* op = "mkdir";
+      int err = MkdirAllErrno(plan.base, plan.target, &where);
+      if (err == 0) {
+        if (::rename(staged_data.c_str(), dest.c_str()) == 0) break;
+        err = errno;
+        where = dest;
+        op = "rename";
+      }
+      if (err == ENOENT && attempt < 16) continue;
+      return ErrnoError(op, where, err);
+    }
+    data_moved = true;
+  } else if (has_meta && !IsDir(plan.target)) {
+    RS_RETURN_IF_ERROR(MkdirAll(plan.base, plan.target));
+  }
+
+  // 3. The commit point: the metadata file is replaced (or removed) atomically.
+  if (has_meta) {
+    if (::rename(staged_meta.c_str(), target_meta.c_str()) != 0) {
+      int err = errno;
+      rollback();
+      return ErrnoError("rename", target_meta, err);
+    }
+  } else if (::unlink(target_meta.c_str()) != 0 && errno != ENOENT) {
+    int err = errno;
+    rollback();
+    return ErrnoError("unlink", target_meta, err);
+  }
+  if (auto st = FsyncDir(plan.target); !st.ok()) {
+    // The rename happened; durability is uncertain but the new version is what readers see.
+    spdlog::warn("storage: commit of {} may not be durable: {}", target_meta, st.error().message);
+  }
+
+  // 4. Retire the old data into the staging area, where the caller (or recovery) deletes it.
+  if (!plan.old_data_name.empty() && plan.old_data_name != plan.new_data_name) {
+    const std::string old = Join(plan.target, plan.old_data_name);
+    if (::rename(old.c_str(), Join(plan.staging, "old").c_str()) != 0 && errno != ENOENT) {
+      spdlog::warn("storage: cannot retire {}: {}; removing in place", old, std::strerror(errno));
+      (void)RemoveAll(old);
+    }
+  }
+  return {};
+}
+
+Status RecoverStaging(const std::string& root, const std::string& staging,
+                      const DataNameReader& read_data_name) {
+  auto raw = ReadFileIfExists(Join(staging, kIntentFile));
+  if (!raw.ok()) return raw.error();
+  if (!raw->has_value()) return {};  // crashed before journaling: nothing reached the target
+  try {
+    json intent = json::parse(**raw);
+    std::string rel = intent.at("target").get<std::string>();
+    std::string base_rel = intent.value("base", std::string());
+    std::string meta = intent.at("meta").get<std::string>();
+    // Defense in depth: the journal is ours, but never act outside the drive.
+    auto bad_rel = [](const std::string& r) {
+      return r.empty() || r.front() == '/' || ("/" + r + "/").find("/../") != std::string::npos;
+    };
+    if (bad_rel(rel) || meta.find('/') != std::string::npos) {
+      return MakeError(ErrorCode::kInternalError, "bad intent journal in " + staging);
+    }
+    const std::string target = Join(root, rel);
+    auto current = read_data_name(Join(target, meta));
+    if (!current.ok()) return current.error();  // unreadable metadata: keep everything
+    for (const auto& d : intent.at("data")) {
+      std::string name = d.get<std::string>();
+      if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+        continue;
+      }
+      if (name != *current) {
+        spdlog::info("storage: recovery removes orphaned {}", Join(target, name));
+        RS_RETURN_IF_ERROR(RemoveAll(Join(target, name)));
+      }
+    }
+    // A crash between mkdir and rename may have left empty directories behind.
+    if (!bad_rel(base_rel)) PruneEmptyDirs(target, Join(root, base_rel));
+  } catch (const std::exception& e) {
+    return MakeError(ErrorCode::kInternalError,
+                     "bad intent journal in " + staging + ": " + e.what());
+  }
+  return {};
+}
+
+}  // namespace rdmastor::storage::fsutil

@@ -1,0 +1,147 @@
+// The object layer: buckets, objects, multipart uploads. The S3 handlers talk only to this
+// interface; the single-drive implementation lives in storage/drive_store.*, the erasure-coded one
+// replaces it later without touching the handlers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "s3/http_types.h"
+
+namespace rdmastor::storage {
+
+struct ObjectInfo {
+  std::string bucket;
+  std::string key;
+  uint64_t size = 0;
+  std::string etag;            // without quotes
+  int64_t mtime_ns = 0;        // modification time, ns since epoch
+  std::string content_type;
+  // Headers kept as sent: x-amz-meta-*, content-encoding, cache-control, content-disposition,
+  // content-language, expires. Lower-case names.
+  std::map<std::string, std::string> user_metadata;
+  // Stored checksum (base64) when the client sent one: algorithm -> value. For multipart objects
+  // the value is the checksum-of-checksums with "-N" suffix, as S3 does.
+  std::map<std::string, std::string> checksums;  // key: "crc32" | "crc32c" | "sha1" | "sha256"
+  int part_count = 0;          // 0 for a single PUT
+  std::vector<uint64_t> part_sizes;  // per part, when multipart
+};
+
+struct BucketInfo {
+  std::string name;
+  int64_t created_ns = 0;
+};
+
+// What PutObject knows before the body is read.
+struct PutOptions {
+  std::string content_type;
+  std::map<std::string, std::string> user_metadata;
+  std::optional<uint64_t> size;  // declared decoded size, when known (checked against what arrived)
+};
+
+// Finishing hook run after the body was fully received (and written, fsynced) but before the
+// object becomes visible. The S3 layer hashes the stream as it flows (it wraps the BodySource),
+// verifies Content-MD5, x-amz-content-sha256 and x-amz-checksum-* here, and returns what to record;
+// an error vetoes the commit and nothing becomes visible.
+struct CommitInfo {
+  std::string etag;                               // without quotes
+  std::map<std::string, std::string> checksums;  // "crc32" | "crc32c" | "sha1" | "sha256" -> b64
+};
+using CommitCheck = std::function<Result<CommitInfo>(uint64_t bytes_received)>;
+
+// A readable, consistent snapshot of one object's data (the object cannot change under it).
+class ObjectReader {
+ public:
+  virtual ~ObjectReader() = default;
+  virtual const ObjectInfo& info() const = 0;
+  // Reads up to len bytes at object offset `off`. Returns bytes read (0 only at/after EOF).
+  virtual Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) = 0;
+};
+
+struct ListOptions {
+  std::string prefix;
+  std::string delimiter;
+  std::string start_after;  // exclusive lower bound on keys (marker / continuation / start-after)
+  int max_keys = 1000;
+};
+
+struct ListResult {
+  std::vector<ObjectInfo> objects;
+  std::vector<std::string> common_prefixes;
+  bool truncated = false;
+  std::string next_marker;  // last key or prefix returned, when truncated
+};
+
+struct PartInfo {
+  int number = 0;
+  std::string etag;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  std::map<std::string, std::string> checksums;
+};
+
+struct UploadInfo {
+  std::string key;
+  std::string upload_id;
+  int64_t initiated_ns = 0;
+};
+
+struct CompletePart {
+  int number = 0;
+  std::string etag;  // without quotes
+};
+
+class ObjectLayer {
+ public:
+  virtual ~ObjectLayer() = default;
+
+  virtual Status MakeBucket(const std::string& bucket) = 0;
+  virtual Result<BucketInfo> GetBucketInfo(const std::string& bucket) = 0;
+  virtual Result<std::vector<BucketInfo>> ListBuckets() = 0;
+  virtual Status DeleteBucket(const std::string& bucket) = 0;  // BucketNotEmpty when objects exist
+
+  // Streams the body into storage; the object becomes visible atomically after `check` passes.
+  virtual Result<ObjectInfo> PutObject(const std::string& bucket, const std::string& key,
+                                       s3::BodySource& body, const PutOptions& opts,
+                                       const CommitCheck& check) = 0;
+  virtual Result<std::unique_ptr<ObjectReader>> OpenObject(const std::string& bucket,
+                                                           const std::string& key) = 0;
+  virtual Result<ObjectInfo> StatObject(const std::string& bucket, const std::string& key) = 0;
+  virtual Status DeleteObject(const std::string& bucket, const std::string& key) = 0;
+  // Replaces metadata only (CopyObject onto itself with REPLACE).
+  virtual Result<ObjectInfo> UpdateMetadata(const std::string& bucket, const std::string& key,
+                                            const PutOptions& opts) = 0;
+  virtual Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) = 0;
+
+  // Multipart.
+  virtual Result<std::string> NewMultipartUpload(const std::string& bucket, const std::string& key,
+                                                 const PutOptions& opts) = 0;
+  virtual Result<PartInfo> PutObjectPart(const std::string& bucket, const std::string& key,
+                                         const std::string& upload_id, int part_number,
+                                         s3::BodySource& body, std::optional<uint64_t> size,
+                                         const CommitCheck& check) = 0;
+  virtual Result<std::vector<PartInfo>> ListParts(const std::string& bucket,
+                                                  const std::string& key,
+                                                  const std::string& upload_id) = 0;
+  virtual Result<std::vector<UploadInfo>> ListMultipartUploads(const std::string& bucket,
+                                                               const std::string& prefix) = 0;
+  virtual Status AbortMultipartUpload(const std::string& bucket, const std::string& key,
+                                      const std::string& upload_id) = 0;
+  // Checks parts (InvalidPart, InvalidPartOrder, EntityTooSmall for any but the last < 5 MiB)
+  // and publishes the object atomically.
+  virtual Result<ObjectInfo> CompleteMultipartUpload(const std::string& bucket,
+                                                     const std::string& key,
+                                                     const std::string& upload_id,
+                                                     const std::vector<CompletePart>& parts) = 0;
+  // Metadata recorded at NewMultipartUpload (content type, user metadata, checksum algorithm).
+  virtual Result<PutOptions> GetUploadOptions(const std::string& bucket, const std::string& key,
+                                              const std::string& upload_id) = 0;
+};
+
+}  // namespace rdmastor::storage

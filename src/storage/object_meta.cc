@@ -1,0 +1,159 @@
+#include "storage/object_meta.h"
+
+#include <exception>
+
+#include <nlohmann/json.hpp>
+
+namespace rdmastor::storage {
+
+namespace {
+
+using nlohmann::json;
+
+// Header values are not guaranteed to be UTF-8; replace invalid bytes rather than throw.
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::map<std::string, std::string> StringMap(const json& j, const char* name) {
+  std::map<std::string, std::string> out;
+  if (auto it = j.find(name); it != j.end() && it->is_object()) {
+    for (const auto& [k, v] : it->items()) out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+Error Malformed(const std::string& path, const std::exception& e) {
+  return MakeError(ErrorCode::kInternalError,
+                   "malformed metadata " + path + ": " + std::string(e.what()));
+}
+
+}  // namespace
+
+ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key) const {
+  ObjectInfo info;
+  info.bucket = bucket;
+  info.key = key;
+  info.size = size;
+  info.etag = etag;
+  info.mtime_ns = mtime_ns;
+  info.content_type = content_type;
+  info.user_metadata = user_metadata;
+  info.checksums = checksums;
+  if (multipart) {
+    info.part_count = static_cast<int>(parts.size());
+    for (const auto& p : parts) info.part_sizes.push_back(p.size);
+  }
+  return info;
+}
+
+std::string SerializeObjectMeta(const ObjectMeta& m) {
+  json parts = json::array();
+  for (const auto& p : m.parts) {
+    parts.push_back({{"number", p.number}, {"size", p.size}, {"etag", p.etag}});
+  }
+  json j = {{"version", m.version},
+            {"size", m.size},
+            {"etag", m.etag},
+            {"mtime_ns", m.mtime_ns},
+            {"content_type", m.content_type},
+            {"user_metadata", m.user_metadata},
+            {"checksums", m.checksums},
+            {"multipart", m.multipart},
+            {"parts", parts},
+            {"data_dir", m.data_dir}};
+  return Dump(j);
+}
+
+Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& path) {
+  try {
+    json j = json::parse(text);
+    ObjectMeta m;
+    m.version = j.at("version").get<int>();
+    if (m.version != kMetaFormatVersion) {
+      return MakeError(ErrorCode::kInternalError,
+                       "unsupported metadata version " + std::to_string(m.version) + " in " + path);
+    }
+    m.size = j.at("size").get<uint64_t>();
+    m.etag = j.at("etag").get<std::string>();
+    m.mtime_ns = j.at("mtime_ns").get<int64_t>();
+    m.content_type = j.value("content_type", std::string());
+    m.user_metadata = StringMap(j, "user_metadata");
+    m.checksums = StringMap(j, "checksums");
+    m.multipart = j.value("multipart", false);
+    uint64_t total = 0;
+    for (const auto& p : j.at("parts")) {
+      PartMeta pm;
+      pm.number = p.at("number").get<int>();
+      pm.size = p.at("size").get<uint64_t>();
+      pm.etag = p.value("etag", std::string());
+      total += pm.size;
+      m.parts.push_back(std::move(pm));
+    }
+    m.data_dir = j.at("data_dir").get<std::string>();
+    // The data dir name is joined to a path: it must be one plain component.
+    if (m.data_dir.empty() || m.data_dir.find('/') != std::string::npos || m.data_dir == "." ||
+        m.data_dir == ".." || total != m.size) {
+      return MakeError(ErrorCode::kInternalError, "inconsistent metadata " + path);
+    }
+    return m;
+  } catch (const std::exception& e) {
+    return Malformed(path, e);
+  }
+}
+
+std::string SerializeUploadRecord(const UploadRecord& r) {
+  json j = {{"version", 1},
+            {"key", r.key},
+            {"initiated_ns", r.initiated_ns},
+            {"content_type", r.content_type},
+            {"user_metadata", r.user_metadata},
+            {"checksum_algorithm", r.checksum_algorithm}};
+  return Dump(j);
+}
+
+Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::string& path) {
+  try {
+    json j = json::parse(text);
+    UploadRecord r;
+    r.key = j.at("key").get<std::string>();
+    r.initiated_ns = j.at("initiated_ns").get<int64_t>();
+    r.content_type = j.value("content_type", std::string());
+    r.user_metadata = StringMap(j, "user_metadata");
+    r.checksum_algorithm = j.value("checksum_algorithm", std::string());
+    return r;
+  } catch (const std::exception& e) {
+    return Malformed(path, e);
+  }
+}
+
+std::string SerializePartRecord(const PartRecord& r) {
+  json j = {{"version", 1},
+            {"number", r.info.number},
+            {"etag", r.info.etag},
+            {"size", r.info.size},
+            {"mtime_ns", r.info.mtime_ns},
+            {"checksums", r.info.checksums},
+            {"data", r.data_file}};
+  return Dump(j);
+}
+
+Result<PartRecord> ParsePartRecord(const std::string& text, const std::string& path) {
+  try {
+    json j = json::parse(text);
+    PartRecord r;
+    r.info.number = j.at("number").get<int>();
+    r.info.etag = j.at("etag").get<std::string>();
+    r.info.size = j.at("size").get<uint64_t>();
+    r.info.mtime_ns = j.at("mtime_ns").get<int64_t>();
+    r.info.checksums = StringMap(j, "checksums");
+    r.data_file = j.at("data").get<std::string>();
+    if (r.data_file.empty() || r.data_file.find('/') != std::string::npos ||
+        r.data_file == "." || r.data_file == "..") {
+      return MakeError(ErrorCode::kInternalError, "inconsistent part record " + path);
+    }
+    return r;
+  } catch (const std::exception& e) {
+    return Malformed(path, e);
+  }
+}
+
+}  // namespace rdmastor::storage

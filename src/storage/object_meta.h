@@ -1,0 +1,61 @@
+// The JSON records the storage layer keeps on a drive: object metadata (.rdmastor.meta /
+// .rdmastor.dirmeta), multipart upload records (upload.json) and part records (part.N.json).
+// Parsing never throws; a malformed record is a kInternalError naming the file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "storage/object_layer.h"
+
+namespace rdmastor::storage {
+
+inline constexpr int kMetaFormatVersion = 1;
+
+struct PartMeta {
+  int number = 0;  // 1..N: position in the object (multipart objects are renumbered densely)
+  uint64_t size = 0;
+  std::string etag;
+};
+
+struct ObjectMeta {
+  int version = kMetaFormatVersion;
+  uint64_t size = 0;
+  std::string etag;
+  int64_t mtime_ns = 0;
+  std::string content_type;
+  std::map<std::string, std::string> user_metadata;
+  std::map<std::string, std::string> checksums;
+  bool multipart = false;
+  std::vector<PartMeta> parts;  // data files part.1..part.N in data_dir; a single PUT has one
+  std::string data_dir;         // directory name next to the metadata file
+
+  ObjectInfo ToInfo(const std::string& bucket, const std::string& key) const;
+};
+
+std::string SerializeObjectMeta(const ObjectMeta& meta);
+Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& path_for_errors);
+
+// upload.json
+struct UploadRecord {
+  std::string key;
+  int64_t initiated_ns = 0;
+  std::string content_type;
+  std::map<std::string, std::string> user_metadata;
+  std::string checksum_algorithm;  // "" | "crc32" | "crc32c" | "sha1" | "sha256"
+};
+std::string SerializeUploadRecord(const UploadRecord& rec);
+Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::string& path_for_errors);
+
+// part.N.json
+struct PartRecord {
+  PartInfo info;
+  std::string data_file;  // file name of the part's data in the upload directory
+};
+std::string SerializePartRecord(const PartRecord& rec);
+Result<PartRecord> ParsePartRecord(const std::string& text, const std::string& path_for_errors);
+
+}  // namespace rdmastor::storage

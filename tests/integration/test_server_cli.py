@@ -1,0 +1,384 @@
+"""The rdmastor command line, start-up checks, and HTTP/1.1 details (Expect, chunked, keep-alive)."""
+
+import hashlib
+import http.client
+import os
+import re
+import socket
+import subprocess
+import time
+
+import pytest
+import requests
+
+from conftest import (CURL_BIN, HOST, RDMASTOR_BIN, REGION, UNSIGNED, _clean_env, free_port,
+                      make_client, parse_raw_response, rand_str, seeded_bytes, sign_v4,
+                      signed_request, unique_bucket)
+
+MiB = 1 << 20
+
+
+def run_bin(args, env=None, timeout=20):
+    """Run the binary to completion (it must exit by itself within timeout)."""
+    try:
+        cp = subprocess.run([RDMASTOR_BIN] + args, capture_output=True, text=True,
+                            timeout=timeout, env=env or _clean_env(creds=("cliuser", "clipassword1")),
+                            stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"rdmastor {' '.join(args)} did not exit within {timeout}s "
+                    f"(stdout={e.stdout!r} stderr={e.stderr!r})")
+    return cp
+
+
+def must_fail(args, env=None, timeout=20):
+    cp = run_bin(args, env=env, timeout=timeout)
+    out = cp.stdout + cp.stderr
+    assert cp.returncode != 0, f"expected a non-zero exit: {out[-2000:]}"
+    assert out.strip(), "a failing start must say why"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# command line
+# ---------------------------------------------------------------------------------------------
+
+def test_help():
+    cp = run_bin(["--help"])
+    assert cp.returncode == 0, cp
+    out = cp.stdout + cp.stderr
+    assert "server" in out
+    cp = run_bin(["server", "--help"])
+    assert cp.returncode == 0, cp
+    out = cp.stdout + cp.stderr
+    assert "--address" in out
+
+
+def test_version():
+    cp = run_bin(["--version"])
+    assert cp.returncode == 0, cp
+    out = cp.stdout + cp.stderr
+    assert re.search(r"\d+\.\d+\.\d+", out), out
+    assert re.search(r"(?m)^\s*Features:", out), out
+
+
+def test_unknown_command_fails():
+    must_fail(["no-such-command"])
+
+
+def test_bad_address(tmp_path):
+    out = must_fail(["server", "--address", "nonsense", str(tmp_path)])
+    assert "nonsense" in out or "address" in out.lower(), out
+    out = must_fail(["server", "--address", "127.0.0.1:99999", str(tmp_path)])
+    assert "99999" in out or "port" in out.lower() or "address" in out.lower(), out
+
+
+def test_port_in_use(tmp_path):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        out = must_fail(["server", "--address", f"{HOST}:{port}", str(tmp_path)])
+        assert f"{HOST}:{port}" in out or f":{port}" in out, out
+
+
+def test_unwritable_directory_regular_file(tmp_path):
+    f = tmp_path / "not-a-dir"
+    f.write_text("I am a file")
+    out = must_fail(["server", "--address", f"{HOST}:{free_port()}", str(f)])
+    assert str(f) in out or "director" in out.lower() or "writ" in out.lower(), out
+    assert f.read_text() == "I am a file"
+
+
+def test_unwritable_directory_proc():
+    must_fail(["server", "--address", f"{HOST}:{free_port()}", "/proc/self/rdmastor-data"])
+
+
+def test_short_password_refused(tmp_path):
+    env = _clean_env(creds=("rootuser", "short"))
+    out = must_fail(["server", "--address", f"{HOST}:{free_port()}", str(tmp_path)], env=env)
+    assert "MINIO_ROOT_PASSWORD" in out or "password" in out.lower(), out
+
+
+def test_invalid_setting_refused(tmp_path):
+    env = _clean_env({"MINIO_RDMA_MIN_SIZE": "banana"}, creds=("rootuser", "rootpassword"))
+    out = must_fail(["server", "--address", f"{HOST}:{free_port()}", str(tmp_path)], env=env)
+    assert "MINIO_RDMA_MIN_SIZE" in out, out
+
+
+# ---------------------------------------------------------------------------------------------
+# start-up variants
+# ---------------------------------------------------------------------------------------------
+
+def test_minio_volumes_used_without_dir(server_factory):
+    srv = server_factory(start=False, name="volumes", pass_dirs=False)
+    srv.extra_env["MINIO_VOLUMES"] = srv.datadir
+    srv.start()
+    client = make_client(srv)
+    name = unique_bucket("vol")
+    client.create_bucket(Bucket=name)
+    client.put_object(Bucket=name, Key="k", Body=b"stored via MINIO_VOLUMES")
+    found = False
+    for dirpath, dirnames, _ in os.walk(srv.datadir):
+        if name in dirnames:
+            found = True
+            break
+    assert found or os.listdir(srv.datadir), "nothing written into the MINIO_VOLUMES directory"
+    # data survives a restart with the same MINIO_VOLUMES
+    srv.restart()
+    assert make_client(srv).get_object(Bucket=name, Key="k")["Body"].read() == b"stored via MINIO_VOLUMES"
+
+
+def test_default_credentials_warning(server_factory):
+    srv = server_factory(name="defaultcreds", creds=False)
+    client = make_client(srv, access_key="minioadmin", secret_key="minioadmin")
+    client.list_buckets()
+    log = srv.log_text().lower()
+    assert "minioadmin" in log or "default" in log, srv.log_tail()
+    assert "warn" in log, srv.log_tail()
+
+
+def test_rdma_settings_on_standard_build_warn_once(server_factory):
+    cp = run_bin(["--version"])
+    if "RDMA (verbs" in cp.stdout + cp.stderr:
+        pytest.skip("RDMA build: the warning applies to the standard build only")
+    srv = server_factory(name="rdmawarn", env={"MINIO_RDMA_INTERNODE": "on"})
+    time.sleep(0.3)
+    log = srv.log_text()
+    hits = [l for l in log.splitlines() if "MINIO_RDMA" in l or "RDMA" in l]
+    assert hits, srv.log_tail()
+    warn_lines = [l for l in hits if "warn" in l.lower()]
+    assert len(warn_lines) == 1, hits
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP/1.1 details
+# ---------------------------------------------------------------------------------------------
+
+def _signed_head(srv, method, path, extra, payload_hash=UNSIGNED):
+    headers = {"host": srv.address, **extra}
+    hdrs, _ = sign_v4(method, path, [], headers, payload_hash, srv.access_key, srv.secret_key)
+    return (f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs.items())
+            + "\r\n").encode()
+
+
+class RespReader:
+    """Reads successive HTTP/1.1 responses (Content-Length framed) from one socket."""
+
+    def __init__(self, sock, timeout=15):
+        self.sock = sock
+        self.buf = b""
+        self.timeout = timeout
+
+    def _fill(self, deadline):
+        self.sock.settimeout(max(0.1, deadline - time.monotonic()))
+        piece = self.sock.recv(65536)
+        if not piece:
+            raise ConnectionError("connection closed by server")
+        self.buf += piece
+
+    def next(self, skip_interim=True):
+        deadline = time.monotonic() + self.timeout
+        for _ in range(100000):
+            head, sep, rest = self.buf.partition(b"\r\n\r\n")
+            if sep:
+                status, headers, _ = parse_raw_response(head + b"\r\n\r\n")
+                assert status is not None, self.buf[:300]
+                if 100 <= status < 200:
+                    self.buf = rest
+                    if skip_interim:
+                        continue
+                    return status, headers, b""
+                lower = {k.lower(): v for k, v in headers}
+                need = int(lower.get("content-length", "0"))
+                while len(rest) < need:
+                    self._fill(deadline)
+                    head, sep, rest = self.buf.partition(b"\r\n\r\n")
+                self.buf = rest[need:]
+                return status, headers, rest[:need]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no complete response within {self.timeout}s: {self.buf[:300]!r}")
+            self._fill(deadline)
+        raise AssertionError("unreachable")
+
+
+def test_expect_100_continue_raw(server, s3, bucket):
+    data = seeded_bytes(256 * 1024, seed=100)
+    head = _signed_head(server, "PUT", f"/{bucket}/expect", {
+        "content-length": str(len(data)), "expect": "100-continue"})
+    with socket.create_connection((HOST, server.port), timeout=15) as s:
+        s.sendall(head)
+        rd = RespReader(s, timeout=5)
+        status, _, _ = rd.next(skip_interim=False)  # must arrive without any body sent
+        assert status == 100, status
+        s.sendall(data)
+        rd.timeout = 30
+        status, headers, body = rd.next()
+        assert status == 200, body[:500]
+        etag = dict((k.lower(), v) for k, v in headers)["etag"]
+        assert etag == '"%s"' % hashlib.md5(data).hexdigest()
+    assert s3.get_object(Bucket=bucket, Key="expect")["Body"].read() == data
+
+
+def test_expect_100_continue_rejected_without_body(server, bucket):
+    """A request that fails auth gets its final answer without the client sending the body."""
+    head = _signed_head(server, "PUT", f"/{bucket}/expect-denied", {
+        "content-length": str(10 * MiB), "expect": "100-continue"})
+    head = head.replace(server.access_key.encode(), b"AKUNKNOWNUSER000", 1)
+    with socket.create_connection((HOST, server.port), timeout=15) as s:
+        s.sendall(head)
+        status, headers, body = RespReader(s, timeout=10).next()
+    assert status == 403, body[:500]
+    assert b"InvalidAccessKeyId" in body
+
+
+def _curl(args, timeout=60):
+    return subprocess.run([CURL_BIN, "-sS", "--max-time", str(timeout - 5), "--noproxy", "*"] + args,
+                          capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                          env=_clean_env())
+
+
+def _curl_sigv4(srv):
+    return ["--aws-sigv4", f"aws:amz:{REGION}:s3", "--user", f"{srv.access_key}:{srv.secret_key}",
+            "-H", f"x-amz-content-sha256: {UNSIGNED}"]
+
+
+def test_expect_100_continue_curl(server, s3, bucket, tmp_path):
+    src = tmp_path / "curl.bin"
+    data = seeded_bytes(3 * MiB, seed=101)
+    src.write_bytes(data)
+    cp = _curl(["-v", "-T", str(src), "-H", "Expect: 100-continue", "--expect100-timeout", "10",
+                "-o", "/dev/null", "-w", "%{http_code}"] + _curl_sigv4(server)
+               + [server.url(f"/{bucket}/curl-expect")])
+    err = cp.stderr.decode("utf-8", "replace")
+    assert cp.returncode == 0, err
+    assert cp.stdout.decode().strip() == "200", err
+    assert "HTTP/1.1 100" in err, err
+    assert s3.get_object(Bucket=bucket, Key="curl-expect")["Body"].read() == data
+    # curl GET with sigv4
+    cp = _curl(["-o", str(tmp_path / "back"), "-w", "%{http_code}"] + _curl_sigv4(server)
+               + [server.url(f"/{bucket}/curl-expect")])
+    assert cp.stdout.decode().strip() == "200", cp
+    assert (tmp_path / "back").read_bytes() == data
+
+
+def test_chunked_transfer_encoding_curl(server, s3, bucket, tmp_path):
+    src = tmp_path / "chunked.bin"
+    data = seeded_bytes(300 * 1024 + 7, seed=102)
+    src.write_bytes(data)
+    cp = _curl(["-v", "-T", str(src), "-H", "Transfer-Encoding: chunked", "-o", str(tmp_path / "resp"),
+                "-w", "%{http_code}"] + _curl_sigv4(server) + [server.url(f"/{bucket}/curl-chunked")])
+    err = cp.stderr.decode("utf-8", "replace")
+    assert cp.returncode == 0, err
+    code = cp.stdout.decode().strip()
+    body = (tmp_path / "resp").read_bytes() if (tmp_path / "resp").exists() else b""
+    if code == "200":
+        assert s3.get_object(Bucket=bucket, Key="curl-chunked")["Body"].read() == data
+    else:
+        # S3 semantics: a PUT needs a length
+        assert code == "411" and b"MissingContentLength" in body, (code, body, err)
+        with pytest.raises(Exception):
+            s3.head_object(Bucket=bucket, Key="curl-chunked")
+
+
+def test_chunked_transfer_encoding_raw(server, s3, bucket):
+    data = seeded_bytes(100 * 1024 + 13, seed=103)
+    head = _signed_head(server, "PUT", f"/{bucket}/raw-chunked", {"transfer-encoding": "chunked"})
+    body = b""
+    for i in range(0, len(data), 30000):
+        piece = data[i:i + 30000]
+        body += f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
+    body += b"0\r\n\r\n"
+    with socket.create_connection((HOST, server.port), timeout=15) as s:
+        s.sendall(head + body)
+        status, headers, rbody = RespReader(s).next()
+    if status == 200:
+        assert s3.get_object(Bucket=bucket, Key="raw-chunked")["Body"].read() == data
+    else:
+        assert status == 411 and b"MissingContentLength" in rbody, (status, rbody[:600])
+
+
+def test_keep_alive_http_client(server, s3, bucket):
+    """Several requests, including an error, on one TCP connection."""
+    s3.put_object(Bucket=bucket, Key="ka", Body=b"keep alive body")
+    conn = http.client.HTTPConnection(HOST, server.port, timeout=15)
+    try:
+        first_sock = None
+        for i in range(6):
+            path = f"/{bucket}/ka" if i != 3 else f"/{bucket}/missing"
+            hdrs, _ = sign_v4("GET", path, [], {"host": server.address}, UNSIGNED,
+                              server.access_key, server.secret_key)
+            conn.request("GET", path, headers=hdrs)
+            r = conn.getresponse()
+            body = r.read()
+            if i == 3:
+                assert r.status == 404
+            else:
+                assert r.status == 200 and body == b"keep alive body"
+            assert (r.getheader("Connection") or "").lower() != "close"
+            if first_sock is None:
+                first_sock = conn.sock
+            assert conn.sock is first_sock, "server closed the keep-alive connection"
+        # a PUT on the same connection
+        body = b"put on kept-alive conn"
+        hdrs, _ = sign_v4("PUT", f"/{bucket}/ka2", [], {"host": server.address,
+                                                        "content-length": str(len(body))},
+                          hashlib.sha256(body).hexdigest(), server.access_key, server.secret_key)
+        conn.request("PUT", f"/{bucket}/ka2", body=body, headers=hdrs)
+        r = conn.getresponse()
+        r.read()
+        assert r.status == 200
+        assert conn.sock is first_sock
+    finally:
+        conn.close()
+
+
+def test_keep_alive_requests_session(server, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="sess", Body=b"x" * 1000)
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "sess"},
+                                    ExpiresIn=300)
+    with requests.Session() as sess:
+        ports = set()
+        for _ in range(5):
+            r = sess.get(url, timeout=15, stream=True)
+            ports.add(r.raw._connection.sock.getsockname()[1])
+            assert r.content == b"x" * 1000
+        assert len(ports) == 1, ports
+
+
+def test_connection_close_honoured(server, bucket):
+    head = _signed_head(server, "GET", f"/{bucket}", {"connection": "close"})
+    with socket.create_connection((HOST, server.port), timeout=15) as s:
+        s.sendall(head)
+        s.settimeout(10)
+        buf = b""
+        for _ in range(1000):
+            piece = s.recv(65536)
+            if not piece:
+                break
+            buf += piece
+        else:
+            pytest.fail("server kept the connection open after Connection: close")
+    assert buf.startswith(b"HTTP/1.1 200"), buf[:300]
+
+
+def test_pipelined_requests(server, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="p1", Body=b"one")
+    s3.put_object(Bucket=bucket, Key="p2", Body=b"two")
+    reqs = (_signed_head(server, "GET", f"/{bucket}/p1", {})
+            + _signed_head(server, "GET", f"/{bucket}/missing", {})
+            + _signed_head(server, "GET", f"/{bucket}/p2", {}))
+    with socket.create_connection((HOST, server.port), timeout=15) as s:
+        s.sendall(reqs)
+        rd = RespReader(s)
+        assert rd.next()[::2] == (200, b"one")
+        status, _, body = rd.next()
+        assert status == 404 and b"NoSuchKey" in body
+        assert rd.next()[::2] == (200, b"two")
+
+
+def test_health_endpoints(server):
+    for path in ("/minio/health/live", "/minio/health/ready"):
+        r = requests.get(server.url(path), timeout=5)
+        assert r.status_code == 200, (path, r.status_code)
+        r = requests.head(server.url(path), timeout=5)
+        assert r.status_code == 200, (path, r.status_code)
