@@ -365,13 +365,13 @@ Status HttpClient::FillBuffer() {
 }
 
 Status HttpClient::ReadHead(HttpResponse* resp, size_t* head_len) {
-  // Find the blank line that ends the head.
-  size_t scan_from = buf_begin_;
-  size_t end_of_head = std::string_view::npos;
+  // Find the blank line that ends the head (offsets relative to buf_begin_, which FillBuffer
+  // keeps pointing at the same byte even when it compacts the buffer).
+  size_t searched = 0;
+  size_t end_of_head = 0;
   for (;;) {
     std::string_view avail(buf_.data() + buf_begin_, buf_end_ - buf_begin_);
-    size_t pos = avail.find("\r\n\r\n", scan_from > buf_begin_ + 3 ? scan_from - buf_begin_ - 3
-                                                                   : 0);
+    size_t pos = avail.find("\r\n\r\n", searched > 3 ? searched - 3 : 0);
     if (pos != std::string_view::npos) {
       end_of_head = pos + 4;
       break;
@@ -381,9 +381,8 @@ Status HttpClient::ReadHead(HttpResponse* resp, size_t* head_len) {
                        "http://" + host_header_ + ": response head exceeds " +
                            std::to_string(options_.max_header_bytes) + " bytes");
     }
-    size_t consumed_offset = buf_end_ - buf_begin_;
+    searched = avail.size();
     RS_RETURN_IF_ERROR(FillBuffer());
-    scan_from = buf_begin_ + consumed_offset;
   }
   std::string_view head(buf_.data() + buf_begin_, end_of_head - 2);  // keep one CRLF per line
   *head_len = end_of_head;
@@ -659,7 +658,7 @@ Result<HttpResponse> HttpClient::SendOnce(const HttpRequest& request, const Resp
   for (;;) {
     Status h = ReadHead(&resp, &head_len);
     if (!h.ok()) {
-      bool nothing_received = buf_end_ == 0 && resp.status == 0;
+      bool nothing_received = buf_end_ == buf_begin_;
       Close();
       if (!sent.ok()) {
         *retryable = true;
@@ -763,12 +762,29 @@ Error S3ErrorFromResponse(const HttpResponse& resp, std::string_view what) {
   } else {
     // No error document (HEAD, or not an S3 server): fall back on the status.
     switch (resp.status) {
-      case 403: code = ErrorCode::kAccessDenied; code_text = "AccessDenied"; break;
-      case 404: code_text = "NotFound"; break;
-      case 412: code = ErrorCode::kPreconditionFailed; code_text = "PreconditionFailed"; break;
-      case 416: code = ErrorCode::kInvalidRange; code_text = "InvalidRange"; break;
-      case 503: code = ErrorCode::kSlowDown; code_text = "SlowDown"; break;
-      default: code_text = "UnknownError"; break;
+      case 403:
+        code = ErrorCode::kAccessDenied;
+        code_text = "AccessDenied";
+        break;
+      case 404:
+        code = ErrorCode::kNoSuchKey;
+        code_text = "NotFound";
+        break;
+      case 412:
+        code = ErrorCode::kPreconditionFailed;
+        code_text = "PreconditionFailed";
+        break;
+      case 416:
+        code = ErrorCode::kInvalidRange;
+        code_text = "InvalidRange";
+        break;
+      case 503:
+        code = ErrorCode::kSlowDown;
+        code_text = "SlowDown";
+        break;
+      default:
+        code_text = "UnknownError";
+        break;
     }
     if (message.empty()) {
       message = resp.body.empty() ? resp.reason : resp.body.substr(0, 200);

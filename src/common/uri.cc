@@ -67,7 +67,8 @@ std::optional<std::vector<std::pair<std::string, std::string>>> ParseQuery(std::
     if (part.empty()) continue;  // "a=1&&b" and a trailing '&' carry no parameter
     size_t eq = part.find('=');
     std::string_view name = part.substr(0, eq);
-    std::string_view value = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+    std::string_view value =
+        eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
     // '+' means space in query strings, as S3 (and Go's url.ParseQuery in MinIO) treat it.
     auto n = Decode(name, /*plus_as_space=*/true);
     auto v = Decode(value, /*plus_as_space=*/true);

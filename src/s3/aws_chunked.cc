@@ -12,8 +12,8 @@ namespace rdmastor::s3 {
 
 namespace {
 
-constexpr size_t kBufSize = 64 * 1024;          // one raw read
-constexpr size_t kMaxLine = 4096;               // chunk header or trailer line
+constexpr size_t kBufSize = 64 * 1024;  // one raw read
+constexpr size_t kMaxLine = 4096;       // chunk header or trailer line
 constexpr uint64_t kMaxChunk = 16 * 1024 * 1024;
 constexpr size_t kMaxTrailerBytes = 16 * 1024;  // all trailer lines together
 
@@ -214,9 +214,8 @@ Status AwsChunkedSource::StartChunk(std::string_view header_line) {
   std::string signature;
   while (semi != std::string_view::npos) {
     size_t next = header_line.find(';', semi + 1);
-    std::string_view ext = header_line.substr(semi + 1, next == std::string_view::npos
-                                                            ? std::string_view::npos
-                                                            : next - semi - 1);
+    std::string_view ext = header_line.substr(
+        semi + 1, next == std::string_view::npos ? std::string_view::npos : next - semi - 1);
     semi = next;
     size_t eq = ext.find('=');
     if (eq != std::string_view::npos && Trim(ext.substr(0, eq)) == "chunk-signature") {

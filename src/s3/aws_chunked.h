@@ -44,8 +44,8 @@ class AwsChunkedSource : public BodySource {
 
   BodySource& raw_;
   AuthContext auth_;
-  bool signed_;           // chunk headers carry chunk-signature, verified against the chain
-  bool trailer_mode_;     // trailer lines may follow the final chunk
+  bool signed_;        // chunk headers carry chunk-signature, verified against the chain
+  bool trailer_mode_;  // trailer lines may follow the final chunk
   std::map<std::string, std::string> trailers_;
   uint64_t decoded_ = 0;
 
@@ -56,8 +56,8 @@ class AwsChunkedSource : public BodySource {
   bool raw_eof_ = false;
 
   Phase phase_ = Phase::kChunkHeader;
-  uint64_t chunk_left_ = 0;   // unsigned modes: payload bytes of the current chunk still to return
-  std::string chunk_data_;    // signed modes: the verified chunk being handed out
+  uint64_t chunk_left_ = 0;  // unsigned modes: payload bytes of the current chunk still to return
+  std::string chunk_data_;   // signed modes: the verified chunk being handed out
   size_t chunk_pos_ = 0;
   std::string prev_signature_;
   std::optional<Error> error_;  // sticky: once the body is bad every Read() fails the same way

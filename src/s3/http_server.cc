@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <future>
+#include <limits>
 #include <thread>
 
 #include "common/thread_pool.h"
@@ -138,7 +139,8 @@ class Session : public std::enable_shared_from_this<Session>,
   void ReadHeader() {
     parser_.emplace();
     parser_->header_limit(opts_.header_limit);
-    parser_->body_limit(boost::none);
+    // Not boost::none: Boost 1.74 compares the length against the empty optional and always fails.
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     head_sent_ = false;
     client_gone_ = false;
     sent_continue_ = false;
@@ -160,7 +162,7 @@ class Session : public std::enable_shared_from_this<Session>,
     if (ec) {
       ErrorCode code = ec == http::error::header_limit ? ErrorCode::kRequestHeaderSectionTooLarge
                                                        : ErrorCode::kInvalidRequest;
-      spdlog::debug("rejecting request from {}: {}", RemoteIp(), ec.message());
+      spdlog::info("rejecting request from {}: {}", RemoteIp(), ec.message());
       return SendFrontEndErrorAndClose(code);
     }
     auto& msg = parser_->get();

@@ -151,7 +151,8 @@ std::vector<std::pair<std::string, std::string>> SplitQuery(std::string_view raw
     if (part.empty()) continue;
     size_t eq = part.find('=');
     std::string_view name = part.substr(0, eq);
-    std::string_view value = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+    std::string_view value =
+        eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
     auto n = uri::Decode(name, /*plus_as_space=*/true);
     auto v = uri::Decode(value, /*plus_as_space=*/true);
     out.emplace_back(n ? std::move(*n) : std::string(name), v ? std::move(*v) : std::string(value));
@@ -236,9 +237,9 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
 
 struct Credential {
   std::string access_key;
-  std::string date;    // yyyymmdd
+  std::string date;  // yyyymmdd
   std::string region;
-  std::string scope;   // date/region/s3/aws4_request
+  std::string scope;  // date/region/s3/aws4_request
 };
 
 // "AK/20130524/us-east-1/s3/aws4_request". The scope is the last four parts so that access keys
@@ -262,8 +263,8 @@ Result<Credential> ParseCredential(std::string_view cred, ErrorCode err) {
   std::string_view date = parts[n - 4], region = parts[n - 3], service = parts[n - 2],
                    terminal = parts[n - 1];
   Credential c;
-  c.access_key = std::string(cred.substr(0, cred.size() - date.size() - region.size() -
-                                                service.size() - terminal.size() - 4));
+  c.access_key = std::string(cred.substr(
+      0, cred.size() - date.size() - region.size() - service.size() - terminal.size() - 4));
   if (c.access_key.empty()) return MakeError(err, "Credential has an empty access key.");
   if (date.size() != 8 || !IsDigits(date)) {
     return MakeError(err, "Credential date must be in yyyyMMdd format.");
@@ -309,14 +310,16 @@ Result<PayloadMode> ModeFromContentSha(std::string_view v, std::string* content_
   if (v == kStreamingSigned) return PayloadMode::kStreamingSigned;
   if (v == kStreamingSignedTrailer) return PayloadMode::kStreamingSignedTrailer;
   if (v == kStreamingUnsignedTrailer) return PayloadMode::kStreamingUnsignedTrailer;
-  return MakeError(ErrorCode::kInvalidArgument,
-                   "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-"
-                   "PAYLOAD[-TRAILER], STREAMING-UNSIGNED-PAYLOAD-TRAILER or a hex SHA-256 digest.");
+  return MakeError(
+      ErrorCode::kInvalidArgument,
+      "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-"
+      "PAYLOAD[-TRAILER], STREAMING-UNSIGNED-PAYLOAD-TRAILER or a hex SHA-256 digest.");
 }
 
 // Signed headers a front end may legitimately have consumed: restore the value the client must
 // have sent so the canonical request still matches (MinIO does the same for Expect).
-HeaderList WithRestoredHeaders(const HttpRequest& req, const std::vector<std::string>& signed_names) {
+HeaderList WithRestoredHeaders(const HttpRequest& req,
+                               const std::vector<std::string>& signed_names) {
   HeaderList headers = req.headers;
   for (const auto& name : signed_names) {
     if (req.FindHeader(name) != nullptr) continue;
@@ -374,18 +377,17 @@ Result<HeaderAuthFields> ParseAuthorizationHeader(std::string_view v) {
       dst = &f.signature;
       seen = &have_sig;
     } else {
-      return MakeError(kMalformed,
-                       "Unknown authorization component '" + std::string(key) + "'.");
+      return MakeError(kMalformed, "Unknown authorization component '" + std::string(key) + "'.");
     }
     if (*seen) {
-      return MakeError(kMalformed, "Authorization component '" + std::string(key) +
-                                       "' appears more than once.");
+      return MakeError(
+          kMalformed, "Authorization component '" + std::string(key) + "' appears more than once.");
     }
     *seen = true;
     *dst = std::string(value);
   }
-  if (!have_cred || !have_signed || !have_sig || f.credential.empty() ||
-      f.signed_headers.empty() || f.signature.empty()) {
+  if (!have_cred || !have_signed || !have_sig || f.credential.empty() || f.signed_headers.empty() ||
+      f.signature.empty()) {
     return MakeError(kMalformed,
                      "The authorization header requires Credential, SignedHeaders and Signature.");
   }
@@ -439,9 +441,9 @@ Result<AuthContext> VerifyHeaderAuth(const HttpRequest& req, std::string_view au
   int64_t skew = *req_time - now_unix;
   if (skew > kMaxSkewS || skew < -kMaxSkewS) return ErrorCode::kRequestTimeTooSkewed;
 
-  auto cr = CanonicalRequest(req.method, req.raw_path, CanonicalQuery(req.raw_query, false),
-                             WithRestoredHeaders(req, *signed_headers), *signed_headers,
-                             *content_sha);
+  auto cr =
+      CanonicalRequest(req.method, req.raw_path, CanonicalQuery(req.raw_query, false),
+                       WithRestoredHeaders(req, *signed_headers), *signed_headers, *content_sha);
   if (!cr.ok()) return cr.error();
   std::string key = DeriveSigningKey(*secret, cred->date, cred->region, "s3");
   std::string expected = SignHex(key, StringToSign(amz_date, cred->scope, *cr));
@@ -495,8 +497,7 @@ Result<AuthContext> VerifyPresigned(const HttpRequest& req,
   }
   int64_t expires_s = ToInt(*expires);
   if (expires_s < 1 || expires_s > kMaxPresignExpiresS) {
-    return MakeError(kQueryErr,
-                     "X-Amz-Expires must be between 1 and 604800 seconds (one week).");
+    return MakeError(kQueryErr, "X-Amz-Expires must be between 1 and 604800 seconds (one week).");
   }
   if (date->substr(0, 8) != cred->date) {
     return MakeError(kQueryErr, "Invalid credential date. Date is not the same as X-Amz-Date.");

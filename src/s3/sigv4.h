@@ -33,16 +33,20 @@ struct AuthContext {
   bool presigned = false;
   // For the streaming modes: what the chunk signature chain needs.
   std::string seed_signature;        // the request's own signature (hex)
-  std::string signing_key;           // raw derived key (kSecret -> date -> region -> s3 -> aws4_request)
+  std::string signing_key;           // raw key derived from the secret (DeriveSigningKey)
   std::string amz_date;              // x-amz-date, e.g. 20130524T000000Z
   std::string scope;                 // 20130524/us-east-1/s3/aws4_request
 };
 
 // Verifies the request's signature (Authorization header or X-Amz-* query parameters).
-// now_unix is the server clock (tests inject it). Errors: AccessDenied (no auth at all),
-// AuthorizationHeaderMalformed / AuthorizationQueryParametersError, InvalidAccessKeyId,
-// SignatureDoesNotMatch, RequestTimeTooSkewed (|skew| > 15 min), ExpiredToken/AccessDenied for an
-// expired presigned URL ("Request has expired"), kInvalidArgument for an unknown payload mode.
+// now_unix is the server clock (tests inject it). Errors: AccessDenied (no auth at all:
+// "anonymous access denied"; no valid date; host not signed), AuthorizationHeaderMalformed /
+// AuthorizationQueryParametersError, InvalidRequest (other auth schemes such as SigV2; header auth
+// without x-amz-content-sha256), InvalidAccessKeyId, SignatureDoesNotMatch (also a signed header
+// missing from the request), RequestTimeTooSkewed (|skew| > 15 min; presigned: dated > 15 min
+// ahead), AccessDenied "Request has expired" for an expired presigned URL, kInvalidArgument for an
+// unknown payload mode or both auth mechanisms at once. Presigned requests use UNSIGNED-PAYLOAD
+// unless they carry an x-amz-content-sha256 header.
 Result<AuthContext> VerifyRequest(const HttpRequest& req, const SecretLookup& lookup,
                                   int64_t now_unix);
 
@@ -60,7 +64,10 @@ std::string TrailerStringToSign(std::string_view amz_date, std::string_view scop
                                 std::string_view canonical_trailers);
 
 // Client side: signs a request with header auth. `headers` must include host; x-amz-date and
-// x-amz-content-sha256 are added. Returns the headers to send (including Authorization).
+// x-amz-content-sha256 are added (replacing any given; an empty payload_sha256 means the SHA-256 of
+// an empty body). Every header is signed except authorization, expect, transfer-encoding,
+// user-agent and x-amzn-trace-id (as botocore). Returns the headers to send, lower-case names,
+// including authorization.
 struct SignInput {
   std::string method;
   std::string raw_path;   // already percent-encoded as it will be sent
@@ -71,7 +78,9 @@ struct SignInput {
   int64_t now_unix = 0;
 };
 HeaderList SignRequest(const SignInput& in);
-// Client side: a presigned URL query string (without '?') valid for expires_s seconds.
+// Client side: a presigned URL query string (without '?') valid for expires_s seconds: the X-Amz-*
+// parameters, in.raw_query, then X-Amz-Signature. Signs UNSIGNED-PAYLOAD (payload_sha256 is
+// ignored) unless in.headers has x-amz-content-sha256, which the request must then send.
 std::string PresignQuery(const SignInput& in, int64_t expires_s);
 
 }  // namespace rdmastor::s3

@@ -1,6 +1,7 @@
 #include "storage/drive_store.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,12 +12,10 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <tuple>
 #include <utility>
-
-#include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "common/hash.h"
 #include "storage/fsutil.h"
@@ -29,9 +28,6 @@ using fsutil::UniqueFd;
 using paths::Join;
 
 constexpr size_t kIoBufferSize = 1 << 20;  // body reads and file writes go in 1 MiB steps
-// Parts an ObjectReader opens up front. Beyond that they open on first use, which bounds the
-// descriptors a 10000-part object needs but loses the snapshot guarantee for those parts.
-constexpr size_t kEagerOpenParts = 128;
 constexpr int kOpenAttempts = 3;  // lock-free OpenObject attempts before taking the key lock
 constexpr std::string_view kUploadFile = "upload.json";
 
@@ -474,13 +470,9 @@ Status DriveStore::PublishObject(const std::string& bucket, const std::string& k
   const std::string key_dir = KeyDir(bucket, loc);
   auto old = DataDirOf(Join(key_dir, loc.meta_name));
   if (!old.ok()) spdlog::warn("storage: overwriting unreadable metadata of {}/{}", bucket, key);
-  fsutil::CommitPlan plan{root_,
-                          paths::BucketDir(root_, bucket),
-                          staging,
-                          key_dir,
-                          std::string(loc.meta_name),
-                          meta.data_dir,
-                          old.ok() ? *old : std::string()};
+  fsutil::CommitPlan plan{
+      root_,         paths::BucketDir(root_, bucket), staging, key_dir, std::string(loc.meta_name),
+      meta.data_dir, old.ok() ? *old : std::string()};
   return fsutil::Commit(plan);
 }
 
@@ -528,8 +520,8 @@ Result<BucketInfo> DriveStore::GetBucketInfo(const std::string& bucket) {
   if (info.created_ns == 0) {  // no record (crash inside MakeBucket): the directory's time
     struct stat st;
     if (::stat(paths::BucketDir(root_, bucket).c_str(), &st) == 0) {
-      info.created_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 +
-                        st.st_mtim.tv_nsec;
+      info.created_ns =
+          static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
     }
   }
   return info;
@@ -643,7 +635,7 @@ Result<std::unique_ptr<ObjectReader>> DriveStore::OpenObject(const std::string& 
       p.offset = offset;
       p.size = meta->parts[i].size;
       offset += p.size;
-      if (i < kEagerOpenParts) {
+      if (i < eager_open_parts_) {
         int err = 0;
         auto fd = fsutil::Open(p.path, O_RDONLY, 0, &err);
         if (!fd.ok()) {
@@ -688,8 +680,13 @@ Status DriveStore::DeleteObject(const std::string& bucket, const std::string& ke
     std::lock_guard key_lock(KeyLock(bucket, key));
     if (!fsutil::Exists(meta_path)) return {};
     auto old = DataDirOf(meta_path);
-    fsutil::CommitPlan plan{root_,   bucket_dir, *staging, key_dir, std::string(loc->meta_name),
-                            /*new*/ "", old.ok() ? *old : std::string()};
+    fsutil::CommitPlan plan{root_,
+                            bucket_dir,
+                            *staging,
+                            key_dir,
+                            std::string(loc->meta_name),
+                            /*new*/ "",
+                            old.ok() ? *old : std::string()};
     RS_RETURN_IF_ERROR(fsutil::Commit(plan));
     if (!old.ok()) {  // unreadable metadata: remove whatever data dirs belong to this key
       auto names = fsutil::ListDir(key_dir, /*dirs_only=*/true);
@@ -721,10 +718,10 @@ Result<ObjectInfo> DriveStore::UpdateMetadata(const std::string& bucket, const s
   meta->content_type = opts.content_type;
   meta->user_metadata = opts.user_metadata;
   meta->mtime_ns = NowNs();
-  RS_RETURN_IF_ERROR(
-      fsutil::WriteFileDurable(Join(*staging, "meta"), SerializeObjectMeta(*meta)));
-  fsutil::CommitPlan plan{root_,   paths::BucketDir(root_, bucket), *staging, key_dir,
-                          std::string(loc->meta_name), "", ""};
+  RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(Join(*staging, "meta"), SerializeObjectMeta(*meta)));
+  fsutil::CommitPlan plan{root_,   paths::BucketDir(root_, bucket), *staging,
+                          key_dir, std::string(loc->meta_name),     "",
+                          ""};
   RS_RETURN_IF_ERROR(fsutil::Commit(plan));
   return meta->ToInfo(bucket, key);
 }
@@ -741,8 +738,7 @@ Result<ListResult> DriveStore::ListObjects(const std::string& bucket, const List
 // ---- Multipart -------------------------------------------------------------------------------
 
 Result<UploadRecord> DriveStore::LoadUpload(const std::string& bucket, const std::string& key,
-                                            const std::string& upload_id,
-                                            std::string* upload_dir) {
+                                            const std::string& upload_id, std::string* upload_dir) {
   if (!IsUploadId(upload_id)) return MakeError(ErrorCode::kNoSuchUpload);
   *upload_dir = Join(paths::MultipartBucketDir(root_, bucket), upload_id);
   const std::string file = Join(*upload_dir, kUploadFile);
@@ -756,8 +752,7 @@ Result<UploadRecord> DriveStore::LoadUpload(const std::string& bucket, const std
 }
 
 Result<std::string> DriveStore::NewMultipartUpload(const std::string& bucket,
-                                                   const std::string& key,
-                                                   const PutOptions& opts) {
+                                                   const std::string& key, const PutOptions& opts) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
@@ -1040,8 +1035,8 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
         return fsutil::ErrnoError("rename", src, errno);
       }
     }
-    meta.parts.push_back(PartMeta{static_cast<int>(i + 1), records[i].info.size,
-                                  records[i].info.etag});
+    meta.parts.push_back(
+        PartMeta{static_cast<int>(i + 1), records[i].info.size, records[i].info.etag});
   }
   RS_RETURN_IF_ERROR(fsutil::FsyncDir(data));
   RS_RETURN_IF_ERROR(PublishObject(bucket, key, *loc, *staging, meta));

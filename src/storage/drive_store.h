@@ -30,6 +30,7 @@ inline constexpr uint64_t kMaxPutSize = 5ULL << 30;     // single PUT / one part
 inline constexpr uint64_t kMaxObjectSize = 5ULL << 40;  // whole object: 5 TiB
 inline constexpr uint64_t kMinPartSize = 5ULL << 20;    // every part but the last: 5 MiB
 inline constexpr int kMaxPartNumber = 10000;
+inline constexpr size_t kDefaultEagerOpenParts = 128;
 // The user_metadata key that carries a multipart upload's checksum algorithm (see above).
 inline constexpr const char* kChecksumAlgorithmKey = "x-amz-checksum-algorithm";
 
@@ -41,6 +42,9 @@ class DriveStore final : public ObjectLayer {
   static Result<std::unique_ptr<DriveStore>> Open(const std::string& dir);
 
   const std::string& root() const { return root_; }
+  // Parts an ObjectReader opens up front (default 128); later parts open on first read, which
+  // bounds descriptors for many-part objects but gives up the snapshot guarantee for those parts.
+  void set_eager_open_parts_for_testing(size_t n) { eager_open_parts_ = n; }
 
   Status MakeBucket(const std::string& bucket) override;
   Result<BucketInfo> GetBucketInfo(const std::string& bucket) override;
@@ -93,8 +97,7 @@ class DriveStore final : public ObjectLayer {
                                uint64_t limit, const std::string& file, std::string* md5_out);
   // Publishes <staging>/data + <staging>/meta as the object `key` (holds the key lock).
   Status PublishObject(const std::string& bucket, const std::string& key,
-                       const paths::KeyLocation& loc, const std::string& staging,
-                       ObjectMeta& meta);
+                       const paths::KeyLocation& loc, const std::string& staging, ObjectMeta& meta);
 
   Result<UploadRecord> LoadUpload(const std::string& bucket, const std::string& key,
                                   const std::string& upload_id, std::string* upload_dir);
@@ -105,6 +108,7 @@ class DriveStore final : public ObjectLayer {
 
   std::string root_;
   std::string tmp_;
+  size_t eager_open_parts_ = kDefaultEagerOpenParts;
   std::array<std::mutex, 256> key_locks_;
   std::array<std::mutex, 64> upload_locks_;
   // Shared by commits into a bucket, exclusive for MakeBucket / DeleteBucket.

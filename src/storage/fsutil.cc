@@ -2,16 +2,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <system_error>
-
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
+#include <system_error>
 
 namespace rdmastor::storage::fsutil {
 
@@ -91,7 +90,8 @@ Result<UniqueFd> Open(const std::string& path, int flags, mode_t mode, int* err_
     int err = errno;
     if (err_out) *err_out = err;
     // The caller asked for errno to handle ENOENT itself: that case is expected, not logged.
-    if (err == ENOENT && err_out) return MakeError(ErrorCode::kInternalError, "open " + path + ": no such file");
+    if (err == ENOENT && err_out)
+      return MakeError(ErrorCode::kInternalError, "open " + path + ": no such file");
     return ErrnoError("open", path, err);
   }
   if (err_out) *err_out = 0;
@@ -216,8 +216,8 @@ Result<std::vector<std::string>> ListDir(const std::string& dir, bool dirs_only)
       bool is_dir = e->d_type == DT_DIR;
       if (e->d_type == DT_UNKNOWN) {  // some file systems do not fill d_type
         struct stat st;
-        is_dir = ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                 S_ISDIR(st.st_mode);
+        is_dir =
+            ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
       }
       if (!is_dir) continue;
     }
@@ -334,7 +334,7 @@ Status RecoverStaging(const std::string& root, const std::string& staging,
       if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
         continue;
       }
-      if (name != *current) {
+      if (name != *current && Exists(Join(target, name))) {
         spdlog::info("storage: recovery removes orphaned {}", Join(target, name));
         RS_RETURN_IF_ERROR(RemoveAll(Join(target, name)));
       }

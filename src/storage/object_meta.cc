@@ -1,7 +1,6 @@
 #include "storage/object_meta.h"
 
 #include <exception>
-
 #include <nlohmann/json.hpp>
 
 namespace rdmastor::storage {
@@ -126,12 +125,8 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
 }
 
 std::string SerializePartRecord(const PartRecord& r) {
-  json j = {{"version", 1},
-            {"number", r.info.number},
-            {"etag", r.info.etag},
-            {"size", r.info.size},
-            {"mtime_ns", r.info.mtime_ns},
-            {"checksums", r.info.checksums},
+  json j = {{"version", 1},        {"number", r.info.number},     {"etag", r.info.etag},
+            {"size", r.info.size}, {"mtime_ns", r.info.mtime_ns}, {"checksums", r.info.checksums},
             {"data", r.data_file}};
   return Dump(j);
 }
@@ -146,8 +141,8 @@ Result<PartRecord> ParsePartRecord(const std::string& text, const std::string& p
     r.info.mtime_ns = j.at("mtime_ns").get<int64_t>();
     r.info.checksums = StringMap(j, "checksums");
     r.data_file = j.at("data").get<std::string>();
-    if (r.data_file.empty() || r.data_file.find('/') != std::string::npos ||
-        r.data_file == "." || r.data_file == "..") {
+    if (r.data_file.empty() || r.data_file.find('/') != std::string::npos || r.data_file == "." ||
+        r.data_file == "..") {
       return MakeError(ErrorCode::kInternalError, "inconsistent part record " + path);
     }
     return r;

@@ -27,7 +27,8 @@ Status ValidateBucketName(std::string_view bucket) {
 bool IsValidSegment(std::string_view segment) {
   return !segment.empty() && segment.size() <= kMaxSegmentLength && segment != "." &&
          segment != ".." && !IsInternalName(segment) &&
-         segment.find('\0') == std::string_view::npos && segment.find('/') == std::string_view::npos;
+         segment.find('\0') == std::string_view::npos &&
+         segment.find('/') == std::string_view::npos;
 }
 
 Result<KeyLocation> MapKey(std::string_view key) {

@@ -45,8 +45,8 @@ Status ValidateBucketName(std::string_view bucket);
 
 // Where one object key lives, relative to its bucket directory.
 struct KeyLocation {
-  std::string rel_dir;      // "s1/.../sn": key without a trailing '/'
-  bool dir_key = false;     // key ended with '/'
+  std::string rel_dir;           // "s1/.../sn": key without a trailing '/'
+  bool dir_key = false;          // key ended with '/'
   std::string_view meta_name;    // kMetaFile or kDirMetaFile
   std::string_view data_prefix;  // kDataPrefix or kDirDataPrefix
 };

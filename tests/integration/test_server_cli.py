@@ -340,7 +340,11 @@ def test_keep_alive_requests_session(server, s3, bucket):
         ports = set()
         for _ in range(5):
             r = sess.get(url, timeout=15, stream=True)
-            ports.add(r.raw._connection.sock.getsockname()[1])
+            assert r.status_code == 200
+            assert r.headers.get("Connection", "").lower() != "close", r.headers
+            conn = r.raw._connection
+            assert conn is not None and conn.sock is not None
+            ports.add(conn.sock.getsockname()[1])
             assert r.content == b"x" * 1000
         assert len(ports) == 1, ports
 

@@ -52,15 +52,14 @@ void SetHeader(HttpRequest& r, const std::string& name, const std::string& value
 
 // AWS example "GET Object" (Range header, signed empty payload).
 HttpRequest AwsGetObject() {
-  return MakeRequest(
-      "GET", "/test.txt", "",
-      {{"host", "examplebucket.s3.amazonaws.com"},
-       {"range", "bytes=0-9"},
-       {"x-amz-content-sha256", kEmptySha},
-       {"x-amz-date", "20130524T000000Z"},
-       {"authorization",
-        Authz("host;range;x-amz-content-sha256;x-amz-date",
-              "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41")}});
+  return MakeRequest("GET", "/test.txt", "",
+                     {{"host", "examplebucket.s3.amazonaws.com"},
+                      {"range", "bytes=0-9"},
+                      {"x-amz-content-sha256", kEmptySha},
+                      {"x-amz-date", "20130524T000000Z"},
+                      {"authorization",
+                       Authz("host;range;x-amz-content-sha256;x-amz-date",
+                             "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41")}});
 }
 
 // AWS example "Presigned URL" (GET /test.txt, 86400 s).
@@ -81,8 +80,8 @@ void ExpectError(const Result<AuthContext>& r, ErrorCode code) {
 
 TEST(SigV4Test, DeriveSigningKeyGeneralExample) {
   // AWS general reference: deriving the signing key (IAM example, 20150830).
-  EXPECT_EQ(hash::HexEncode(DeriveSigningKey("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
-                                             "20150830", "us-east-1", "iam")),
+  EXPECT_EQ(hash::HexEncode(DeriveSigningKey("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20150830",
+                                             "us-east-1", "iam")),
             "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9");
 }
 
@@ -105,8 +104,7 @@ TEST(SigV4Test, CanonicalQuery) {
   EXPECT_EQ(CanonicalQuery("lifecycle", false), "lifecycle=");
   EXPECT_EQ(CanonicalQuery("prefix=J&max-keys=2", false), "max-keys=2&prefix=J");
   EXPECT_EQ(CanonicalQuery("b=2&a=2&a=1&c", false), "a=1&a=2&b=2&c=");
-  EXPECT_EQ(CanonicalQuery("prefix=a+b&x=a%20b&y=a%2Bb", false),
-            "prefix=a%20b&x=a%20b&y=a%2Bb");
+  EXPECT_EQ(CanonicalQuery("prefix=a+b&x=a%20b&y=a%2Bb", false), "prefix=a%20b&x=a%20b&y=a%2Bb");
   EXPECT_EQ(CanonicalQuery("k=%e2%82%ac&k2=a/b*", false), "k=%E2%82%AC&k2=a%2Fb%2A");
   EXPECT_EQ(CanonicalQuery("X-Amz-Signature=abc&X-Amz-Date=1", false),
             "X-Amz-Date=1&X-Amz-Signature=abc");
@@ -134,16 +132,16 @@ TEST(SigV4Test, AwsExampleGetObject) {
 
 TEST(SigV4Test, AwsExamplePutObject) {
   // Key "test$file.text", signed Date header, payload "Welcome to Amazon S3."
-  auto req = MakeRequest(
-      "PUT", "/test%24file.text", "",
-      {{"host", "examplebucket.s3.amazonaws.com"},
-       {"date", "Fri, 24 May 2013 00:00:00 GMT"},
-       {"x-amz-date", "20130524T000000Z"},
-       {"x-amz-storage-class", "REDUCED_REDUNDANCY"},
-       {"x-amz-content-sha256", hash::Sha256Hex("Welcome to Amazon S3.")},
-       {"authorization",
-        Authz("date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class",
-              "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd")}});
+  auto req =
+      MakeRequest("PUT", "/test%24file.text", "",
+                  {{"host", "examplebucket.s3.amazonaws.com"},
+                   {"date", "Fri, 24 May 2013 00:00:00 GMT"},
+                   {"x-amz-date", "20130524T000000Z"},
+                   {"x-amz-storage-class", "REDUCED_REDUNDANCY"},
+                   {"x-amz-content-sha256", hash::Sha256Hex("Welcome to Amazon S3.")},
+                   {"authorization",
+                    Authz("date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class",
+                          "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd")}});
   EXPECT_EQ(hash::Sha256Hex("Welcome to Amazon S3."),
             "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
   auto r = VerifyRequest(req, Lookup(), kT);
@@ -155,27 +153,27 @@ TEST(SigV4Test, AwsExamplePutObject) {
 }
 
 TEST(SigV4Test, AwsExampleGetBucketLifecycle) {
-  auto req = MakeRequest(
-      "GET", "/", "lifecycle",
-      {{"host", "examplebucket.s3.amazonaws.com"},
-       {"x-amz-date", "20130524T000000Z"},
-       {"x-amz-content-sha256", kEmptySha},
-       {"authorization",
-        Authz("host;x-amz-content-sha256;x-amz-date",
-              "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543")}});
+  auto req =
+      MakeRequest("GET", "/", "lifecycle",
+                  {{"host", "examplebucket.s3.amazonaws.com"},
+                   {"x-amz-date", "20130524T000000Z"},
+                   {"x-amz-content-sha256", kEmptySha},
+                   {"authorization",
+                    Authz("host;x-amz-content-sha256;x-amz-date",
+                          "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543")}});
   auto r = VerifyRequest(req, Lookup(), kT);
   EXPECT_TRUE(r.ok()) << r.error().message;
 }
 
 TEST(SigV4Test, AwsExampleListObjects) {
-  auto req = MakeRequest(
-      "GET", "/", "max-keys=2&prefix=J",
-      {{"host", "examplebucket.s3.amazonaws.com"},
-       {"x-amz-date", "20130524T000000Z"},
-       {"x-amz-content-sha256", kEmptySha},
-       {"authorization",
-        Authz("host;x-amz-content-sha256;x-amz-date",
-              "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7")}});
+  auto req =
+      MakeRequest("GET", "/", "max-keys=2&prefix=J",
+                  {{"host", "examplebucket.s3.amazonaws.com"},
+                   {"x-amz-date", "20130524T000000Z"},
+                   {"x-amz-content-sha256", kEmptySha},
+                   {"authorization",
+                    Authz("host;x-amz-content-sha256;x-amz-date",
+                          "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7")}});
   auto r = VerifyRequest(req, Lookup(), kT);
   EXPECT_TRUE(r.ok()) << r.error().message;
 }
@@ -200,6 +198,21 @@ TEST(SigV4Test, AwsExamplePresignedUrl) {
   EXPECT_TRUE(VerifyRequest(AwsPresigned(), Lookup(), kT - 900).ok());
 }
 
+TEST(SigV4Test, BotocorePresignedUrl) {
+  // Produced by botocore 1.43 (S3SigV4QueryAuth, us-west-2, 3600 s) at 20130524T000000Z.
+  auto req = MakeRequest(
+      "PUT", "/bucket/my%20dir/k%2Bey.bin",
+      "versionId=a%2Bb&X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F"
+      "20130524%2Fus-west-2%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=3600&X-"
+      "Amz-SignedHeaders=host&X-Amz-Signature="
+      "b58bcb26aa8cb00978ce1d004610bf7fb9a8c7ab9b1a3be546102735df657ecc",
+      {{"host", "127.0.0.1:9000"}, {"content-length", "3"}});
+  auto r = VerifyRequest(req, Lookup(), kT + 3599);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->scope, "20130524/us-west-2/s3/aws4_request");
+  ExpectError(VerifyRequest(req, Lookup(), kT + 3601), ErrorCode::kAccessDenied);
+}
+
 TEST(SigV4Test, PresignedNegative) {
   auto with_query = [](std::string from, std::string to) {
     HttpRequest r = AwsPresigned();
@@ -208,8 +221,9 @@ TEST(SigV4Test, PresignedNegative) {
     r.raw_query.replace(pos, from.size(), to);
     return r;
   };
-  ExpectError(VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=604801"), Lookup(), kT),
-              ErrorCode::kAuthorizationQueryParametersError);
+  ExpectError(
+      VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=604801"), Lookup(), kT),
+      ErrorCode::kAuthorizationQueryParametersError);
   ExpectError(VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=0"), Lookup(), kT),
               ErrorCode::kAuthorizationQueryParametersError);
   ExpectError(VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=-5"), Lookup(), kT),
@@ -375,17 +389,18 @@ TEST(SigV4Test, MalformedAuthorizationHeader) {
   const std::string sh = "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date";
   for (const std::string& v : {
            std::string("AWS4-HMAC-SHA256"),
-           "AWS4-HMAC-SHA256 " + cred + ", " + sh,                          // no Signature
-           "AWS4-HMAC-SHA256 " + sh + ", Signature=" + sig,                 // no Credential
-           "AWS4-HMAC-SHA256 " + cred + ", Signature=" + sig,               // no SignedHeaders
-           "AWS4-HMAC-SHA256 " + cred + ", " + sh + ", Signature=",        // empty Signature
-           "AWS4-HMAC-SHA256 " + cred + ", " + sh + ", Signature=xyz",     // not hex
+           "AWS4-HMAC-SHA256 " + cred + ", " + sh,                      // no Signature
+           "AWS4-HMAC-SHA256 " + sh + ", Signature=" + sig,             // no Credential
+           "AWS4-HMAC-SHA256 " + cred + ", Signature=" + sig,           // no SignedHeaders
+           "AWS4-HMAC-SHA256 " + cred + ", " + sh + ", Signature=",     // empty Signature
+           "AWS4-HMAC-SHA256 " + cred + ", " + sh + ", Signature=xyz",  // not hex
            "AWS4-HMAC-SHA256 " + cred + ", " + cred + ", " + sh + ", Signature=" + sig,
            "AWS4-HMAC-SHA256 " + cred + ", " + sh + ", Signature=" + sig + ", Foo=bar",
            "AWS4-HMAC-SHA256 " + cred + ", " + sh + ", Signature" + sig,
            "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3, " + sh +
                ", Signature=" + sig,
-           "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/ec2/aws4_request, " +
+           "AWS4-HMAC-SHA256 "
+           "Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/ec2/aws4_request, " +
                sh + ", Signature=" + sig,
            "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/2013052/us-east-1/s3/aws4_request, " +
                sh + ", Signature=" + sig,
@@ -454,18 +469,19 @@ TEST(SigV4Test, DateHeaderFallback) {
   // ... while a request signed with only Date (as a Date-only client would) verifies.
   const std::string cr =
       "GET\n/bucket/key\n\ndate:Fri, 24 May 2013 00:00:00 GMT\nhost:localhost:9000\n"
-      "x-amz-content-sha256:" + std::string(kEmptySha) +
-      "\n\ndate;host;x-amz-content-sha256\n" + kEmptySha;
-  const std::string sts = "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n" +
-                          hash::Sha256Hex(cr);
-  const std::string sig = hash::HexEncode(
-      hash::HmacSha256(DeriveSigningKey(kSk, "20130524", "us-east-1", "s3"), sts));
-  HttpRequest date_only = MakeRequest(
-      "GET", "/bucket/key", "",
-      {{"host", "localhost:9000"},
-       {"date", "Fri, 24 May 2013 00:00:00 GMT"},
-       {"x-amz-content-sha256", kEmptySha},
-       {"authorization", Authz("date;host;x-amz-content-sha256", sig)}});
+      "x-amz-content-sha256:" +
+      std::string(kEmptySha) + "\n\ndate;host;x-amz-content-sha256\n" + kEmptySha;
+  const std::string sts =
+      "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n" +
+      hash::Sha256Hex(cr);
+  const std::string sig =
+      hash::HexEncode(hash::HmacSha256(DeriveSigningKey(kSk, "20130524", "us-east-1", "s3"), sts));
+  HttpRequest date_only =
+      MakeRequest("GET", "/bucket/key", "",
+                  {{"host", "localhost:9000"},
+                   {"date", "Fri, 24 May 2013 00:00:00 GMT"},
+                   {"x-amz-content-sha256", kEmptySha},
+                   {"authorization", Authz("date;host;x-amz-content-sha256", sig)}});
   auto r = VerifyRequest(date_only, Lookup(), kT + 10);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->amz_date, "20130524T000000Z");
@@ -496,7 +512,9 @@ TEST(SigV4Test, PayloadModes) {
     auto r = VerifyRequest(MakeRequest("PUT", "/b/k", "", SignRequest(in)), Lookup(), kT);
     ASSERT_TRUE(r.ok()) << c.value << ": " << r.error().message;
     EXPECT_EQ(r->payload_mode, c.mode) << c.value;
-    if (c.mode == PayloadMode::kSignedSha256) EXPECT_EQ(r->content_sha256, c.value);
+    if (c.mode == PayloadMode::kSignedSha256) {
+      EXPECT_EQ(r->content_sha256, c.value);
+    }
   }
 
   for (const std::string& bad :

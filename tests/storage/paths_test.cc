@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace rdmastor::storage::paths {
 namespace {
@@ -25,14 +26,15 @@ TEST(PathsTest, MapsKeysToDirectories) {
   auto deep = MapKey("x/y z/.hidden/\xc3\xa9");
   ASSERT_TRUE(deep.ok());
   EXPECT_EQ(deep->rel_dir, "x/y z/.hidden/\xc3\xa9");
-  EXPECT_TRUE(MapKey(".rdmastor").ok());   // only the dotted prefix is reserved
+  EXPECT_TRUE(MapKey(".rdmastor").ok());  // only the dotted prefix is reserved
   EXPECT_TRUE(MapKey("a/...").ok());
 }
 
 TEST(PathsTest, RejectsKeysThatCouldEscape) {
-  for (std::string key : {"", "/", "/etc/passwd", "..", ".", "../x", "a/../../x", "a/./b", "a//b",
-                          "a/..", "//", "a/b//", ".rdmastor.sys", "a/.rdmastor.meta",
-                          ".rdmastor.data.x/part.1", "a/.rdmastor.dirmeta/"}) {
+  for (std::string key :
+       std::vector<std::string>{"", "/", "/etc/passwd", "..", ".", "../x", "a/../../x", "a/./b",
+                                "a//b", "a/..", "//", "a/b//", ".rdmastor.sys", "a/.rdmastor.meta",
+                                ".rdmastor.data.x/part.1", "a/.rdmastor.dirmeta/"}) {
     auto r = MapKey(key);
     ASSERT_FALSE(r.ok()) << key;
     EXPECT_EQ(r.error().code, ErrorCode::kInvalidObjectName) << key;
@@ -59,12 +61,13 @@ TEST(PathsTest, LengthLimits) {
 }
 
 TEST(PathsTest, BucketNames) {
-  for (std::string ok : {"abc", "my-bucket", "a.b.c", "0bucket9", std::string(63, 'b')}) {
+  for (const std::string& ok :
+       std::vector<std::string>{"abc", "my-bucket", "a.b.c", "0bucket9", std::string(63, 'b')}) {
     EXPECT_TRUE(ValidateBucketName(ok).ok()) << ok;
   }
-  for (std::string bad : {"", "ab", "..", "...", ".rdmastor.sys", "a/b", "../etc", "Upper",
-                          "lost+found", "-abc", "abc-", std::string(64, 'b'),
-                          std::string("ab\0c", 4)}) {
+  for (const std::string& bad : std::vector<std::string>{
+           "", "ab", "..", "...", ".rdmastor.sys", "a/b", "../etc", "Upper", "lost+found", "-abc",
+           "abc-", std::string(64, 'b'), std::string("ab\0c", 4)}) {
     auto st = ValidateBucketName(bad);
     ASSERT_FALSE(st.ok()) << bad;
     EXPECT_EQ(st.error().code, ErrorCode::kInvalidBucketName) << bad;

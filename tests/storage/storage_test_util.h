@@ -21,20 +21,20 @@
 
 namespace rdmastor::storage::testing {
 
-#define RS_ASSERT_OK(expr)                                                         \
-  do {                                                                             \
-    const auto& rs_r_ = (expr);                                                    \
-    ASSERT_TRUE(rs_r_.ok()) << #expr << ": " << GetErrorInfo(rs_r_.error().code).code \
-                            << " " << rs_r_.error().message;                      \
+#define RS_ASSERT_OK(expr)                                                                   \
+  do {                                                                                       \
+    const auto& rs_r_ = (expr);                                                              \
+    ASSERT_TRUE(rs_r_.ok()) << #expr << ": " << GetErrorInfo(rs_r_.error().code).code << " " \
+                            << rs_r_.error().message;                                        \
   } while (0)
 
-#define RS_EXPECT_CODE(expr, want_code)                                         \
-  do {                                                                          \
-    const auto& rs_r_ = (expr);                                                 \
-    ASSERT_FALSE(rs_r_.ok()) << #expr << " succeeded";                         \
+#define RS_EXPECT_CODE(expr, want_code)                                            \
+  do {                                                                             \
+    const auto& rs_r_ = (expr);                                                    \
+    ASSERT_FALSE(rs_r_.ok()) << #expr << " succeeded";                             \
     EXPECT_EQ(GetErrorInfo(rs_r_.error().code).code, GetErrorInfo(want_code).code) \
-        << #expr << ": " << rs_r_.error().message;                             \
-    EXPECT_EQ(rs_r_.error().code, want_code) << #expr;                          \
+        << #expr << ": " << rs_r_.error().message;                                 \
+    EXPECT_EQ(rs_r_.error().code, want_code) << #expr;                             \
   } while (0)
 
 // A directory under /tmp, removed with everything in it.
@@ -99,9 +99,8 @@ inline CommitCheck Md5Check(const std::string& data,
   };
 }
 
-inline Result<ObjectInfo> Put(ObjectLayer& store, const std::string& bucket,
-                              const std::string& key, const std::string& data,
-                              PutOptions opts = {}) {
+inline Result<ObjectInfo> Put(ObjectLayer& store, const std::string& bucket, const std::string& key,
+                              const std::string& data, PutOptions opts = {}) {
   MemBody body(data);
   if (!opts.size) opts.size = data.size();
   return store.PutObject(bucket, key, body, opts, Md5Check(data));
