@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 root="$PWD"
 
 build_dir="${BUILD_DIR:-build}"
+case "$build_dir" in /*) ;; *) build_dir="$root/$build_dir" ;; esac
 nginx_bin="${NGINX:-/usr/sbin/nginx}"
 access_key=bench
 secret_key=benchsecret
@@ -22,7 +23,7 @@ log() { printf 'run.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
-  if [ "$build_dir" = build ]; then
+  if [ "$build_dir" = "$root/build" ]; then
     log "building (scripts/build.sh standard s3bench rdmastor)"
     scripts/build.sh standard s3bench rdmastor >&2
   else
@@ -30,8 +31,8 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
     ninja -C "$build_dir" s3bench rdmastor >&2
   fi
 fi
-server_bin="$root/$build_dir/src/rdmastor"
-bench_bin="$root/$build_dir/bench/s3bench"
+server_bin="$build_dir/src/rdmastor"
+bench_bin="$build_dir/bench/s3bench"
 [ -x "$server_bin" ] || die "$server_bin not built"
 [ -x "$bench_bin" ] || die "$bench_bin not built"
 

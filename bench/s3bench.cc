@@ -318,7 +318,8 @@ struct PhaseResult {
   uint64_t ops = 0;         // completed
   uint64_t started = 0;     // indices handed out: 0..started-1 were attempted
   uint64_t target_ops = 0;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;       // completed ops' bytes plus the part cut ops moved
+  uint64_t cut_ops = 0;     // in flight at the hard limit and abandoned
   double seconds = 0;
   bool time_limited = false;
   double p50_ms = 0, p99_ms = 0, max_ms = 0;
@@ -328,10 +329,26 @@ struct PhaseResult {
   double OpsPerSec() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0; }
 };
 
-// Runs op(thread, index) for indices 0.. on `conc` threads until `target_ops` were started, the
-// time limit passed (checked before each op; started ops finish) or an op failed. op returns the
-// bytes it moved or an error.
-using OpFn = std::function<Result<uint64_t>(int thread, uint64_t index)>;
+// What an op sees of the phase: the hard deadline, checked between pieces of a transfer. An op
+// that passes it stops (returns any error) after setting `cut` and the bytes it moved.
+struct OpCtx {
+  Clock::time_point hard_deadline;
+  bool cut = false;
+  uint64_t partial_bytes = 0;
+
+  bool Expired() const { return Clock::now() >= hard_deadline; }
+  Error Cut(uint64_t moved) {
+    cut = true;
+    partial_bytes = moved;
+    return MakeError(ErrorCode::kRequestTimeout, "cut at the phase's hard time limit");
+  }
+};
+
+// Runs op(thread, index, ctx) for indices 0.. on `conc` threads until `target_ops` were started,
+// the time limit passed (checked before each op) or an op failed. Ops in flight at the time limit
+// finish, unless they are still running at the hard limit (2 x the time limit): those are cut and
+// only the bytes they moved are counted. op returns the bytes it moved or an error.
+using OpFn = std::function<Result<uint64_t>(int thread, uint64_t index, OpCtx& ctx)>;
 
 PhaseResult RunPhase(int conc, uint64_t target_ops, double limit_s, const OpFn& op) {
   PhaseResult r;
@@ -340,12 +357,13 @@ PhaseResult RunPhase(int conc, uint64_t target_ops, double limit_s, const OpFn& 
   std::atomic<uint64_t> next{0};
   std::atomic<bool> stop{false};
   std::atomic<bool> limited{false};
-  std::atomic<uint64_t> done_ops{0}, done_bytes{0};
+  std::atomic<uint64_t> done_ops{0}, done_bytes{0}, cut_ops{0};
   std::mutex mu;
   std::vector<std::vector<double>> lat(static_cast<size_t>(conc));
   std::latch start(1);
   Clock::time_point t0;
   Clock::time_point deadline;
+  Clock::time_point hard_deadline;
 
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(conc));
@@ -361,8 +379,15 @@ PhaseResult RunPhase(int conc, uint64_t target_ops, double limit_s, const OpFn& 
         }
         uint64_t i = next.fetch_add(1);
         if (i >= target_ops) break;
-        auto res = op(t, i);
+        OpCtx ctx{hard_deadline};
+        auto res = op(t, i, ctx);
         auto end = Clock::now();
+        if (ctx.cut) {
+          cut_ops.fetch_add(1);
+          done_bytes.fetch_add(ctx.partial_bytes);
+          limited = true;
+          continue;  // the next iteration sees the deadline and stops
+        }
         if (!res.ok()) {
           std::lock_guard<std::mutex> lock(mu);
           if (!r.error) r.error = res.error().message;
@@ -378,12 +403,15 @@ PhaseResult RunPhase(int conc, uint64_t target_ops, double limit_s, const OpFn& 
   }
   t0 = Clock::now();
   deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit_s));
+  hard_deadline =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(2 * limit_s));
   start.count_down();
   for (auto& th : threads) th.join();
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.ops = done_ops;
   r.started = std::min(next.load(), target_ops);
   r.bytes = done_bytes;
+  r.cut_ops = cut_ops;
   r.time_limited = limited && r.ops < target_ops;
   std::vector<double> all;
   for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
@@ -506,10 +534,12 @@ void Bench::PrintProgress(const CellResult& cell, std::string_view phase,
                           const PhaseResult& p) const {
   std::fprintf(stderr,
                "  %-6s %7s c=%-3d %6" PRIu64 "/%-6" PRIu64 " ops %9.1f MiB/s %9.1f ops/s  "
-               "p50 %7.2f ms  p99 %7.2f ms  %5.2f s%s\n",
+               "p50 %7.2f ms  p99 %7.2f ms  %5.2f s%s%s\n",
                std::string(phase).c_str(), FormatSize(cell.size).c_str(), cell.conc, p.ops,
                p.target_ops, p.MiBps(), p.OpsPerSec(), p.p50_ms, p.p99_ms, p.seconds,
-               p.time_limited ? "  (time limit)" : "");
+               p.time_limited ? "  (time limit)" : "",
+               p.cut_ops ? (" (" + std::to_string(p.cut_ops) + " cut at the hard limit)").c_str()
+                         : "");
 }
 
 Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
@@ -528,14 +558,11 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
     clients.push_back(std::make_unique<S3Client>(S3Config()));
     RS_RETURN_IF_ERROR(clients.back()->Connect());
   }
-  auto reconnects = [&] {
-    uint64_t n = 0;
-    for (auto& c : clients) n += c->http().connects() - 1;
-    return n;
-  };
 
   // PUT.
-  cell->put = RunPhase(conc, ops, o_.duration_s, [&](int t, uint64_t i) -> Result<uint64_t> {
+  std::vector<uint8_t> stored(ops, 0);  // by index; each written by one thread, read after join
+  cell->put = RunPhase(conc, ops, o_.duration_s,
+                       [&](int t, uint64_t i, OpCtx& ctx) -> Result<uint64_t> {
     S3Client& s3 = *clients[static_cast<size_t>(t)];
     const Variant& v = variant_of(i);
     Result<client::PutObjectResult> put = MakeError(ErrorCode::kInternalError);
@@ -544,7 +571,8 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
                          std::string_view(pattern_.At(v.offset, 0), static_cast<size_t>(size)));
     } else {
       uint64_t pos = 0;
-      put = s3.PutObject(o_.bucket, key_of(i), size, [&, pos]() mutable -> Result<std::string_view> {
+      put = s3.PutObject(o_.bucket, key_of(i), size, [&]() -> Result<std::string_view> {
+        if (pos > 0 && ctx.Expired()) return ctx.Cut(pos);
         size_t len = static_cast<size_t>(std::min<uint64_t>(kPiece, size - pos));
         std::string_view piece(pattern_.At(v.offset, pos), len);
         pos += len;
@@ -557,44 +585,61 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
                                                   ", expected the body's MD5 \"" + v.md5_hex +
                                                   "\"");
     }
+    stored[i] = 1;
     return size;
   });
   PrintProgress(*cell, "PUT", cell->put);
-  // Without an error, indices 0..written-1 all completed (ops started before the time limit
-  // finish).
-  const uint64_t written = cell->put.ops;
+  std::vector<uint64_t> written;
+  for (uint64_t i = 0; i < ops; ++i)
+    if (stored[i]) written.push_back(i);
   Status cell_status;
-  if (cell->put.error) cell_status = MakeError(ErrorCode::kInternalError, *cell->put.error);
+  if (cell->put.error) {
+    cell_status = MakeError(ErrorCode::kInternalError, *cell->put.error);
+  } else if (written.empty()) {
+    cell_status = MakeError(ErrorCode::kRequestTimeout,
+                            "no PUT of " + FormatSize(size) + " completed within the hard limit " +
+                                "(2 x --duration-s); nothing to GET");
+  }
 
   // GET, over the objects written.
-  if (cell_status.ok()) cell->get = RunPhase(conc, ops, o_.duration_s, [&](int t, uint64_t i) -> Result<uint64_t> {
-    S3Client& s3 = *clients[static_cast<size_t>(t)];
-    uint64_t obj = i % written;
-    const Variant& v = variant_of(obj);
-    uint64_t pos = 0;
-    std::string key = key_of(obj);
-    auto get = s3.GetObject(o_.bucket, key, std::nullopt, [&](const char* data, size_t n) -> Status {
-      if (pos + n > size || !ContentMatches(pattern_, v.offset, pos, data, n, full)) {
-        return MakeError(ErrorCode::kInternalError,
-                         "GET " + key + ": wrong content at byte " + std::to_string(pos));
+  if (cell_status.ok()) {
+    cell->get = RunPhase(conc, ops, o_.duration_s,
+                         [&](int t, uint64_t i, OpCtx& ctx) -> Result<uint64_t> {
+      S3Client& s3 = *clients[static_cast<size_t>(t)];
+      uint64_t obj = written[i % written.size()];
+      const Variant& v = variant_of(obj);
+      uint64_t pos = 0;
+      std::string key = key_of(obj);
+      auto get = s3.GetObject(o_.bucket, key, std::nullopt,
+                              [&](const char* data, size_t n) -> Status {
+        if (pos + n > size || !ContentMatches(pattern_, v.offset, pos, data, n, full)) {
+          return MakeError(ErrorCode::kInternalError,
+                           "GET " + key + ": wrong content at byte " + std::to_string(pos));
+        }
+        pos += n;
+        if (pos < size && ctx.Expired()) return ctx.Cut(pos);
+        return {};
+      });
+      if (!get.ok()) return get.error();
+      if (get->bytes != size || pos != size) {
+        return MakeError(ErrorCode::kIncompleteBody, "GET " + key + ": " +
+                                                         std::to_string(get->bytes) +
+                                                         " bytes, expected " + std::to_string(size));
       }
-      pos += n;
-      return {};
+      if (StripQuotes(get->etag) != v.md5_hex) {
+        return MakeError(ErrorCode::kBadDigest, "GET " + key + ": ETag " + get->etag +
+                                                    ", PUT returned \"" + v.md5_hex + "\"");
+      }
+      return size;
     });
-    if (!get.ok()) return get.error();
-    if (get->bytes != size || pos != size) {
-      return MakeError(ErrorCode::kIncompleteBody, "GET " + key + ": " + std::to_string(get->bytes) +
-                                                       " bytes, expected " + std::to_string(size));
-    }
-    if (StripQuotes(get->etag) != v.md5_hex) {
-      return MakeError(ErrorCode::kBadDigest, "GET " + key + ": ETag " + get->etag +
-                                                  ", PUT returned \"" + v.md5_hex + "\"");
-    }
-    return size;
-  });
-  if (cell->get.ran) PrintProgress(*cell, "GET", cell->get);
-  cell->reconnects = reconnects();
-  if (cell->get.error) cell_status = MakeError(ErrorCode::kInternalError, *cell->get.error);
+    PrintProgress(*cell, "GET", cell->get);
+    if (cell->get.error) cell_status = MakeError(ErrorCode::kInternalError, *cell->get.error);
+  }
+  // Connections opened beyond one per thread, less those that cut ops forced.
+  uint64_t connects = 0;
+  for (auto& c : clients) connects += c->http().connects();
+  uint64_t expected = static_cast<uint64_t>(conc) + cell->put.cut_ops + cell->get.cut_ops;
+  cell->reconnects = connects > expected ? connects - expected : 0;
 
   // Delete what was written (not timed), one share per connection.
   {
@@ -615,7 +660,9 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
       });
     }
     for (auto& th : threads) th.join();
-    if (del_error && cell_status.ok()) cell_status = MakeError(ErrorCode::kInternalError, *del_error);
+    if (del_error && cell_status.ok()) {
+      cell_status = MakeError(ErrorCode::kInternalError, "cleanup: " + *del_error);
+    }
   }
   clients.clear();
   if (!cell_status.ok()) return cell_status;
@@ -629,9 +676,11 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
     }
     std::vector<std::vector<char>> bufs(static_cast<size_t>(conc), std::vector<char>(kPiece));
     const uint64_t offset = content.variants[0].offset;
-    cell->file = RunPhase(conc, ops, o_.duration_s, [&](int t, uint64_t) -> Result<uint64_t> {
+    cell->file = RunPhase(conc, ops, o_.duration_s,
+                          [&](int t, uint64_t, OpCtx& ctx) -> Result<uint64_t> {
       char* buf = bufs[static_cast<size_t>(t)].data();
       for (uint64_t pos = 0; pos < size;) {
+        if (pos > 0 && ctx.Expired()) return ctx.Cut(pos);
         size_t want = static_cast<size_t>(std::min<uint64_t>(kPiece, size - pos));
         ssize_t n = ::pread(fd, buf, want, static_cast<off_t>(pos));
         if (n <= 0) {
@@ -639,7 +688,8 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
                            "pread " + path + ": " + (n == 0 ? "short file" : std::strerror(errno)));
         }
         if (!ContentMatches(pattern_, offset, pos, buf, static_cast<size_t>(n), full)) {
-          return MakeError(ErrorCode::kInternalError, path + ": wrong content at " + std::to_string(pos));
+          return MakeError(ErrorCode::kInternalError,
+                           path + ": wrong content at " + std::to_string(pos));
         }
         pos += static_cast<uint64_t>(n);
       }
@@ -664,7 +714,8 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
     req.method = "GET";
     req.target = nginx_->path + "/" + RefFileName(size);
     const uint64_t offset = content.variants[0].offset;
-    cell->nginx = RunPhase(conc, ops, o_.duration_s, [&](int t, uint64_t) -> Result<uint64_t> {
+    cell->nginx = RunPhase(conc, ops, o_.duration_s,
+                           [&](int t, uint64_t, OpCtx& ctx) -> Result<uint64_t> {
       uint64_t pos = 0;
       auto resp = http[static_cast<size_t>(t)]->Send(
           req, client::ResponseTarget::Sink([&](const char* data, size_t n) -> Status {
@@ -674,6 +725,7 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
                                                               std::to_string(pos));
             }
             pos += n;
+            if (pos < size && ctx.Expired()) return ctx.Cut(pos);
             return {};
           }));
       if (!resp.ok()) return resp.error();
@@ -734,9 +786,10 @@ void Bench::PrintTable() const {
     for (const PhaseResult* p : {&c.put, &c.get, &c.file, &c.nginx}) any_limited |= p->time_limited;
   }
   if (any_limited) {
-    std::printf("* the phase hit its %.1f s time limit before its op count; the rate is still "
-                "bytes (ops) completed / elapsed time.\n",
-                o_.duration_s);
+    std::printf("* the phase hit its time limit (%.1f s) before its op count: the rate is bytes "
+                "(ops) completed / elapsed; ops still in flight at %.1f s were cut and count only "
+                "the bytes they moved.\n",
+                o_.duration_s, 2 * o_.duration_s);
   }
   uint64_t reconnects = 0;
   for (const auto& c : cells_) reconnects += c.reconnects;
@@ -753,7 +806,8 @@ nlohmann::json PhaseJson(const PhaseResult& p) {
                       {"bytes", p.bytes},       {"seconds", p.seconds},
                       {"mib_per_s", p.MiBps()}, {"ops_per_s", p.OpsPerSec()},
                       {"p50_ms", p.p50_ms},     {"p99_ms", p.p99_ms},
-                      {"max_ms", p.max_ms},     {"time_limited", p.time_limited}};
+                      {"max_ms", p.max_ms},     {"time_limited", p.time_limited},
+                      {"cut_ops", p.cut_ops}};
   if (p.error) j["error"] = *p.error;
   return j;
 }

@@ -116,7 +116,9 @@ int main(int argc, char** argv) {
   if (const char* lvl = std::getenv("RDMASTOR_LOG_LEVEL")) {
     auto level = spdlog::level::from_str(lvl);
     if (level == spdlog::level::off && std::strcmp(lvl, "off") != 0) {
-      std::fprintf(stderr, "rdmastor: RDMASTOR_LOG_LEVEL=%s is not one of trace|debug|info|warn|error|off\n", lvl);
+      std::fprintf(
+          stderr, "rdmastor: RDMASTOR_LOG_LEVEL=%s is not one of trace|debug|info|warn|error|off\n",
+          lvl);
       return 2;
     }
     spdlog::set_level(level);

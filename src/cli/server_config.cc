@@ -147,7 +147,8 @@ void LogStartup(const ServerConfig& cfg, uint16_t bound_port) {
   for (const auto& d : cfg.drives) spdlog::info("drive: {}", d);
   spdlog::info("S3-API: http://{}:{}", host, bound_port);
   spdlog::info("RootUser: {}", cfg.root_user);
-  spdlog::info("RootPass: {}", cfg.default_credentials ? cfg.root_password : "(from MINIO_ROOT_PASSWORD)");
+  spdlog::info("RootPass: {}",
+               cfg.default_credentials ? cfg.root_password : "(from MINIO_ROOT_PASSWORD)");
   if (rdma::BuiltWithVerbs()) {
     auto probe = rdma::ProbeDevices();
     if (probe.available) {

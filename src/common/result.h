@@ -23,8 +23,8 @@ inline Error MakeError(ErrorCode code, std::string message = {}) {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}     // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}    // NOLINT(google-explicit-constructor)
   Result(ErrorCode code) : v_(Error{code, {}}) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
@@ -60,7 +60,7 @@ template <>
 class [[nodiscard]] Result<void> {
  public:
   Result() = default;
-  Result(Error error) : err_(std::move(error)), ok_(false) {}     // NOLINT
+  Result(Error error) : err_(std::move(error)), ok_(false) {}    // NOLINT
   Result(ErrorCode code) : err_(Error{code, {}}), ok_(false) {}  // NOLINT
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
@@ -79,8 +79,8 @@ using Status = Result<void>;
 }  // namespace rdmastor
 
 // Propagate an error from an expression returning Result<...>.
-#define RS_RETURN_IF_ERROR(expr)                  \
-  do {                                            \
-    auto rs_status_ = (expr);                     \
+#define RS_RETURN_IF_ERROR(expr)                     \
+  do {                                               \
+    auto rs_status_ = (expr);                        \
     if (!rs_status_.ok()) return rs_status_.error(); \
   } while (0)

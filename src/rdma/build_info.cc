@@ -10,9 +10,7 @@ bool BuiltWithVerbs() {
 #endif
 }
 
-std::string FeatureLine() {
-  return BuiltWithVerbs() ? "RDMA (verbs)" : "standard (no RDMA)";
-}
+std::string FeatureLine() { return BuiltWithVerbs() ? "RDMA (verbs)" : "standard (no RDMA)"; }
 
 #ifndef RDMASTOR_WITH_RDMA
 DeviceProbe ProbeDevices() {

@@ -16,7 +16,7 @@ std::string FeatureLine();
 struct DeviceProbe {
   bool available = false;            // at least one device was listed
   std::vector<std::string> devices;  // device names
-  std::string error;                 // why none, e.g. "ibv_get_device_list: Function not implemented"
+  std::string error;  // why none, e.g. "ibv_get_device_list: Function not implemented"
 };
 
 // Lists RDMA devices through libibverbs (RDMA build); the standard build reports "not built".

@@ -22,10 +22,10 @@ namespace rdmastor::s3 {
 
 namespace {
 
-constexpr size_t kIoChunk = 1 << 20;             // streaming buffer per request
-constexpr size_t kMaxXmlBody = 4 << 20;          // DeleteObjects with 1000 long keys fits
-constexpr size_t kMaxUserMetadata = 2 * 1024;    // S3's limit on x-amz-meta-* bytes
-constexpr uint64_t kMaxPutSize = 5ULL << 30;     // single PUT / part
+constexpr size_t kIoChunk = 1 << 20;           // streaming buffer per request
+constexpr size_t kMaxXmlBody = 4 << 20;        // DeleteObjects with 1000 long keys fits
+constexpr size_t kMaxUserMetadata = 2 * 1024;  // S3's limit on x-amz-meta-* bytes
+constexpr uint64_t kMaxPutSize = 5ULL << 30;   // single PUT / part
 constexpr int64_t kNsPerSec = 1'000'000'000;
 
 std::string ToLower(std::string_view s) {
@@ -49,8 +49,8 @@ bool EtagMatches(std::string_view header, std::string_view etag) {
   size_t pos = 0;
   while (pos <= header.size()) {
     size_t comma = header.find(',', pos);
-    auto item = Unquote(header.substr(pos, comma == std::string_view::npos ? std::string_view::npos
-                                                                           : comma - pos));
+    auto item = Unquote(
+        header.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
     if (item == "*" || item == etag) return true;
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
@@ -262,7 +262,10 @@ Result<UploadBody> PrepareUpload(S3Api::Context& ctx) {
     if (name.rfind("x-amz-checksum-", 0) != 0) continue;
     auto algo = hash::ChecksumAlgoFromName(std::string_view(name).substr(15));
     if (!algo) continue;  // e.g. x-amz-checksum-mode
-    if (up.checksum_algo) return MakeError(ErrorCode::kInvalidRequest, "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.");
+    if (up.checksum_algo)
+      return MakeError(
+          ErrorCode::kInvalidRequest,
+          "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.");
     up.checksum_algo = algo;
     up.declared_checksum = value;
     if (!hash::Base64Decode(value))
@@ -273,7 +276,8 @@ Result<UploadBody> PrepareUpload(S3Api::Context& ctx) {
     if (trailer.rfind("x-amz-checksum-", 0) != 0)
       return MakeError(ErrorCode::kInvalidRequest, "unsupported x-amz-trailer: " + trailer);
     auto algo = hash::ChecksumAlgoFromName(std::string_view(trailer).substr(15));
-    if (!algo) return MakeError(ErrorCode::kInvalidRequest, "unsupported x-amz-trailer: " + trailer);
+    if (!algo)
+      return MakeError(ErrorCode::kInvalidRequest, "unsupported x-amz-trailer: " + trailer);
     if (up.checksum_algo && up.checksum_algo != algo)
       return MakeError(ErrorCode::kInvalidRequest, "x-amz-trailer disagrees with checksum header");
     up.checksum_algo = algo;
@@ -294,9 +298,11 @@ Result<UploadBody> PrepareUpload(S3Api::Context& ctx) {
   BodySource* source = &ctx.raw_body;
   if (streaming) {
     const auto* dlen = req.FindHeader("x-amz-decoded-content-length");
-    if (!dlen) return MakeError(ErrorCode::kMissingContentLength, "missing x-amz-decoded-content-length");
+    if (!dlen)
+      return MakeError(ErrorCode::kMissingContentLength, "missing x-amz-decoded-content-length");
     auto v = ParseInt(*dlen);
-    if (!v || *v < 0) return MakeError(ErrorCode::kInvalidArgument, "bad x-amz-decoded-content-length");
+    if (!v || *v < 0)
+      return MakeError(ErrorCode::kInvalidArgument, "bad x-amz-decoded-content-length");
     up.size = static_cast<uint64_t>(*v);
     up.chunked = std::make_unique<AwsChunkedSource>(ctx.raw_body, ctx.auth);
     source = up.chunked.get();
@@ -306,8 +312,8 @@ Result<UploadBody> PrepareUpload(S3Api::Context& ctx) {
     return MakeError(ErrorCode::kMissingContentLength);
   }
   if (up.size && *up.size > kMaxPutSize) return MakeError(ErrorCode::kEntityTooLarge);
-  up.digest = std::make_unique<DigestingSource>(
-      *source, mode == PayloadMode::kSignedSha256, up.checksum_algo);
+  up.digest = std::make_unique<DigestingSource>(*source, mode == PayloadMode::kSignedSha256,
+                                                up.checksum_algo);
   return up;
 }
 
@@ -381,10 +387,12 @@ Result<storage::PutOptions> ObjectOptionsFromHeaders(const HttpRequest& req) {
         size_t pos = 0;
         while (pos <= value.size()) {
           size_t comma = value.find(',', pos);
-          std::string item = value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+          std::string item =
+              value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
           item.erase(0, item.find_first_not_of(' '));
           item.erase(item.find_last_not_of(' ') + 1);
-          if (!item.empty() && ToLower(item) != "aws-chunked") kept += (kept.empty() ? "" : ",") + item;
+          if (!item.empty() && ToLower(item) != "aws-chunked")
+            kept += (kept.empty() ? "" : ",") + item;
           if (comma == std::string::npos) break;
           pos = comma + 1;
         }
@@ -471,14 +479,18 @@ Result<std::pair<std::string, std::string>> ParseCopySource(std::string_view hea
   if (!s.empty() && s.front() == '/') s.remove_prefix(1);
   auto slash = s.find('/');
   if (slash == std::string_view::npos || slash == 0 || slash + 1 >= s.size())
-    return MakeError(ErrorCode::kInvalidArgument, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
   return std::make_pair(std::string(s.substr(0, slash)), std::string(s.substr(slash + 1)));
 }
 
 Result<int> ParseMaxKeys(const S3Api::Context& ctx, std::string_view name) {
   if (!ctx.Has(name)) return 1000;
   auto v = ParseInt(ctx.Q(name));
-  if (!v || *v < 0) return MakeError(ErrorCode::kInvalidArgument, "Argument " + std::string(name) + " must be an integer between 0 and 2147483647");
+  if (!v || *v < 0)
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        "Argument " + std::string(name) + " must be an integer between 0 and 2147483647");
   return static_cast<int>(std::min<int64_t>(*v, 1000));
 }
 
@@ -507,7 +519,8 @@ void S3Api::Dispatch(Context& ctx) {
   }
 
   auto query = uri::ParseQuery(req.raw_query);
-  if (!query) return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "malformed query string"));
+  if (!query)
+    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "malformed query string"));
   ctx.query = std::move(*query);
   auto path = uri::Decode(req.raw_path);
   if (!path || path->empty() || (*path)[0] != '/')
@@ -515,7 +528,8 @@ void S3Api::Dispatch(Context& ctx) {
 
   // Virtual-host style: bucket.<MINIO_DOMAIN>.
   std::string host = ToLower(req.HeaderOr("host"));
-  if (auto colon = host.rfind(':'); colon != std::string::npos && host.find(']') == std::string::npos)
+  if (auto colon = host.rfind(':');
+      colon != std::string::npos && host.find(']') == std::string::npos)
     host.resize(colon);
   bool vhost = false;
   for (const auto& domain : opts_.domains) {
@@ -538,10 +552,13 @@ void S3Api::Dispatch(Context& ctx) {
     }
   }
 
-  auto auth = VerifyRequest(req, [this](std::string_view ak) -> std::optional<std::string> {
-    if (ak == opts_.access_key) return opts_.secret_key;
-    return std::nullopt;
-  }, static_cast<int64_t>(std::time(nullptr)));
+  auto auth = VerifyRequest(
+      req,
+      [this](std::string_view ak) -> std::optional<std::string> {
+        if (ak == opts_.access_key) return opts_.secret_key;
+        return std::nullopt;
+      },
+      static_cast<int64_t>(std::time(nullptr)));
   if (!auth.ok()) return SendError(ctx, auth.error());
   ctx.auth = std::move(auth).value();
 
@@ -560,12 +577,31 @@ void S3Api::Dispatch(Context& ctx) {
   }
 
   // Subresources we do not implement: say so rather than acting on the bucket/object.
-  static const char* kUnsupported[] = {"acl", "policy", "lifecycle", "cors", "tagging",
-                                       "encryption", "replication", "website", "logging",
-                                       "notification", "object-lock", "retention", "legal-hold",
-                                       "accelerate", "requestPayment", "inventory", "analytics",
-                                       "metrics", "torrent", "restore", "select", "ownershipControls",
-                                       "publicAccessBlock", "intelligent-tiering", "attributes"};
+  static const char* kUnsupported[] = {"acl",
+                                       "policy",
+                                       "lifecycle",
+                                       "cors",
+                                       "tagging",
+                                       "encryption",
+                                       "replication",
+                                       "website",
+                                       "logging",
+                                       "notification",
+                                       "object-lock",
+                                       "retention",
+                                       "legal-hold",
+                                       "accelerate",
+                                       "requestPayment",
+                                       "inventory",
+                                       "analytics",
+                                       "metrics",
+                                       "torrent",
+                                       "restore",
+                                       "select",
+                                       "ownershipControls",
+                                       "publicAccessBlock",
+                                       "intelligent-tiering",
+                                       "attributes"};
   for (const char* sub : kUnsupported) {
     if (ctx.Has(sub)) {
       return SendError(ctx, MakeError(ErrorCode::kNotImplemented,
@@ -579,7 +615,9 @@ void S3Api::Dispatch(Context& ctx) {
 
   if (!ctx.has_key) {
     if (m == "PUT") {
-      if (ctx.Has("versioning")) return SendError(ctx, MakeError(ErrorCode::kNotImplemented, "Bucket versioning is not implemented by rdmastor."));
+      if (ctx.Has("versioning"))
+        return SendError(ctx, MakeError(ErrorCode::kNotImplemented,
+                                        "Bucket versioning is not implemented by rdmastor."));
       return CreateBucket(ctx);
     }
     if (m == "HEAD") return HeadBucket(ctx);
@@ -673,7 +711,8 @@ void S3Api::ListObjectsV1(Context& ctx) {
   if (!max_keys.ok()) return SendError(ctx, max_keys.error());
   std::string encoding = ctx.Q("encoding-type");
   if (!encoding.empty() && encoding != "url")
-    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Invalid Encoding Method specified in Request"));
+    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                    "Invalid Encoding Method specified in Request"));
   storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), ctx.Q("marker"), *max_keys};
   auto res = store_.ListObjects(ctx.bucket, lo);
   if (!res.ok()) return SendError(ctx, res.error());
@@ -686,7 +725,8 @@ void S3Api::ListObjectsV2(Context& ctx) {
   if (!max_keys.ok()) return SendError(ctx, max_keys.error());
   std::string encoding = ctx.Q("encoding-type");
   if (!encoding.empty() && encoding != "url")
-    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Invalid Encoding Method specified in Request"));
+    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                    "Invalid Encoding Method specified in Request"));
   std::string token = ctx.Q("continuation-token");
   std::string start_after = ctx.Q("start-after");
   std::string marker = start_after;
@@ -694,7 +734,8 @@ void S3Api::ListObjectsV2(Context& ctx) {
     // The token is the base64 of the last key returned: opaque to clients, stateless for us.
     auto decoded = hash::Base64Decode(token);
     if (!decoded || token.empty())
-      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "The continuation token provided is incorrect"));
+      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                      "The continuation token provided is incorrect"));
     if (*decoded > marker) marker = *decoded;
   }
   storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), marker, *max_keys};
@@ -720,8 +761,8 @@ void S3Api::ListObjectVersions(Context& ctx) {
   storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), ctx.Q("key-marker"), *max_keys};
   auto res = store_.ListObjects(ctx.bucket, lo);
   if (!res.ok()) return SendError(ctx, res.error());
-  ListVersionsParams p{ctx.bucket, lo.prefix, lo.delimiter, lo.start_after, *max_keys,
-                       encoding == "url"};
+  ListVersionsParams p{ctx.bucket,     lo.prefix, lo.delimiter,
+                       lo.start_after, *max_keys, encoding == "url"};
   SendXml(ctx, ListObjectVersionsXml(p, *res, Owner{}));
 }
 
@@ -785,7 +826,8 @@ void S3Api::PutObject(Context& ctx) {
                                [&](uint64_t) { return FinishUpload(ctx, *up); });
   if (!info.ok()) return SendError(ctx, info.error());
   HeaderList extra{{"ETag", Quote(info->etag)}};
-  for (const auto& [algo, value] : info->checksums) extra.emplace_back("x-amz-checksum-" + algo, value);
+  for (const auto& [algo, value] : info->checksums)
+    extra.emplace_back("x-amz-checksum-" + algo, value);
   SendEmpty(ctx, 200, extra);
 }
 
@@ -793,7 +835,8 @@ void S3Api::CopyObject(Context& ctx) {
   auto src = ParseCopySource(*ctx.req.FindHeader("x-amz-copy-source"));
   if (!src.ok()) return SendError(ctx, src.error());
   const auto& [src_bucket, src_key] = *src;
-  if (!IsValidBucketName(src_bucket)) return SendError(ctx, MakeError(ErrorCode::kInvalidBucketName));
+  if (!IsValidBucketName(src_bucket))
+    return SendError(ctx, MakeError(ErrorCode::kInvalidBucketName));
   if (auto st = ValidateObjectKey(src_key); !st.ok()) return SendError(ctx, st.error());
   std::string directive = ctx.req.HeaderOr("x-amz-metadata-directive", "COPY");
   if (directive != "COPY" && directive != "REPLACE")
@@ -803,7 +846,8 @@ void S3Api::CopyObject(Context& ctx) {
   auto reader = store_.OpenObject(src_bucket, src_key);
   if (!reader.ok()) return SendError(ctx, reader.error());
   const auto& src_info = (*reader)->info();
-  if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok()) return SendError(ctx, st.error());
+  if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok())
+    return SendError(ctx, st.error());
 
   storage::PutOptions opts;
   if (replace) {
@@ -834,18 +878,16 @@ void S3Api::CopyObject(Context& ctx) {
   DigestingSource digest(source, false, std::nullopt);
   // A single-part source keeps its ETag (its MD5); a multipart source gets the MD5 of its bytes,
   // as S3 does for copies.
-  auto info = store_.PutObject(ctx.bucket, ctx.key, digest, opts,
-                               [&](uint64_t) -> Result<storage::CommitInfo> {
-                                 storage::CommitInfo ci;
-                                 ci.etag = hash::HexEncode(digest.Md5());
-                                 ci.checksums = src_info.checksums;
-                                 // Composite multipart checksums don't describe a single PUT.
-                                 for (auto it = ci.checksums.begin(); it != ci.checksums.end();)
-                                   it = it->second.find('-') != std::string::npos
-                                            ? ci.checksums.erase(it)
-                                            : std::next(it);
-                                 return ci;
-                               });
+  auto info = store_.PutObject(
+      ctx.bucket, ctx.key, digest, opts, [&](uint64_t) -> Result<storage::CommitInfo> {
+        storage::CommitInfo ci;
+        ci.etag = hash::HexEncode(digest.Md5());
+        ci.checksums = src_info.checksums;
+        // Composite multipart checksums don't describe a single PUT.
+        for (auto it = ci.checksums.begin(); it != ci.checksums.end();)
+          it = it->second.find('-') != std::string::npos ? ci.checksums.erase(it) : std::next(it);
+        return ci;
+      });
   if (!info.ok()) return SendError(ctx, info.error());
   SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns));
 }
@@ -857,7 +899,8 @@ void S3Api::GetObject(Context& ctx, bool head) {
   const auto& info = reader.info();
   if (auto st = CheckPreconditions(ctx.req, info); !st.ok()) {
     if (st.error().code == ErrorCode::kNotModified) {
-      return SendEmpty(ctx, 304, {{"ETag", Quote(info.etag)}, {"Last-Modified", HttpDate(info.mtime_ns)}});
+      return SendEmpty(ctx, 304,
+                       {{"ETag", Quote(info.etag)}, {"Last-Modified", HttpDate(info.mtime_ns)}});
     }
     return SendError(ctx, st.error());
   }
@@ -866,7 +909,9 @@ void S3Api::GetObject(Context& ctx, bool head) {
   if (ctx.Has("partNumber")) {
     auto pn = ParseInt(ctx.Q("partNumber"));
     if (!pn || *pn < 1 || *pn > 10000)
-      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Part number must be an integer between 1 and 10000, inclusive"));
+      return SendError(ctx,
+                       MakeError(ErrorCode::kInvalidArgument,
+                                 "Part number must be an integer between 1 and 10000, inclusive"));
     if (info.part_count == 0) {
       if (*pn != 1) return SendError(ctx, MakeError(ErrorCode::kInvalidRange));
       if (info.size > 0) range = ByteRange{0, info.size};
@@ -951,7 +996,9 @@ void S3Api::CreateMultipartUpload(Context& ctx) {
   if (!opts.ok()) return SendError(ctx, opts.error());
   if (const auto* algo = ctx.req.FindHeader("x-amz-checksum-algorithm")) {
     auto a = hash::ChecksumAlgoFromName(ToLower(*algo));
-    if (!a) return SendError(ctx, MakeError(ErrorCode::kInvalidRequest, "Checksum algorithm provided is unsupported."));
+    if (!a)
+      return SendError(ctx, MakeError(ErrorCode::kInvalidRequest,
+                                      "Checksum algorithm provided is unsupported."));
     opts->user_metadata["x-amz-checksum-algorithm"] = std::string(hash::ChecksumName(*a));
   }
   auto id = store_.NewMultipartUpload(ctx.bucket, ctx.key, *opts);
@@ -966,7 +1013,8 @@ namespace {
 Result<int> PartNumberOf(const S3Api::Context& ctx) {
   auto pn = ParseInt(ctx.Q("partNumber"));
   if (!pn || *pn < 1 || *pn > 10000)
-    return MakeError(ErrorCode::kInvalidArgument, "Part number must be an integer between 1 and 10000, inclusive");
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "Part number must be an integer between 1 and 10000, inclusive");
   return static_cast<int>(*pn);
 }
 }  // namespace
@@ -981,7 +1029,8 @@ void S3Api::UploadPart(Context& ctx) {
                                    [&](uint64_t) { return FinishUpload(ctx, *up); });
   if (!part.ok()) return SendError(ctx, part.error());
   HeaderList extra{{"ETag", Quote(part->etag)}};
-  for (const auto& [algo, value] : part->checksums) extra.emplace_back("x-amz-checksum-" + algo, value);
+  for (const auto& [algo, value] : part->checksums)
+    extra.emplace_back("x-amz-checksum-" + algo, value);
   SendEmpty(ctx, 200, extra);
 }
 
@@ -992,7 +1041,8 @@ void S3Api::UploadPartCopy(Context& ctx) {
   auto src = ParseCopySource(*ctx.req.FindHeader("x-amz-copy-source"));
   if (!src.ok()) return SendError(ctx, src.error());
   const auto& [src_bucket, src_key] = *src;
-  if (!IsValidBucketName(src_bucket)) return SendError(ctx, MakeError(ErrorCode::kInvalidBucketName));
+  if (!IsValidBucketName(src_bucket))
+    return SendError(ctx, MakeError(ErrorCode::kInvalidBucketName));
   if (auto st = ValidateObjectKey(src_key); !st.ok()) return SendError(ctx, st.error());
   // Fail on a missing upload before reading any source data.
   auto parts = store_.ListParts(ctx.bucket, ctx.key, upload_id);
@@ -1000,19 +1050,22 @@ void S3Api::UploadPartCopy(Context& ctx) {
   auto reader = store_.OpenObject(src_bucket, src_key);
   if (!reader.ok()) return SendError(ctx, reader.error());
   const auto& src_info = (*reader)->info();
-  if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok()) return SendError(ctx, st.error());
+  if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok())
+    return SendError(ctx, st.error());
   uint64_t start = 0, length = src_info.size;
   if (const auto* rh = ctx.req.FindHeader("x-amz-copy-source-range")) {
     // Must be exactly bytes=first-last within the object.
     std::string_view r = *rh;
     auto dash = r.find('-');
     if (r.rfind("bytes=", 0) != 0 || dash == std::string_view::npos)
-      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Range specified is not valid for source object"));
+      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                      "Range specified is not valid for source object"));
     auto first = ParseInt(r.substr(6, dash - 6));
     auto last = ParseInt(r.substr(dash + 1));
     if (!first || !last || *first < 0 || *last < *first ||
         static_cast<uint64_t>(*last) >= src_info.size)
-      return SendError(ctx, MakeError(ErrorCode::kInvalidRange, "The requested range is not satisfiable"));
+      return SendError(
+          ctx, MakeError(ErrorCode::kInvalidRange, "The requested range is not satisfiable"));
     start = static_cast<uint64_t>(*first);
     length = static_cast<uint64_t>(*last - *first + 1);
   }
@@ -1036,8 +1089,10 @@ void S3Api::CompleteMultipartUpload(Context& ctx) {
   auto info = store_.CompleteMultipartUpload(ctx.bucket, ctx.key, ctx.Q("uploadId"), *parts);
   if (!info.ok()) return SendError(ctx, info.error());
   HeaderList extra;
-  for (const auto& [algo, value] : info->checksums) extra.emplace_back("x-amz-checksum-" + algo, value);
-  std::string location = "http://" + ctx.req.HeaderOr("host") + "/" + ctx.bucket + "/" + uri::Encode(ctx.key, false);
+  for (const auto& [algo, value] : info->checksums)
+    extra.emplace_back("x-amz-checksum-" + algo, value);
+  std::string location =
+      "http://" + ctx.req.HeaderOr("host") + "/" + ctx.bucket + "/" + uri::Encode(ctx.key, false);
   SendXml(ctx, CompleteMultipartUploadXml(location, ctx.bucket, ctx.key, info->etag), 200, extra);
 }
 
@@ -1053,7 +1108,8 @@ void S3Api::ListParts(Context& ctx) {
   int marker = 0;
   if (ctx.Has("part-number-marker")) {
     auto m = ParseInt(ctx.Q("part-number-marker"));
-    if (!m || *m < 0) return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Invalid part-number-marker"));
+    if (!m || *m < 0)
+      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Invalid part-number-marker"));
     marker = static_cast<int>(std::min<int64_t>(*m, 10000));
   }
   auto parts = store_.ListParts(ctx.bucket, ctx.key, ctx.Q("uploadId"));

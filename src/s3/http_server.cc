@@ -62,11 +62,10 @@ class Session : public std::enable_shared_from_this<Session>,
       auto& body = parser_->get().body();
       body.data = buf;
       body.size = len;
-      http::async_read(stream_, buffer_, *parser_,
-                       [this, done, len](beast::error_code e, size_t) {
-                         if (e == http::error::need_buffer) e = {};
-                         done(e, len - parser_->get().body().size);
-                       });
+      http::async_read(stream_, buffer_, *parser_, [this, done, len](beast::error_code e, size_t) {
+        if (e == http::error::need_buffer) e = {};
+        done(e, len - parser_->get().body().size);
+      });
     });
     if (ec) {
       if (ec == beast::error::timeout) return MakeError(ErrorCode::kRequestTimeout);
@@ -154,9 +153,8 @@ class Session : public std::enable_shared_from_this<Session>,
   }
 
   void OnHeader(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
-        ec == beast::error::timeout || ec == asio::error::connection_reset ||
-        ec == asio::error::operation_aborted) {
+    if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == beast::error::timeout ||
+        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
       return Close();
     }
     if (ec) {
@@ -251,8 +249,9 @@ class Session : public std::enable_shared_from_this<Session>,
     res->prepare_payload();
     res->keep_alive(false);
     stream_.expires_after(std::chrono::seconds(10));
-    http::async_write(stream_, *res,
-                      [self = shared_from_this(), res](beast::error_code, size_t) { self->Close(); });
+    http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code, size_t) {
+      self->Close();
+    });
   }
 
   void Close() {
@@ -323,9 +322,9 @@ class BeastHttpServer final : public HttpServer {
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
       std::string where = addr.is_v6() ? "[" + addr.to_string() + "]" : addr.to_string();
-      return MakeError(ErrorCode::kInvalidArgument, "cannot listen on " + where + ":" +
-                                                        std::to_string(opts_.port) + ": " +
-                                                        ec.message());
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          "cannot listen on " + where + ":" + std::to_string(opts_.port) + ": " + ec.message());
     }
     return {};
   }

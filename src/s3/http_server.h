@@ -28,12 +28,12 @@ class RequestHandler {
 struct HttpServerOptions {
   std::string host = "0.0.0.0";
   uint16_t port = 9000;
-  int io_threads = 0;       // 0 = one per core
-  int worker_threads = 64;  // blocking request handlers
-  uint32_t header_limit = 32 * 1024;  // bytes of request line + headers
-  std::chrono::seconds idle_timeout{90};   // keep-alive wait for the next request
-  std::chrono::seconds io_timeout{120};    // any single read/write making no progress
-  size_t drain_limit = 8 << 20;  // unread body bytes we swallow to keep a connection alive
+  int io_threads = 0;                     // 0 = one per core
+  int worker_threads = 64;                // blocking request handlers
+  uint32_t header_limit = 32 * 1024;      // bytes of request line + headers
+  std::chrono::seconds idle_timeout{90};  // keep-alive wait for the next request
+  std::chrono::seconds io_timeout{120};   // any single read/write making no progress
+  size_t drain_limit = 8 << 20;           // unread body bytes we swallow to keep a connection alive
 };
 
 class HttpServer {

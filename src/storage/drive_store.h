@@ -7,6 +7,13 @@
 // processes must not share a drive). Readers take no lock: an ObjectReader holds the part files
 // open, so an overwrite or delete after OpenObject() does not disturb it.
 //
+// Errors beyond the ObjectLayer contract: a body shorter than the declared size is
+// kIncompleteBody, a longer one kInvalidRequest, more than 5 GiB for a PUT or part (declared or
+// received) kEntityTooLarge; all are detected before the CommitCheck runs. A null CommitCheck
+// makes the store compute the ETag (MD5) itself. Keys are re-validated (paths::MapKey):
+// kInvalidObjectName / kKeyTooLong. Unusable bucket names read as kNoSuchBucket, except in
+// MakeBucket (kInvalidBucketName).
+//
 // Multipart checksum algorithm: NewMultipartUpload() takes it from
 // opts.user_metadata["x-amz-checksum-algorithm"] (removed from the stored user metadata, kept as
 // its own field) and GetUploadOptions() hands it back under the same key.
@@ -83,7 +90,7 @@ class DriveStore final : public ObjectLayer {
  private:
   explicit DriveStore(std::string root);
 
-  // A fresh staging directory under tmp (removed by the returned guard's owner).
+  // A fresh staging directory under tmp; the caller removes it with DropStaging().
   Result<std::string> NewStaging();
   void DropStaging(const std::string& staging);
 

@@ -195,7 +195,8 @@ Status RemoveAll(const std::string& path) {
 void PruneEmptyDirs(const std::string& dir, const std::string& stop) {
   std::string cur = dir;
   while (IsUnder(cur, stop)) {
-    if (::rmdir(cur.c_str()) != 0) return;  // not empty (or gone): someone else's entries
+    // Not empty: someone else's entries. Missing (a crash hit mkdir -p midway): go on upwards.
+    if (::rmdir(cur.c_str()) != 0 && errno != ENOENT) return;
     cur = Parent(cur);
   }
 }
@@ -247,7 +248,12 @@ Status Commit(const CommitPlan& plan) {
                    {"data", json::array()}};
     if (!plan.new_data_name.empty()) intent["data"].push_back(plan.new_data_name);
     if (!plan.old_data_name.empty()) intent["data"].push_back(plan.old_data_name);
-    RS_RETURN_IF_ERROR(WriteFileDurable(Join(plan.staging, kIntentFile), intent.dump()));
+    // Written under a temporary name so recovery never sees a half-written journal.
+    const std::string tmp = Join(plan.staging, "intent.tmp");
+    RS_RETURN_IF_ERROR(WriteFileDurable(tmp, intent.dump()));
+    if (::rename(tmp.c_str(), Join(plan.staging, kIntentFile).c_str()) != 0) {
+      return ErrnoError("rename", tmp, errno);
+    }
   } catch (const std::exception& e) {
     return MakeError(ErrorCode::kInternalError, std::string("commit intent: ") + e.what());
   }

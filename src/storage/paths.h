@@ -8,7 +8,8 @@
 //   <drive>/<bucket>/s1/.../sn/.rdmastor.dirmeta               object "s1/.../sn/"
 //   <drive>/<bucket>/s1/.../sn/.rdmastor.dirdata.<id>/          its data
 //   <drive>/.rdmastor.sys/buckets/<bucket>.json                bucket metadata
-//   <drive>/.rdmastor.sys/multipart/<bucket>/<upload id>/      pending multipart upload
+//   <drive>/.rdmastor.sys/multipart/<bucket>/<upload id>/      pending multipart upload:
+//       upload.json, part.N.json (record, replaced atomically), part.N.<rand> (data it names)
 //   <drive>/.rdmastor.sys/tmp/<id>/                            staging; wiped at startup
 //
 // Keys "a", "a/" and "a/b" therefore coexist: all three live in or under directory "a".

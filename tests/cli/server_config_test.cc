@@ -28,7 +28,9 @@ TEST(ParseAddress, RejectsMalformed) {
                           "[::1]", "[::1]9000", ":123456"}) {
     auto r = ParseAddress(bad);
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok()) EXPECT_NE(r.error().message.find("--address"), std::string::npos);
+    if (!r.ok()) {
+      EXPECT_NE(r.error().message.find("--address"), std::string::npos);
+    }
   }
 }
 
@@ -78,8 +80,8 @@ TEST(ParseServerConfig, DomainsAreLowerCased) {
 }
 
 TEST(ParseServerConfig, RdmaSettingsOnStandardBuildWarnOnce) {
-  auto cfg = ParseServerConfig(
-      {"/d"}, {{"MINIO_RDMA_INTERNODE", "on"}, {"MINIO_RDMA_MIN_SIZE", "1MiB"}});
+  auto cfg =
+      ParseServerConfig({"/d"}, {{"MINIO_RDMA_INTERNODE", "on"}, {"MINIO_RDMA_MIN_SIZE", "1MiB"}});
   ASSERT_TRUE(cfg.ok());
   EXPECT_EQ(cfg->rdma_settings.size(), 2u);
   int rdma_warnings = 0;

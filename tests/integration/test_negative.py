@@ -117,13 +117,16 @@ def test_malformed_authorization_header(server, bucket):
 
 
 def test_wrong_region_in_scope(server, bucket):
+    """A scope naming another region: AWS answers AuthorizationHeaderMalformed; MinIO without
+    a configured region accepts any. Either is fine, but never a 5xx or a non-S3 error."""
     when = datetime.datetime.now(datetime.timezone.utc)
     hdrs, _ = sign_v4("GET", f"/{bucket}", [], {"host": server.address}, UNSIGNED,
                       server.access_key, server.secret_key, when=when, region="eu-west-7")
     r = http_send(server, "GET", f"/{bucket}", hdrs)
-    assert r.status in (400, 403), r
-    check(r, ("AuthorizationHeaderMalformed", "SignatureDoesNotMatch", "InvalidRegion",
-              "AuthorizationQueryParametersError"), r.status)
+    assert r.status in (200, 400, 403), r
+    if r.status != 200:
+        check(r, ("AuthorizationHeaderMalformed", "SignatureDoesNotMatch", "InvalidRegion",
+                  "AuthorizationQueryParametersError"), r.status)
 
 
 def test_expired_presigned_url(server, s3, bucket):

@@ -151,8 +151,8 @@ TEST_F(DriveStoreTest, KillNineLeavesOldOrNewVersion) {
       auto s = DriveStore::Open(root_);
       if (!s.ok()) ::_exit(1);
       for (int i = 0;; ++i) {
-        size_t size = (static_cast<size_t>(i) * 7919 + static_cast<size_t>(trial) * 104729) %
-                      (2 << 20);
+        size_t size =
+            (static_cast<size_t>(i) * 7919 + static_cast<size_t>(trial) * 104729) % (2 << 20);
         (void)Put(**s, "bkt", "crash/key", std::string(size, static_cast<char>('a' + i % 26)));
         std::string other = "crash/d/e/f" + std::to_string(i % 3);
         if (i % 2) {

@@ -14,8 +14,8 @@ DeviceProbe ProbeDevices() {
   DeviceProbe probe;
   int count = 0;
   errno = 0;
-  std::unique_ptr<ibv_device*, decltype(&ibv_free_device_list)> list(
-      ibv_get_device_list(&count), &ibv_free_device_list);
+  std::unique_ptr<ibv_device*, decltype(&ibv_free_device_list)> list(ibv_get_device_list(&count),
+                                                                     &ibv_free_device_list);
   if (!list) {
     probe.error = std::string("ibv_get_device_list: ") + std::strerror(errno ? errno : ENODEV);
     return probe;
