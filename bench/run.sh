@@ -39,17 +39,25 @@ bench_bin="$build_dir/bench/s3bench"
 tmp="$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/rdmastor-bench.XXXXXX")"
 server_pid=""
 nginx_pid=""
+stop_pid() {  # pid, signal, name: signal it, wait up to 10 s, then SIGKILL
+  local pid="$1" sig="$2" name="$3" i
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+  kill "-$sig" "$pid" 2>/dev/null || true
+  for i in $(seq 1 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "warning: $name (pid $pid) did not exit within 10 s of SIG$sig; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
-    kill -QUIT "$nginx_pid" 2>/dev/null || true
-    wait "$nginx_pid" 2>/dev/null || true
-  fi
+  stop_pid "$server_pid" TERM rdmastor
+  stop_pid "$nginx_pid" QUIT nginx
   if [ "${KEEP_TMP:-0}" = 1 ] || [ "$rc" -ne 0 ]; then
     log "logs kept in $tmp (server.log, nginx/error.log)"
   else

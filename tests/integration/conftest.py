@@ -335,10 +335,12 @@ def server_factory():
 # ----------------------------------------------------------------------------------------------
 
 def make_client(srv, access_key=None, secret_key=None, addressing_style="path", endpoint=None,
-                max_attempts=1, read_timeout=120, **cfg):
+                max_attempts=1, read_timeout=60, **cfg):
+    # total_max_attempts counts the first try: 1 means no retries (botocore's "max_attempts"
+    # would add one), so a server problem is never hidden by a silent second attempt.
     config = Config(region_name=REGION, signature_version="s3v4",
                     s3={"addressing_style": addressing_style},
-                    retries={"max_attempts": max_attempts, "mode": "standard"},
+                    retries={"total_max_attempts": max_attempts, "mode": "standard"},
                     connect_timeout=5, read_timeout=read_timeout, **cfg)
     return boto3.session.Session().client(
         "s3", endpoint_url=endpoint or srv.endpoint,

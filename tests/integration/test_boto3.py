@@ -762,9 +762,11 @@ def test_presigned_get_with_response_overrides(s3, bucket):
 # keys
 # ---------------------------------------------------------------------------------------------
 
-def test_directory_like_keys_coexist(s3, bucket):
+def test_directory_like_keys_coexist(server, s3, bucket):
+    # "a/" is written through a fresh client: see test_empty_put_then_put_same_connection for
+    # what botocore 1.29 does on a kept-alive connection after an empty PUT.
     s3.put_object(Bucket=bucket, Key="a", Body=b"file a")
-    s3.put_object(Bucket=bucket, Key="a/", Body=b"")
+    make_client(server).put_object(Bucket=bucket, Key="a/", Body=b"")
     s3.put_object(Bucket=bucket, Key="a/b", Body=b"file a/b")
     assert s3.get_object(Bucket=bucket, Key="a")["Body"].read() == b"file a"
     assert s3.get_object(Bucket=bucket, Key="a/")["Body"].read() == b""
@@ -783,6 +785,30 @@ def test_directory_like_keys_coexist(s3, bucket):
     s3.delete_object(Bucket=bucket, Key="a/b")
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
     assert keys == ["a/"]
+    # the other creation order: deep key first, then its "directory" and the plain name
+    s3.put_object(Bucket=bucket, Key="x/y/z", Body=b"z")
+    make_client(server).put_object(Bucket=bucket, Key="x/y/", Body=b"")
+    s3.put_object(Bucket=bucket, Key="x/y", Body=b"y")
+    s3.put_object(Bucket=bucket, Key="x", Body=b"x")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="x")["Contents"]]
+    assert keys == ["x", "x/y", "x/y/", "x/y/z"]
+    assert [s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys] == [b"x", b"y", b"", b"z"]
+
+
+def test_empty_put_then_put_same_connection(server, bucket):
+    """boto3 sends 'Expect: 100-continue' on every PutObject, also with an empty body. If the
+    server answers the empty one without a '100 Continue', botocore 1.29 keeps that response's
+    status line for the connection, misreads the next Expect request's response (no headers, so
+    it reads to EOF) and stalls until the server's idle timeout. AWS S3 answers with 100 first.
+    """
+    client = make_client(server, read_timeout=5)
+    client.put_object(Bucket=bucket, Key="k1", Body=b"first")
+    client.put_object(Bucket=bucket, Key="empty/", Body=b"")
+    t0 = time.monotonic()
+    resp = client.put_object(Bucket=bucket, Key="k2", Body=b"second")
+    assert resp["ETag"] == f'"{md5_hex(b"second")}"', resp["ResponseMetadata"]
+    assert time.monotonic() - t0 < 5
+    assert client.get_object(Bucket=bucket, Key="k2")["Body"].read() == b"second"
 
 
 SPECIAL_KEYS = [

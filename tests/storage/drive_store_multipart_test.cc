@@ -11,7 +11,7 @@
 namespace rdmastor::storage {
 namespace {
 
-using namespace testing;  // NOLINT(build/namespaces)
+using namespace testing;  // NOLINT(google-build-using-namespace): test helpers
 
 constexpr size_t kPart = 5 << 20;
 
@@ -60,7 +60,7 @@ class MultipartTest : public ::testing::Test {
                                  Md5Check(data, std::move(checksums)));
   }
 
-  std::string NewUpload(const std::string& key, PutOptions opts = {}) {
+  std::string NewUpload(const std::string& key, const PutOptions& opts = {}) {
     auto id = store_->NewMultipartUpload("bkt", key, opts);
     EXPECT_TRUE(id.ok());
     return id.ok() ? *id : std::string();
@@ -240,7 +240,7 @@ TEST_F(MultipartTest, ErrorCodes) {
   RS_ASSERT_OK(Upload("k", id, 3, small));
   const std::string e1 = hash::Md5Hex(big), e2 = hash::Md5Hex(small);
 
-  auto complete = [&](std::vector<CompletePart> parts) {
+  auto complete = [&](const std::vector<CompletePart>& parts) {
     return store_->CompleteMultipartUpload("bkt", "k", id, parts);
   };
   RS_EXPECT_CODE(complete({}), ErrorCode::kMalformedXML);

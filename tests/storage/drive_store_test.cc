@@ -21,7 +21,7 @@
 namespace rdmastor::storage {
 namespace {
 
-using namespace testing;  // NOLINT(build/namespaces)
+using namespace testing;  // NOLINT(google-build-using-namespace): test helpers
 
 class DriveStoreTest : public ::testing::Test {
  protected:
@@ -173,7 +173,9 @@ TEST_F(DriveStoreTest, KillNineLeavesOldOrNewVersion) {
     if (st.ok()) {
       std::string data = Get(*store_, "bkt", "crash/key");
       ASSERT_EQ(data.size(), st->size);
-      if (!data.empty()) EXPECT_EQ(data.find_first_not_of(data[0]), std::string::npos);
+      if (!data.empty()) {
+        EXPECT_EQ(data.find_first_not_of(data[0]), std::string::npos);
+      }
       EXPECT_EQ(st->etag, hash::Md5Hex(data));
     } else {
       EXPECT_EQ(st.error().code, ErrorCode::kNoSuchKey);
@@ -181,7 +183,9 @@ TEST_F(DriveStoreTest, KillNineLeavesOldOrNewVersion) {
     for (int i = 0; i < 3; ++i) {
       std::string other = "crash/d/e/f" + std::to_string(i);
       auto o = store_->StatObject("bkt", other);
-      if (o.ok()) EXPECT_EQ(Get(*store_, "bkt", other), other);
+      if (o.ok()) {
+        EXPECT_EQ(Get(*store_, "bkt", other), other);
+      }
     }
     // No garbage: every data dir is the one its metadata references, no empty key dirs.
     for (auto& e : std::filesystem::recursive_directory_iterator(root_ + "/bkt")) {
@@ -523,7 +527,7 @@ TEST_F(DriveStoreTest, PathEscapeAttemptsAreRejected) {
 
   // Listing with hostile prefixes / markers finds nothing and does not fail.
   RS_ASSERT_OK(Put(*store_, "bkt", "ok", "x"));
-  for (std::string prefix :
+  for (const std::string& prefix :
        std::vector<std::string>{"../", "../../etc/", "/", ".rdmastor.sys/", "a//", "./"}) {
     ListOptions o;
     o.prefix = prefix;

@@ -31,7 +31,7 @@ TEST(PathsTest, MapsKeysToDirectories) {
 }
 
 TEST(PathsTest, RejectsKeysThatCouldEscape) {
-  for (std::string key :
+  for (const std::string& key :
        std::vector<std::string>{"", "/", "/etc/passwd", "..", ".", "../x", "a/../../x", "a/./b",
                                 "a//b", "a/..", "//", "a/b//", ".rdmastor.sys", "a/.rdmastor.meta",
                                 ".rdmastor.data.x/part.1", "a/.rdmastor.dirmeta/"}) {
