@@ -546,6 +546,10 @@ void S3Api::Dispatch(Context& ctx) {
     std::string_view rest = std::string_view(*path).substr(1);
     auto slash = rest.find('/');
     ctx.bucket = std::string(rest.substr(0, slash));
+    if (ctx.bucket.empty() && !rest.empty()) {
+      // "//etc/passwd": an empty bucket segment, not the service root.
+      return SendError(ctx, MakeError(ErrorCode::kInvalidBucketName));
+    }
     if (slash != std::string_view::npos) {
       ctx.key = std::string(rest.substr(slash + 1));
       ctx.has_key = !ctx.key.empty();

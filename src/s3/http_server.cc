@@ -22,6 +22,8 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
+const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
 std::string ToLower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(),
@@ -51,7 +53,6 @@ class Session : public std::enable_shared_from_this<Session>,
     if (parser_->is_done()) return size_t{0};
     if (expect_continue_ && !sent_continue_) {
       sent_continue_ = true;
-      static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       auto ec = Blocking([this](auto done) {
         asio::async_write(stream_, asio::buffer(kContinue),
                           [done](beast::error_code e, size_t) { done(e, 0); });
@@ -89,8 +90,24 @@ class Session : public std::enable_shared_from_this<Session>,
     for (const auto& [name, value] : head.headers) res->insert(name, value);
     res->content_length(head.content_length);
     res->keep_alive(keep_alive_ && !head.close_connection);
-    auto ec = Blocking([this, res](auto done) {
+    // A client that sent "Expect: 100-continue" with an empty body may still wait for the interim
+    // response (botocore reuses the first status line it sees on the connection); sending it
+    // before the final response is always valid.
+    bool interim = expect_continue_ && !sent_continue_ && request_.content_length &&
+                   *request_.content_length == 0;
+    sent_continue_ = sent_continue_ || interim;
+    auto ec = Blocking([this, res, interim](auto done) {
       auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
+      if (interim) {
+        asio::async_write(stream_, asio::buffer(kContinue),
+                          [this, sr, res, done](beast::error_code e, size_t) {
+                            if (e) return done(e, 0);
+                            http::async_write_header(
+                                stream_, *sr,
+                                [sr, res, done](beast::error_code e2, size_t) { done(e2, 0); });
+                          });
+        return;
+      }
       http::async_write_header(stream_, *sr,
                                [sr, res, done](beast::error_code e, size_t) { done(e, 0); });
     });

@@ -105,7 +105,9 @@ def assert_s3_error(status, headers, body, code, http_status, message_contains=N
     err = s3_error(body)
     assert status == http_status, f"expected HTTP {http_status}, got {status}; body={body[:600]!r}"
     assert err.get("_root") == "Error", f"expected S3 <Error> XML, got {body[:600]!r}"
-    if isinstance(code, (tuple, list, set)):
+    if code is None:
+        assert err.get("Code"), f"S3 error without a Code: {body[:600]!r}"
+    elif isinstance(code, (tuple, list, set)):
         assert err.get("Code") in code, f"expected Code in {code}, got {err.get('Code')!r}: {body[:600]!r}"
     else:
         assert err.get("Code") == code, f"expected Code {code!r}, got {err.get('Code')!r}: {body[:600]!r}"

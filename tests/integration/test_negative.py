@@ -375,7 +375,8 @@ def _files_named(root, name, limit=200000):
     return found
 
 
-@pytest.mark.parametrize("template", ESCAPES)
+@pytest.mark.parametrize("template", ESCAPES, ids=[t.replace("{b}", "B").replace("{m}", "M")
+                                                  .replace("//", "/<empty>/") for t in ESCAPES])
 def test_path_escape_put_rejected(server, s3, bucket, template):
     marker = f"escape-{uuid.uuid4().hex[:12]}"
     path = template.format(b=bucket, m=marker)
@@ -399,9 +400,12 @@ def test_path_escape_put_rejected(server, s3, bucket, template):
     assert not any(marker in k for k in keys), keys
 
 
-@pytest.mark.parametrize("path", ["/{b}/../../etc/passwd", "//etc/passwd", "/{b}/%2e%2e/%2e%2e/etc/passwd",
-                                  "/{b}/..%2f..%2f..%2f..%2f..%2f..%2fetc%2fpasswd",
-                                  "/../../../../../../etc/passwd"])
+GET_ESCAPES = ["/{b}/../../etc/passwd", "//etc/passwd", "/{b}/%2e%2e/%2e%2e/etc/passwd",
+               "/{b}/..%2f..%2f..%2f..%2f..%2f..%2fetc%2fpasswd", "/../../../../../../etc/passwd"]
+
+
+@pytest.mark.parametrize("path", GET_ESCAPES, ids=[p.replace("{b}", "B").replace("//", "/<empty>/")
+                                                     for p in GET_ESCAPES])
 def test_path_escape_get_rejected(server, bucket, path):
     path = path.format(b=bucket)
     r = signed_request(server, "GET", path)
@@ -432,6 +436,8 @@ def _expect_400_or_close(buf, extra_ok=()):
     status, headers, body = parse_raw_response(buf)
     assert status is not None, f"unparseable response: {buf[:200]!r}"
     assert status in (400, 413, 414, 431, 501, 505) + tuple(extra_ok), buf[:500]
+    if body:
+        assert_s3_error(status, headers, body, None, status)
     return status, headers, body
 
 
