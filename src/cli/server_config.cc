@@ -48,6 +48,33 @@ Result<std::pair<std::string, uint16_t>> ParseAddress(const std::string& address
   return std::make_pair(host, static_cast<uint16_t>(p));
 }
 
+std::optional<uint64_t> ParseByteSize(std::string_view text) {
+  size_t i = 0;
+  uint64_t value = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+    uint64_t digit = static_cast<uint64_t>(text[i] - '0');
+    if (value > (UINT64_MAX - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
+    ++i;
+  }
+  if (i == 0) return std::nullopt;
+  std::string unit(text.substr(i));
+  for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::pair<const char*, uint64_t> kUnits[] = {
+      {"", 1},           {"b", 1},
+      {"k", 1ULL << 10}, {"kib", 1ULL << 10}, {"kb", 1000},
+      {"m", 1ULL << 20}, {"mib", 1ULL << 20}, {"mb", 1000 * 1000},
+      {"g", 1ULL << 30}, {"gib", 1ULL << 30}, {"gb", 1000ULL * 1000 * 1000},
+      {"t", 1ULL << 40}, {"tib", 1ULL << 40}, {"tb", 1000ULL * 1000 * 1000 * 1000}};
+  for (const auto& [name, mult] : kUnits) {
+    if (unit == name) {
+      if (value > UINT64_MAX / mult) return std::nullopt;
+      return value * mult;
+    }
+  }
+  return std::nullopt;
+}
+
 namespace {
 std::vector<std::string> SplitList(const std::string& s) {
   std::vector<std::string> out;
@@ -125,6 +152,27 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
 
   for (const auto& [name, value] : env)
     if (name.rfind("MINIO_RDMA_", 0) == 0) cfg.rdma_settings.push_back(name);
+  if (rdma::BuiltWithVerbs()) {
+    // Settings are validated once at start: an invalid value refuses to start, naming it.
+    if (auto v = get("MINIO_RDMA_INTERNODE"); !v.empty()) {
+      std::string lower = v;
+      for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (lower == "on") {
+        cfg.rdma_internode = true;
+      } else if (lower != "off") {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "MINIO_RDMA_INTERNODE='" + v + "' is invalid: use on or off");
+      }
+    }
+    if (auto v = get("MINIO_RDMA_MIN_SIZE"); !v.empty()) {
+      auto size = ParseByteSize(v);
+      if (!size)
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "MINIO_RDMA_MIN_SIZE='" + v +
+                             "' is invalid: use bytes (1048576) or a size such as 512KiB or 1MiB");
+      cfg.rdma_min_size = *size;
+    }
+  }
   if (!cfg.rdma_settings.empty() && !rdma::BuiltWithVerbs()) {
     std::string names;
     for (const auto& n : cfg.rdma_settings) names += (names.empty() ? "" : ", ") + n;

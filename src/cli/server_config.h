@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,8 @@ struct ServerConfig {
   std::string region = "us-east-1";
   std::vector<std::string> domains;
   std::vector<std::string> rdma_settings;  // MINIO_RDMA_* names that were set
+  bool rdma_internode = false;             // MINIO_RDMA_INTERNODE=on (RDMA build)
+  uint64_t rdma_min_size = 1 << 20;        // MINIO_RDMA_MIN_SIZE (RDMA build)
   std::vector<std::string> warnings;       // to log once at start
 };
 
@@ -33,6 +37,10 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
 
 // Parses ":9000", "127.0.0.1:9000", "[::1]:9000", "host:9000".
 Result<std::pair<std::string, uint16_t>> ParseAddress(const std::string& address);
+
+// Parses a byte size: plain bytes ("1048576") or a number with a binary or decimal unit
+// ("512KiB", "1MiB", "4GiB", "1MB", "64k"). nullopt when malformed or overflowing.
+std::optional<uint64_t> ParseByteSize(std::string_view text);
 
 // Logs the endpoint, credentials notice, and one line per RDMA path stating the active transport.
 void LogStartup(const ServerConfig& cfg, uint16_t bound_port);

@@ -96,3 +96,43 @@ TEST(ParseServerConfig, RdmaSettingsOnStandardBuildWarnOnce) {
 
 }  // namespace
 }  // namespace rdmastor::cli
+
+namespace rdmastor::cli {
+namespace {
+
+TEST(ParseByteSize, UnitsAndErrors) {
+  EXPECT_EQ(ParseByteSize("1048576"), 1048576u);
+  EXPECT_EQ(ParseByteSize("1MiB"), 1u << 20);
+  EXPECT_EQ(ParseByteSize("512KiB"), 512u << 10);
+  EXPECT_EQ(ParseByteSize("2gib"), 2ULL << 30);
+  EXPECT_EQ(ParseByteSize("1MB"), 1000000u);
+  EXPECT_EQ(ParseByteSize("0"), 0u);
+  for (const char* bad : {"", "banana", "MiB", "1.5MiB", "-1", "1 MiB", "1XiB",
+                          "99999999999999999999", "99999999999TiB"}) {
+    EXPECT_FALSE(ParseByteSize(bad).has_value()) << bad;
+  }
+}
+
+TEST(ParseServerConfig, RdmaSettingsValidatedOnRdmaBuild) {
+  auto bad = ParseServerConfig({"/d"}, {{"MINIO_RDMA_MIN_SIZE", "banana"}});
+  auto bad2 = ParseServerConfig({"/d"}, {{"MINIO_RDMA_INTERNODE", "yes"}});
+  auto good = ParseServerConfig(
+      {"/d"}, {{"MINIO_RDMA_MIN_SIZE", "512KiB"}, {"MINIO_RDMA_INTERNODE", "on"}});
+  ASSERT_TRUE(good.ok());
+#ifdef RDMASTOR_WITH_RDMA
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("MINIO_RDMA_MIN_SIZE"), std::string::npos);
+  ASSERT_FALSE(bad2.ok());
+  EXPECT_NE(bad2.error().message.find("MINIO_RDMA_INTERNODE"), std::string::npos);
+  EXPECT_EQ(good->rdma_min_size, 512u << 10);
+  EXPECT_TRUE(good->rdma_internode);
+#else
+  // The standard build compiles RDMA out: it warns once and ignores the values.
+  EXPECT_TRUE(bad.ok());
+  EXPECT_TRUE(bad2.ok());
+  EXPECT_FALSE(good->rdma_internode);
+#endif
+}
+
+}  // namespace
+}  // namespace rdmastor::cli
