@@ -21,13 +21,12 @@
 #include <latch>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "client/http_client.h"
 #include "common/hash.h"
@@ -57,8 +56,9 @@ struct Options {
   std::string region = "us-east-1";
   std::vector<uint64_t> sizes = {4 * kKiB, 1 * kMiB, 64 * kMiB};
   std::vector<int> concurrency = {1, 8, 32};
-  double duration_s = 3.0;        // per phase
-  std::optional<uint64_t> ops;    // per phase; default: see DefaultOps
+  double duration_s = 3.0;            // per phase: no op starts after this
+  std::optional<double> max_phase_s;  // hard limit: in-flight ops are cut; default max(2d, 60)
+  std::optional<uint64_t> ops;        // per phase; default: see DefaultOps
   std::string ref_file_dir;
   std::string nginx_url;
   std::string json_file;
@@ -68,16 +68,19 @@ struct Options {
 };
 
 void PrintUsage(FILE* out) {
-  std::fprintf(out, R"(usage: s3bench --endpoint http://HOST:PORT --access-key KEY --secret-key SECRET
+  std::fprintf(out,
+               R"(usage: s3bench --endpoint http://HOST:PORT --access-key KEY --secret-key SECRET
                [--sizes 4KiB,1MiB,64MiB] [--concurrency 1,8,32]
-               [--duration-s SECONDS] [--ops N] [--ref-file-dir DIR]
+               [--duration-s SECONDS] [--max-phase-s SECONDS] [--ops N] [--ref-file-dir DIR]
                [--nginx-url http://HOST:PORT/PREFIX] [--json FILE]
                [--bucket NAME] [--region REGION] [--verify sample|full] [--io-timeout-s S]
 
 For each size and concurrency: a PUT phase (one connection per thread), a GET phase over the
 objects written, a local-file phase (pread of the same bytes) and, with --nginx-url, a GET phase
 against nginx. Each phase is bounded by an op count (--ops, default
-max(conc, min(64*conc, 256MiB/size))) and a time limit (--duration-s, default 3).
+max(conc, min(64*conc, 256MiB/size))) and a time limit (--duration-s, default 3: no op
+starts later); ops still running at --max-phase-s (default max(2 x duration, 60)) are cut and
+count only the bytes they moved.
 --ref-file-dir: where the reference files s3bench-<bytes>.bin are written (nginx must serve
 this directory at the --nginx-url prefix); default a temporary directory.
 --access-key/--secret-key default to $MINIO_ROOT_USER/$MINIO_ROOT_PASSWORD.
@@ -97,14 +100,22 @@ std::optional<uint64_t> ParseSize(std::string_view s) {
   std::string unit(s.substr(i));
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   uint64_t mult = 0;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "kib" || unit == "k") mult = kKiB;
-  else if (unit == "mib" || unit == "m") mult = kMiB;
-  else if (unit == "gib" || unit == "g") mult = kGiB;
-  else if (unit == "kb") mult = 1000;
-  else if (unit == "mb") mult = 1000 * 1000;
-  else if (unit == "gb") mult = 1000 * 1000 * 1000;
-  else return std::nullopt;
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "kib" || unit == "k")
+    mult = kKiB;
+  else if (unit == "mib" || unit == "m")
+    mult = kMiB;
+  else if (unit == "gib" || unit == "g")
+    mult = kGiB;
+  else if (unit == "kb")
+    mult = 1000;
+  else if (unit == "mb")
+    mult = 1000 * 1000;
+  else if (unit == "gb")
+    mult = 1000 * 1000 * 1000;
+  else
+    return std::nullopt;
   if (n > UINT64_MAX / mult) return std::nullopt;
   return n * mult;
 }
@@ -168,7 +179,8 @@ Result<Options> ParseArgs(int argc, char** argv) {
       o.concurrency.clear();
       for (const auto& item : SplitComma(value)) {
         auto n = ParseSize(item);
-        if (!n || *n == 0 || *n > 1024 || item.find_first_not_of("0123456789") != std::string::npos) {
+        if (!n || *n == 0 || *n > 1024 ||
+            item.find_first_not_of("0123456789") != std::string::npos) {
           return bad("--concurrency: '" + item + "' is not a thread count 1-1024");
         }
         o.concurrency.push_back(static_cast<int>(*n));
@@ -180,9 +192,18 @@ Result<Options> ParseArgs(int argc, char** argv) {
       if (end == v.c_str() || *end != '\0' || !(o.duration_s > 0) || o.duration_s > 3600) {
         return bad("--duration-s: '" + v + "' is not a number of seconds in (0, 3600]");
       }
+    } else if (arg == "--max-phase-s") {
+      char* end = nullptr;
+      std::string v(value);
+      double d = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(d > 0) || d > 7200) {
+        return bad("--max-phase-s: '" + v + "' is not a number of seconds in (0, 7200]");
+      }
+      o.max_phase_s = d;
     } else if (arg == "--ops") {
       auto n = ParseSize(value);
-      if (!n || *n == 0 || std::string(value).find_first_not_of("0123456789") != std::string::npos) {
+      if (!n || *n == 0 ||
+          std::string(value).find_first_not_of("0123456789") != std::string::npos) {
         return bad("--ops: '" + std::string(value) + "' is not a positive count");
       }
       o.ops = *n;
@@ -210,8 +231,9 @@ Result<Options> ParseArgs(int argc, char** argv) {
     return bad("--access-key and --secret-key are required (or MINIO_ROOT_USER/PASSWORD)");
   }
   if (!o.nginx_url.empty() && o.ref_file_dir.empty()) {
-    return bad("--nginx-url needs --ref-file-dir: the directory nginx serves at that URL, where "
-               "s3bench writes the reference files");
+    return bad(
+        "--nginx-url needs --ref-file-dir: the directory nginx serves at that URL, where "
+        "s3bench writes the reference files");
   }
   if (o.sizes.empty() || o.concurrency.empty()) return bad("empty --sizes or --concurrency");
   return o;
@@ -219,7 +241,8 @@ Result<Options> ParseArgs(int argc, char** argv) {
 
 uint64_t DefaultOps(uint64_t size, int conc) {
   uint64_t c = static_cast<uint64_t>(conc);
-  return std::max<uint64_t>(c, std::min<uint64_t>(64 * c, std::max<uint64_t>(1, 256 * kMiB / size)));
+  return std::max<uint64_t>(c,
+                            std::min<uint64_t>(64 * c, std::max<uint64_t>(1, 256 * kMiB / size)));
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -315,11 +338,11 @@ std::string StripQuotes(std::string_view s) {
 
 struct PhaseResult {
   bool ran = false;
-  uint64_t ops = 0;         // completed
-  uint64_t started = 0;     // indices handed out: 0..started-1 were attempted
+  uint64_t ops = 0;      // completed
+  uint64_t started = 0;  // indices handed out: 0..started-1 were attempted
   uint64_t target_ops = 0;
-  uint64_t bytes = 0;       // completed ops' bytes plus the part cut ops moved
-  uint64_t cut_ops = 0;     // in flight at the hard limit and abandoned
+  uint64_t bytes = 0;    // completed ops' bytes plus the part cut ops moved
+  uint64_t cut_ops = 0;  // in flight at the hard limit and abandoned
   double seconds = 0;
   bool time_limited = false;
   double p50_ms = 0, p99_ms = 0, max_ms = 0;
@@ -346,11 +369,12 @@ struct OpCtx {
 
 // Runs op(thread, index, ctx) for indices 0.. on `conc` threads until `target_ops` were started,
 // the time limit passed (checked before each op) or an op failed. Ops in flight at the time limit
-// finish, unless they are still running at the hard limit (2 x the time limit): those are cut and
-// only the bytes they moved are counted. op returns the bytes it moved or an error.
+// finish, unless they are still running at the hard limit: those are cut and only the bytes they
+// moved are counted. op returns the bytes it moved or an error.
 using OpFn = std::function<Result<uint64_t>(int thread, uint64_t index, OpCtx& ctx)>;
 
-PhaseResult RunPhase(int conc, uint64_t target_ops, double limit_s, const OpFn& op) {
+PhaseResult RunPhase(int conc, uint64_t target_ops, double limit_s, double hard_limit_s,
+                     const OpFn& op) {
   PhaseResult r;
   r.ran = true;
   r.target_ops = target_ops;
@@ -402,9 +426,10 @@ PhaseResult RunPhase(int conc, uint64_t target_ops, double limit_s, const OpFn& 
     });
   }
   t0 = Clock::now();
-  deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit_s));
-  hard_deadline =
-      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(2 * limit_s));
+  deadline =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit_s));
+  hard_deadline = t0 + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(std::max(limit_s, hard_limit_s)));
   start.count_down();
   for (auto& th : threads) th.join();
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -477,6 +502,10 @@ class Bench {
   void PrintTable() const;
   Status WriteJson() const;
 
+  double HardLimit() const {
+    return o_.max_phase_s ? *o_.max_phase_s : std::max(2 * o_.duration_s, 60.0);
+  }
+
   client::S3ClientConfig S3Config() const {
     client::S3ClientConfig c = s3_config_;
     c.http.read_buffer_size = kPiece;
@@ -518,7 +547,8 @@ Status Bench::Setup() {
     std::error_code ec;
     std::filesystem::create_directories(ref_dir_, ec);
     if (ec) {
-      return MakeError(ErrorCode::kInternalError, "--ref-file-dir " + ref_dir_ + ": " + ec.message());
+      return MakeError(ErrorCode::kInternalError,
+                       "--ref-file-dir " + ref_dir_ + ": " + ec.message());
     }
   }
   if (o_.bucket.empty()) {
@@ -532,14 +562,15 @@ Status Bench::Setup() {
 
 void Bench::PrintProgress(const CellResult& cell, std::string_view phase,
                           const PhaseResult& p) const {
-  std::fprintf(stderr,
-               "  %-6s %7s c=%-3d %6" PRIu64 "/%-6" PRIu64 " ops %9.1f MiB/s %9.1f ops/s  "
-               "p50 %7.2f ms  p99 %7.2f ms  %5.2f s%s%s\n",
-               std::string(phase).c_str(), FormatSize(cell.size).c_str(), cell.conc, p.ops,
-               p.target_ops, p.MiBps(), p.OpsPerSec(), p.p50_ms, p.p99_ms, p.seconds,
-               p.time_limited ? "  (time limit)" : "",
-               p.cut_ops ? (" (" + std::to_string(p.cut_ops) + " cut at the hard limit)").c_str()
-                         : "");
+  std::fprintf(
+      stderr,
+      "  %-6s %7s c=%-3d %6" PRIu64 "/%-6" PRIu64
+      " ops %9.1f MiB/s %9.1f ops/s  "
+      "p50 %7.2f ms  p99 %7.2f ms  %5.2f s%s%s\n",
+      std::string(phase).c_str(), FormatSize(cell.size).c_str(), cell.conc, p.ops, p.target_ops,
+      p.MiBps(), p.OpsPerSec(), p.p50_ms, p.p99_ms, p.seconds,
+      p.time_limited ? "  (time limit)" : "",
+      p.cut_ops ? (" (" + std::to_string(p.cut_ops) + " cut at the hard limit)").c_str() : "");
 }
 
 Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
@@ -561,33 +592,34 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
 
   // PUT.
   std::vector<uint8_t> stored(ops, 0);  // by index; each written by one thread, read after join
-  cell->put = RunPhase(conc, ops, o_.duration_s,
-                       [&](int t, uint64_t i, OpCtx& ctx) -> Result<uint64_t> {
-    S3Client& s3 = *clients[static_cast<size_t>(t)];
-    const Variant& v = variant_of(i);
-    Result<client::PutObjectResult> put = MakeError(ErrorCode::kInternalError);
-    if (size <= kPiece) {
-      put = s3.PutObject(o_.bucket, key_of(i),
-                         std::string_view(pattern_.At(v.offset, 0), static_cast<size_t>(size)));
-    } else {
-      uint64_t pos = 0;
-      put = s3.PutObject(o_.bucket, key_of(i), size, [&]() -> Result<std::string_view> {
-        if (pos > 0 && ctx.Expired()) return ctx.Cut(pos);
-        size_t len = static_cast<size_t>(std::min<uint64_t>(kPiece, size - pos));
-        std::string_view piece(pattern_.At(v.offset, pos), len);
-        pos += len;
-        return piece;
+  cell->put = RunPhase(
+      conc, ops, o_.duration_s, HardLimit(),
+      [&](int t, uint64_t i, OpCtx& ctx) -> Result<uint64_t> {
+        S3Client& s3 = *clients[static_cast<size_t>(t)];
+        const Variant& v = variant_of(i);
+        Result<client::PutObjectResult> put = MakeError(ErrorCode::kInternalError);
+        if (size <= kPiece) {
+          put = s3.PutObject(o_.bucket, key_of(i),
+                             std::string_view(pattern_.At(v.offset, 0), static_cast<size_t>(size)));
+        } else {
+          uint64_t pos = 0;
+          put = s3.PutObject(o_.bucket, key_of(i), size, [&]() -> Result<std::string_view> {
+            if (pos > 0 && ctx.Expired()) return ctx.Cut(pos);
+            size_t len = static_cast<size_t>(std::min<uint64_t>(kPiece, size - pos));
+            std::string_view piece(pattern_.At(v.offset, pos), len);
+            pos += len;
+            return piece;
+          });
+        }
+        if (!put.ok()) return put.error();
+        if (StripQuotes(put->etag) != v.md5_hex) {
+          return MakeError(ErrorCode::kBadDigest, "PUT " + key_of(i) + ": ETag " + put->etag +
+                                                      ", expected the body's MD5 \"" + v.md5_hex +
+                                                      "\"");
+        }
+        stored[i] = 1;
+        return size;
       });
-    }
-    if (!put.ok()) return put.error();
-    if (StripQuotes(put->etag) != v.md5_hex) {
-      return MakeError(ErrorCode::kBadDigest, "PUT " + key_of(i) + ": ETag " + put->etag +
-                                                  ", expected the body's MD5 \"" + v.md5_hex +
-                                                  "\"");
-    }
-    stored[i] = 1;
-    return size;
-  });
   PrintProgress(*cell, "PUT", cell->put);
   std::vector<uint64_t> written;
   for (uint64_t i = 0; i < ops; ++i)
@@ -596,42 +628,44 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
   if (cell->put.error) {
     cell_status = MakeError(ErrorCode::kInternalError, *cell->put.error);
   } else if (written.empty()) {
-    cell_status = MakeError(ErrorCode::kRequestTimeout,
-                            "no PUT of " + FormatSize(size) + " completed within the hard limit " +
-                                "(2 x --duration-s); nothing to GET");
+    std::fprintf(stderr,
+                 "s3bench: warning: no PUT of %s at c=%d completed within --max-phase-s %.0f; "
+                 "no GET phase for this cell (raise --max-phase-s)\n",
+                 FormatSize(size).c_str(), conc, HardLimit());
   }
 
   // GET, over the objects written.
-  if (cell_status.ok()) {
-    cell->get = RunPhase(conc, ops, o_.duration_s,
-                         [&](int t, uint64_t i, OpCtx& ctx) -> Result<uint64_t> {
-      S3Client& s3 = *clients[static_cast<size_t>(t)];
-      uint64_t obj = written[i % written.size()];
-      const Variant& v = variant_of(obj);
-      uint64_t pos = 0;
-      std::string key = key_of(obj);
-      auto get = s3.GetObject(o_.bucket, key, std::nullopt,
-                              [&](const char* data, size_t n) -> Status {
-        if (pos + n > size || !ContentMatches(pattern_, v.offset, pos, data, n, full)) {
-          return MakeError(ErrorCode::kInternalError,
-                           "GET " + key + ": wrong content at byte " + std::to_string(pos));
-        }
-        pos += n;
-        if (pos < size && ctx.Expired()) return ctx.Cut(pos);
-        return {};
-      });
-      if (!get.ok()) return get.error();
-      if (get->bytes != size || pos != size) {
-        return MakeError(ErrorCode::kIncompleteBody, "GET " + key + ": " +
-                                                         std::to_string(get->bytes) +
-                                                         " bytes, expected " + std::to_string(size));
-      }
-      if (StripQuotes(get->etag) != v.md5_hex) {
-        return MakeError(ErrorCode::kBadDigest, "GET " + key + ": ETag " + get->etag +
-                                                    ", PUT returned \"" + v.md5_hex + "\"");
-      }
-      return size;
-    });
+  if (cell_status.ok() && !written.empty()) {
+    cell->get = RunPhase(
+        conc, ops, o_.duration_s, HardLimit(),
+        [&](int t, uint64_t i, OpCtx& ctx) -> Result<uint64_t> {
+          S3Client& s3 = *clients[static_cast<size_t>(t)];
+          uint64_t obj = written[i % written.size()];
+          const Variant& v = variant_of(obj);
+          uint64_t pos = 0;
+          std::string key = key_of(obj);
+          auto get =
+              s3.GetObject(o_.bucket, key, std::nullopt, [&](const char* data, size_t n) -> Status {
+                if (pos + n > size || !ContentMatches(pattern_, v.offset, pos, data, n, full)) {
+                  return MakeError(ErrorCode::kInternalError,
+                                   "GET " + key + ": wrong content at byte " + std::to_string(pos));
+                }
+                pos += n;
+                if (pos < size && ctx.Expired()) return ctx.Cut(pos);
+                return {};
+              });
+          if (!get.ok()) return get.error();
+          if (get->bytes != size || pos != size) {
+            return MakeError(ErrorCode::kIncompleteBody,
+                             "GET " + key + ": " + std::to_string(get->bytes) +
+                                 " bytes, expected " + std::to_string(size));
+          }
+          if (StripQuotes(get->etag) != v.md5_hex) {
+            return MakeError(ErrorCode::kBadDigest, "GET " + key + ": ETag " + get->etag +
+                                                        ", PUT returned \"" + v.md5_hex + "\"");
+          }
+          return size;
+        });
     PrintProgress(*cell, "GET", cell->get);
     if (cell->get.error) cell_status = MakeError(ErrorCode::kInternalError, *cell->get.error);
   }
@@ -676,25 +710,27 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
     }
     std::vector<std::vector<char>> bufs(static_cast<size_t>(conc), std::vector<char>(kPiece));
     const uint64_t offset = content.variants[0].offset;
-    cell->file = RunPhase(conc, ops, o_.duration_s,
-                          [&](int t, uint64_t, OpCtx& ctx) -> Result<uint64_t> {
-      char* buf = bufs[static_cast<size_t>(t)].data();
-      for (uint64_t pos = 0; pos < size;) {
-        if (pos > 0 && ctx.Expired()) return ctx.Cut(pos);
-        size_t want = static_cast<size_t>(std::min<uint64_t>(kPiece, size - pos));
-        ssize_t n = ::pread(fd, buf, want, static_cast<off_t>(pos));
-        if (n <= 0) {
-          return MakeError(ErrorCode::kInternalError,
-                           "pread " + path + ": " + (n == 0 ? "short file" : std::strerror(errno)));
-        }
-        if (!ContentMatches(pattern_, offset, pos, buf, static_cast<size_t>(n), full)) {
-          return MakeError(ErrorCode::kInternalError,
-                           path + ": wrong content at " + std::to_string(pos));
-        }
-        pos += static_cast<uint64_t>(n);
-      }
-      return size;
-    });
+    cell->file = RunPhase(
+        conc, ops, o_.duration_s, HardLimit(),
+        [&](int t, uint64_t, OpCtx& ctx) -> Result<uint64_t> {
+          char* buf = bufs[static_cast<size_t>(t)].data();
+          for (uint64_t pos = 0; pos < size;) {
+            if (pos > 0 && ctx.Expired()) return ctx.Cut(pos);
+            size_t want = static_cast<size_t>(std::min<uint64_t>(kPiece, size - pos));
+            ssize_t n = ::pread(fd, buf, want, static_cast<off_t>(pos));
+            if (n <= 0) {
+              return MakeError(
+                  ErrorCode::kInternalError,
+                  "pread " + path + ": " + (n == 0 ? "short file" : std::strerror(errno)));
+            }
+            if (!ContentMatches(pattern_, offset, pos, buf, static_cast<size_t>(n), full)) {
+              return MakeError(ErrorCode::kInternalError,
+                               path + ": wrong content at " + std::to_string(pos));
+            }
+            pos += static_cast<uint64_t>(n);
+          }
+          return size;
+        });
     ::close(fd);
     PrintProgress(*cell, "file", cell->file);
     if (cell->file.error) return MakeError(ErrorCode::kInternalError, *cell->file.error);
@@ -714,34 +750,35 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
     req.method = "GET";
     req.target = nginx_->path + "/" + RefFileName(size);
     const uint64_t offset = content.variants[0].offset;
-    cell->nginx = RunPhase(conc, ops, o_.duration_s,
-                           [&](int t, uint64_t, OpCtx& ctx) -> Result<uint64_t> {
-      uint64_t pos = 0;
-      auto resp = http[static_cast<size_t>(t)]->Send(
-          req, client::ResponseTarget::Sink([&](const char* data, size_t n) -> Status {
-            if (pos + n > size || !ContentMatches(pattern_, offset, pos, data, n, full)) {
-              return MakeError(ErrorCode::kInternalError, "nginx GET " + req.target +
-                                                              ": wrong content at " +
-                                                              std::to_string(pos));
-            }
-            pos += n;
-            if (pos < size && ctx.Expired()) return ctx.Cut(pos);
-            return {};
-          }));
-      if (!resp.ok()) return resp.error();
-      if (resp->status != 200) {
-        return MakeError(ErrorCode::kInternalError,
-                         "nginx GET " + req.target + ": HTTP " + std::to_string(resp->status) +
-                             " " + resp->reason + " (does nginx serve --ref-file-dir at " +
-                             o_.nginx_url + "?)");
-      }
-      if (pos != size) {
-        return MakeError(ErrorCode::kIncompleteBody, "nginx GET " + req.target + ": " +
-                                                         std::to_string(pos) + " bytes, expected " +
-                                                         std::to_string(size));
-      }
-      return size;
-    });
+    cell->nginx = RunPhase(
+        conc, ops, o_.duration_s, HardLimit(),
+        [&](int t, uint64_t, OpCtx& ctx) -> Result<uint64_t> {
+          uint64_t pos = 0;
+          auto resp = http[static_cast<size_t>(t)]->Send(
+              req, client::ResponseTarget::Sink([&](const char* data, size_t n) -> Status {
+                if (pos + n > size || !ContentMatches(pattern_, offset, pos, data, n, full)) {
+                  return MakeError(
+                      ErrorCode::kInternalError,
+                      "nginx GET " + req.target + ": wrong content at " + std::to_string(pos));
+                }
+                pos += n;
+                if (pos < size && ctx.Expired()) return ctx.Cut(pos);
+                return {};
+              }));
+          if (!resp.ok()) return resp.error();
+          if (resp->status != 200) {
+            return MakeError(ErrorCode::kInternalError,
+                             "nginx GET " + req.target + ": HTTP " + std::to_string(resp->status) +
+                                 " " + resp->reason + " (does nginx serve --ref-file-dir at " +
+                                 o_.nginx_url + "?)");
+          }
+          if (pos != size) {
+            return MakeError(ErrorCode::kIncompleteBody,
+                             "nginx GET " + req.target + ": " + std::to_string(pos) +
+                                 " bytes, expected " + std::to_string(size));
+          }
+          return size;
+        });
     PrintProgress(*cell, "nginx", cell->nginx);
     if (cell->nginx.error) return MakeError(ErrorCode::kInternalError, *cell->nginx.error);
   }
@@ -750,7 +787,9 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
 
 void Bench::Cleanup() {
   if (bucket_created_) {
-    S3Client s3(S3Config());
+    client::S3ClientConfig cfg = S3Config();
+    if (failure_) cfg.http.io_timeout = std::chrono::seconds(5);  // the server may be wedged
+    S3Client s3(cfg);
     auto st = s3.DeleteBucket(o_.bucket);
     if (!st.ok()) std::fprintf(stderr, "s3bench: cleanup: %s\n", st.error().message.c_str());
   }
@@ -786,15 +825,17 @@ void Bench::PrintTable() const {
     for (const PhaseResult* p : {&c.put, &c.get, &c.file, &c.nginx}) any_limited |= p->time_limited;
   }
   if (any_limited) {
-    std::printf("* the phase hit its time limit (%.1f s) before its op count: the rate is bytes "
-                "(ops) completed / elapsed; ops still in flight at %.1f s were cut and count only "
-                "the bytes they moved.\n",
-                o_.duration_s, 2 * o_.duration_s);
+    std::printf(
+        "* the phase hit its time limit (%.1f s) before its op count: the rate is bytes "
+        "(ops) completed / elapsed; ops still in flight at %.1f s were cut and count only "
+        "the bytes they moved.\n",
+        o_.duration_s, HardLimit());
   }
   uint64_t reconnects = 0;
   for (const auto& c : cells_) reconnects += c.reconnects;
   if (reconnects > 0) {
-    std::printf("note: %" PRIu64 " S3 connections had to be re-opened (keep-alive not held by the "
+    std::printf("note: %" PRIu64
+                " S3 connections had to be re-opened (keep-alive not held by the "
                 "server)\n",
                 reconnects);
   }
@@ -817,6 +858,7 @@ Status Bench::WriteJson() const {
   j["endpoint"] = o_.endpoint;
   j["nginx_url"] = o_.nginx_url.empty() ? nlohmann::json(nullptr) : nlohmann::json(o_.nginx_url);
   j["duration_s"] = o_.duration_s;
+  j["max_phase_s"] = HardLimit();
   j["verify"] = o_.verify_full ? "full" : "sample";
   j["piece_bytes"] = kPiece;
   j["ok"] = !failure_.has_value();
@@ -857,9 +899,8 @@ int Bench::Run() {
     return 1;
   }
   std::fprintf(stderr, "s3bench: endpoint %s, bucket %s, ref files in %s%s%s, verify %s\n",
-               o_.endpoint.c_str(), o_.bucket.c_str(), ref_dir_.c_str(),
-               nginx_ ? ", nginx " : "", nginx_ ? o_.nginx_url.c_str() : "",
-               o_.verify_full ? "full" : "sampled");
+               o_.endpoint.c_str(), o_.bucket.c_str(), ref_dir_.c_str(), nginx_ ? ", nginx " : "",
+               nginx_ ? o_.nginx_url.c_str() : "", o_.verify_full ? "full" : "sampled");
   for (uint64_t size : o_.sizes) {
     if (failure_) break;
     SizeContent content = MakeContent(pattern_, size);

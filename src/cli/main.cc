@@ -1,6 +1,5 @@
 // rdmastor command line: `rdmastor server ...`, --help, --version.
 #include <signal.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -11,8 +10,12 @@
 #include <thread>
 #include <vector>
 
+#include "admin/health.h"
+#include "admin/logging.h"
+#include "cli/admin_command.h"
 #include "cli/server_config.h"
 #include "rdma/build_info.h"
+#include "rdma/settings.h"
 #include "s3/api.h"
 #include "s3/http_server.h"
 #include "storage/drive_store.h"
@@ -23,11 +26,13 @@ constexpr const char* kUsage = R"(rdmastor — S3-compatible object server with 
 
 Usage:
   rdmastor server [--address HOST:PORT] DIR...
+  rdmastor admin prometheus-token [--expiry-days N]
   rdmastor --version
   rdmastor --help
 
 Commands:
   server      serve S3 from the given drive directories (or MINIO_VOLUMES when none given)
+  admin       operator helpers: prometheus-token prints a metrics bearer token
 
 Server flags:
   --address HOST:PORT   listen address (default ":9000", all interfaces)
@@ -38,7 +43,10 @@ Environment:
   MINIO_VOLUMES         drive directories, used when no DIR is given
   MINIO_DOMAIN          domain(s) for virtual-host-style requests (bucket.DOMAIN), comma separated
   MINIO_REGION          region reported to clients (default us-east-1)
+  MINIO_PROMETHEUS_AUTH_TYPE  jwt (default: bearer token) or public, for /minio/v2/metrics/*
   RDMASTOR_LOG_LEVEL    trace|debug|info|warn|error (default info)
+  RDMASTOR_LOG_FORMAT   text (default) or json (one JSON object per line)
+  RDMASTOR_LOG_REQUESTS on: log one info line per request (default off)
 
 See docs/settings.md for every setting.
 )";
@@ -83,6 +91,16 @@ int RunServer(const std::vector<std::string>& args) {
   api_opts.secret_key = cfg->root_password;
   api_opts.region = cfg->region;
   api_opts.domains = cfg->domains;
+  // One drive: it alone is the read and write quorum.
+  rdmastor::admin::DriveMonitor drive_monitor(cfg->drives, 1, 1);
+  drive_monitor.PublishMetrics();
+  api_opts.ops.cluster_health = [&drive_monitor] { return drive_monitor.Check(); };
+  api_opts.ops.prometheus_public = cfg->prometheus_public;
+  api_opts.ops.access_key = cfg->root_user;
+  api_opts.ops.secret_key = cfg->root_password;
+  // S3 over RDMA (x-amz-rdma-token) on the fabric MINIO_RDMA_FABRIC selects; logs its state once.
+  auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg->rdma);
+  api_opts.rdma = rdma_service.get();
   rdmastor::s3::S3Api api(api_opts, **store);
 
   rdmastor::s3::HttpServerOptions http_opts;
@@ -110,18 +128,9 @@ int RunServer(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto logger = spdlog::stderr_color_mt("rdmastor");
-  spdlog::set_default_logger(logger);
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
-  if (const char* lvl = std::getenv("RDMASTOR_LOG_LEVEL")) {
-    auto level = spdlog::level::from_str(lvl);
-    if (level == spdlog::level::off && std::strcmp(lvl, "off") != 0) {
-      std::fprintf(
-          stderr, "rdmastor: RDMASTOR_LOG_LEVEL=%s is not one of trace|debug|info|warn|error|off\n",
-          lvl);
-      return 2;
-    }
-    spdlog::set_level(level);
+  if (auto st = rdmastor::admin::ConfigureLogging(rdmastor::cli::Environment()); !st.ok()) {
+    std::fprintf(stderr, "rdmastor: %s\n", st.error().message.c_str());
+    return 2;
   }
 
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -146,6 +155,10 @@ int main(int argc, char** argv) {
       }
     }
     return RunServer(rest);
+  }
+  if (args[0] == "admin") {
+    return rdmastor::cli::RunAdminCommand({args.begin() + 1, args.end()},
+                                          rdmastor::cli::Environment());
   }
   std::fprintf(stderr, "rdmastor: unknown command '%s'\n\n%s", args[0].c_str(), kUsage);
   return 2;

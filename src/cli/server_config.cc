@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "rdma/build_info.h"
@@ -91,6 +92,27 @@ std::vector<std::string> SplitList(const std::string& s) {
 }
 }  // namespace
 
+Result<RootCredentials> ParseRootCredentials(const EnvMap& env) {
+  RootCredentials c;
+  if (auto it = env.find("MINIO_ROOT_USER"); it != env.end()) c.user = it->second;
+  if (auto it = env.find("MINIO_ROOT_PASSWORD"); it != env.end()) c.password = it->second;
+  if (c.user.empty() && c.password.empty()) {
+    c.user = "minioadmin";
+    c.password = "minioadmin";
+    c.defaults = true;
+  } else if (c.user.empty() || c.password.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "MINIO_ROOT_USER and MINIO_ROOT_PASSWORD must be set together");
+  }
+  if (c.user.size() < 3)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "MINIO_ROOT_USER must be at least 3 characters long");
+  if (c.password.size() < 8)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "MINIO_ROOT_PASSWORD must be at least 8 characters long");
+  return c;
+}
+
 Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, const EnvMap& env) {
   ServerConfig cfg;
   std::string address = ":9000";
@@ -126,22 +148,20 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
     auto it = env.find(name);
     return it == env.end() ? std::string() : it->second;
   };
-  cfg.root_user = get("MINIO_ROOT_USER");
-  cfg.root_password = get("MINIO_ROOT_PASSWORD");
-  if (cfg.root_user.empty() && cfg.root_password.empty()) {
-    cfg.root_user = "minioadmin";
-    cfg.root_password = "minioadmin";
-    cfg.default_credentials = true;
-  } else if (cfg.root_user.empty() || cfg.root_password.empty()) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "MINIO_ROOT_USER and MINIO_ROOT_PASSWORD must be set together");
+  auto creds = ParseRootCredentials(env);
+  if (!creds.ok()) return creds.error();
+  cfg.root_user = creds->user;
+  cfg.root_password = creds->password;
+  cfg.default_credentials = creds->defaults;
+
+  if (auto v = get("MINIO_PROMETHEUS_AUTH_TYPE"); !v.empty()) {
+    if (v == "public") {
+      cfg.prometheus_public = true;
+    } else if (v != "jwt") {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "MINIO_PROMETHEUS_AUTH_TYPE='" + v + "' is invalid: use jwt or public");
+    }
   }
-  if (cfg.root_user.size() < 3)
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "MINIO_ROOT_USER must be at least 3 characters long");
-  if (cfg.root_password.size() < 8)
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "MINIO_ROOT_PASSWORD must be at least 8 characters long");
 
   if (auto r = get("MINIO_REGION"); !r.empty()) cfg.region = r;
   if (auto r = get("MINIO_SITE_REGION"); !r.empty()) cfg.region = r;
@@ -173,11 +193,20 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
       cfg.rdma_min_size = *size;
     }
   }
+  auto s3_rdma = rdma::ParseRdmaSettings(env);
+  if (!s3_rdma.ok()) return s3_rdma.error();
+  cfg.rdma = std::move(s3_rdma).value();
   if (!cfg.rdma_settings.empty() && !rdma::BuiltWithVerbs()) {
+    // The soft fabric's settings are live in both builds; warn once about the rest.
     std::string names;
-    for (const auto& n : cfg.rdma_settings) names += (names.empty() ? "" : ", ") + n;
-    cfg.warnings.push_back("this is the standard build without RDMA support: " + names +
-                           " ignored; serving over TCP only (install the rdmastor-rdma build)");
+    for (const auto& n : cfg.rdma_settings) {
+      const auto& live = cfg.rdma.live_names;
+      if (std::find(live.begin(), live.end(), n) == live.end())
+        names += (names.empty() ? "" : ", ") + n;
+    }
+    if (!names.empty())
+      cfg.warnings.push_back("this is the standard build without RDMA support: " + names +
+                             " ignored; serving over TCP only (install the rdmastor-rdma build)");
   }
   if (cfg.default_credentials) {
     cfg.warnings.push_back(
@@ -206,10 +235,8 @@ void LogStartup(const ServerConfig& cfg, uint16_t bound_port) {
     } else {
       spdlog::warn("no RDMA device usable: {}", probe.error);
     }
-    spdlog::info("S3 over RDMA: off (data plane not available in this version)");
-  } else {
-    spdlog::info("S3 over RDMA: off (standard build)");
   }
+  // The S3-over-RDMA line is logged when the service is created (rdma::CreateS3RdmaService).
   spdlog::info("inter-node: TCP only (single node)");
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "rdma/settings.h"
 
 namespace rdmastor::cli {
 
@@ -25,11 +26,21 @@ struct ServerConfig {
   bool default_credentials = false;
   std::string region = "us-east-1";
   std::vector<std::string> domains;
+  bool prometheus_public = false;          // MINIO_PROMETHEUS_AUTH_TYPE=public (default jwt)
   std::vector<std::string> rdma_settings;  // MINIO_RDMA_* names that were set
   bool rdma_internode = false;             // MINIO_RDMA_INTERNODE=on (RDMA build)
   uint64_t rdma_min_size = 1 << 20;        // MINIO_RDMA_MIN_SIZE (RDMA build)
+  rdma::RdmaSettings rdma;                 // S3 over RDMA: MINIO_RDMA_FABRIC, verbs knobs, ...
   std::vector<std::string> warnings;       // to log once at start
 };
+
+struct RootCredentials {
+  std::string user, password;
+  bool defaults = false;  // neither variable set: minioadmin/minioadmin
+};
+
+// MINIO_ROOT_USER / MINIO_ROOT_PASSWORD, validated (set together, minimum lengths).
+Result<RootCredentials> ParseRootCredentials(const EnvMap& env);
 
 // Parses "[--address HOST:PORT] DIR..." plus the environment. Errors carry a message naming the
 // flag or variable and what it accepts.

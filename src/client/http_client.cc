@@ -11,13 +11,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <pugixml.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <ctime>
+#include <pugixml.hpp>
 #include <utility>
 
 #include "common/hash.h"
@@ -120,7 +119,8 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
   } else {
     size_t colon = authority.rfind(':');
     if (colon != std::string_view::npos) {
-      if (authority.find(':') != colon) return bad("IPv6 literals need brackets: http://[::1]:9000");
+      if (authority.find(':') != colon)
+        return bad("IPv6 literals need brackets: http://[::1]:9000");
       port_text = authority.substr(colon + 1);
       if (port_text.empty()) return bad("empty port");
       authority = authority.substr(0, colon);
@@ -139,8 +139,8 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
 }
 
 std::string HostHeaderValue(std::string_view host, uint16_t port) {
-  std::string out = host.find(':') != std::string_view::npos ? "[" + std::string(host) + "]"
-                                                              : std::string(host);
+  std::string out =
+      host.find(':') != std::string_view::npos ? "[" + std::string(host) + "]" : std::string(host);
   if (port != 80) out += ":" + std::to_string(port);
   return out;
 }
@@ -198,9 +198,9 @@ void HttpClient::Close() {
 Error HttpClient::TransportError(std::string_view what, int err) const {
   std::string msg = "http://" + host_header_ + ": " + std::string(what);
   if (err == EAGAIN || err == EWOULDBLOCK || err == ETIMEDOUT) {
-    return MakeError(ErrorCode::kRequestTimeout,
-                     msg + ": timed out (io timeout " + std::to_string(options_.io_timeout.count()) +
-                         " ms)");
+    return MakeError(
+        ErrorCode::kRequestTimeout,
+        msg + ": timed out (io timeout " + std::to_string(options_.io_timeout.count()) + " ms)");
   }
   if (err != 0) msg += std::string(": ") + std::strerror(err);
   return MakeError(ErrorCode::kInternalError, std::move(msg));
@@ -226,8 +226,8 @@ Status HttpClient::Connect() {
   const char* last_step = "connect";
   auto deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
   for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                      ai->ai_protocol);
+    int fd =
+        ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
     if (fd < 0) {
       last_err = errno;
       last_step = "socket";
@@ -485,8 +485,8 @@ Status HttpClient::ReadBody(const HttpRequest& request, const ResponseTarget& ta
     }
     resp->content_length = n;
   }
-  bool no_body = request.method == "HEAD" || resp->status == 204 || resp->status == 304 ||
-                 resp->status < 200;
+  bool no_body =
+      request.method == "HEAD" || resp->status == 204 || resp->status == 304 || resp->status < 200;
   if (no_body) return {};
 
   if (chunked) {
@@ -572,10 +572,10 @@ Status HttpClient::ReadBody(const HttpRequest& request, const ResponseTarget& ta
       }
       if (!n.ok()) return n.error();
       if (*n == 0) {
-        return MakeError(ErrorCode::kInternalError,
-                         "http://" + host_header_ + ": connection closed after " +
-                             std::to_string(resp->body_bytes) + " of " + std::to_string(total) +
-                             " body bytes");
+        return MakeError(ErrorCode::kInternalError, "http://" + host_header_ +
+                                                        ": connection closed after " +
+                                                        std::to_string(resp->body_bytes) + " of " +
+                                                        std::to_string(total) + " body bytes");
       }
     }
     return {};
@@ -607,8 +607,8 @@ Result<HttpResponse> HttpClient::SendOnce(const HttpRequest& request, const Resp
     head.append("Host: ").append(host_header_).append("\r\n");
   }
   uint64_t body_size = request.body_pull ? request.body_size : request.body.size();
-  bool method_has_body = request.method == "PUT" || request.method == "POST" ||
-                         request.method == "PATCH";
+  bool method_has_body =
+      request.method == "PUT" || request.method == "POST" || request.method == "PATCH";
   if (!HasHeaderIgnoreCase(request.headers, "content-length") &&
       (body_size > 0 || method_has_body)) {
     head.append("Content-Length: ").append(std::to_string(body_size)).append("\r\n");
@@ -637,9 +637,8 @@ Result<HttpResponse> HttpClient::SendOnce(const HttpRequest& request, const Resp
         if (piece.empty() || piece.size() > body_size - done) {
           Close();
           return MakeError(ErrorCode::kInternalError,
-                           "request body source produced " +
-                               std::to_string(done + piece.size()) + " bytes, Content-Length is " +
-                               std::to_string(body_size));
+                           "request body source produced " + std::to_string(done + piece.size()) +
+                               " bytes, Content-Length is " + std::to_string(body_size));
         }
       }
       sent = head_sent ? SendAll(piece.data(), piece.size()) : SendHeadAndBody(head, piece);
@@ -837,9 +836,12 @@ Status S3Client::CreateBucket(std::string_view bucket) {
   req.bucket = std::string(bucket);
   std::string body;
   if (config_.region != "us-east-1") {
-    body = "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-           "<LocationConstraint>" + config_.region + "</LocationConstraint>"
-           "</CreateBucketConfiguration>";
+    body =
+        "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        "<LocationConstraint>" +
+        config_.region +
+        "</LocationConstraint>"
+        "</CreateBucketConfiguration>";
   }
   req.body = body;
   auto resp = Execute(req, ResponseTarget::Discard());
@@ -877,8 +879,8 @@ Result<PutObjectResult> S3Client::DoPut(S3Request request) {
   if (!resp->success()) return S3ErrorFromResponse(*resp, what);
   const std::string* etag = resp->FindHeader("etag");
   if (etag == nullptr || etag->empty()) {
-    return MakeError(ErrorCode::kInternalError, what + ": HTTP " + std::to_string(resp->status) +
-                                                    " without an ETag");
+    return MakeError(ErrorCode::kInternalError,
+                     what + ": HTTP " + std::to_string(resp->status) + " without an ETag");
   }
   return PutObjectResult{*etag, std::move(resp->headers)};
 }
@@ -932,14 +934,15 @@ Result<GetObjectResult> S3Client::DoGet(std::string_view bucket, std::string_vie
   out.status = resp->status;
   out.bytes = resp->body_bytes;
   if (resp->content_length && *resp->content_length != out.bytes) {
-    return MakeError(ErrorCode::kInternalError,
-                     what + ": received " + std::to_string(out.bytes) +
-                         " bytes, Content-Length " + std::to_string(*resp->content_length));
+    return MakeError(ErrorCode::kInternalError, what + ": received " + std::to_string(out.bytes) +
+                                                    " bytes, Content-Length " +
+                                                    std::to_string(*resp->content_length));
   }
   if (const std::string* etag = resp->FindHeader("etag")) out.etag = *etag;
   if (resp->status == 206) {
     const std::string* cr = resp->FindHeader("content-range");
-    if (cr == nullptr) return MakeError(ErrorCode::kInternalError, what + ": 206 without Content-Range");
+    if (cr == nullptr)
+      return MakeError(ErrorCode::kInternalError, what + ": 206 without Content-Range");
     size_t slash = cr->rfind('/');
     if (slash != std::string::npos) {
       out.object_size = ParseUnsigned<uint64_t>(std::string_view(*cr).substr(slash + 1));
@@ -952,8 +955,7 @@ Result<GetObjectResult> S3Client::DoGet(std::string_view bucket, std::string_vie
 }
 
 Result<GetObjectResult> S3Client::GetObject(std::string_view bucket, std::string_view key,
-                                            std::optional<ByteRange> range,
-                                            const BodySink& sink) {
+                                            std::optional<ByteRange> range, const BodySink& sink) {
   return DoGet(bucket, key, range, ResponseTarget::Sink(sink));
 }
 

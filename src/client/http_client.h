@@ -80,9 +80,9 @@ struct HttpRequest {
 struct ResponseTarget {
   enum class Kind { kString, kSink, kBuffer, kDiscard };
   Kind kind = Kind::kString;
-  BodySink sink;          // kSink
-  char* buffer = nullptr; // kBuffer: bytes are received straight into buffer[0, capacity)
-  size_t capacity = 0;    // kBuffer: a longer body is an error
+  BodySink sink;           // kSink
+  char* buffer = nullptr;  // kBuffer: bytes are received straight into buffer[0, capacity)
+  size_t capacity = 0;     // kBuffer: a longer body is an error
 
   static ResponseTarget String() { return {}; }
   static ResponseTarget Sink(BodySink s) { return {Kind::kSink, std::move(s), nullptr, 0}; }
@@ -144,8 +144,8 @@ class HttpClient {
   Status ReadHead(HttpResponse* resp, size_t* head_len);
   Status ReadBody(const HttpRequest& request, const ResponseTarget& target, HttpResponse* resp,
                   bool* keep_alive);
-  Status Deliver(const ResponseTarget& target, bool to_target, HttpResponse* resp,
-                 const char* data, size_t len);
+  Status Deliver(const ResponseTarget& target, bool to_target, HttpResponse* resp, const char* data,
+                 size_t len);
   Error TransportError(std::string_view what, int err) const;
   bool PeerClosedWhileIdle() const;
 
@@ -188,8 +188,8 @@ struct PutObjectResult {
 };
 
 struct GetObjectResult {
-  int status = 0;       // 200, or 206 for a ranged read
-  uint64_t bytes = 0;   // body bytes received (checked against Content-Length)
+  int status = 0;      // 200, or 206 for a ranged read
+  uint64_t bytes = 0;  // body bytes received (checked against Content-Length)
   std::string etag;
   std::optional<uint64_t> object_size;  // from Content-Range (206) or Content-Length (200)
   HeaderList headers;
@@ -245,8 +245,7 @@ class S3Client {
   Result<GetObjectResult> GetObject(std::string_view bucket, std::string_view key,
                                     std::optional<ByteRange> range, const BodySink& sink);
   Result<GetObjectResult> GetObjectInto(std::string_view bucket, std::string_view key,
-                                        std::optional<ByteRange> range, char* dst,
-                                        size_t capacity);
+                                        std::optional<ByteRange> range, char* dst, size_t capacity);
 
   // Signs and sends any request. Transport errors only: check the response status yourself (see
   // S3ErrorFromResponse).

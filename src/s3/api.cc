@@ -10,11 +10,14 @@
 #include <memory>
 #include <optional>
 
+#include "admin/logging.h"
+#include "admin/metrics.h"
 #include "common/hash.h"
 #include "common/uri.h"
 #include "s3/aws_chunked.h"
 #include "s3/names.h"
 #include "s3/range.h"
+#include "s3/rdma_request.h"
 #include "s3/sigv4.h"
 #include "s3/xml.h"
 
@@ -73,12 +76,6 @@ std::optional<int64_t> ParseInt(std::string_view s) {
     v = v * 10 + (s[i] - '0');
   }
   return neg ? -v : v;
-}
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // Hashes the payload as it streams through: MD5 for the ETag, SHA-256 when the signature covers
@@ -147,6 +144,8 @@ struct S3Api::Context {
   bool has_key = false;  // path named an object (possibly with an empty key -> invalid)
   std::vector<std::pair<std::string, std::string>> query;
   AuthContext auth;
+  // MinIO's API name for metrics ("PutObject", ...); empty for health/metrics endpoints.
+  std::string_view api = "unknown";
 
   bool Has(std::string_view name) const {
     for (const auto& [k, v] : query)
@@ -162,16 +161,6 @@ struct S3Api::Context {
 };
 
 namespace {
-
-HttpResponseHead BaseHead(const std::string& request_id, int status) {
-  HttpResponseHead head;
-  head.status = status;
-  head.Set("Server", "rdmastor");
-  head.Set("x-amz-request-id", request_id);
-  head.Set("x-amz-id-2", request_id);
-  head.Set("Date", HttpDate(NowNs()));
-  return head;
-}
 
 void SendBody(ResponseSink& sink, HttpResponseHead head, const std::string& body,
               std::string_view content_type) {
@@ -208,6 +197,8 @@ void SendErrorImpl(const HttpRequest& req, ResponseSink& sink, const std::string
   if (sink.head_sent()) return;  // too late: the connection will be closed mid-body
   const auto& info = GetErrorInfo(err.code);
   auto head = BaseHead(request_id, info.http_status);
+  // S3 over RDMA: a token request that cannot be served over RDMA says so (DESIGN.md §3).
+  if (err.code == ErrorCode::kRDMANotSupported) head.Set("x-amz-rdma-reply", "501");
   std::string message = err.message.empty() ? std::string(info.message) : err.message;
   if (req.method == "HEAD" || info.http_status == 304) {
     head.content_length = 0;
@@ -220,7 +211,8 @@ void SendErrorImpl(const HttpRequest& req, ResponseSink& sink, const std::string
 
 void SendError(S3Api::Context& ctx, const Error& err) {
   if (err.code == ErrorCode::kInternalError)
-    spdlog::error("{} {} -> InternalError: {}", ctx.req.method, ctx.req.target, err.message);
+    spdlog::error("{} {} {} -> InternalError: {}", ctx.request_id, ctx.req.method,
+                  admin::RedactTarget(ctx.req.target), err.message);
   SendErrorImpl(ctx.req, ctx.sink, ctx.request_id, ctx.Resource(), err);
 }
 
@@ -249,7 +241,8 @@ struct UploadBody {
   std::string content_md5;        // raw 16 bytes when Content-MD5 was sent
 };
 
-Result<UploadBody> PrepareUpload(S3Api::Context& ctx) {
+// `rdma`: the payload comes over RDMA (exactly rdma->size() bytes) instead of the HTTP body.
+Result<UploadBody> PrepareUpload(S3Api::Context& ctx, RdmaPutBody* rdma = nullptr) {
   const auto& req = ctx.req;
   UploadBody up;
   if (const auto* md5 = req.FindHeader("content-md5")) {
@@ -296,7 +289,10 @@ Result<UploadBody> PrepareUpload(S3Api::Context& ctx) {
                    mode == PayloadMode::kStreamingSignedTrailer ||
                    mode == PayloadMode::kStreamingUnsignedTrailer;
   BodySource* source = &ctx.raw_body;
-  if (streaming) {
+  if (rdma) {
+    up.size = rdma->size();
+    source = rdma;
+  } else if (streaming) {
     const auto* dlen = req.FindHeader("x-amz-decoded-content-length");
     if (!dlen)
       return MakeError(ErrorCode::kMissingContentLength, "missing x-amz-decoded-content-length");
@@ -496,26 +492,110 @@ Result<int> ParseMaxKeys(const S3Api::Context& ctx, std::string_view name) {
 
 }  // namespace
 
+namespace {
+
+// Subresources we do not implement: answered NotImplemented rather than acting on the
+// bucket/object.
+const char* UnsupportedSubresource(const S3Api::Context& ctx) {
+  static const char* kUnsupported[] = {"acl",
+                                       "policy",
+                                       "lifecycle",
+                                       "cors",
+                                       "tagging",
+                                       "encryption",
+                                       "replication",
+                                       "website",
+                                       "logging",
+                                       "notification",
+                                       "object-lock",
+                                       "retention",
+                                       "legal-hold",
+                                       "accelerate",
+                                       "requestPayment",
+                                       "inventory",
+                                       "analytics",
+                                       "metrics",
+                                       "torrent",
+                                       "restore",
+                                       "select",
+                                       "ownershipControls",
+                                       "publicAccessBlock",
+                                       "intelligent-tiering",
+                                       "attributes"};
+  for (const char* sub : kUnsupported) {
+    if (ctx.Has(sub)) return sub;
+  }
+  return nullptr;
+}
+
+// The route of a request, named as MinIO names its APIs (metrics labels, request log). Decided
+// before authentication so that rejected requests are counted under the API they tried. "unknown"
+// means no route (405 MethodNotAllowed) or an unsupported subresource.
+std::string_view ApiName(const S3Api::Context& ctx) {
+  const std::string& m = ctx.req.method;
+  if (ctx.bucket.empty()) return m == "GET" ? "ListBuckets" : "unknown";
+  if (UnsupportedSubresource(ctx)) return "unknown";
+  if (!ctx.has_key) {
+    if (m == "PUT") return ctx.Has("versioning") ? "PutBucketVersioning" : "PutBucket";
+    if (m == "HEAD") return "HeadBucket";
+    if (m == "DELETE") return "DeleteBucket";
+    if (m == "POST" && ctx.Has("delete")) return "DeleteMultipleObjects";
+    if (m == "GET") {
+      if (ctx.Has("location")) return "GetBucketLocation";
+      if (ctx.Has("versioning")) return "GetBucketVersioning";
+      if (ctx.Has("uploads")) return "ListMultipartUploads";
+      if (ctx.Has("versions")) return "ListObjectVersions";
+      if (ctx.Q("list-type") == "2") return "ListObjectsV2";
+      return "ListObjectsV1";
+    }
+    return "unknown";
+  }
+  bool copy = ctx.req.FindHeader("x-amz-copy-source") != nullptr;
+  if (m == "GET") return ctx.Has("uploadId") ? "ListObjectParts" : "GetObject";
+  if (m == "HEAD") return "HeadObject";
+  if (m == "PUT") {
+    if (ctx.Has("uploadId") || ctx.Has("partNumber"))
+      return copy ? "CopyObjectPart" : "PutObjectPart";
+    return copy ? "CopyObject" : "PutObject";
+  }
+  if (m == "POST") {
+    if (ctx.Has("uploads")) return "NewMultipartUpload";
+    if (ctx.Has("uploadId")) return "CompleteMultipartUpload";
+    return "unknown";
+  }
+  if (m == "DELETE") return ctx.Has("uploadId") ? "AbortMultipartUpload" : "DeleteObject";
+  return "unknown";
+}
+
+}  // namespace
+
 void S3Api::Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink) {
   char id[32];
   std::snprintf(id, sizeof(id), "%s%08llX", request_id_prefix_.c_str(),
                 static_cast<unsigned long long>(++request_counter_));
-  Context ctx{req, body, sink, id, {}, {}, false, {}, {}};
+  MeteredBody metered_body(body);
+  MeteredSink metered_sink(sink);
+  Context ctx{req, metered_body, metered_sink, id, {}, {}, false, {}, {}};
   auto started = std::chrono::steady_clock::now();
   Dispatch(ctx);
-  spdlog::debug("{} {} {} {} {}us", req.remote_ip, req.method, req.target, ctx.request_id,
-                std::chrono::duration_cast<std::chrono::microseconds>(
-                    std::chrono::steady_clock::now() - started)
-                    .count());
+  if (!ctx.api.empty()) {
+    admin::RecordS3Request(ctx.api, metered_sink.status(),
+                           !metered_sink.complete(req.method == "HEAD"));
+    admin::AddS3Traffic(admin::Transport::kTcp, metered_body.bytes(), metered_sink.bytes());
+  }
+  admin::LogRequest({ctx.request_id, req.remote_ip, req.method, req.target, ctx.api,
+                     metered_sink.status(), metered_body.bytes(), metered_sink.bytes(),
+                     std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::steady_clock::now() - started)
+                         .count()});
 }
 
 void S3Api::Dispatch(Context& ctx) {
   const auto& req = ctx.req;
-  // Health probes are unauthenticated, as in MinIO.
-  if (req.raw_path == "/minio/health/live" || req.raw_path == "/minio/health/ready") {
-    if (req.method != "GET" && req.method != "HEAD")
-      return SendError(ctx, MakeError(ErrorCode::kMethodNotAllowed));
-    return SendEmpty(ctx, 200);
+  // Health and metrics endpoints authenticate (or not) on their own and are not S3 requests.
+  if (req.raw_path.starts_with("/minio/") && ServeOps(req, ctx.sink, ctx.request_id, opts_.ops)) {
+    ctx.api = {};
+    return;
   }
 
   auto query = uri::ParseQuery(req.raw_query);
@@ -556,6 +636,8 @@ void S3Api::Dispatch(Context& ctx) {
     }
   }
 
+  ctx.api = ApiName(ctx);
+
   auto auth = VerifyRequest(
       req,
       [this](std::string_view ak) -> std::optional<std::string> {
@@ -574,91 +656,45 @@ void S3Api::Dispatch(Context& ctx) {
     auto st = ValidateObjectKey(ctx.key);
     if (!st.ok()) return SendError(ctx, st.error());
   }
-  const std::string& m = req.method;
-  if (ctx.bucket.empty()) {
-    if (m == "GET") return ListBuckets(ctx);
-    return SendError(ctx, MakeError(ErrorCode::kMethodNotAllowed));
+  if (const char* sub = UnsupportedSubresource(ctx); sub && !ctx.bucket.empty()) {
+    return SendError(
+        ctx, MakeError(ErrorCode::kNotImplemented,
+                       std::string("The ") + sub + " subresource is not implemented by rdmastor."));
   }
-
-  // Subresources we do not implement: say so rather than acting on the bucket/object.
-  static const char* kUnsupported[] = {"acl",
-                                       "policy",
-                                       "lifecycle",
-                                       "cors",
-                                       "tagging",
-                                       "encryption",
-                                       "replication",
-                                       "website",
-                                       "logging",
-                                       "notification",
-                                       "object-lock",
-                                       "retention",
-                                       "legal-hold",
-                                       "accelerate",
-                                       "requestPayment",
-                                       "inventory",
-                                       "analytics",
-                                       "metrics",
-                                       "torrent",
-                                       "restore",
-                                       "select",
-                                       "ownershipControls",
-                                       "publicAccessBlock",
-                                       "intelligent-tiering",
-                                       "attributes"};
-  for (const char* sub : kUnsupported) {
-    if (ctx.Has(sub)) {
-      return SendError(ctx, MakeError(ErrorCode::kNotImplemented,
-                                      std::string("The ") + sub +
-                                          " subresource is not implemented by rdmastor."));
-    }
-  }
-  if (ctx.Has("versionId") && ctx.Q("versionId") != "null") {
+  if (!ctx.bucket.empty() && ctx.Has("versionId") && ctx.Q("versionId") != "null") {
     return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Invalid version id specified"));
   }
-
-  if (!ctx.has_key) {
-    if (m == "PUT") {
-      if (ctx.Has("versioning"))
-        return SendError(ctx, MakeError(ErrorCode::kNotImplemented,
-                                        "Bucket versioning is not implemented by rdmastor."));
-      return CreateBucket(ctx);
-    }
-    if (m == "HEAD") return HeadBucket(ctx);
-    if (m == "DELETE") return DeleteBucket(ctx);
-    if (m == "POST" && ctx.Has("delete")) return DeleteObjects(ctx);
-    if (m == "GET") {
-      if (ctx.Has("location")) return GetBucketLocation(ctx);
-      if (ctx.Has("versioning")) return GetBucketVersioning(ctx);
-      if (ctx.Has("uploads")) return ListMultipartUploads(ctx);
-      if (ctx.Has("versions")) return ListObjectVersions(ctx);
-      if (ctx.Q("list-type") == "2") return ListObjectsV2(ctx);
-      return ListObjectsV1(ctx);
-    }
-    return SendError(ctx, MakeError(ErrorCode::kMethodNotAllowed));
+  if (ctx.api == "PutBucketVersioning") {
+    return SendError(ctx, MakeError(ErrorCode::kNotImplemented,
+                                    "Bucket versioning is not implemented by rdmastor."));
   }
-
-  if (m == "GET") {
-    if (ctx.Has("uploadId")) return ListParts(ctx);
-    return GetObject(ctx, false);
-  }
-  if (m == "HEAD") return GetObject(ctx, true);
-  if (m == "PUT") {
-    if (ctx.Has("uploadId") || ctx.Has("partNumber")) {
-      if (req.FindHeader("x-amz-copy-source")) return UploadPartCopy(ctx);
-      return UploadPart(ctx);
-    }
-    if (req.FindHeader("x-amz-copy-source")) return CopyObject(ctx);
-    return PutObject(ctx);
-  }
-  if (m == "POST") {
-    if (ctx.Has("uploads")) return CreateMultipartUpload(ctx);
-    if (ctx.Has("uploadId")) return CompleteMultipartUpload(ctx);
-    return SendError(ctx, MakeError(ErrorCode::kMethodNotAllowed));
-  }
-  if (m == "DELETE") {
-    if (ctx.Has("uploadId")) return AbortMultipartUpload(ctx);
-    return DeleteObject(ctx);
+  using Handler = void (*)(S3Api&, Context&);
+  static const std::pair<std::string_view, Handler> kRoutes[] = {
+      {"ListBuckets", [](S3Api& a, Context& c) { a.ListBuckets(c); }},
+      {"PutBucket", [](S3Api& a, Context& c) { a.CreateBucket(c); }},
+      {"HeadBucket", [](S3Api& a, Context& c) { a.HeadBucket(c); }},
+      {"DeleteBucket", [](S3Api& a, Context& c) { a.DeleteBucket(c); }},
+      {"DeleteMultipleObjects", [](S3Api& a, Context& c) { a.DeleteObjects(c); }},
+      {"GetBucketLocation", [](S3Api& a, Context& c) { a.GetBucketLocation(c); }},
+      {"GetBucketVersioning", [](S3Api& a, Context& c) { a.GetBucketVersioning(c); }},
+      {"ListMultipartUploads", [](S3Api& a, Context& c) { a.ListMultipartUploads(c); }},
+      {"ListObjectVersions", [](S3Api& a, Context& c) { a.ListObjectVersions(c); }},
+      {"ListObjectsV2", [](S3Api& a, Context& c) { a.ListObjectsV2(c); }},
+      {"ListObjectsV1", [](S3Api& a, Context& c) { a.ListObjectsV1(c); }},
+      {"ListObjectParts", [](S3Api& a, Context& c) { a.ListParts(c); }},
+      {"GetObject", [](S3Api& a, Context& c) { a.GetObject(c, false); }},
+      {"HeadObject", [](S3Api& a, Context& c) { a.GetObject(c, true); }},
+      {"CopyObjectPart", [](S3Api& a, Context& c) { a.UploadPartCopy(c); }},
+      {"PutObjectPart", [](S3Api& a, Context& c) { a.UploadPart(c); }},
+      {"CopyObject", [](S3Api& a, Context& c) { a.CopyObject(c); }},
+      {"PutObject", [](S3Api& a, Context& c) { a.PutObject(c); }},
+      {"NewMultipartUpload", [](S3Api& a, Context& c) { a.CreateMultipartUpload(c); }},
+      {"CompleteMultipartUpload", [](S3Api& a, Context& c) { a.CompleteMultipartUpload(c); }},
+      {"AbortMultipartUpload", [](S3Api& a, Context& c) { a.AbortMultipartUpload(c); }},
+      {"DeleteObject", [](S3Api& a, Context& c) { a.DeleteObject(c); }},
+  };
+  for (const auto& [name, handler] : kRoutes) {
+    if (ctx.api == name) return handler(*this, ctx);
   }
   return SendError(ctx, MakeError(ErrorCode::kMethodNotAllowed));
 }
@@ -823,15 +859,18 @@ void S3Api::DeleteObjects(Context& ctx) {
 void S3Api::PutObject(Context& ctx) {
   auto opts = ObjectOptionsFromHeaders(ctx.req);
   if (!opts.ok()) return SendError(ctx, opts.error());
-  auto up = PrepareUpload(ctx);
+  auto rdma = RdmaPutBodyFor(ctx.req, ctx.auth, opts_.rdma);
+  if (!rdma.ok()) return SendError(ctx, rdma.error());
+  auto up = PrepareUpload(ctx, rdma->get());
   if (!up.ok()) return SendError(ctx, up.error());
   opts->size = up->size;
   auto info = store_.PutObject(ctx.bucket, ctx.key, *up->digest, *opts,
                                [&](uint64_t) { return FinishUpload(ctx, *up); });
-  if (!info.ok()) return SendError(ctx, info.error());
+  if (!info.ok()) return SendError(ctx, RdmaUploadError(rdma->get(), info.error()));
   HeaderList extra{{"ETag", Quote(info->etag)}};
   for (const auto& [algo, value] : info->checksums)
     extra.emplace_back("x-amz-checksum-" + algo, value);
+  AddRdmaUploadReply(rdma->get(), extra);
   SendEmpty(ctx, 200, extra);
 }
 
@@ -897,6 +936,12 @@ void S3Api::CopyObject(Context& ctx) {
 }
 
 void S3Api::GetObject(Context& ctx, bool head) {
+  std::optional<rdma::RdmaToken> rdma_token;  // S3 over RDMA (HEAD ignores the token)
+  if (!head) {
+    auto token = RdmaTokenOf(ctx.req, ctx.auth, opts_.rdma, /*is_put=*/false);
+    if (!token.ok()) return SendError(ctx, token.error());
+    rdma_token = *token;
+  }
   auto reader_r = store_.OpenObject(ctx.bucket, ctx.key);
   if (!reader_r.ok()) return SendError(ctx, reader_r.error());
   auto& reader = **reader_r;
@@ -971,6 +1016,16 @@ void S3Api::GetObject(Context& ctx, bool head) {
              hs.end());
     resp.Set(header, ctx.Q(param));
   }
+  if (rdma_token) {
+    // The payload goes into the client's buffer; the response carries headers only.
+    auto moved = RdmaGet(*opts_.rdma, *rdma_token, ctx.req, reader, start, length, resp.status);
+    if (!moved.ok()) return SendError(ctx, moved.error());
+    resp.Set("x-amz-rdma-reply", std::to_string(resp.status));
+    resp.Set("x-amz-rdma-bytes-transferred", std::to_string(*moved));
+    resp.content_length = 0;
+    ctx.sink.SendHead(resp);
+    return;
+  }
   resp.content_length = length;
   if (!ctx.sink.SendHead(resp) || head) return;
 
@@ -1027,14 +1082,17 @@ void S3Api::UploadPart(Context& ctx) {
   auto pn = PartNumberOf(ctx);
   if (!pn.ok()) return SendError(ctx, pn.error());
   std::string upload_id = ctx.Q("uploadId");
-  auto up = PrepareUpload(ctx);
+  auto rdma = RdmaPutBodyFor(ctx.req, ctx.auth, opts_.rdma);
+  if (!rdma.ok()) return SendError(ctx, rdma.error());
+  auto up = PrepareUpload(ctx, rdma->get());
   if (!up.ok()) return SendError(ctx, up.error());
   auto part = store_.PutObjectPart(ctx.bucket, ctx.key, upload_id, *pn, *up->digest, up->size,
                                    [&](uint64_t) { return FinishUpload(ctx, *up); });
-  if (!part.ok()) return SendError(ctx, part.error());
+  if (!part.ok()) return SendError(ctx, RdmaUploadError(rdma->get(), part.error()));
   HeaderList extra{{"ETag", Quote(part->etag)}};
   for (const auto& [algo, value] : part->checksums)
     extra.emplace_back("x-amz-checksum-" + algo, value);
+  AddRdmaUploadReply(rdma->get(), extra);
   SendEmpty(ctx, 200, extra);
 }
 

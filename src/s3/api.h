@@ -6,7 +6,12 @@
 #include <vector>
 
 #include "s3/http_server.h"
+#include "s3/ops.h"
 #include "storage/object_layer.h"
+
+namespace rdmastor::rdma {
+class S3RdmaService;
+}
 
 namespace rdmastor::s3 {
 
@@ -15,6 +20,9 @@ struct ApiOptions {
   std::string secret_key;
   std::string region = "us-east-1";
   std::vector<std::string> domains;  // MINIO_DOMAIN: enables virtual-host-style requests
+  OpsOptions ops;                    // health and metrics endpoints
+  // S3 over RDMA (x-amz-rdma-token); null: every token request is answered 501.
+  rdma::S3RdmaService* rdma = nullptr;
 };
 
 class S3Api final : public RequestHandler {

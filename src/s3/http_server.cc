@@ -11,6 +11,7 @@
 #include <limits>
 #include <thread>
 
+#include "admin/logging.h"
 #include "common/thread_pool.h"
 
 namespace rdmastor::s3 {
@@ -214,7 +215,8 @@ class Session : public std::enable_shared_from_this<Session>,
     try {
       handler_.Handle(request_, *this, *this);
     } catch (const std::exception& e) {
-      spdlog::error("handler threw for {} {}: {}", request_.method, request_.target, e.what());
+      spdlog::error("handler threw for {} {}: {}", request_.method,
+                    admin::RedactTarget(request_.target), e.what());
       if (!head_sent_) {
         HttpResponseHead head;
         std::string body;

@@ -1,0 +1,347 @@
+#include "admin/metrics.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+namespace rdmastor::admin {
+
+namespace {
+
+std::string EscapeHelp(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string JoinKey(std::initializer_list<std::string_view> values) {
+  std::string key;
+  for (auto v : values) {
+    key.append(v);
+    key.push_back('\0');
+  }
+  return key;
+}
+
+}  // namespace
+
+std::string EscapeLabelValue(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string FormatSampleValue(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[64];
+  // Integral values (all counters, byte gauges) print exactly and without an exponent.
+  if (v == std::trunc(v) && std::fabs(v) < 9.007199254740992e15) {
+    std::snprintf(buf, sizeof(buf), "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.17g", v);
+  }
+  return buf;
+}
+
+FamilyBase::FamilyBase(std::string name, std::string help, std::vector<std::string> labels,
+                       Scope scope, bool is_counter)
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      labels_(std::move(labels)),
+      scope_(scope),
+      is_counter_(is_counter) {}
+
+Sampled& FamilyBase::Child(std::initializer_list<std::string_view> values) {
+  std::string key = JoinKey(values);
+  {
+    std::shared_lock lock(mu_);
+    if (auto it = children_.find(key); it != children_.end()) return *it->second;
+  }
+  std::unique_lock lock(mu_);
+  auto& slot = children_[key];
+  if (!slot) slot = NewChild();
+  return *slot;
+}
+
+void FamilyBase::Render(std::string& out) const {
+  out += "# HELP " + name_ + " " + EscapeHelp(help_) + "\n";
+  out += "# TYPE " + name_ + (is_counter_ ? " counter\n" : " gauge\n");
+  std::shared_lock lock(mu_);
+  for (const auto& [key, child] : children_) {
+    out += name_;
+    if (!labels_.empty()) {
+      out += '{';
+      size_t pos = 0;
+      for (size_t i = 0; i < labels_.size(); ++i) {
+        size_t end = key.find('\0', pos);
+        if (end == std::string::npos) end = key.size();
+        if (i) out += ',';
+        out += labels_[i] + "=\"" + EscapeLabelValue(std::string_view(key).substr(pos, end - pos)) +
+               "\"";
+        pos = end + 1;
+      }
+      out += '}';
+    }
+    out += ' ' + FormatSampleValue(child->Sample()) + '\n';
+  }
+}
+
+CounterFamily& Registry::AddCounter(std::string name, std::string help,
+                                    std::vector<std::string> labels, Scope scope) {
+  bool no_labels = labels.empty();
+  auto fam =
+      std::make_unique<CounterFamily>(std::move(name), std::move(help), std::move(labels), scope);
+  auto& ref = *fam;
+  if (no_labels) ref.With();  // a label-less family always shows its one sample, even at 0
+  std::lock_guard lock(mu_);
+  families_.push_back(std::move(fam));
+  return ref;
+}
+
+GaugeFamily& Registry::AddGauge(std::string name, std::string help, std::vector<std::string> labels,
+                                Scope scope) {
+  bool no_labels = labels.empty();
+  auto fam =
+      std::make_unique<GaugeFamily>(std::move(name), std::move(help), std::move(labels), scope);
+  auto& ref = *fam;
+  if (no_labels) ref.With();
+  std::lock_guard lock(mu_);
+  families_.push_back(std::move(fam));
+  return ref;
+}
+
+void Registry::AddScrapeHook(std::function<void()> hook) {
+  std::lock_guard lock(mu_);
+  hooks_.push_back(std::move(hook));
+}
+
+std::string Registry::Render(Scope scope) {
+  std::lock_guard lock(mu_);
+  for (const auto& hook : hooks_) hook();
+  std::string out;
+  for (const auto& fam : families_) {
+    if ((static_cast<uint8_t>(fam->scope()) & static_cast<uint8_t>(scope)) != 0) fam->Render(out);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server's families.
+
+std::string_view TransportName(Transport t) { return t == Transport::kRdma ? "rdma" : "tcp"; }
+
+Registry& GlobalRegistry() {
+  static Registry registry;
+  return registry;
+}
+
+namespace {
+
+int64_t NowUnixNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct ServerFamilies {
+  Registry& r = GlobalRegistry();
+  // S3 API (both endpoints; single node: the cluster totals are this node's).
+  CounterFamily& requests =
+      r.AddCounter("minio_s3_requests_total", "Total number of S3 requests", {"api"});
+  CounterFamily& errors =
+      r.AddCounter("minio_s3_requests_errors_total",
+                   "Total number of S3 requests with (4xx and 5xx) errors", {"api"});
+  CounterFamily& errors_4xx =
+      r.AddCounter("minio_s3_requests_4xx_errors_total",
+                   "Total number of S3 requests with (4xx) errors", {"api"});
+  CounterFamily& errors_5xx =
+      r.AddCounter("minio_s3_requests_5xx_errors_total",
+                   "Total number of S3 requests with (5xx) errors", {"api"});
+  CounterFamily& canceled =
+      r.AddCounter("minio_s3_requests_canceled_total",
+                   "Total number of S3 requests canceled by the client", {"api"});
+  CounterFamily& received = r.AddCounter(
+      "minio_s3_traffic_received_bytes",
+      "Total number of S3 payload bytes received, by transport (tcp: HTTP body, rdma: one-sided "
+      "reads from client buffers)",
+      {"transport"});
+  CounterFamily& sent = r.AddCounter(
+      "minio_s3_traffic_sent_bytes",
+      "Total number of S3 payload bytes sent, by transport (tcp: HTTP body, rdma: one-sided "
+      "writes into client buffers)",
+      {"transport"});
+  CounterFamily& rdma_replies = r.AddCounter(
+      "minio_api_rdma_replies_total", "S3-over-RDMA replies by x-amz-rdma-reply code", {"code"});
+  CounterFamily& internode_sent =
+      r.AddCounter("minio_system_network_internode_sent_bytes_total",
+                   "Total shard bytes sent to peers, by transport", {"transport"});
+  CounterFamily& internode_recv =
+      r.AddCounter("minio_system_network_internode_recv_bytes_total",
+                   "Total shard bytes received from peers, by transport", {"transport"});
+  CounterFamily& fallbacks = r.AddCounter(
+      "minio_system_network_internode_rdma_fallbacks_total",
+      "Inter-node transfers that should have used RDMA but went over TCP (peer RDMA path down)",
+      {});
+  // Drives and health.
+  GaugeFamily& drives_online =
+      r.AddGauge("minio_cluster_drive_online_total", "Total drives online in this cluster", {},
+                 Scope::kCluster);
+  GaugeFamily& drives_offline =
+      r.AddGauge("minio_cluster_drive_offline_total", "Total drives offline in this cluster", {},
+                 Scope::kCluster);
+  GaugeFamily& drives_total =
+      r.AddGauge("minio_cluster_drive_total", "Total drives in this cluster", {}, Scope::kCluster);
+  GaugeFamily& capacity_total =
+      r.AddGauge("minio_cluster_capacity_raw_total_bytes", "Total capacity online in the cluster",
+                 {}, Scope::kCluster);
+  GaugeFamily& capacity_free =
+      r.AddGauge("minio_cluster_capacity_raw_free_bytes",
+                 "Total free capacity online in the cluster", {}, Scope::kCluster);
+  GaugeFamily& health =
+      r.AddGauge("minio_cluster_health_status", "1 when the cluster has write quorum, 0 otherwise",
+                 {}, Scope::kCluster);
+  GaugeFamily& drive_online =
+      r.AddGauge("rdmastor_node_drive_online", "1 when the drive is online (writable), 0 otherwise",
+                 {"drive"}, Scope::kNode);
+  GaugeFamily& drive_total = r.AddGauge("minio_node_drive_total_bytes", "Total storage on a drive",
+                                        {"drive"}, Scope::kNode);
+  GaugeFamily& drive_free = r.AddGauge(
+      "minio_node_drive_free_bytes", "Total storage available on a drive", {"drive"}, Scope::kNode);
+  GaugeFamily& drive_used = r.AddGauge("minio_node_drive_used_bytes",
+                                       "Total storage used on a drive", {"drive"}, Scope::kNode);
+  // Healing.
+  GaugeFamily& heal_running =
+      r.AddGauge("rdmastor_heal_running", "1 while healing runs", {}, Scope::kNode);
+  GaugeFamily& heal_scanned =
+      r.AddGauge("minio_heal_objects_total", "Objects scanned by the current or last heal run", {},
+                 Scope::kNode);
+  GaugeFamily& heal_healed =
+      r.AddGauge("minio_heal_objects_heal_total", "Objects healed by the current or last heal run",
+                 {}, Scope::kNode);
+  GaugeFamily& heal_failed =
+      r.AddGauge("minio_heal_objects_errors_total",
+                 "Objects the current or last heal run failed to heal", {}, Scope::kNode);
+  GaugeFamily& heal_bytes =
+      r.AddGauge("rdmastor_heal_bytes_total", "Bytes rewritten by the current or last heal run", {},
+                 Scope::kNode);
+  GaugeFamily& heal_last = r.AddGauge("minio_heal_time_last_activity_nano_seconds",
+                                      "Time elapsed (in nano seconds) since last self healing "
+                                      "activity",
+                                      {}, Scope::kNode);
+  // Process.
+  GaugeFamily& start_time =
+      r.AddGauge("minio_node_process_starttime_seconds",
+                 "Start time for the server process (unix seconds)", {}, Scope::kNode);
+  GaugeFamily& uptime = r.AddGauge("minio_node_process_uptime_seconds",
+                                   "Uptime for the server process in seconds", {}, Scope::kNode);
+
+  std::atomic<int64_t> heal_last_ns{0};
+  int64_t started_ns = NowUnixNs();
+
+  ServerFamilies() {
+    // Present with zeros from the start, so dashboards and alerts see the series.
+    for (auto t : {Transport::kTcp, Transport::kRdma}) {
+      received.With({TransportName(t)});
+      sent.With({TransportName(t)});
+      internode_sent.With({TransportName(t)});
+      internode_recv.With({TransportName(t)});
+    }
+    for (auto code : {"200", "206", "501"}) rdma_replies.With({code});
+    start_time.With().Set(static_cast<double>(started_ns / 1'000'000'000));
+    r.AddScrapeHook([this] {
+      int64_t now = NowUnixNs();
+      uptime.With().Set(static_cast<double>((now - started_ns) / 1'000'000'000));
+      int64_t last = heal_last_ns.load(std::memory_order_relaxed);
+      heal_last.With().Set(last == 0 ? 0.0 : static_cast<double>(now - last));
+    });
+  }
+};
+
+ServerFamilies& Families() {
+  static ServerFamilies families;
+  return families;
+}
+
+// Registered before main() so both endpoints always list every family.
+[[maybe_unused]] const ServerFamilies& kEagerFamilies = Families();
+
+}  // namespace
+
+void RecordS3Request(std::string_view api, int status, bool canceled) {
+  auto& f = Families();
+  f.requests.With({api}).Inc();
+  if (canceled) f.canceled.With({api}).Inc();
+  if (status >= 400) {
+    f.errors.With({api}).Inc();
+    (status >= 500 ? f.errors_5xx : f.errors_4xx).With({api}).Inc();
+  }
+}
+
+void AddS3Traffic(Transport t, uint64_t received, uint64_t sent) {
+  auto& f = Families();
+  if (received) f.received.With({TransportName(t)}).Inc(received);
+  if (sent) f.sent.With({TransportName(t)}).Inc(sent);
+}
+
+void RecordRdmaReply(int code) { Families().rdma_replies.With({std::to_string(code)}).Inc(); }
+
+void AddInternodeTraffic(Transport t, uint64_t sent, uint64_t received) {
+  auto& f = Families();
+  if (sent) f.internode_sent.With({TransportName(t)}).Inc(sent);
+  if (received) f.internode_recv.With({TransportName(t)}).Inc(received);
+}
+
+void RecordInternodeFallback(std::string_view /*peer*/) { Families().fallbacks.With().Inc(); }
+
+void SetHealProgress(const HealProgress& p) {
+  auto& f = Families();
+  f.heal_running.With().Set(p.running ? 1 : 0);
+  f.heal_scanned.With().Set(static_cast<double>(p.objects_scanned));
+  f.heal_healed.With().Set(static_cast<double>(p.objects_healed));
+  f.heal_failed.With().Set(static_cast<double>(p.objects_failed));
+  f.heal_bytes.With().Set(static_cast<double>(p.bytes_healed));
+  f.heal_last_ns.store(p.last_activity_ns, std::memory_order_relaxed);
+}
+
+void SetDriveSamples(const std::vector<DriveSample>& drives, bool write_quorum) {
+  auto& f = Families();
+  double online = 0, total = 0, free = 0;
+  for (const auto& d : drives) {
+    f.drive_online.With({d.path}).Set(d.online ? 1 : 0);
+    f.drive_total.With({d.path}).Set(static_cast<double>(d.total_bytes));
+    f.drive_free.With({d.path}).Set(static_cast<double>(d.free_bytes));
+    f.drive_used.With({d.path}).Set(static_cast<double>(d.total_bytes - d.free_bytes));
+    if (!d.online) continue;
+    online += 1;
+    total += static_cast<double>(d.total_bytes);
+    free += static_cast<double>(d.free_bytes);
+  }
+  f.drives_online.With().Set(online);
+  f.drives_offline.With().Set(static_cast<double>(drives.size()) - online);
+  f.drives_total.With().Set(static_cast<double>(drives.size()));
+  f.capacity_total.With().Set(total);
+  f.capacity_free.With().Set(free);
+  f.health.With().Set(write_quorum ? 1 : 0);
+}
+
+}  // namespace rdmastor::admin

@@ -1,0 +1,158 @@
+// Prometheus metrics: a small registry of labelled counters and gauges, the families the server
+// exposes (MinIO v2 names, so dashboards carry over), and text exposition (format 0.0.4).
+//
+// Cost on the request path: a label lookup takes a shared (reader) lock and one map search; the
+// increment itself is a relaxed atomic add. Hot callers may keep the returned reference: a
+// Counter/Gauge never moves once created.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rdmastor::admin {
+
+// Which endpoint shows a family: /minio/v2/metrics/cluster, /minio/v2/metrics/node, or both.
+enum class Scope : uint8_t { kCluster = 1, kNode = 2, kBoth = 3 };
+
+// What a family renders: one sample per child.
+class Sampled {
+ public:
+  virtual ~Sampled() = default;
+  virtual double Sample() const = 0;
+};
+
+class Counter final : public Sampled {
+ public:
+  void Inc(uint64_t n = 1) { v_.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t value() const { return v_.load(std::memory_order_relaxed); }
+  double Sample() const override { return static_cast<double>(value()); }
+
+ private:
+  std::atomic<uint64_t> v_{0};
+};
+
+class Gauge final : public Sampled {
+ public:
+  void Set(double v) { v_.store(v, std::memory_order_relaxed); }
+  void Add(double d) { v_.fetch_add(d, std::memory_order_relaxed); }
+  double value() const { return v_.load(std::memory_order_relaxed); }
+  double Sample() const override { return value(); }
+
+ private:
+  std::atomic<double> v_{0};
+};
+
+// A metric name with fixed label names; one child per distinct tuple of label values.
+class FamilyBase {
+ public:
+  FamilyBase(std::string name, std::string help, std::vector<std::string> labels, Scope scope,
+             bool is_counter);
+  virtual ~FamilyBase() = default;
+  const std::string& name() const { return name_; }
+  Scope scope() const { return scope_; }
+  // Appends "# HELP", "# TYPE" and one sample line per child.
+  void Render(std::string& out) const;
+
+ protected:
+  virtual std::unique_ptr<Sampled> NewChild() const = 0;
+  Sampled& Child(std::initializer_list<std::string_view> values);
+
+ private:
+  std::string name_, help_;
+  std::vector<std::string> labels_;
+  Scope scope_;
+  bool is_counter_;
+  mutable std::shared_mutex mu_;
+  // Key: label values joined by '\0'. Children never move (heap allocated).
+  std::map<std::string, std::unique_ptr<Sampled>, std::less<>> children_;
+};
+
+template <class M>
+class Family final : public FamilyBase {
+ public:
+  Family(std::string name, std::string help, std::vector<std::string> labels, Scope scope)
+      : FamilyBase(std::move(name), std::move(help), std::move(labels), scope,
+                   std::is_same_v<M, Counter>) {}
+  // The child for these label values (one per label name, in order); created on first use.
+  M& With(std::initializer_list<std::string_view> values = {}) {
+    return static_cast<M&>(Child(values));
+  }
+
+ private:
+  std::unique_ptr<Sampled> NewChild() const override { return std::make_unique<M>(); }
+};
+using CounterFamily = Family<Counter>;
+using GaugeFamily = Family<Gauge>;
+
+class Registry {
+ public:
+  CounterFamily& AddCounter(std::string name, std::string help, std::vector<std::string> labels,
+                            Scope scope = Scope::kBoth);
+  GaugeFamily& AddGauge(std::string name, std::string help, std::vector<std::string> labels,
+                        Scope scope = Scope::kBoth);
+  // Runs before every Render(): refreshes gauges that are sampled rather than pushed (drive
+  // space, health). Hooks run one scrape at a time.
+  void AddScrapeHook(std::function<void()> hook);
+  // Prometheus text exposition of every family visible at `scope`, in registration order.
+  std::string Render(Scope scope);
+
+ private:
+  std::mutex mu_;  // guards families_/hooks_ changes and serialises scrapes
+  std::vector<std::unique_ptr<FamilyBase>> families_;
+  std::vector<std::function<void()>> hooks_;
+};
+
+// Prometheus text format helpers (exposed for tests).
+std::string EscapeLabelValue(std::string_view v);  // \ " and newline
+std::string FormatSampleValue(double v);           // integers without a fraction, NaN, +Inf
+
+// ---------------------------------------------------------------------------------------------
+// The server's families, registered once in the process-wide registry.
+
+enum class Transport { kTcp, kRdma };
+std::string_view TransportName(Transport t);  // "tcp" | "rdma"
+
+Registry& GlobalRegistry();
+
+// One finished S3 request: counted under its API name (MinIO's: "PutObject", "GetObject", ...)
+// and status class. `canceled`: the client went away before a complete response.
+void RecordS3Request(std::string_view api, int status, bool canceled);
+// Request/response payload bytes of S3 traffic by the path they took.
+void AddS3Traffic(Transport t, uint64_t received, uint64_t sent);
+// One S3-over-RDMA reply (x-amz-rdma-reply code: 200, 206, 501, ...).
+void RecordRdmaReply(int code);
+// Shard bytes exchanged with peers, by transport.
+void AddInternodeTraffic(Transport t, uint64_t sent, uint64_t received);
+// A transfer to `peer` that should have used RDMA went over TCP (the loud fallback).
+void RecordInternodeFallback(std::string_view peer);
+
+// Healing progress, set by the heal engine whenever it makes progress (cheap: a few stores).
+// Shown on /minio/v2/metrics/node as minio_heal_* gauges.
+struct HealProgress {
+  bool running = false;
+  uint64_t objects_scanned = 0;  // minio_heal_objects_total
+  uint64_t objects_healed = 0;   // minio_heal_objects_heal_total
+  uint64_t objects_failed = 0;   // minio_heal_objects_errors_total
+  uint64_t bytes_healed = 0;     // rdmastor_heal_bytes_total
+  int64_t last_activity_ns = 0;  // unix ns of the last healed item; 0 = never
+};
+void SetHealProgress(const HealProgress& p);
+
+// Drive state as last sampled (see admin/health.h, which samples at every scrape).
+struct DriveSample {
+  std::string path;
+  bool online = false;
+  uint64_t total_bytes = 0, free_bytes = 0;
+};
+void SetDriveSamples(const std::vector<DriveSample>& drives, bool write_quorum);
+
+}  // namespace rdmastor::admin

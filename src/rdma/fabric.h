@@ -1,0 +1,154 @@
+// The RDMA backend boundary (DESIGN.md §4), drawn low and verbs-shaped: memory regions with
+// lkey/rkey, a remote buffer, an endpoint (queue pair) toward one remote, one-sided WRITE/READ
+// work requests and their completions. Two backends implement it: `verbs` (rdma-core, RDMA build)
+// and `soft` (a user-space emulation over TCP, both builds). Everything above it — chunking,
+// flow control, signalling, error handling, MR caching, buffer pools — is shared (transfer.h,
+// memory.h) and therefore tested on `soft`.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "rdma/token.h"
+
+namespace rdmastor::rdma {
+
+// Access rights of a memory region (ibv_access_flags).
+enum Access : unsigned {
+  kLocalWrite = 1u << 0,
+  kRemoteWrite = 1u << 1,
+  kRemoteRead = 1u << 2,
+};
+
+// A registered memory region. Destroying it deregisters (ibv_dereg_mr): callers keep it alive
+// while any work request or remote peer may touch it.
+class MemoryRegion {
+ public:
+  virtual ~MemoryRegion() = default;
+  char* addr() const { return addr_; }
+  size_t length() const { return length_; }
+  uint32_t lkey() const { return lkey_; }
+  uint32_t rkey() const { return rkey_; }
+  bool Contains(const void* p, size_t len) const {
+    auto* c = static_cast<const char*>(p);
+    return c >= addr_ && len <= length_ && static_cast<size_t>(c - addr_) <= length_ - len;
+  }
+
+ protected:
+  MemoryRegion(char* addr, size_t length, uint32_t lkey, uint32_t rkey)
+      : addr_(addr), length_(length), lkey_(lkey), rkey_(rkey) {}
+
+ private:
+  char* addr_;
+  size_t length_;
+  uint32_t lkey_, rkey_;
+};
+
+// How to reach a remote endpoint: the token's lid/qpn/gid.
+struct RemoteAddress {
+  uint16_t lid = 0;
+  uint32_t qpn = 0;
+  bool has_gid = false;
+  std::array<uint8_t, 16> gid{};
+
+  static RemoteAddress FromToken(const RdmaToken& t) { return {t.lid, t.qpn, t.has_gid, t.gid}; }
+};
+
+// A remote buffer: the token's raddr/rsize/rkey.
+struct RemoteBuffer {
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  uint32_t rkey = 0;
+
+  static RemoteBuffer FromToken(const RdmaToken& t) { return {t.raddr, t.rsize, t.rkey}; }
+};
+
+enum class Opcode { kWrite, kRead };  // IBV_WR_RDMA_WRITE / IBV_WR_RDMA_READ
+
+// One one-sided work request: a single scatter/gather element (local) and a remote address.
+struct WorkRequest {
+  uint64_t wr_id = 0;
+  Opcode opcode = Opcode::kWrite;
+  char* local_addr = nullptr;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  bool signaled = true;  // IBV_SEND_SIGNALED: unsignaled requests complete silently on success
+};
+
+// Mirrors enum ibv_wc_status (the subset a one-sided initiator can see).
+enum class WcStatus {
+  kSuccess,
+  kLocalLengthError,      // IBV_WC_LOC_LEN_ERR
+  kLocalQpOpError,        // IBV_WC_LOC_QP_OP_ERR
+  kLocalProtectionError,  // IBV_WC_LOC_PROT_ERR (bad lkey / local bounds)
+  kFlushed,               // IBV_WC_WR_FLUSH_ERR: the endpoint was in error when this ran
+  kRemoteInvalidRequest,  // IBV_WC_REM_INV_REQ_ERR
+  kRemoteAccessError,     // IBV_WC_REM_ACCESS_ERR: bad rkey, out of bounds, no permission
+  kRemoteOperationError,  // IBV_WC_REM_OP_ERR
+  kRetryExceeded,         // IBV_WC_RETRY_EXC_ERR: the peer stopped answering
+  kRnrRetryExceeded,      // IBV_WC_RNR_RETRY_EXC_ERR
+  kGeneralError,          // IBV_WC_GENERAL_ERR and anything else
+};
+std::string_view WcStatusName(WcStatus s);
+
+struct Completion {
+  uint64_t wr_id = 0;
+  WcStatus status = WcStatus::kSuccess;
+  Opcode opcode = Opcode::kWrite;
+  uint32_t byte_len = 0;
+};
+
+// An initiator endpoint toward one remote (an RC QP, or a DC initiator bound to one DC target),
+// with its own completion queue. After an error completion the endpoint is in the error state:
+// later work requests complete with kFlushed. Destroying it guarantees no work request touches
+// local memory any more. Not thread-safe: one transfer at a time.
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  // Queues one work request (ibv_post_send). An error here means nothing was queued.
+  virtual Status PostSend(const WorkRequest& wr) = 0;
+  // Returns up to `max` completions, waiting up to `wait` for the first (ibv_poll_cq + a
+  // completion channel or busy poll). 0 when none arrived in time.
+  virtual Result<int> PollCompletions(Completion* out, int max,
+                                      std::chrono::milliseconds wait) = 0;
+};
+
+// What the server knows about the request a token arrived with.
+struct RequestOrigin {
+  std::string remote_ip;  // the HTTP peer address ("127.0.0.1", "::ffff:127.0.0.1", "::1")
+};
+
+// One fabric: memory registration and endpoints.
+class Fabric {
+ public:
+  virtual ~Fabric() = default;
+  virtual std::string_view name() const = 0;  // "verbs" | "soft"
+  virtual Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
+                                                               unsigned access) = 0;
+  // An endpoint toward `remote`. May refuse by policy (kAccessDenied) or fail to reach it
+  // (kRDMANotSupported: nothing moved yet).
+  virtual Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
+                                                    const RequestOrigin& origin) = 0;
+};
+
+// A target that remote initiators write into / read from: what the client side runs. Memory
+// regions registered with its fabric become reachable through address().
+class Target {
+ public:
+  virtual ~Target() = default;
+  virtual RemoteAddress address() const = 0;
+  virtual Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
+                                                               unsigned access) = 0;
+};
+
+// The S3 error a failed completion becomes (before any byte moved: 501; midway: 500).
+Error CompletionError(WcStatus status, bool bytes_moved, std::string_view detail);
+
+}  // namespace rdmastor::rdma

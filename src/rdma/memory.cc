@@ -1,0 +1,108 @@
+#include "rdma/memory.h"
+
+#include <cstdlib>
+
+namespace rdmastor::rdma {
+
+Result<std::shared_ptr<MemoryRegion>> MrCache::Get(void* addr, size_t len, unsigned access) {
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = lru_.begin(); it != lru_.end(); ++it) {
+      if ((it->access & access) == access && it->mr->Contains(addr, len)) {
+        lru_.splice(lru_.begin(), lru_, it);
+        ++hits_;
+        return lru_.front().mr;
+      }
+    }
+  }
+  // Register outside the lock: it can take milliseconds on hardware.
+  auto mr = register_(addr, len, access);
+  if (!mr.ok()) return mr.error();
+  std::shared_ptr<MemoryRegion> shared(std::move(mr).value());
+  std::lock_guard lock(mu_);
+  ++misses_;
+  lru_.push_front({shared, access});
+  while (lru_.size() > capacity_) lru_.pop_back();
+  return shared;
+}
+
+void MrCache::Invalidate(void* addr, size_t len) {
+  auto* lo = static_cast<char*>(addr);
+  std::lock_guard lock(mu_);
+  lru_.remove_if([&](const Entry& e) {
+    return e.mr->addr() < lo + len && lo < e.mr->addr() + e.mr->length();
+  });
+}
+
+size_t MrCache::size() const {
+  std::lock_guard lock(mu_);
+  return lru_.size();
+}
+
+BufferPool::Buffer& BufferPool::Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    Release();
+    pool_ = o.pool_;
+    index_ = o.index_;
+    o.pool_ = nullptr;
+  }
+  return *this;
+}
+
+void BufferPool::Buffer::Release() {
+  if (pool_) pool_->Put(index_);
+  pool_ = nullptr;
+}
+
+char* BufferPool::Buffer::data() const {
+  std::lock_guard lock(pool_->mu_);  // slots_ may reallocate while another thread grows it
+  return pool_->slots_[index_].mem;
+}
+size_t BufferPool::Buffer::size() const { return pool_->buffer_size_; }
+const MemoryRegion& BufferPool::Buffer::mr() const {
+  std::lock_guard lock(pool_->mu_);
+  return *pool_->slots_[index_].mr;
+}
+
+BufferPool::~BufferPool() {
+  for (auto& s : slots_) {
+    s.mr.reset();
+    std::free(s.mem);
+  }
+}
+
+Result<BufferPool::Buffer> BufferPool::Acquire(std::chrono::milliseconds wait) {
+  std::unique_lock lock(mu_);
+  if (free_.empty() && slots_.size() < max_buffers_) {
+    void* mem = nullptr;
+    if (posix_memalign(&mem, 4096, buffer_size_) != 0)
+      return MakeError(ErrorCode::kSlowDown, "cannot allocate an RDMA staging buffer");
+    auto mr = fabric_.RegisterMemory(mem, buffer_size_, kLocalWrite);
+    if (!mr.ok()) {
+      std::free(mem);
+      return mr.error();
+    }
+    slots_.push_back({static_cast<char*>(mem), std::move(mr).value()});
+    return Buffer(this, slots_.size() - 1);
+  }
+  if (!cv_.wait_for(lock, wait, [&] { return !free_.empty(); }))
+    return MakeError(ErrorCode::kSlowDown, "all RDMA staging buffers are busy");
+  size_t index = free_.back();
+  free_.pop_back();
+  return Buffer(this, index);
+}
+
+void BufferPool::Put(size_t index) {
+  {
+    std::lock_guard lock(mu_);
+    free_.push_back(index);
+  }
+  cv_.notify_one();
+}
+
+size_t BufferPool::allocated() const {
+  std::lock_guard lock(mu_);
+  return slots_.size();
+}
+
+}  // namespace rdmastor::rdma

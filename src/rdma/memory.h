@@ -1,0 +1,98 @@
+// Registered memory above the backend boundary: a cache of memory regions for caller-owned
+// buffers (registration is expensive on hardware: pinning, NIC translation tables) and a pool of
+// registered staging buffers (the server's drive → fabric path).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "rdma/fabric.h"
+
+namespace rdmastor::rdma {
+
+// Registers caller memory on demand and keeps up to `capacity` regions, least recently used
+// evicted first. A region stays registered while a caller holds its shared_ptr, even if evicted.
+// The registration function is the fabric's or a target's. Thread-safe.
+class MrCache {
+ public:
+  using RegisterFn =
+      std::function<Result<std::unique_ptr<MemoryRegion>>(void*, size_t, unsigned)>;
+  MrCache(RegisterFn reg, size_t capacity) : register_(std::move(reg)), capacity_(capacity) {}
+
+  // A region covering [addr, addr+len) with at least `access`; registers one when none is cached.
+  Result<std::shared_ptr<MemoryRegion>> Get(void* addr, size_t len, unsigned access);
+  // Drops cached regions overlapping [addr, addr+len): call before freeing that memory.
+  void Invalidate(void* addr, size_t len);
+  size_t size() const;
+  uint64_t hits() const { return hits_; }
+  uint64_t misses() const { return misses_; }
+
+ private:
+  struct Entry {
+    std::shared_ptr<MemoryRegion> mr;
+    unsigned access;
+  };
+  RegisterFn register_;
+  size_t capacity_;
+  mutable std::mutex mu_;
+  std::list<Entry> lru_;  // front = most recently used
+  uint64_t hits_ = 0, misses_ = 0;
+};
+
+// A fixed number of page-aligned buffers of one size, registered once with a fabric and handed
+// out whole. Buffers are allocated lazily up to `max_buffers`; Acquire waits (bounded) when all
+// are in use, so memory stays bounded under any load.
+class BufferPool {
+ public:
+  class Buffer {
+   public:
+    Buffer() = default;
+    Buffer(Buffer&& o) noexcept : pool_(o.pool_), index_(o.index_) { o.pool_ = nullptr; }
+    Buffer& operator=(Buffer&& o) noexcept;
+    ~Buffer() { Release(); }
+    char* data() const;
+    size_t size() const;
+    const MemoryRegion& mr() const;
+    explicit operator bool() const { return pool_ != nullptr; }
+
+   private:
+    friend class BufferPool;
+    Buffer(BufferPool* pool, size_t index) : pool_(pool), index_(index) {}
+    void Release();
+    BufferPool* pool_ = nullptr;
+    size_t index_ = 0;
+  };
+
+  BufferPool(Fabric& fabric, size_t buffer_size, size_t max_buffers)
+      : fabric_(fabric), buffer_size_(buffer_size), max_buffers_(max_buffers) {}
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // kSlowDown when none became free within `wait`.
+  Result<Buffer> Acquire(std::chrono::milliseconds wait);
+  size_t buffer_size() const { return buffer_size_; }
+  size_t allocated() const;
+
+ private:
+  struct Slot {
+    char* mem = nullptr;
+    std::unique_ptr<MemoryRegion> mr;
+  };
+  void Put(size_t index);
+
+  Fabric& fabric_;
+  const size_t buffer_size_, max_buffers_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Slot> slots_;   // grows up to max_buffers_; never shrinks while the pool lives
+  std::vector<size_t> free_;  // indices into slots_
+};
+
+}  // namespace rdmastor::rdma

@@ -1,0 +1,100 @@
+// The server's S3-over-RDMA data plane, above the backend boundary: for one request it opens an
+// endpoint to the client named in the token and moves the payload between a registered staging
+// buffer and the client's buffer, pipelined (the drive fills one slot while earlier slots are on
+// the wire). Knows nothing of S3 semantics (which the handlers in s3/ own) beyond a BodySource.
+//
+// Copies: a GET reads from the drive straight into the registered staging slot (pread, no
+// user-space copy) and the fabric sends from there: 0 user-space copies per byte. A PUT lands in
+// the staging slot and is copied once into the object layer's write buffer: 1 per byte.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "rdma/fabric.h"
+#include "rdma/memory.h"
+#include "rdma/token.h"
+#include "rdma/transfer.h"
+#include "s3/http_types.h"
+
+namespace rdmastor::rdma {
+
+struct ServiceOptions {
+  size_t staging_bytes = 4u << 20;  // one registered buffer per request...
+  size_t slot_bytes = 1u << 20;     // ...split into pipeline slots of this size
+  size_t max_buffers = 32;          // bounds staging memory: max_buffers * staging_bytes
+  std::chrono::milliseconds buffer_wait{30000};
+  TransferOptions transfer;
+};
+
+// Counters the metrics layer reads (monotonic).
+struct RdmaStats {
+  std::atomic<uint64_t> transfers{0};
+  std::atomic<uint64_t> failures{0};
+  std::atomic<uint64_t> bytes_to_clients{0};    // GET payload written into client buffers
+  std::atomic<uint64_t> bytes_from_clients{0};  // PUT payload read from client buffers
+  std::atomic<uint64_t> bytes_copied{0};        // user-space memcpy of payload on the server
+};
+
+class S3RdmaService {
+ public:
+  // `fabric` null: S3 over RDMA is unavailable and every token request is answered 501 naming
+  // `unavailable_reason`.
+  S3RdmaService(std::unique_ptr<Fabric> fabric, std::string unavailable_reason,
+                ServiceOptions options = {});
+  ~S3RdmaService();
+
+  bool available() const { return fabric_ != nullptr; }
+  std::string_view fabric_name() const { return fabric_ ? fabric_->name() : "none"; }
+  const std::string& unavailable_reason() const { return unavailable_reason_; }
+  RdmaStats& stats() { return stats_; }
+
+  // GET: fills [0, length) through read_at (object offsets relative to the start of the range)
+  // and writes it to the client's buffer at raddr. The caller checked length <= rsize.
+  using ReadAtFn = std::function<Result<size_t>(uint64_t offset, char* buf, size_t len)>;
+  struct PushResult {
+    uint64_t bytes = 0;
+    uint64_t bytes_copied = 0;
+  };
+  Result<PushResult> PushToClient(const RdmaToken& token, const RequestOrigin& origin,
+                                  uint64_t length, const ReadAtFn& read_at);
+
+  // PUT / UploadPart: a body of exactly token.rsize bytes read from the client's buffer. Read()
+  // fails with the transfer's S3 error (failure() keeps it for the handler).
+  class ClientBody : public s3::BodySource {
+   public:
+    ~ClientBody() override;
+    Result<size_t> Read(char* buf, size_t len) override;
+    uint64_t bytes() const { return consumed_; }
+    uint64_t bytes_copied() const { return copied_; }
+    const std::optional<Error>& failure() const { return failure_; }
+
+   private:
+    friend class S3RdmaService;
+    ClientBody() = default;
+    Status PostSlot(size_t slot);
+
+    S3RdmaService* service_ = nullptr;
+    BufferPool::Buffer buffer_;           // destroyed last: the endpoint may still reference it
+    std::unique_ptr<Endpoint> endpoint_;  // destroyed before the buffer goes back to the pool
+    std::unique_ptr<Transfer> transfer_;
+    uint64_t total_ = 0, requested_ = 0, consumed_ = 0, copied_ = 0;
+    std::vector<uint64_t> slot_ticket_, slot_start_, slot_len_;
+    size_t slot_bytes_ = 0;
+    std::optional<Error> failure_;
+  };
+  Result<std::unique_ptr<ClientBody>> PullFromClient(const RdmaToken& token,
+                                                     const RequestOrigin& origin);
+
+ private:
+  std::unique_ptr<Fabric> fabric_;
+  std::string unavailable_reason_;
+  ServiceOptions options_;
+  std::unique_ptr<BufferPool> pool_;
+  RdmaStats stats_;
+};
+
+}  // namespace rdmastor::rdma

@@ -1,0 +1,159 @@
+#include "rdma/settings.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "rdma/build_info.h"
+
+namespace rdmastor::rdma {
+
+namespace {
+
+Error Invalid(const std::string& name, const std::string& value, const std::string& accepts) {
+  return MakeError(ErrorCode::kInvalidArgument,
+                   name + "='" + value + "' is invalid: " + accepts);
+}
+
+// Decimal or 0x-prefixed hex, within [lo, hi].
+std::optional<uint64_t> ParseNumber(std::string s, uint64_t lo, uint64_t hi) {
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    s = s.substr(2);
+    base = 16;
+  }
+  if (s.empty() || s.size() > 16) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : 99;
+    if (d >= base) return std::nullopt;
+    v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
+  }
+  if (v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::string_view FabricName(FabricKind k) {
+  switch (k) {
+    case FabricKind::kOff: return "off";
+    case FabricKind::kVerbs: return "verbs";
+    case FabricKind::kSoft: return "soft";
+  }
+  return "off";
+}
+
+Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>& env) {
+  RdmaSettings s;
+  const bool verbs_built = BuiltWithVerbs();
+  s.fabric = verbs_built ? FabricKind::kVerbs : FabricKind::kOff;
+  auto get = [&](const char* name) -> const std::string* {
+    auto it = env.find(name);
+    return it == env.end() || it->second.empty() ? nullptr : &it->second;
+  };
+  s.live_names = {"MINIO_RDMA_FABRIC", "MINIO_RDMA_SOFT_ALLOW"};
+  if (const auto* v = get("MINIO_RDMA_FABRIC")) {
+    std::string lower = *v;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    if (lower == "soft") {
+      s.fabric = FabricKind::kSoft;
+    } else if (lower == "off") {
+      s.fabric = FabricKind::kOff;
+    } else if (lower == "verbs" && verbs_built) {
+      s.fabric = FabricKind::kVerbs;
+    } else {
+      return Invalid("MINIO_RDMA_FABRIC", *v,
+                     verbs_built ? "use verbs, soft or off"
+                                 : "use soft or off (this standard build has no verbs fabric)");
+    }
+  }
+  if (const auto* v = get("MINIO_RDMA_SOFT_ALLOW")) {
+    auto list = soft::ParseCidrList(*v);
+    if (!list.ok())
+      return Invalid("MINIO_RDMA_SOFT_ALLOW", *v,
+                     list.error().message + "; use a list of IPv4 addresses or CIDRs");
+    s.soft_allow = std::move(list).value();
+  }
+  if (!verbs_built) return s;  // the verbs knobs are compiled out (warned about by the caller)
+
+  s.live_names.insert(s.live_names.end(),
+                      {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX",
+                       "MINIO_RDMA_DC_KEY", "MINIO_RDMA_NUM_DCIS", "MINIO_RDMA_CQ_DEPTH"});
+  auto& vs = s.verbs;
+  if (const auto* v = get("MINIO_RDMA_DEVICE")) {
+    bool ok = v->size() <= 64 && std::all_of(v->begin(), v->end(), [](char c) {
+                return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+              });
+    if (!ok) return Invalid("MINIO_RDMA_DEVICE", *v, "use an RDMA device name such as mlx5_0");
+    vs.device = *v;
+  }
+  struct IntKnob {
+    const char* name;
+    int* out;
+    uint64_t lo, hi;
+  };
+  for (auto [name, out, lo, hi] : {IntKnob{"MINIO_RDMA_PORT", &vs.port, 1, 255},
+                                   IntKnob{"MINIO_RDMA_GID_INDEX", &vs.gid_index, 0, 255},
+                                   IntKnob{"MINIO_RDMA_NUM_DCIS", &vs.num_dcis, 1, 1024},
+                                   IntKnob{"MINIO_RDMA_CQ_DEPTH", &vs.cq_depth, 16, 65536}}) {
+    if (const auto* v = get(name)) {
+      auto n = ParseNumber(*v, lo, hi);
+      if (!n)
+        return Invalid(name, *v,
+                       "use an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+      *out = static_cast<int>(*n);
+    }
+  }
+  if (const auto* v = get("MINIO_RDMA_DC_KEY")) {
+    auto n = ParseNumber(*v, 0, UINT64_MAX);
+    if (!n) return Invalid("MINIO_RDMA_DC_KEY", *v, "use a 64-bit number, e.g. 0xffeeddcc");
+    vs.dc_key = *n;
+  }
+  return s;
+}
+
+std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
+                                                   ServiceOptions options) {
+  switch (settings.fabric) {
+    case FabricKind::kOff: {
+      std::string why = BuiltWithVerbs()
+                            ? "S3 over RDMA is off (MINIO_RDMA_FABRIC=off)"
+                            : "this is the standard build: S3 over RDMA needs "
+                              "MINIO_RDMA_FABRIC=soft or the RDMA build";
+      spdlog::info("S3 over RDMA: off ({})", why);
+      return std::make_unique<S3RdmaService>(nullptr, why, options);
+    }
+    case FabricKind::kSoft: {
+      soft::SoftFabricOptions so;
+      so.allow = settings.soft_allow;
+      spdlog::info("S3 over RDMA: on, soft fabric (TCP emulation; targets: the requesting host{})",
+                   settings.soft_allow.empty() ? "" : " and MINIO_RDMA_SOFT_ALLOW");
+      return std::make_unique<S3RdmaService>(std::make_unique<soft::SoftFabric>(so), "", options);
+    }
+    case FabricKind::kVerbs: {
+      auto fabric = CreateVerbsFabric(settings.verbs);
+      if (!fabric.ok()) {
+        // Logged once here; every token request gets 501 with this reason.
+        spdlog::warn("S3 over RDMA: unavailable, requests with x-amz-rdma-token get 501: {}",
+                     fabric.error().message);
+        return std::make_unique<S3RdmaService>(nullptr, fabric.error().message, options);
+      }
+      spdlog::info("S3 over RDMA: on, verbs fabric");
+      return std::make_unique<S3RdmaService>(std::move(fabric).value(), "", options);
+    }
+  }
+  return nullptr;
+}
+
+#ifndef RDMASTOR_WITH_RDMA
+Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings&) {
+  return MakeError(ErrorCode::kRDMANotSupported,
+                   "this is the standard build: the verbs fabric is not compiled in");
+}
+#endif
+
+}  // namespace rdmastor::rdma

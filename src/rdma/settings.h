@@ -1,0 +1,51 @@
+// MINIO_RDMA_* settings of S3 over RDMA, read once at start and validated: an invalid value
+// refuses to start with a message naming the variable and what it accepts.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "rdma/s3_service.h"
+#include "rdma/soft/soft_fabric.h"
+
+namespace rdmastor::rdma {
+
+enum class FabricKind { kOff, kVerbs, kSoft };
+
+struct VerbsSettings {
+  std::string device;           // MINIO_RDMA_DEVICE: "" = first device with an active port
+  int port = 1;                 // MINIO_RDMA_PORT: 1..255
+  int gid_index = -1;           // MINIO_RDMA_GID_INDEX: 0..255, -1 = pick a RoCE v2 IPv4 GID
+  uint64_t dc_key = 0xffeeddcc;  // MINIO_RDMA_DC_KEY
+  int num_dcis = 16;            // MINIO_RDMA_NUM_DCIS: 1..1024
+  int cq_depth = 1024;          // MINIO_RDMA_CQ_DEPTH: 16..65536
+};
+
+struct RdmaSettings {
+  FabricKind fabric = FabricKind::kOff;  // MINIO_RDMA_FABRIC
+  VerbsSettings verbs;
+  std::vector<soft::Cidr> soft_allow;  // MINIO_RDMA_SOFT_ALLOW
+  // Names of the MINIO_RDMA_* variables this build acts on (the standard build warns about the
+  // rest).
+  std::vector<std::string> live_names;
+};
+
+// Defaults: fabric verbs on the RDMA build, off on the standard build (which offers soft only).
+Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>& env);
+
+std::string_view FabricName(FabricKind k);
+
+// Builds the S3-over-RDMA service the settings ask for. Never fails: a fabric that cannot start
+// (no device) yields an unavailable service whose reason is logged once here and sent with every
+// 501.
+std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
+                                                   ServiceOptions options = {});
+
+// The verbs fabric (RDMA build; the standard build returns kRDMANotSupported).
+Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& settings);
+
+}  // namespace rdmastor::rdma

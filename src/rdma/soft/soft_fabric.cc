@@ -1,0 +1,255 @@
+// The soft fabric's initiator side (the server): endpoints that post one-sided requests to a
+// SoftTarget over TCP and turn its replies into completions.
+#include "rdma/soft/soft_fabric.h"
+
+#include <arpa/inet.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <deque>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+
+#include "rdma/soft/net.h"
+#include "rdma/soft/soft_wire.h"
+
+namespace rdmastor::rdma::soft {
+
+bool Cidr::Contains(uint32_t ip) const {
+  uint32_t mask = prefix == 0 ? 0 : ~0u << (32 - prefix);
+  return (ip & mask) == (network & mask);
+}
+
+std::optional<uint32_t> ParseIpv4(std::string_view text) {
+  if (text.rfind("::ffff:", 0) == 0) text.remove_prefix(7);
+  if (text.size() > 15) return std::nullopt;
+  in_addr addr{};
+  if (inet_pton(AF_INET, std::string(text).c_str(), &addr) != 1) return std::nullopt;
+  return ntohl(addr.s_addr);
+}
+
+Result<std::vector<Cidr>> ParseCidrList(std::string_view text) {
+  std::vector<Cidr> out;
+  std::string s(text);
+  for (auto& c : s)
+    if (c == ',') c = ' ';
+  std::istringstream in(s);
+  std::string item;
+  while (in >> item) {
+    Cidr cidr;
+    auto slash = item.find('/');
+    auto ip = ParseIpv4(std::string_view(item).substr(0, slash));
+    bool ok = ip.has_value();
+    if (ok && slash != std::string::npos) {
+      std::string len = item.substr(slash + 1);
+      ok = !len.empty() && len.size() <= 2 &&
+           len.find_first_not_of("0123456789") == std::string::npos && std::stoi(len) <= 32;
+      if (ok) cidr.prefix = std::stoi(len);
+    }
+    if (!ok)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "'" + item + "' is not an IPv4 address or CIDR (a.b.c.d or a.b.c.d/len)");
+    cidr.network = *ip;
+    out.push_back(cidr);
+  }
+  return out;
+}
+
+// Local regions of this fabric, for the lkey and bounds check every post makes.
+struct SoftFabric::Registry {
+  std::mutex mu;
+  std::map<uint32_t, std::pair<char*, size_t>> regions;
+  uint32_t next_key = 1;
+
+  bool Check(uint32_t lkey, const char* p, size_t len) {
+    std::lock_guard lock(mu);
+    auto it = regions.find(lkey);
+    if (it == regions.end()) return false;
+    auto [base, size] = it->second;
+    return p >= base && len <= size && static_cast<size_t>(p - base) <= size - len;
+  }
+};
+
+namespace {
+
+class SoftLocalMr final : public MemoryRegion {
+ public:
+  SoftLocalMr(std::shared_ptr<SoftFabric::Registry> reg, char* addr, size_t len, uint32_t key)
+      : MemoryRegion(addr, len, key, key), reg_(std::move(reg)) {}
+  ~SoftLocalMr() override {
+    std::lock_guard lock(reg_->mu);
+    reg_->regions.erase(lkey());
+  }
+
+ private:
+  std::shared_ptr<SoftFabric::Registry> reg_;
+};
+
+class SoftEndpoint final : public Endpoint {
+ public:
+  SoftEndpoint(int fd, std::shared_ptr<SoftFabric::Registry> reg) : fd_(fd), reg_(std::move(reg)) {}
+  ~SoftEndpoint() override {
+    if (fd_ >= 0) close(fd_);
+  }
+
+  Status PostSend(const WorkRequest& wr) override {
+    if (error_) {
+      ready_.push_back({wr.wr_id, WcStatus::kFlushed, wr.opcode, 0});
+      return {};
+    }
+    Pending p{wr, !reg_->Check(wr.lkey, wr.local_addr, wr.length)};
+    if (!p.local_error) {
+      wire::Request req;
+      req.op = wr.opcode == Opcode::kWrite ? wire::kOpWrite : wire::kOpRead;
+      req.rkey = wr.rkey;
+      req.wr_id = wr.wr_id;
+      req.remote_addr = wr.remote_addr;
+      req.length = wr.length;
+      iovec iov[2] = {{&req, sizeof(req)}, {wr.local_addr, wr.length}};
+      // A WRITE's payload leaves straight from the registered region (no user-space copy).
+      auto st = net::SendAll(fd_, iov, wr.opcode == Opcode::kWrite ? 2 : 1);
+      if (!st.ok()) {
+        outstanding_.push_back(p);
+        EnterError(WcStatus::kRetryExceeded);
+        return {};
+      }
+    }
+    outstanding_.push_back(p);
+    return {};
+  }
+
+  Result<int> PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) override {
+    int n = 0;
+    auto deadline = std::chrono::steady_clock::now() + wait;
+    while (n < max) {
+      if (!ready_.empty()) {
+        out[n++] = ready_.front();
+        ready_.pop_front();
+        continue;
+      }
+      if (outstanding_.empty()) break;
+      Pending& front = outstanding_.front();
+      if (front.local_error) {
+        EnterError(WcStatus::kLocalProtectionError);
+        continue;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      pollfd pfd{fd_, POLLIN, 0};
+      int timeout_ms = n > 0 ? 0 : static_cast<int>(std::max<int64_t>(0, left.count()));
+      int rc = poll(&pfd, 1, timeout_ms);
+      if (rc == 0) break;
+      if (rc < 0 && errno == EINTR) continue;
+      wire::Reply reply;
+      auto st = net::RecvAll(fd_, &reply, sizeof(reply));
+      if (!st.ok() || reply.wr_id != front.wr.wr_id ||
+          reply.status > static_cast<uint32_t>(WcStatus::kGeneralError)) {
+        EnterError(st.ok() ? WcStatus::kGeneralError : WcStatus::kRetryExceeded);
+        continue;
+      }
+      auto status = static_cast<WcStatus>(reply.status);
+      if (status != WcStatus::kSuccess) {
+        EnterError(status);
+        continue;
+      }
+      if (front.wr.opcode == Opcode::kRead) {
+        // The payload lands straight in the registered region.
+        if (reply.length != front.wr.length ||
+            !net::RecvAll(fd_, front.wr.local_addr, front.wr.length).ok()) {
+          EnterError(WcStatus::kRetryExceeded);
+          continue;
+        }
+      }
+      if (front.wr.signaled)
+        out[n++] = {front.wr.wr_id, WcStatus::kSuccess, front.wr.opcode, front.wr.length};
+      outstanding_.pop_front();
+    }
+    return n;
+  }
+
+ private:
+  struct Pending {
+    WorkRequest wr;
+    bool local_error;
+  };
+
+  // The endpoint goes to the error state as a QP does: the front request fails with `status`,
+  // everything behind it is flushed, and the connection is dropped.
+  void EnterError(WcStatus status) {
+    error_ = true;
+    if (fd_ >= 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+    bool first = true;
+    for (const auto& p : outstanding_) {
+      ready_.push_back({p.wr.wr_id, first ? status : WcStatus::kFlushed, p.wr.opcode, 0});
+      first = false;
+    }
+    outstanding_.clear();
+  }
+
+  int fd_;
+  std::shared_ptr<SoftFabric::Registry> reg_;
+  bool error_ = false;
+  std::deque<Pending> outstanding_;  // posted, reply not yet read (replies come in order)
+  std::deque<Completion> ready_;
+};
+
+}  // namespace
+
+SoftFabric::SoftFabric(SoftFabricOptions options)
+    : options_(std::move(options)), registry_(std::make_shared<Registry>()) {}
+SoftFabric::~SoftFabric() = default;
+
+Result<std::unique_ptr<MemoryRegion>> SoftFabric::RegisterMemory(void* addr, size_t length,
+                                                                 unsigned access) {
+  std::lock_guard lock(registry_->mu);
+  uint32_t key = registry_->next_key++;
+  registry_->regions[key] = {static_cast<char*>(addr), length};
+  return std::unique_ptr<MemoryRegion>(
+      new SoftLocalMr(registry_, static_cast<char*>(addr), length, key));
+}
+
+Result<std::unique_ptr<Endpoint>> SoftFabric::Connect(const RemoteAddress& remote,
+                                                      const RequestOrigin& origin) {
+  auto ip = remote.has_gid ? GidToIpv4(remote.gid) : std::nullopt;
+  if (!ip)
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     "soft fabric: the token has no IPv4-mapped GID (::ffff:a.b.c.d) to reach");
+  // A token must not turn the server into a connection relay: only the requester's own address
+  // (or networks the operator allowed) may be targeted.
+  auto from = ParseIpv4(origin.remote_ip);
+  bool allowed = from && *from == *ip;
+  for (const auto& c : options_.allow) allowed = allowed || c.Contains(*ip);
+  if (!allowed)
+    return MakeError(ErrorCode::kAccessDenied,
+                     "soft fabric: the token names host " + net::Ipv4String(*ip) +
+                         " but the request came from " + origin.remote_ip +
+                         "; only the requester's address is reached unless "
+                         "MINIO_RDMA_SOFT_ALLOW lists it");
+  std::string where = net::Ipv4String(*ip) + ":" + std::to_string(remote.lid);
+  auto fd = net::ConnectTcp(*ip, remote.lid, options_.connect_timeout);
+  if (!fd.ok())
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     "soft fabric: cannot reach " + where + ": " + fd.error().message);
+  net::SetTimeouts(*fd, options_.io_timeout);
+  wire::Hello hello;
+  hello.qpn = remote.qpn;
+  wire::HelloReply reply;
+  auto st = net::SendAll(*fd, &hello, sizeof(hello));
+  if (st.ok()) st = net::RecvAll(*fd, &reply, sizeof(reply));
+  if (!st.ok() || reply.magic != wire::kMagic || reply.status != 0) {
+    close(*fd);
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     "soft fabric: " + where + " refused endpoint " +
+                         std::to_string(remote.qpn) +
+                         (st.ok() ? std::string() : ": " + st.error().message));
+  }
+  return std::unique_ptr<Endpoint>(new SoftEndpoint(*fd, registry_));
+}
+
+}  // namespace rdmastor::rdma::soft

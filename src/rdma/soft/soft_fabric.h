@@ -1,0 +1,80 @@
+// The `soft` fabric: one-sided RDMA semantics emulated in user space over TCP (DESIGN.md §4).
+//
+// The client side runs a SoftTarget: a TCP listener that owns the registered regions (rkey →
+// memory). Its address goes into the token: an IPv4-mapped GID (::ffff:a.b.c.d) for the host,
+// `lid` for the TCP port, `qpn` for the endpoint id. The server side (SoftFabric) connects to it and
+// posts WRITE/READ work requests; the target checks rkey, permission and bounds for every request
+// and moves the bytes straight between the socket and the region, answering with the same
+// completion statuses as hardware (kRemoteAccessError for a bad rkey or an out-of-bounds range).
+// Wire format: see soft_wire.h.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rdma/fabric.h"
+
+namespace rdmastor::rdma::soft {
+
+// An IPv4 network "a.b.c.d/len".
+struct Cidr {
+  uint32_t network = 0;  // host byte order
+  int prefix = 32;
+  bool Contains(uint32_t ip) const;
+};
+// Parses a comma/space separated list of IPv4 CIDRs or addresses (MINIO_RDMA_SOFT_ALLOW).
+Result<std::vector<Cidr>> ParseCidrList(std::string_view text);
+// "127.0.0.1" or "::ffff:127.0.0.1" → host-order IPv4; nullopt for anything else.
+std::optional<uint32_t> ParseIpv4(std::string_view text);
+
+struct SoftFabricOptions {
+  // Targets the server may connect to besides the address each HTTP request came from.
+  std::vector<Cidr> allow;
+  std::chrono::milliseconds connect_timeout{3000};
+  // Longest a single socket send/receive may block: bounds a frozen peer.
+  std::chrono::milliseconds io_timeout{10000};
+};
+
+// The initiator side (the server).
+class SoftFabric final : public Fabric {
+ public:
+  explicit SoftFabric(SoftFabricOptions options = {});
+  ~SoftFabric() override;
+  std::string_view name() const override { return "soft"; }
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
+                                                       unsigned access) override;
+  Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
+                                            const RequestOrigin& origin) override;
+
+  struct Registry;  // local regions by lkey (lkey and bounds checks on post)
+
+ private:
+  SoftFabricOptions options_;
+  std::shared_ptr<Registry> registry_;
+};
+
+struct SoftTargetOptions {
+  std::string bind_ip = "127.0.0.1";  // IPv4 the listener binds to and advertises in the GID
+  std::chrono::milliseconds io_timeout{30000};
+};
+
+// The target side (the client): serves one-sided operations on its registered regions.
+class SoftTarget final : public Target {
+ public:
+  static Result<std::unique_ptr<SoftTarget>> Start(SoftTargetOptions options = {});
+  ~SoftTarget() override;
+  RemoteAddress address() const override;
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
+                                                       unsigned access) override;
+  uint64_t requests_served() const;
+
+  struct Impl;
+
+ private:
+  explicit SoftTarget(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace rdmastor::rdma::soft

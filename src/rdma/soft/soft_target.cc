@@ -1,0 +1,226 @@
+// The soft fabric's target side (the client): a listener whose connections carry one-sided
+// requests against the regions registered here. Every request is checked (rkey, permission,
+// bounds) before a byte moves; payloads go straight between the socket and the region.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <random>
+#include <shared_mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "rdma/soft/net.h"
+#include "rdma/soft/soft_fabric.h"
+#include "rdma/soft/soft_wire.h"
+
+namespace rdmastor::rdma::soft {
+
+struct SoftTarget::Impl {
+  struct Region {
+    char* addr;
+    size_t length;
+    unsigned access;
+  };
+  struct Conn {
+    int fd;
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+
+  SoftTargetOptions options;
+  int listen_fd = -1;
+  int wake[2] = {-1, -1};
+  uint32_t ip = 0;
+  uint16_t port = 0;
+  uint32_t qpn = 0;
+  std::mt19937 rng{std::random_device{}()};
+
+  std::shared_mutex regions_mu;  // shared while a request touches a region; unique to change
+  std::unordered_map<uint32_t, Region> regions;
+
+  std::mutex conns_mu;
+  std::list<Conn> conns;
+  std::thread acceptor;
+  std::atomic<uint64_t> served{0};
+
+  void AcceptLoop();
+  void Serve(int fd);
+  WcStatus Check(uint32_t rkey, uint64_t addr, uint32_t len, unsigned need);
+  void Stop();
+};
+
+WcStatus SoftTarget::Impl::Check(uint32_t rkey, uint64_t addr, uint32_t len, unsigned need) {
+  auto it = regions.find(rkey);
+  if (it == regions.end() || (it->second.access & need) != need)
+    return WcStatus::kRemoteAccessError;
+  auto base = reinterpret_cast<uint64_t>(it->second.addr);
+  if (addr < base || len > it->second.length || addr - base > it->second.length - len)
+    return WcStatus::kRemoteAccessError;
+  return WcStatus::kSuccess;
+}
+
+void SoftTarget::Impl::Serve(int fd) {
+  net::SetTimeouts(fd, options.io_timeout);
+  wire::Hello hello;
+  if (!net::RecvAll(fd, &hello, sizeof(hello)).ok()) return;
+  wire::HelloReply hr;
+  hr.status = hello.magic == wire::kMagic && hello.qpn == qpn ? 0 : 1;
+  if (!net::SendAll(fd, &hr, sizeof(hr)).ok() || hr.status != 0) return;
+  for (;;) {
+    wire::Request req;
+    if (!net::RecvAll(fd, &req, sizeof(req)).ok()) return;
+    wire::Reply reply;
+    reply.wr_id = req.wr_id;
+    std::shared_lock lock(regions_mu);
+    if (req.op == wire::kOpWrite) {
+      auto st = Check(req.rkey, req.remote_addr, req.length, kRemoteWrite);
+      reply.status = static_cast<uint32_t>(st);
+      Status io = st == WcStatus::kSuccess
+                      ? net::RecvAll(fd, reinterpret_cast<char*>(req.remote_addr), req.length)
+                      : net::Discard(fd, req.length);
+      lock.unlock();
+      if (!io.ok() || !net::SendAll(fd, &reply, sizeof(reply)).ok()) return;
+    } else if (req.op == wire::kOpRead) {
+      auto st = Check(req.rkey, req.remote_addr, req.length, kRemoteRead);
+      reply.status = static_cast<uint32_t>(st);
+      reply.length = st == WcStatus::kSuccess ? req.length : 0;
+      iovec iov[2] = {{&reply, sizeof(reply)},
+                      {reinterpret_cast<char*>(req.remote_addr), reply.length}};
+      if (!net::SendAll(fd, iov, reply.length ? 2 : 1).ok()) return;
+    } else {
+      lock.unlock();
+      reply.status = static_cast<uint32_t>(WcStatus::kRemoteInvalidRequest);
+      (void)net::SendAll(fd, &reply, sizeof(reply));
+      return;
+    }
+    served.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void SoftTarget::Impl::AcceptLoop() {
+  for (;;) {
+    pollfd pfds[2] = {{listen_fd, POLLIN, 0}, {wake[0], POLLIN, 0}};
+    if (poll(pfds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (pfds[1].revents) return;
+    int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    std::lock_guard lock(conns_mu);
+    // Reap finished connections so threads do not pile up on a long-lived client.
+    for (auto it = conns.begin(); it != conns.end();) {
+      if (it->done->load()) {
+        it->thread.join();
+        close(it->fd);
+        it = conns.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    conns.push_back({fd, std::thread([this, fd, done] {
+                       Serve(fd);
+                       done->store(true);
+                     }),
+                     done});
+  }
+}
+
+void SoftTarget::Impl::Stop() {
+  if (wake[1] >= 0) {
+    char c = 1;
+    (void)!write(wake[1], &c, 1);
+  }
+  if (acceptor.joinable()) acceptor.join();
+  std::lock_guard lock(conns_mu);
+  for (auto& c : conns) shutdown(c.fd, SHUT_RDWR);
+  for (auto& c : conns) {
+    c.thread.join();
+    close(c.fd);
+  }
+  conns.clear();
+  for (int fd : {listen_fd, wake[0], wake[1]})
+    if (fd >= 0) close(fd);
+}
+
+namespace {
+class SoftTargetMr final : public MemoryRegion {
+ public:
+  SoftTargetMr(std::shared_ptr<SoftTarget::Impl> impl, char* addr, size_t len, uint32_t key)
+      : MemoryRegion(addr, len, key, key), impl_(std::move(impl)) {}
+  ~SoftTargetMr() override {
+    // Waits for any request touching the region to finish: after this no byte moves.
+    std::unique_lock lock(impl_->regions_mu);
+    impl_->regions.erase(rkey());
+  }
+
+ private:
+  std::shared_ptr<SoftTarget::Impl> impl_;
+};
+}  // namespace
+
+Result<std::unique_ptr<SoftTarget>> SoftTarget::Start(SoftTargetOptions options) {
+  auto impl = std::make_shared<Impl>();
+  impl->options = options;
+  in_addr addr{};
+  if (inet_pton(AF_INET, options.bind_ip.c_str(), &addr) != 1)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "soft target: '" + options.bind_ip + "' is not an IPv4 address");
+  impl->ip = ntohl(addr.s_addr);
+  impl->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr = addr;
+  socklen_t len = sizeof(sa);
+  if (impl->listen_fd < 0 || bind(impl->listen_fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 ||
+      listen(impl->listen_fd, 128) != 0 ||
+      getsockname(impl->listen_fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0 ||
+      pipe2(impl->wake, O_CLOEXEC) != 0) {
+    std::string err = std::strerror(errno);
+    impl->Stop();
+    return MakeError(ErrorCode::kInternalError,
+                     "soft target: cannot listen on " + options.bind_ip + ": " + err);
+  }
+  impl->port = ntohs(sa.sin_port);
+  impl->qpn = std::uniform_int_distribution<uint32_t>(1, 0xffffff)(impl->rng);
+  impl->acceptor = std::thread([raw = impl.get()] { raw->AcceptLoop(); });
+  return std::unique_ptr<SoftTarget>(new SoftTarget(std::move(impl)));
+}
+
+SoftTarget::~SoftTarget() { impl_->Stop(); }
+
+RemoteAddress SoftTarget::address() const {
+  RemoteAddress a;
+  a.lid = impl_->port;
+  a.qpn = impl_->qpn;
+  a.has_gid = true;
+  a.gid = Ipv4ToGid(impl_->ip);
+  return a;
+}
+
+Result<std::unique_ptr<MemoryRegion>> SoftTarget::RegisterMemory(void* addr, size_t length,
+                                                                 unsigned access) {
+  std::unique_lock lock(impl_->regions_mu);
+  uint32_t key = 0;
+  do {
+    key = impl_->rng();
+  } while (key == 0 || impl_->regions.count(key));
+  impl_->regions[key] = {static_cast<char*>(addr), length, access};
+  return std::unique_ptr<MemoryRegion>(
+      new SoftTargetMr(impl_, static_cast<char*>(addr), length, key));
+}
+
+uint64_t SoftTarget::requests_served() const { return impl_->served.load(); }
+
+}  // namespace rdmastor::rdma::soft

@@ -1,0 +1,131 @@
+#include "rdma/transfer.h"
+
+#include <algorithm>
+#include <string>
+
+namespace rdmastor::rdma {
+
+Transfer::Transfer(Endpoint& endpoint, Opcode opcode, RemoteBuffer remote, TransferOptions options)
+    : ep_(endpoint), opcode_(opcode), remote_(remote), opt_(options) {
+  opt_.max_outstanding = std::max(1, opt_.max_outstanding);
+  opt_.signal_interval = std::clamp(opt_.signal_interval, 1, opt_.max_outstanding);
+  opt_.max_wr_bytes = std::max<uint32_t>(1, opt_.max_wr_bytes);
+}
+
+Error Transfer::Fail(Error e) {
+  if (!error_) error_ = std::move(e);
+  return *error_;
+}
+
+Result<uint64_t> Transfer::Post(const MemoryRegion& mr, char* local, size_t len,
+                                uint64_t remote_offset) {
+  if (error_) return *error_;
+  if (len == 0) return next_wr_id_ - 1;
+  if (!mr.Contains(local, len))
+    return Fail(MakeError(ErrorCode::kInternalError, "local range outside its memory region"));
+  if (remote_offset > remote_.length || len > remote_.length - remote_offset)
+    return Fail(MakeError(ErrorCode::kInternalError, "remote range outside the token's buffer"));
+  size_t done = 0;
+  while (done < len) {
+    // Window full: wait for a signaled completion to free slots.
+    while (next_wr_id_ - 1 - completed_through_ >= static_cast<uint64_t>(opt_.max_outstanding))
+      RS_RETURN_IF_ERROR(Progress());
+    uint32_t piece = static_cast<uint32_t>(std::min<size_t>(opt_.max_wr_bytes, len - done));
+    WorkRequest wr;
+    wr.wr_id = next_wr_id_;
+    wr.opcode = opcode_;
+    wr.local_addr = local + done;
+    wr.length = piece;
+    wr.lkey = mr.lkey();
+    wr.remote_addr = remote_.addr + remote_offset + done;
+    wr.rkey = remote_.rkey;
+    uint64_t outstanding_after = next_wr_id_ - completed_through_;
+    // Signal the last request of the range, every signal_interval-th one, and the one that fills
+    // the window (otherwise nothing would ever tell us that slots became free).
+    wr.signaled = done + piece == len ||
+                  wr.wr_id - last_signaled_ >= static_cast<uint64_t>(opt_.signal_interval) ||
+                  outstanding_after >= static_cast<uint64_t>(opt_.max_outstanding);
+    if (auto st = ep_.PostSend(wr); !st.ok())
+      return Fail(CompletionError(WcStatus::kGeneralError, bytes_completed_ > 0,
+                                  "post failed: " + st.error().message));
+    bytes_posted_ += piece;
+    if (wr.signaled) {
+      last_signaled_ = wr.wr_id;
+      signaled_marks_.emplace_back(wr.wr_id, bytes_posted_);
+      ++signaled_;
+    }
+    ++next_wr_id_;
+    done += piece;
+  }
+  return next_wr_id_ - 1;
+}
+
+Status Transfer::WaitFor(uint64_t ticket) {
+  while (!error_ && completed_through_ < ticket) RS_RETURN_IF_ERROR(Progress());
+  if (error_) return *error_;
+  return {};
+}
+
+Status Transfer::Progress() {
+  if (error_) return *error_;
+  auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
+  Completion wc[16];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      return Fail(CompletionError(WcStatus::kRetryExceeded, bytes_completed_ > 0,
+                                  "no completion within " +
+                                      std::to_string(opt_.timeout.count()) + " ms"));
+    auto n = ep_.PollCompletions(wc, 16, std::min(left, std::chrono::milliseconds(100)));
+    if (!n.ok()) return Fail(n.error());
+    for (int i = 0; i < *n; ++i) {
+      if (wc[i].status != WcStatus::kSuccess) {
+        // Completions arrive in order, so requests before a failed one did land.
+        bool moved = bytes_completed_ > 0 || wc[i].wr_id > completed_through_ + 1;
+        return Fail(CompletionError(wc[i].status, moved,
+                                    "work request " + std::to_string(wc[i].wr_id) + " of " +
+                                        std::to_string(next_wr_id_ - 1)));
+      }
+      // Requests on one endpoint complete in order: a signaled completion covers all before it.
+      completed_through_ = std::max(completed_through_, wc[i].wr_id);
+      while (!signaled_marks_.empty() && signaled_marks_.front().first <= completed_through_) {
+        bytes_completed_ = signaled_marks_.front().second;
+        signaled_marks_.pop_front();
+      }
+    }
+    if (*n > 0) return {};
+  }
+}
+
+std::string_view WcStatusName(WcStatus s) {
+  switch (s) {
+    case WcStatus::kSuccess: return "success";
+    case WcStatus::kLocalLengthError: return "local length error";
+    case WcStatus::kLocalQpOpError: return "local QP operation error";
+    case WcStatus::kLocalProtectionError: return "local protection error";
+    case WcStatus::kFlushed: return "work request flushed";
+    case WcStatus::kRemoteInvalidRequest: return "remote invalid request";
+    case WcStatus::kRemoteAccessError: return "remote access error";
+    case WcStatus::kRemoteOperationError: return "remote operation error";
+    case WcStatus::kRetryExceeded: return "transport retry counter exceeded";
+    case WcStatus::kRnrRetryExceeded: return "RNR retry counter exceeded";
+    case WcStatus::kGeneralError: return "general error";
+  }
+  return "unknown";
+}
+
+Error CompletionError(WcStatus status, bool bytes_moved, std::string_view detail) {
+  std::string msg = "RDMA " + std::string(WcStatusName(status));
+  if (!detail.empty()) msg += " (" + std::string(detail) + ")";
+  // The token named memory the server may not access (wrong rkey, outside the registration,
+  // missing remote permission): the client's error whatever moved already.
+  if (status == WcStatus::kRemoteAccessError || status == WcStatus::kRemoteInvalidRequest)
+    return MakeError(ErrorCode::kInvalidRDMAToken,
+                     msg + ": the token's rkey/raddr/rsize does not grant this access");
+  if (!bytes_moved)
+    return MakeError(ErrorCode::kRDMANotSupported, msg + " before any byte moved");
+  return MakeError(ErrorCode::kRDMATransferFailed, msg + " midway");
+}
+
+}  // namespace rdmastor::rdma

@@ -1,0 +1,127 @@
+#include "s3/ops.h"
+
+#include <chrono>
+#include <ctime>
+
+#include "admin/jwt.h"
+#include "admin/metrics.h"
+#include "common/error_code.h"
+#include "s3/xml.h"
+
+namespace rdmastor::s3 {
+
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void Send(ResponseSink& sink, HttpResponseHead head, const std::string& body,
+          const char* content_type) {
+  if (!body.empty()) head.Set("Content-Type", content_type);
+  head.content_length = body.size();
+  if (sink.SendHead(head) && !body.empty()) sink.Write(body.data(), body.size());
+}
+
+void SendError(const HttpRequest& req, ResponseSink& sink, const std::string& request_id,
+               const Error& err) {
+  const auto& info = GetErrorInfo(err.code);
+  auto head = BaseHead(request_id, info.http_status);
+  std::string body;
+  if (req.method != "HEAD") {
+    body = ErrorXml(info.code, err.message.empty() ? std::string(info.message) : err.message,
+                    req.raw_path, request_id);
+  }
+  Send(sink, std::move(head), body, "application/xml");
+}
+
+void ServeHealth(const HttpRequest& req, ResponseSink& sink, const std::string& request_id,
+                 const OpsOptions& opts, bool need_write) {
+  auto head = BaseHead(request_id, 200);
+  if (opts.cluster_health) {
+    auto h = opts.cluster_health();
+    bool ok = need_write ? h.HasWriteQuorum() : h.HasReadQuorum();
+    head.status = ok ? 200 : 503;
+    // MinIO tells load balancers the quorum it needs.
+    if (need_write) head.Set("X-Minio-Write-Quorum", std::to_string(h.write_quorum));
+  }
+  Send(sink, std::move(head), "", "");
+}
+
+}  // namespace
+
+HttpResponseHead BaseHead(const std::string& request_id, int status) {
+  HttpResponseHead head;
+  head.status = status;
+  head.Set("Server", "rdmastor");
+  head.Set("x-amz-request-id", request_id);
+  head.Set("x-amz-id-2", request_id);
+  head.Set("Date", HttpDate(NowNs()));
+  return head;
+}
+
+bool ServeOps(const HttpRequest& req, ResponseSink& sink, const std::string& request_id,
+              const OpsOptions& opts) {
+  const std::string& p = req.raw_path;
+  bool health = p == "/minio/health/live" || p == "/minio/health/ready" ||
+                p == "/minio/health/cluster" || p == "/minio/health/cluster/read";
+  bool metrics = p == "/minio/v2/metrics/cluster" || p == "/minio/v2/metrics/node";
+  if (!health && !metrics) return false;
+  if (req.method != "GET" && req.method != "HEAD") {
+    SendError(req, sink, request_id, MakeError(ErrorCode::kMethodNotAllowed));
+    return true;
+  }
+  // Health probes are unauthenticated, as in MinIO.
+  if (p == "/minio/health/cluster" || p == "/minio/health/cluster/read") {
+    ServeHealth(req, sink, request_id, opts, p == "/minio/health/cluster");
+    return true;
+  }
+  if (health) {
+    Send(sink, BaseHead(request_id, 200), "", "");
+    return true;
+  }
+  if (!opts.prometheus_public) {
+    auto st = admin::VerifyPrometheusBearer(req.HeaderOr("authorization"), opts.access_key,
+                                            opts.secret_key, std::time(nullptr));
+    if (!st.ok()) {
+      SendError(req, sink, request_id, st.error());
+      return true;
+    }
+  }
+  auto scope = p.ends_with("/node") ? admin::Scope::kNode : admin::Scope::kCluster;
+  std::string text = admin::GlobalRegistry().Render(scope);
+  auto head = BaseHead(request_id, 200);
+  if (req.method == "HEAD") {
+    head.Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    sink.SendHead(head);
+    return true;
+  }
+  Send(sink, std::move(head), text, "text/plain; version=0.0.4; charset=utf-8");
+  return true;
+}
+
+Result<size_t> MeteredBody::Read(char* buf, size_t len) {
+  auto n = in_.Read(buf, len);
+  if (n.ok()) bytes_ += *n;
+  return n;
+}
+
+bool MeteredSink::SendHead(const HttpResponseHead& head) {
+  bool ok = out_.SendHead(head);
+  if (ok) {
+    sent_head_ = true;
+    status_ = head.status;
+    content_length_ = head.content_length;
+  }
+  return ok;
+}
+
+bool MeteredSink::Write(const char* data, size_t len) {
+  bool ok = out_.Write(data, len);
+  if (ok) bytes_ += len;
+  return ok;
+}
+
+}  // namespace rdmastor::s3

@@ -1,0 +1,117 @@
+#include "s3/rdma_request.h"
+
+#include <algorithm>
+
+#include "admin/metrics.h"
+
+namespace rdmastor::s3 {
+
+Result<std::optional<rdma::RdmaToken>> RdmaTokenOf(const HttpRequest& req, const AuthContext& auth,
+                                                   const rdma::S3RdmaService* service,
+                                                   bool is_put) {
+  const std::string* text = req.FindHeader(kRdmaTokenHeader);
+  if (!text) return std::optional<rdma::RdmaToken>();
+  // The token steers server writes into client memory: it must be covered by the signature.
+  const auto& signed_headers = auth.signed_headers;
+  if (std::find(signed_headers.begin(), signed_headers.end(), kRdmaTokenHeader) ==
+      signed_headers.end())
+    return MakeError(ErrorCode::kAccessDenied,
+                     "x-amz-rdma-token must be among the signed headers (SignedHeaders)");
+  auto token = rdma::ParseToken(*text);
+  if (!token.ok()) return token.error();
+  if (const auto* agent = req.FindHeader("x-amz-rdma-agent"); agent && *agent != "cuobj")
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     "x-amz-rdma-agent '" + *agent + "' is not supported (only cuobj)");
+  if (is_put) {
+    if ((req.content_length && *req.content_length > 0) || req.chunked)
+      return MakeError(ErrorCode::kInvalidRequest,
+                       "a request with x-amz-rdma-token carries its payload over RDMA: send "
+                       "Content-Length: 0");
+    if (auth.payload_mode != PayloadMode::kUnsigned &&
+        auth.payload_mode != PayloadMode::kSignedSha256)
+      return MakeError(ErrorCode::kInvalidRequest,
+                       "aws-chunked streaming cannot be combined with x-amz-rdma-token");
+  }
+  if (!service || !service->available())
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     service ? service->unavailable_reason() : "S3 over RDMA is not configured");
+  return std::optional<rdma::RdmaToken>(*token);
+}
+
+Result<uint64_t> RdmaGet(rdma::S3RdmaService& service, const rdma::RdmaToken& token,
+                         const HttpRequest& req, storage::ObjectReader& reader, uint64_t start,
+                         uint64_t length, int reply_code) {
+  if (length > token.rsize) {
+    RecordRdmaOutcome(501, 0, 0, 0);
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     "the " + std::to_string(length) +
+                         " bytes requested do not fit the token's buffer (rsize " +
+                         std::to_string(token.rsize) + "); read it in ranges");
+  }
+  auto moved = service.PushToClient(
+      token, rdma::RequestOrigin{req.remote_ip}, length,
+      [&](uint64_t off, char* buf, size_t len) { return reader.ReadAt(start + off, buf, len); });
+  if (!moved.ok()) {
+    RecordRdmaOutcome(GetErrorInfo(moved.error().code).http_status, 0, 0, 0);
+    return moved.error();
+  }
+  RecordRdmaOutcome(reply_code, 0, moved->bytes, moved->bytes_copied);
+  return moved->bytes;
+}
+
+RdmaPutBody::~RdmaPutBody() = default;
+
+Result<size_t> RdmaPutBody::Read(char* buf, size_t len) {
+  if (failure_) return *failure_;
+  if (!body_) {
+    auto b = service_.PullFromClient(token_, rdma::RequestOrigin{remote_ip_});
+    if (!b.ok()) {
+      failure_ = b.error();
+      return *failure_;
+    }
+    body_ = std::move(b).value();
+  }
+  auto n = body_->Read(buf, len);
+  if (!n.ok()) failure_ = n.error();
+  return n;
+}
+
+Result<std::unique_ptr<RdmaPutBody>> RdmaPutBodyFor(const HttpRequest& req,
+                                                    const AuthContext& auth,
+                                                    rdma::S3RdmaService* service) {
+  auto token = RdmaTokenOf(req, auth, service, /*is_put=*/true);
+  if (!token.ok()) {
+    if (token.error().code == ErrorCode::kRDMANotSupported) RecordRdmaOutcome(501, 0, 0, 0);
+    return token.error();
+  }
+  if (!*token) return std::unique_ptr<RdmaPutBody>();
+  return std::make_unique<RdmaPutBody>(*service, **token, req.remote_ip);
+}
+
+Error RdmaUploadError(const RdmaPutBody* body, const Error& store_error) {
+  if (!body) return store_error;
+  Error e = body->failure() ? *body->failure() : store_error;
+  RecordRdmaOutcome(GetErrorInfo(e.code).http_status, body->bytes(), 0, body->bytes());
+  return e;
+}
+
+void AddRdmaUploadReply(const RdmaPutBody* body, HeaderList& headers) {
+  if (!body) return;
+  headers.emplace_back("x-amz-rdma-reply", "200");
+  headers.emplace_back("x-amz-rdma-bytes-transferred", std::to_string(body->bytes()));
+  RecordRdmaOutcome(200, body->bytes(), 0, body->bytes());
+}
+
+void RecordRdmaOutcome(int reply_code, uint64_t received, uint64_t sent, uint64_t copied) {
+  admin::RecordRdmaReply(reply_code);
+  admin::AddS3Traffic(admin::Transport::kRdma, received, sent);
+  static admin::Counter& copied_bytes =
+      admin::GlobalRegistry()
+          .AddCounter("minio_api_rdma_copied_bytes_total",
+                      "Payload bytes the server copied in user space for S3-over-RDMA requests",
+                      {})
+          .With({});
+  if (copied) copied_bytes.Inc(copied);
+}
+
+}  // namespace rdmastor::s3

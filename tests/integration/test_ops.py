@@ -1,0 +1,158 @@
+"""Operations: Prometheus metrics (names, values, auth), health endpoints, the metrics token."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+import requests
+
+from conftest import RDMASTOR_BIN, _clean_env, make_client, seeded_bytes, unique_bucket
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
+
+
+class Metrics(dict):
+    """{(name, labels-string): value}; .families: every name with a # TYPE line."""
+    families = set()
+
+
+def parse_metrics(text):
+    """Metrics from Prometheus text; also checks every line's syntax."""
+    out = Metrics()
+    typed = set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            assert kind in ("counter", "gauge"), line
+            typed.add(name)
+            continue
+        if line.startswith("# HELP ") or not line:
+            continue
+        m = SAMPLE.match(line)
+        assert m, f"not a Prometheus sample line: {line!r}"
+        assert m.group(1) in typed, f"sample before its # TYPE: {line!r}"
+        out[(m.group(1), m.group(2) or "")] = float(m.group(3))
+    out.families = typed
+    return out
+
+
+def token_for(srv):
+    cp = subprocess.run([RDMASTOR_BIN, "admin", "prometheus-token"], capture_output=True,
+                        text=True, timeout=20, env=_clean_env(creds=(srv.access_key, srv.secret_key)),
+                        stdin=subprocess.DEVNULL)
+    assert cp.returncode == 0, cp.stderr
+    token = cp.stdout.strip()
+    assert token.count(".") == 2 and srv.secret_key not in token
+    return token
+
+
+def scrape(srv, which="cluster", token=None):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    r = requests.get(srv.url(f"/minio/v2/metrics/{which}"), headers=headers, timeout=10)
+    assert r.status_code == 200, r.text
+    assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    return parse_metrics(r.text)
+
+
+def test_metrics_need_a_valid_token(server):
+    for headers in ({}, {"Authorization": "Bearer not.a.jwt"},
+                    {"Authorization": f"Basic {server.secret_key}"}):
+        r = requests.get(server.url("/minio/v2/metrics/cluster"), headers=headers, timeout=10)
+        assert r.status_code == 403, r.text
+        assert "<Code>AccessDenied</Code>" in r.text
+    # A token signed with another secret is refused.
+    cp = subprocess.run([RDMASTOR_BIN, "admin", "prometheus-token"], capture_output=True,
+                        text=True, timeout=20,
+                        env=_clean_env(creds=(server.access_key, "some-other-secret")),
+                        stdin=subprocess.DEVNULL)
+    r = requests.get(server.url("/minio/v2/metrics/node"),
+                     headers={"Authorization": f"Bearer {cp.stdout.strip()}"}, timeout=10)
+    assert r.status_code == 403
+
+
+def test_metrics_change_as_requests_are_made(server):
+    token = token_for(server)
+    before = scrape(server, "cluster", token)
+    for name in ("minio_s3_requests_total", "minio_s3_requests_errors_total",
+                 "minio_s3_requests_4xx_errors_total", "minio_s3_requests_5xx_errors_total",
+                 "minio_s3_traffic_received_bytes", "minio_s3_traffic_sent_bytes",
+                 "minio_api_rdma_replies_total", "minio_system_network_internode_sent_bytes_total",
+                 "minio_system_network_internode_recv_bytes_total",
+                 "minio_system_network_internode_rdma_fallbacks_total",
+                 "minio_cluster_drive_online_total", "minio_cluster_capacity_raw_total_bytes",
+                 "minio_cluster_health_status"):
+        assert name in before.families, f"{name} missing"
+    for code in ("200", "206", "501"):
+        assert before[("minio_api_rdma_replies_total", f'{{code="{code}"}}')] == 0
+    assert before[("minio_s3_traffic_received_bytes", '{transport="rdma"}')] == 0
+    assert before[("minio_cluster_drive_online_total", "")] == 1
+    assert before[("minio_cluster_health_status", "")] == 1
+
+    s3 = make_client(server)
+    bucket = unique_bucket("metrics")
+    s3.create_bucket(Bucket=bucket)
+    body = seeded_bytes(300_000)
+    s3.put_object(Bucket=bucket, Key="k", Body=body)
+    assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == body
+    with pytest.raises(Exception):
+        s3.get_object(Bucket=bucket, Key="missing")
+    bad = make_client(server, secret_key="wrong-secret-key")
+    with pytest.raises(Exception):
+        bad.put_object(Bucket=bucket, Key="denied", Body=b"x")
+
+    after = scrape(server, "cluster", token)
+
+    def delta(name, labels=""):
+        return after.get((name, labels), 0) - before.get((name, labels), 0)
+
+    assert delta("minio_s3_requests_total", '{api="PutBucket"}') == 1
+    assert delta("minio_s3_requests_total", '{api="PutObject"}') == 2  # one denied
+    assert delta("minio_s3_requests_total", '{api="GetObject"}') == 2
+    assert delta("minio_s3_requests_4xx_errors_total", '{api="GetObject"}') == 1
+    assert delta("minio_s3_requests_4xx_errors_total", '{api="PutObject"}') == 1  # the 403
+    assert delta("minio_s3_requests_errors_total", '{api="GetObject"}') == 1
+    assert delta("minio_s3_requests_5xx_errors_total", '{api="GetObject"}') == 0
+    assert delta("minio_s3_traffic_received_bytes", '{transport="tcp"}') >= len(body)
+    assert delta("minio_s3_traffic_sent_bytes", '{transport="tcp"}') >= len(body)
+    assert delta("minio_s3_traffic_sent_bytes", '{transport="rdma"}') == 0
+    # Scrapes and health probes are not S3 requests.
+    assert not any(k[0] == "minio_s3_requests_total" and "unknown" in k[1] and
+                   delta(*k) for k in after)
+
+    node = scrape(server, "node", token)
+    drive = f'{{drive="{server.datadir}"}}'
+    assert node[("rdmastor_node_drive_online", drive)] == 1
+    assert node[("minio_node_drive_total_bytes", drive)] > 0
+    assert 0 < node[("minio_node_drive_free_bytes", drive)] <= node[("minio_node_drive_total_bytes", drive)]
+    assert ("minio_heal_objects_total", "") in node
+    assert ("minio_heal_objects_total", "") not in after  # node-only family
+    assert node[("minio_node_process_uptime_seconds", "")] >= 0
+
+
+def test_public_metrics_and_cluster_health(server_factory):
+    srv = server_factory(env={"MINIO_PROMETHEUS_AUTH_TYPE": "public"})
+    m = scrape(srv, "cluster")
+    assert m[("minio_cluster_drive_total", "")] == 1
+    for path in ("/minio/health/live", "/minio/health/ready", "/minio/health/cluster",
+                 "/minio/health/cluster/read"):
+        r = requests.get(srv.url(path), timeout=10)
+        assert r.status_code == 200, path
+    r = requests.get(srv.url("/minio/health/cluster"), timeout=10)
+    assert r.headers.get("X-Minio-Write-Quorum") == "1"
+    # The drive disappears: no write quorum any more, and the metrics say so.
+    shutil.rmtree(srv.datadir)
+    assert requests.get(srv.url("/minio/health/cluster"), timeout=10).status_code == 503
+    assert requests.get(srv.url("/minio/health/live"), timeout=10).status_code == 200
+    m = scrape(srv, "cluster")
+    assert m[("minio_cluster_drive_offline_total", "")] == 1
+    assert m[("minio_cluster_health_status", "")] == 0
+
+
+def test_invalid_prometheus_auth_type_refuses_to_start(tmp_path):
+    cp = subprocess.run([RDMASTOR_BIN, "server", "--address", "127.0.0.1:0", str(tmp_path)],
+                        capture_output=True, text=True, timeout=20,
+                        env=_clean_env({"MINIO_PROMETHEUS_AUTH_TYPE": "bogus"}),
+                        stdin=subprocess.DEVNULL)
+    assert cp.returncode == 2
+    assert "MINIO_PROMETHEUS_AUTH_TYPE" in cp.stderr

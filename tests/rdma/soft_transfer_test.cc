@@ -1,0 +1,268 @@
+// The shared transfer engine, MR cache and buffer pool, end to end over the soft fabric.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <numeric>
+#include <thread>
+
+#include "rdma/memory.h"
+#include "rdma/soft/soft_fabric.h"
+#include "rdma/soft/soft_wire.h"
+#include "rdma/transfer.h"
+
+namespace rdmastor::rdma {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Fixture : ::testing::Test {
+  void SetUp() override {
+    auto t = soft::SoftTarget::Start();
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    target = std::move(t).value();
+  }
+  Result<std::unique_ptr<Endpoint>> Connect(std::string origin = "127.0.0.1") {
+    return fabric.Connect(target->address(), RequestOrigin{origin});
+  }
+  soft::SoftFabric fabric;
+  std::unique_ptr<soft::SoftTarget> target;
+};
+
+std::vector<char> Pattern(size_t n, int seed) {
+  std::vector<char> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<char>((i * 131 + seed) ^ (i >> 9));
+  return v;
+}
+
+TEST_F(Fixture, WriteThenReadManyWorkRequests) {
+  const size_t n = 3 * 1024 * 1024 + 17;
+  std::vector<char> remote(n + 64, 'G');  // guard bytes after the registered part
+  auto rmr = target->RegisterMemory(remote.data(), n, kRemoteWrite | kRemoteRead);
+  ASSERT_TRUE(rmr.ok());
+  auto src = Pattern(n, 1);
+  auto lmr = fabric.RegisterMemory(src.data(), n, kLocalWrite);
+  ASSERT_TRUE(lmr.ok());
+  auto ep = Connect();
+  ASSERT_TRUE(ep.ok()) << ep.error().message;
+
+  TransferOptions opt;
+  opt.max_wr_bytes = 64 * 1024;
+  opt.max_outstanding = 8;
+  opt.signal_interval = 4;
+  RemoteBuffer rb{reinterpret_cast<uint64_t>(remote.data()), n, (*rmr)->rkey()};
+  {
+    Transfer w(**ep, Opcode::kWrite, rb, opt);
+    // Two posts: the second starts at an odd offset.
+    ASSERT_TRUE(w.Post(**lmr, src.data(), 1000001, 0).ok());
+    ASSERT_TRUE(w.Post(**lmr, src.data() + 1000001, n - 1000001, 1000001).ok());
+    ASSERT_TRUE(w.Finish().ok());
+    EXPECT_EQ(w.bytes_completed(), n);
+    EXPECT_GT(w.work_requests(), 40u);
+    EXPECT_LT(w.signaled_requests(), w.work_requests());  // selective signalling
+  }
+  EXPECT_EQ(std::memcmp(remote.data(), src.data(), n), 0);
+  EXPECT_EQ(std::string(remote.data() + n, 64), std::string(64, 'G'));
+
+  std::vector<char> back(n, 0);
+  auto bmr = fabric.RegisterMemory(back.data(), n, kLocalWrite);
+  Transfer r(**ep, Opcode::kRead, rb, opt);
+  ASSERT_TRUE(r.Post(**bmr, back.data(), n, 0).ok());
+  ASSERT_TRUE(r.Finish().ok());
+  EXPECT_EQ(back, src);
+}
+
+TEST_F(Fixture, WrongRkeyIsRemoteAccessErrorAndEndpointStaysInError) {
+  std::vector<char> remote(4096, 'G');
+  auto rmr = target->RegisterMemory(remote.data(), remote.size(), kRemoteWrite);
+  auto src = Pattern(4096, 2);
+  auto lmr = fabric.RegisterMemory(src.data(), src.size(), kLocalWrite);
+  auto ep = Connect();
+  ASSERT_TRUE(ep.ok());
+  RemoteBuffer rb{reinterpret_cast<uint64_t>(remote.data()), 4096, (*rmr)->rkey() ^ 1};
+  Transfer w(**ep, Opcode::kWrite, rb);
+  (void)w.Post(**lmr, src.data(), 4096, 0);
+  auto st = w.Finish();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidRDMAToken);
+  EXPECT_NE(st.error().message.find("remote access error"), std::string::npos);
+  EXPECT_EQ(std::string(remote.data(), 4096), std::string(4096, 'G'));
+
+  // Later requests on the same endpoint are flushed, as on a QP in the error state.
+  rb.rkey = (*rmr)->rkey();
+  Transfer again(**ep, Opcode::kWrite, rb);
+  (void)again.Post(**lmr, src.data(), 4096, 0);
+  auto st2 = again.Finish();
+  ASSERT_FALSE(st2.ok());
+  EXPECT_NE(st2.error().message.find("flushed"), std::string::npos);
+}
+
+TEST_F(Fixture, OutOfBoundsAndMissingPermissionAreRemoteAccessErrors) {
+  std::vector<char> remote(8192, 'G');
+  // Only the first half is registered, and only for reading.
+  auto rmr = target->RegisterMemory(remote.data(), 4096, kRemoteRead);
+  auto src = Pattern(8192, 3);
+  auto lmr = fabric.RegisterMemory(src.data(), src.size(), kLocalWrite);
+  for (auto [op, len] : {std::pair{Opcode::kRead, 8192}, std::pair{Opcode::kWrite, 4096}}) {
+    auto ep = Connect();
+    ASSERT_TRUE(ep.ok());
+    RemoteBuffer rb{reinterpret_cast<uint64_t>(remote.data()), 8192, (*rmr)->rkey()};
+    Transfer t(**ep, op, rb);
+    (void)t.Post(**lmr, src.data(), static_cast<size_t>(len), 0);
+    auto st = t.Finish();
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().code, ErrorCode::kInvalidRDMAToken);
+  }
+  EXPECT_EQ(std::string(remote.data(), 8192), std::string(8192, 'G'));
+}
+
+TEST_F(Fixture, BadLkeyIsLocalProtectionError) {
+  std::vector<char> remote(4096);
+  auto rmr = target->RegisterMemory(remote.data(), remote.size(), kRemoteWrite);
+  auto ep = Connect();
+  ASSERT_TRUE(ep.ok());
+  WorkRequest wr;
+  wr.wr_id = 1;
+  std::vector<char> unregistered(16);
+  wr.local_addr = unregistered.data();
+  wr.length = 16;
+  wr.lkey = 999999;
+  wr.remote_addr = reinterpret_cast<uint64_t>(remote.data());
+  wr.rkey = (*rmr)->rkey();
+  ASSERT_TRUE((*ep)->PostSend(wr).ok());
+  Completion wc[4];
+  auto n = (*ep)->PollCompletions(wc, 4, 1000ms);
+  ASSERT_TRUE(n.ok());
+  ASSERT_EQ(*n, 1);
+  EXPECT_EQ(wc[0].status, WcStatus::kLocalProtectionError);
+}
+
+TEST_F(Fixture, RefusesTargetsOtherThanTheRequester) {
+  auto ep = Connect("127.0.0.2");
+  ASSERT_FALSE(ep.ok());
+  EXPECT_EQ(ep.error().code, ErrorCode::kAccessDenied);
+  EXPECT_NE(ep.error().message.find("MINIO_RDMA_SOFT_ALLOW"), std::string::npos);
+  // Unless the operator allows it; IPv4-mapped requester addresses count as the same host.
+  soft::SoftFabricOptions opt;
+  opt.allow = *soft::ParseCidrList("10.0.0.0/8, 127.0.0.0/30");
+  soft::SoftFabric allowed(opt);
+  EXPECT_TRUE(allowed.Connect(target->address(), {"127.0.0.2"}).ok());
+  EXPECT_TRUE(fabric.Connect(target->address(), {"::ffff:127.0.0.1"}).ok());
+}
+
+TEST_F(Fixture, WrongEndpointIdOrDeadTargetIsNotSupported) {
+  auto addr = target->address();
+  addr.qpn ^= 0x5a;
+  auto ep = fabric.Connect(addr, {"127.0.0.1"});
+  ASSERT_FALSE(ep.ok());
+  EXPECT_EQ(ep.error().code, ErrorCode::kRDMANotSupported);
+  auto dead = target->address();
+  target.reset();
+  auto ep2 = fabric.Connect(dead, {"127.0.0.1"});
+  ASSERT_FALSE(ep2.ok());
+  EXPECT_EQ(ep2.error().code, ErrorCode::kRDMANotSupported);
+  RemoteAddress no_gid;
+  EXPECT_EQ(fabric.Connect(no_gid, {"127.0.0.1"}).error().code, ErrorCode::kRDMANotSupported);
+}
+
+// A peer that accepts the endpoint and then stops answering: the transfer fails within its
+// timeout instead of hanging.
+TEST(SoftFabricTest, FrozenPeerFailsWithinTimeout) {
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(0x7f000001);
+  socklen_t len = sizeof(sa);
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&sa), len), 0);
+  ASSERT_EQ(listen(ls, 4), 0);
+  getsockname(ls, reinterpret_cast<sockaddr*>(&sa), &len);
+  int conn = -1;
+  std::thread peer([&] {
+    conn = accept(ls, nullptr, nullptr);
+    soft::wire::Hello h;
+    (void)!read(conn, &h, sizeof(h));
+    soft::wire::HelloReply r;
+    (void)!write(conn, &r, sizeof(r));
+    // ... and never reads or answers again.
+  });
+  soft::SoftFabricOptions fo;
+  fo.io_timeout = 300ms;
+  soft::SoftFabric fabric(fo);
+  RemoteAddress addr;
+  addr.has_gid = true;
+  addr.gid = Ipv4ToGid(0x7f000001);
+  addr.lid = ntohs(sa.sin_port);
+  auto ep = fabric.Connect(addr, {"127.0.0.1"});
+  peer.join();
+  ASSERT_TRUE(ep.ok()) << ep.error().message;
+  std::vector<char> buf(1 << 20);
+  auto mr = fabric.RegisterMemory(buf.data(), buf.size(), kLocalWrite);
+  TransferOptions opt;
+  opt.timeout = 500ms;
+  opt.max_wr_bytes = 256 * 1024;
+  Transfer t(**ep, Opcode::kRead, RemoteBuffer{0x1000, buf.size(), 1}, opt);
+  auto start = std::chrono::steady_clock::now();
+  (void)t.Post(**mr, buf.data(), buf.size(), 0);
+  auto st = t.Finish();
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kRDMANotSupported);  // nothing moved
+  EXPECT_LT(took, 3s);
+  close(conn);
+  close(ls);
+}
+
+TEST(MrCacheTest, HitsContainedRangesAndEvicts) {
+  soft::SoftFabric fabric;
+  MrCache cache([&](void* a, size_t l, unsigned acc) { return fabric.RegisterMemory(a, l, acc); },
+                2);
+  std::vector<char> a(4096), b(4096), c(4096);
+  auto m1 = cache.Get(a.data(), 4096, kLocalWrite);
+  auto m2 = cache.Get(a.data() + 100, 50, kLocalWrite);
+  ASSERT_TRUE(m1.ok() && m2.ok());
+  EXPECT_EQ(m1->get(), m2->get());
+  EXPECT_EQ(cache.hits(), 1u);
+  (void)cache.Get(b.data(), 4096, kLocalWrite);
+  (void)cache.Get(c.data(), 4096, kLocalWrite);
+  EXPECT_EQ(cache.size(), 2u);
+  cache.Invalidate(c.data() + 10, 1);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ((*m1)->length(), 4096u);  // still registered while held
+}
+
+TEST(BufferPoolTest, BoundedAndReused) {
+  soft::SoftFabric fabric;
+  BufferPool pool(fabric, 64 * 1024, 2);
+  auto b1 = pool.Acquire(10ms);
+  auto b2 = pool.Acquire(10ms);
+  ASSERT_TRUE(b1.ok() && b2.ok());
+  EXPECT_EQ(b1->size(), 64u * 1024);
+  EXPECT_TRUE(b1->mr().Contains(b1->data(), b1->size()));
+  auto b3 = pool.Acquire(20ms);
+  ASSERT_FALSE(b3.ok());
+  EXPECT_EQ(b3.error().code, ErrorCode::kSlowDown);
+  char* first = b1->data();
+  { auto drop = std::move(*b1); }
+  auto b4 = pool.Acquire(10ms);
+  ASSERT_TRUE(b4.ok());
+  EXPECT_EQ(b4->data(), first);
+  EXPECT_EQ(pool.allocated(), 2u);
+}
+
+TEST(CidrTest, Parses) {
+  auto l = soft::ParseCidrList("127.0.0.1 10.1.0.0/16,0.0.0.0/0");
+  ASSERT_TRUE(l.ok());
+  ASSERT_EQ(l->size(), 3u);
+  EXPECT_TRUE((*l)[0].Contains(0x7f000001));
+  EXPECT_FALSE((*l)[0].Contains(0x7f000002));
+  EXPECT_TRUE((*l)[1].Contains(0x0a01ffff));
+  EXPECT_TRUE((*l)[2].Contains(0xc0a80001));
+  for (const char* bad : {"1.2.3", "1.2.3.4/33", "300.1.1.1", "::1", "1.2.3.4/", "a.b.c.d"})
+    EXPECT_FALSE(soft::ParseCidrList(bad).ok()) << bad;
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma
