@@ -24,6 +24,9 @@ using tcp = asio::ip::tcp;
 namespace {
 
 const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+constexpr size_t kReadBufferBytes = 64 * 1024;
+// How long a stopping server lets requests in flight finish before closing their connections.
+constexpr auto kShutdownGrace = std::chrono::seconds(10);
 
 std::string ToLower(std::string_view s) {
   std::string out(s);
@@ -41,8 +44,24 @@ class Session : public std::enable_shared_from_this<Session>,
                 public ResponseSink {
  public:
   Session(tcp::socket socket, const HttpServerOptions& opts, RequestHandler& handler,
-          ThreadPool& workers)
-      : stream_(std::move(socket)), opts_(opts), handler_(handler), workers_(workers) {}
+          ThreadPool& workers, const std::atomic<bool>& stopping)
+      : stream_(std::move(socket)),
+        opts_(opts),
+        handler_(handler),
+        workers_(workers),
+        stopping_(stopping) {
+    // Beast sizes each socket read by the buffer's spare capacity (at least 512 bytes); without
+    // room reserved, request bodies would arrive 512 bytes per system call.
+    buffer_.reserve(kReadBufferBytes);
+  }
+
+  // Server shutdown: an idle connection closes now; one running a handler closes when the
+  // handler is done (or when `force`, failing the handler's next socket operation).
+  void Shutdown(bool force) {
+    asio::post(stream_.get_executor(), [self = shared_from_this(), force] {
+      if (force || !self->in_handler_) self->Close();
+    });
+  }
 
   void Start() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
@@ -208,6 +227,7 @@ class Session : public std::enable_shared_from_this<Session>,
     expect_continue_ = beast::iequals(expect, "100-continue");
 
     // Hand the request to a worker; the strand stays idle until the worker posts back.
+    in_handler_ = true;
     workers_.Submit([self = shared_from_this()] { self->RunHandler(); });
   }
 
@@ -230,6 +250,8 @@ class Session : public std::enable_shared_from_this<Session>,
   }
 
   void AfterHandler() {
+    in_handler_ = false;
+    if (stopping_) return Close();
     bool complete_response = head_sent_ && !client_gone_ && response_written_ == response_length_;
     if (!complete_response || response_close_ || !keep_alive_) return Close();
     if (parser_->is_done()) return ReadHeader();
@@ -289,6 +311,8 @@ class Session : public std::enable_shared_from_this<Session>,
   const HttpServerOptions& opts_;
   RequestHandler& handler_;
   ThreadPool& workers_;
+  const std::atomic<bool>& stopping_;
+  bool in_handler_ = false;  // strand-only
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::buffer_body>> parser_;
   HttpRequest request_;
@@ -351,6 +375,9 @@ class BeastHttpServer final : public HttpServer {
   uint16_t port() const override { return acceptor_.local_endpoint().port(); }
 
   void Run() override {
+    // Keeps run() going while handlers may still post socket operations; released at shutdown
+    // once every session is gone.
+    work_guard_.emplace(ioc_.get_executor());
     Accept();
     std::vector<std::thread> threads;
     for (int i = 1; i < io_threads_; ++i) threads.emplace_back([this] { ioc_.run(); });
@@ -358,22 +385,73 @@ class BeastHttpServer final : public HttpServer {
     for (auto& t : threads) t.join();
   }
 
+  // Graceful: stop accepting, close idle connections, give requests in flight kShutdownGrace to
+  // finish, then close their connections so blocked handlers fail fast; run() returns once every
+  // session is gone.
   void Stop() override {
     if (stopped_.exchange(true)) return;
     asio::post(ioc_, [this] {
       beast::error_code ec;
       acceptor_.close(ec);
-      ioc_.stop();
+      ForEachSession([](Session& s) { s.Shutdown(false); });
+      shutdown_deadline_ = std::chrono::steady_clock::now() + kShutdownGrace;
+      PollShutdown();
     });
   }
 
  private:
+  void PollShutdown() {
+    if (LiveSessions() == 0) {
+      work_guard_.reset();
+      return;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (now >= shutdown_deadline_ && !forced_) {
+      forced_ = true;
+      spdlog::warn("closing {} connection(s) still busy after {} s", LiveSessions(),
+                   kShutdownGrace.count());
+      ForEachSession([](Session& s) { s.Shutdown(true); });
+    } else if (now >= shutdown_deadline_ + std::chrono::seconds(5)) {
+      spdlog::error("{} request(s) did not finish; stopping anyway", LiveSessions());
+      work_guard_.reset();
+      ioc_.stop();
+      return;
+    }
+    shutdown_timer_.expires_after(std::chrono::milliseconds(100));
+    shutdown_timer_.async_wait([this](beast::error_code) { PollShutdown(); });
+  }
+
+  size_t LiveSessions() {
+    std::lock_guard lock(sessions_mu_);
+    std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
+    return sessions_.size();
+  }
+
+  template <class F>
+  void ForEachSession(F f) {
+    std::vector<std::shared_ptr<Session>> live;
+    {
+      std::lock_guard lock(sessions_mu_);
+      for (auto& w : sessions_)
+        if (auto s = w.lock()) live.push_back(std::move(s));
+    }
+    for (auto& s : live) f(*s);
+  }
+
   void Accept() {
     acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket s) {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
         s.set_option(tcp::no_delay(true), ec);
-        std::make_shared<Session>(std::move(s), opts_, handler_, workers_)->Start();
+        auto session =
+            std::make_shared<Session>(std::move(s), opts_, handler_, workers_, stopped_);
+        {
+          std::lock_guard lock(sessions_mu_);
+          if (sessions_.size() > 64 && sessions_.size() % 64 == 0)
+            std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
+          sessions_.push_back(session);
+        }
+        session->Start();
       } else {
         spdlog::warn("accept failed: {}", ec.message());
       }
@@ -388,6 +466,12 @@ class BeastHttpServer final : public HttpServer {
   tcp::acceptor acceptor_;
   ThreadPool workers_;
   std::atomic<bool> stopped_{false};
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_guard_;
+  asio::steady_timer shutdown_timer_{ioc_};
+  std::chrono::steady_clock::time_point shutdown_deadline_;
+  bool forced_ = false;
+  std::mutex sessions_mu_;
+  std::vector<std::weak_ptr<Session>> sessions_;
 };
 
 }  // namespace
