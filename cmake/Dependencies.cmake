@@ -6,6 +6,7 @@ find_package(Boost 1.74 REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(PUGIXML REQUIRED IMPORTED_TARGET pugixml)
 
 if(RDMASTOR_RDMA)

@@ -7,12 +7,14 @@ PACKAGES=(
   # toolchain
   g++ cmake ninja-build ccache pkg-config git
   # libraries (see README "Dependencies")
-  libboost-dev libssl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libisal-dev libpugixml-dev
+  libboost-dev libssl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libisal-dev libxxhash-dev libpugixml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # RDMA build: rdma-core (libibverbs, librdmacm, mlx5 provider + mlx5dv headers)
   libibverbs-dev librdmacm-dev
   # test clients and tools
   python3 python3-pytest python3-requests python3-boto3 awscli s3cmd curl procps
+  # packaging (cpack DEB + dpkg-shlibdeps) and TLS test certificates
+  dpkg-dev openssl
   # benchmark reference server
   nginx-light
 )

@@ -31,12 +31,12 @@ class JsonFormatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
     auto secs = std::chrono::system_clock::to_time_t(msg.time);
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch())
-                  .count() %
-              1000;
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count() %
+        1000;
     std::tm tm{};
     gmtime_r(&secs, &tm);
-    char ts[40];
+    char ts[80];
     std::snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                   static_cast<int>(ms));
@@ -70,11 +70,21 @@ std::string JsonEscape(std::string_view s) {
   out.reserve(s.size());
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -121,19 +131,20 @@ Status ConfigureLogging(const std::map<std::string, std::string>& env) {
   if (auto v = get("RDMASTOR_LOG_LEVEL"); !v.empty()) {
     level = spdlog::level::from_str(Lower(v));
     if (level == spdlog::level::off && Lower(v) != "off")
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "RDMASTOR_LOG_LEVEL=" + v + " is not one of trace|debug|info|warn|error|off");
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          "RDMASTOR_LOG_LEVEL=" + v + " is not one of trace|debug|info|warn|error|off");
   }
   std::string format = Lower(get("RDMASTOR_LOG_FORMAT"));
   if (!format.empty() && format != "text" && format != "json")
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "RDMASTOR_LOG_FORMAT=" + get("RDMASTOR_LOG_FORMAT") +
-                         " is invalid: use text or json");
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        "RDMASTOR_LOG_FORMAT=" + get("RDMASTOR_LOG_FORMAT") + " is invalid: use text or json");
   std::string requests = Lower(get("RDMASTOR_LOG_REQUESTS"));
   if (!requests.empty() && requests != "on" && requests != "off")
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "RDMASTOR_LOG_REQUESTS=" + get("RDMASTOR_LOG_REQUESTS") +
-                         " is invalid: use on or off");
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        "RDMASTOR_LOG_REQUESTS=" + get("RDMASTOR_LOG_REQUESTS") + " is invalid: use on or off");
 
   auto logger = spdlog::get("rdmastor");
   if (!logger) logger = spdlog::stderr_color_mt("rdmastor");

@@ -13,7 +13,9 @@
 #include "admin/health.h"
 #include "admin/logging.h"
 #include "cli/admin_command.h"
+#include "cli/rdma_command.h"
 #include "cli/server_config.h"
+#include "cli/storage_setup.h"
 #include "rdma/build_info.h"
 #include "rdma/settings.h"
 #include "s3/api.h"
@@ -25,17 +27,22 @@ namespace {
 constexpr const char* kUsage = R"(rdmastor — S3-compatible object server with an RDMA data path
 
 Usage:
-  rdmastor server [--address HOST:PORT] DIR...
+  rdmastor server [--address HOST:PORT] [--certs-dir DIR] DIR...
   rdmastor admin prometheus-token [--expiry-days N]
+  rdmastor rdma check [--json]
   rdmastor --version
   rdmastor --help
 
 Commands:
   server      serve S3 from the given drive directories (or MINIO_VOLUMES when none given)
   admin       operator helpers: prometheus-token prints a metrics bearer token
+  rdma        rdma check: is every layer an RDMA deployment needs ready? (exit 0 ready,
+              1 a layer failed, e.g. no RDMA device)
 
 Server flags:
   --address HOST:PORT   listen address (default ":9000", all interfaces)
+  --certs-dir, -S DIR   TLS: serve HTTPS only when DIR has public.crt and private.key
+                        (default ~/.rdmastor/certs)
 
 Environment:
   MINIO_ROOT_USER       access key of the root user (default "minioadmin"; change it)
@@ -63,13 +70,6 @@ int RunServer(const std::vector<std::string>& args) {
     return 2;
   }
   for (const auto& w : cfg->warnings) spdlog::warn("{}", w);
-  if (cfg->drives.size() != 1) {
-    std::fprintf(stderr,
-                 "rdmastor: %zu drives given; this version serves exactly one drive directory "
-                 "(erasure coding across drives is not available yet)\n",
-                 cfg->drives.size());
-    return 2;
-  }
 
   // Block the stop signals in every thread; one thread waits for them.
   sigset_t stop_signals;
@@ -79,10 +79,10 @@ int RunServer(const std::vector<std::string>& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto store = rdmastor::storage::DriveStore::Open(cfg->drives[0]);
+  // One drive: DriveStore (plain layout); 2+: ErasureStore (erasure sets, quorum, healing).
+  auto store = rdmastor::cli::OpenStorage(*cfg);
   if (!store.ok()) {
-    std::fprintf(stderr, "rdmastor: drive %s: %s\n", cfg->drives[0].c_str(),
-                 store.error().message.c_str());
+    std::fprintf(stderr, "rdmastor: %s\n", store.error().message.c_str());
     return 1;
   }
 
@@ -91,8 +91,8 @@ int RunServer(const std::vector<std::string>& args) {
   api_opts.secret_key = cfg->root_password;
   api_opts.region = cfg->region;
   api_opts.domains = cfg->domains;
-  // One drive: it alone is the read and write quorum.
-  rdmastor::admin::DriveMonitor drive_monitor(cfg->drives, 1, 1);
+  rdmastor::admin::DriveMonitor drive_monitor(cfg->drives, store->read_quorum,
+                                              store->write_quorum);
   drive_monitor.PublishMetrics();
   api_opts.ops.cluster_health = [&drive_monitor] { return drive_monitor.Check(); };
   api_opts.ops.prometheus_public = cfg->prometheus_public;
@@ -101,11 +101,13 @@ int RunServer(const std::vector<std::string>& args) {
   // S3 over RDMA (x-amz-rdma-token) on the fabric MINIO_RDMA_FABRIC selects; logs its state once.
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg->rdma);
   api_opts.rdma = rdma_service.get();
-  rdmastor::s3::S3Api api(api_opts, **store);
+  rdmastor::s3::S3Api api(api_opts, *store->layer);
 
   rdmastor::s3::HttpServerOptions http_opts;
   http_opts.host = cfg->host;
   http_opts.port = cfg->port;
+  http_opts.tls_cert_file = cfg->tls_cert;
+  http_opts.tls_key_file = cfg->tls_key;
   auto server = rdmastor::s3::HttpServer::Create(http_opts, api);
   if (!server.ok()) {
     std::fprintf(stderr, "rdmastor: %s\n", server.error().message.c_str());
@@ -155,6 +157,10 @@ int main(int argc, char** argv) {
       }
     }
     return RunServer(rest);
+  }
+  if (args[0] == "rdma") {
+    return rdmastor::cli::RunRdmaCommand({args.begin() + 1, args.end()},
+                                         rdmastor::cli::Environment());
   }
   if (args[0] == "admin") {
     return rdmastor::cli::RunAdminCommand({args.begin() + 1, args.end()},

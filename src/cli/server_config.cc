@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <sstream>
 
+#include "cli/ellipsis.h"
+#include "erasure/layout.h"
 #include "rdma/build_info.h"
 
 extern char** environ;
@@ -113,11 +116,40 @@ Result<RootCredentials> ParseRootCredentials(const EnvMap& env) {
   return c;
 }
 
+Result<TlsFiles> ResolveCertsDir(const std::optional<std::string>& flag, const EnvMap& env) {
+  TlsFiles t;
+  if (flag) {
+    t.dir = *flag;
+  } else if (auto home = env.find("HOME"); home != env.end() && !home->second.empty()) {
+    t.dir = home->second + "/.rdmastor/certs";
+  } else {
+    return t;
+  }
+  std::error_code ec;
+  if (flag && !std::filesystem::is_directory(t.dir, ec))
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--certs-dir " + t.dir + " is not a directory");
+  std::string cert = t.dir + "/public.crt", key = t.dir + "/private.key";
+  bool has_cert = std::filesystem::exists(cert, ec), has_key = std::filesystem::exists(key, ec);
+  if (has_cert != has_key)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "certs directory " + t.dir + " has " +
+                         (has_cert ? "public.crt but no private.key"
+                                   : "private.key but no public.crt") +
+                         ": add the missing file for HTTPS, or remove the other for HTTP");
+  if (has_cert) {
+    t.cert = cert;
+    t.key = key;
+  }
+  return t;
+}
+
 Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, const EnvMap& env) {
   ServerConfig cfg;
   std::string address = ":9000";
   if (auto it = env.find("MINIO_ADDRESS"); it != env.end() && !it->second.empty())
     address = it->second;
+  std::optional<std::string> certs_dir;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--address") {
@@ -126,6 +158,12 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
       address = args[++i];
     } else if (a.rfind("--address=", 0) == 0) {
       address = a.substr(10);
+    } else if (a == "--certs-dir" || a == "-S") {
+      if (i + 1 >= args.size())
+        return MakeError(ErrorCode::kInvalidArgument, "--certs-dir needs a directory");
+      certs_dir = args[++i];
+    } else if (a.rfind("--certs-dir=", 0) == 0) {
+      certs_dir = a.substr(12);
     } else if (a.rfind("--", 0) == 0) {
       return MakeError(ErrorCode::kInvalidArgument, "unknown flag '" + a + "' (see --help)");
     } else {
@@ -134,6 +172,11 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
   }
   auto addr = ParseAddress(address);
   if (!addr.ok()) return addr.error();
+  auto tls = ResolveCertsDir(certs_dir, env);
+  if (!tls.ok()) return tls.error();
+  cfg.certs_dir = tls->dir;
+  cfg.tls_cert = tls->cert;
+  cfg.tls_key = tls->key;
   cfg.host = addr->first;
   cfg.port = addr->second;
 
@@ -142,6 +185,38 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
     if (cfg.drives.empty())
       return MakeError(ErrorCode::kInvalidArgument,
                        "no drive directory given: pass DIR... or set MINIO_VOLUMES");
+  }
+  auto expanded = ExpandDriveArgs(cfg.drives);  // MinIO ellipses: /mnt/disk{1...8}
+  if (!expanded.ok()) return expanded.error();
+  cfg.drives = std::move(expanded).value();
+  if (auto it = env.find("MINIO_STORAGE_CLASS_STANDARD"); it != env.end() && !it->second.empty()) {
+    cfg.storage_class = it->second;
+    if (cfg.drives.size() == 1) {
+      cfg.warnings.push_back("MINIO_STORAGE_CLASS_STANDARD is ignored: one drive has no parity");
+    }
+  }
+  if (cfg.drives.size() > 1) {  // validated now so a bad value refuses to start
+    auto layout = erasure::PlanLayout(static_cast<int>(cfg.drives.size()), cfg.storage_class);
+    if (!layout.ok()) return layout.error();
+  }
+  if (auto it = env.find("RDMASTOR_DRIVE_CHECK_INTERVAL"); it != env.end() && !it->second.empty()) {
+    const std::string& v = it->second;
+    int ms = -1;
+    if (v == "0" || v == "off") {
+      ms = 0;
+    } else if (v.size() > 2 && v.size() < 9 && v.ends_with("ms") &&
+               v.find_first_not_of("0123456789") == v.size() - 2) {
+      ms = std::stoi(v.substr(0, v.size() - 2));
+    } else if (v.size() > 1 && v.size() < 7 && v.back() == 's' &&
+               v.find_first_not_of("0123456789") == v.size() - 1) {
+      ms = std::stoi(v.substr(0, v.size() - 1)) * 1000;
+    }
+    if (ms < 0 || (ms > 0 && ms < 100)) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "RDMASTOR_DRIVE_CHECK_INTERVAL='" + v +
+                           "' is invalid: use a duration such as 10s or 500ms (>= 100ms), or off");
+    }
+    cfg.drive_check_interval_ms = ms;
   }
 
   auto get = [&](const char* name) -> std::string {
@@ -222,7 +297,8 @@ void LogStartup(const ServerConfig& cfg, uint16_t bound_port) {
   spdlog::info("rdmastor {} ({}) serving {} drive(s)", RDMASTOR_VERSION, rdma::FeatureLine(),
                cfg.drives.size());
   for (const auto& d : cfg.drives) spdlog::info("drive: {}", d);
-  spdlog::info("S3-API: http://{}:{}", host, bound_port);
+  spdlog::info("S3-API: {}://{}:{}", cfg.tls_cert.empty() ? "http" : "https", host, bound_port);
+  if (!cfg.tls_cert.empty()) spdlog::info("TLS: certificate {} (HTTPS only)", cfg.tls_cert);
   spdlog::info("RootUser: {}", cfg.root_user);
   spdlog::info("RootPass: {}",
                cfg.default_credentials ? cfg.root_password : "(from MINIO_ROOT_PASSWORD)");

@@ -27,12 +27,24 @@ struct ServerConfig {
   std::string region = "us-east-1";
   std::vector<std::string> domains;
   bool prometheus_public = false;          // MINIO_PROMETHEUS_AUTH_TYPE=public (default jwt)
+  std::string certs_dir;                   // --certs-dir (default ~/.rdmastor/certs)
+  std::string tls_cert, tls_key;           // both set when certs_dir holds them: HTTPS only
   std::vector<std::string> rdma_settings;  // MINIO_RDMA_* names that were set
   bool rdma_internode = false;             // MINIO_RDMA_INTERNODE=on (RDMA build)
   uint64_t rdma_min_size = 1 << 20;        // MINIO_RDMA_MIN_SIZE (RDMA build)
   rdma::RdmaSettings rdma;                 // S3 over RDMA: MINIO_RDMA_FABRIC, verbs knobs, ...
   std::vector<std::string> warnings;       // to log once at start
+  std::string storage_class;               // MINIO_STORAGE_CLASS_STANDARD (EC:N), 2+ drives
+  int drive_check_interval_ms = 10000;     // RDMASTOR_DRIVE_CHECK_INTERVAL (replaced drives)
 };
+
+struct TlsFiles {
+  std::string dir, cert, key;  // cert/key empty: plain HTTP
+};
+
+// --certs-dir (or ~/.rdmastor/certs): HTTPS when public.crt and private.key are both there; an
+// error when only one is, or when an explicitly named directory does not exist.
+Result<TlsFiles> ResolveCertsDir(const std::optional<std::string>& flag, const EnvMap& env);
 
 struct RootCredentials {
   std::string user, password;

@@ -116,8 +116,7 @@ class Endpoint {
   virtual Status PostSend(const WorkRequest& wr) = 0;
   // Returns up to `max` completions, waiting up to `wait` for the first (ibv_poll_cq + a
   // completion channel or busy poll). 0 when none arrived in time.
-  virtual Result<int> PollCompletions(Completion* out, int max,
-                                      std::chrono::milliseconds wait) = 0;
+  virtual Result<int> PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) = 0;
 };
 
 // What the server knows about the request a token arrived with.

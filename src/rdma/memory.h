@@ -21,8 +21,7 @@ namespace rdmastor::rdma {
 // The registration function is the fabric's or a target's. Thread-safe.
 class MrCache {
  public:
-  using RegisterFn =
-      std::function<Result<std::unique_ptr<MemoryRegion>>(void*, size_t, unsigned)>;
+  using RegisterFn = std::function<Result<std::unique_ptr<MemoryRegion>>(void*, size_t, unsigned)>;
   MrCache(RegisterFn reg, size_t capacity) : register_(std::move(reg)), capacity_(capacity) {}
 
   // A region covering [addr, addr+len) with at least `access`; registers one when none is cached.

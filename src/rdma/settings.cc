@@ -11,8 +11,7 @@ namespace rdmastor::rdma {
 namespace {
 
 Error Invalid(const std::string& name, const std::string& value, const std::string& accepts) {
-  return MakeError(ErrorCode::kInvalidArgument,
-                   name + "='" + value + "' is invalid: " + accepts);
+  return MakeError(ErrorCode::kInvalidArgument, name + "='" + value + "' is invalid: " + accepts);
 }
 
 // Decimal or 0x-prefixed hex, within [lo, hi].
@@ -40,9 +39,12 @@ std::optional<uint64_t> ParseNumber(std::string s, uint64_t lo, uint64_t hi) {
 
 std::string_view FabricName(FabricKind k) {
   switch (k) {
-    case FabricKind::kOff: return "off";
-    case FabricKind::kVerbs: return "verbs";
-    case FabricKind::kSoft: return "soft";
+    case FabricKind::kOff:
+      return "off";
+    case FabricKind::kVerbs:
+      return "verbs";
+    case FabricKind::kSoft:
+      return "soft";
   }
   return "off";
 }
@@ -120,10 +122,9 @@ std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
                                                    ServiceOptions options) {
   switch (settings.fabric) {
     case FabricKind::kOff: {
-      std::string why = BuiltWithVerbs()
-                            ? "S3 over RDMA is off (MINIO_RDMA_FABRIC=off)"
-                            : "this is the standard build: S3 over RDMA needs "
-                              "MINIO_RDMA_FABRIC=soft or the RDMA build";
+      std::string why = BuiltWithVerbs() ? "S3 over RDMA is off (MINIO_RDMA_FABRIC=off)"
+                                         : "this is the standard build: S3 over RDMA needs "
+                                           "MINIO_RDMA_FABRIC=soft or the RDMA build";
       spdlog::info("S3 over RDMA: off ({})", why);
       return std::make_unique<S3RdmaService>(nullptr, why, options);
     }

@@ -17,12 +17,12 @@ namespace rdmastor::rdma {
 enum class FabricKind { kOff, kVerbs, kSoft };
 
 struct VerbsSettings {
-  std::string device;           // MINIO_RDMA_DEVICE: "" = first device with an active port
-  int port = 1;                 // MINIO_RDMA_PORT: 1..255
-  int gid_index = -1;           // MINIO_RDMA_GID_INDEX: 0..255, -1 = pick a RoCE v2 IPv4 GID
+  std::string device;            // MINIO_RDMA_DEVICE: "" = first device with an active port
+  int port = 1;                  // MINIO_RDMA_PORT: 1..255
+  int gid_index = -1;            // MINIO_RDMA_GID_INDEX: 0..255, -1 = pick a RoCE v2 IPv4 GID
   uint64_t dc_key = 0xffeeddcc;  // MINIO_RDMA_DC_KEY
-  int num_dcis = 16;            // MINIO_RDMA_NUM_DCIS: 1..1024
-  int cq_depth = 1024;          // MINIO_RDMA_CQ_DEPTH: 16..65536
+  int num_dcis = 16;             // MINIO_RDMA_NUM_DCIS: 1..1024
+  int cq_depth = 1024;           // MINIO_RDMA_CQ_DEPTH: 16..65536
 };
 
 struct RdmaSettings {

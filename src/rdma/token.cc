@@ -66,8 +66,8 @@ std::string FormatToken(const RdmaToken& t) {
   for (size_t i = 8; i < 16; ++i) lo = lo << 8 | t.gid[i];
   char buf[kTokenLength + 1];
   std::snprintf(buf, sizeof(buf), "%016llx:%08x:%08x:%04x:%06x:%01x:%016llx%016llx",
-                static_cast<unsigned long long>(t.raddr), t.rsize, t.rkey, t.lid,
-                t.qpn & 0xffffffu, t.has_gid ? 1u : 0u, static_cast<unsigned long long>(hi),
+                static_cast<unsigned long long>(t.raddr), t.rsize, t.rkey, t.lid, t.qpn & 0xffffffu,
+                t.has_gid ? 1u : 0u, static_cast<unsigned long long>(hi),
                 static_cast<unsigned long long>(lo));
   return std::string(buf, kTokenLength);
 }

@@ -20,11 +20,11 @@ namespace rdmastor::rdma {
 inline constexpr size_t kTokenLength = 81;
 
 struct RdmaToken {
-  uint64_t raddr = 0;   // client buffer virtual address
-  uint32_t rsize = 0;   // buffer length in bytes
-  uint32_t rkey = 0;    // remote key of the buffer's memory region
-  uint16_t lid = 0;     // IB LID (0 on RoCE); soft fabric: TCP port of the client's target
-  uint32_t qpn = 0;     // 24 bits: the client's DC target number; soft fabric: endpoint id
+  uint64_t raddr = 0;  // client buffer virtual address
+  uint32_t rsize = 0;  // buffer length in bytes
+  uint32_t rkey = 0;   // remote key of the buffer's memory region
+  uint16_t lid = 0;    // IB LID (0 on RoCE); soft fabric: TCP port of the client's target
+  uint32_t qpn = 0;    // 24 bits: the client's DC target number; soft fabric: endpoint id
   bool has_gid = false;
   std::array<uint8_t, 16> gid{};  // network byte order (RoCE v2: IPv4-mapped address)
 

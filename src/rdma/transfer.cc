@@ -74,9 +74,9 @@ Status Transfer::Progress() {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0)
-      return Fail(CompletionError(WcStatus::kRetryExceeded, bytes_completed_ > 0,
-                                  "no completion within " +
-                                      std::to_string(opt_.timeout.count()) + " ms"));
+      return Fail(
+          CompletionError(WcStatus::kRetryExceeded, bytes_completed_ > 0,
+                          "no completion within " + std::to_string(opt_.timeout.count()) + " ms"));
     auto n = ep_.PollCompletions(wc, 16, std::min(left, std::chrono::milliseconds(100)));
     if (!n.ok()) return Fail(n.error());
     for (int i = 0; i < *n; ++i) {
@@ -100,17 +100,28 @@ Status Transfer::Progress() {
 
 std::string_view WcStatusName(WcStatus s) {
   switch (s) {
-    case WcStatus::kSuccess: return "success";
-    case WcStatus::kLocalLengthError: return "local length error";
-    case WcStatus::kLocalQpOpError: return "local QP operation error";
-    case WcStatus::kLocalProtectionError: return "local protection error";
-    case WcStatus::kFlushed: return "work request flushed";
-    case WcStatus::kRemoteInvalidRequest: return "remote invalid request";
-    case WcStatus::kRemoteAccessError: return "remote access error";
-    case WcStatus::kRemoteOperationError: return "remote operation error";
-    case WcStatus::kRetryExceeded: return "transport retry counter exceeded";
-    case WcStatus::kRnrRetryExceeded: return "RNR retry counter exceeded";
-    case WcStatus::kGeneralError: return "general error";
+    case WcStatus::kSuccess:
+      return "success";
+    case WcStatus::kLocalLengthError:
+      return "local length error";
+    case WcStatus::kLocalQpOpError:
+      return "local QP operation error";
+    case WcStatus::kLocalProtectionError:
+      return "local protection error";
+    case WcStatus::kFlushed:
+      return "work request flushed";
+    case WcStatus::kRemoteInvalidRequest:
+      return "remote invalid request";
+    case WcStatus::kRemoteAccessError:
+      return "remote access error";
+    case WcStatus::kRemoteOperationError:
+      return "remote operation error";
+    case WcStatus::kRetryExceeded:
+      return "transport retry counter exceeded";
+    case WcStatus::kRnrRetryExceeded:
+      return "RNR retry counter exceeded";
+    case WcStatus::kGeneralError:
+      return "general error";
   }
   return "unknown";
 }
@@ -123,8 +134,7 @@ Error CompletionError(WcStatus status, bool bytes_moved, std::string_view detail
   if (status == WcStatus::kRemoteAccessError || status == WcStatus::kRemoteInvalidRequest)
     return MakeError(ErrorCode::kInvalidRDMAToken,
                      msg + ": the token's rkey/raddr/rsize does not grant this access");
-  if (!bytes_moved)
-    return MakeError(ErrorCode::kRDMANotSupported, msg + " before any byte moved");
+  if (!bytes_moved) return MakeError(ErrorCode::kRDMANotSupported, msg + " before any byte moved");
   return MakeError(ErrorCode::kRDMATransferFailed, msg + " midway");
 }
 

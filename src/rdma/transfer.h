@@ -40,14 +40,14 @@ class Transfer {
   uint64_t signaled_requests() const { return signaled_; }
 
  private:
-  Status Progress();  // waits for and handles completions
+  Status Progress();    // waits for and handles completions
   Error Fail(Error e);  // records the first error; returns it
 
   Endpoint& ep_;
   Opcode opcode_;
   RemoteBuffer remote_;
   TransferOptions opt_;
-  uint64_t next_wr_id_ = 1;      // wr_id of the next request; ids are sequence numbers
+  uint64_t next_wr_id_ = 1;  // wr_id of the next request; ids are sequence numbers
   uint64_t completed_through_ = 0;
   uint64_t last_signaled_ = 0;
   uint64_t bytes_posted_ = 0, bytes_completed_ = 0, signaled_ = 0;

@@ -7,6 +7,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <future>
 #include <limits>
 #include <thread>
@@ -19,6 +20,7 @@ namespace rdmastor::s3 {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 namespace {
@@ -35,17 +37,36 @@ std::string ToLower(std::string_view s) {
   return out;
 }
 
+// What the server needs of any connection, plain or TLS.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  // Server shutdown: an idle connection closes now; one running a handler closes when the
+  // handler is done (or when `force`, failing the handler's next socket operation).
+  virtual void Shutdown(bool force) = 0;
+  virtual void Start() = 0;
+};
+
 // One client connection. The I/O side (header reads, keep-alive, draining) runs as callbacks on
 // the connection's strand; while a handler runs on a worker thread, the worker drives body reads
 // and response writes by posting operations to the strand and waiting for their completion, so a
 // slow disk never stalls an I/O thread and a slow client never spins one.
-class Session : public std::enable_shared_from_this<Session>,
-                public BodySource,
-                public ResponseSink {
+//
+// One code path for both transports: Stream is beast::tcp_stream (HTTP) or
+// beast::ssl_stream<beast::tcp_stream> (HTTPS, which first runs the TLS handshake).
+template <class Stream>
+class Session final : public Connection,
+                      public std::enable_shared_from_this<Session<Stream>>,
+                      public BodySource,
+                      public ResponseSink {
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
  public:
-  Session(tcp::socket socket, const HttpServerOptions& opts, RequestHandler& handler,
-          ThreadPool& workers, const std::atomic<bool>& stopping)
-      : stream_(std::move(socket)),
+  // `stream_args`: the accepted socket, plus the TLS context for HTTPS.
+  template <class... StreamArgs>
+  Session(const HttpServerOptions& opts, RequestHandler& handler, ThreadPool& workers,
+          const std::atomic<bool>& stopping, StreamArgs&&... stream_args)
+      : stream_(std::forward<StreamArgs>(stream_args)...),
         opts_(opts),
         handler_(handler),
         workers_(workers),
@@ -55,16 +76,28 @@ class Session : public std::enable_shared_from_this<Session>,
     buffer_.reserve(kReadBufferBytes);
   }
 
-  // Server shutdown: an idle connection closes now; one running a handler closes when the
-  // handler is done (or when `force`, failing the handler's next socket operation).
-  void Shutdown(bool force) {
-    asio::post(stream_.get_executor(), [self = shared_from_this(), force] {
+  void Shutdown(bool force) override {
+    asio::post(stream_.get_executor(), [self = this->shared_from_this(), force] {
       if (force || !self->in_handler_) self->Close();
     });
   }
 
-  void Start() {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+  void Start() override {
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      if constexpr (kTls) {
+        self->Lowest().expires_after(self->opts_.io_timeout);
+        self->stream_.async_handshake(ssl::stream_base::server, [self](beast::error_code ec) {
+          // A plain-HTTP client or a failed certificate check on the client side: just close.
+          if (ec) {
+            spdlog::debug("TLS handshake with {} failed: {}", self->RemoteIp(), ec.message());
+            return self->Close();
+          }
+          self->ReadHeader();
+        });
+      } else {
+        self->ReadHeader();
+      }
+    });
   }
 
   // --- BodySource (worker thread) ---
@@ -166,7 +199,7 @@ class Session : public std::enable_shared_from_this<Session>,
     std::promise<std::pair<beast::error_code, size_t>> promise;
     auto future = promise.get_future();
     asio::post(stream_.get_executor(), [this, &promise, &start] {
-      stream_.expires_after(opts_.io_timeout);
+      Lowest().expires_after(opts_.io_timeout);
       start(Done([&promise](beast::error_code e, size_t n) { promise.set_value({e, n}); }));
     });
     return future.get();
@@ -183,10 +216,10 @@ class Session : public std::enable_shared_from_this<Session>,
     response_written_ = 0;
     response_length_ = 0;
     body_bytes_read_ = 0;
-    stream_.expires_after(opts_.idle_timeout);
+    Lowest().expires_after(opts_.idle_timeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+        [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
@@ -211,7 +244,7 @@ class Session : public std::enable_shared_from_this<Session>,
       request_.headers.emplace_back(ToLower(field.name_string()), std::string(field.value()));
     }
     beast::error_code ep_ec;
-    auto ep = stream_.socket().remote_endpoint(ep_ec);
+    auto ep = Lowest().socket().remote_endpoint(ep_ec);
     if (!ep_ec) {
       auto addr = ep.address();
       if (addr.is_v6() && addr.to_v6().is_v4_mapped())
@@ -228,7 +261,7 @@ class Session : public std::enable_shared_from_this<Session>,
 
     // Hand the request to a worker; the strand stays idle until the worker posts back.
     in_handler_ = true;
-    workers_.Submit([self = shared_from_this()] { self->RunHandler(); });
+    workers_.Submit([self = this->shared_from_this()] { self->RunHandler(); });
   }
 
   void RunHandler() {
@@ -246,7 +279,7 @@ class Session : public std::enable_shared_from_this<Session>,
         if (SendHead(head)) Write(body.data(), body.size());
       }
     }
-    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->AfterHandler(); });
+    asio::post(stream_.get_executor(), [self = this->shared_from_this()] { self->AfterHandler(); });
   }
 
   void AfterHandler() {
@@ -268,9 +301,9 @@ class Session : public std::enable_shared_from_this<Session>,
     auto& body = parser_->get().body();
     body.data = drain_buf_.data();
     body.size = drain_buf_.size();
-    stream_.expires_after(std::chrono::seconds(5));
+    Lowest().expires_after(std::chrono::seconds(5));
     http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                     [self = this->shared_from_this()](beast::error_code ec, size_t) {
                        if (ec == http::error::need_buffer) ec = {};
                        if (ec) return self->Close();
                        self->drained_ += self->drain_buf_.size() - self->parser_->get().body().size;
@@ -289,25 +322,27 @@ class Session : public std::enable_shared_from_this<Session>,
     res->body() = *body;
     res->prepare_payload();
     res->keep_alive(false);
-    stream_.expires_after(std::chrono::seconds(10));
-    http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code, size_t) {
-      self->Close();
-    });
+    Lowest().expires_after(std::chrono::seconds(10));
+    http::async_write(
+        stream_, *res,
+        [self = this->shared_from_this(), res](beast::error_code, size_t) { self->Close(); });
   }
 
   void Close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.socket().close(ec);
+    Lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+    Lowest().socket().close(ec);
   }
+
+  auto& Lowest() { return beast::get_lowest_layer(stream_); }
 
   std::string RemoteIp() {
     beast::error_code ec;
-    auto ep = stream_.socket().remote_endpoint(ec);
+    auto ep = Lowest().socket().remote_endpoint(ec);
     return ec ? std::string("?") : ep.address().to_string();
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   const HttpServerOptions& opts_;
   RequestHandler& handler_;
   ThreadPool& workers_;
@@ -344,6 +379,28 @@ class BeastHttpServer final : public HttpServer {
   ~BeastHttpServer() override {
     Stop();
     workers_.Shutdown();
+  }
+
+  // HTTPS when the options name a certificate and key (PEM); TLS 1.2 or newer.
+  Status LoadTls() {
+    if (opts_.tls_cert_file.empty() && opts_.tls_key_file.empty()) return {};
+    tls_.emplace(ssl::context::tls_server);
+    beast::error_code ec;
+    tls_->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                          ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                          ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
+                      ec);
+    if (!ec) tls_->use_certificate_chain_file(opts_.tls_cert_file, ec);
+    if (ec)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "cannot load TLS certificate " + opts_.tls_cert_file + ": " + ec.message());
+    tls_->use_private_key_file(opts_.tls_key_file, ssl::context::pem, ec);
+    if (!ec && SSL_CTX_check_private_key(tls_->native_handle()) != 1)
+      ec = beast::error_code(static_cast<int>(ERR_get_error()), asio::error::get_ssl_category());
+    if (ec)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "cannot use TLS private key " + opts_.tls_key_file + ": " + ec.message());
+    return {};
   }
 
   Status Listen() {
@@ -393,7 +450,7 @@ class BeastHttpServer final : public HttpServer {
     asio::post(ioc_, [this] {
       beast::error_code ec;
       acceptor_.close(ec);
-      ForEachSession([](Session& s) { s.Shutdown(false); });
+      ForEachSession([](Connection& s) { s.Shutdown(false); });
       shutdown_deadline_ = std::chrono::steady_clock::now() + kShutdownGrace;
       PollShutdown();
     });
@@ -410,7 +467,7 @@ class BeastHttpServer final : public HttpServer {
       forced_ = true;
       spdlog::warn("closing {} connection(s) still busy after {} s", LiveSessions(),
                    kShutdownGrace.count());
-      ForEachSession([](Session& s) { s.Shutdown(true); });
+      ForEachSession([](Connection& s) { s.Shutdown(true); });
     } else if (now >= shutdown_deadline_ + std::chrono::seconds(5)) {
       spdlog::error("{} request(s) did not finish; stopping anyway", LiveSessions());
       work_guard_.reset();
@@ -429,7 +486,7 @@ class BeastHttpServer final : public HttpServer {
 
   template <class F>
   void ForEachSession(F f) {
-    std::vector<std::shared_ptr<Session>> live;
+    std::vector<std::shared_ptr<Connection>> live;
     {
       std::lock_guard lock(sessions_mu_);
       for (auto& w : sessions_)
@@ -443,8 +500,14 @@ class BeastHttpServer final : public HttpServer {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
         s.set_option(tcp::no_delay(true), ec);
-        auto session =
-            std::make_shared<Session>(std::move(s), opts_, handler_, workers_, stopped_);
+        std::shared_ptr<Connection> session;
+        if (tls_) {
+          session = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+              opts_, handler_, workers_, stopped_, std::move(s), *tls_);
+        } else {
+          session = std::make_shared<Session<beast::tcp_stream>>(opts_, handler_, workers_,
+                                                                 stopped_, std::move(s));
+        }
         {
           std::lock_guard lock(sessions_mu_);
           if (sessions_.size() > 64 && sessions_.size() % 64 == 0)
@@ -466,12 +529,13 @@ class BeastHttpServer final : public HttpServer {
   tcp::acceptor acceptor_;
   ThreadPool workers_;
   std::atomic<bool> stopped_{false};
+  std::optional<ssl::context> tls_;  // set: HTTPS only
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_guard_;
   asio::steady_timer shutdown_timer_{ioc_};
   std::chrono::steady_clock::time_point shutdown_deadline_;
   bool forced_ = false;
   std::mutex sessions_mu_;
-  std::vector<std::weak_ptr<Session>> sessions_;
+  std::vector<std::weak_ptr<Connection>> sessions_;
 };
 
 }  // namespace
@@ -479,7 +543,8 @@ class BeastHttpServer final : public HttpServer {
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(const HttpServerOptions& opts,
                                                        RequestHandler& handler) {
   auto server = std::make_unique<BeastHttpServer>(opts, handler);
-  auto st = server->Listen();
+  auto st = server->LoadTls();
+  if (st.ok()) st = server->Listen();
   if (!st.ok()) return st.error();
   return std::unique_ptr<HttpServer>(std::move(server));
 }

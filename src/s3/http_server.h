@@ -34,6 +34,9 @@ struct HttpServerOptions {
   std::chrono::seconds idle_timeout{90};  // keep-alive wait for the next request
   std::chrono::seconds io_timeout{120};   // any single read/write making no progress
   size_t drain_limit = 8 << 20;           // unread body bytes we swallow to keep a connection alive
+  // HTTPS: PEM certificate chain and private key; both empty = plain HTTP. Never both protocols
+  // on one port (as MinIO).
+  std::string tls_cert_file, tls_key_file;
 };
 
 class HttpServer {

@@ -76,8 +76,7 @@ Result<size_t> RdmaPutBody::Read(char* buf, size_t len) {
   return n;
 }
 
-Result<std::unique_ptr<RdmaPutBody>> RdmaPutBodyFor(const HttpRequest& req,
-                                                    const AuthContext& auth,
+Result<std::unique_ptr<RdmaPutBody>> RdmaPutBodyFor(const HttpRequest& req, const AuthContext& auth,
                                                     rdma::S3RdmaService* service) {
   auto token = RdmaTokenOf(req, auth, service, /*is_put=*/true);
   if (!token.ok()) {
@@ -108,8 +107,7 @@ void RecordRdmaOutcome(int reply_code, uint64_t received, uint64_t sent, uint64_
   static admin::Counter& copied_bytes =
       admin::GlobalRegistry()
           .AddCounter("minio_api_rdma_copied_bytes_total",
-                      "Payload bytes the server copied in user space for S3-over-RDMA requests",
-                      {})
+                      "Payload bytes the server copied in user space for S3-over-RDMA requests", {})
           .With({});
   if (copied) copied_bytes.Inc(copied);
 }

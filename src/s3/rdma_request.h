@@ -23,8 +23,7 @@ inline constexpr std::string_view kRdmaTokenHeader = "x-amz-rdma-token";
 // streaming, 501 RDMANotSupported when x-amz-rdma-agent is not "cuobj" or the server cannot do
 // S3 over RDMA (`service` null or without a fabric).
 Result<std::optional<rdma::RdmaToken>> RdmaTokenOf(const HttpRequest& req, const AuthContext& auth,
-                                                   const rdma::S3RdmaService* service,
-                                                   bool is_put);
+                                                   const rdma::S3RdmaService* service, bool is_put);
 
 // GET: writes object bytes [start, start+length) into the client's buffer. 501 when the range is
 // larger than rsize (nothing written). Returns the bytes moved. Records the outcome in the
@@ -57,8 +56,7 @@ class RdmaPutBody final : public BodySource {
 
 // PutObject / UploadPart: the RDMA body of a token request, null for plain HTTP (errors as
 // RdmaTokenOf).
-Result<std::unique_ptr<RdmaPutBody>> RdmaPutBodyFor(const HttpRequest& req,
-                                                    const AuthContext& auth,
+Result<std::unique_ptr<RdmaPutBody>> RdmaPutBodyFor(const HttpRequest& req, const AuthContext& auth,
                                                     rdma::S3RdmaService* service);
 // The error to answer a failed upload with: the transfer's own error when it caused the failure.
 Error RdmaUploadError(const RdmaPutBody* body, const Error& store_error);

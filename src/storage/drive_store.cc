@@ -19,6 +19,7 @@
 
 #include "common/hash.h"
 #include "storage/fsutil.h"
+#include "storage/listing.h"
 
 namespace rdmastor::storage {
 
@@ -65,22 +66,6 @@ Result<std::string> DataDirOf(const std::string& meta_path) {
   auto meta = ParseObjectMeta(**raw, meta_path);
   if (!meta.ok()) return meta.error();
   return meta->data_dir;
-}
-
-// True when the key directory `dir` holds an object: its own "dir/" object or any object in its
-// subtree. Directories a crash left empty hold none.
-Result<bool> SubtreeHasObject(const std::string& dir) {
-  if (fsutil::Exists(Join(dir, paths::kDirMetaFile))) return true;
-  auto children = fsutil::ListDir(dir, /*dirs_only=*/true);
-  if (!children.ok()) return children.error();
-  for (const auto& c : *children) {
-    if (paths::IsInternalName(c)) continue;
-    const std::string child = Join(dir, c);
-    if (fsutil::Exists(Join(child, paths::kMetaFile))) return true;
-    auto sub = SubtreeHasObject(child);
-    if (!sub.ok() || *sub) return sub;
-  }
-  return false;
 }
 
 // ---- Reader ----------------------------------------------------------------------------------
@@ -149,144 +134,6 @@ class DriveObjectReader final : public ObjectReader {
   ObjectInfo info_;
   std::vector<Part> parts_;
   std::mutex mu_;  // guards lazy opening of part descriptors
-};
-
-// ---- Listing ---------------------------------------------------------------------------------
-//
-// Walks key directories in key order. Inside a directory for key prefix P, child c contributes
-// two items: the object P+c (sorting as "c") and the subtree P+c+"/..." (sorting as "c/"), so
-// "a" < "a-x" < "a/b" < "a0" comes out right. Subtrees that cannot hold a key matching the prefix
-// or beyond start_after are skipped without being read, and a subtree whose keys all roll up into
-// one common prefix is emitted as that prefix without descending.
-class Lister {
- public:
-  Lister(std::string bucket, std::string bucket_dir, const ListOptions& opts)
-      : bucket_(std::move(bucket)), bucket_dir_(std::move(bucket_dir)), o_(opts) {}
-
-  Result<ListResult> Run() {
-    if (o_.max_keys <= 0) return res_;
-    // Start in the deepest directory the prefix names completely ("a/b/" for "a/b/c").
-    size_t slash = o_.prefix.rfind('/');
-    if (slash == std::string::npos) {
-      Walk(bucket_dir_, "");
-    } else {
-      std::string base = o_.prefix.substr(0, slash + 1);
-      std::string_view rel(base.data(), base.size() - 1);
-      for (size_t pos = 0; pos <= rel.size();) {
-        size_t next = rel.find('/', pos);
-        if (next == std::string_view::npos) next = rel.size();
-        if (!paths::IsValidSegment(rel.substr(pos, next - pos))) return res_;  // matches no key
-        pos = next + 1;
-      }
-      ConsiderSubtree(base, Join(bucket_dir_, rel));
-    }
-    if (failed_) return err_;
-    if (res_.truncated) res_.next_marker = last_entry_;
-    return std::move(res_);
-  }
-
- private:
-  std::optional<std::string> CommonPrefix(const std::string& key) const {
-    if (o_.delimiter.empty()) return std::nullopt;
-    size_t idx = key.find(o_.delimiter, o_.prefix.size());
-    if (idx == std::string::npos) return std::nullopt;
-    return key.substr(0, idx + o_.delimiter.size());
-  }
-
-  bool Full() {
-    if (static_cast<int64_t>(res_.objects.size() + res_.common_prefixes.size()) < o_.max_keys) {
-      return false;
-    }
-    res_.truncated = true;  // there is one more entry than fits
-    done_ = true;
-    return true;
-  }
-
-  void EmitPrefix(const std::string& cp) {
-    if (Full()) return;
-    res_.common_prefixes.push_back(cp);
-    last_cp_ = cp;
-    last_entry_ = cp;
-  }
-
-  void Fail(Error e) {
-    failed_ = true;
-    done_ = true;
-    err_ = std::move(e);
-  }
-
-  void Walk(const std::string& dir, const std::string& p) {
-    auto names = fsutil::ListDir(dir, /*dirs_only=*/true);
-    if (!names.ok()) return Fail(names.error());
-    std::vector<std::pair<std::string, bool>> items;  // (sort name, is subtree)
-    items.reserve(names->size() * 2);
-    for (auto& c : *names) {
-      if (paths::IsInternalName(c)) continue;
-      items.emplace_back(c + "/", true);
-      items.emplace_back(std::move(c), false);
-    }
-    std::sort(items.begin(), items.end());
-    for (const auto& [name, subtree] : items) {
-      if (done_) return;
-      if (subtree) {
-        ConsiderSubtree(p + name, Join(dir, std::string_view(name).substr(0, name.size() - 1)));
-      } else {
-        ConsiderKey(p + name, Join(Join(dir, name), paths::kMetaFile));
-      }
-    }
-  }
-
-  void ConsiderKey(const std::string& key, const std::string& meta_path) {
-    if (!key.starts_with(o_.prefix)) return;
-    if (auto cp = CommonPrefix(key)) {
-      if (*cp <= o_.start_after || *cp == last_cp_) return;
-      if (fsutil::Exists(meta_path)) EmitPrefix(*cp);
-      return;
-    }
-    if (key <= o_.start_after) return;
-    if (static_cast<int64_t>(res_.objects.size() + res_.common_prefixes.size()) >= o_.max_keys) {
-      if (fsutil::Exists(meta_path)) Full();
-      return;
-    }
-    auto raw = fsutil::ReadFileIfExists(meta_path);
-    if (!raw.ok() || !raw->has_value()) return;  // deleted meanwhile (errors were logged)
-    auto meta = ParseObjectMeta(**raw, meta_path);
-    if (!meta.ok()) {
-      spdlog::error("storage: listing skips {}: {}", key, meta.error().message);
-      return;
-    }
-    res_.objects.push_back(meta->ToInfo(bucket_, key));
-    last_entry_ = key;
-  }
-
-  void ConsiderSubtree(const std::string& s, const std::string& dir) {
-    if (!s.starts_with(o_.prefix) && !o_.prefix.starts_with(s)) return;
-    // Every key below is s + something: all <= start_after unless s leads to start_after.
-    if (s < o_.start_after && !o_.start_after.starts_with(s)) return;
-    if (!o_.delimiter.empty() && s.size() > o_.prefix.size()) {
-      size_t idx = s.find(o_.delimiter, o_.prefix.size());
-      if (idx != std::string::npos) {  // all keys below share this common prefix
-        std::string cp = s.substr(0, idx + o_.delimiter.size());
-        if (cp <= o_.start_after || cp == last_cp_) return;
-        auto has = SubtreeHasObject(dir);
-        if (!has.ok()) return Fail(has.error());
-        if (*has) EmitPrefix(cp);
-        return;
-      }
-    }
-    ConsiderKey(s, Join(dir, paths::kDirMetaFile));
-    if (!done_) Walk(dir, s);
-  }
-
-  const std::string bucket_;
-  const std::string bucket_dir_;
-  const ListOptions& o_;
-  ListResult res_;
-  std::string last_cp_;
-  std::string last_entry_;
-  bool done_ = false;
-  bool failed_ = false;
-  Error err_;
 };
 
 }  // namespace
@@ -729,7 +576,7 @@ Result<ObjectInfo> DriveStore::UpdateMetadata(const std::string& bucket, const s
 Result<ListResult> DriveStore::ListObjects(const std::string& bucket, const ListOptions& opts) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   try {
-    return Lister(bucket, paths::BucketDir(root_, bucket), opts).Run();
+    return ListDrive(bucket, paths::BucketDir(root_, bucket), opts);
   } catch (const std::exception& e) {  // allocation failures and the like
     return MakeError(ErrorCode::kInternalError, std::string("listing failed: ") + e.what());
   }

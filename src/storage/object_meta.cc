@@ -3,6 +3,8 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 
+#include "common/hash.h"
+
 namespace rdmastor::storage {
 
 namespace {
@@ -18,6 +20,10 @@ std::map<std::string, std::string> StringMap(const json& j, const char* name) {
     for (const auto& [k, v] : it->items()) out[k] = v.get<std::string>();
   }
   return out;
+}
+
+std::string MetaChecksum(const std::string& canonical) {
+  return hash::HexEncode(hash::Digest(hash::Algo::kCRC32C, canonical));
 }
 
 Error Malformed(const std::string& path, const std::exception& e) {
@@ -59,12 +65,33 @@ std::string SerializeObjectMeta(const ObjectMeta& m) {
             {"multipart", m.multipart},
             {"parts", parts},
             {"data_dir", m.data_dir}};
-  return Dump(j);
+  if (m.erasure) {
+    const ErasureMeta& e = *m.erasure;
+    j["erasure"] = {{"data", e.data},
+                    {"parity", e.parity},
+                    {"stripe_size", e.stripe_size},
+                    {"index", e.index},
+                    {"distribution", e.distribution},
+                    {"bitrot", e.bitrot},
+                    {"inline", e.is_inline}};
+    if (e.is_inline) j["erasure"]["inline_shard"] = hash::Base64Encode(e.inline_shard);
+  }
+  // Checksum over the canonical dump (keys sorted; invalid UTF-8 already replaced).
+  json canonical = json::parse(Dump(j));
+  canonical["checksum"] = MetaChecksum(Dump(canonical));
+  return Dump(canonical);
 }
 
 Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& path) {
   try {
     json j = json::parse(text);
+    if (auto it = j.find("checksum"); it != j.end()) {
+      std::string want = it->get<std::string>();
+      j.erase("checksum");
+      if (MetaChecksum(Dump(j)) != want) {
+        return MakeError(ErrorCode::kInternalError, "metadata checksum mismatch in " + path);
+      }
+    }
     ObjectMeta m;
     m.version = j.at("version").get<int>();
     if (m.version != kMetaFormatVersion) {
@@ -88,6 +115,27 @@ Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& p
       m.parts.push_back(std::move(pm));
     }
     m.data_dir = j.at("data_dir").get<std::string>();
+    if (auto it = j.find("erasure"); it != j.end()) {
+      ErasureMeta e;
+      e.data = it->at("data").get<int>();
+      e.parity = it->at("parity").get<int>();
+      e.stripe_size = it->at("stripe_size").get<uint64_t>();
+      e.index = it->at("index").get<int>();
+      e.distribution = it->at("distribution").get<std::vector<int>>();
+      e.bitrot = it->at("bitrot").get<std::string>();
+      e.is_inline = it->value("inline", false);
+      if (e.is_inline) {
+        auto raw = hash::Base64Decode(it->at("inline_shard").get<std::string>());
+        if (!raw) return MakeError(ErrorCode::kInternalError, "bad inline shard in " + path);
+        e.inline_shard = std::move(*raw);
+      }
+      const int n = e.data + e.parity;
+      if (e.data < 1 || e.parity < 0 || e.stripe_size == 0 || e.index < 0 || e.index >= n ||
+          static_cast<int>(e.distribution.size()) != n) {
+        return MakeError(ErrorCode::kInternalError, "inconsistent erasure info in " + path);
+      }
+      m.erasure = std::move(e);
+    }
     // The data dir name is joined to a path: it must be one plain component.
     if (m.data_dir.empty() || m.data_dir.find('/') != std::string::npos || m.data_dir == "." ||
         m.data_dir == ".." || total != m.size) {

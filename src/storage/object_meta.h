@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,19 @@ struct PartMeta {
   std::string etag;
 };
 
+// How an erasure-coded object is stored (absent for the single-drive layout). Every drive of the
+// set holds one shard per part: shard file <data_dir>/part.N, or `inline_shard` for small objects.
+struct ErasureMeta {
+  int data = 0;
+  int parity = 0;
+  uint64_t stripe_size = 0;
+  int index = 0;                  // shard index (0-based) this drive holds
+  std::vector<int> distribution;  // shard index held by each drive position of the set
+  std::string bitrot;             // per-block checksum algorithm of the shard files: "xxh3-64"
+  bool is_inline = false;         // the shard is `inline_shard`, no data directory exists
+  std::string inline_shard;       // framed shard bytes (base64 in the file)
+};
+
 struct ObjectMeta {
   int version = kMetaFormatVersion;
   uint64_t size = 0;
@@ -32,10 +46,13 @@ struct ObjectMeta {
   bool multipart = false;
   std::vector<PartMeta> parts;  // data files part.1..part.N in data_dir; a single PUT has one
   std::string data_dir;         // directory name next to the metadata file
+  std::optional<ErasureMeta> erasure;
 
   ObjectInfo ToInfo(const std::string& bucket, const std::string& key) const;
 };
 
+// The file carries "checksum": CRC32C (hex) of its own JSON without that field, so a torn or
+// bit-rotten metadata file is detected (files written before the field existed have none).
 std::string SerializeObjectMeta(const ObjectMeta& meta);
 Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& path_for_errors);
 

@@ -42,9 +42,7 @@ TEST(TokenTest, FormatRoundTrips) {
   }
 }
 
-TEST(TokenTest, CanonicalFormatMatchesPrintf) {
-  EXPECT_EQ(FormatToken(*ParseToken(kGood)), kGood);
-}
+TEST(TokenTest, CanonicalFormatMatchesPrintf) { EXPECT_EQ(FormatToken(*ParseToken(kGood)), kGood); }
 
 void ExpectBad(const std::string& s) {
   auto t = ParseToken(s);

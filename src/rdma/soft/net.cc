@@ -16,10 +16,10 @@ namespace rdmastor::rdma::soft::net {
 
 namespace {
 Error SocketError(std::string_view what, int err) {
-  return MakeError(err == EAGAIN || err == EWOULDBLOCK ? ErrorCode::kRequestTimeout
-                                                       : ErrorCode::kInternalError,
-                   std::string(what) + ": " +
-                       (err == EAGAIN || err == EWOULDBLOCK ? "timed out" : std::strerror(err)));
+  return MakeError(
+      err == EAGAIN || err == EWOULDBLOCK ? ErrorCode::kRequestTimeout : ErrorCode::kInternalError,
+      std::string(what) + ": " +
+          (err == EAGAIN || err == EWOULDBLOCK ? "timed out" : std::strerror(err)));
 }
 }  // namespace
 

@@ -245,8 +245,7 @@ Result<std::unique_ptr<Endpoint>> SoftFabric::Connect(const RemoteAddress& remot
   if (!st.ok() || reply.magic != wire::kMagic || reply.status != 0) {
     close(*fd);
     return MakeError(ErrorCode::kRDMANotSupported,
-                     "soft fabric: " + where + " refused endpoint " +
-                         std::to_string(remote.qpn) +
+                     "soft fabric: " + where + " refused endpoint " + std::to_string(remote.qpn) +
                          (st.ok() ? std::string() : ": " + st.error().message));
   }
   return std::unique_ptr<Endpoint>(new SoftEndpoint(*fd, registry_));

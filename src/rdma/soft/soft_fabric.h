@@ -2,9 +2,9 @@
 //
 // The client side runs a SoftTarget: a TCP listener that owns the registered regions (rkey →
 // memory). Its address goes into the token: an IPv4-mapped GID (::ffff:a.b.c.d) for the host,
-// `lid` for the TCP port, `qpn` for the endpoint id. The server side (SoftFabric) connects to it and
-// posts WRITE/READ work requests; the target checks rkey, permission and bounds for every request
-// and moves the bytes straight between the socket and the region, answering with the same
+// `lid` for the TCP port, `qpn` for the endpoint id. The server side (SoftFabric) connects to it
+// and posts WRITE/READ work requests; the target checks rkey, permission and bounds for every
+// request and moves the bytes straight between the socket and the region, answering with the same
 // completion statuses as hardware (kRemoteAccessError for a bad rkey or an out-of-bounds range).
 // Wire format: see soft_wire.h.
 #pragma once

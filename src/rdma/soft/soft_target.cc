@@ -2,12 +2,11 @@
 // requests against the regions registered here. Every request is checked (rkey, permission,
 // bounds) before a byte moves; payloads go straight between the socket and the region.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <fcntl.h>
 
 #include <atomic>
 #include <cerrno>

@@ -1,0 +1,91 @@
+// rdmastor client library: S3 over RDMA (DESIGN.md §3) with SigV4, on top of the HTTP S3 client.
+//
+// The application hands its own buffers to Get/Put/UploadPart. The library registers them (an MR
+// cache keeps registrations across calls; call Forget() before freeing a buffer it has seen),
+// sends the signed request with the buffer's x-amz-rdma-token, and the server moves the payload
+// straight into / out of the buffer; the HTTP response carries only headers. When the server
+// answers 501 (no RDMA there, object larger than the buffer, ...) the library retries over plain
+// HTTP if the caller allowed it, and says which transport was used.
+//
+// Fabrics: `soft` (TCP emulation, any host). `verbs` needs a DC target on the client, which this
+// version does not create yet: choosing it fails with RDMANotSupported (see docs/s3-over-rdma.md).
+// Not thread-safe: one RdmaS3Client per thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/http_client.h"
+#include "common/result.h"
+
+namespace rdmastor::client {
+
+enum class ClientFabric { kSoft, kVerbs };
+
+struct RdmaClientConfig {
+  S3ClientConfig s3;  // endpoint and credentials (S3ConfigFromEndpoint)
+  ClientFabric fabric = ClientFabric::kSoft;
+  // soft: the IPv4 address the server connects back to (the address it sees requests from);
+  // empty = the local address of the HTTP connection.
+  std::string soft_bind_ip;
+  // On 501 from the server, redo the request over HTTP instead of failing.
+  bool allow_http_fallback = false;
+  size_t mr_cache_entries = 64;
+};
+
+enum class Transport { kRdma, kHttp };
+std::string_view TransportName(Transport t);  // "rdma" | "http"
+
+struct TransferResult {
+  Transport transport = Transport::kRdma;
+  int status = 0;                       // 200, or 206 for a range
+  uint64_t bytes = 0;                   // payload bytes moved
+  std::string etag;                     // quotes included, as sent
+  std::optional<uint64_t> object_size;  // GET: the whole object's size
+  HeaderList headers;                   // response headers (lower-case names)
+};
+
+class RdmaS3Client {
+ public:
+  static Result<std::unique_ptr<RdmaS3Client>> Create(RdmaClientConfig config);
+  ~RdmaS3Client();
+
+  // GetObject (optionally a range) into dst[0, capacity). Over RDMA the whole object (or range)
+  // must fit: otherwise the server answers 501 (and nothing is written).
+  Result<TransferResult> Get(std::string_view bucket, std::string_view key, char* dst,
+                             size_t capacity, std::optional<ByteRange> range = {});
+  // PutObject of data[0, len). extra_headers (lower-case) are signed and sent: content-type,
+  // x-amz-meta-*, x-amz-checksum-* (over the raw bytes; the server verifies it).
+  Result<TransferResult> Put(std::string_view bucket, std::string_view key, const char* data,
+                             size_t len, const HeaderList& extra_headers = {});
+  Result<TransferResult> UploadPart(std::string_view bucket, std::string_view key,
+                                    std::string_view upload_id, int part_number, const char* data,
+                                    size_t len);
+
+  // Multipart helpers (over HTTP: no payload).
+  Result<std::string> CreateMultipartUpload(std::string_view bucket, std::string_view key);
+  // parts: (part number, ETag as returned). Returns the object's ETag.
+  Result<std::string> CompleteMultipartUpload(
+      std::string_view bucket, std::string_view key, std::string_view upload_id,
+      const std::vector<std::pair<int, std::string>>& parts);
+
+  // Drops cached registrations overlapping [p, p+len): call before freeing such a buffer.
+  void Forget(const void* p, size_t len);
+  // The plain HTTP client on the same connection (bucket operations, listing, deletes).
+  S3Client& http();
+
+  // The x-amz-rdma-token for [p, p+len) (registers it): for callers building their own requests.
+  Result<std::string> TokenFor(const void* p, size_t len, bool remote_write);
+
+  struct Impl;
+
+ private:
+  explicit RdmaS3Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rdmastor::client

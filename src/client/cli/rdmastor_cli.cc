@@ -1,0 +1,263 @@
+// rdmastor-cli: a small S3 command line on the client library, with S3 over RDMA.
+//   rdmastor-cli --endpoint URL [--rdma] [--http-fallback] mb|ls|put|get|rm BUCKET[/KEY] [FILE]
+// Credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY. Exit status 0 on success, 1 on a failed
+// request, 2 on usage errors.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rdmastor/rdma_client.h"
+
+namespace {
+
+using rdmastor::client::RdmaS3Client;
+
+constexpr const char* kUsage =
+    "usage: rdmastor-cli --endpoint URL [--rdma] [--http-fallback] COMMAND ARGS\n"
+    "  mb BUCKET              create a bucket\n"
+    "  ls BUCKET[/PREFIX]     list objects (or buckets without an argument)\n"
+    "  put BUCKET/KEY FILE    upload FILE\n"
+    "  get BUCKET/KEY FILE    download into FILE\n"
+    "  rm BUCKET[/KEY]        delete an object (or an empty bucket)\n"
+    "  --rdma                 move payloads over S3 over RDMA (soft fabric)\n"
+    "  --http-fallback        with --rdma: retry over HTTP when the server answers 501\n"
+    "credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\n";
+
+constexpr uint64_t kPart = 64ull << 20;  // RDMA transfers per token (and progress granularity)
+
+struct Summary {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  uint64_t bytes = 0;
+  std::string transport = "http";
+  void Print(const char* what) const {
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "%s: %llu bytes in %.3f s, %.1f MiB/s, transport %s\n", what,
+                 static_cast<unsigned long long>(bytes), s,
+                 s > 0 ? static_cast<double>(bytes) / 1048576.0 / s : 0.0, transport.c_str());
+  }
+};
+
+void Progress(uint64_t done, uint64_t total) {
+  if (!isatty(STDERR_FILENO) || total < (16ull << 20)) return;
+  std::fprintf(stderr, "\r%6.1f%% %llu/%llu MiB", 100.0 * static_cast<double>(done) / total,
+               static_cast<unsigned long long>(done >> 20),
+               static_cast<unsigned long long>(total >> 20));
+  if (done == total) std::fputc('\n', stderr);
+}
+
+int Fail(const std::string& msg) {
+  std::fprintf(stderr, "rdmastor-cli: %s\n", msg.c_str());
+  return 1;
+}
+
+std::string Between(const std::string& s, size_t from, const char* open, const char* close,
+                    size_t* end) {
+  auto a = s.find(open, from);
+  if (a == std::string::npos) return {};
+  a += std::strlen(open);
+  auto b = s.find(close, a);
+  if (b == std::string::npos) return {};
+  *end = b;
+  return s.substr(a, b - a);
+}
+
+// Maps a whole file for reading (PUT) or creates one of `size` bytes for writing (GET).
+struct Mapped {
+  int fd = -1;
+  char* p = nullptr;
+  size_t size = 0;
+  ~Mapped() {
+    if (p && size) munmap(p, size);
+    if (fd >= 0) close(fd);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string endpoint;
+  bool use_rdma = false, fallback = false;
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--endpoint" && i + 1 < argc) {
+      endpoint = argv[++i];
+    } else if (a.rfind("--endpoint=", 0) == 0) {
+      endpoint = a.substr(11);
+    } else if (a == "--rdma") {
+      use_rdma = true;
+    } else if (a == "--http-fallback") {
+      fallback = true;
+    } else if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a.rfind("--", 0) == 0) {
+      std::fprintf(stderr, "rdmastor-cli: unknown flag %s\n%s", a.c_str(), kUsage);
+      return 2;
+    } else {
+      args.push_back(a);
+    }
+  }
+  if (endpoint.empty() || args.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const char* ak = std::getenv("AWS_ACCESS_KEY_ID");
+  const char* sk = std::getenv("AWS_SECRET_ACCESS_KEY");
+  if (!ak || !sk) {
+    std::fprintf(stderr, "rdmastor-cli: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY\n");
+    return 2;
+  }
+  rdmastor::client::RdmaClientConfig cfg;
+  auto s3cfg = rdmastor::client::S3ConfigFromEndpoint(endpoint, ak, sk);
+  if (!s3cfg.ok()) return Fail(s3cfg.error().message);
+  cfg.s3 = *s3cfg;
+  cfg.allow_http_fallback = fallback;
+  std::unique_ptr<RdmaS3Client> rc;
+  std::unique_ptr<rdmastor::client::S3Client> plain;
+  if (use_rdma) {
+    auto c = RdmaS3Client::Create(cfg);
+    if (!c.ok()) return Fail(c.error().message);
+    rc = std::move(c).value();
+  } else {
+    plain = std::make_unique<rdmastor::client::S3Client>(cfg.s3);
+  }
+  auto& s3 = rc ? rc->http() : *plain;
+
+  const std::string cmd = args[0];
+  std::string target = args.size() > 1 ? args[1] : "";
+  auto slash = target.find('/');
+  std::string bucket = target.substr(0, slash);
+  std::string key = slash == std::string::npos ? "" : target.substr(slash + 1);
+  auto need = [&](bool with_key, size_t nargs) {
+    return args.size() == nargs && !bucket.empty() && (!with_key || !key.empty());
+  };
+
+  if (cmd == "mb") {
+    if (!need(false, 2)) return std::fputs(kUsage, stderr), 2;
+    auto st = s3.CreateBucket(bucket);
+    return st.ok() ? 0 : Fail(st.error().message);
+  }
+  if (cmd == "rm") {
+    if (!need(false, 2)) return std::fputs(kUsage, stderr), 2;
+    auto st = key.empty() ? s3.DeleteBucket(bucket) : s3.DeleteObject(bucket, key);
+    return st.ok() ? 0 : Fail(st.error().message);
+  }
+  if (cmd == "ls") {
+    rdmastor::client::S3Request req;
+    req.bucket = bucket;
+    if (!bucket.empty()) req.raw_query = "list-type=2&prefix=" + key;  // simple prefixes only
+    auto r = s3.Execute(req, rdmastor::client::ResponseTarget::String());
+    if (!r.ok()) return Fail(r.error().message);
+    if (!r->success()) return Fail(rdmastor::client::S3ErrorFromResponse(*r, "ls").message);
+    size_t pos = 0, end = 0;
+    const char* open = bucket.empty() ? "<Name>" : "<Key>";
+    const char* close = bucket.empty() ? "</Name>" : "</Key>";
+    for (std::string item; !(item = Between(r->body, pos, open, close, &end)).empty(); pos = end)
+      std::printf("%s\n", item.c_str());
+    return 0;
+  }
+  if (cmd == "put") {
+    if (!need(true, 3)) return std::fputs(kUsage, stderr), 2;
+    Mapped f;
+    f.fd = open(args[2].c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (f.fd < 0 || fstat(f.fd, &st) != 0)
+      return Fail("cannot open " + args[2] + ": " + std::strerror(errno));
+    f.size = static_cast<size_t>(st.st_size);
+    if (f.size) {
+      void* p = mmap(nullptr, f.size, PROT_READ, MAP_PRIVATE, f.fd, 0);
+      if (p == MAP_FAILED) return Fail("cannot map " + args[2]);
+      f.p = static_cast<char*>(p);
+    }
+    Summary sum;
+    static char empty = 0;
+    char* data = f.p ? f.p : &empty;
+    if (rc && f.size > kPart) {
+      // Larger than one transfer: multipart, each part its own token.
+      auto id = rc->CreateMultipartUpload(bucket, key);
+      if (!id.ok()) return Fail(id.error().message);
+      std::vector<std::pair<int, std::string>> parts;
+      for (uint64_t off = 0; off < f.size; off += kPart) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(kPart, f.size - off));
+        auto r =
+            rc->UploadPart(bucket, key, *id, static_cast<int>(parts.size() + 1), data + off, n);
+        if (!r.ok()) return Fail(r.error().message);
+        parts.emplace_back(static_cast<int>(parts.size() + 1), r->etag);
+        sum.transport = std::string(rdmastor::client::TransportName(r->transport));
+        sum.bytes += n;
+        Progress(sum.bytes, f.size);
+      }
+      auto done = rc->CompleteMultipartUpload(bucket, key, *id, parts);
+      if (!done.ok()) return Fail(done.error().message);
+    } else if (rc) {
+      auto r = rc->Put(bucket, key, data, f.size);
+      if (!r.ok()) return Fail(r.error().message);
+      sum.transport = std::string(rdmastor::client::TransportName(r->transport));
+      sum.bytes = f.size;
+    } else {
+      auto r = s3.PutObject(bucket, key, std::string_view(data, f.size));
+      if (!r.ok()) return Fail(r.error().message);
+      sum.bytes = f.size;
+    }
+    Progress(f.size, f.size);
+    sum.Print("put");
+    return 0;
+  }
+  if (cmd == "get") {
+    if (!need(true, 3)) return std::fputs(kUsage, stderr), 2;
+    rdmastor::client::S3Request head;
+    head.method = "HEAD";
+    head.bucket = bucket;
+    head.key = key;
+    auto h = s3.Execute(head, rdmastor::client::ResponseTarget::Discard());
+    if (!h.ok()) return Fail(h.error().message);
+    if (!h->success()) return Fail("GET " + target + ": HTTP " + std::to_string(h->status));
+    uint64_t size = h->content_length.value_or(0);
+    Mapped f;
+    f.fd = open(args[2].c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (f.fd < 0) return Fail("cannot create " + args[2] + ": " + std::strerror(errno));
+    if (ftruncate(f.fd, static_cast<off_t>(size)) != 0) return Fail("cannot size " + args[2]);
+    f.size = size;
+    if (size) {
+      void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
+      if (p == MAP_FAILED) return Fail("cannot map " + args[2]);
+      f.p = static_cast<char*>(p);
+    }
+    Summary sum;
+    static char empty[1];
+    char* dst = f.p ? f.p : empty;
+    if (rc) {
+      // Ranged requests of at most kPart bytes: one token each (tokens describe < 4 GiB).
+      uint64_t off = 0;
+      do {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(kPart, size - off));
+        std::optional<rdmastor::client::ByteRange> range;
+        if (size > kPart) range = rdmastor::client::ByteRange{off, off + n - 1};
+        auto r = rc->Get(bucket, key, dst + off, n, range);
+        if (!r.ok()) return Fail(r.error().message);
+        sum.transport = std::string(rdmastor::client::TransportName(r->transport));
+        off += n;
+        sum.bytes = off;
+        Progress(off, size);
+      } while (off < size);
+    } else {
+      auto r = s3.GetObjectInto(bucket, key, std::nullopt, dst, size);
+      if (!r.ok()) return Fail(r.error().message);
+      sum.bytes = r->bytes;
+    }
+    sum.Print("get");
+    return 0;
+  }
+  std::fprintf(stderr, "rdmastor-cli: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+  return 2;
+}

@@ -1,0 +1,269 @@
+#include "rdmastor/rdma_client.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rdma/memory.h"
+#include "rdma/soft/soft_fabric.h"
+#include "rdma/token.h"
+
+namespace rdmastor::client {
+
+namespace {
+
+constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
+
+// The local IPv4 address used to reach host:port (a connected UDP socket sends nothing).
+Result<std::string> LocalAddressToward(const std::string& host, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "soft fabric: cannot resolve '" + host + "' to an IPv4 address");
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, &freeaddrinfo);
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in local{};
+  socklen_t len = sizeof(local);
+  bool ok = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+            getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+  if (fd >= 0) close(fd);
+  if (!ok)
+    return MakeError(ErrorCode::kInternalError, "soft fabric: no local route to '" + host + "'");
+  char text[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+  return std::string(text);
+}
+
+std::string Between(const std::string& s, std::string_view open, std::string_view close) {
+  auto a = s.find(open);
+  if (a == std::string::npos) return {};
+  a += open.size();
+  auto b = s.find(close, a);
+  return b == std::string::npos ? std::string() : s.substr(a, b - a);
+}
+
+}  // namespace
+
+std::string_view TransportName(Transport t) { return t == Transport::kRdma ? "rdma" : "http"; }
+
+struct RdmaS3Client::Impl {
+  RdmaClientConfig config;
+  S3Client s3;
+  std::unique_ptr<rdma::Target> target;
+  std::unique_ptr<rdma::MrCache> mrs;
+
+  explicit Impl(RdmaClientConfig c) : config(std::move(c)), s3(config.s3) {}
+
+  Result<rdma::RdmaToken> Token(const void* p, size_t len, bool remote_write) {
+    // A zero-length buffer still needs a registration the server can name.
+    auto mr = mrs->Get(const_cast<void*>(p), std::max<size_t>(len, 1),
+                       remote_write ? rdma::kRemoteWrite : rdma::kRemoteRead);
+    if (!mr.ok()) return mr.error();
+    if (len > UINT32_MAX)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "one token describes less than 4 GiB: use ranges or parts");
+    auto addr = target->address();
+    rdma::RdmaToken t;
+    t.raddr = reinterpret_cast<uint64_t>(p);
+    t.rsize = static_cast<uint32_t>(len);
+    t.rkey = (*mr)->rkey();
+    t.lid = addr.lid;
+    t.qpn = addr.qpn;
+    t.has_gid = addr.has_gid;
+    t.gid = addr.gid;
+    return t;
+  }
+
+  // Sends a payload-less signed request carrying the token; returns the raw response.
+  Result<HttpResponse> Send(S3Request req, const rdma::RdmaToken& token) {
+    req.headers.emplace_back("x-amz-rdma-token", rdma::FormatToken(token));
+    req.headers.emplace_back("x-amz-rdma-agent", "cuobj");
+    return s3.Execute(req, ResponseTarget::String());
+  }
+
+  static uint64_t BytesTransferred(const HttpResponse& r) {
+    const auto* v = r.FindHeader("x-amz-rdma-bytes-transferred");
+    return v ? std::strtoull(v->c_str(), nullptr, 10) : 0;
+  }
+
+  Result<TransferResult> PutLike(S3Request req, const char* data, size_t len,
+                                 const std::string& what) {
+    auto token = Token(data, len, /*remote_write=*/false);
+    if (!token.ok()) return token.error();
+    req.payload_sha256 = std::string(kUnsignedPayload);
+    S3Request http_req = req;  // for a fallback
+    auto resp = Send(req, *token);
+    if (!resp.ok()) return resp.error();
+    if (resp->status == 501 && config.allow_http_fallback) {
+      http_req.body = std::string_view(data, len);
+      auto again = s3.Execute(http_req, ResponseTarget::String());
+      if (!again.ok()) return again.error();
+      if (!again->success()) return S3ErrorFromResponse(*again, what);
+      TransferResult out{Transport::kHttp, again->status, len, {}, {}, again->headers};
+      if (const auto* e = again->FindHeader("etag")) out.etag = *e;
+      return out;
+    }
+    if (!resp->success()) return S3ErrorFromResponse(*resp, what);
+    TransferResult out{Transport::kRdma, resp->status, len, {}, {}, resp->headers};
+    if (const auto* e = resp->FindHeader("etag")) out.etag = *e;
+    // AIStor answers a plain 200 + ETag; ours also says how many bytes it read.
+    if (resp->FindHeader("x-amz-rdma-bytes-transferred") && BytesTransferred(*resp) != len)
+      return MakeError(ErrorCode::kInternalError, what + ": server read " +
+                                                      std::to_string(BytesTransferred(*resp)) +
+                                                      " of " + std::to_string(len) + " bytes");
+    return out;
+  }
+};
+
+RdmaS3Client::RdmaS3Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RdmaS3Client::~RdmaS3Client() {
+  if (impl_) impl_->mrs.reset();  // deregister before the target goes away
+}
+
+Result<std::unique_ptr<RdmaS3Client>> RdmaS3Client::Create(RdmaClientConfig config) {
+  if (config.fabric == ClientFabric::kVerbs)
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     "the verbs fabric is not available in this client version (it needs a DC "
+                     "target); use the soft fabric");
+  auto impl = std::make_unique<Impl>(std::move(config));
+  rdma::soft::SoftTargetOptions to;
+  if (!impl->config.soft_bind_ip.empty()) {
+    to.bind_ip = impl->config.soft_bind_ip;
+  } else {
+    auto local = LocalAddressToward(impl->config.s3.host, impl->config.s3.port);
+    if (!local.ok()) return local.error();
+    to.bind_ip = *local;
+  }
+  auto target = rdma::soft::SoftTarget::Start(to);
+  if (!target.ok()) return target.error();
+  impl->target = std::move(target).value();
+  rdma::Target* t = impl->target.get();
+  impl->mrs = std::make_unique<rdma::MrCache>(
+      [t](void* p, size_t len, unsigned access) { return t->RegisterMemory(p, len, access); },
+      impl->config.mr_cache_entries);
+  return std::unique_ptr<RdmaS3Client>(new RdmaS3Client(std::move(impl)));
+}
+
+Result<TransferResult> RdmaS3Client::Get(std::string_view bucket, std::string_view key, char* dst,
+                                         size_t capacity, std::optional<ByteRange> range) {
+  std::string what = "GET " + S3ObjectPath(bucket, key);
+  auto token = impl_->Token(dst, capacity, /*remote_write=*/true);
+  if (!token.ok()) return token.error();
+  S3Request req;
+  req.bucket = std::string(bucket);
+  req.key = std::string(key);
+  if (range) {
+    std::string value = "bytes=" + std::to_string(range->first) + "-";
+    if (range->last) value += std::to_string(*range->last);
+    req.headers.emplace_back("range", std::move(value));
+  }
+  auto resp = impl_->Send(req, *token);
+  if (!resp.ok()) return resp.error();
+  if (resp->status == 501 && impl_->config.allow_http_fallback) {
+    auto got = impl_->s3.GetObjectInto(bucket, key, range, dst, capacity);
+    if (!got.ok()) return got.error();
+    return TransferResult{Transport::kHttp, got->status,      got->bytes,
+                          got->etag,        got->object_size, got->headers};
+  }
+  if (!resp->success()) return S3ErrorFromResponse(*resp, what);
+  TransferResult out{Transport::kRdma, resp->status, Impl::BytesTransferred(*resp), {}, {},
+                     resp->headers};
+  if (const auto* e = resp->FindHeader("etag")) out.etag = *e;
+  if (const auto* reply = resp->FindHeader("x-amz-rdma-reply");
+      !reply || *reply != std::to_string(resp->status))
+    return MakeError(ErrorCode::kInternalError,
+                     what + ": the server did not confirm the RDMA transfer (x-amz-rdma-reply)");
+  if (const auto* cr = resp->FindHeader("content-range")) {
+    auto slash = cr->rfind('/');
+    if (slash != std::string::npos)
+      out.object_size = std::strtoull(cr->c_str() + slash + 1, nullptr, 10);
+  } else {
+    out.object_size = out.bytes;
+  }
+  return out;
+}
+
+Result<TransferResult> RdmaS3Client::Put(std::string_view bucket, std::string_view key,
+                                         const char* data, size_t len,
+                                         const HeaderList& extra_headers) {
+  S3Request req;
+  req.method = "PUT";
+  req.bucket = std::string(bucket);
+  req.key = std::string(key);
+  req.headers = extra_headers;
+  return impl_->PutLike(std::move(req), data, len, "PUT " + S3ObjectPath(bucket, key));
+}
+
+Result<TransferResult> RdmaS3Client::UploadPart(std::string_view bucket, std::string_view key,
+                                                std::string_view upload_id, int part_number,
+                                                const char* data, size_t len) {
+  S3Request req;
+  req.method = "PUT";
+  req.bucket = std::string(bucket);
+  req.key = std::string(key);
+  req.raw_query =
+      "partNumber=" + std::to_string(part_number) + "&uploadId=" + std::string(upload_id);
+  return impl_->PutLike(
+      std::move(req), data, len,
+      "UploadPart " + S3ObjectPath(bucket, key) + " #" + std::to_string(part_number));
+}
+
+Result<std::string> RdmaS3Client::CreateMultipartUpload(std::string_view bucket,
+                                                        std::string_view key) {
+  S3Request req;
+  req.method = "POST";
+  req.bucket = std::string(bucket);
+  req.key = std::string(key);
+  req.raw_query = "uploads=";
+  auto resp = impl_->s3.Execute(req, ResponseTarget::String());
+  if (!resp.ok()) return resp.error();
+  if (!resp->success())
+    return S3ErrorFromResponse(*resp, "CreateMultipartUpload " + S3ObjectPath(bucket, key));
+  std::string id = Between(resp->body, "<UploadId>", "</UploadId>");
+  if (id.empty()) return MakeError(ErrorCode::kInternalError, "no UploadId in the response");
+  return id;
+}
+
+Result<std::string> RdmaS3Client::CompleteMultipartUpload(
+    std::string_view bucket, std::string_view key, std::string_view upload_id,
+    const std::vector<std::pair<int, std::string>>& parts) {
+  std::string xml = "<CompleteMultipartUpload>";
+  for (const auto& [n, etag] : parts)
+    xml +=
+        "<Part><PartNumber>" + std::to_string(n) + "</PartNumber><ETag>" + etag + "</ETag></Part>";
+  xml += "</CompleteMultipartUpload>";
+  S3Request req;
+  req.method = "POST";
+  req.bucket = std::string(bucket);
+  req.key = std::string(key);
+  req.raw_query = "uploadId=" + std::string(upload_id);
+  req.body = xml;
+  auto resp = impl_->s3.Execute(req, ResponseTarget::String());
+  if (!resp.ok()) return resp.error();
+  std::string what = "CompleteMultipartUpload " + S3ObjectPath(bucket, key);
+  if (!resp->success()) return S3ErrorFromResponse(*resp, what);
+  // S3 may answer 200 with an error document.
+  if (resp->body.find("<Error>") != std::string::npos) {
+    resp->status = 500;
+    return S3ErrorFromResponse(*resp, what);
+  }
+  return Between(resp->body, "<ETag>", "</ETag>");
+}
+
+void RdmaS3Client::Forget(const void* p, size_t len) {
+  impl_->mrs->Invalidate(const_cast<void*>(p), std::max<size_t>(len, 1));
+}
+
+S3Client& RdmaS3Client::http() { return impl_->s3; }
+
+Result<std::string> RdmaS3Client::TokenFor(const void* p, size_t len, bool remote_write) {
+  auto t = impl_->Token(p, len, remote_write);
+  if (!t.ok()) return t.error();
+  return rdma::FormatToken(*t);
+}
+
+}  // namespace rdmastor::client

@@ -1,0 +1,414 @@
+#include "rdma/check.h"
+
+#include <sys/resource.h>
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "rdma/build_info.h"
+#include "rdma/settings.h"
+
+namespace rdmastor::rdma {
+
+namespace {
+
+constexpr uint64_t kMinMemlock = 256ULL << 20;  // pinned buffers of a busy server need more
+
+std::string Lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string_view StatusWord(CheckStatus s) {
+  switch (s) {
+    case CheckStatus::kOk:
+      return "ok";
+    case CheckStatus::kWarning:
+      return "warning";
+    case CheckStatus::kFailed:
+      return "failed";
+    case CheckStatus::kSkipped:
+      return "skipped";
+  }
+  return "failed";
+}
+
+std::string_view StatusTag(CheckStatus s) {
+  switch (s) {
+    case CheckStatus::kOk:
+      return "[ ok ]";
+    case CheckStatus::kWarning:
+      return "[warn]";
+    case CheckStatus::kFailed:
+      return "[FAIL]";
+    case CheckStatus::kSkipped:
+      return "[ -- ]";
+  }
+  return "[FAIL]";
+}
+
+const char* kInstallRdmaBuild =
+    "install the rdmastor-rdma package (same binary path, unit and /etc/default/rdmastor)";
+
+std::string MiB(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+// The first active port, as the verbs fabric picks it when MINIO_RDMA_DEVICE is unset.
+const PortInfo* FirstActivePort(const std::vector<DeviceInfo>& devs, std::string* device) {
+  for (const auto& d : devs) {
+    for (const auto& p : d.ports) {
+      if (p.state == "ACTIVE") {
+        *device = d.name;
+        return &p;
+      }
+    }
+  }
+  return nullptr;
+}
+
+CheckItem PortItem(const DeviceInfo& d, const PortInfo& p) {
+  std::string where = d.name + "/" + std::to_string(p.port);
+  std::string what = p.state + ", " + p.link_layer + ", MTU " + std::to_string(p.active_mtu) +
+                     " (max " + std::to_string(p.max_mtu) + ")";
+  if (p.state != "ACTIVE") {
+    return {"port " + where, CheckStatus::kFailed, what,
+            p.link_layer == "Ethernet"
+                ? "bring the netdev up (`ip link set DEV up`), check cable and switch port"
+                : "check cable and switch port; a subnet manager must run on the fabric "
+                  "(`ibstat`, `sminfo`)"};
+  }
+  if (p.active_mtu < 4096 && p.max_mtu >= 4096) {
+    return {"port " + where, CheckStatus::kWarning, what,
+            p.link_layer == "Ethernet"
+                ? "enable jumbo frames end to end (netdev MTU 9000 on hosts and switches) for "
+                  "RoCE MTU 4096"
+                : "raise the subnet manager's MTU to 4096"};
+  }
+  return {"port " + where, CheckStatus::kOk, what, ""};
+}
+
+CheckItem GidItem(const DeviceInfo& d, const PortInfo& p) {
+  std::string where = "gid " + d.name + "/" + std::to_string(p.port);
+  if (p.link_layer != "Ethernet") {
+    if (p.gids.empty())
+      return {where, CheckStatus::kFailed, "empty GID table", "check the port with `ibstat`"};
+    return {where, CheckStatus::kOk,
+            std::to_string(p.gids.size()) + " GID(s), InfiniBand (LID routed)", ""};
+  }
+  const GidInfo* v2 = nullptr;
+  for (const auto& g : p.gids) {
+    if (g.type != "RoCE v2") continue;
+    if (!v2) v2 = &g;
+    if (g.gid.rfind("::ffff:", 0) == 0) {
+      return {where, CheckStatus::kOk,
+              "index " + std::to_string(g.index) + ": " + g.gid + " RoCE v2" +
+                  (g.netdev.empty() ? "" : " (" + g.netdev + ")"),
+              ""};
+    }
+  }
+  if (v2) {
+    return {where, CheckStatus::kWarning,
+            "RoCE v2 GIDs but none IPv4-mapped (index " + std::to_string(v2->index) + ": " +
+                v2->gid + ")",
+            "assign an IPv4 address to the netdev: tokens carry the IPv4-mapped RoCE v2 GID"};
+  }
+  return {where, CheckStatus::kFailed, "no RoCE v2 GID",
+          "assign an IP address to the netdev and check `show_gids` / `ibv_devinfo -v`"};
+}
+
+}  // namespace
+
+Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
+  auto settings = ParseRdmaSettings(f.env);
+  if (!settings.ok()) return settings.error();
+  auto get = [&](const char* name) -> std::string {
+    auto it = f.env.find(name);
+    return it == f.env.end() ? std::string() : it->second;
+  };
+  std::string internode = Lower(get("MINIO_RDMA_INTERNODE"));
+  if (!internode.empty() && internode != "on" && internode != "off")
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        "MINIO_RDMA_INTERNODE='" + get("MINIO_RDMA_INTERNODE") + "' is invalid: use on or off");
+
+  std::vector<CheckItem> items;
+  // 1. Build flavour.
+  if (f.verbs_built) {
+    items.push_back({"build", CheckStatus::kOk, "RDMA build: verbs and soft fabrics", ""});
+  } else {
+    items.push_back({"build", CheckStatus::kWarning,
+                     "standard build: verbs compiled out (soft fabric only)", kInstallRdmaBuild});
+  }
+
+  // 2. Devices, 3. ports, 4. GID tables.
+  const std::vector<DeviceInfo>* devs = nullptr;
+  // The soft fabric needs no device: a missing one is then worth a warning, not a failure.
+  const CheckStatus no_device =
+      settings->fabric == FabricKind::kSoft ? CheckStatus::kWarning : CheckStatus::kFailed;
+  if (!f.verbs_built) {
+    items.push_back({"devices", no_device,
+                     "no RDMA device usable: this standard build has no verbs support",
+                     kInstallRdmaBuild});
+  } else if (!f.devices.ok() || f.devices->empty()) {
+    items.push_back(
+        {"devices", no_device,
+         "no RDMA device: " + (f.devices.ok() ? std::string("none listed by libibverbs")
+                                              : f.devices.error().message),
+         "load the NIC's RDMA driver (e.g. mlx5_ib; the kernel needs InfiniBand support) and "
+         "rdma-core's provider, then check `ibv_devices`; without RDMA hardware set "
+         "MINIO_RDMA_FABRIC=soft"});
+  } else {
+    devs = &*f.devices;
+    std::string names;
+    for (const auto& d : *devs) names += (names.empty() ? "" : ", ") + d.name;
+    items.push_back(
+        {"devices", CheckStatus::kOk, std::to_string(devs->size()) + " device(s): " + names, ""});
+  }
+  if (devs) {
+    for (const auto& d : *devs) {
+      for (const auto& p : d.ports) items.push_back(PortItem(d, p));
+    }
+    for (const auto& d : *devs) {
+      for (const auto& p : d.ports) {
+        if (p.state == "ACTIVE") items.push_back(GidItem(d, p));
+      }
+    }
+  } else {
+    items.push_back({"ports", CheckStatus::kSkipped, "not checked: no RDMA device", ""});
+    items.push_back({"gid", CheckStatus::kSkipped, "not checked: no RDMA device", ""});
+  }
+  std::string active_dev;
+  const PortInfo* active = devs ? FirstActivePort(*devs, &active_dev) : nullptr;
+
+  // 5. Locked memory: registered buffers are pinned.
+  if (!f.verbs_built) {
+    items.push_back(
+        {"memlock", CheckStatus::kSkipped, "not needed: the standard build pins no memory", ""});
+  } else if (!f.memlock_bytes) {
+    items.push_back({"memlock", CheckStatus::kOk, "unlimited", ""});
+  } else if (f.cap_ipc_lock) {
+    items.push_back({"memlock", CheckStatus::kOk,
+                     "limit " + MiB(*f.memlock_bytes) + ", lifted by CAP_IPC_LOCK", ""});
+  } else {
+    items.push_back({"memlock",
+                     *f.memlock_bytes < kMinMemlock ? CheckStatus::kFailed : CheckStatus::kWarning,
+                     "RLIMIT_MEMLOCK " + std::to_string(*f.memlock_bytes >> 10) + " KiB",
+                     "LimitMEMLOCK=infinity in the systemd unit (the packaged unit sets it), or "
+                     "`ulimit -l unlimited` before starting"});
+  }
+
+  // 6. The configured device, port and GID index.
+  const auto& vs = settings->verbs;
+  bool configured = !get("MINIO_RDMA_DEVICE").empty() || !get("MINIO_RDMA_PORT").empty() ||
+                    !get("MINIO_RDMA_GID_INDEX").empty();
+  if (!f.verbs_built) {
+    items.push_back(
+        configured ? CheckItem{"configured", CheckStatus::kWarning,
+                               "MINIO_RDMA_DEVICE/PORT/GID_INDEX are ignored by the standard build",
+                               kInstallRdmaBuild}
+                   : CheckItem{"configured", CheckStatus::kSkipped, "no verbs settings apply", ""});
+  } else if (!configured) {
+    items.push_back(
+        active ? CheckItem{"configured", CheckStatus::kOk,
+                           "automatic: " + active_dev + " port " + std::to_string(active->port), ""}
+               : CheckItem{"configured", CheckStatus::kSkipped,
+                           "automatic: first device with an active port (none)", ""});
+  } else {
+    std::string want = (vs.device.empty() ? std::string("(first device)") : vs.device) + " port " +
+                       std::to_string(vs.port) +
+                       (vs.gid_index >= 0 ? " gid " + std::to_string(vs.gid_index) : "");
+    const DeviceInfo* dev = nullptr;
+    if (devs) {
+      for (const auto& d : *devs)
+        if (vs.device.empty() || d.name == vs.device) {
+          dev = &d;
+          break;
+        }
+    }
+    const PortInfo* port = nullptr;
+    if (dev) {
+      for (const auto& p : dev->ports)
+        if (p.port == vs.port) port = &p;
+    }
+    bool gid_ok = port && (vs.gid_index < 0 ||
+                           std::any_of(port->gids.begin(), port->gids.end(),
+                                       [&](const GidInfo& g) { return g.index == vs.gid_index; }));
+    if (!dev) {
+      items.push_back({"configured", CheckStatus::kFailed, want + ": device not present",
+                       "set MINIO_RDMA_DEVICE to a name `ibv_devices` lists"});
+    } else if (!port) {
+      items.push_back({"configured", CheckStatus::kFailed, want + ": no such port",
+                       "set MINIO_RDMA_PORT to a port `ibv_devinfo -d " + dev->name + "` lists"});
+    } else if (!gid_ok) {
+      items.push_back({"configured", CheckStatus::kFailed, want + ": GID index not populated",
+                       "pick an index `show_gids` lists (RoCE v2, IPv4-mapped), or unset "
+                       "MINIO_RDMA_GID_INDEX to choose automatically"});
+    } else {
+      items.push_back({"configured",
+                       port->state == "ACTIVE" ? CheckStatus::kOk : CheckStatus::kFailed,
+                       want + ": present, " + port->state,
+                       port->state == "ACTIVE" ? "" : "bring the configured port up"});
+    }
+  }
+
+  // 7. GPU memory: clients register GPU buffers through nvidia_peermem or dma-buf.
+  if (f.nvidia_peermem) {
+    items.push_back({"gpu-memory", CheckStatus::kOk,
+                     "nvidia_peermem loaded (GPUDirect RDMA through peer memory)", ""});
+  } else if (f.nvidia_driver && f.kernel_dmabuf) {
+    items.push_back({"gpu-memory", CheckStatus::kOk,
+                     "NVIDIA driver loaded, kernel supports dma-buf (ibv_reg_dmabuf_mr)", ""});
+  } else if (f.nvidia_driver) {
+    items.push_back({"gpu-memory", CheckStatus::kWarning,
+                     "NVIDIA driver loaded but neither nvidia_peermem nor kernel dma-buf",
+                     "`modprobe nvidia_peermem`, or a kernel >= 5.12 for dma-buf"});
+  } else {
+    items.push_back({"gpu-memory", CheckStatus::kWarning,
+                     "no NVIDIA driver loaded: host memory only",
+                     "for GPU buffers install the NVIDIA driver and load nvidia_peermem (or use "
+                     "dma-buf, kernel >= 5.12)"});
+  }
+
+  // 8. Inter-node settings (the same on every node; only this node can be checked here).
+  std::string min_size = get("MINIO_RDMA_MIN_SIZE").empty() ? "1MiB" : get("MINIO_RDMA_MIN_SIZE");
+  if (internode != "on") {
+    items.push_back({"inter-node", CheckStatus::kOk,
+                     "off: shards between nodes go over TCP (MINIO_RDMA_INTERNODE=on on every "
+                     "node to use RDMA)",
+                     ""});
+  } else if (!f.verbs_built) {
+    items.push_back({"inter-node", CheckStatus::kWarning,
+                     "MINIO_RDMA_INTERNODE=on is ignored by the standard build: TCP only",
+                     kInstallRdmaBuild});
+  } else if (!active) {
+    items.push_back({"inter-node", CheckStatus::kFailed,
+                     "MINIO_RDMA_INTERNODE=on but no active RDMA port: peers fall back to TCP "
+                     "(warned, counted in minio_system_network_internode_rdma_fallbacks_total)",
+                     "fix the device and port layers above, or set MINIO_RDMA_INTERNODE=off on "
+                     "every node"});
+  } else {
+    items.push_back({"inter-node", CheckStatus::kOk,
+                     "on: shards >= " + min_size + " over RDMA; must be on for every node", ""});
+  }
+
+  // 9. The fabric S3 over RDMA uses.
+  switch (settings->fabric) {
+    case FabricKind::kVerbs:
+      items.push_back(active ? CheckItem{"fabric", CheckStatus::kOk, "verbs (hardware RDMA)", ""}
+                             : CheckItem{"fabric", CheckStatus::kFailed,
+                                         "verbs selected but no active RDMA port: requests with "
+                                         "x-amz-rdma-token get 501",
+                                         "fix the layers above, or MINIO_RDMA_FABRIC=soft for "
+                                         "the TCP emulation"});
+      break;
+    case FabricKind::kSoft:
+      items.push_back(
+          {"fabric", CheckStatus::kWarning,
+           "soft selected: RDMA semantics emulated over TCP (no hardware offload)",
+           f.verbs_built ? "for hardware RDMA set MINIO_RDMA_FABRIC=verbs" : kInstallRdmaBuild});
+      break;
+    case FabricKind::kOff:
+      items.push_back({"fabric", CheckStatus::kWarning,
+                       "S3 over RDMA off: requests with x-amz-rdma-token get 501",
+                       f.verbs_built
+                           ? "unset MINIO_RDMA_FABRIC (verbs) or set it to soft"
+                           : "set MINIO_RDMA_FABRIC=soft, or " + std::string(kInstallRdmaBuild)});
+      break;
+  }
+  return items;
+}
+
+int CheckExitCode(const std::vector<CheckItem>& items) {
+  for (const auto& i : items)
+    if (i.status == CheckStatus::kFailed) return 1;
+  return 0;
+}
+
+std::string RenderCheckText(const std::vector<CheckItem>& items, bool verbs_built) {
+  std::ostringstream out;
+  out << "rdmastor rdma check: " << (verbs_built ? "RDMA build" : "standard build") << "\n";
+  int failed = 0, warnings = 0;
+  for (const auto& i : items) {
+    failed += i.status == CheckStatus::kFailed;
+    warnings += i.status == CheckStatus::kWarning;
+    char layer[64];
+    std::snprintf(layer, sizeof(layer), "%-16s", i.layer.c_str());
+    out << StatusTag(i.status) << ' ' << layer << ' ' << i.detail << "\n";
+    if (!i.fix.empty() && i.status != CheckStatus::kOk)
+      out << std::string(24, ' ') << "fix: " << i.fix << "\n";
+  }
+  out << (failed ? "NOT READY" : "READY") << ": " << failed << " failed, " << warnings
+      << " warning(s)\n";
+  return out.str();
+}
+
+std::string RenderCheckJson(const std::vector<CheckItem>& items, bool verbs_built) {
+  std::string out = std::string("{\"build\":\"") + (verbs_built ? "rdma" : "standard") +
+                    "\",\"ready\":" + (CheckExitCode(items) == 0 ? "true" : "false") +
+                    ",\"checks\":[";
+  for (size_t n = 0; n < items.size(); ++n) {
+    const auto& i = items[n];
+    out += std::string(n ? "," : "") + "{\"layer\":\"" + JsonEscape(i.layer) + "\",\"status\":\"" +
+           std::string(StatusWord(i.status)) + "\",\"detail\":\"" + JsonEscape(i.detail) +
+           "\",\"fix\":\"" + JsonEscape(i.fix) + "\"}";
+  }
+  return out + "]}\n";
+}
+
+CheckFacts GatherCheckFacts(const std::map<std::string, std::string>& env) {
+  CheckFacts f;
+  f.verbs_built = BuiltWithVerbs();
+  f.devices = QueryDevices();
+  rlimit rl{};
+  if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    f.memlock_bytes = rl.rlim_cur;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("CapEff:", 0) == 0) {
+      uint64_t caps = std::stoull(line.substr(7), nullptr, 16);
+      f.cap_ipc_lock = (caps >> 14) & 1;  // CAP_IPC_LOCK
+    }
+  }
+  std::error_code ec;
+  f.nvidia_driver = std::filesystem::exists("/sys/module/nvidia", ec);
+  f.nvidia_peermem = std::filesystem::exists("/sys/module/nvidia_peermem", ec);
+  utsname u{};
+  if (uname(&u) == 0) {
+    int major = 0, minor = 0;
+    std::sscanf(u.release, "%d.%d", &major, &minor);
+    f.kernel_dmabuf = major > 5 || (major == 5 && minor >= 12);
+  }
+  for (const auto& [k, v] : env)
+    if (k.rfind("MINIO_RDMA_", 0) == 0) f.env[k] = v;
+  return f;
+}
+
+#ifndef RDMASTOR_WITH_RDMA
+Result<std::vector<DeviceInfo>> QueryDevices() {
+  return MakeError(ErrorCode::kRDMANotSupported, "standard build: no verbs support");
+}
+#endif
+
+}  // namespace rdmastor::rdma

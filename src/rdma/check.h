@@ -1,0 +1,76 @@
+// `rdmastor rdma check`: walks the layers an RDMA deployment needs (build, devices and ports, GID
+// table, locked memory, configured device, GPU memory registration, inter-node settings, fabric)
+// and reports each as ok / warning / failed with the fix.
+//
+// Gathering facts (libibverbs, getrlimit, sysfs) is separate from judging them, so the judgement
+// is unit-tested with made-up hosts and the command's output is golden-tested on a real one.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace rdmastor::rdma {
+
+struct GidInfo {
+  int index = 0;
+  std::string gid;   // "fe80::...", "::ffff:10.0.0.1"
+  std::string type;  // "IB", "RoCE v1", "RoCE v2"
+  std::string netdev;
+};
+
+struct PortInfo {
+  int port = 1;
+  std::string state;       // "ACTIVE", "DOWN", "INIT", ...
+  std::string link_layer;  // "InfiniBand" | "Ethernet"
+  int active_mtu = 0;      // bytes
+  int max_mtu = 0;         // bytes
+  std::vector<GidInfo> gids;
+};
+
+struct DeviceInfo {
+  std::string name;
+  std::vector<PortInfo> ports;
+};
+
+// Everything the check judges, gathered from the host (GatherCheckFacts) or made up in tests.
+struct CheckFacts {
+  bool verbs_built = false;
+  // The devices, or why they cannot be listed (standard build, ENOSYS, no device).
+  Result<std::vector<DeviceInfo>> devices = std::vector<DeviceInfo>{};
+  std::optional<uint64_t> memlock_bytes;   // soft RLIMIT_MEMLOCK; nullopt = unlimited
+  bool cap_ipc_lock = false;               // may lock memory beyond the limit
+  bool nvidia_driver = false;              // /sys/module/nvidia
+  bool nvidia_peermem = false;             // /sys/module/nvidia_peermem
+  bool kernel_dmabuf = false;              // kernel >= 5.12: ibv_reg_dmabuf_mr possible
+  std::map<std::string, std::string> env;  // MINIO_RDMA_* as set
+};
+
+enum class CheckStatus { kOk, kWarning, kFailed, kSkipped };
+
+struct CheckItem {
+  std::string layer;  // "build", "devices", ...
+  CheckStatus status;
+  std::string detail;  // what was found
+  std::string fix;     // what to do (warning / failed)
+};
+
+CheckFacts GatherCheckFacts(const std::map<std::string, std::string>& env);
+
+// The device list through libibverbs (RDMA build); the standard build returns an error.
+Result<std::vector<DeviceInfo>> QueryDevices();
+
+// Judges the facts. Invalid MINIO_RDMA_* values are an error (the server would refuse them too).
+Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& facts);
+
+std::string RenderCheckText(const std::vector<CheckItem>& items, bool verbs_built);
+std::string RenderCheckJson(const std::vector<CheckItem>& items, bool verbs_built);
+
+// 0 = nothing failed (warnings allowed), 1 = at least one layer failed.
+int CheckExitCode(const std::vector<CheckItem>& items);
+
+}  // namespace rdmastor::rdma

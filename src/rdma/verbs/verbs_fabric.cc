@@ -1,0 +1,360 @@
+#include "rdma/verbs/verbs_fabric.h"
+
+#include <infiniband/mlx5dv.h>
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "rdma/build_info.h"
+
+namespace rdmastor::rdma {
+namespace verbs {
+
+WcStatus FromIbvStatus(ibv_wc_status s) {
+  switch (s) {
+    case IBV_WC_SUCCESS:
+      return WcStatus::kSuccess;
+    case IBV_WC_LOC_LEN_ERR:
+      return WcStatus::kLocalLengthError;
+    case IBV_WC_LOC_QP_OP_ERR:
+      return WcStatus::kLocalQpOpError;
+    case IBV_WC_LOC_PROT_ERR:
+      return WcStatus::kLocalProtectionError;
+    case IBV_WC_WR_FLUSH_ERR:
+      return WcStatus::kFlushed;
+    case IBV_WC_REM_INV_REQ_ERR:
+      return WcStatus::kRemoteInvalidRequest;
+    case IBV_WC_REM_ACCESS_ERR:
+      return WcStatus::kRemoteAccessError;
+    case IBV_WC_REM_OP_ERR:
+      return WcStatus::kRemoteOperationError;
+    case IBV_WC_RETRY_EXC_ERR:
+      return WcStatus::kRetryExceeded;
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+      return WcStatus::kRnrRetryExceeded;
+    default:
+      return WcStatus::kGeneralError;
+  }
+}
+
+ibv_ah_attr AhAttrFor(const RemoteAddress& remote, uint8_t port, uint8_t sgid_index) {
+  ibv_ah_attr a{};
+  a.dlid = remote.lid;
+  a.port_num = port;
+  a.is_global = remote.has_gid ? 1 : 0;
+  if (remote.has_gid) {
+    std::memcpy(a.grh.dgid.raw, remote.gid.data(), 16);
+    a.grh.sgid_index = sgid_index;
+    a.grh.hop_limit = 64;
+  }
+  return a;
+}
+
+int IbvAccess(unsigned access) {
+  int f = 0;
+  if (access & kLocalWrite) f |= IBV_ACCESS_LOCAL_WRITE;
+  // Remote write needs local write too (verbs rule).
+  if (access & kRemoteWrite) f |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+  if (access & kRemoteRead) f |= IBV_ACCESS_REMOTE_READ;
+  return f;
+}
+
+namespace {
+
+template <class T, int (*F)(T*)>
+struct Deleter {
+  void operator()(T* p) const {
+    if (p) F(p);
+  }
+};
+using ContextPtr = std::unique_ptr<ibv_context, Deleter<ibv_context, ibv_close_device>>;
+using PdPtr = std::unique_ptr<ibv_pd, Deleter<ibv_pd, ibv_dealloc_pd>>;
+using MrPtr = std::unique_ptr<ibv_mr, Deleter<ibv_mr, ibv_dereg_mr>>;
+using CqPtr = std::unique_ptr<ibv_cq, Deleter<ibv_cq, ibv_destroy_cq>>;
+using QpPtr = std::unique_ptr<ibv_qp, Deleter<ibv_qp, ibv_destroy_qp>>;
+using AhPtr = std::unique_ptr<ibv_ah, Deleter<ibv_ah, ibv_destroy_ah>>;
+
+Error VerbsError(std::string what, int err) {
+  return MakeError(ErrorCode::kRDMANotSupported,
+                   "verbs: " + what + ": " + std::strerror(err ? err : EIO));
+}
+
+class VerbsMr final : public MemoryRegion {
+ public:
+  explicit VerbsMr(MrPtr mr)
+      : MemoryRegion(static_cast<char*>(mr->addr), mr->length, mr->lkey, mr->rkey),
+        mr_(std::move(mr)) {}
+
+ private:
+  MrPtr mr_;
+};
+
+// One DC initiator with its CQ; in the RTS state while idle in the pool.
+struct Dci {
+  CqPtr cq;  // declared first: destroyed after the QP
+  QpPtr qp;
+  ibv_qp_ex* qpx = nullptr;
+  mlx5dv_qp_ex* mqpx = nullptr;
+};
+
+class VerbsFabric;
+
+class DciEndpoint final : public Endpoint {
+ public:
+  DciEndpoint(VerbsFabric& f, std::unique_ptr<Dci> dci, AhPtr ah, uint32_t dctn)
+      : fabric_(f), dci_(std::move(dci)), ah_(std::move(ah)), dctn_(dctn) {}
+  ~DciEndpoint() override;
+  Status PostSend(const WorkRequest& wr) override;
+  Result<int> PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) override;
+
+ private:
+  VerbsFabric& fabric_;
+  std::unique_ptr<Dci> dci_;
+  AhPtr ah_;
+  uint32_t dctn_;
+  bool errored_ = false;
+  int outstanding_ = 0;
+};
+
+class VerbsFabric final : public Fabric {
+ public:
+  VerbsFabric(ContextPtr ctx, PdPtr pd, const VerbsSettings& s, uint8_t gid_index)
+      : ctx_(std::move(ctx)), pd_(std::move(pd)), settings_(s), gid_index_(gid_index) {}
+  ~VerbsFabric() override {
+    pool_.clear();  // QPs and CQs before the PD and context
+    pd_.reset();
+  }
+  std::string_view name() const override { return "verbs"; }
+
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
+                                                       unsigned access) override {
+    MrPtr mr(ibv_reg_mr(pd_.get(), addr, length, IbvAccess(access)));
+    if (!mr) return VerbsError("ibv_reg_mr", errno);
+    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr)));
+  }
+
+  Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
+                                            const RequestOrigin&) override {
+    if (!remote.has_gid && remote.lid == 0)
+      return MakeError(ErrorCode::kRDMANotSupported, "verbs: the token has neither LID nor GID");
+    ibv_ah_attr attr = AhAttrFor(remote, static_cast<uint8_t>(settings_.port), gid_index_);
+    AhPtr ah(ibv_create_ah(pd_.get(), &attr));
+    if (!ah) return VerbsError("ibv_create_ah", errno);
+    auto dci = Take();
+    if (!dci.ok()) return dci.error();
+    return std::unique_ptr<Endpoint>(
+        new DciEndpoint(*this, std::move(dci).value(), std::move(ah), remote.qpn));
+  }
+
+  Status Init() {
+    for (int i = 0; i < settings_.num_dcis; ++i) {
+      auto d = CreateDci();
+      if (!d.ok()) return d.error();
+      pool_.push_back(std::move(d).value());
+    }
+    return {};
+  }
+
+  // A DCI that went to the error state is replaced, not reused.
+  void Return(std::unique_ptr<Dci> dci, bool errored) {
+    if (errored) {
+      dci.reset();
+      auto fresh = CreateDci();
+      if (!fresh.ok()) {
+        spdlog::error("verbs: cannot replace a failed DC initiator: {}", fresh.error().message);
+        return;
+      }
+      dci = std::move(fresh).value();
+    }
+    std::lock_guard lock(mu_);
+    pool_.push_back(std::move(dci));
+    cv_.notify_one();
+  }
+
+  uint64_t dc_key() const { return settings_.dc_key; }
+
+ private:
+  Result<std::unique_ptr<Dci>> Take() {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return !pool_.empty(); }))
+      return MakeError(ErrorCode::kSlowDown, "all DC initiators are busy (MINIO_RDMA_NUM_DCIS)");
+    auto d = std::move(pool_.back());
+    pool_.pop_back();
+    return d;
+  }
+
+  Result<std::unique_ptr<Dci>> CreateDci() {
+    auto d = std::make_unique<Dci>();
+    d->cq.reset(ibv_create_cq(ctx_.get(), settings_.cq_depth, nullptr, nullptr, 0));
+    if (!d->cq) return VerbsError("ibv_create_cq", errno);
+    ibv_qp_init_attr_ex attr{};
+    attr.qp_type = IBV_QPT_DRIVER;
+    attr.send_cq = d->cq.get();
+    attr.recv_cq = d->cq.get();
+    attr.pd = pd_.get();
+    attr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    attr.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ;
+    attr.cap.max_send_wr = static_cast<uint32_t>(std::min(settings_.cq_depth, 1024));
+    attr.cap.max_send_sge = 1;
+    mlx5dv_qp_init_attr dv{};
+    dv.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
+    d->qp.reset(mlx5dv_create_qp(ctx_.get(), &attr, &dv));
+    if (!d->qp) return VerbsError("mlx5dv_create_qp (DCI)", errno);
+    d->qpx = ibv_qp_to_qp_ex(d->qp.get());
+    d->mqpx = mlx5dv_qp_ex_from_ibv_qp_ex(d->qpx);
+    // RESET -> INIT -> RTR -> RTS; a DCI has no remote peer of its own.
+    ibv_qp_attr qa{};
+    qa.qp_state = IBV_QPS_INIT;
+    qa.pkey_index = 0;
+    qa.port_num = static_cast<uint8_t>(settings_.port);
+    if (int e = ibv_modify_qp(d->qp.get(), &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT))
+      return VerbsError("DCI to INIT", e);
+    qa = {};
+    qa.qp_state = IBV_QPS_RTR;
+    qa.path_mtu = IBV_MTU_4096;
+    qa.ah_attr.port_num = static_cast<uint8_t>(settings_.port);
+    qa.ah_attr.is_global = 1;
+    qa.ah_attr.grh.sgid_index = gid_index_;
+    qa.ah_attr.grh.hop_limit = 64;
+    if (int e = ibv_modify_qp(d->qp.get(), &qa, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV))
+      return VerbsError("DCI to RTR", e);
+    qa = {};
+    qa.qp_state = IBV_QPS_RTS;
+    qa.timeout = 14;  // ~67 ms per try; with retry_cnt 7 a vanished peer fails in ~0.5 s
+    qa.retry_cnt = 7;
+    qa.rnr_retry = 7;
+    qa.sq_psn = 0;
+    qa.max_rd_atomic = 16;
+    if (int e = ibv_modify_qp(d->qp.get(), &qa,
+                              IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+      return VerbsError("DCI to RTS", e);
+    return d;
+  }
+
+  ContextPtr ctx_;
+  PdPtr pd_;
+  VerbsSettings settings_;
+  uint8_t gid_index_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Dci>> pool_;
+};
+
+DciEndpoint::~DciEndpoint() {
+  // Outstanding requests may still touch local memory: drain them (bounded) or drop the DCI.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  ibv_wc wc[16];
+  while (outstanding_ > 0 && !errored_ && std::chrono::steady_clock::now() < deadline) {
+    int n = ibv_poll_cq(dci_->cq.get(), 16, wc);
+    if (n < 0) break;
+    for (int i = 0; i < n; ++i) errored_ |= wc[i].status != IBV_WC_SUCCESS;
+    if (n == 0) std::this_thread::yield();
+  }
+  // Unsignaled successes leave no completion: a DCI whose count is not provably zero is replaced.
+  fabric_.Return(std::move(dci_), errored_ || outstanding_ > 0);
+}
+
+Status DciEndpoint::PostSend(const WorkRequest& wr) {
+  ibv_wr_start(dci_->qpx);
+  dci_->qpx->wr_id = wr.wr_id;
+  dci_->qpx->wr_flags = wr.signaled ? IBV_SEND_SIGNALED : 0;
+  if (wr.opcode == Opcode::kWrite)
+    ibv_wr_rdma_write(dci_->qpx, wr.rkey, wr.remote_addr);
+  else
+    ibv_wr_rdma_read(dci_->qpx, wr.rkey, wr.remote_addr);
+  mlx5dv_wr_set_dc_addr(dci_->mqpx, ah_.get(), dctn_, fabric_.dc_key());
+  ibv_wr_set_sge(dci_->qpx, wr.lkey, reinterpret_cast<uint64_t>(wr.local_addr), wr.length);
+  if (int e = ibv_wr_complete(dci_->qpx)) return VerbsError("post", e);
+  if (wr.signaled) ++outstanding_;
+  return {};
+}
+
+Result<int> DciEndpoint::PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) {
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  std::vector<ibv_wc> wc(static_cast<size_t>(max));
+  for (;;) {
+    int n = ibv_poll_cq(dci_->cq.get(), max, wc.data());
+    if (n < 0) return VerbsError("ibv_poll_cq", -n);
+    for (int i = 0; i < n; ++i) {
+      out[i] = {wc[i].wr_id, FromIbvStatus(wc[i].status),
+                wc[i].opcode == IBV_WC_RDMA_READ ? Opcode::kRead : Opcode::kWrite, wc[i].byte_len};
+      if (wc[i].status != IBV_WC_SUCCESS) errored_ = true;
+      if (outstanding_ > 0) --outstanding_;
+    }
+    if (n > 0 || std::chrono::steady_clock::now() >= deadline) return n;
+    std::this_thread::yield();  // busy poll: latency matters more than one core here
+  }
+}
+
+}  // namespace
+}  // namespace verbs
+
+Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& s) {
+  int count = 0;
+  errno = 0;
+  std::unique_ptr<ibv_device*, decltype(&ibv_free_device_list)> list(ibv_get_device_list(&count),
+                                                                     &ibv_free_device_list);
+  if (!list)
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     std::string("no RDMA device: ibv_get_device_list: ") +
+                         std::strerror(errno ? errno : ENODEV));
+  ibv_device* dev = nullptr;
+  for (int i = 0; i < count; ++i)
+    if (s.device.empty() || s.device == ibv_get_device_name(list.get()[i])) {
+      dev = list.get()[i];
+      break;
+    }
+  if (!dev)
+    return MakeError(
+        ErrorCode::kRDMANotSupported,
+        count == 0 ? "no RDMA device found" : "MINIO_RDMA_DEVICE=" + s.device + " not found");
+  if (!mlx5dv_is_supported(dev))
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     std::string("device ") + ibv_get_device_name(dev) +
+                         " is not an mlx5 device: DC transport unavailable");
+  verbs::ContextPtr ctx(ibv_open_device(dev));
+  if (!ctx) return verbs::VerbsError("ibv_open_device", errno);
+  ibv_port_attr pa{};
+  if (int e = ibv_query_port(ctx.get(), static_cast<uint8_t>(s.port), &pa))
+    return verbs::VerbsError("ibv_query_port " + std::to_string(s.port), e);
+  if (pa.state != IBV_PORT_ACTIVE)
+    return MakeError(ErrorCode::kRDMANotSupported, "port " + std::to_string(s.port) + " of " +
+                                                       ibv_get_device_name(dev) +
+                                                       " is not active (MINIO_RDMA_PORT)");
+  int gid_index = s.gid_index;
+  if (gid_index < 0) {
+    // Pick a RoCE v2 entry holding an IPv4-mapped address (what cuObject tokens carry); IB uses 0.
+    gid_index = 0;
+    for (int i = 0; i < pa.gid_tbl_len && pa.link_layer == IBV_LINK_LAYER_ETHERNET; ++i) {
+      ibv_gid_entry entry{};
+      if (ibv_query_gid_ex(ctx.get(), static_cast<uint8_t>(s.port), static_cast<uint32_t>(i),
+                           &entry, 0) != 0)
+        continue;
+      std::array<uint8_t, 16> g;
+      std::memcpy(g.data(), entry.gid.raw, 16);
+      if (entry.gid_type == IBV_GID_TYPE_ROCE_V2 && GidToIpv4(g)) {
+        gid_index = i;
+        break;
+      }
+    }
+  }
+  verbs::PdPtr pd(ibv_alloc_pd(ctx.get()));
+  if (!pd) return verbs::VerbsError("ibv_alloc_pd", errno);
+  auto fabric = std::make_unique<verbs::VerbsFabric>(std::move(ctx), std::move(pd), s,
+                                                     static_cast<uint8_t>(gid_index));
+  if (auto st = fabric->Init(); !st.ok()) return st.error();
+  spdlog::info("verbs fabric: {} port {} GID index {}, {} DC initiators, DC key {:#x}",
+               ibv_get_device_name(dev), s.port, gid_index, s.num_dcis, s.dc_key);
+  return std::unique_ptr<Fabric>(std::move(fabric));
+}
+
+}  // namespace rdmastor::rdma

@@ -1,0 +1,24 @@
+// The `verbs` fabric (RDMA build): rdma-core + mlx5dv. S3 over RDMA reaches cuObject-style
+// clients through DC: a pool of DC initiators (DCIs), each with its own CQ, and an address handle
+// per request built from the token's LID/GID; work requests name the client's DCT (token qpn) and
+// the fabric's DC access key. Every verbs object is owned by a unique_ptr with its destroy call.
+// Pure helpers are exposed for tests that need no device.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include "rdma/fabric.h"
+#include "rdma/settings.h"
+
+namespace rdmastor::rdma::verbs {
+
+// ibv_wc_status -> WcStatus.
+WcStatus FromIbvStatus(ibv_wc_status status);
+
+// The address handle attributes that reach `remote` from local `port` (GID index for RoCE v2).
+ibv_ah_attr AhAttrFor(const RemoteAddress& remote, uint8_t port, uint8_t sgid_index);
+
+// Access flags for ibv_reg_mr.
+int IbvAccess(unsigned access);
+
+}  // namespace rdmastor::rdma::verbs

@@ -1,0 +1,1739 @@
+#include "storage/erasure_store.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <tuple>
+
+#include "common/hash.h"
+#include "erasure/codec.h"
+#include "storage/drive_store.h"
+#include "storage/format.h"
+#include "storage/fsutil.h"
+#include "storage/listing.h"
+#include "storage/object_meta.h"
+#include "storage/paths.h"
+
+namespace rdmastor::storage {
+
+namespace {
+
+using erasure::Codec;
+using erasure::Geometry;
+using fsutil::UniqueFd;
+using paths::Join;
+
+constexpr std::string_view kUploadFile = "upload.json";
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string PartFileName(size_t index) { return "part." + std::to_string(index); }
+std::string PartRecordName(int number) { return "part." + std::to_string(number) + ".json"; }
+
+std::string StripQuotes(std::string s) {
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') return s.substr(1, s.size() - 2);
+  return s;
+}
+
+bool IsUploadId(const std::string& id) {
+  return id.size() == 32 && std::all_of(id.begin(), id.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+int Count(const std::vector<bool>& v) {
+  return static_cast<int>(std::count(v.begin(), v.end(), true));
+}
+
+Error WriteQuorumError(int have, int need) {
+  return MakeError(ErrorCode::kInsufficientWriteQuorum,
+                   "only " + std::to_string(have) + " drives could store the write; " +
+                       std::to_string(need) + " needed (write quorum)");
+}
+
+Result<std::string> DataDirOf(const std::string& meta_path) {
+  auto raw = fsutil::ReadFileIfExists(meta_path);
+  if (!raw.ok()) return raw.error();
+  if (!raw->has_value()) return std::string();
+  auto meta = ParseObjectMeta(**raw, meta_path);
+  if (!meta.ok()) return meta.error();
+  return meta->data_dir;
+}
+
+// Reads framed shard blocks of one drive's copy: from part files (opened lazily, kept open) or
+// from the inline shard.
+struct ShardSource {
+  bool usable = false;
+  int shard = 0;         // shard index this drive holds
+  std::string data_dir;  // absolute data directory
+  bool is_inline = false;
+  std::string inline_shard;
+  std::vector<UniqueFd> fds;  // per part
+  std::vector<bool> tried;
+
+  // Reads `len` bytes at `off` of part `part` (0-based) into buf; false on any failure.
+  bool Read(size_t part, uint64_t off, char* buf, size_t len) {
+    if (!usable) return false;
+    if (is_inline) {
+      if (part != 0 || off + len > inline_shard.size()) return false;
+      std::memcpy(buf, inline_shard.data() + off, len);
+      return true;
+    }
+    if (fds.size() <= part) {
+      fds.resize(part + 1);
+      tried.resize(part + 1, false);
+    }
+    if (!fds[part].valid()) {
+      if (tried[part]) return false;
+      tried[part] = true;
+      int err = 0;
+      auto fd = fsutil::Open(Join(data_dir, PartFileName(part + 1)), O_RDONLY, 0, &err);
+      if (!fd.ok()) return false;
+      fds[part] = std::move(*fd);
+    }
+    auto n = fsutil::PreadFull(fds[part].get(), buf, len, off, data_dir);
+    return n.ok() && *n == len;
+  }
+};
+
+// A resolved object version and where its shards are.
+struct ObjectView {
+  ObjectMeta meta;                   // the quorum version (erasure.index is meaningless here)
+  std::vector<ShardSource> sources;  // per drive position
+  std::vector<bool> has;             // drive holds this version's metadata
+};
+
+// Reads stripe `s` of part `part` into `shards` (total x block bytes); verifies every block read;
+// reads data shards first, parity as needed. With `all`, reads every shard (heal verification).
+// Positions whose block was missing or corrupt are added to `bad`. Reconstructs the missing data
+// shards (every missing shard with `all`).
+Status ReadStripe(ObjectView& v, const Codec& codec, size_t part, uint64_t s,
+                  std::vector<uint8_t>& shards, std::vector<bool>& present, std::vector<int>* bad,
+                  bool all) {
+  const auto& e = *v.meta.erasure;
+  Geometry g{e.data, e.parity, e.stripe_size};
+  const uint64_t size = v.meta.parts[part].size;
+  const uint64_t block = g.BlockSize(g.StripeBytes(size, s));
+  const uint64_t off = g.ShardOffset(size, s);
+  const int n = g.total();
+  shards.resize(static_cast<size_t>(n) * block);
+  present.assign(static_cast<size_t>(n), false);
+  std::vector<char> framed(erasure::kBitrotHashSize + block);
+  // Positions ordered: data shards first.
+  std::vector<int> order;
+  for (int p = 0; p < n; ++p) order.push_back(p);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return (v.sources[static_cast<size_t>(a)].shard >= e.data) <
+           (v.sources[static_cast<size_t>(b)].shard >= e.data);
+  });
+  int good = 0;
+  for (int p : order) {
+    if (!all && good >= e.data) break;
+    ShardSource& src = v.sources[static_cast<size_t>(p)];
+    if (!src.usable) continue;
+    if (!src.Read(part, off, framed.data(), framed.size()) ||
+        !erasure::VerifyFramedBlock(framed.data(), block)) {
+      if (bad) bad->push_back(p);
+      continue;
+    }
+    std::memcpy(&shards[static_cast<size_t>(src.shard) * block],
+                framed.data() + erasure::kBitrotHashSize, block);
+    present[static_cast<size_t>(src.shard)] = true;
+    ++good;
+  }
+  std::vector<uint8_t*> ptrs(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    ptrs[static_cast<size_t>(i)] = &shards[static_cast<size_t>(i) * block];
+  return codec.Reconstruct(ptrs.data(), present, block, /*data_only=*/!all);
+}
+
+}  // namespace
+
+// ---- One erasure set ------------------------------------------------------------------------
+
+class ErasureSet {
+ public:
+  using Degraded = std::function<void(const std::string&, const std::string&)>;
+
+  ErasureSet(std::vector<std::string> roots, int parity, Degraded on_degraded)
+      : roots_(std::move(roots)),
+        n_(static_cast<int>(roots_.size())),
+        data_(n_ - parity),
+        parity_(parity),
+        on_degraded_(std::move(on_degraded)) {}
+
+  int write_quorum() const { return erasure::WriteQuorum(data_, parity_); }
+  int read_quorum() const { return erasure::ReadQuorum(data_, parity_); }
+  const std::vector<std::string>& roots() const { return roots_; }
+
+  Result<const Codec*> GetCodec(int k, int m) {
+    std::lock_guard lock(codec_mu_);
+    auto& c = codecs_[{k, m}];
+    if (!c) {
+      auto made = Codec::Create(k, m);
+      if (!made.ok()) return made.error();
+      c = std::move(*made);
+    }
+    return c.get();
+  }
+
+  std::vector<int> Distribution(const std::string& key) const {
+    const uint64_t h = XXH3_64bits(key.data(), key.size()) % static_cast<uint64_t>(n_);
+    std::vector<int> d(static_cast<size_t>(n_));
+    for (int p = 0; p < n_; ++p) d[static_cast<size_t>(p)] = static_cast<int>((p + h) % n_);
+    return d;
+  }
+
+  // ---- buckets (every set holds every bucket) ----
+
+  int BucketCopies(const std::string& bucket) {
+    int c = 0;
+    for (const auto& r : roots_) c += fsutil::IsDir(paths::BucketDir(r, bucket));
+    return c;
+  }
+
+  Status CheckBucket(const std::string& bucket) {
+    if (auto st = paths::ValidateBucketName(bucket); !st.ok()) {
+      return MakeError(ErrorCode::kNoSuchBucket, st.error().message);
+    }
+    if (BucketCopies(bucket) >= read_quorum()) return {};
+    int online = 0;
+    for (const auto& r : roots_) online += fsutil::IsDir(paths::SysDir(r));
+    if (online < read_quorum()) {  // cannot tell: too few drives answer
+      return MakeError(ErrorCode::kInsufficientReadQuorum,
+                       "only " + std::to_string(online) +
+                           " drives of the erasure set are online; " +
+                           std::to_string(read_quorum()) + " needed");
+    }
+    return MakeError(ErrorCode::kNoSuchBucket);
+  }
+
+  // Creates the bucket on every drive that lacks it; returns how many drives have it now and
+  // whether it existed on a quorum before.
+  std::pair<int, int> MakeBucket(const std::string& bucket, int64_t created_ns) {
+    std::unique_lock lock(BucketLock(bucket));
+    int have = 0, existed = 0;
+    const std::string record =
+        nlohmann::json{{"version", 1}, {"name", bucket}, {"created_ns", created_ns}}.dump();
+    for (const auto& r : roots_) {
+      if (!fsutil::IsDir(paths::SysDir(r))) continue;  // drive gone (offline / replaced)
+      const std::string dir = paths::BucketDir(r, bucket);
+      if (::mkdir(dir.c_str(), 0755) != 0) {
+        if (errno != EEXIST) continue;
+        ++existed;
+      } else {
+        (void)fsutil::FsyncDir(r);
+      }
+      const std::string meta = paths::BucketMetaFile(r, bucket);
+      if (!fsutil::Exists(meta)) {
+        (void)fsutil::MkdirAll(r, paths::BucketsMetaDir(r));
+        (void)fsutil::WriteFileDurable(meta, record);
+      }
+      ++have;
+    }
+    return {have, existed};
+  }
+
+  Result<BucketInfo> GetBucketInfo(const std::string& bucket) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    BucketInfo info{bucket, 0};
+    for (const auto& r : roots_) {
+      auto raw = fsutil::ReadFileIfExists(paths::BucketMetaFile(r, bucket));
+      if (!raw.ok() || !raw->has_value()) continue;
+      try {
+        info.created_ns = nlohmann::json::parse(**raw).at("created_ns").get<int64_t>();
+        break;
+      } catch (const std::exception&) {
+      }
+    }
+    return info;
+  }
+
+  std::set<std::string> BucketNames() {
+    std::map<std::string, int> counts;
+    for (const auto& r : roots_) {
+      auto names = fsutil::ListDir(r, /*dirs_only=*/true);
+      if (!names.ok()) continue;
+      for (const auto& n : *names)
+        if (paths::ValidateBucketName(n).ok()) ++counts[n];
+    }
+    std::set<std::string> out;
+    for (const auto& [n, c] : counts)
+      if (c >= read_quorum()) out.insert(n);
+    return out;
+  }
+
+  Result<bool> BucketHasObjects(const std::string& bucket) {
+    for (const auto& r : roots_) {
+      auto has = SubtreeHasObject(paths::BucketDir(r, bucket));
+      if (has.ok() && *has) return true;
+    }
+    return false;
+  }
+
+  void RemoveBucket(const std::string& bucket) {
+    std::unique_lock lock(BucketLock(bucket));
+    for (const auto& r : roots_) {
+      const std::string staging = Join(paths::TmpDir(r), hash::RandomHex(16));
+      if (::mkdir(staging.c_str(), 0700) != 0) {
+        (void)fsutil::RemoveAll(paths::BucketDir(r, bucket));
+      } else {
+        ::rename(paths::BucketDir(r, bucket).c_str(), Join(staging, "bucket").c_str());
+        ::rename(paths::MultipartBucketDir(r, bucket).c_str(), Join(staging, "mp").c_str());
+        (void)fsutil::RemoveAll(staging);
+      }
+      ::unlink(paths::BucketMetaFile(r, bucket).c_str());
+      (void)fsutil::FsyncDir(r);
+    }
+  }
+
+  // ---- writes ----
+
+  // One staging directory per drive position (same name everywhere); removed on destruction.
+  class Stagings {
+   public:
+    Stagings(const std::vector<std::string>& roots, std::vector<bool>& alive) : roots_(roots) {
+      const std::string id = hash::RandomHex(16);
+      dirs_.resize(roots.size());
+      for (size_t p = 0; p < roots.size(); ++p) {
+        dirs_[p] = Join(paths::TmpDir(roots[p]), id);
+        if (!alive[p]) continue;
+        if (::mkdir(dirs_[p].c_str(), 0700) != 0) {
+          spdlog::warn("erasure: drive {} not writable: mkdir {}: {}", roots[p], dirs_[p],
+                       std::strerror(errno));
+          alive[p] = false;
+        }
+      }
+    }
+    ~Stagings() {
+      for (const auto& d : dirs_) (void)fsutil::RemoveAll(d);
+    }
+    const std::string& operator[](size_t p) const { return dirs_[p]; }
+
+   private:
+    const std::vector<std::string>& roots_;
+    std::vector<std::string> dirs_;
+  };
+
+  // Encodes `body` stripe by stripe into <staging>/<rel> on every alive drive (creating rel's
+  // parent), or into `inline_out` (per position) when allowed and the body stays below
+  // kInlineThreshold. Drops drives that fail; fails when fewer than write quorum remain.
+  Result<uint64_t> Encode(s3::BodySource& body, std::optional<uint64_t> declared, uint64_t limit,
+                          const Codec& codec, const std::vector<int>& dist, const Stagings& st,
+                          std::vector<bool>& alive, const std::string& rel, bool allow_inline,
+                          std::vector<std::string>* inline_out, std::string* md5_out) {
+    if (declared && *declared > limit) {
+      return MakeError(ErrorCode::kEntityTooLarge, "declared size " + std::to_string(*declared) +
+                                                       " exceeds the limit of " +
+                                                       std::to_string(limit) + " bytes");
+    }
+    const size_t n = static_cast<size_t>(n_);
+    std::vector<UniqueFd> fds(n);
+    std::vector<std::string> pending(n);  // by shard index
+    std::vector<uint8_t> scratch;
+    std::vector<char> buf(erasure::kStripeSize);
+    std::unique_ptr<hash::Hasher> md5;
+    if (md5_out) md5 = hash::NewHasher(hash::Algo::kMD5);
+    bool files = false;
+    uint64_t total = 0;
+    const std::string parent =
+        rel.find('/') == std::string::npos ? std::string() : rel.substr(0, rel.rfind('/'));
+    for (;;) {
+      auto got = body.ReadFull(buf.data(), buf.size());
+      if (!got.ok()) return got.error();
+      total += *got;
+      if (declared && total > *declared) {
+        return MakeError(ErrorCode::kInvalidRequest, "request body is longer than the declared " +
+                                                         std::to_string(*declared) + " bytes");
+      }
+      if (total > limit) {
+        return MakeError(ErrorCode::kEntityTooLarge,
+                         "body exceeds the limit of " + std::to_string(limit) + " bytes");
+      }
+      if (*got > 0) {
+        if (md5) md5->Update(buf.data(), *got);
+        erasure::EncodeStripe(codec, buf.data(), *got, pending, scratch);
+      }
+      const bool end = *got < buf.size();
+      if (!files && (!allow_inline || total >= kInlineThreshold || !end)) {
+        files = true;
+        for (size_t p = 0; p < n; ++p) {
+          if (!alive[p]) continue;
+          if (!parent.empty() && ::mkdir(Join(st[p], parent).c_str(), 0755) != 0) {
+            alive[p] = false;
+            continue;
+          }
+          auto fd = fsutil::Open(Join(st[p], rel), O_WRONLY | O_CREAT | O_EXCL, 0644);
+          if (!fd.ok()) {
+            alive[p] = false;
+            continue;
+          }
+          fds[p] = std::move(*fd);
+        }
+      }
+      if (files) {
+        for (size_t p = 0; p < n; ++p) {
+          if (!alive[p]) continue;
+          const std::string& data = pending[static_cast<size_t>(dist[p])];
+          if (!fsutil::WriteAll(fds[p].get(), data.data(), data.size(), Join(st[p], rel)).ok()) {
+            alive[p] = false;
+          }
+        }
+        for (auto& s : pending) s.clear();
+        if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
+      }
+      if (end) break;
+    }
+    if (declared && total < *declared) {
+      return MakeError(ErrorCode::kIncompleteBody, "received " + std::to_string(total) + " of " +
+                                                       std::to_string(*declared) + " bytes");
+    }
+    if (files) {
+      for (size_t p = 0; p < n; ++p) {
+        if (alive[p] && !fsutil::Fsync(fds[p].get(), Join(st[p], rel)).ok()) alive[p] = false;
+      }
+    } else {
+      inline_out->assign(n, std::string());
+      for (size_t p = 0; p < n; ++p) (*inline_out)[p] = pending[static_cast<size_t>(dist[p])];
+    }
+    if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
+    if (md5_out) *md5_out = hash::HexEncode(md5->Final());
+    return total;
+  }
+
+  // Writes <staging>/meta per alive drive and commits them; rolls back when fewer than
+  // `quorum` drives committed. `metas` per position; data dir name metas[p].data_dir unless
+  // inline.
+  Status Publish(const std::string& bucket, const std::string& key, const paths::KeyLocation& loc,
+                 const Stagings& st, std::vector<bool>& alive, const std::vector<ObjectMeta>& metas,
+                 int quorum) {
+    for (size_t p = 0; p < roots_.size(); ++p) {
+      if (!alive[p]) continue;
+      if (!fsutil::WriteFileDurable(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
+        alive[p] = false;
+      }
+    }
+    if (Count(alive) < quorum) return WriteQuorumError(Count(alive), quorum);
+    std::shared_lock bucket_lock(BucketLock(bucket));
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    std::lock_guard key_lock(KeyLock(bucket, key));
+    return CommitAll(bucket, loc, st, alive, metas, quorum);
+  }
+
+  // Caller holds the key lock.
+  // keep_data: replace only the metadata files (the data directories stay as they are).
+  Status CommitAll(const std::string& bucket, const paths::KeyLocation& loc, const Stagings& st,
+                   std::vector<bool>& alive, const std::vector<ObjectMeta>& metas, int quorum,
+                   bool keep_data = false) {
+    const size_t n = roots_.size();
+    std::vector<std::optional<std::string>> old_raw(n);
+    std::vector<std::string> old_data(n);
+    std::vector<bool> committed(n, false);
+    for (size_t p = 0; p < n; ++p) {
+      if (!alive[p]) continue;
+      const std::string key_dir = Join(paths::BucketDir(roots_[p], bucket), loc.rel_dir);
+      const std::string meta_path = Join(key_dir, loc.meta_name);
+      if (auto raw = fsutil::ReadFileIfExists(meta_path); raw.ok()) old_raw[p] = std::move(*raw);
+      if (auto od = DataDirOf(meta_path); od.ok() && !keep_data) old_data[p] = *od;
+      const bool has_data = !keep_data && (!metas[p].erasure || !metas[p].erasure->is_inline);
+      fsutil::CommitPlan plan{roots_[p],
+                              paths::BucketDir(roots_[p], bucket),
+                              st[p],
+                              key_dir,
+                              std::string(loc.meta_name),
+                              has_data ? metas[p].data_dir : std::string(),
+                              old_data[p]};
+      committed[p] = fsutil::Commit(plan).ok();
+    }
+    if (Count(committed) >= quorum) return {};
+    spdlog::warn("erasure: {}/{}: only {} of {} drives committed; rolling back", bucket,
+                 loc.rel_dir, Count(committed), quorum);
+    for (size_t p = 0; p < n; ++p) {
+      if (!committed[p]) continue;
+      const bool has_data = !keep_data && (!metas[p].erasure || !metas[p].erasure->is_inline);
+      Rollback(p, bucket, loc, st[p], old_raw[p], old_data[p],
+               has_data ? metas[p].data_dir : std::string());
+    }
+    return WriteQuorumError(Count(committed), quorum);
+  }
+
+  // Restores the version a commit replaced on drive p (its data was retired to <staging>/old).
+  void Rollback(size_t p, const std::string& bucket, const paths::KeyLocation& loc,
+                const std::string& staging, const std::optional<std::string>& old_raw,
+                const std::string& old_data, const std::string& new_data) {
+    const std::string s2 = Join(paths::TmpDir(roots_[p]), hash::RandomHex(16));
+    if (::mkdir(s2.c_str(), 0700) != 0) return;
+    std::string restore_data;
+    if (old_raw) {
+      (void)fsutil::WriteFileDurable(Join(s2, "meta"), *old_raw);
+      if (!old_data.empty() &&
+          ::rename(Join(staging, "old").c_str(), Join(s2, "data").c_str()) == 0) {
+        restore_data = old_data;
+      }
+    }
+    const std::string key_dir = Join(paths::BucketDir(roots_[p], bucket), loc.rel_dir);
+    fsutil::CommitPlan plan{roots_[p], paths::BucketDir(roots_[p], bucket), s2,
+                            key_dir,   std::string(loc.meta_name),          restore_data,
+                            new_data};
+    if (auto c = fsutil::Commit(plan); !c.ok()) {
+      spdlog::error("erasure: rollback on {} failed: {}", roots_[p], c.error().message);
+    }
+    (void)fsutil::RemoveAll(s2);
+  }
+
+  ObjectMeta MetaFor(const ObjectMeta& base, const std::vector<int>& dist, size_t p,
+                     const std::vector<std::string>* inline_shards) const {
+    ObjectMeta m = base;
+    m.erasure->index = dist[p];
+    if (inline_shards) m.erasure->inline_shard = (*inline_shards)[p];
+    return m;
+  }
+
+  ObjectMeta NewMeta(const std::string& key, const paths::KeyLocation& loc) const {
+    ObjectMeta m;
+    m.data_dir = std::string(loc.data_prefix) + hash::RandomHex(16);
+    ErasureMeta e;
+    e.data = data_;
+    e.parity = parity_;
+    e.stripe_size = erasure::kStripeSize;
+    e.distribution = Distribution(key);
+    e.bitrot = erasure::kBitrotAlgorithm;
+    m.erasure = std::move(e);
+    return m;
+  }
+
+  Result<ObjectInfo> PutObject(const std::string& bucket, const std::string& key,
+                               s3::BodySource& body, const PutOptions& opts,
+                               const CommitCheck& check) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    auto loc = paths::MapKey(key);
+    if (!loc.ok()) return loc.error();
+    auto codec = GetCodec(data_, parity_);
+    if (!codec.ok()) return codec.error();
+    ObjectMeta meta = NewMeta(key, *loc);
+    const auto& dist = meta.erasure->distribution;
+    std::vector<bool> alive(roots_.size(), true);
+    Stagings st(roots_, alive);
+    if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
+    std::vector<std::string> inline_shards;
+    std::string md5;
+    auto size =
+        Encode(body, opts.size, kMaxPutSize, **codec, dist, st, alive, "data/" + PartFileName(1),
+               /*allow_inline=*/true, &inline_shards, check ? nullptr : &md5);
+    if (!size.ok()) return size.error();
+    CommitInfo ci;
+    if (check) {
+      auto r = check(*size);
+      if (!r.ok()) return r.error();
+      ci = std::move(*r);
+    } else {
+      ci.etag = md5;
+    }
+    meta.size = *size;
+    meta.etag = StripQuotes(ci.etag);
+    meta.mtime_ns = NowNs();
+    meta.content_type = opts.content_type;
+    meta.user_metadata = opts.user_metadata;
+    meta.checksums = ci.checksums;
+    meta.parts.push_back(PartMeta{1, *size, meta.etag});
+    meta.erasure->is_inline = !inline_shards.empty();
+    std::vector<ObjectMeta> metas;
+    for (size_t p = 0; p < roots_.size(); ++p) {
+      metas.push_back(MetaFor(meta, dist, p, meta.erasure->is_inline ? &inline_shards : nullptr));
+    }
+    RS_RETURN_IF_ERROR(Publish(bucket, key, *loc, st, alive, metas, write_quorum()));
+    return meta.ToInfo(bucket, key);
+  }
+
+  // ---- reads ----
+
+  // Reads every drive's metadata and picks the version at least read-quorum drives agree on.
+  Result<ObjectView> Resolve(const std::string& bucket, const paths::KeyLocation& loc) {
+    const size_t n = roots_.size();
+    std::vector<std::optional<ObjectMeta>> metas(n);
+    int missing = 0;
+    std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups;
+    for (size_t p = 0; p < n; ++p) {
+      const std::string bucket_dir = paths::BucketDir(roots_[p], bucket);
+      const std::string path = Join(Join(bucket_dir, loc.rel_dir), loc.meta_name);
+      auto raw = fsutil::ReadFileIfExists(path);
+      if (!raw.ok()) continue;
+      if (!raw->has_value()) {
+        if (fsutil::IsDir(bucket_dir)) ++missing;  // the drive answers: no such key
+        continue;
+      }
+      auto m = ParseObjectMeta(**raw, path);
+      if (!m.ok() || !m->erasure) continue;  // corrupt metadata: this drive needs healing
+      groups[{m->data_dir, m->etag}].push_back(p);
+      metas[p] = std::move(*m);
+    }
+    const std::vector<size_t>* best = nullptr;
+    for (const auto& [id, ps] : groups) {
+      if (!best || ps.size() > best->size() ||
+          (ps.size() == best->size() && metas[ps[0]]->mtime_ns > metas[(*best)[0]]->mtime_ns)) {
+        best = &ps;
+      }
+    }
+    if (!best || static_cast<int>(best->size()) < metas[(*best)[0]]->erasure->data) {
+      if (missing > static_cast<int>(n) - read_quorum() || !best) {
+        return MakeError(ErrorCode::kNoSuchKey);
+      }
+      return MakeError(
+          ErrorCode::kInsufficientReadQuorum,
+          "object metadata readable on " + std::to_string(best->size()) + " drives only");
+    }
+    ObjectView v;
+    v.meta = *metas[(*best)[0]];
+    v.meta.erasure->inline_shard.clear();
+    v.sources.resize(n);
+    v.has.assign(n, false);
+    const auto& dist = v.meta.erasure->distribution;
+    for (size_t p = 0; p < n; ++p) v.sources[p].shard = dist[p];
+    for (size_t p : *best) {
+      ShardSource& s = v.sources[p];
+      ObjectMeta& m = *metas[p];
+      v.has[p] = true;
+      if (m.erasure->index != dist[p]) continue;  // inconsistent copy: heal rewrites it
+      s.usable = true;
+      s.is_inline = m.erasure->is_inline;
+      s.inline_shard = std::move(m.erasure->inline_shard);
+      s.data_dir = Join(Join(paths::BucketDir(roots_[p], bucket), loc.rel_dir), m.data_dir);
+    }
+    return v;
+  }
+
+  Result<std::unique_ptr<ObjectReader>> OpenObject(const std::string& bucket,
+                                                   const std::string& key);
+
+  Result<ObjectInfo> StatObject(const std::string& bucket, const std::string& key) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    auto loc = paths::MapKey(key);
+    if (!loc.ok()) return loc.error();
+    auto v = Resolve(bucket, *loc);
+    if (!v.ok()) return v.error();
+    return v->meta.ToInfo(bucket, key);
+  }
+
+  Status DeleteObject(const std::string& bucket, const std::string& key) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    auto loc = paths::MapKey(key);
+    if (!loc.ok()) return loc.error();
+    std::vector<bool> alive(roots_.size(), true);
+    Stagings st(roots_, alive);
+    int done = 0;
+    {
+      std::shared_lock bucket_lock(BucketLock(bucket));
+      std::lock_guard key_lock(KeyLock(bucket, key));
+      for (size_t p = 0; p < roots_.size(); ++p) {
+        if (!alive[p]) continue;
+        const std::string bucket_dir = paths::BucketDir(roots_[p], bucket);
+        const std::string key_dir = Join(bucket_dir, loc->rel_dir);
+        const std::string meta_path = Join(key_dir, loc->meta_name);
+        if (!fsutil::Exists(meta_path)) {
+          done += fsutil::IsDir(bucket_dir);
+          continue;
+        }
+        auto old = DataDirOf(meta_path);
+        fsutil::CommitPlan plan{roots_[p],
+                                bucket_dir,
+                                st[p],
+                                key_dir,
+                                std::string(loc->meta_name),
+                                "",
+                                old.ok() ? *old : std::string()};
+        if (fsutil::Commit(plan).ok()) ++done;
+      }
+    }
+    for (const auto& r : roots_) {
+      const std::string bucket_dir = paths::BucketDir(r, bucket);
+      fsutil::PruneEmptyDirs(Join(bucket_dir, loc->rel_dir), bucket_dir);
+    }
+    if (done < write_quorum()) return WriteQuorumError(done, write_quorum());
+    return {};
+  }
+
+  Result<ObjectInfo> UpdateMetadata(const std::string& bucket, const std::string& key,
+                                    const PutOptions& opts) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    auto loc = paths::MapKey(key);
+    if (!loc.ok()) return loc.error();
+    std::vector<bool> alive(roots_.size(), true);
+    Stagings st(roots_, alive);
+    std::shared_lock bucket_lock(BucketLock(bucket));
+    std::lock_guard key_lock(KeyLock(bucket, key));
+    auto v = Resolve(bucket, *loc);
+    if (!v.ok()) return v.error();
+    v->meta.content_type = opts.content_type;
+    v->meta.user_metadata = opts.user_metadata;
+    v->meta.mtime_ns = NowNs();
+    std::vector<ObjectMeta> metas(roots_.size());
+    for (size_t p = 0; p < roots_.size(); ++p) {
+      alive[p] = alive[p] && v->sources[p].usable;
+      if (!alive[p]) continue;
+      metas[p] = v->meta;
+      metas[p].erasure->inline_shard = v->sources[p].inline_shard;
+      if (!fsutil::WriteFileDurable(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
+        alive[p] = false;
+      }
+    }
+    RS_RETURN_IF_ERROR(
+        CommitAll(bucket, *loc, st, alive, metas, write_quorum(), /*keep_data=*/true));
+    return v->meta.ToInfo(bucket, key);
+  }
+
+  Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts,
+                                 int min_copies) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    std::vector<ListResult> parts;
+    for (const auto& r : roots_) {
+      const std::string dir = paths::BucketDir(r, bucket);
+      if (!fsutil::IsDir(dir)) continue;
+      try {
+        auto l = ListDrive(bucket, dir, opts);
+        if (l.ok()) parts.push_back(std::move(*l));
+      } catch (const std::exception& e) {
+        return MakeError(ErrorCode::kInternalError, std::string("listing failed: ") + e.what());
+      }
+    }
+    return MergeListings(std::move(parts), opts.max_keys, min_copies);
+  }
+
+  // ---- multipart ----
+
+  Result<UploadRecord> LoadUpload(const std::string& bucket, const std::string& key,
+                                  const std::string& upload_id) {
+    if (!IsUploadId(upload_id)) return MakeError(ErrorCode::kNoSuchUpload);
+    std::optional<UploadRecord> rec;
+    int copies = 0;
+    for (const auto& r : roots_) {
+      const std::string file =
+          Join(Join(paths::MultipartBucketDir(r, bucket), upload_id), kUploadFile);
+      auto raw = fsutil::ReadFileIfExists(file);
+      if (!raw.ok() || !raw->has_value()) continue;
+      auto parsed = ParseUploadRecord(**raw, file);
+      if (!parsed.ok()) continue;
+      ++copies;
+      if (!rec) rec = std::move(*parsed);
+    }
+    if (!rec || copies < read_quorum()) return MakeError(ErrorCode::kNoSuchUpload);
+    if (rec->key != key)
+      return MakeError(ErrorCode::kNoSuchUpload, "upload belongs to another key");
+    return *rec;
+  }
+
+  Result<std::string> NewMultipartUpload(const std::string& bucket, const std::string& key,
+                                         const PutOptions& opts) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    auto loc = paths::MapKey(key);
+    if (!loc.ok()) return loc.error();
+    UploadRecord rec;
+    rec.key = key;
+    rec.initiated_ns = NowNs();
+    rec.content_type = opts.content_type;
+    rec.user_metadata = opts.user_metadata;
+    if (auto it = rec.user_metadata.find(kChecksumAlgorithmKey); it != rec.user_metadata.end()) {
+      std::string algo = it->second;
+      std::transform(algo.begin(), algo.end(), algo.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (!hash::ChecksumAlgoFromName(algo)) {
+        return MakeError(ErrorCode::kInvalidArgument, "unsupported checksum algorithm " + algo);
+      }
+      rec.checksum_algorithm = algo;
+      rec.user_metadata.erase(it);
+    }
+    const std::string id = hash::RandomHex(16);
+    std::vector<bool> alive(roots_.size(), true);
+    Stagings st(roots_, alive);
+    std::shared_lock bucket_lock(BucketLock(bucket));
+    int done = 0;
+    for (size_t p = 0; p < roots_.size(); ++p) {
+      if (!alive[p]) continue;
+      const std::string staged = Join(st[p], "upload");
+      const std::string mp = paths::MultipartBucketDir(roots_[p], bucket);
+      if (::mkdir(staged.c_str(), 0755) != 0 ||
+          !fsutil::WriteFileDurable(Join(staged, kUploadFile), SerializeUploadRecord(rec)).ok() ||
+          !fsutil::MkdirAll(paths::MultipartRoot(roots_[p]), mp).ok() ||
+          ::rename(staged.c_str(), Join(mp, id).c_str()) != 0) {
+        continue;
+      }
+      (void)fsutil::FsyncDir(mp);
+      ++done;
+    }
+    if (done < write_quorum()) {
+      for (const auto& r : roots_)
+        (void)fsutil::RemoveAll(Join(paths::MultipartBucketDir(r, bucket), id));
+      return WriteQuorumError(done, write_quorum());
+    }
+    return id;
+  }
+
+  Result<PartInfo> PutObjectPart(const std::string& bucket, const std::string& key,
+                                 const std::string& upload_id, int part_number,
+                                 s3::BodySource& body, std::optional<uint64_t> size,
+                                 const CommitCheck& check) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    if (part_number < 1 || part_number > kMaxPartNumber) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "Part number must be an integer between 1 and 10000, inclusive");
+    }
+    auto rec = LoadUpload(bucket, key, upload_id);
+    if (!rec.ok()) return rec.error();
+    auto codec = GetCodec(data_, parity_);
+    if (!codec.ok()) return codec.error();
+    const std::vector<int> dist = Distribution(key);
+    std::vector<bool> alive(roots_.size(), true);
+    Stagings st(roots_, alive);
+    if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
+    std::string md5;
+    auto got = Encode(body, size, kMaxPutSize, **codec, dist, st, alive, "part",
+                      /*allow_inline=*/false, nullptr, check ? nullptr : &md5);
+    if (!got.ok()) return got.error();
+    CommitInfo ci;
+    if (check) {
+      auto r = check(*got);
+      if (!r.ok()) return r.error();
+      ci = std::move(*r);
+    } else {
+      ci.etag = md5;
+    }
+    PartRecord part;
+    part.info.number = part_number;
+    part.info.etag = StripQuotes(ci.etag);
+    part.info.size = *got;
+    part.info.mtime_ns = NowNs();
+    part.info.checksums = ci.checksums;
+    part.data_file = PartFileName(static_cast<size_t>(part_number)) + "." + hash::RandomHex(8);
+    std::shared_lock bucket_lock(BucketLock(bucket));
+    std::lock_guard upload_lock(UploadLock(upload_id));
+    rec = LoadUpload(bucket, key, upload_id);  // aborted or completed meanwhile?
+    if (!rec.ok()) return rec.error();
+    int done = 0;
+    for (size_t p = 0; p < roots_.size(); ++p) {
+      if (!alive[p]) continue;
+      const std::string upload_dir = Join(paths::MultipartBucketDir(roots_[p], bucket), upload_id);
+      const std::string rec_path = Join(upload_dir, PartRecordName(part_number));
+      const std::string staged_rec = Join(st[p], "part.json");
+      if (!fsutil::IsDir(upload_dir) ||
+          !fsutil::WriteFileDurable(staged_rec, SerializePartRecord(part)).ok()) {
+        continue;
+      }
+      std::string old_data;
+      if (auto raw = fsutil::ReadFileIfExists(rec_path); raw.ok() && raw->has_value()) {
+        if (auto old = ParsePartRecord(**raw, rec_path); old.ok()) old_data = old->data_file;
+      }
+      const std::string dest = Join(upload_dir, part.data_file);
+      if (::rename(Join(st[p], "part").c_str(), dest.c_str()) != 0) continue;
+      if (::rename(staged_rec.c_str(), rec_path.c_str()) != 0) {
+        ::unlink(dest.c_str());
+        continue;
+      }
+      (void)fsutil::FsyncDir(upload_dir);
+      if (!old_data.empty() && old_data != part.data_file) {
+        ::unlink(Join(upload_dir, old_data).c_str());
+      }
+      ++done;
+    }
+    if (done < write_quorum()) return WriteQuorumError(done, write_quorum());
+    return part.info;
+  }
+
+  // Part records agreed by at least read-quorum drives: number -> (record per position).
+  std::map<int, std::vector<std::optional<PartRecord>>> LoadParts(const std::string& bucket,
+                                                                  const std::string& upload_id) {
+    std::map<int, std::vector<std::optional<PartRecord>>> out;
+    for (size_t p = 0; p < roots_.size(); ++p) {
+      const std::string dir = Join(paths::MultipartBucketDir(roots_[p], bucket), upload_id);
+      auto names = fsutil::ListDir(dir, /*dirs_only=*/false);
+      if (!names.ok()) continue;
+      for (const auto& n : *names) {
+        if (!n.starts_with("part.") || !n.ends_with(".json")) continue;
+        const std::string path = Join(dir, n);
+        auto raw = fsutil::ReadFileIfExists(path);
+        if (!raw.ok() || !raw->has_value()) continue;
+        auto r = ParsePartRecord(**raw, path);
+        if (!r.ok()) continue;
+        auto& v = out[r->info.number];
+        v.resize(roots_.size());
+        v[p] = std::move(*r);
+      }
+    }
+    // Keep, per part, the records of the etag most drives agree on (and only with read quorum).
+    for (auto it = out.begin(); it != out.end();) {
+      std::map<std::string, int> votes;
+      for (const auto& r : it->second)
+        if (r) ++votes[r->info.etag];
+      std::string best;
+      int best_n = 0;
+      for (const auto& [etag, c] : votes)
+        if (c > best_n) best = etag, best_n = c;
+      if (best_n < read_quorum()) {
+        it = out.erase(it);
+        continue;
+      }
+      for (auto& r : it->second)
+        if (r && r->info.etag != best) r.reset();
+      ++it;
+    }
+    return out;
+  }
+
+  Result<std::vector<PartInfo>> ListParts(const std::string& bucket, const std::string& key,
+                                          const std::string& upload_id) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    auto rec = LoadUpload(bucket, key, upload_id);
+    if (!rec.ok()) return rec.error();
+    std::vector<PartInfo> out;
+    for (auto& [num, recs] : LoadParts(bucket, upload_id)) {
+      for (auto& r : recs) {
+        if (r) {
+          out.push_back(r->info);
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  Result<std::vector<UploadInfo>> ListMultipartUploads(const std::string& bucket,
+                                                       const std::string& prefix) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    std::map<std::string, UploadInfo> found;
+    std::map<std::string, int> copies;
+    for (const auto& r : roots_) {
+      const std::string mp = paths::MultipartBucketDir(r, bucket);
+      auto ids = fsutil::ListDir(mp, /*dirs_only=*/true);
+      if (!ids.ok()) continue;
+      for (const auto& id : *ids) {
+        if (!IsUploadId(id)) continue;
+        const std::string file = Join(Join(mp, id), kUploadFile);
+        auto raw = fsutil::ReadFileIfExists(file);
+        if (!raw.ok() || !raw->has_value()) continue;
+        auto rec = ParseUploadRecord(**raw, file);
+        if (!rec.ok() || !rec->key.starts_with(prefix)) continue;
+        ++copies[id];
+        found.emplace(id, UploadInfo{rec->key, id, rec->initiated_ns});
+      }
+    }
+    std::vector<UploadInfo> out;
+    for (auto& [id, info] : found)
+      if (copies[id] >= read_quorum()) out.push_back(std::move(info));
+    std::sort(out.begin(), out.end(), [](const UploadInfo& a, const UploadInfo& b) {
+      return std::tie(a.key, a.initiated_ns, a.upload_id) <
+             std::tie(b.key, b.initiated_ns, b.upload_id);
+    });
+    return out;
+  }
+
+  Status AbortMultipartUpload(const std::string& bucket, const std::string& key,
+                              const std::string& upload_id) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    std::shared_lock bucket_lock(BucketLock(bucket));
+    std::lock_guard upload_lock(UploadLock(upload_id));
+    auto rec = LoadUpload(bucket, key, upload_id);
+    if (!rec.ok()) return rec.error();
+    RemoveUpload(bucket, upload_id);
+    return {};
+  }
+
+  void RemoveUpload(const std::string& bucket, const std::string& upload_id) {
+    for (const auto& r : roots_) {
+      const std::string dir = Join(paths::MultipartBucketDir(r, bucket), upload_id);
+      const std::string staging = Join(paths::TmpDir(r), hash::RandomHex(16));
+      // One rename makes the upload disappear from this drive; the files go with the staging dir.
+      if (::mkdir(staging.c_str(), 0700) == 0 &&
+          ::rename(dir.c_str(), Join(staging, "upload").c_str()) != 0) {
+        (void)fsutil::RemoveAll(dir);
+      }
+      (void)fsutil::RemoveAll(staging);
+    }
+  }
+
+  Result<ObjectInfo> CompleteMultipartUpload(const std::string& bucket, const std::string& key,
+                                             const std::string& upload_id,
+                                             const std::vector<CompletePart>& parts) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    auto loc = paths::MapKey(key);
+    if (!loc.ok()) return loc.error();
+    if (parts.empty()) {
+      return MakeError(ErrorCode::kMalformedXML, "You must specify at least one part");
+    }
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i].number < 1 || parts[i].number > kMaxPartNumber) {
+        return MakeError(ErrorCode::kInvalidPart,
+                         "invalid part number " + std::to_string(parts[i].number));
+      }
+      if (i > 0 && parts[i].number <= parts[i - 1].number) {
+        return MakeError(ErrorCode::kInvalidPartOrder);
+      }
+    }
+    std::vector<bool> alive(roots_.size(), true);
+    Stagings st(roots_, alive);
+    std::shared_lock bucket_lock(BucketLock(bucket));
+    std::lock_guard upload_lock(UploadLock(upload_id));
+    auto rec = LoadUpload(bucket, key, upload_id);
+    if (!rec.ok()) return rec.error();
+    auto all = LoadParts(bucket, upload_id);
+    std::vector<const std::vector<std::optional<PartRecord>>*> chosen;
+    std::vector<PartInfo> infos;
+    for (const auto& p : parts) {
+      auto it = all.find(p.number);
+      const PartRecord* any = nullptr;
+      if (it != all.end())
+        for (const auto& r : it->second)
+          if (r && !any) any = &*r;
+      if (!any) {
+        return MakeError(ErrorCode::kInvalidPart,
+                         "part " + std::to_string(p.number) + " was not uploaded");
+      }
+      if (any->info.etag != StripQuotes(p.etag)) {
+        return MakeError(ErrorCode::kInvalidPart,
+                         "part " + std::to_string(p.number) + ": ETag does not match");
+      }
+      chosen.push_back(&it->second);
+      infos.push_back(any->info);
+    }
+    uint64_t total = 0;
+    for (size_t i = 0; i < infos.size(); ++i) {
+      if (i + 1 < infos.size() && infos[i].size < kMinPartSize) {
+        return MakeError(ErrorCode::kEntityTooSmall,
+                         "part " + std::to_string(infos[i].number) +
+                             " is smaller than 5 MiB and not the last part");
+      }
+      total += infos[i].size;
+    }
+    if (total > kMaxObjectSize) return MakeError(ErrorCode::kEntityTooLarge);
+
+    ObjectMeta meta = NewMeta(key, *loc);
+    const std::string suffix = "-" + std::to_string(infos.size());
+    std::string md5s;
+    for (const auto& r : infos) {
+      auto bin = hash::HexDecode(r.etag);
+      md5s += bin ? *bin : r.etag;
+    }
+    meta.etag = hash::Md5Hex(md5s) + suffix;
+    for (const auto& [name, unused] : infos.front().checksums) {
+      auto algo = hash::ChecksumAlgoFromName(name);
+      if (!algo) continue;
+      std::string raw_sums;
+      bool every = true;
+      for (const auto& r : infos) {
+        auto it = r.checksums.find(name);
+        std::optional<std::string> raw;
+        if (it != r.checksums.end()) raw = hash::Base64Decode(it->second);
+        if (!raw) {
+          every = false;
+          break;
+        }
+        raw_sums += *raw;
+      }
+      if (every) meta.checksums[name] = hash::Base64Encode(hash::Digest(*algo, raw_sums)) + suffix;
+    }
+    meta.size = total;
+    meta.mtime_ns = NowNs();
+    meta.content_type = rec->content_type;
+    meta.user_metadata = rec->user_metadata;
+    meta.multipart = true;
+    for (size_t i = 0; i < infos.size(); ++i) {
+      meta.parts.push_back(PartMeta{static_cast<int>(i + 1), infos[i].size, infos[i].etag});
+    }
+    // Per drive: hard-link this drive's shard of every part into the new data directory.
+    for (size_t p = 0; p < roots_.size(); ++p) {
+      if (!alive[p]) continue;
+      const std::string data = Join(st[p], "data");
+      const std::string upload_dir = Join(paths::MultipartBucketDir(roots_[p], bucket), upload_id);
+      bool ok = ::mkdir(data.c_str(), 0755) == 0;
+      for (size_t i = 0; ok && i < chosen.size(); ++i) {
+        const auto& r = (*chosen[i])[p];
+        ok = r && ::link(Join(upload_dir, r->data_file).c_str(),
+                         Join(data, PartFileName(i + 1)).c_str()) == 0;
+      }
+      alive[p] = ok && fsutil::FsyncDir(data).ok();
+    }
+    const auto& dist = meta.erasure->distribution;
+    std::vector<ObjectMeta> metas;
+    for (size_t p = 0; p < roots_.size(); ++p) metas.push_back(MetaFor(meta, dist, p, nullptr));
+    for (size_t p = 0; p < roots_.size(); ++p) {
+      if (!alive[p]) continue;
+      if (!fsutil::WriteFileDurable(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
+        alive[p] = false;
+      }
+    }
+    if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
+    {
+      std::lock_guard key_lock(KeyLock(bucket, key));
+      RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, write_quorum()));
+    }
+    RemoveUpload(bucket, upload_id);
+    return meta.ToInfo(bucket, key);
+  }
+
+  Result<PutOptions> GetUploadOptions(const std::string& bucket, const std::string& key,
+                                      const std::string& upload_id) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    auto rec = LoadUpload(bucket, key, upload_id);
+    if (!rec.ok()) return rec.error();
+    PutOptions opts;
+    opts.content_type = rec->content_type;
+    opts.user_metadata = rec->user_metadata;
+    if (!rec->checksum_algorithm.empty()) {
+      opts.user_metadata[kChecksumAlgorithmKey] = rec->checksum_algorithm;
+    }
+    return opts;
+  }
+
+  // ---- healing ----
+
+  // Rewrites every drive copy of the object that is missing, stale, unreadable or corrupt.
+  // Returns how many drive copies were rewritten.
+  Result<int> HealObject(const std::string& bucket, const std::string& key);
+
+  void EnsureBucket(const std::string& bucket) {
+    auto info = GetBucketInfo(bucket);
+    MakeBucket(bucket, info.ok() ? info->created_ns : NowNs());
+  }
+
+  std::mutex& KeyLock(const std::string& bucket, const std::string& key) {
+    return key_locks_[std::hash<std::string>{}(bucket + '\0' + key) % key_locks_.size()];
+  }
+  std::mutex& UploadLock(const std::string& id) {
+    return upload_locks_[std::hash<std::string>{}(id) % upload_locks_.size()];
+  }
+  std::shared_mutex& BucketLock(const std::string& bucket) {
+    return bucket_locks_[std::hash<std::string>{}(bucket) % bucket_locks_.size()];
+  }
+
+  void ReportDegraded(const std::string& bucket, const std::string& key) {
+    if (on_degraded_) on_degraded_(bucket, key);
+  }
+
+ private:
+  std::vector<std::string> roots_;
+  int n_, data_, parity_;
+  Degraded on_degraded_;
+  std::mutex codec_mu_;
+  std::map<std::pair<int, int>, std::unique_ptr<Codec>> codecs_;
+  std::array<std::mutex, 256> key_locks_;
+  std::array<std::mutex, 64> upload_locks_;
+  std::array<std::shared_mutex, 32> bucket_locks_;
+};
+
+namespace {
+
+class ErasureReader final : public ObjectReader {
+ public:
+  ErasureReader(ObjectInfo info, ObjectView view, const Codec* codec,
+                std::function<void()> degraded)
+      : info_(std::move(info)), v_(std::move(view)), codec_(codec), degraded_(std::move(degraded)) {
+    uint64_t off = 0;
+    for (const auto& p : v_.meta.parts) {
+      offsets_.push_back(off);
+      off += p.size;
+    }
+  }
+
+  const ObjectInfo& info() const override { return info_; }
+
+  Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) override {
+    std::lock_guard lock(mu_);
+    const uint64_t stripe = v_.meta.erasure->stripe_size;
+    size_t done = 0;
+    while (done < len && off + done < info_.size) {
+      const uint64_t pos = off + done;
+      size_t part = static_cast<size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), pos) -
+                                        offsets_.begin() - 1);
+      while (part < offsets_.size() && v_.meta.parts[part].size == 0) ++part;  // empty parts
+      const uint64_t in_part = pos - offsets_[part];
+      const uint64_t s = in_part / stripe;
+      if (!cached_ || cached_part_ != part || cached_stripe_ != s) {
+        RS_RETURN_IF_ERROR(Load(part, s));
+      }
+      const uint64_t in_stripe = in_part - s * stripe;
+      const size_t n =
+          static_cast<size_t>(std::min<uint64_t>(len - done, cache_.size() - in_stripe));
+      std::memcpy(buf + done, cache_.data() + in_stripe, n);
+      done += n;
+    }
+    return done;
+  }
+
+ private:
+  Status Load(size_t part, uint64_t s) {
+    std::vector<int> bad;
+    auto st = ReadStripe(v_, *codec_, part, s, shards_, present_, &bad, /*all=*/false);
+    if (!bad.empty()) Degraded();
+    if (!st.ok()) {
+      spdlog::error("erasure: {}/{}: {}", info_.bucket, info_.key, st.error().message);
+      return st;
+    }
+    const auto& e = *v_.meta.erasure;
+    Geometry g{e.data, e.parity, e.stripe_size};
+    const uint64_t bytes = g.StripeBytes(v_.meta.parts[part].size, s);
+    cache_.assign(reinterpret_cast<const char*>(shards_.data()),
+                  reinterpret_cast<const char*>(shards_.data()) + bytes);  // data shards first
+    cached_ = true;
+    cached_part_ = part;
+    cached_stripe_ = s;
+    return {};
+  }
+
+  void Degraded() {
+    if (reported_) return;
+    reported_ = true;
+    if (degraded_) degraded_();
+  }
+
+  ObjectInfo info_;
+  ObjectView v_;
+  const Codec* codec_;
+  std::function<void()> degraded_;
+  std::vector<uint64_t> offsets_;
+  std::mutex mu_;
+  std::vector<uint8_t> shards_;
+  std::vector<bool> present_;
+  std::string cache_;
+  bool cached_ = false;
+  size_t cached_part_ = 0;
+  uint64_t cached_stripe_ = 0;
+  bool reported_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ObjectReader>> ErasureSet::OpenObject(const std::string& bucket,
+                                                             const std::string& key) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  auto v = Resolve(bucket, *loc);
+  if (!v.ok()) return v.error();
+  auto codec = GetCodec(v->meta.erasure->data, v->meta.erasure->parity);
+  if (!codec.ok()) return codec.error();
+  // Snapshot: open the first part on every drive now, so an overwrite cannot pull it away.
+  bool degraded = false;
+  for (size_t p = 0; p < v->sources.size(); ++p) {
+    auto& src = v->sources[p];
+    if (!v->has[p] || !src.usable) {
+      degraded = true;
+      continue;
+    }
+    if (!src.is_inline && !v->meta.parts.empty()) {
+      char probe;
+      if (v->meta.parts[0].size > 0 && !src.Read(0, 0, &probe, 1)) degraded = true;
+    }
+  }
+  if (degraded) ReportDegraded(bucket, key);
+  ObjectInfo info = v->meta.ToInfo(bucket, key);
+  return std::unique_ptr<ObjectReader>(
+      new ErasureReader(std::move(info), std::move(*v), *codec,
+                        [this, bucket, key] { ReportDegraded(bucket, key); }));
+}
+
+Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string& key) {
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  EnsureBucket(bucket);
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  std::lock_guard key_lock(KeyLock(bucket, key));
+  auto v = Resolve(bucket, *loc);
+  if (!v.ok()) {
+    if (v.error().code != ErrorCode::kNoSuchKey) return v.error();
+    // Below quorum everywhere: leftovers of a failed write; remove them.
+    int removed = 0;
+    for (const auto& r : roots_) {
+      const std::string key_dir = Join(paths::BucketDir(r, bucket), loc->rel_dir);
+      const std::string meta_path = Join(key_dir, loc->meta_name);
+      if (!fsutil::Exists(meta_path)) continue;
+      const std::string staging = Join(paths::TmpDir(r), hash::RandomHex(16));
+      if (::mkdir(staging.c_str(), 0700) != 0) continue;
+      auto old = DataDirOf(meta_path);
+      fsutil::CommitPlan plan{
+          r,  paths::BucketDir(r, bucket),    staging, key_dir, std::string(loc->meta_name),
+          "", old.ok() ? *old : std::string()};
+      removed += fsutil::Commit(plan).ok();
+      (void)fsutil::RemoveAll(staging);
+      fsutil::PruneEmptyDirs(key_dir, paths::BucketDir(r, bucket));
+    }
+    if (removed > 0)
+      spdlog::info("heal: removed dangling {}/{} from {} drive(s)", bucket, key, removed);
+    return 0;
+  }
+  const auto& e = *v->meta.erasure;
+  auto codec = GetCodec(e.data, e.parity);
+  if (!codec.ok()) return codec.error();
+  const size_t n = roots_.size();
+  std::vector<bool> need(n, false);
+  for (size_t p = 0; p < n; ++p) need[p] = !v->has[p] || !v->sources[p].usable;
+  Geometry g{e.data, e.parity, e.stripe_size};
+  std::vector<uint8_t> shards;
+  std::vector<bool> present;
+  // Pass 1: verify every block of every drive copy.
+  for (size_t part = 0; part < v->meta.parts.size(); ++part) {
+    for (uint64_t s = 0; s < g.StripeCount(v->meta.parts[part].size); ++s) {
+      std::vector<int> bad;
+      RS_RETURN_IF_ERROR(ReadStripe(*v, **codec, part, s, shards, present, &bad, /*all=*/true));
+      for (int p : bad) need[static_cast<size_t>(p)] = true;
+    }
+  }
+  if (Count(need) == 0) return 0;
+  // Pass 2: rebuild the copies that need it in staging, then commit them drive by drive.
+  for (size_t p = 0; p < n; ++p) {
+    if (need[p] && !fsutil::IsDir(paths::SysDir(roots_[p]))) need[p] = false;  // drive offline
+  }
+  Stagings st(roots_, need);
+  const auto& dist = e.distribution;
+  std::vector<std::string> inline_shards(n);
+  for (size_t part = 0; part < v->meta.parts.size(); ++part) {
+    const uint64_t size = v->meta.parts[part].size;
+    std::vector<UniqueFd> fds(n);
+    for (size_t p = 0; p < n && !e.is_inline; ++p) {
+      if (!need[p]) continue;
+      if (part == 0 && ::mkdir(Join(st[p], "data").c_str(), 0755) != 0) {
+        need[p] = false;
+        continue;
+      }
+      auto fd = fsutil::Open(Join(Join(st[p], "data"), PartFileName(part + 1)),
+                             O_WRONLY | O_CREAT | O_EXCL, 0644);
+      if (!fd.ok()) {
+        need[p] = false;
+        continue;
+      }
+      fds[p] = std::move(*fd);
+    }
+    for (uint64_t s = 0; s < g.StripeCount(size); ++s) {
+      RS_RETURN_IF_ERROR(ReadStripe(*v, **codec, part, s, shards, present, nullptr, true));
+      const uint64_t block = g.BlockSize(g.StripeBytes(size, s));
+      for (size_t p = 0; p < n; ++p) {
+        if (!need[p]) continue;
+        std::string framed;
+        erasure::AppendFramedBlock(framed, &shards[static_cast<size_t>(dist[p]) * block], block);
+        if (e.is_inline) {
+          inline_shards[p] += framed;
+        } else if (!fsutil::WriteAll(fds[p].get(), framed.data(), framed.size(), st[p]).ok()) {
+          need[p] = false;
+        }
+      }
+    }
+    for (size_t p = 0; p < n; ++p) {
+      if (need[p] && fds[p].valid() && !fsutil::Fsync(fds[p].get(), st[p]).ok()) need[p] = false;
+    }
+  }
+  std::vector<ObjectMeta> metas(n);
+  for (size_t p = 0; p < n; ++p) {
+    metas[p] = MetaFor(v->meta, dist, p, e.is_inline ? &inline_shards : nullptr);
+    if (need[p] &&
+        !fsutil::WriteFileDurable(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
+      need[p] = false;
+    }
+  }
+  const int healed = Count(need);
+  if (healed == 0) return 0;
+  // A corrupt copy of this version keeps its data directory name: move it aside so the rebuilt
+  // one can take its place (readers holding its files open keep them).
+  for (size_t p = 0; p < n && !e.is_inline; ++p) {
+    const std::string old =
+        Join(Join(paths::BucketDir(roots_[p], bucket), loc->rel_dir), v->meta.data_dir);
+    if (need[p] && fsutil::IsDir(old) &&
+        ::rename(old.c_str(), Join(st[p], "corrupt").c_str()) != 0) {
+      need[p] = false;
+    }
+  }
+  RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, need, metas, /*quorum=*/1));
+  spdlog::info("heal: {}/{}: rewrote {} drive copy(ies)", bucket, key, healed);
+  return healed;
+}
+
+// ---- ErasureStore ---------------------------------------------------------------------------
+
+namespace {
+
+// Creates the system directories and settles what a crash left in the staging area.
+Status PrepareDrive(const std::string& root) {
+  for (const std::string& d : {paths::SysDir(root), paths::TmpDir(root), paths::MultipartRoot(root),
+                               paths::BucketsMetaDir(root)}) {
+    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
+      return fsutil::ErrnoError("mkdir", d, errno);
+  }
+  auto entries = fsutil::ListDir(paths::TmpDir(root), /*dirs_only=*/false);
+  if (!entries.ok()) return entries.error();
+  for (const auto& e : *entries) {
+    const std::string staging = Join(paths::TmpDir(root), e);
+    if (fsutil::IsDir(staging)) {
+      auto st = fsutil::RecoverStaging(root, staging, DataDirOf);
+      if (!st.ok()) spdlog::error("storage: recovery of {}: {}", staging, st.error().message);
+    }
+    RS_RETURN_IF_ERROR(fsutil::RemoveAll(staging));
+  }
+  return {};
+}
+
+std::string Absolute(const std::string& dir) {
+  std::string root = std::filesystem::absolute(dir).lexically_normal().string();
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  return root;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(const std::vector<std::string>& drives,
+                                                         const std::string& storage_class) {
+  auto layout = erasure::PlanLayout(static_cast<int>(drives.size()), storage_class);
+  if (!layout.ok()) return layout.error();
+  std::vector<std::string> roots;
+  for (const auto& d : drives) {
+    try {
+      roots.push_back(Absolute(d));
+    } catch (const std::exception& e) {
+      return MakeError(ErrorCode::kInvalidArgument, "drive " + d + ": " + e.what());
+    }
+    if (roots.back() == "/")
+      return MakeError(ErrorCode::kInvalidArgument, "refusing to use / as a drive");
+  }
+  auto format = LoadOrFormat(roots, *layout);
+  if (!format.ok()) return format.error();
+  auto store = std::unique_ptr<ErasureStore>(new ErasureStore());
+  store->layout_ = *layout;
+  store->deployment_id_ = format->deployment_id;
+  store->hash_seed_ = XXH3_64bits(format->deployment_id.data(), format->deployment_id.size());
+  store->drives_ = roots;
+  bool replaced = false;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (format->states[i] == DriveState::kOffline) continue;
+    if (auto st = PrepareDrive(roots[i]); !st.ok()) {
+      spdlog::warn("drive {} is offline: {}", roots[i], st.error().message);
+    }
+    replaced = replaced || (format->states[i] == DriveState::kFormatted && !format->fresh);
+  }
+  ErasureStore* self = store.get();
+  for (int s = 0; s < layout->set_count; ++s) {
+    std::vector<std::string> set_roots(roots.begin() + s * layout->set_size,
+                                       roots.begin() + (s + 1) * layout->set_size);
+    store->sets_.push_back(std::make_unique<ErasureSet>(
+        std::move(set_roots), layout->parity,
+        [self](const std::string& b, const std::string& k) { self->Enqueue(b, k); }));
+  }
+  spdlog::info(
+      "erasure: {} drive(s) in {} set(s) of {}, EC {}+{} (read quorum {}, write quorum "
+      "{}), deployment {}",
+      roots.size(), layout->set_count, layout->set_size, layout->data(), layout->parity,
+      erasure::ReadQuorum(layout->data(), layout->parity),
+      erasure::WriteQuorum(layout->data(), layout->parity), format->deployment_id);
+  store->worker_ = std::thread([self] { self->BackgroundLoop(); });
+  if (replaced) {
+    std::lock_guard lock(store->mu_);
+    store->queue_.insert({"", ""});  // marker: heal everything
+    store->cv_.notify_all();
+  }
+  return store;
+}
+
+ErasureStore::~ErasureStore() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+ErasureSet& ErasureStore::SetFor(const std::string& key) {
+  if (sets_.size() == 1) return *sets_[0];
+  return *sets_[XXH3_64bits_withSeed(key.data(), key.size(), hash_seed_) % sets_.size()];
+}
+
+void ErasureStore::Enqueue(const std::string& bucket, const std::string& key) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    queue_.insert({bucket, key});  // a set: each object is queued once
+  }
+  cv_.notify_all();
+}
+
+size_t ErasureStore::heal_queue_size() {
+  std::lock_guard lock(mu_);
+  return queue_.size() + (busy_ ? 1 : 0);
+}
+
+bool ErasureStore::DrainHealQueue(int timeout_ms) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                      [this] { return queue_.empty() && !busy_; });
+}
+
+void ErasureStore::StartMonitor(int interval_ms) {
+  {
+    std::lock_guard lock(mu_);
+    monitor_interval_ms_ = interval_ms;
+  }
+  cv_.notify_all();
+}
+
+void ErasureStore::BackgroundLoop() {
+  auto next_check = std::chrono::steady_clock::now();
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (monitor_interval_ms_ > 0 && now >= next_check) {
+      next_check = now + std::chrono::milliseconds(monitor_interval_ms_);
+      busy_ = true;
+      lock.unlock();
+      CheckDrives();
+      lock.lock();
+      busy_ = false;
+      continue;
+    }
+    if (queue_.empty()) {
+      cv_.notify_all();  // DrainHealQueue waiters
+      if (monitor_interval_ms_ > 0) {
+        cv_.wait_until(lock, next_check);
+      } else {
+        cv_.wait(lock);
+      }
+      continue;
+    }
+    auto item = *queue_.begin();
+    queue_.erase(queue_.begin());
+    busy_ = true;
+    lock.unlock();
+    if (item.first.empty()) {
+      auto counts = HealAll("", nullptr);
+      if (counts.ok()) {
+        spdlog::info(
+            "heal: done: {} object(s) scanned, {} healed, {} drive copies rewritten, {} "
+            "failed",
+            counts->objects_scanned, counts->objects_healed, counts->shards_written,
+            counts->failed);
+      }
+    } else if (auto r = HealObject(item.first, item.second); !r.ok()) {
+      spdlog::warn("heal: {}/{}: {}", item.first, item.second, r.error().message);
+    }
+    lock.lock();
+    busy_ = false;
+  }
+}
+
+int ErasureStore::CheckDrives() {
+  int replaced = 0;
+  for (size_t i = 0; i < drives_.size(); ++i) {
+    const std::string& root = drives_[i];
+    if (fsutil::Exists(FormatPath(root))) continue;
+    if (!fsutil::IsDir(root) || !IsEmptyDrive(root)) continue;  // gone, or not ours to touch
+    std::vector<std::vector<std::string>> sets;
+    for (size_t j = 0; j < drives_.size() && sets.empty(); ++j) {
+      if (auto f = ReadFormat(drives_[j]); f.ok()) sets = f->sets;
+    }
+    if (sets.empty()) continue;
+    const int set = static_cast<int>(i) / layout_.set_size;
+    const int drive = static_cast<int>(i) % layout_.set_size;
+    if (auto st = FormatInto(root, deployment_id_, sets, set, drive); !st.ok()) {
+      spdlog::warn("drive {}: cannot format replacement: {}", root, st.error().message);
+      continue;
+    }
+    (void)PrepareDrive(root);
+    spdlog::warn("drive {} was replaced (empty): formatted into set {} drive {}; healing", root,
+                 set + 1, drive + 1);
+    ++replaced;
+  }
+  if (replaced > 0) {
+    auto counts = HealAll("", [](const std::string& b, const std::string& k, const HealCounts& c) {
+      if (c.objects_scanned % 100 == 0) {
+        spdlog::info("heal: progress: {} object(s) scanned, {} healed", c.objects_scanned,
+                     c.objects_healed);
+      }
+    });
+    if (counts.ok()) {
+      spdlog::info(
+          "heal of replaced drive(s) done: {} object(s) scanned, {} healed, {} drive "
+          "copies rewritten, {} failed",
+          counts->objects_scanned, counts->objects_healed, counts->shards_written, counts->failed);
+    }
+  }
+  return replaced;
+}
+
+Result<bool> ErasureStore::HealObject(const std::string& bucket, const std::string& key) {
+  auto r = SetFor(key).HealObject(bucket, key);
+  if (!r.ok()) return r.error();
+  return *r > 0;
+}
+
+Result<HealCounts> ErasureStore::HealAll(const std::string& bucket, const HealProgress& progress) {
+  std::set<std::string> buckets;
+  if (bucket.empty()) {
+    for (auto& s : sets_) {
+      auto names = s->BucketNames();
+      buckets.insert(names.begin(), names.end());
+    }
+  } else {
+    if (!GetBucketInfo(bucket).ok()) return MakeError(ErrorCode::kNoSuchBucket);
+    buckets.insert(bucket);
+  }
+  HealCounts c;
+  for (const auto& b : buckets) {
+    for (auto& s : sets_) {
+      s->EnsureBucket(b);
+      ListOptions opts;
+      opts.max_keys = 1000;
+      for (;;) {
+        auto page = s->ListObjects(b, opts, /*min_copies=*/1);  // leftovers too
+        if (!page.ok()) return page.error();
+        for (const auto& o : page->objects) {
+          ++c.objects_scanned;
+          auto r = s->HealObject(b, o.key);
+          if (!r.ok()) {
+            ++c.failed;
+            spdlog::warn("heal: {}/{}: {}", b, o.key, r.error().message);
+          } else if (*r > 0) {
+            ++c.objects_healed;
+            c.shards_written += static_cast<uint64_t>(*r);
+          }
+          if (progress) progress(b, o.key, c);
+        }
+        if (!page->truncated || page->objects.empty()) break;
+        opts.start_after = page->objects.back().key;
+      }
+    }
+  }
+  return c;
+}
+
+// ---- ObjectLayer: buckets span every set; objects live in the set their key hashes to -----
+
+Status ErasureStore::MakeBucket(const std::string& bucket) {
+  RS_RETURN_IF_ERROR(paths::ValidateBucketName(bucket));
+  const int64_t now = NowNs();
+  bool existed = true;
+  for (auto& s : sets_) {
+    auto [have, before] = s->MakeBucket(bucket, now);
+    if (have < s->write_quorum()) return WriteQuorumError(have, s->write_quorum());
+    existed = existed && before >= s->read_quorum();
+  }
+  if (existed) return MakeError(ErrorCode::kBucketAlreadyOwnedByYou);
+  return {};
+}
+
+Result<BucketInfo> ErasureStore::GetBucketInfo(const std::string& bucket) {
+  return sets_[0]->GetBucketInfo(bucket);
+}
+
+Result<std::vector<BucketInfo>> ErasureStore::ListBuckets() {
+  std::vector<BucketInfo> out;
+  for (const auto& name : sets_[0]->BucketNames()) {
+    auto info = sets_[0]->GetBucketInfo(name);
+    if (info.ok()) out.push_back(std::move(*info));
+  }
+  return out;
+}
+
+Status ErasureStore::DeleteBucket(const std::string& bucket) {
+  for (auto& s : sets_) RS_RETURN_IF_ERROR(s->CheckBucket(bucket));
+  for (auto& s : sets_) {
+    auto has = s->BucketHasObjects(bucket);
+    if (!has.ok()) return has.error();
+    if (*has) return MakeError(ErrorCode::kBucketNotEmpty);
+  }
+  for (auto& s : sets_) s->RemoveBucket(bucket);
+  return {};
+}
+
+Result<ObjectInfo> ErasureStore::PutObject(const std::string& bucket, const std::string& key,
+                                           s3::BodySource& body, const PutOptions& opts,
+                                           const CommitCheck& check) {
+  return SetFor(key).PutObject(bucket, key, body, opts, check);
+}
+
+Result<std::unique_ptr<ObjectReader>> ErasureStore::OpenObject(const std::string& bucket,
+                                                               const std::string& key) {
+  return SetFor(key).OpenObject(bucket, key);
+}
+
+Result<ObjectInfo> ErasureStore::StatObject(const std::string& bucket, const std::string& key) {
+  return SetFor(key).StatObject(bucket, key);
+}
+
+Status ErasureStore::DeleteObject(const std::string& bucket, const std::string& key) {
+  return SetFor(key).DeleteObject(bucket, key);
+}
+
+Result<ObjectInfo> ErasureStore::UpdateMetadata(const std::string& bucket, const std::string& key,
+                                                const PutOptions& opts) {
+  return SetFor(key).UpdateMetadata(bucket, key, opts);
+}
+
+Result<ListResult> ErasureStore::ListObjects(const std::string& bucket, const ListOptions& opts) {
+  std::vector<ListResult> parts;
+  for (auto& s : sets_) {
+    auto l = s->ListObjects(bucket, opts, s->read_quorum());
+    if (!l.ok()) return l.error();
+    parts.push_back(std::move(*l));
+  }
+  if (parts.size() == 1) return std::move(parts[0]);
+  return MergeListings(std::move(parts), opts.max_keys, 1);
+}
+
+Result<std::string> ErasureStore::NewMultipartUpload(const std::string& bucket,
+                                                     const std::string& key,
+                                                     const PutOptions& opts) {
+  return SetFor(key).NewMultipartUpload(bucket, key, opts);
+}
+
+Result<PartInfo> ErasureStore::PutObjectPart(const std::string& bucket, const std::string& key,
+                                             const std::string& upload_id, int part_number,
+                                             s3::BodySource& body, std::optional<uint64_t> size,
+                                             const CommitCheck& check) {
+  return SetFor(key).PutObjectPart(bucket, key, upload_id, part_number, body, size, check);
+}
+
+Result<std::vector<PartInfo>> ErasureStore::ListParts(const std::string& bucket,
+                                                      const std::string& key,
+                                                      const std::string& upload_id) {
+  return SetFor(key).ListParts(bucket, key, upload_id);
+}
+
+Result<std::vector<UploadInfo>> ErasureStore::ListMultipartUploads(const std::string& bucket,
+                                                                   const std::string& prefix) {
+  std::vector<UploadInfo> out;
+  for (auto& s : sets_) {
+    auto l = s->ListMultipartUploads(bucket, prefix);
+    if (!l.ok()) return l.error();
+    out.insert(out.end(), l->begin(), l->end());
+  }
+  std::sort(out.begin(), out.end(), [](const UploadInfo& a, const UploadInfo& b) {
+    return std::tie(a.key, a.initiated_ns, a.upload_id) <
+           std::tie(b.key, b.initiated_ns, b.upload_id);
+  });
+  return out;
+}
+
+Status ErasureStore::AbortMultipartUpload(const std::string& bucket, const std::string& key,
+                                          const std::string& upload_id) {
+  return SetFor(key).AbortMultipartUpload(bucket, key, upload_id);
+}
+
+Result<ObjectInfo> ErasureStore::CompleteMultipartUpload(const std::string& bucket,
+                                                         const std::string& key,
+                                                         const std::string& upload_id,
+                                                         const std::vector<CompletePart>& parts) {
+  return SetFor(key).CompleteMultipartUpload(bucket, key, upload_id, parts);
+}
+
+Result<PutOptions> ErasureStore::GetUploadOptions(const std::string& bucket, const std::string& key,
+                                                  const std::string& upload_id) {
+  return SetFor(key).GetUploadOptions(bucket, key, upload_id);
+}
+
+}  // namespace rdmastor::storage

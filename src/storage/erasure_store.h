@@ -1,0 +1,135 @@
+// The erasure-coded object layer: objects are Reed-Solomon coded (erasure/codec.h) across the
+// drives of an erasure set; several sets split the namespace by key. Layout and quorum rules are in
+// erasure/layout.h, the format file in storage/format.h.
+//
+// Per drive, the layout is the single-drive one (paths.h): <bucket>/<key>/.rdmastor.meta holds the
+// object's metadata plus this drive's erasure info (ObjectMeta::erasure: geometry, this drive's
+// shard index, the shard distribution, bitrot algorithm), and <bucket>/<key>/.rdmastor.data.<id>/
+// part.N holds this drive's shard of part N. The data directory name is the same on every drive
+// and identifies the version. Objects below kInlineThreshold (128 KiB: one read of the metadata
+// file then serves the object, saving a file per drive) keep their shard inside the metadata.
+//
+// Shard distribution: drive position p of the set holds shard (p + h) mod n, h = XXH3-64(key) mod
+// n, so parity load spreads over the drives. Set selection: XXH3-64 of the key seeded with the
+// deployment id (stable, since the id is in every format file) modulo the number of sets.
+//
+// Writes: the body is encoded stripe by stripe (1 MiB) into a staging directory on every drive;
+// after the commit check, each drive publishes with fsutil::Commit. If fewer than write-quorum
+// drives committed, the drives that did are rolled back to their previous version and the write
+// fails with kInsufficientWriteQuorum (503 SlowDown). Reads resolve the version agreed by at least
+// read-quorum drives, verify every shard block, read parity instead of missing or corrupt data
+// shards and decode; degraded objects are reported to the heal queue.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+#include "erasure/layout.h"
+#include "storage/object_layer.h"
+
+namespace rdmastor::storage {
+
+inline constexpr uint64_t kInlineThreshold = 128 << 10;
+
+struct HealCounts {
+  uint64_t objects_scanned = 0;
+  uint64_t objects_healed = 0;  // objects where at least one shard or metadata was rewritten
+  uint64_t shards_written = 0;  // drive copies rewritten
+  uint64_t failed = 0;          // objects that could not be healed (below read quorum)
+};
+
+// Called for every object healed while walking: bucket, key, counts so far.
+using HealProgress = std::function<void(const std::string&, const std::string&, const HealCounts&)>;
+
+class ErasureSet;
+
+class ErasureStore final : public ObjectLayer {
+ public:
+  // Plans the layout (MINIO_STORAGE_CLASS_STANDARD in `storage_class`, "" = default parity),
+  // loads or writes the format files, and starts the background healer. Errors name the problem.
+  static Result<std::unique_ptr<ErasureStore>> Open(const std::vector<std::string>& drives,
+                                                    const std::string& storage_class);
+  ~ErasureStore() override;
+
+  const erasure::SetLayout& layout() const { return layout_; }
+  const std::string& deployment_id() const { return deployment_id_; }
+
+  // Background work: a replaced-drive check every `interval_ms` (0 = never).
+  void StartMonitor(int interval_ms);
+  // Formats empty drives found where formatted ones were and heals everything onto them; returns
+  // how many drives were replaced. Runs on the monitor thread; public for tests and the admin API.
+  int CheckDrives();
+  // Heals one object / every object of a bucket ("" = all buckets) on every set.
+  Result<bool> HealObject(const std::string& bucket, const std::string& key);
+  Result<HealCounts> HealAll(const std::string& bucket, const HealProgress& progress);
+  // Objects queued for healing by degraded reads and not yet processed.
+  size_t heal_queue_size();
+  // Waits until the heal queue is empty (tests); false on timeout.
+  bool DrainHealQueue(int timeout_ms);
+
+  Status MakeBucket(const std::string& bucket) override;
+  Result<BucketInfo> GetBucketInfo(const std::string& bucket) override;
+  Result<std::vector<BucketInfo>> ListBuckets() override;
+  Status DeleteBucket(const std::string& bucket) override;
+
+  Result<ObjectInfo> PutObject(const std::string& bucket, const std::string& key,
+                               s3::BodySource& body, const PutOptions& opts,
+                               const CommitCheck& check) override;
+  Result<std::unique_ptr<ObjectReader>> OpenObject(const std::string& bucket,
+                                                   const std::string& key) override;
+  Result<ObjectInfo> StatObject(const std::string& bucket, const std::string& key) override;
+  Status DeleteObject(const std::string& bucket, const std::string& key) override;
+  Result<ObjectInfo> UpdateMetadata(const std::string& bucket, const std::string& key,
+                                    const PutOptions& opts) override;
+  Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) override;
+
+  Result<std::string> NewMultipartUpload(const std::string& bucket, const std::string& key,
+                                         const PutOptions& opts) override;
+  Result<PartInfo> PutObjectPart(const std::string& bucket, const std::string& key,
+                                 const std::string& upload_id, int part_number,
+                                 s3::BodySource& body, std::optional<uint64_t> size,
+                                 const CommitCheck& check) override;
+  Result<std::vector<PartInfo>> ListParts(const std::string& bucket, const std::string& key,
+                                          const std::string& upload_id) override;
+  Result<std::vector<UploadInfo>> ListMultipartUploads(const std::string& bucket,
+                                                       const std::string& prefix) override;
+  Status AbortMultipartUpload(const std::string& bucket, const std::string& key,
+                              const std::string& upload_id) override;
+  Result<ObjectInfo> CompleteMultipartUpload(const std::string& bucket, const std::string& key,
+                                             const std::string& upload_id,
+                                             const std::vector<CompletePart>& parts) override;
+  Result<PutOptions> GetUploadOptions(const std::string& bucket, const std::string& key,
+                                      const std::string& upload_id) override;
+
+ private:
+  ErasureStore() = default;
+  ErasureSet& SetFor(const std::string& key);
+  void Enqueue(const std::string& bucket, const std::string& key);
+  void BackgroundLoop();
+
+  erasure::SetLayout layout_;
+  std::string deployment_id_;
+  uint64_t hash_seed_ = 0;
+  std::vector<std::string> drives_;
+  std::vector<std::unique_ptr<ErasureSet>> sets_;
+
+  std::mutex mu_;  // guards the heal queue and the monitor state
+  std::condition_variable cv_;
+  std::set<std::pair<std::string, std::string>> queue_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  int monitor_interval_ms_ = 0;
+  std::thread worker_;
+};
+
+}  // namespace rdmastor::storage

@@ -1,0 +1,199 @@
+#include "storage/format.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "common/hash.h"
+#include "storage/fsutil.h"
+#include "storage/paths.h"
+
+namespace rdmastor::storage {
+
+namespace {
+
+using nlohmann::json;
+
+std::string NewId() {
+  std::string h = hash::RandomHex(16);
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
+         "-" + h.substr(20);
+}
+
+Status WriteFormat(const std::string& root, const DriveFormat& f) {
+  json j = {{"version", kFormatVersion},
+            {"format", "erasure"},
+            {"deployment_id", f.deployment_id},
+            {"drive_id", f.drive_id},
+            {"set_index", f.set_index},
+            {"drive_index", f.drive_index},
+            {"sets", f.sets}};
+  RS_RETURN_IF_ERROR(fsutil::MkdirAll(root, paths::SysDir(root)));
+  const std::string tmp = FormatPath(root) + ".tmp";
+  RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(tmp, j.dump(2)));
+  if (::rename(tmp.c_str(), FormatPath(root).c_str()) != 0) {
+    return fsutil::ErrnoError("rename", tmp, errno);
+  }
+  return fsutil::FsyncDir(paths::SysDir(root));
+}
+
+}  // namespace
+
+std::string FormatPath(const std::string& root) {
+  return paths::Join(paths::SysDir(root), "format.json");
+}
+
+Result<DriveFormat> ReadFormat(const std::string& root) {
+  const std::string path = FormatPath(root);
+  auto raw = fsutil::ReadFileIfExists(path);
+  if (!raw.ok()) return raw.error();
+  if (!raw->has_value()) return MakeError(ErrorCode::kNoSuchKey, "no format file " + path);
+  try {
+    json j = json::parse(**raw);
+    if (j.at("version").get<int>() != kFormatVersion) {
+      return MakeError(ErrorCode::kInternalError, "unsupported format version in " + path);
+    }
+    DriveFormat f;
+    f.deployment_id = j.at("deployment_id").get<std::string>();
+    f.drive_id = j.at("drive_id").get<std::string>();
+    f.set_index = j.at("set_index").get<int>();
+    f.drive_index = j.at("drive_index").get<int>();
+    f.sets = j.at("sets").get<std::vector<std::vector<std::string>>>();
+    return f;
+  } catch (const std::exception& e) {
+    return MakeError(ErrorCode::kInternalError, "malformed " + path + ": " + e.what());
+  }
+}
+
+bool IsEmptyDrive(const std::string& root) {
+  auto names = fsutil::ListDir(root, /*dirs_only=*/false);
+  if (!names.ok()) return false;
+  for (const auto& n : *names) {
+    if (n == "lost+found") continue;
+    if (n == paths::kSysDir) {
+      // A system area without format or objects (e.g. staging left by a failed start).
+      if (fsutil::Exists(FormatPath(root))) return false;
+      auto buckets = fsutil::ListDir(paths::BucketsMetaDir(root), false);
+      if (buckets.ok() && !buckets->empty()) return false;
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+Status FormatInto(const std::string& root, const std::string& deployment_id,
+                  const std::vector<std::vector<std::string>>& sets, int set, int drive) {
+  DriveFormat f{deployment_id, sets[static_cast<size_t>(set)][static_cast<size_t>(drive)], set,
+                drive, sets};
+  return WriteFormat(root, f);
+}
+
+Result<FormatResult> LoadOrFormat(const std::vector<std::string>& roots,
+                                  const erasure::SetLayout& layout) {
+  const size_t n = roots.size();
+  std::vector<std::optional<DriveFormat>> formats(n);
+  FormatResult out;
+  out.states.assign(n, DriveState::kOk);
+  std::map<std::string, std::vector<std::string>> by_deployment;
+  for (size_t i = 0; i < n; ++i) {
+    std::error_code ec;
+    std::filesystem::create_directories(roots[i], ec);
+    if (!fsutil::IsDir(roots[i])) {
+      spdlog::warn("drive {} is offline: not a directory ({})", roots[i], ec.message());
+      out.states[i] = DriveState::kOffline;
+      continue;
+    }
+    auto f = ReadFormat(roots[i]);
+    if (f.ok()) {
+      formats[i] = std::move(*f);
+      by_deployment[formats[i]->deployment_id].push_back(roots[i]);
+    } else if (f.error().code != ErrorCode::kNoSuchKey) {
+      spdlog::warn("drive {} is offline: {}", roots[i], f.error().message);
+      out.states[i] = DriveState::kOffline;
+    }
+  }
+  if (by_deployment.size() > 1) {
+    std::string msg = "drives belong to different deployments:";
+    for (const auto& [id, drives] : by_deployment) {
+      msg += " deployment " + id + " (";
+      for (size_t k = 0; k < drives.size(); ++k) msg += (k ? ", " : "") + drives[k];
+      msg += ");";
+    }
+    return MakeError(ErrorCode::kInvalidArgument,
+                     msg + " a drive can serve only one deployment (wipe it to reuse it)");
+  }
+  const int set_size = layout.set_size;
+  if (by_deployment.empty()) {  // a new deployment
+    out.fresh = true;
+    out.deployment_id = NewId();
+    out.sets.assign(static_cast<size_t>(layout.set_count), {});
+    for (auto& s : out.sets)
+      for (int d = 0; d < set_size; ++d) s.push_back(NewId());
+  } else {
+    const DriveFormat* ref = nullptr;
+    for (const auto& f : formats)
+      if (f) ref = &*f;
+    out.deployment_id = ref->deployment_id;
+    out.sets = ref->sets;
+    size_t total = 0;
+    for (const auto& s : out.sets) total += s.size();
+    if (static_cast<int>(out.sets.size()) != layout.set_count || total != n ||
+        (!out.sets.empty() && static_cast<int>(out.sets[0].size()) != set_size)) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "the drives were formatted as " + std::to_string(out.sets.size()) +
+                           " erasure set(s) of " +
+                           std::to_string(out.sets.empty() ? 0 : out.sets[0].size()) +
+                           " drives, but " + std::to_string(n) +
+                           " drives were given: start with the original drive list");
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const int set = static_cast<int>(i) / set_size, drive = static_cast<int>(i) % set_size;
+    if (formats[i]) {
+      const DriveFormat& f = *formats[i];
+      if (f.set_index != set || f.drive_index != drive ||
+          out.sets[static_cast<size_t>(set)][static_cast<size_t>(drive)] != f.drive_id) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "drive " + roots[i] + " is drive " + std::to_string(f.drive_index + 1) +
+                             " of erasure set " + std::to_string(f.set_index + 1) +
+                             " but was given at position " + std::to_string(i + 1) + " (set " +
+                             std::to_string(set + 1) + ", drive " + std::to_string(drive + 1) +
+                             "): give the drives in their original "
+                             "order");
+      }
+      continue;
+    }
+    if (out.states[i] == DriveState::kOffline) continue;
+    if (!IsEmptyDrive(roots[i])) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "drive " + roots[i] +
+                           " holds data but no erasure format file (a single-drive server's "
+                           "drive, or another program's directory): give an empty directory");
+    }
+    if (auto st = FormatInto(roots[i], out.deployment_id, out.sets, set, drive); !st.ok()) {
+      spdlog::warn("drive {} is offline: cannot format: {}", roots[i], st.error().message);
+      out.states[i] = DriveState::kOffline;
+      continue;
+    }
+    out.states[i] = DriveState::kFormatted;
+    if (!out.fresh)
+      spdlog::warn("drive {} was empty: formatted into its slot; it will be healed", roots[i]);
+  }
+  for (int s = 0; s < layout.set_count; ++s) {
+    int usable = 0;
+    for (int d = 0; d < set_size; ++d)
+      usable += out.states[static_cast<size_t>(s * set_size + d)] != DriveState::kOffline;
+    if (usable < layout.data()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "erasure set " + std::to_string(s + 1) + " has only " +
+                           std::to_string(usable) + " usable drives; " +
+                           std::to_string(layout.data()) + " needed to serve");
+    }
+  }
+  return out;
+}
+
+}  // namespace rdmastor::storage

@@ -1,0 +1,134 @@
+// The judgement of `rdmastor rdma check` on made-up hosts.
+#include "rdma/check.h"
+
+#include <gtest/gtest.h>
+
+#include "rdma/build_info.h"
+
+namespace rdmastor::rdma {
+namespace {
+
+const CheckItem* Find(const std::vector<CheckItem>& items, std::string_view layer) {
+  for (const auto& i : items)
+    if (i.layer == layer) return &i;
+  return nullptr;
+}
+
+// A healthy RoCE host: one ConnectX port, active, MTU 4096, an IPv4-mapped RoCE v2 GID.
+CheckFacts HealthyRoce() {
+  CheckFacts f;
+  f.verbs_built = true;
+  PortInfo p{1,
+             "ACTIVE",
+             "Ethernet",
+             4096,
+             4096,
+             {{0, "fe80::1", "RoCE v1", "eth0"},
+              {1, "fe80::1", "RoCE v2", "eth0"},
+              {3, "::ffff:10.0.0.5", "RoCE v2", "eth0"}}};
+  f.devices = std::vector<DeviceInfo>{{"mlx5_0", {p}}};
+  f.memlock_bytes = std::nullopt;
+  f.nvidia_driver = true;
+  f.nvidia_peermem = true;
+  return f;
+}
+
+TEST(RdmaCheck, HealthyHostIsReady) {
+  if (!BuiltWithVerbs()) GTEST_SKIP() << "verbs settings are compiled out of the standard build";
+  auto items = RunRdmaCheck(HealthyRoce());
+  ASSERT_TRUE(items.ok()) << items.error().message;
+  for (const auto& i : *items) EXPECT_EQ(i.status, CheckStatus::kOk) << i.layer << ": " << i.detail;
+  EXPECT_EQ(CheckExitCode(*items), 0);
+  EXPECT_NE(Find(*items, "gid mlx5_0/1")->detail.find("::ffff:10.0.0.5"), std::string::npos);
+  EXPECT_EQ(Find(*items, "configured")->detail, "automatic: mlx5_0 port 1");
+  EXPECT_NE(RenderCheckText(*items, true).find("READY: 0 failed, 0 warning(s)"), std::string::npos);
+}
+
+TEST(RdmaCheck, NoDeviceFailsWithTheReason) {
+  CheckFacts f;
+  f.verbs_built = true;
+  f.devices =
+      MakeError(ErrorCode::kRDMANotSupported, "ibv_get_device_list: Function not implemented");
+  f.memlock_bytes = 8ULL << 20;
+  auto items = RunRdmaCheck(f);
+  ASSERT_TRUE(items.ok());
+  EXPECT_EQ(Find(*items, "devices")->status, CheckStatus::kFailed);
+  EXPECT_NE(Find(*items, "devices")->detail.find("no RDMA device: ibv_get_device_list"),
+            std::string::npos);
+  EXPECT_EQ(Find(*items, "ports")->status, CheckStatus::kSkipped);
+  EXPECT_EQ(Find(*items, "memlock")->status, CheckStatus::kFailed);  // 8 MiB, no CAP_IPC_LOCK
+  EXPECT_NE(Find(*items, "memlock")->fix.find("LimitMEMLOCK=infinity"), std::string::npos);
+  EXPECT_EQ(CheckExitCode(*items), 1);
+}
+
+TEST(RdmaCheck, PortDownSmallMtuAndMissingIpv4Gid) {
+  if (!BuiltWithVerbs()) GTEST_SKIP() << "verbs settings are compiled out of the standard build";
+  auto f = HealthyRoce();
+  auto& dev = (*f.devices)[0];
+  dev.ports[0].active_mtu = 1024;
+  dev.ports[0].gids = {{1, "fe80::1", "RoCE v2", "eth0"}};
+  dev.ports.push_back({2, "DOWN", "Ethernet", 1024, 4096, {}});
+  auto items = RunRdmaCheck(f);
+  ASSERT_TRUE(items.ok());
+  EXPECT_EQ(Find(*items, "port mlx5_0/1")->status, CheckStatus::kWarning);
+  EXPECT_NE(Find(*items, "port mlx5_0/1")->fix.find("jumbo"), std::string::npos);
+  EXPECT_EQ(Find(*items, "port mlx5_0/2")->status, CheckStatus::kFailed);
+  EXPECT_EQ(Find(*items, "gid mlx5_0/1")->status, CheckStatus::kWarning);
+  EXPECT_EQ(Find(*items, "gid mlx5_0/2"), nullptr);  // GIDs are judged on active ports only
+}
+
+TEST(RdmaCheck, ConfiguredDeviceMustExist) {
+  if (!BuiltWithVerbs()) GTEST_SKIP() << "verbs settings are compiled out of the standard build";
+  auto f = HealthyRoce();
+  f.env = {{"MINIO_RDMA_DEVICE", "mlx5_7"}};
+  auto items = RunRdmaCheck(f);
+  ASSERT_TRUE(items.ok());
+  EXPECT_EQ(Find(*items, "configured")->status, CheckStatus::kFailed);
+  f.env = {{"MINIO_RDMA_DEVICE", "mlx5_0"}, {"MINIO_RDMA_GID_INDEX", "9"}};
+  items = RunRdmaCheck(f);
+  EXPECT_NE(Find(*items, "configured")->detail.find("GID index not populated"), std::string::npos);
+  f.env = {{"MINIO_RDMA_DEVICE", "mlx5_0"}, {"MINIO_RDMA_GID_INDEX", "3"}};
+  items = RunRdmaCheck(f);
+  EXPECT_EQ(Find(*items, "configured")->status, CheckStatus::kOk);
+}
+
+TEST(RdmaCheck, InternodeAndFabricSettings) {
+  CheckFacts f;
+  f.verbs_built = BuiltWithVerbs();
+  f.devices = std::vector<DeviceInfo>{};
+  f.env = {{"MINIO_RDMA_INTERNODE", "on"}, {"MINIO_RDMA_FABRIC", "soft"}};
+  auto items = RunRdmaCheck(f);
+  ASSERT_TRUE(items.ok());
+  EXPECT_EQ(Find(*items, "inter-node")->status,
+            BuiltWithVerbs() ? CheckStatus::kFailed : CheckStatus::kWarning);
+  EXPECT_EQ(Find(*items, "fabric")->status, CheckStatus::kWarning);
+  // The soft fabric needs no device.
+  EXPECT_EQ(Find(*items, "devices")->status, CheckStatus::kWarning);
+  f.env = {{"MINIO_RDMA_FABRIC", "soft"}};
+  items = RunRdmaCheck(f);
+  EXPECT_EQ(CheckExitCode(*items), 0) << RenderCheckText(*items, f.verbs_built);
+  f.env = {{"MINIO_RDMA_INTERNODE", "sometimes"}};
+  EXPECT_FALSE(RunRdmaCheck(f).ok());
+}
+
+TEST(RdmaCheck, GpuMemoryLayer) {
+  CheckFacts f;
+  f.verbs_built = BuiltWithVerbs();
+  f.devices = std::vector<DeviceInfo>{};
+  auto gpu = [&] { return Find(*RunRdmaCheck(f), "gpu-memory")->status; };
+  EXPECT_EQ(gpu(), CheckStatus::kWarning);  // no driver: host memory only
+  f.nvidia_driver = true;
+  EXPECT_EQ(gpu(), CheckStatus::kWarning);  // neither peermem nor dma-buf
+  f.kernel_dmabuf = true;
+  EXPECT_EQ(gpu(), CheckStatus::kOk);
+}
+
+TEST(RdmaCheck, JsonEscapesAndSaysReady) {
+  std::vector<CheckItem> items = {{"build", CheckStatus::kOk, "a \"quoted\" detail", ""}};
+  EXPECT_EQ(RenderCheckJson(items, true),
+            "{\"build\":\"rdma\",\"ready\":true,\"checks\":[{\"layer\":\"build\",\"status\":"
+            "\"ok\",\"detail\":\"a \\\"quoted\\\" detail\",\"fix\":\"\"}]}\n");
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma

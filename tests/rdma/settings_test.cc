@@ -1,0 +1,138 @@
+// S3-over-RDMA settings, error mapping and (RDMA build) verbs helpers that need no device.
+#include "rdma/settings.h"
+
+#include <gtest/gtest.h>
+
+#include "rdma/build_info.h"
+#include "rdma/transfer.h"
+#ifdef RDMASTOR_WITH_RDMA
+#include "rdma/verbs/verbs_fabric.h"
+#endif
+
+namespace rdmastor::rdma {
+namespace {
+
+TEST(RdmaSettingsTest, FabricDefaultsAndValues) {
+  auto def = ParseRdmaSettings({});
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->fabric, BuiltWithVerbs() ? FabricKind::kVerbs : FabricKind::kOff);
+  EXPECT_EQ(ParseRdmaSettings({{"MINIO_RDMA_FABRIC", "soft"}})->fabric, FabricKind::kSoft);
+  EXPECT_EQ(ParseRdmaSettings({{"MINIO_RDMA_FABRIC", "OFF"}})->fabric, FabricKind::kOff);
+  auto bad = ParseRdmaSettings({{"MINIO_RDMA_FABRIC", "tcp"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("MINIO_RDMA_FABRIC"), std::string::npos);
+  auto verbs = ParseRdmaSettings({{"MINIO_RDMA_FABRIC", "verbs"}});
+  EXPECT_EQ(verbs.ok(), BuiltWithVerbs());
+  auto allow = ParseRdmaSettings({{"MINIO_RDMA_SOFT_ALLOW", "10.0.0.0/8 192.168.1.7"}});
+  ASSERT_TRUE(allow.ok());
+  EXPECT_EQ(allow->soft_allow.size(), 2u);
+  auto bad_allow = ParseRdmaSettings({{"MINIO_RDMA_SOFT_ALLOW", "10.0.0.0/40"}});
+  ASSERT_FALSE(bad_allow.ok());
+  EXPECT_NE(bad_allow.error().message.find("MINIO_RDMA_SOFT_ALLOW"), std::string::npos);
+}
+
+TEST(RdmaSettingsTest, VerbsKnobsValidatedOnTheRdmaBuild) {
+  if (!BuiltWithVerbs()) GTEST_SKIP() << "standard build: verbs settings are compiled out";
+  auto s = ParseRdmaSettings({{"MINIO_RDMA_DEVICE", "mlx5_1"},
+                              {"MINIO_RDMA_PORT", "2"},
+                              {"MINIO_RDMA_GID_INDEX", "3"},
+                              {"MINIO_RDMA_DC_KEY", "0x1234"},
+                              {"MINIO_RDMA_NUM_DCIS", "4"},
+                              {"MINIO_RDMA_CQ_DEPTH", "256"}});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->verbs.device, "mlx5_1");
+  EXPECT_EQ(s->verbs.port, 2);
+  EXPECT_EQ(s->verbs.gid_index, 3);
+  EXPECT_EQ(s->verbs.dc_key, 0x1234u);
+  EXPECT_EQ(s->verbs.num_dcis, 4);
+  EXPECT_EQ(s->verbs.cq_depth, 256);
+  EXPECT_EQ(ParseRdmaSettings({})->verbs.dc_key, 0xffeeddccu);
+  for (auto [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"MINIO_RDMA_PORT", "0"},
+                                                        {"MINIO_RDMA_PORT", "x"},
+                                                        {"MINIO_RDMA_GID_INDEX", "256"},
+                                                        {"MINIO_RDMA_NUM_DCIS", "0"},
+                                                        {"MINIO_RDMA_NUM_DCIS", "5000"},
+                                                        {"MINIO_RDMA_CQ_DEPTH", "8"},
+                                                        {"MINIO_RDMA_DC_KEY", "0xzz"},
+                                                        {"MINIO_RDMA_DEVICE", "../etc"}}) {
+    auto r = ParseRdmaSettings({{name, value}});
+    ASSERT_FALSE(r.ok()) << name << "=" << value;
+    EXPECT_NE(r.error().message.find(name), std::string::npos);
+  }
+}
+
+TEST(CompletionErrorTest, MapsToS3Errors) {
+  EXPECT_EQ(CompletionError(WcStatus::kRemoteAccessError, false, "").code,
+            ErrorCode::kInvalidRDMAToken);
+  EXPECT_EQ(CompletionError(WcStatus::kRemoteAccessError, true, "").code,
+            ErrorCode::kInvalidRDMAToken);
+  EXPECT_EQ(CompletionError(WcStatus::kRetryExceeded, false, "").code,
+            ErrorCode::kRDMANotSupported);
+  EXPECT_EQ(CompletionError(WcStatus::kRetryExceeded, true, "").code,
+            ErrorCode::kRDMATransferFailed);
+  EXPECT_EQ(CompletionError(WcStatus::kFlushed, true, "x").code, ErrorCode::kRDMATransferFailed);
+  EXPECT_NE(CompletionError(WcStatus::kRemoteOperationError, true, "wr 3").message.find("wr 3"),
+            std::string::npos);
+}
+
+TEST(NoDeviceTest, UnavailableServiceAnswersNotSupported) {
+  RdmaSettings s;
+  s.fabric = FabricKind::kOff;
+  auto svc = CreateS3RdmaService(s);
+  ASSERT_TRUE(svc);
+  EXPECT_FALSE(svc->available());
+  RdmaToken t;
+  auto r = svc->PushToClient(t, {"127.0.0.1"}, 10,
+                             [](uint64_t, char*, size_t) { return Result<size_t>(size_t{0}); });
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kRDMANotSupported);
+  if (BuiltWithVerbs()) {
+    // This machine has no device (ENOSYS): the verbs fabric reports it, never hangs.
+    auto f = CreateVerbsFabric({});
+    if (!f.ok()) {
+      EXPECT_EQ(f.error().code, ErrorCode::kRDMANotSupported);
+      EXPECT_FALSE(f.error().message.empty());
+    }
+  }
+}
+
+#ifdef RDMASTOR_WITH_RDMA
+TEST(VerbsHelpersTest, WcStatusMirrorsIbv) {
+  EXPECT_EQ(verbs::FromIbvStatus(IBV_WC_SUCCESS), WcStatus::kSuccess);
+  EXPECT_EQ(verbs::FromIbvStatus(IBV_WC_REM_ACCESS_ERR), WcStatus::kRemoteAccessError);
+  EXPECT_EQ(verbs::FromIbvStatus(IBV_WC_RETRY_EXC_ERR), WcStatus::kRetryExceeded);
+  EXPECT_EQ(verbs::FromIbvStatus(IBV_WC_WR_FLUSH_ERR), WcStatus::kFlushed);
+  EXPECT_EQ(verbs::FromIbvStatus(IBV_WC_REM_OP_ERR), WcStatus::kRemoteOperationError);
+  EXPECT_EQ(verbs::FromIbvStatus(IBV_WC_LOC_PROT_ERR), WcStatus::kLocalProtectionError);
+  EXPECT_EQ(verbs::FromIbvStatus(IBV_WC_MW_BIND_ERR), WcStatus::kGeneralError);
+}
+
+TEST(VerbsHelpersTest, AddressHandleFromToken) {
+  auto roce = ParseToken(
+      "00007f1234567000:00100000:deadbeef:0000:00abcd:1:00000000000000000000ffff0a000102");
+  ASSERT_TRUE(roce.ok());
+  auto a = verbs::AhAttrFor(RemoteAddress::FromToken(*roce), 1, 3);
+  EXPECT_EQ(a.is_global, 1);
+  EXPECT_EQ(a.dlid, 0);
+  EXPECT_EQ(a.port_num, 1);
+  EXPECT_EQ(a.grh.sgid_index, 3);
+  EXPECT_EQ(a.grh.dgid.raw[10], 0xff);
+  EXPECT_EQ(a.grh.dgid.raw[15], 0x02);
+  auto ib = ParseToken(
+      "00007f1234567000:00100000:deadbeef:0011:00abcd:0:00000000000000000000000000000000");
+  auto b = verbs::AhAttrFor(RemoteAddress::FromToken(*ib), 2, 0);
+  EXPECT_EQ(b.is_global, 0);
+  EXPECT_EQ(b.dlid, 0x11);
+  EXPECT_EQ(RemoteAddress::FromToken(*ib).qpn, 0xabcdu);
+}
+
+TEST(VerbsHelpersTest, AccessFlags) {
+  EXPECT_EQ(verbs::IbvAccess(kRemoteWrite), IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE);
+  EXPECT_EQ(verbs::IbvAccess(kRemoteRead), IBV_ACCESS_REMOTE_READ);
+  EXPECT_EQ(verbs::IbvAccess(kLocalWrite), IBV_ACCESS_LOCAL_WRITE);
+}
+#endif
+
+}  // namespace
+}  // namespace rdmastor::rdma

@@ -1,0 +1,485 @@
+// S3 over RDMA end to end: the real server binary with the soft fabric, our client library.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cstring>
+#include <thread>
+
+#include "common/hash.h"
+#include "rdma/soft/soft_wire.h"
+#include "rdma/token.h"
+#include "rdmastor/rdma_client.h"
+#include "s3/sigv4.h"
+#include "server_process.h"
+
+namespace rdmastor {
+namespace {
+
+using client::ByteRange;
+using client::RdmaClientConfig;
+using client::RdmaS3Client;
+using client::S3Request;
+using client::Transport;
+using testing::ServerProcess;
+
+std::vector<char> Pattern(size_t n, uint32_t seed) {
+  std::vector<char> v(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    v[i] = static_cast<char>(x);
+  }
+  return v;
+}
+
+std::string Md5Etag(const char* p, size_t n) {
+  auto h = hash::NewHasher(hash::Algo::kMD5);
+  h->Update(p, n);
+  return "\"" + hash::HexEncode(h->Final()) + "\"";
+}
+
+const std::string* Header(const client::HeaderList& h, std::string_view name) {
+  for (const auto& [k, v] : h)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+class S3OverRdma : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess();
+    ASSERT_TRUE(server_->Start({{"MINIO_RDMA_FABRIC", "soft"}})) << server_->log();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    client_ = NewClient();
+    bucket_ = "rdma-" + std::to_string(counter_++);
+    ASSERT_TRUE(client_->http().CreateBucket(bucket_).ok());
+  }
+  void TearDown() override { EXPECT_TRUE(server_->alive()) << server_->log(); }
+
+  static std::unique_ptr<RdmaS3Client> NewClient(std::string bind_ip = "", bool fallback = false,
+                                                 ServerProcess* server = nullptr) {
+    RdmaClientConfig cfg;
+    cfg.s3 = *client::S3ConfigFromEndpoint((server ? server : server_)->endpoint(),
+                                           ServerProcess::kUser, ServerProcess::kPassword);
+    cfg.soft_bind_ip = std::move(bind_ip);
+    cfg.allow_http_fallback = fallback;
+    auto c = RdmaS3Client::Create(cfg);
+    EXPECT_TRUE(c.ok()) << c.error().message;
+    return std::move(c).value();
+  }
+
+  // A GET/PUT carrying `token` verbatim, signed (token among SignedHeaders).
+  Result<client::HttpResponse> Raw(const std::string& method, const std::string& key,
+                                   const std::string& token, client::HeaderList extra = {}) {
+    S3Request req;
+    req.method = method;
+    req.bucket = bucket_;
+    req.key = key;
+    req.headers = std::move(extra);
+    req.headers.emplace_back("x-amz-rdma-token", token);
+    if (method == "PUT") req.payload_sha256 = "UNSIGNED-PAYLOAD";
+    return client_->http().Execute(req, client::ResponseTarget::String());
+  }
+
+  bool Exists(const std::string& key) {
+    S3Request req;
+    req.method = "HEAD";
+    req.bucket = bucket_;
+    req.key = key;
+    auto r = client_->http().Execute(req, client::ResponseTarget::Discard());
+    return r.ok() && r->status == 200;
+  }
+
+  static ServerProcess* server_;
+  static int counter_;
+  std::unique_ptr<RdmaS3Client> client_;
+  std::string bucket_;
+};
+ServerProcess* S3OverRdma::server_ = nullptr;
+int S3OverRdma::counter_ = 0;
+
+TEST_F(S3OverRdma, RoundTripsAndEtagsMatchHttp) {
+  for (size_t size : {size_t{0}, size_t{1}, size_t{4096}, size_t{1} << 20, size_t{64} << 20}) {
+    SCOPED_TRACE(size);
+    auto data = Pattern(size, static_cast<uint32_t>(size));
+    auto put = client_->Put(bucket_, "obj", data.data(), data.size());
+    ASSERT_TRUE(put.ok()) << put.error().message;
+    EXPECT_EQ(put->transport, Transport::kRdma);
+    EXPECT_EQ(put->etag, Md5Etag(data.data(), size));
+    ASSERT_TRUE(Header(put->headers, "x-amz-rdma-reply"));
+    EXPECT_EQ(*Header(put->headers, "x-amz-rdma-bytes-transferred"), std::to_string(size));
+    // The same bytes over HTTP get the same ETag.
+    auto http_put =
+        client_->http().PutObject(bucket_, "obj-http", std::string_view(data.data(), size));
+    ASSERT_TRUE(http_put.ok());
+    EXPECT_EQ(http_put->etag, put->etag);
+
+    std::vector<char> back(size + 64, 'G');  // guard bytes after the object
+    auto get = client_->Get(bucket_, "obj", back.data(), size);
+    ASSERT_TRUE(get.ok()) << get.error().message;
+    EXPECT_EQ(get->status, 200);
+    EXPECT_EQ(get->bytes, size);
+    EXPECT_EQ(get->etag, put->etag);
+    EXPECT_EQ(std::memcmp(back.data(), data.data(), size), 0);
+    EXPECT_EQ(std::string(back.data() + size, 64), std::string(64, 'G'));
+    client_->Forget(back.data(), back.size());
+    client_->Forget(data.data(), data.size());
+  }
+}
+
+TEST_F(S3OverRdma, ProtocolHeadersAndEmptyBodies) {
+  auto data = Pattern(100000, 3);
+  ASSERT_TRUE(client_->Put(bucket_, "k", data.data(), data.size()).ok());
+  std::vector<char> buf(data.size());
+  auto token = client_->TokenFor(buf.data(), buf.size(), true);
+  auto r = Raw("GET", "k", *token, {{"x-amz-rdma-agent", "cuobj"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->content_length, 0u);
+  EXPECT_TRUE(r->body.empty());
+  EXPECT_EQ(*r->FindHeader("x-amz-rdma-reply"), "200");
+  EXPECT_EQ(*r->FindHeader("x-amz-rdma-bytes-transferred"), "100000");
+  EXPECT_EQ(*r->FindHeader("etag"), Md5Etag(data.data(), data.size()));
+  EXPECT_TRUE(r->FindHeader("last-modified"));
+  EXPECT_EQ(buf, data);
+  // HEAD ignores the token.
+  auto h = Raw("HEAD", "k", *token);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->status, 200);
+  EXPECT_FALSE(h->FindHeader("x-amz-rdma-reply"));
+}
+
+TEST_F(S3OverRdma, RangedGetsAtOddOffsetsAndPartNumber) {
+  auto data = Pattern(3 * 1024 * 1024 + 7, 4);
+  ASSERT_TRUE(client_->Put(bucket_, "r", data.data(), data.size()).ok());
+  for (auto [first, last] : {std::pair<uint64_t, uint64_t>{0, 0},
+                             {1, 1},
+                             {12345, 777777},
+                             {1048575, 2097153},
+                             {data.size() - 3, data.size() - 1}}) {
+    uint64_t n = last - first + 1;
+    std::vector<char> buf(n + 16, 'G');
+    auto got = client_->Get(bucket_, "r", buf.data(), n, ByteRange{first, last});
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    EXPECT_EQ(got->status, 206);
+    EXPECT_EQ(got->bytes, n);
+    EXPECT_EQ(*Header(got->headers, "x-amz-rdma-reply"), "206");
+    EXPECT_EQ(*Header(got->headers, "content-range"), "bytes " + std::to_string(first) + "-" +
+                                                          std::to_string(last) + "/" +
+                                                          std::to_string(data.size()));
+    EXPECT_EQ(std::memcmp(buf.data(), data.data() + first, n), 0);
+    EXPECT_EQ(std::string(buf.data() + n, 16), std::string(16, 'G'));
+    client_->Forget(buf.data(), buf.size());
+  }
+  std::vector<char> buf(data.size());
+  auto token = client_->TokenFor(buf.data(), buf.size(), true);
+  S3Request req;
+  req.bucket = bucket_;
+  req.key = "r";
+  req.raw_query = "partNumber=1";
+  req.headers = {{"x-amz-rdma-token", *token}};
+  auto r = client_->http().Execute(req, client::ResponseTarget::String());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 206);
+  EXPECT_EQ(*r->FindHeader("x-amz-rdma-reply"), "206");
+  EXPECT_EQ(buf, data);
+}
+
+TEST_F(S3OverRdma, MultipartMixesRdmaAndHttpParts) {
+  auto p1 = Pattern(5 << 20, 5), p2 = Pattern(5 << 20, 6), p3 = Pattern(1, 7);
+  auto id = client_->CreateMultipartUpload(bucket_, "mp");
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  auto r1 = client_->UploadPart(bucket_, "mp", *id, 1, p1.data(), p1.size());
+  ASSERT_TRUE(r1.ok()) << r1.error().message;
+  EXPECT_EQ(r1->transport, Transport::kRdma);
+  EXPECT_EQ(r1->etag, Md5Etag(p1.data(), p1.size()));
+  // Part 2 over plain HTTP.
+  S3Request req;
+  req.method = "PUT";
+  req.bucket = bucket_;
+  req.key = "mp";
+  req.raw_query = "partNumber=2&uploadId=" + *id;
+  req.body = std::string_view(p2.data(), p2.size());
+  auto r2 = client_->http().Execute(req, client::ResponseTarget::String());
+  ASSERT_TRUE(r2.ok() && r2->status == 200);
+  auto r3 = client_->UploadPart(bucket_, "mp", *id, 3, p3.data(), p3.size());
+  ASSERT_TRUE(r3.ok());
+  auto done = client_->CompleteMultipartUpload(
+      bucket_, "mp", *id, {{1, r1->etag}, {2, *r2->FindHeader("etag")}, {3, r3->etag}});
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  std::string whole(p1.begin(), p1.end());
+  whole.append(p2.begin(), p2.end());
+  whole.append(p3.begin(), p3.end());
+  std::vector<char> back(whole.size());
+  auto got = client_->http().GetObjectInto(bucket_, "mp", std::nullopt, back.data(), back.size());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(std::string(back.begin(), back.end()), whole);
+  // Part 2 read back over RDMA by part number.
+  std::vector<char> part(p2.size());
+  auto token = client_->TokenFor(part.data(), part.size(), true);
+  S3Request g;
+  g.bucket = bucket_;
+  g.key = "mp";
+  g.raw_query = "partNumber=2";
+  g.headers = {{"x-amz-rdma-token", *token}};
+  auto pr = client_->http().Execute(g, client::ResponseTarget::String());
+  ASSERT_TRUE(pr.ok());
+  EXPECT_EQ(pr->status, 206);
+  EXPECT_EQ(part, p2);
+}
+
+TEST_F(S3OverRdma, ChecksumsAreVerifiedOverTheRawBuffer) {
+  auto data = Pattern(300000, 8);
+  auto crc = hash::NewHasher(*hash::ChecksumAlgoFromName("crc32c"));
+  crc->Update(data.data(), data.size());
+  std::string good = hash::Base64Encode(crc->Final());
+  auto ok = client_->Put(bucket_, "c", data.data(), data.size(), {{"x-amz-checksum-crc32c", good}});
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(*Header(ok->headers, "x-amz-checksum-crc32c"), good);
+  auto bad = client_->Put(bucket_, "c2", data.data(), data.size(),
+                          {{"x-amz-checksum-crc32c", "AAAAAA=="}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, ErrorCode::kBadDigest);
+  EXPECT_FALSE(Exists("c2"));
+}
+
+TEST_F(S3OverRdma, MalformedAndUnsignedTokens) {
+  ASSERT_TRUE(client_->Put(bucket_, "m", "abc", 3).ok());
+  for (std::string bad : {std::string("x"), std::string(81, 'A'), std::string(81, '0')}) {
+    auto r = Raw("GET", "m", bad);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 400) << bad;
+    EXPECT_NE(r->body.find("<Code>InvalidRDMAToken</Code>"), std::string::npos);
+    EXPECT_FALSE(r->FindHeader("x-amz-rdma-reply"));
+  }
+  auto put = Raw("PUT", "m2", std::string(80, '0') + "z");
+  ASSERT_TRUE(put.ok());
+  EXPECT_EQ(put->status, 400);
+  EXPECT_FALSE(Exists("m2"));
+
+  // A valid token that is not among the signed headers: 403.
+  char buf[3];
+  auto token = client_->TokenFor(buf, sizeof(buf), true);
+  const auto& cfg = client_->http().config();
+  s3::SignInput in;
+  in.method = "GET";
+  in.raw_path = client::S3ObjectPath(bucket_, "m");
+  in.headers = {{"host", client_->http().http().host_header()}};
+  in.payload_sha256 = "UNSIGNED-PAYLOAD";
+  in.access_key = cfg.access_key;
+  in.secret_key = cfg.secret_key;
+  in.now_unix = static_cast<int64_t>(time(nullptr));
+  client::HttpRequest http;
+  http.target = in.raw_path;
+  http.headers = s3::SignRequest(in);
+  http.headers.emplace_back("x-amz-rdma-token", *token);
+  auto r = client_->http().http().Send(http);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 403);
+  EXPECT_NE(r->body.find("SignedHeaders"), std::string::npos);
+
+  // An agent other than cuobj is declined with 501.
+  auto agent = Raw("GET", "m", *token, {{"x-amz-rdma-agent", "other"}});
+  ASSERT_TRUE(agent.ok());
+  EXPECT_EQ(agent->status, 501);
+  EXPECT_EQ(*agent->FindHeader("x-amz-rdma-reply"), "501");
+}
+
+TEST_F(S3OverRdma, WrongRkeyIsAnS3ErrorAndTheServerCarriesOn) {
+  auto data = Pattern(70000, 9);
+  ASSERT_TRUE(client_->Put(bucket_, "w", data.data(), data.size()).ok());
+  std::vector<char> buf(data.size(), 'G');
+  auto token = rdma::ParseToken(*client_->TokenFor(buf.data(), buf.size(), true));
+  token->rkey ^= 0x1234;
+  auto r = Raw("GET", "w", rdma::FormatToken(*token));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("remote access error"), std::string::npos);
+  EXPECT_EQ(std::string(buf.begin(), buf.end()), std::string(buf.size(), 'G'));
+  // PUT with a wrong rkey stores nothing.
+  auto pt = rdma::ParseToken(*client_->TokenFor(data.data(), data.size(), false));
+  pt->rkey ^= 0x1234;
+  auto p = Raw("PUT", "w2", rdma::FormatToken(*pt));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->status, 400);
+  EXPECT_FALSE(Exists("w2"));
+  // The server is unharmed.
+  auto again = client_->Get(bucket_, "w", buf.data(), buf.size());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(buf, data);
+}
+
+TEST_F(S3OverRdma, RsizeSmallerThanObjectIs501AndNothingWritten) {
+  auto data = Pattern(10000, 10);
+  ASSERT_TRUE(client_->Put(bucket_, "s", data.data(), data.size()).ok());
+  std::vector<char> buf(10000, 'G');
+  auto got = client_->Get(bucket_, "s", buf.data(), 9999);  // one byte short
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, ErrorCode::kRDMANotSupported);
+  EXPECT_EQ(std::string(buf.begin(), buf.end()), std::string(10000, 'G'));
+  auto token = client_->TokenFor(buf.data(), 9999, true);
+  auto r = Raw("GET", "s", *token);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 501);
+  EXPECT_EQ(*r->FindHeader("x-amz-rdma-reply"), "501");
+  EXPECT_NE(r->body.find("<Code>RDMANotSupported</Code>"), std::string::npos);
+  EXPECT_EQ(std::string(buf.begin(), buf.end()), std::string(10000, 'G'));
+  // With fallback allowed the client retries over HTTP (its choice, not the server's).
+  auto fb = NewClient("", true);
+  std::vector<char> big(10000);
+  auto fg = fb->Get(bucket_, "s", big.data(), 9999);
+  EXPECT_FALSE(fg.ok());  // HTTP cannot fit it either: the client sees the error
+  auto fg2 = fb->Get(bucket_, "s", big.data(), big.size());
+  ASSERT_TRUE(fg2.ok());
+  EXPECT_EQ(fg2->transport, Transport::kRdma);
+}
+
+TEST_F(S3OverRdma, RsizeLargerThanTheRegistrationOnPutStoresNothing) {
+  auto data = Pattern(1 << 20, 11);
+  auto token = rdma::ParseToken(*client_->TokenFor(data.data(), data.size(), false));
+  token->rsize = 2 << 20;  // claims more than the client registered
+  auto r = Raw("PUT", "big", rdma::FormatToken(*token));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("InvalidRDMAToken"), std::string::npos);
+  EXPECT_FALSE(Exists("big"));
+  // A PUT body next to a token is refused.
+  auto t2 = client_->TokenFor(data.data(), 10, false);
+  S3Request req;
+  req.method = "PUT";
+  req.bucket = bucket_;
+  req.key = "body";
+  req.body = "hello";
+  req.headers = {{"x-amz-rdma-token", *t2}};
+  auto b = client_->http().Execute(req, client::ResponseTarget::String());
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->status, 400);
+  EXPECT_FALSE(Exists("body"));
+}
+
+TEST_F(S3OverRdma, TokenAimedAtAnotherHostIsRefused) {
+  auto other = NewClient("127.0.0.2");
+  ASSERT_TRUE(other->http().CreateBucket(bucket_ + "-x").ok());
+  char data[100] = {1, 2, 3};
+  auto put = other->Put(bucket_ + "-x", "o", data, sizeof(data));
+  ASSERT_FALSE(put.ok());
+  EXPECT_EQ(put.error().code, ErrorCode::kAccessDenied);
+  EXPECT_NE(put.error().message.find("MINIO_RDMA_SOFT_ALLOW"), std::string::npos);
+}
+
+// A "client" whose target accepts the endpoint, answers half of a READ, then vanishes: the PUT
+// fails within bounded time and stores nothing; a GET toward a target that stops reading fails.
+TEST_F(S3OverRdma, ClientVanishingMidTransferFailsCleanly) {
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(sa);
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&sa), len), 0);
+  ASSERT_EQ(listen(ls, 4), 0);
+  getsockname(ls, reinterpret_cast<sockaddr*>(&sa), &len);
+  std::thread fake([&] {
+    int c = accept(ls, nullptr, nullptr);
+    rdma::soft::wire::Hello h;
+    (void)!read(c, &h, sizeof(h));
+    rdma::soft::wire::HelloReply hr;
+    (void)!write(c, &hr, sizeof(hr));
+    rdma::soft::wire::Request req;
+    (void)!recv(c, &req, sizeof(req), MSG_WAITALL);
+    rdma::soft::wire::Reply rep;
+    rep.wr_id = req.wr_id;
+    rep.length = req.length;
+    (void)!write(c, &rep, sizeof(rep));
+    std::vector<char> half(req.length / 2, 'x');
+    (void)!write(c, half.data(), half.size());
+    close(c);  // gone mid-payload
+  });
+  rdma::RdmaToken t;
+  t.raddr = 0x10000;
+  t.rsize = 4 << 20;
+  t.rkey = 1;
+  t.lid = ntohs(sa.sin_port);
+  t.qpn = 7;
+  t.has_gid = true;
+  t.gid = rdma::Ipv4ToGid(0x7f000001);
+  auto start = std::chrono::steady_clock::now();
+  auto r = Raw("PUT", "vanish", rdma::FormatToken(t));
+  fake.join();
+  close(ls);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->status == 500 || r->status == 501) << r->status << r->body;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  EXPECT_FALSE(Exists("vanish"));
+}
+
+TEST(S3OverRdmaOff, TokenWithoutAFabricIs501WithErrorXml) {
+  ServerProcess server;  // no MINIO_RDMA_FABRIC: standard build default is off
+  ASSERT_TRUE(server.Start({{"MINIO_RDMA_FABRIC", "off"}})) << server.log();
+  RdmaClientConfig cfg;
+  cfg.s3 = *client::S3ConfigFromEndpoint(server.endpoint(), ServerProcess::kUser,
+                                         ServerProcess::kPassword);
+  auto c = RdmaS3Client::Create(cfg);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->http().CreateBucket("off").ok());
+  ASSERT_TRUE((*c)->http().PutObject("off", "k", "hello").ok());
+  char buf[5];
+  auto token = (*c)->TokenFor(buf, 5, true);
+  S3Request req;
+  req.bucket = "off";
+  req.key = "k";
+  req.headers = {{"x-amz-rdma-token", *token}};
+  auto r = (*c)->http().Execute(req, client::ResponseTarget::String());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 501);
+  EXPECT_EQ(*r->FindHeader("x-amz-rdma-reply"), "501");
+  EXPECT_NE(r->body.find("<Code>RDMANotSupported</Code>"), std::string::npos);
+  // The client falls back to HTTP only when allowed, and says so.
+  auto strict = (*c)->Get("off", "k", buf, 5);
+  ASSERT_FALSE(strict.ok());
+  cfg.allow_http_fallback = true;
+  auto lenient = RdmaS3Client::Create(cfg);
+  auto got = (*lenient)->Get("off", "k", buf, 5);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->transport, Transport::kHttp);
+  EXPECT_EQ(std::string(buf, 5), "hello");
+  auto put = (*lenient)->Put("off", "k2", "world", 5);
+  ASSERT_TRUE(put.ok());
+  EXPECT_EQ(put->transport, Transport::kHttp);
+}
+
+// 1 GiB each way through one buffer; the server's memory stays bounded (staging buffers only).
+TEST_F(S3OverRdma, OneGibRoundTripInBoundedMemory) {
+  const size_t n = size_t{1} << 30;
+  char* p = static_cast<char*>(
+      mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(p, MAP_FAILED);
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = i * 0x9e3779b97f4a7c15ull;
+    std::memcpy(p + i, &v, 8);
+  }
+  auto put = client_->Put(bucket_, "gib", p, n);
+  ASSERT_TRUE(put.ok()) << put.error().message;
+  std::memset(p, 0, n);
+  auto get = client_->Get(bucket_, "gib", p, n);
+  ASSERT_TRUE(get.ok()) << get.error().message;
+  EXPECT_EQ(get->bytes, n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = i * 0x9e3779b97f4a7c15ull;
+    bad += std::memcmp(p + i, &v, 8) != 0;
+  }
+  EXPECT_EQ(bad, 0u);
+  client_->Forget(p, n);
+  munmap(p, n);
+  EXPECT_LT(server_->PeakRssKiB(), 512u * 1024) << "server peak RSS (KiB)";
+}
+
+}  // namespace
+}  // namespace rdmastor

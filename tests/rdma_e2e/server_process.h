@@ -1,0 +1,111 @@
+// Starts the real rdmastor binary on a loopback port for end-to-end tests and kills it at the end.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/http_client.h"
+
+namespace rdmastor::testing {
+
+inline uint16_t FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(sa);
+  bind(fd, reinterpret_cast<sockaddr*>(&sa), len);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  close(fd);
+  return ntohs(sa.sin_port);
+}
+
+class ServerProcess {
+ public:
+  static constexpr const char* kUser = "rdmatest";
+  static constexpr const char* kPassword = "rdmatest-secret";
+
+  // extra_env: e.g. {"MINIO_RDMA_FABRIC", "soft"}. Returns false when it did not come up.
+  bool Start(const std::map<std::string, std::string>& extra_env) {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("rdmastor-e2e-" + std::to_string(getpid()) + "-" + std::to_string(FreePort()));
+    std::filesystem::create_directories(dir_ / "drive");
+    port_ = FreePort();
+    log_ = (dir_ / "server.log").string();
+    pid_ = fork();
+    if (pid_ == 0) {
+      setenv("MINIO_ROOT_USER", kUser, 1);
+      setenv("MINIO_ROOT_PASSWORD", kPassword, 1);
+      for (const auto& [k, v] : extra_env) setenv(k.c_str(), v.c_str(), 1);
+      FILE* f = std::freopen(log_.c_str(), "w", stderr);
+      (void)f;
+      std::string addr = "127.0.0.1:" + std::to_string(port_);
+      std::string drive = (dir_ / "drive").string();
+      execl(RDMASTOR_SERVER_BIN, RDMASTOR_SERVER_BIN, "server", "--address", addr.c_str(),
+            drive.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      client::HttpClient http("127.0.0.1", port_);
+      client::HttpRequest req;
+      req.target = "/minio/health/live";
+      auto r = http.Send(req);
+      if (r.ok() && r->status == 200) return true;
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+
+  bool alive() const { return pid_ > 0 && kill(pid_, 0) == 0; }
+  pid_t pid() const { return pid_; }
+  uint16_t port() const { return port_; }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string log() const {
+    std::ifstream in(log_);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  // Peak resident memory of the server (VmHWM), in KiB.
+  uint64_t PeakRssKiB() const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("VmHWM:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10);
+    return 0;
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::string log_;
+  uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace rdmastor::testing
