@@ -8,7 +8,8 @@
 #
 # Environment: BUILD_DIR (default build, as scripts/build.sh standard), SKIP_BUILD=1 to use what
 # is built, NGINX (default /usr/sbin/nginx; NGINX=none skips the nginx reference),
-# BENCH_TMP (parent of the temporary directory, default $TMPDIR or /tmp), KEEP_TMP=1 to keep it.
+# BENCH_TMP (parent of the temporary directory, default $TMPDIR or /tmp), KEEP_TMP=1 to keep it,
+# DRIVES (default 1: the plain layout; N > 1: N drive directories, erasure coded).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -96,10 +97,17 @@ wait_http() {  # url, pid, name: waits until the URL answers (any HTTP status) o
 # --- rdmastor ---
 mkdir -p "$tmp/data" "$tmp/ref"
 chmod 755 "$tmp" "$tmp/ref"  # nginx workers (user nobody when started as root) read ref files
+drives="${DRIVES:-1}"
+case "$drives" in '' | *[!0-9]*) die "DRIVES must be a number" ;; esac
+drive_args=("$tmp/data")
+if [ "$drives" -gt 1 ]; then
+  for i in $(seq 1 "$drives"); do mkdir -p "$tmp/data/d$i"; done
+  drive_args=("$tmp/data/d{1...$drives}")  # the server expands MinIO's ellipsis
+fi
 server_port="$(free_port)"
-log "starting rdmastor on 127.0.0.1:$server_port (data $tmp/data)"
+log "starting rdmastor on 127.0.0.1:$server_port (data $tmp/data, $drives drive(s))"
 MINIO_ROOT_USER="$access_key" MINIO_ROOT_PASSWORD="$secret_key" \
-  "$server_bin" server --address "127.0.0.1:$server_port" "$tmp/data" >"$tmp/server.log" 2>&1 &
+  "$server_bin" server --address "127.0.0.1:$server_port" "${drive_args[@]}" >"$tmp/server.log" 2>&1 &
 server_pid=$!
 wait_http "http://127.0.0.1:$server_port/minio/health/live" "$server_pid" rdmastor
 
@@ -155,7 +163,7 @@ if [ "$nginx_bin" != none ]; then
   echo "reference: $("$nginx_bin" -v 2>&1 | sed 's/^nginx version: //'), static files," \
     "sendfile on, worker_processes 2, access_log off, keep-alive, over 127.0.0.1"
 fi
-echo "machine: $(nproc) CPUs, $(uname -sr)"
+echo "machine: $(nproc) CPUs, $(uname -sr); rdmastor on $drives drive(s)"
 rc=0
 "$bench_bin" --endpoint "http://127.0.0.1:$server_port" \
   --access-key "$access_key" --secret-key "$secret_key" \

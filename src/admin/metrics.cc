@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 namespace rdmastor::admin {
 
@@ -202,6 +203,31 @@ struct ServerFamilies {
       "minio_system_network_internode_rdma_fallbacks_total",
       "Inter-node transfers that should have used RDMA but went over TCP (peer RDMA path down)",
       {});
+  CounterFamily& peer_fallbacks = r.AddCounter(
+      "minio_system_network_internode_rdma_peer_fallbacks_total",
+      "Inter-node transfers with a peer that should have used RDMA but went over TCP", {"peer"});
+  CounterFamily& rdma_errors = r.AddCounter("minio_system_network_internode_rdma_errors_total",
+                                            "Failed inter-node RDMA transfers, by peer", {"peer"});
+  GaugeFamily& rdma_degraded =
+      r.AddGauge("minio_system_network_internode_rdma_degraded",
+                 "1 while the RDMA path to the peer is down and its shards go over TCP", {"peer"});
+  GaugeFamily& rdma_degraded_peers =
+      r.AddGauge("minio_system_network_internode_rdma_degraded_peers",
+                 "Peers whose RDMA path is down (0: inter-node RDMA healthy or off)", {});
+  CounterFamily& peer_sent =
+      r.AddCounter("minio_system_network_internode_peer_sent_bytes_total",
+                   "Shard bytes sent to a peer, by transport", {"peer", "transport"});
+  CounterFamily& peer_recv =
+      r.AddCounter("minio_system_network_internode_peer_recv_bytes_total",
+                   "Shard bytes received from a peer, by transport", {"peer", "transport"});
+  CounterFamily& peer_shards_sent =
+      r.AddCounter("minio_system_network_internode_peer_shards_sent_total",
+                   "Shards sent to a peer, by transport", {"peer", "transport"});
+  CounterFamily& peer_shards_recv =
+      r.AddCounter("minio_system_network_internode_peer_shards_recv_total",
+                   "Shards received from a peer, by transport", {"peer", "transport"});
+  std::mutex degraded_mu;
+  std::set<std::string, std::less<>> degraded_peers;
   // Drives and health.
   GaugeFamily& drives_online =
       r.AddGauge("minio_cluster_drive_online_total", "Total drives online in this cluster", {},
@@ -241,9 +267,26 @@ struct ServerFamilies {
   GaugeFamily& heal_failed =
       r.AddGauge("minio_heal_objects_errors_total",
                  "Objects the current or last heal run failed to heal", {}, Scope::kNode);
-  GaugeFamily& heal_bytes =
-      r.AddGauge("rdmastor_heal_bytes_total", "Bytes rewritten by the current or last heal run", {},
+  GaugeFamily& heal_shards =
+      r.AddGauge("rdmastor_heal_shards_written_total",
+                 "Drive copies (shards) rewritten by the current or last heal run", {},
                  Scope::kNode);
+  GaugeFamily& heal_queue =
+      r.AddGauge("rdmastor_heal_queue_size",
+                 "Objects queued for healing by degraded reads and not yet healed", {},
+                 Scope::kNode);
+  CounterFamily& healed_objects =
+      r.AddCounter("rdmastor_healed_objects_total",
+                   "Objects healed since the server started (heal runs and heal-on-read)", {},
+                   Scope::kNode);
+  CounterFamily& healed_shards =
+      r.AddCounter("rdmastor_healed_shards_total",
+                   "Drive copies (shards) rewritten since the server started", {}, Scope::kNode);
+  CounterFamily& drives_replaced =
+      r.AddCounter("rdmastor_drives_replaced_total",
+                   "Replaced drives (empty directories where formatted drives were) formatted into "
+                   "their slot since the server started",
+                   {}, Scope::kNode);
   GaugeFamily& heal_last = r.AddGauge("minio_heal_time_last_activity_nano_seconds",
                                       "Time elapsed (in nano seconds) since last self healing "
                                       "activity",
@@ -267,6 +310,10 @@ struct ServerFamilies {
       internode_recv.With({TransportName(t)});
     }
     for (auto code : {"200", "206", "501"}) rdma_replies.With({code});
+    for (auto* f : {&heal_running, &heal_scanned, &heal_healed, &heal_failed, &heal_shards,
+                    &heal_queue})
+      f->With();
+    for (auto* f : {&healed_objects, &healed_shards, &drives_replaced}) f->With();
     start_time.With().Set(static_cast<double>(started_ns / 1'000'000'000));
     r.AddScrapeHook([this] {
       int64_t now = NowUnixNs();
@@ -311,7 +358,38 @@ void AddInternodeTraffic(Transport t, uint64_t sent, uint64_t received) {
   if (received) f.internode_recv.With({TransportName(t)}).Inc(received);
 }
 
-void RecordInternodeFallback(std::string_view /*peer*/) { Families().fallbacks.With().Inc(); }
+void RecordInternodeFallback(std::string_view peer) {
+  auto& f = Families();
+  f.fallbacks.With().Inc();
+  f.peer_fallbacks.With({peer}).Inc();
+}
+
+void AddInternodePeerShard(std::string_view peer, Transport t, uint64_t sent, uint64_t received) {
+  auto& f = Families();
+  AddInternodeTraffic(t, sent, received);
+  auto tn = TransportName(t);
+  if (sent) {
+    f.peer_sent.With({peer, tn}).Inc(sent);
+    f.peer_shards_sent.With({peer, tn}).Inc();
+  }
+  if (received) {
+    f.peer_recv.With({peer, tn}).Inc(received);
+    f.peer_shards_recv.With({peer, tn}).Inc();
+  }
+}
+
+void RecordInternodeRdmaError(std::string_view peer) { Families().rdma_errors.With({peer}).Inc(); }
+
+void SetInternodeRdmaDegraded(std::string_view peer, bool degraded) {
+  auto& f = Families();
+  f.rdma_degraded.With({peer}).Set(degraded ? 1 : 0);
+  std::lock_guard lock(f.degraded_mu);
+  if (degraded)
+    f.degraded_peers.emplace(peer);
+  else if (auto it = f.degraded_peers.find(peer); it != f.degraded_peers.end())
+    f.degraded_peers.erase(it);
+  f.rdma_degraded_peers.With().Set(static_cast<double>(f.degraded_peers.size()));
+}
 
 void SetHealProgress(const HealProgress& p) {
   auto& f = Families();
@@ -319,8 +397,17 @@ void SetHealProgress(const HealProgress& p) {
   f.heal_scanned.With().Set(static_cast<double>(p.objects_scanned));
   f.heal_healed.With().Set(static_cast<double>(p.objects_healed));
   f.heal_failed.With().Set(static_cast<double>(p.objects_failed));
-  f.heal_bytes.With().Set(static_cast<double>(p.bytes_healed));
+  f.heal_shards.With().Set(static_cast<double>(p.shards_written));
+  f.heal_queue.With().Set(static_cast<double>(p.queue_size));
   f.heal_last_ns.store(p.last_activity_ns, std::memory_order_relaxed);
+  // Counters move by the difference to what they show (totals only grow).
+  for (auto [family, total] : {std::pair{&f.healed_objects, p.total_objects_healed},
+                               std::pair{&f.healed_shards, p.total_shards_written},
+                               std::pair{&f.drives_replaced, p.drives_replaced}}) {
+    Counter& c = family->With();
+    const uint64_t shown = c.value();
+    if (total > shown) c.Inc(total - shown);
+  }
 }
 
 void SetDriveSamples(const std::vector<DriveSample>& drives, bool write_quorum) {

@@ -132,18 +132,33 @@ void AddS3Traffic(Transport t, uint64_t received, uint64_t sent);
 void RecordRdmaReply(int code);
 // Shard bytes exchanged with peers, by transport.
 void AddInternodeTraffic(Transport t, uint64_t sent, uint64_t received);
-// A transfer to `peer` that should have used RDMA went over TCP (the loud fallback).
+// A transfer to `peer` that should have used RDMA went over TCP (the loud fallback). Counted in
+// the node total and per peer.
 void RecordInternodeFallback(std::string_view peer);
+// One shard exchanged with `peer` over transport `t` (the caller of a peer RPC counts it): bytes
+// and shards per peer and transport, and the node totals of AddInternodeTraffic.
+void AddInternodePeerShard(std::string_view peer, Transport t, uint64_t sent, uint64_t received);
+// A failed inter-node RDMA transfer with `peer` (either role).
+void RecordInternodeRdmaError(std::string_view peer);
+// Whether `peer`'s RDMA path is down (traffic to it falls back to TCP); also keeps the count of
+// degraded peers.
+void SetInternodeRdmaDegraded(std::string_view peer, bool degraded);
 
-// Healing progress, set by the heal engine whenever it makes progress (cheap: a few stores).
-// Shown on /minio/v2/metrics/node as minio_heal_* gauges.
+// Healing progress, set from the heal engine's state (the server samples it at every scrape;
+// cheap: a few stores). Shown on /minio/v2/metrics/node.
 struct HealProgress {
-  bool running = false;
+  // The current or last heal walk (admin heal, replaced-drive heal): gauges.
+  bool running = false;          // rdmastor_heal_running
   uint64_t objects_scanned = 0;  // minio_heal_objects_total
   uint64_t objects_healed = 0;   // minio_heal_objects_heal_total
   uint64_t objects_failed = 0;   // minio_heal_objects_errors_total
-  uint64_t bytes_healed = 0;     // rdmastor_heal_bytes_total
+  uint64_t shards_written = 0;   // rdmastor_heal_shards_written_total (drive copies rewritten)
   int64_t last_activity_ns = 0;  // unix ns of the last healed item; 0 = never
+  uint64_t queue_size = 0;       // rdmastor_heal_queue_size: objects queued by degraded reads
+  // Since the server started (walks plus heal-on-read): counters, never decreasing.
+  uint64_t total_objects_healed = 0;  // rdmastor_healed_objects_total
+  uint64_t total_shards_written = 0;  // rdmastor_healed_shards_total
+  uint64_t drives_replaced = 0;       // rdmastor_drives_replaced_total
 };
 void SetHealProgress(const HealProgress& p);
 

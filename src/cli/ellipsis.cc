@@ -114,15 +114,15 @@ Result<std::vector<std::string>> ExpandEllipses(const std::string& arg) {
 
 Result<std::vector<std::string>> ExpandDriveArgs(const std::vector<std::string>& args) {
   if (args.empty()) return MakeError(ErrorCode::kInvalidArgument, "no drive directory given");
-  size_t with_ellipses = 0;
+  size_t with_ellipses = 0, urls = 0;
   for (const auto& a : args) {
-    if (a.find("://") != std::string::npos) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "drive '" + a +
-                           "': URLs with a host (distributed mode) are not supported yet; "
-                           "pass local directories such as /mnt/disk{1...4}");
-    }
+    if (a.find("://") != std::string::npos) ++urls;
     if (HasEllipses(a)) ++with_ellipses;
+  }
+  if (urls > 0 && urls < args.size()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "drive URLs (distributed mode) and plain directories cannot be mixed: give "
+                     "every drive as http://HOST:PORT/PATH, or only local directories");
   }
   if (with_ellipses > 0 && args.size() > 1) {
     return MakeError(ErrorCode::kInvalidArgument,

@@ -19,9 +19,10 @@ bool HasEllipses(const std::string& arg);
 Result<std::vector<std::string>> ExpandEllipses(const std::string& arg);
 
 // The drive list of `rdmastor server ARG...` (or MINIO_VOLUMES split into words): several plain
-// arguments, or exactly one argument with ellipses. Refused with a clear message: URLs with a host
-// (distributed mode is a later release), several arguments with ellipses (server pools are a later
-// release), duplicate drives (compared after lexical normalisation), empty expansions.
+// arguments, or exactly one argument with ellipses. URLs (http://HOST:PORT/PATH) select
+// distributed mode (cluster/topology.h lays them out). Refused with a clear message: URLs mixed
+// with plain directories, several arguments with ellipses (server pools are a later release),
+// duplicate drives (compared after lexical normalisation), empty expansions.
 Result<std::vector<std::string>> ExpandDriveArgs(const std::vector<std::string>& args);
 
 }  // namespace rdmastor::cli

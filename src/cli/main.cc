@@ -16,8 +16,10 @@
 #include "cli/rdma_command.h"
 #include "cli/server_config.h"
 #include "cli/storage_setup.h"
+#include "cluster/node.h"
 #include "rdma/build_info.h"
 #include "rdma/settings.h"
+#include "s3/admin_api.h"
 #include "s3/api.h"
 #include "s3/http_server.h"
 #include "storage/drive_store.h"
@@ -29,13 +31,15 @@ constexpr const char* kUsage = R"(rdmastor — S3-compatible object server with 
 Usage:
   rdmastor server [--address HOST:PORT] [--certs-dir DIR] DIR...
   rdmastor admin prometheus-token [--expiry-days N]
+  rdmastor admin heal [--endpoint URL] [BUCKET]
   rdmastor rdma check [--json]
   rdmastor --version
   rdmastor --help
 
 Commands:
   server      serve S3 from the given drive directories (or MINIO_VOLUMES when none given)
-  admin       operator helpers: prometheus-token prints a metrics bearer token
+  admin       operator helpers: prometheus-token prints a metrics bearer token; heal heals
+              every object (or BUCKET's) on a running erasure-coded server
   rdma        rdma check: is every layer an RDMA deployment needs ready? (exit 0 ready,
               1 a layer failed, e.g. no RDMA device)
 
@@ -47,7 +51,9 @@ Server flags:
 Environment:
   MINIO_ROOT_USER       access key of the root user (default "minioadmin"; change it)
   MINIO_ROOT_PASSWORD   secret key of the root user, at least 8 characters (default "minioadmin")
-  MINIO_VOLUMES         drive directories, used when no DIR is given
+  MINIO_VOLUMES         drive directories, used when no DIR is given; URLs
+                        (http://node{1...4}:9000/mnt/disk{1...4}) start a multi-node cluster
+  MINIO_PEER_WAIT       cluster start-up: how long to wait for the other nodes (default 120s)
   MINIO_DOMAIN          domain(s) for virtual-host-style requests (bucket.DOMAIN), comma separated
   MINIO_REGION          region reported to clients (default us-east-1)
   MINIO_PROMETHEUS_AUTH_TYPE  jwt (default: bearer token) or public, for /minio/v2/metrics/*
@@ -61,6 +67,79 @@ See docs/settings.md for every setting.
 void PrintVersion() {
   std::printf("rdmastor version %s\n", RDMASTOR_VERSION);
   std::printf("Features: %s\n", rdmastor::rdma::FeatureLine().c_str());
+}
+
+// Distributed mode: peer RPC is served as soon as the port is bound (the peers need it to start);
+// S3 requests are answered 503 until the peers were found and the erasure layer is open.
+int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
+  rdmastor::cluster::ClusterConfig cc;
+  cc.drives = cfg.drives;
+  cc.listen_host = cfg.host;
+  cc.listen_port = cfg.port;
+  cc.access_key = cfg.root_user;
+  cc.secret_key = cfg.root_password;
+  cc.storage_class = cfg.storage_class;
+  cc.rdma_internode = cfg.internode_setting;
+  cc.rdma_min_size = cfg.internode_min_size;
+  cc.peer_wait = std::chrono::milliseconds(cfg.peer_wait_ms);
+  auto node = rdmastor::cluster::ClusterNode::Create(cc);
+  if (!node.ok()) {
+    std::fprintf(stderr, "rdmastor: %s\n", node.error().message.c_str());
+    return 1;
+  }
+  rdmastor::s3::HttpServerOptions http_opts;
+  http_opts.host = cfg.host;
+  http_opts.port = cfg.port;
+  http_opts.tls_cert_file = cfg.tls_cert;
+  http_opts.tls_key_file = cfg.tls_key;
+  auto server = rdmastor::s3::HttpServer::Create(http_opts, (*node)->handler());
+  if (!server.ok()) {
+    std::fprintf(stderr, "rdmastor: %s\n", server.error().message.c_str());
+    return 1;
+  }
+  rdmastor::cli::LogStartup(cfg, (*server)->port());
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    spdlog::info("received {}, shutting down", strsignal(sig));
+    (*server)->Stop();
+  });
+  signal_thread.detach();
+  std::thread serve([&] { (*server)->Run(); });
+
+  auto store = (*node)->Start();
+  if (!store.ok()) {
+    std::fprintf(stderr, "rdmastor: %s\n", store.error().message.c_str());
+    spdlog::error("cluster start-up failed: {}", store.error().message);
+    (*server)->Stop();
+    serve.join();
+    return 1;
+  }
+  (*store)->StartMonitor(cfg.drive_check_interval_ms);
+  rdmastor::s3::ApiOptions api_opts;
+  api_opts.access_key = cfg.root_user;
+  api_opts.secret_key = cfg.root_password;
+  api_opts.region = cfg.region;
+  api_opts.domains = cfg.domains;
+  // Health and drive metrics cover this node's drives (the erasure layer keeps the quorums).
+  rdmastor::admin::DriveMonitor drive_monitor((*node)->local_drive_paths(), 1, 1);
+  drive_monitor.PublishMetrics();
+  api_opts.ops.cluster_health = [&drive_monitor] { return drive_monitor.Check(); };
+  api_opts.ops.prometheus_public = cfg.prometheus_public;
+  api_opts.ops.access_key = cfg.root_user;
+  api_opts.ops.secret_key = cfg.root_password;
+  auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg.rdma);
+  api_opts.rdma = rdma_service.get();
+  // Admin heal on any node heals the whole deployment (every set, through peer RPC).
+  rdmastor::s3::HealService heal_service(store->get());
+  api_opts.heal = &heal_service;
+  rdmastor::cli::PublishHealMetrics(**store);
+  rdmastor::s3::S3Api api(api_opts, **store);
+  (*node)->node_handler().SetS3(&api);
+  spdlog::info("cluster: ready; serving S3 for the whole deployment");
+  serve.join();
+  (*node)->node_handler().SetS3(nullptr);
+  return 0;
 }
 
 int RunServer(const std::vector<std::string>& args) {
@@ -78,6 +157,8 @@ int RunServer(const std::vector<std::string>& args) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+
+  if (cfg->distributed) return RunCluster(*cfg, stop_signals);
 
   // One drive: DriveStore (plain layout); 2+: ErasureStore (erasure sets, quorum, healing).
   auto store = rdmastor::cli::OpenStorage(*cfg);
@@ -101,6 +182,10 @@ int RunServer(const std::vector<std::string>& args) {
   // S3 over RDMA (x-amz-rdma-token) on the fabric MINIO_RDMA_FABRIC selects; logs its state once.
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg->rdma);
   api_opts.rdma = rdma_service.get();
+  // Admin heal (/minio/admin/v3/heal): runs ErasureStore::HealAll on its own thread.
+  rdmastor::s3::HealService heal_service(store->erasure);
+  api_opts.heal = &heal_service;
+  if (store->erasure) rdmastor::cli::PublishHealMetrics(*store->erasure);
   rdmastor::s3::S3Api api(api_opts, *store->layer);
 
   rdmastor::s3::HttpServerOptions http_opts;

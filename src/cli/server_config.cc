@@ -218,6 +218,27 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
     }
     cfg.drive_check_interval_ms = ms;
   }
+  cfg.distributed = cfg.drives.front().find("://") != std::string::npos;
+  if (auto it = env.find("MINIO_PEER_WAIT"); it != env.end() && !it->second.empty()) {
+    // A duration: 120s, 2m, 500ms, or plain seconds.
+    const std::string& v = it->second;
+    long long ms = -1;
+    size_t digits = v.find_first_not_of("0123456789");
+    const std::string num = v.substr(0, digits);
+    const std::string unit = digits == std::string::npos ? "" : v.substr(digits);
+    if (!num.empty() && num.size() < 9) {
+      const long long n = std::stoll(num);
+      if (unit.empty() || unit == "s") ms = n * 1000;
+      else if (unit == "ms") ms = n;
+      else if (unit == "m") ms = n * 60000;
+    }
+    if (ms < 0 || ms > 24LL * 3600 * 1000) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "MINIO_PEER_WAIT='" + v +
+                           "' is invalid: use a duration such as 120s, 2m or 500ms");
+    }
+    cfg.peer_wait_ms = static_cast<int>(ms);
+  }
 
   auto get = [&](const char* name) -> std::string {
     auto it = env.find(name);
@@ -247,6 +268,14 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
 
   for (const auto& [name, value] : env)
     if (name.rfind("MINIO_RDMA_", 0) == 0) cfg.rdma_settings.push_back(name);
+  if (auto v = get("MINIO_RDMA_INTERNODE"); !v.empty()) {
+    cfg.internode_setting = v;
+    for (auto& c : cfg.internode_setting)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  if (auto v = get("MINIO_RDMA_MIN_SIZE"); !v.empty()) {
+    if (auto size = ParseByteSize(v)) cfg.internode_min_size = *size;
+  }
   if (rdma::BuiltWithVerbs()) {
     // Settings are validated once at start: an invalid value refuses to start, naming it.
     if (auto v = get("MINIO_RDMA_INTERNODE"); !v.empty()) {
@@ -313,7 +342,13 @@ void LogStartup(const ServerConfig& cfg, uint16_t bound_port) {
     }
   }
   // The S3-over-RDMA line is logged when the service is created (rdma::CreateS3RdmaService).
-  spdlog::info("inter-node: TCP only (single node)");
+  if (cfg.distributed) {
+    spdlog::info("inter-node: peer RPC over TCP on the S3 port (MINIO_RDMA_INTERNODE={}, "
+                 "MINIO_RDMA_MIN_SIZE={})",
+                 cfg.internode_setting, cfg.internode_min_size);
+  } else {
+    spdlog::info("inter-node: TCP only (single node)");
+  }
 }
 
 }  // namespace rdmastor::cli

@@ -36,6 +36,12 @@ struct ServerConfig {
   std::vector<std::string> warnings;       // to log once at start
   std::string storage_class;               // MINIO_STORAGE_CLASS_STANDARD (EC:N), 2+ drives
   int drive_check_interval_ms = 10000;     // RDMASTOR_DRIVE_CHECK_INTERVAL (replaced drives)
+  bool distributed = false;                // drives are URLs (cluster/topology.h)
+  int peer_wait_ms = 120000;               // MINIO_PEER_WAIT: start-up wait for the peers
+  // What nodes compare at start (both builds): MINIO_RDMA_INTERNODE ("on"/"off" as configured)
+  // and MINIO_RDMA_MIN_SIZE in bytes.
+  std::string internode_setting = "off";
+  uint64_t internode_min_size = 1 << 20;
 };
 
 struct TlsFiles {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "admin/metrics.h"
 #include "storage/drive_store.h"
 #include "storage/erasure_store.h"
 
@@ -24,8 +25,27 @@ Result<OpenedStorage> OpenStorage(const ServerConfig& cfg) {
   out.read_quorum = static_cast<size_t>(l.set_count * erasure::ReadQuorum(l.data(), l.parity));
   out.write_quorum = static_cast<size_t>(l.set_count * erasure::WriteQuorum(l.data(), l.parity));
   (*store)->StartMonitor(cfg.drive_check_interval_ms);
+  out.erasure = store->get();
   out.layer = std::move(*store);
   return out;
+}
+
+void PublishHealMetrics(storage::ErasureStore& store) {
+  admin::GlobalRegistry().AddScrapeHook([&store] {
+    const auto s = store.heal_status();
+    admin::HealProgress p;
+    p.running = s.running;
+    p.objects_scanned = s.walk.objects_scanned;
+    p.objects_healed = s.walk.objects_healed;
+    p.objects_failed = s.walk.failed;
+    p.shards_written = s.walk.shards_written;
+    p.last_activity_ns = s.last_activity_ns;
+    p.queue_size = store.heal_queue_size();
+    p.total_objects_healed = s.total.objects_healed;
+    p.total_shards_written = s.total.shards_written;
+    p.drives_replaced = s.drives_replaced;
+    admin::SetHealProgress(p);
+  });
 }
 
 }  // namespace rdmastor::cli

@@ -91,7 +91,11 @@ namespace rdmastor {
   X(kDriveNotWritable, "XMinioStorageFull", 507, "Storage backend is not writable.")               \
   X(kInvalidRDMAToken, "InvalidRDMAToken", 400, "The x-amz-rdma-token header is malformed.")       \
   X(kRDMANotSupported, "RDMANotSupported", 501, "This request cannot be served over RDMA.")        \
-  X(kRDMATransferFailed, "RDMATransferFailed", 500, "The RDMA transfer failed.")
+  X(kRDMATransferFailed, "RDMATransferFailed", 500, "The RDMA transfer failed.")                  \
+  X(kHealNotImplemented, "XMinioHealNotImplemented", 501,                                          \
+    "Nothing to heal: this deployment has no erasure coding.")                                     \
+  X(kHealAlreadyRunning, "XMinioHealAlreadyRunning", 400, "A heal is already running.")            \
+  X(kHealNoSuchProcess, "XMinioHealNoSuchProcess", 400, "No such heal process is running.")
 
 enum class ErrorCode {
 #define RDMASTOR_ENUM_ENTRY(name, code, status, msg) name,

@@ -14,6 +14,7 @@
 #include "admin/metrics.h"
 #include "common/hash.h"
 #include "common/uri.h"
+#include "s3/admin_api.h"
 #include "s3/aws_chunked.h"
 #include "s3/names.h"
 #include "s3/range.h"
@@ -174,6 +175,7 @@ void SendBody(ResponseSink& sink, HttpResponseHead head, const std::string& body
 S3Api::S3Api(ApiOptions opts, storage::ObjectLayer& store)
     : opts_(std::move(opts)), store_(store), request_id_prefix_(hash::RandomHex(4)) {
   for (auto& c : request_id_prefix_) c = static_cast<char>(std::toupper(c));
+  RegisterRdmaMetrics();
 }
 
 void S3Api::RenderFrontEndError(ErrorCode code, HttpResponseHead& head, std::string& body) {
@@ -594,6 +596,13 @@ void S3Api::Dispatch(Context& ctx) {
   const auto& req = ctx.req;
   // Health and metrics endpoints authenticate (or not) on their own and are not S3 requests.
   if (req.raw_path.starts_with("/minio/") && ServeOps(req, ctx.sink, ctx.request_id, opts_.ops)) {
+    ctx.api = {};
+    return;
+  }
+  // The admin API (root credentials only) is not an S3 request either.
+  if (req.raw_path.starts_with("/minio/admin/") &&
+      ServeAdmin(req, ctx.sink, ctx.request_id,
+                 AdminOptions{opts_.access_key, opts_.secret_key, opts_.heal})) {
     ctx.api = {};
     return;
   }

@@ -15,6 +15,8 @@ class S3RdmaService;
 
 namespace rdmastor::s3 {
 
+class HealService;
+
 struct ApiOptions {
   std::string access_key;
   std::string secret_key;
@@ -23,6 +25,8 @@ struct ApiOptions {
   OpsOptions ops;                    // health and metrics endpoints
   // S3 over RDMA (x-amz-rdma-token); null: every token request is answered 501.
   rdma::S3RdmaService* rdma = nullptr;
+  // The admin API's heal (/minio/admin/v3/heal, s3/admin_api.h); null: heal requests are refused.
+  HealService* heal = nullptr;
 };
 
 class S3Api final : public RequestHandler {

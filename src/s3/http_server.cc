@@ -136,13 +136,16 @@ class Session final : public Connection,
     if (head_sent_) return false;
     head_sent_ = true;
     response_length_ = head.content_length;
-    response_close_ = head.close_connection;
+    // Answering before the client was told to continue: it may or may not send its body next, so
+    // the connection cannot be reused; AfterHandler lingers before closing.
+    const bool body_pending = request_.chunked || request_.content_length.value_or(0) > 0;
+    response_close_ = head.close_connection || (expect_continue_ && !sent_continue_ && body_pending);
     auto res = std::make_shared<http::response<http::empty_body>>();
     res->version(11);
     res->result(static_cast<unsigned>(head.status));
     for (const auto& [name, value] : head.headers) res->insert(name, value);
     res->content_length(head.content_length);
-    res->keep_alive(keep_alive_ && !head.close_connection);
+    res->keep_alive(keep_alive_ && !response_close_);
     // A client that sent "Expect: 100-continue" with an empty body may still wait for the interim
     // response (botocore reuses the first status line it sees on the connection); sending it
     // before the final response is always valid.
@@ -286,12 +289,41 @@ class Session final : public Connection,
     in_handler_ = false;
     if (stopping_) return Close();
     bool complete_response = head_sent_ && !client_gone_ && response_written_ == response_length_;
-    if (!complete_response || response_close_ || !keep_alive_) return Close();
-    if (parser_->is_done()) return ReadHeader();
+    const bool body_unread = !parser_->is_done();
+    if (!complete_response || response_close_ || !keep_alive_) {
+      return body_unread && complete_response ? LingerClose() : Close();
+    }
+    if (!body_unread) return ReadHeader();
     // The handler answered without consuming the body (an early error). Swallow a bounded amount
-    // so the connection can be reused; otherwise close it.
-    if (expect_continue_ && !sent_continue_) return Close();
+    // so the connection can be reused. A client that was never told to continue may still send its
+    // body (botocore does after 1 s): close, but linger so it reads our reply instead of a reset.
+    if (expect_continue_ && !sent_continue_) return LingerClose();
     Drain();
+  }
+
+  // Half-closes and discards what the client still sends (bounded in time and bytes), so closing
+  // with unread data does not reset the connection before the client has read the response.
+  void LingerClose() {
+    beast::error_code ec;
+    Lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return Close();
+    drain_buf_.resize(64 * 1024);
+    linger_deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    LingerRead();
+  }
+
+  void LingerRead() {
+    if (stopping_ || drained_ > opts_.drain_limit ||
+        std::chrono::steady_clock::now() >= linger_deadline_) {
+      return Close();
+    }
+    Lowest().expires_at(linger_deadline_);
+    Lowest().async_read_some(asio::buffer(drain_buf_),
+                             [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+                               if (ec) return self->Close();
+                               self->drained_ += n;
+                               self->LingerRead();
+                             });
   }
 
   void Drain() {
@@ -353,6 +385,7 @@ class Session final : public Connection,
   HttpRequest request_;
   std::vector<char> drain_buf_;
   size_t drained_ = 0;
+  std::chrono::steady_clock::time_point linger_deadline_;
   bool keep_alive_ = true;
   bool is_head_request_ = false;
   bool expect_continue_ = false;

@@ -52,6 +52,11 @@ void ServeHealth(const HttpRequest& req, ResponseSink& sink, const std::string& 
 
 }  // namespace
 
+void SendOpsError(const HttpRequest& req, ResponseSink& sink, const std::string& request_id,
+                  const Error& err) {
+  SendError(req, sink, request_id, err);
+}
+
 HttpResponseHead BaseHead(const std::string& request_id, int status) {
   HttpResponseHead head;
   head.status = status;

@@ -26,6 +26,10 @@ HttpResponseHead BaseHead(const std::string& request_id, int status);
 bool ServeOps(const HttpRequest& req, ResponseSink& sink, const std::string& request_id,
               const OpsOptions& opts);
 
+// Sends `err` as S3 error XML (head only for HEAD), as the ops and admin endpoints answer.
+void SendOpsError(const HttpRequest& req, ResponseSink& sink, const std::string& request_id,
+                  const Error& err);
+
 // Counts the payload bytes a handler reads.
 class MeteredBody final : public BodySource {
  public:

@@ -48,14 +48,17 @@ Result<uint64_t> RdmaGet(rdma::S3RdmaService& service, const rdma::RdmaToken& to
                          " bytes requested do not fit the token's buffer (rsize " +
                          std::to_string(token.rsize) + "); read it in ranges");
   }
+  // Copies the object layer makes (a stripe cache, say) count as much as the data plane's own.
+  const uint64_t reader_copied_before = reader.bytes_copied();
   auto moved = service.PushToClient(
       token, rdma::RequestOrigin{req.remote_ip}, length,
       [&](uint64_t off, char* buf, size_t len) { return reader.ReadAt(start + off, buf, len); });
+  const uint64_t reader_copied = reader.bytes_copied() - reader_copied_before;
   if (!moved.ok()) {
-    RecordRdmaOutcome(GetErrorInfo(moved.error().code).http_status, 0, 0, 0);
+    RecordRdmaOutcome(GetErrorInfo(moved.error().code).http_status, 0, 0, reader_copied);
     return moved.error();
   }
-  RecordRdmaOutcome(reply_code, 0, moved->bytes, moved->bytes_copied);
+  RecordRdmaOutcome(reply_code, 0, moved->bytes, moved->bytes_copied + reader_copied);
   return moved->bytes;
 }
 
@@ -101,15 +104,25 @@ void AddRdmaUploadReply(const RdmaPutBody* body, HeaderList& headers) {
   RecordRdmaOutcome(200, body->bytes(), 0, body->bytes());
 }
 
-void RecordRdmaOutcome(int reply_code, uint64_t received, uint64_t sent, uint64_t copied) {
-  admin::RecordRdmaReply(reply_code);
-  admin::AddS3Traffic(admin::Transport::kRdma, received, sent);
+namespace {
+admin::Counter& CopiedBytesCounter() {
   static admin::Counter& copied_bytes =
       admin::GlobalRegistry()
           .AddCounter("minio_api_rdma_copied_bytes_total",
-                      "Payload bytes the server copied in user space for S3-over-RDMA requests", {})
+                      "Payload bytes the server copied in user space for S3-over-RDMA requests "
+                      "(data plane and object layer)",
+                      {})
           .With({});
-  if (copied) copied_bytes.Inc(copied);
+  return copied_bytes;
+}
+}  // namespace
+
+void RegisterRdmaMetrics() { (void)CopiedBytesCounter(); }
+
+void RecordRdmaOutcome(int reply_code, uint64_t received, uint64_t sent, uint64_t copied) {
+  admin::RecordRdmaReply(reply_code);
+  admin::AddS3Traffic(admin::Transport::kRdma, received, sent);
+  if (copied) CopiedBytesCounter().Inc(copied);
 }
 
 }  // namespace rdmastor::s3

@@ -66,5 +66,8 @@ void AddRdmaUploadReply(const RdmaPutBody* body, HeaderList& headers);
 // Records a finished RDMA request in the metrics: reply code (200, 206, 501, ...), payload
 // bytes moved and user-space bytes copied.
 void RecordRdmaOutcome(int reply_code, uint64_t received, uint64_t sent, uint64_t copied);
+// Registers the S3-over-RDMA metric families this file owns, so they are exported (at 0) before
+// the first RDMA request.
+void RegisterRdmaMetrics();
 
 }  // namespace rdmastor::s3

@@ -17,10 +17,12 @@
 
 #include "common/hash.h"
 #include "erasure/codec.h"
+#include "storage/drive.h"
 #include "storage/drive_store.h"
 #include "storage/format.h"
 #include "storage/fsutil.h"
 #include "storage/listing.h"
+#include "storage/local_drive.h"
 #include "storage/object_meta.h"
 #include "storage/paths.h"
 
@@ -30,7 +32,6 @@ namespace {
 
 using erasure::Codec;
 using erasure::Geometry;
-using fsutil::UniqueFd;
 using paths::Join;
 
 constexpr std::string_view kUploadFile = "upload.json";
@@ -65,8 +66,9 @@ Error WriteQuorumError(int have, int need) {
                        std::to_string(need) + " needed (write quorum)");
 }
 
-Result<std::string> DataDirOf(const std::string& meta_path) {
-  auto raw = fsutil::ReadFileIfExists(meta_path);
+// The data directory the metadata file `meta_path` (drive-relative) references; "" when missing.
+Result<std::string> DataDirOf(Drive& drive, const std::string& meta_path) {
+  auto raw = drive.ReadFile(meta_path);
   if (!raw.ok()) return raw.error();
   if (!raw->has_value()) return std::string();
   auto meta = ParseObjectMeta(**raw, meta_path);
@@ -78,11 +80,12 @@ Result<std::string> DataDirOf(const std::string& meta_path) {
 // from the inline shard.
 struct ShardSource {
   bool usable = false;
-  int shard = 0;         // shard index this drive holds
-  std::string data_dir;  // absolute data directory
+  int shard = 0;            // shard index this drive holds
+  Drive* drive = nullptr;   // the drive holding it
+  std::string data_dir;     // data directory, relative to the drive root
   bool is_inline = false;
   std::string inline_shard;
-  std::vector<UniqueFd> fds;  // per part
+  std::vector<std::unique_ptr<ShardFile>> fds;  // per part
   std::vector<bool> tried;
 
   // Reads `len` bytes at `off` of part `part` (0-based) into buf; false on any failure.
@@ -97,15 +100,14 @@ struct ShardSource {
       fds.resize(part + 1);
       tried.resize(part + 1, false);
     }
-    if (!fds[part].valid()) {
+    if (!fds[part]) {
       if (tried[part]) return false;
       tried[part] = true;
-      int err = 0;
-      auto fd = fsutil::Open(Join(data_dir, PartFileName(part + 1)), O_RDONLY, 0, &err);
+      auto fd = drive->OpenShard(Join(data_dir, PartFileName(part + 1)));
       if (!fd.ok()) return false;
       fds[part] = std::move(*fd);
     }
-    auto n = fsutil::PreadFull(fds[part].get(), buf, len, off, data_dir);
+    auto n = fds[part]->ReadAt(off, buf, len);
     return n.ok() && *n == len;
   }
 };
@@ -169,8 +171,8 @@ class ErasureSet {
  public:
   using Degraded = std::function<void(const std::string&, const std::string&)>;
 
-  ErasureSet(std::vector<std::string> roots, int parity, Degraded on_degraded)
-      : roots_(std::move(roots)),
+  ErasureSet(std::vector<Drive*> drives, int parity, Degraded on_degraded)
+      : roots_(std::move(drives)),
         n_(static_cast<int>(roots_.size())),
         data_(n_ - parity),
         parity_(parity),
@@ -178,7 +180,7 @@ class ErasureSet {
 
   int write_quorum() const { return erasure::WriteQuorum(data_, parity_); }
   int read_quorum() const { return erasure::ReadQuorum(data_, parity_); }
-  const std::vector<std::string>& roots() const { return roots_; }
+  const std::vector<Drive*>& drives() const { return roots_; }
 
   Result<const Codec*> GetCodec(int k, int m) {
     std::lock_guard lock(codec_mu_);
@@ -202,7 +204,7 @@ class ErasureSet {
 
   int BucketCopies(const std::string& bucket) {
     int c = 0;
-    for (const auto& r : roots_) c += fsutil::IsDir(paths::BucketDir(r, bucket));
+    for (Drive* d : roots_) c += d->StatVol(bucket);
     return c;
   }
 
@@ -212,7 +214,7 @@ class ErasureSet {
     }
     if (BucketCopies(bucket) >= read_quorum()) return {};
     int online = 0;
-    for (const auto& r : roots_) online += fsutil::IsDir(paths::SysDir(r));
+    for (Drive* d : roots_) online += d->IsOnline();
     if (online < read_quorum()) {  // cannot tell: too few drives answer
       return MakeError(ErrorCode::kInsufficientReadQuorum,
                        "only " + std::to_string(online) +
@@ -229,20 +231,10 @@ class ErasureSet {
     int have = 0, existed = 0;
     const std::string record =
         nlohmann::json{{"version", 1}, {"name", bucket}, {"created_ns", created_ns}}.dump();
-    for (const auto& r : roots_) {
-      if (!fsutil::IsDir(paths::SysDir(r))) continue;  // drive gone (offline / replaced)
-      const std::string dir = paths::BucketDir(r, bucket);
-      if (::mkdir(dir.c_str(), 0755) != 0) {
-        if (errno != EEXIST) continue;
-        ++existed;
-      } else {
-        (void)fsutil::FsyncDir(r);
-      }
-      const std::string meta = paths::BucketMetaFile(r, bucket);
-      if (!fsutil::Exists(meta)) {
-        (void)fsutil::MkdirAll(r, paths::BucketsMetaDir(r));
-        (void)fsutil::WriteFileDurable(meta, record);
-      }
+    for (Drive* d : roots_) {
+      auto made = d->MakeVol(bucket, record);  // fails when the drive is gone (offline)
+      if (!made.ok()) continue;
+      existed += *made;
       ++have;
     }
     return {have, existed};
@@ -251,8 +243,8 @@ class ErasureSet {
   Result<BucketInfo> GetBucketInfo(const std::string& bucket) {
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
     BucketInfo info{bucket, 0};
-    for (const auto& r : roots_) {
-      auto raw = fsutil::ReadFileIfExists(paths::BucketMetaFile(r, bucket));
+    for (Drive* d : roots_) {
+      auto raw = d->ReadVolMeta(bucket);
       if (!raw.ok() || !raw->has_value()) continue;
       try {
         info.created_ns = nlohmann::json::parse(**raw).at("created_ns").get<int64_t>();
@@ -265,8 +257,8 @@ class ErasureSet {
 
   std::set<std::string> BucketNames() {
     std::map<std::string, int> counts;
-    for (const auto& r : roots_) {
-      auto names = fsutil::ListDir(r, /*dirs_only=*/true);
+    for (Drive* d : roots_) {
+      auto names = d->ListVols();
       if (!names.ok()) continue;
       for (const auto& n : *names)
         if (paths::ValidateBucketName(n).ok()) ++counts[n];
@@ -278,8 +270,8 @@ class ErasureSet {
   }
 
   Result<bool> BucketHasObjects(const std::string& bucket) {
-    for (const auto& r : roots_) {
-      auto has = SubtreeHasObject(paths::BucketDir(r, bucket));
+    for (Drive* d : roots_) {
+      auto has = d->VolHasObjects(bucket);
       if (has.ok() && *has) return true;
     }
     return false;
@@ -287,18 +279,7 @@ class ErasureSet {
 
   void RemoveBucket(const std::string& bucket) {
     std::unique_lock lock(BucketLock(bucket));
-    for (const auto& r : roots_) {
-      const std::string staging = Join(paths::TmpDir(r), hash::RandomHex(16));
-      if (::mkdir(staging.c_str(), 0700) != 0) {
-        (void)fsutil::RemoveAll(paths::BucketDir(r, bucket));
-      } else {
-        ::rename(paths::BucketDir(r, bucket).c_str(), Join(staging, "bucket").c_str());
-        ::rename(paths::MultipartBucketDir(r, bucket).c_str(), Join(staging, "mp").c_str());
-        (void)fsutil::RemoveAll(staging);
-      }
-      ::unlink(paths::BucketMetaFile(r, bucket).c_str());
-      (void)fsutil::FsyncDir(r);
-    }
+    for (Drive* d : roots_) (void)d->DeleteVol(bucket);
   }
 
   // ---- writes ----
@@ -306,27 +287,32 @@ class ErasureSet {
   // One staging directory per drive position (same name everywhere); removed on destruction.
   class Stagings {
    public:
-    Stagings(const std::vector<std::string>& roots, std::vector<bool>& alive) : roots_(roots) {
+    Stagings(const std::vector<Drive*>& roots, std::vector<bool>& alive) : roots_(roots) {
       const std::string id = hash::RandomHex(16);
       dirs_.resize(roots.size());
+      created_.assign(roots.size(), false);
       for (size_t p = 0; p < roots.size(); ++p) {
-        dirs_[p] = Join(paths::TmpDir(roots[p]), id);
+        dirs_[p] = rel::Staging(id);
         if (!alive[p]) continue;
-        if (::mkdir(dirs_[p].c_str(), 0700) != 0) {
-          spdlog::warn("erasure: drive {} not writable: mkdir {}: {}", roots[p], dirs_[p],
-                       std::strerror(errno));
+        if (auto made = roots[p]->MakeDir(dirs_[p]); !made.ok()) {
+          spdlog::warn("erasure: drive {} not writable: {}", roots[p]->name(),
+                       made.error().message);
           alive[p] = false;
+          continue;
         }
+        created_[p] = true;
       }
     }
     ~Stagings() {
-      for (const auto& d : dirs_) (void)fsutil::RemoveAll(d);
+      for (size_t p = 0; p < dirs_.size(); ++p)
+        if (created_[p]) (void)roots_[p]->RemoveAll(dirs_[p]);
     }
     const std::string& operator[](size_t p) const { return dirs_[p]; }
 
    private:
-    const std::vector<std::string>& roots_;
-    std::vector<std::string> dirs_;
+    const std::vector<Drive*>& roots_;
+    std::vector<std::string> dirs_;  // drive-relative
+    std::vector<bool> created_;
   };
 
   // Encodes `body` stripe by stripe into <staging>/<rel> on every alive drive (creating rel's
@@ -342,7 +328,7 @@ class ErasureSet {
                                                        std::to_string(limit) + " bytes");
     }
     const size_t n = static_cast<size_t>(n_);
-    std::vector<UniqueFd> fds(n);
+    std::vector<std::unique_ptr<ShardWriter>> fds(n);
     std::vector<std::string> pending(n);  // by shard index
     std::vector<uint8_t> scratch;
     std::vector<char> buf(erasure::kStripeSize);
@@ -373,11 +359,11 @@ class ErasureSet {
         files = true;
         for (size_t p = 0; p < n; ++p) {
           if (!alive[p]) continue;
-          if (!parent.empty() && ::mkdir(Join(st[p], parent).c_str(), 0755) != 0) {
+          if (!parent.empty() && !roots_[p]->MakeDir(Join(st[p], parent)).ok()) {
             alive[p] = false;
             continue;
           }
-          auto fd = fsutil::Open(Join(st[p], rel), O_WRONLY | O_CREAT | O_EXCL, 0644);
+          auto fd = roots_[p]->CreateShard(Join(st[p], rel));
           if (!fd.ok()) {
             alive[p] = false;
             continue;
@@ -389,7 +375,7 @@ class ErasureSet {
         for (size_t p = 0; p < n; ++p) {
           if (!alive[p]) continue;
           const std::string& data = pending[static_cast<size_t>(dist[p])];
-          if (!fsutil::WriteAll(fds[p].get(), data.data(), data.size(), Join(st[p], rel)).ok()) {
+          if (!fds[p]->Append(data).ok()) {
             alive[p] = false;
           }
         }
@@ -404,7 +390,7 @@ class ErasureSet {
     }
     if (files) {
       for (size_t p = 0; p < n; ++p) {
-        if (alive[p] && !fsutil::Fsync(fds[p].get(), Join(st[p], rel)).ok()) alive[p] = false;
+        if (alive[p] && !fds[p]->Finish().ok()) alive[p] = false;
       }
     } else {
       inline_out->assign(n, std::string());
@@ -423,7 +409,7 @@ class ErasureSet {
                  int quorum) {
     for (size_t p = 0; p < roots_.size(); ++p) {
       if (!alive[p]) continue;
-      if (!fsutil::WriteFileDurable(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
+      if (!roots_[p]->WriteFile(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
         alive[p] = false;
       }
     }
@@ -445,19 +431,23 @@ class ErasureSet {
     std::vector<bool> committed(n, false);
     for (size_t p = 0; p < n; ++p) {
       if (!alive[p]) continue;
-      const std::string key_dir = Join(paths::BucketDir(roots_[p], bucket), loc.rel_dir);
+      const std::string key_dir = Join(bucket, loc.rel_dir);
       const std::string meta_path = Join(key_dir, loc.meta_name);
-      if (auto raw = fsutil::ReadFileIfExists(meta_path); raw.ok()) old_raw[p] = std::move(*raw);
-      if (auto od = DataDirOf(meta_path); od.ok() && !keep_data) old_data[p] = *od;
+      if (auto raw = roots_[p]->ReadFile(meta_path); raw.ok()) {
+        old_raw[p] = std::move(*raw);
+        if (old_raw[p] && !keep_data) {
+          if (auto om = ParseObjectMeta(*old_raw[p], meta_path); om.ok()) old_data[p] = om->data_dir;
+        }
+      }
       const bool has_data = !keep_data && (!metas[p].erasure || !metas[p].erasure->is_inline);
-      fsutil::CommitPlan plan{roots_[p],
-                              paths::BucketDir(roots_[p], bucket),
+      fsutil::CommitPlan plan{std::string(),
+                              bucket,
                               st[p],
                               key_dir,
                               std::string(loc.meta_name),
                               has_data ? metas[p].data_dir : std::string(),
                               old_data[p]};
-      committed[p] = fsutil::Commit(plan).ok();
+      committed[p] = roots_[p]->Commit(plan).ok();
     }
     if (Count(committed) >= quorum) return {};
     spdlog::warn("erasure: {}/{}: only {} of {} drives committed; rolling back", bucket,
@@ -475,24 +465,23 @@ class ErasureSet {
   void Rollback(size_t p, const std::string& bucket, const paths::KeyLocation& loc,
                 const std::string& staging, const std::optional<std::string>& old_raw,
                 const std::string& old_data, const std::string& new_data) {
-    const std::string s2 = Join(paths::TmpDir(roots_[p]), hash::RandomHex(16));
-    if (::mkdir(s2.c_str(), 0700) != 0) return;
+    Drive& d = *roots_[p];
+    const std::string s2 = rel::Staging(hash::RandomHex(16));
+    if (!d.MakeDir(s2).ok()) return;
     std::string restore_data;
     if (old_raw) {
-      (void)fsutil::WriteFileDurable(Join(s2, "meta"), *old_raw);
-      if (!old_data.empty() &&
-          ::rename(Join(staging, "old").c_str(), Join(s2, "data").c_str()) == 0) {
+      (void)d.WriteFile(Join(s2, "meta"), *old_raw);
+      if (!old_data.empty() && d.Rename(Join(staging, "old"), Join(s2, "data")).ok()) {
         restore_data = old_data;
       }
     }
-    const std::string key_dir = Join(paths::BucketDir(roots_[p], bucket), loc.rel_dir);
-    fsutil::CommitPlan plan{roots_[p], paths::BucketDir(roots_[p], bucket), s2,
-                            key_dir,   std::string(loc.meta_name),          restore_data,
-                            new_data};
-    if (auto c = fsutil::Commit(plan); !c.ok()) {
-      spdlog::error("erasure: rollback on {} failed: {}", roots_[p], c.error().message);
+    const std::string key_dir = Join(bucket, loc.rel_dir);
+    fsutil::CommitPlan plan{std::string(), bucket, s2, key_dir, std::string(loc.meta_name),
+                            restore_data,  new_data};
+    if (auto c = d.Commit(plan); !c.ok()) {
+      spdlog::error("erasure: rollback on {} failed: {}", d.name(), c.error().message);
     }
-    (void)fsutil::RemoveAll(s2);
+    (void)d.RemoveAll(s2);
   }
 
   ObjectMeta MetaFor(const ObjectMeta& base, const std::vector<int>& dist, size_t p,
@@ -568,12 +557,11 @@ class ErasureSet {
     int missing = 0;
     std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups;
     for (size_t p = 0; p < n; ++p) {
-      const std::string bucket_dir = paths::BucketDir(roots_[p], bucket);
-      const std::string path = Join(Join(bucket_dir, loc.rel_dir), loc.meta_name);
-      auto raw = fsutil::ReadFileIfExists(path);
+      const std::string path = Join(Join(bucket, loc.rel_dir), loc.meta_name);
+      auto raw = roots_[p]->ReadFile(path);
       if (!raw.ok()) continue;
       if (!raw->has_value()) {
-        if (fsutil::IsDir(bucket_dir)) ++missing;  // the drive answers: no such key
+        if (roots_[p]->StatVol(bucket)) ++missing;  // the drive answers: no such key
         continue;
       }
       auto m = ParseObjectMeta(**raw, path);
@@ -602,7 +590,10 @@ class ErasureSet {
     v.sources.resize(n);
     v.has.assign(n, false);
     const auto& dist = v.meta.erasure->distribution;
-    for (size_t p = 0; p < n; ++p) v.sources[p].shard = dist[p];
+    for (size_t p = 0; p < n; ++p) {
+      v.sources[p].shard = dist[p];
+      v.sources[p].drive = roots_[p];
+    }
     for (size_t p : *best) {
       ShardSource& s = v.sources[p];
       ObjectMeta& m = *metas[p];
@@ -611,7 +602,7 @@ class ErasureSet {
       s.usable = true;
       s.is_inline = m.erasure->is_inline;
       s.inline_shard = std::move(m.erasure->inline_shard);
-      s.data_dir = Join(Join(paths::BucketDir(roots_[p], bucket), loc.rel_dir), m.data_dir);
+      s.data_dir = Join(Join(bucket, loc.rel_dir), m.data_dir);
     }
     return v;
   }
@@ -640,28 +631,26 @@ class ErasureSet {
       std::lock_guard key_lock(KeyLock(bucket, key));
       for (size_t p = 0; p < roots_.size(); ++p) {
         if (!alive[p]) continue;
-        const std::string bucket_dir = paths::BucketDir(roots_[p], bucket);
+        Drive& d = *roots_[p];
+        const std::string& bucket_dir = bucket;
         const std::string key_dir = Join(bucket_dir, loc->rel_dir);
         const std::string meta_path = Join(key_dir, loc->meta_name);
-        if (!fsutil::Exists(meta_path)) {
-          done += fsutil::IsDir(bucket_dir);
+        if (!d.Exists(meta_path)) {
+          done += d.StatVol(bucket);
           continue;
         }
-        auto old = DataDirOf(meta_path);
-        fsutil::CommitPlan plan{roots_[p],
+        auto old = DataDirOf(d, meta_path);
+        fsutil::CommitPlan plan{std::string(),
                                 bucket_dir,
                                 st[p],
                                 key_dir,
                                 std::string(loc->meta_name),
                                 "",
                                 old.ok() ? *old : std::string()};
-        if (fsutil::Commit(plan).ok()) ++done;
+        if (d.Commit(plan).ok()) ++done;
       }
     }
-    for (const auto& r : roots_) {
-      const std::string bucket_dir = paths::BucketDir(r, bucket);
-      fsutil::PruneEmptyDirs(Join(bucket_dir, loc->rel_dir), bucket_dir);
-    }
+    for (Drive* d : roots_) d->PruneEmptyDirs(Join(bucket, loc->rel_dir), bucket);
     if (done < write_quorum()) return WriteQuorumError(done, write_quorum());
     return {};
   }
@@ -686,7 +675,7 @@ class ErasureSet {
       if (!alive[p]) continue;
       metas[p] = v->meta;
       metas[p].erasure->inline_shard = v->sources[p].inline_shard;
-      if (!fsutil::WriteFileDurable(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
+      if (!roots_[p]->WriteFile(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
         alive[p] = false;
       }
     }
@@ -699,15 +688,9 @@ class ErasureSet {
                                  int min_copies) {
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
     std::vector<ListResult> parts;
-    for (const auto& r : roots_) {
-      const std::string dir = paths::BucketDir(r, bucket);
-      if (!fsutil::IsDir(dir)) continue;
-      try {
-        auto l = ListDrive(bucket, dir, opts);
-        if (l.ok()) parts.push_back(std::move(*l));
-      } catch (const std::exception& e) {
-        return MakeError(ErrorCode::kInternalError, std::string("listing failed: ") + e.what());
-      }
+    for (Drive* d : roots_) {
+      auto l = d->ListObjects(bucket, opts);  // a drive without the bucket or offline: skipped
+      if (l.ok()) parts.push_back(std::move(*l));
     }
     return MergeListings(std::move(parts), opts.max_keys, min_copies);
   }
@@ -719,10 +702,9 @@ class ErasureSet {
     if (!IsUploadId(upload_id)) return MakeError(ErrorCode::kNoSuchUpload);
     std::optional<UploadRecord> rec;
     int copies = 0;
-    for (const auto& r : roots_) {
-      const std::string file =
-          Join(Join(paths::MultipartBucketDir(r, bucket), upload_id), kUploadFile);
-      auto raw = fsutil::ReadFileIfExists(file);
+    for (Drive* d : roots_) {
+      const std::string file = Join(Join(rel::MultipartBucket(bucket), upload_id), kUploadFile);
+      auto raw = d->ReadFile(file);
       if (!raw.ok() || !raw->has_value()) continue;
       auto parsed = ParseUploadRecord(**raw, file);
       if (!parsed.ok()) continue;
@@ -762,20 +744,19 @@ class ErasureSet {
     int done = 0;
     for (size_t p = 0; p < roots_.size(); ++p) {
       if (!alive[p]) continue;
+      Drive& d = *roots_[p];
       const std::string staged = Join(st[p], "upload");
-      const std::string mp = paths::MultipartBucketDir(roots_[p], bucket);
-      if (::mkdir(staged.c_str(), 0755) != 0 ||
-          !fsutil::WriteFileDurable(Join(staged, kUploadFile), SerializeUploadRecord(rec)).ok() ||
-          !fsutil::MkdirAll(paths::MultipartRoot(roots_[p]), mp).ok() ||
-          ::rename(staged.c_str(), Join(mp, id).c_str()) != 0) {
+      const std::string mp = rel::MultipartBucket(bucket);
+      if (!d.MakeDir(staged).ok() ||
+          !d.WriteFile(Join(staged, kUploadFile), SerializeUploadRecord(rec)).ok() ||
+          !d.MakeDirAll(rel::MultipartRoot(), mp).ok() || !d.Rename(staged, Join(mp, id)).ok()) {
         continue;
       }
-      (void)fsutil::FsyncDir(mp);
+      (void)d.FsyncDir(mp);
       ++done;
     }
     if (done < write_quorum()) {
-      for (const auto& r : roots_)
-        (void)fsutil::RemoveAll(Join(paths::MultipartBucketDir(r, bucket), id));
+      for (Drive* d : roots_) (void)d->RemoveAll(Join(rel::MultipartBucket(bucket), id));
       return WriteQuorumError(done, write_quorum());
     }
     return id;
@@ -824,26 +805,26 @@ class ErasureSet {
     int done = 0;
     for (size_t p = 0; p < roots_.size(); ++p) {
       if (!alive[p]) continue;
-      const std::string upload_dir = Join(paths::MultipartBucketDir(roots_[p], bucket), upload_id);
+      Drive& d = *roots_[p];
+      const std::string upload_dir = Join(rel::MultipartBucket(bucket), upload_id);
       const std::string rec_path = Join(upload_dir, PartRecordName(part_number));
       const std::string staged_rec = Join(st[p], "part.json");
-      if (!fsutil::IsDir(upload_dir) ||
-          !fsutil::WriteFileDurable(staged_rec, SerializePartRecord(part)).ok()) {
+      if (!d.IsDir(upload_dir) || !d.WriteFile(staged_rec, SerializePartRecord(part)).ok()) {
         continue;
       }
       std::string old_data;
-      if (auto raw = fsutil::ReadFileIfExists(rec_path); raw.ok() && raw->has_value()) {
+      if (auto raw = d.ReadFile(rec_path); raw.ok() && raw->has_value()) {
         if (auto old = ParsePartRecord(**raw, rec_path); old.ok()) old_data = old->data_file;
       }
       const std::string dest = Join(upload_dir, part.data_file);
-      if (::rename(Join(st[p], "part").c_str(), dest.c_str()) != 0) continue;
-      if (::rename(staged_rec.c_str(), rec_path.c_str()) != 0) {
-        ::unlink(dest.c_str());
+      if (!d.Rename(Join(st[p], "part"), dest).ok()) continue;
+      if (!d.Rename(staged_rec, rec_path).ok()) {
+        (void)d.Unlink(dest);
         continue;
       }
-      (void)fsutil::FsyncDir(upload_dir);
+      (void)d.FsyncDir(upload_dir);
       if (!old_data.empty() && old_data != part.data_file) {
-        ::unlink(Join(upload_dir, old_data).c_str());
+        (void)d.Unlink(Join(upload_dir, old_data));
       }
       ++done;
     }
@@ -856,13 +837,13 @@ class ErasureSet {
                                                                   const std::string& upload_id) {
     std::map<int, std::vector<std::optional<PartRecord>>> out;
     for (size_t p = 0; p < roots_.size(); ++p) {
-      const std::string dir = Join(paths::MultipartBucketDir(roots_[p], bucket), upload_id);
-      auto names = fsutil::ListDir(dir, /*dirs_only=*/false);
+      const std::string dir = Join(rel::MultipartBucket(bucket), upload_id);
+      auto names = roots_[p]->ListDir(dir, /*dirs_only=*/false);
       if (!names.ok()) continue;
       for (const auto& n : *names) {
         if (!n.starts_with("part.") || !n.ends_with(".json")) continue;
         const std::string path = Join(dir, n);
-        auto raw = fsutil::ReadFileIfExists(path);
+        auto raw = roots_[p]->ReadFile(path);
         if (!raw.ok() || !raw->has_value()) continue;
         auto r = ParsePartRecord(**raw, path);
         if (!r.ok()) continue;
@@ -913,14 +894,14 @@ class ErasureSet {
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
     std::map<std::string, UploadInfo> found;
     std::map<std::string, int> copies;
-    for (const auto& r : roots_) {
-      const std::string mp = paths::MultipartBucketDir(r, bucket);
-      auto ids = fsutil::ListDir(mp, /*dirs_only=*/true);
+    for (Drive* d : roots_) {
+      const std::string mp = rel::MultipartBucket(bucket);
+      auto ids = d->ListDir(mp, /*dirs_only=*/true);
       if (!ids.ok()) continue;
       for (const auto& id : *ids) {
         if (!IsUploadId(id)) continue;
         const std::string file = Join(Join(mp, id), kUploadFile);
-        auto raw = fsutil::ReadFileIfExists(file);
+        auto raw = d->ReadFile(file);
         if (!raw.ok() || !raw->has_value()) continue;
         auto rec = ParseUploadRecord(**raw, file);
         if (!rec.ok() || !rec->key.starts_with(prefix)) continue;
@@ -950,15 +931,14 @@ class ErasureSet {
   }
 
   void RemoveUpload(const std::string& bucket, const std::string& upload_id) {
-    for (const auto& r : roots_) {
-      const std::string dir = Join(paths::MultipartBucketDir(r, bucket), upload_id);
-      const std::string staging = Join(paths::TmpDir(r), hash::RandomHex(16));
+    for (Drive* d : roots_) {
+      const std::string dir = Join(rel::MultipartBucket(bucket), upload_id);
+      const std::string staging = rel::Staging(hash::RandomHex(16));
       // One rename makes the upload disappear from this drive; the files go with the staging dir.
-      if (::mkdir(staging.c_str(), 0700) == 0 &&
-          ::rename(dir.c_str(), Join(staging, "upload").c_str()) != 0) {
-        (void)fsutil::RemoveAll(dir);
+      if (d->MakeDir(staging).ok() && !d->Rename(dir, Join(staging, "upload")).ok()) {
+        (void)d->RemoveAll(dir);
       }
-      (void)fsutil::RemoveAll(staging);
+      (void)d->RemoveAll(staging);
     }
   }
 
@@ -1053,22 +1033,22 @@ class ErasureSet {
     // Per drive: hard-link this drive's shard of every part into the new data directory.
     for (size_t p = 0; p < roots_.size(); ++p) {
       if (!alive[p]) continue;
+      Drive& d = *roots_[p];
       const std::string data = Join(st[p], "data");
-      const std::string upload_dir = Join(paths::MultipartBucketDir(roots_[p], bucket), upload_id);
-      bool ok = ::mkdir(data.c_str(), 0755) == 0;
+      const std::string upload_dir = Join(rel::MultipartBucket(bucket), upload_id);
+      bool ok = d.MakeDir(data).ok();
       for (size_t i = 0; ok && i < chosen.size(); ++i) {
         const auto& r = (*chosen[i])[p];
-        ok = r && ::link(Join(upload_dir, r->data_file).c_str(),
-                         Join(data, PartFileName(i + 1)).c_str()) == 0;
+        ok = r && d.Link(Join(upload_dir, r->data_file), Join(data, PartFileName(i + 1))).ok();
       }
-      alive[p] = ok && fsutil::FsyncDir(data).ok();
+      alive[p] = ok && d.FsyncDir(data).ok();
     }
     const auto& dist = meta.erasure->distribution;
     std::vector<ObjectMeta> metas;
     for (size_t p = 0; p < roots_.size(); ++p) metas.push_back(MetaFor(meta, dist, p, nullptr));
     for (size_t p = 0; p < roots_.size(); ++p) {
       if (!alive[p]) continue;
-      if (!fsutil::WriteFileDurable(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
+      if (!roots_[p]->WriteFile(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
         alive[p] = false;
       }
     }
@@ -1121,7 +1101,7 @@ class ErasureSet {
   }
 
  private:
-  std::vector<std::string> roots_;
+  std::vector<Drive*> roots_;  // owned by ErasureStore
   int n_, data_, parity_;
   Degraded on_degraded_;
   std::mutex codec_mu_;
@@ -1253,19 +1233,19 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
     if (v.error().code != ErrorCode::kNoSuchKey) return v.error();
     // Below quorum everywhere: leftovers of a failed write; remove them.
     int removed = 0;
-    for (const auto& r : roots_) {
-      const std::string key_dir = Join(paths::BucketDir(r, bucket), loc->rel_dir);
+    for (Drive* d : roots_) {
+      const std::string key_dir = Join(bucket, loc->rel_dir);
       const std::string meta_path = Join(key_dir, loc->meta_name);
-      if (!fsutil::Exists(meta_path)) continue;
-      const std::string staging = Join(paths::TmpDir(r), hash::RandomHex(16));
-      if (::mkdir(staging.c_str(), 0700) != 0) continue;
-      auto old = DataDirOf(meta_path);
+      if (!d->Exists(meta_path)) continue;
+      const std::string staging = rel::Staging(hash::RandomHex(16));
+      if (!d->MakeDir(staging).ok()) continue;
+      auto old = DataDirOf(*d, meta_path);
       fsutil::CommitPlan plan{
-          r,  paths::BucketDir(r, bucket),    staging, key_dir, std::string(loc->meta_name),
-          "", old.ok() ? *old : std::string()};
-      removed += fsutil::Commit(plan).ok();
-      (void)fsutil::RemoveAll(staging);
-      fsutil::PruneEmptyDirs(key_dir, paths::BucketDir(r, bucket));
+          std::string(), bucket, staging, key_dir, std::string(loc->meta_name),
+          "",            old.ok() ? *old : std::string()};
+      removed += d->Commit(plan).ok();
+      (void)d->RemoveAll(staging);
+      d->PruneEmptyDirs(key_dir, bucket);
     }
     if (removed > 0)
       spdlog::info("heal: removed dangling {}/{} from {} drive(s)", bucket, key, removed);
@@ -1291,22 +1271,21 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
   if (Count(need) == 0) return 0;
   // Pass 2: rebuild the copies that need it in staging, then commit them drive by drive.
   for (size_t p = 0; p < n; ++p) {
-    if (need[p] && !fsutil::IsDir(paths::SysDir(roots_[p]))) need[p] = false;  // drive offline
+    if (need[p] && !roots_[p]->IsOnline()) need[p] = false;  // drive offline
   }
   Stagings st(roots_, need);
   const auto& dist = e.distribution;
   std::vector<std::string> inline_shards(n);
   for (size_t part = 0; part < v->meta.parts.size(); ++part) {
     const uint64_t size = v->meta.parts[part].size;
-    std::vector<UniqueFd> fds(n);
+    std::vector<std::unique_ptr<ShardWriter>> fds(n);
     for (size_t p = 0; p < n && !e.is_inline; ++p) {
       if (!need[p]) continue;
-      if (part == 0 && ::mkdir(Join(st[p], "data").c_str(), 0755) != 0) {
+      if (part == 0 && !roots_[p]->MakeDir(Join(st[p], "data")).ok()) {
         need[p] = false;
         continue;
       }
-      auto fd = fsutil::Open(Join(Join(st[p], "data"), PartFileName(part + 1)),
-                             O_WRONLY | O_CREAT | O_EXCL, 0644);
+      auto fd = roots_[p]->CreateShard(Join(Join(st[p], "data"), PartFileName(part + 1)));
       if (!fd.ok()) {
         need[p] = false;
         continue;
@@ -1322,20 +1301,19 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
         erasure::AppendFramedBlock(framed, &shards[static_cast<size_t>(dist[p]) * block], block);
         if (e.is_inline) {
           inline_shards[p] += framed;
-        } else if (!fsutil::WriteAll(fds[p].get(), framed.data(), framed.size(), st[p]).ok()) {
+        } else if (!fds[p]->Append(framed).ok()) {
           need[p] = false;
         }
       }
     }
     for (size_t p = 0; p < n; ++p) {
-      if (need[p] && fds[p].valid() && !fsutil::Fsync(fds[p].get(), st[p]).ok()) need[p] = false;
+      if (need[p] && fds[p] && !fds[p]->Finish().ok()) need[p] = false;
     }
   }
   std::vector<ObjectMeta> metas(n);
   for (size_t p = 0; p < n; ++p) {
     metas[p] = MetaFor(v->meta, dist, p, e.is_inline ? &inline_shards : nullptr);
-    if (need[p] &&
-        !fsutil::WriteFileDurable(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
+    if (need[p] && !roots_[p]->WriteFile(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
       need[p] = false;
     }
   }
@@ -1344,10 +1322,9 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
   // A corrupt copy of this version keeps its data directory name: move it aside so the rebuilt
   // one can take its place (readers holding its files open keep them).
   for (size_t p = 0; p < n && !e.is_inline; ++p) {
-    const std::string old =
-        Join(Join(paths::BucketDir(roots_[p], bucket), loc->rel_dir), v->meta.data_dir);
-    if (need[p] && fsutil::IsDir(old) &&
-        ::rename(old.c_str(), Join(st[p], "corrupt").c_str()) != 0) {
+    const std::string old = Join(Join(bucket, loc->rel_dir), v->meta.data_dir);
+    if (need[p] && roots_[p]->IsDir(old) &&
+        !roots_[p]->Rename(old, Join(st[p], "corrupt")).ok()) {
       need[p] = false;
     }
   }
@@ -1359,26 +1336,6 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
 // ---- ErasureStore ---------------------------------------------------------------------------
 
 namespace {
-
-// Creates the system directories and settles what a crash left in the staging area.
-Status PrepareDrive(const std::string& root) {
-  for (const std::string& d : {paths::SysDir(root), paths::TmpDir(root), paths::MultipartRoot(root),
-                               paths::BucketsMetaDir(root)}) {
-    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
-      return fsutil::ErrnoError("mkdir", d, errno);
-  }
-  auto entries = fsutil::ListDir(paths::TmpDir(root), /*dirs_only=*/false);
-  if (!entries.ok()) return entries.error();
-  for (const auto& e : *entries) {
-    const std::string staging = Join(paths::TmpDir(root), e);
-    if (fsutil::IsDir(staging)) {
-      auto st = fsutil::RecoverStaging(root, staging, DataDirOf);
-      if (!st.ok()) spdlog::error("storage: recovery of {}: {}", staging, st.error().message);
-    }
-    RS_RETURN_IF_ERROR(fsutil::RemoveAll(staging));
-  }
-  return {};
-}
 
 std::string Absolute(const std::string& dir) {
   std::string root = std::filesystem::absolute(dir).lexically_normal().string();
@@ -1392,35 +1349,48 @@ Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(const std::vector<std::
                                                          const std::string& storage_class) {
   auto layout = erasure::PlanLayout(static_cast<int>(drives.size()), storage_class);
   if (!layout.ok()) return layout.error();
-  std::vector<std::string> roots;
+  std::vector<std::unique_ptr<Drive>> local;
   for (const auto& d : drives) {
+    std::string root;
     try {
-      roots.push_back(Absolute(d));
+      root = Absolute(d);
     } catch (const std::exception& e) {
       return MakeError(ErrorCode::kInvalidArgument, "drive " + d + ": " + e.what());
     }
-    if (roots.back() == "/")
-      return MakeError(ErrorCode::kInvalidArgument, "refusing to use / as a drive");
+    if (root == "/") return MakeError(ErrorCode::kInvalidArgument, "refusing to use / as a drive");
+    local.push_back(std::make_unique<LocalDrive>(std::move(root)));
   }
-  auto format = LoadOrFormat(roots, *layout);
+  return Open(std::move(local), storage_class, FormatOptions{});
+}
+
+Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(std::vector<std::unique_ptr<Drive>> drives,
+                                                         const std::string& storage_class,
+                                                         const FormatOptions& format_options) {
+  auto layout = erasure::PlanLayout(static_cast<int>(drives.size()), storage_class);
+  if (!layout.ok()) return layout.error();
+  std::vector<Drive*> roots;
+  for (const auto& d : drives) roots.push_back(d.get());
+  auto format = LoadOrFormat(roots, *layout, format_options);
   if (!format.ok()) return format.error();
   auto store = std::unique_ptr<ErasureStore>(new ErasureStore());
   store->layout_ = *layout;
   store->deployment_id_ = format->deployment_id;
   store->hash_seed_ = XXH3_64bits(format->deployment_id.data(), format->deployment_id.size());
-  store->drives_ = roots;
+  store->drives_ = std::move(drives);
   bool replaced = false;
   for (size_t i = 0; i < roots.size(); ++i) {
     if (format->states[i] == DriveState::kOffline) continue;
-    if (auto st = PrepareDrive(roots[i]); !st.ok()) {
-      spdlog::warn("drive {} is offline: {}", roots[i], st.error().message);
+    // Each node settles its own drives' staging areas (a peer may be writing into them).
+    if (!roots[i]->is_local()) continue;
+    if (auto st = roots[i]->Prepare(); !st.ok()) {
+      spdlog::warn("drive {} is offline: {}", roots[i]->name(), st.error().message);
     }
     replaced = replaced || (format->states[i] == DriveState::kFormatted && !format->fresh);
   }
   ErasureStore* self = store.get();
   for (int s = 0; s < layout->set_count; ++s) {
-    std::vector<std::string> set_roots(roots.begin() + s * layout->set_size,
-                                       roots.begin() + (s + 1) * layout->set_size);
+    std::vector<Drive*> set_roots(roots.begin() + s * layout->set_size,
+                                  roots.begin() + (s + 1) * layout->set_size);
     store->sets_.push_back(std::make_unique<ErasureSet>(
         std::move(set_roots), layout->parity,
         [self](const std::string& b, const std::string& k) { self->Enqueue(b, k); }));
@@ -1466,6 +1436,24 @@ void ErasureStore::Enqueue(const std::string& bucket, const std::string& key) {
 size_t ErasureStore::heal_queue_size() {
   std::lock_guard lock(mu_);
   return queue_.size() + (busy_ ? 1 : 0);
+}
+
+HealStatus ErasureStore::heal_status() {
+  std::lock_guard lock(status_mu_);
+  return status_;
+}
+
+void ErasureStore::RecordHeal(const Result<int>& r, const HealCounts* walk) {
+  std::lock_guard lock(status_mu_);
+  if (walk) status_.walk = *walk;
+  ++status_.total.objects_scanned;
+  if (!r.ok()) {
+    ++status_.total.failed;
+  } else if (*r > 0) {
+    ++status_.total.objects_healed;
+    status_.total.shards_written += static_cast<uint64_t>(*r);
+    status_.last_activity_ns = NowNs();
+  }
 }
 
 bool ErasureStore::DrainHealQueue(int timeout_ms) {
@@ -1526,29 +1514,37 @@ void ErasureStore::BackgroundLoop() {
   }
 }
 
-int ErasureStore::CheckDrives() {
+int ErasureStore::CheckDrives(bool heal) {
+  std::lock_guard check_lock(check_mu_);
   int replaced = 0;
   for (size_t i = 0; i < drives_.size(); ++i) {
-    const std::string& root = drives_[i];
-    if (fsutil::Exists(FormatPath(root))) continue;
-    if (!fsutil::IsDir(root) || !IsEmptyDrive(root)) continue;  // gone, or not ours to touch
+    Drive& drive = *drives_[i];
+    const std::string& root = drive.name();
+    if (!drive.is_local()) continue;  // every node checks its own drives
+    if (drive.Exists(rel::Format())) continue;
+    if (!drive.IsDir("")) continue;  // gone
+    if (auto empty = drive.IsEmpty(); !empty.ok() || !*empty) continue;  // not ours to touch
     std::vector<std::vector<std::string>> sets;
     for (size_t j = 0; j < drives_.size() && sets.empty(); ++j) {
-      if (auto f = ReadFormat(drives_[j]); f.ok()) sets = f->sets;
+      if (auto f = drives_[j]->ReadFormat(); f.ok()) sets = f->sets;
     }
     if (sets.empty()) continue;
     const int set = static_cast<int>(i) / layout_.set_size;
-    const int drive = static_cast<int>(i) % layout_.set_size;
-    if (auto st = FormatInto(root, deployment_id_, sets, set, drive); !st.ok()) {
+    const int drive_index = static_cast<int>(i) % layout_.set_size;
+    if (auto st = FormatInto(drive, deployment_id_, sets, set, drive_index); !st.ok()) {
       spdlog::warn("drive {}: cannot format replacement: {}", root, st.error().message);
       continue;
     }
-    (void)PrepareDrive(root);
+    (void)drive.Prepare();
     spdlog::warn("drive {} was replaced (empty): formatted into set {} drive {}; healing", root,
-                 set + 1, drive + 1);
+                 set + 1, drive_index + 1);
     ++replaced;
   }
   if (replaced > 0) {
+    std::lock_guard lock(status_mu_);
+    status_.drives_replaced += static_cast<uint64_t>(replaced);
+  }
+  if (replaced > 0 && heal) {
     auto counts = HealAll("", [](const std::string& b, const std::string& k, const HealCounts& c) {
       if (c.objects_scanned % 100 == 0) {
         spdlog::info("heal: progress: {} object(s) scanned, {} healed", c.objects_scanned,
@@ -1567,6 +1563,7 @@ int ErasureStore::CheckDrives() {
 
 Result<bool> ErasureStore::HealObject(const std::string& bucket, const std::string& key) {
   auto r = SetFor(key).HealObject(bucket, key);
+  RecordHeal(r, nullptr);
   if (!r.ok()) return r.error();
   return *r > 0;
 }
@@ -1582,6 +1579,19 @@ Result<HealCounts> ErasureStore::HealAll(const std::string& bucket, const HealPr
     if (!GetBucketInfo(bucket).ok()) return MakeError(ErrorCode::kNoSuchBucket);
     buckets.insert(bucket);
   }
+  std::lock_guard walk_lock(walk_mu_);
+  {
+    std::lock_guard lock(status_mu_);
+    status_.running = true;
+    status_.walk = {};
+  }
+  struct Done {
+    ErasureStore* self;
+    ~Done() {
+      std::lock_guard lock(self->status_mu_);
+      self->status_.running = false;
+    }
+  } done{this};
   HealCounts c;
   for (const auto& b : buckets) {
     for (auto& s : sets_) {
@@ -1601,6 +1611,7 @@ Result<HealCounts> ErasureStore::HealAll(const std::string& bucket, const HealPr
             ++c.objects_healed;
             c.shards_written += static_cast<uint64_t>(*r);
           }
+          RecordHeal(r, &c);
           if (progress) progress(b, o.key, c);
         }
         if (!page->truncated || page->objects.empty()) break;

@@ -35,6 +35,8 @@
 
 #include "common/result.h"
 #include "erasure/layout.h"
+#include "storage/drive.h"
+#include "storage/format.h"
 #include "storage/object_layer.h"
 
 namespace rdmastor::storage {
@@ -51,6 +53,15 @@ struct HealCounts {
 // Called for every object healed while walking: bucket, key, counts so far.
 using HealProgress = std::function<void(const std::string&, const std::string&, const HealCounts&)>;
 
+// Healing as metrics and the admin API show it.
+struct HealStatus {
+  bool running = false;          // a HealAll walk is in progress
+  HealCounts walk;               // the current or last HealAll walk
+  HealCounts total;              // since start: walks plus objects healed from the queue
+  int64_t last_activity_ns = 0;  // unix ns when a drive copy was last rewritten; 0 = never
+  uint64_t drives_replaced = 0;  // replaced drives formatted into their slot since start
+};
+
 class ErasureSet;
 
 class ErasureStore final : public ObjectLayer {
@@ -59,6 +70,12 @@ class ErasureStore final : public ObjectLayer {
   // loads or writes the format files, and starts the background healer. Errors name the problem.
   static Result<std::unique_ptr<ErasureStore>> Open(const std::vector<std::string>& drives,
                                                     const std::string& storage_class);
+  // The same over any drives (local and remote, in endpoint order; clusters). Only local drives
+  // are prepared (staging recovery) and checked for replacement here.
+  static Result<std::unique_ptr<ErasureStore>> Open(std::vector<std::unique_ptr<Drive>> drives,
+                                                    const std::string& storage_class,
+                                                    const FormatOptions& format_options);
+  const std::vector<std::unique_ptr<Drive>>& drives() const { return drives_; }
   ~ErasureStore() override;
 
   const erasure::SetLayout& layout() const { return layout_; }
@@ -67,13 +84,15 @@ class ErasureStore final : public ObjectLayer {
   // Background work: a replaced-drive check every `interval_ms` (0 = never).
   void StartMonitor(int interval_ms);
   // Formats empty drives found where formatted ones were and heals everything onto them; returns
-  // how many drives were replaced. Runs on the monitor thread; public for tests and the admin API.
-  int CheckDrives();
+  // how many drives were replaced. Runs on the monitor thread; public for tests and the admin API
+  // (which passes heal = false and heals with its own walk, to report progress).
+  int CheckDrives(bool heal = true);
   // Heals one object / every object of a bucket ("" = all buckets) on every set.
   Result<bool> HealObject(const std::string& bucket, const std::string& key);
   Result<HealCounts> HealAll(const std::string& bucket, const HealProgress& progress);
   // Objects queued for healing by degraded reads and not yet processed.
   size_t heal_queue_size();
+  HealStatus heal_status();
   // Waits until the heal queue is empty (tests); false on timeout.
   bool DrainHealQueue(int timeout_ms);
 
@@ -116,11 +135,12 @@ class ErasureStore final : public ObjectLayer {
   ErasureSet& SetFor(const std::string& key);
   void Enqueue(const std::string& bucket, const std::string& key);
   void BackgroundLoop();
+  void RecordHeal(const Result<int>& r, const HealCounts* walk);
 
   erasure::SetLayout layout_;
   std::string deployment_id_;
   uint64_t hash_seed_ = 0;
-  std::vector<std::string> drives_;
+  std::vector<std::unique_ptr<Drive>> drives_;
   std::vector<std::unique_ptr<ErasureSet>> sets_;
 
   std::mutex mu_;  // guards the heal queue and the monitor state
@@ -130,6 +150,11 @@ class ErasureStore final : public ObjectLayer {
   bool stopping_ = false;
   int monitor_interval_ms_ = 0;
   std::thread worker_;
+
+  std::mutex check_mu_;   // one CheckDrives at a time
+  std::mutex walk_mu_;    // one HealAll walk at a time
+  std::mutex status_mu_;  // guards status_
+  HealStatus status_;
 };
 
 }  // namespace rdmastor::storage

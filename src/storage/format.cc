@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
+#include "storage/drive.h"
 #include "storage/fsutil.h"
 #include "storage/paths.h"
 
@@ -22,7 +23,9 @@ std::string NewId() {
          "-" + h.substr(20);
 }
 
-Status WriteFormat(const std::string& root, const DriveFormat& f) {
+}  // namespace
+
+Status WriteFormatFile(const std::string& root, const DriveFormat& f) {
   json j = {{"version", kFormatVersion},
             {"format", "erasure"},
             {"deployment_id", f.deployment_id},
@@ -31,15 +34,20 @@ Status WriteFormat(const std::string& root, const DriveFormat& f) {
             {"drive_index", f.drive_index},
             {"sets", f.sets}};
   RS_RETURN_IF_ERROR(fsutil::MkdirAll(root, paths::SysDir(root)));
-  const std::string tmp = FormatPath(root) + ".tmp";
+  // The system area a formatted drive needs (clusters: a peer may format it before its own node
+  // prepares it, and writes into its staging area right away).
+  for (const std::string& d :
+       {paths::TmpDir(root), paths::MultipartRoot(root), paths::BucketsMetaDir(root)}) {
+    RS_RETURN_IF_ERROR(fsutil::MkdirAll(root, d));
+  }
+  // A unique temporary name: two nodes may format the same drive at once (same contents).
+  const std::string tmp = FormatPath(root) + "." + hash::RandomHex(8) + ".tmp";
   RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(tmp, j.dump(2)));
   if (::rename(tmp.c_str(), FormatPath(root).c_str()) != 0) {
     return fsutil::ErrnoError("rename", tmp, errno);
   }
   return fsutil::FsyncDir(paths::SysDir(root));
 }
-
-}  // namespace
 
 std::string FormatPath(const std::string& root) {
   return paths::Join(paths::SysDir(root), "format.json");
@@ -84,29 +92,31 @@ bool IsEmptyDrive(const std::string& root) {
   return true;
 }
 
-Status FormatInto(const std::string& root, const std::string& deployment_id,
+Status FormatInto(Drive& target, const std::string& deployment_id,
                   const std::vector<std::vector<std::string>>& sets, int set, int drive) {
   DriveFormat f{deployment_id, sets[static_cast<size_t>(set)][static_cast<size_t>(drive)], set,
                 drive, sets};
-  return WriteFormat(root, f);
+  return target.WriteFormat(f);
 }
 
-Result<FormatResult> LoadOrFormat(const std::vector<std::string>& roots,
-                                  const erasure::SetLayout& layout) {
-  const size_t n = roots.size();
+Result<FormatResult> LoadOrFormat(const std::vector<Drive*>& drives,
+                                  const erasure::SetLayout& layout, const FormatOptions& options) {
+  const size_t n = drives.size();
+  std::vector<std::string> roots;
+  for (Drive* d : drives) roots.push_back(d->name());
   std::vector<std::optional<DriveFormat>> formats(n);
   FormatResult out;
   out.states.assign(n, DriveState::kOk);
   std::map<std::string, std::vector<std::string>> by_deployment;
   for (size_t i = 0; i < n; ++i) {
-    std::error_code ec;
-    std::filesystem::create_directories(roots[i], ec);
-    if (!fsutil::IsDir(roots[i])) {
-      spdlog::warn("drive {} is offline: not a directory ({})", roots[i], ec.message());
+    auto usable = drives[i]->EnsureRoot();
+    if (!usable.ok() || !*usable) {
+      if (!usable.ok())
+        spdlog::warn("drive {} is offline: {}", roots[i], usable.error().message);
       out.states[i] = DriveState::kOffline;
       continue;
     }
-    auto f = ReadFormat(roots[i]);
+    auto f = drives[i]->ReadFormat();
     if (f.ok()) {
       formats[i] = std::move(*f);
       by_deployment[formats[i]->deployment_id].push_back(roots[i]);
@@ -127,6 +137,20 @@ Result<FormatResult> LoadOrFormat(const std::vector<std::string>& roots,
   }
   const int set_size = layout.set_size;
   if (by_deployment.empty()) {  // a new deployment
+    if (!options.may_create) {
+      return MakeError(ErrorCode::kServiceUnavailable,
+                       "no drive is formatted yet; waiting for the first node to format them");
+    }
+    if (options.fresh_needs_all) {
+      for (size_t i = 0; i < n; ++i) {
+        if (out.states[i] == DriveState::kOffline) {
+          return MakeError(ErrorCode::kServiceUnavailable,
+                           "drive " + roots[i] +
+                               " is offline; a new deployment is formatted only when every "
+                               "drive answers");
+        }
+      }
+    }
     out.fresh = true;
     out.deployment_id = NewId();
     out.sets.assign(static_cast<size_t>(layout.set_count), {});
@@ -167,13 +191,26 @@ Result<FormatResult> LoadOrFormat(const std::vector<std::string>& roots,
       continue;
     }
     if (out.states[i] == DriveState::kOffline) continue;
-    if (!IsEmptyDrive(roots[i])) {
+    auto empty = drives[i]->IsEmpty();
+    if (!empty.ok()) {
+      spdlog::warn("drive {} is offline: {}", roots[i], empty.error().message);
+      out.states[i] = DriveState::kOffline;
+      continue;
+    }
+    if (!*empty) {
+      // Another node (clusters: the first one) may have formatted it since we looked.
+      if (auto again = drives[i]->ReadFormat();
+          again.ok() && again->deployment_id == out.deployment_id && again->set_index == set &&
+          again->drive_index == drive &&
+          out.sets[static_cast<size_t>(set)][static_cast<size_t>(drive)] == again->drive_id) {
+        continue;
+      }
       return MakeError(ErrorCode::kInvalidArgument,
                        "drive " + roots[i] +
                            " holds data but no erasure format file (a single-drive server's "
                            "drive, or another program's directory): give an empty directory");
     }
-    if (auto st = FormatInto(roots[i], out.deployment_id, out.sets, set, drive); !st.ok()) {
+    if (auto st = FormatInto(*drives[i], out.deployment_id, out.sets, set, drive); !st.ok()) {
       spdlog::warn("drive {} is offline: cannot format: {}", roots[i], st.error().message);
       out.states[i] = DriveState::kOffline;
       continue;

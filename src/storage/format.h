@@ -13,6 +13,8 @@
 
 namespace rdmastor::storage {
 
+class Drive;
+
 inline constexpr int kFormatVersion = 1;
 
 struct DriveFormat {
@@ -38,16 +40,28 @@ struct FormatResult {
 
 std::string FormatPath(const std::string& root);
 Result<DriveFormat> ReadFormat(const std::string& root);  // kNoSuchKey when absent
+// Writes the format file of the drive at `root` atomically (temp + fsync + rename).
+Status WriteFormatFile(const std::string& root, const DriveFormat& format);
 
-// Loads or creates the format of every drive (`roots` in argument order, cut into sets of
+struct FormatOptions {
+  // A new deployment may be created here (clusters: only the first node formats; the others
+  // answer kServiceUnavailable until its format files appear).
+  bool may_create = true;
+  // A new deployment needs every drive online (clusters: a node that is down might hold a
+  // format already).
+  bool fresh_needs_all = false;
+};
+
+// Loads or creates the format of every drive (`drives` in argument order, cut into sets of
 // layout.set_size). Refuses (kInvalidArgument) drives of another deployment, drives at the wrong
 // position, a changed layout, and unformatted drives that hold data; refuses when a set has fewer
 // than its data-shard count of usable drives.
-Result<FormatResult> LoadOrFormat(const std::vector<std::string>& roots,
-                                  const erasure::SetLayout& layout);
+Result<FormatResult> LoadOrFormat(const std::vector<Drive*>& drives,
+                                  const erasure::SetLayout& layout,
+                                  const FormatOptions& options = {});
 
-// Formats the empty drive `root` into slot (set, drive) of an existing deployment (replacement).
-Status FormatInto(const std::string& root, const std::string& deployment_id,
+// Formats the empty drive into slot (set, drive) of an existing deployment (replacement).
+Status FormatInto(Drive& target, const std::string& deployment_id,
                   const std::vector<std::vector<std::string>>& sets, int set, int drive);
 
 // True when the directory holds nothing but (optionally) an empty system area / lost+found.

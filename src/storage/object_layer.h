@@ -62,6 +62,10 @@ class ObjectReader {
   virtual const ObjectInfo& info() const = 0;
   // Reads up to len bytes at object offset `off`. Returns bytes read (0 only at/after EOF).
   virtual Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) = 0;
+  // Payload bytes this reader has copied in user space so far on their way into ReadAt's `buf`
+  // (e.g. through a stripe cache). A reader that preads straight into `buf` copies none. The
+  // S3-over-RDMA copy metric (minio_api_rdma_copied_bytes_total) adds this up per request.
+  virtual uint64_t bytes_copied() const { return 0; }
 };
 
 struct ListOptions {

@@ -110,5 +110,34 @@ TEST(ServerMetrics, HealProgressHook) {
   EXPECT_EQ(GlobalRegistry().Render(Scope::kCluster).find("minio_heal_"), std::string::npos);
 }
 
+TEST(ServerMetrics, HealTotalsAreCountersThatNeverGoBack) {
+  auto value = [](const std::string& name) {
+    std::string text = GlobalRegistry().Render(Scope::kNode);
+    auto pos = text.find("\n" + name + " ");
+    if (pos == std::string::npos) return -1.0;
+    return std::stod(text.substr(pos + name.size() + 2));
+  };
+  HealProgress p;
+  p.shards_written = 6;
+  p.queue_size = 3;
+  p.total_objects_healed = 5;
+  p.total_shards_written = 12;
+  p.drives_replaced = 2;
+  SetHealProgress(p);
+  EXPECT_EQ(value("rdmastor_heal_shards_written_total"), 6);
+  EXPECT_EQ(value("rdmastor_heal_queue_size"), 3);
+  EXPECT_EQ(value("rdmastor_healed_objects_total"), 5);
+  EXPECT_EQ(value("rdmastor_healed_shards_total"), 12);
+  EXPECT_EQ(value("rdmastor_drives_replaced_total"), 2);
+  std::string text = GlobalRegistry().Render(Scope::kNode);
+  EXPECT_NE(text.find("# TYPE rdmastor_healed_shards_total counter"), std::string::npos);
+  p.total_shards_written = 20;
+  SetHealProgress(p);
+  EXPECT_EQ(value("rdmastor_healed_shards_total"), 20);
+  p.total_shards_written = 4;  // totals only grow: a smaller sample changes nothing
+  SetHealProgress(p);
+  EXPECT_EQ(value("rdmastor_healed_shards_total"), 20);
+}
+
 }  // namespace
 }  // namespace rdmastor::admin

@@ -76,8 +76,13 @@ TEST(DriveArgs, RefusesPoolsHostsDuplicates) {
   ASSERT_FALSE(mixed.ok());
   EXPECT_NE(mixed.error().message.find("pools"), std::string::npos);
   auto host = ExpandDriveArgs({"http://node{1...4}:9000/mnt/d{1...4}"});
-  ASSERT_FALSE(host.ok());
-  EXPECT_NE(host.error().message.find("not supported yet"), std::string::npos);
+  ASSERT_TRUE(host.ok()) << host.error().message;
+  ASSERT_EQ(host->size(), 16u);
+  EXPECT_EQ((*host)[0], "http://node1:9000/mnt/d1");
+  EXPECT_EQ((*host)[15], "http://node4:9000/mnt/d4");
+  auto mixed_urls = ExpandDriveArgs({"http://a:9000/d1", "/d2"});
+  ASSERT_FALSE(mixed_urls.ok());
+  EXPECT_NE(mixed_urls.error().message.find("cannot be mixed"), std::string::npos);
   auto dup = ExpandDriveArgs({"/a", "/b/", "/a/./"});
   ASSERT_FALSE(dup.ok());
   EXPECT_NE(dup.error().message.find("more than once"), std::string::npos);
@@ -92,7 +97,12 @@ TEST(DriveArgs, ServerConfigExpandsArgsAndMinioVolumes) {
   EXPECT_EQ(env->drives.size(), 16u);
   EXPECT_EQ(env->drives[0], "/mnt/d01");
   EXPECT_FALSE(ParseServerConfig({"/a", "/a"}, {}).ok());
-  EXPECT_FALSE(ParseServerConfig({}, {{"MINIO_VOLUMES", "http://h{1...4}/d"}}).ok());
+  auto dist = ParseServerConfig({}, {{"MINIO_VOLUMES", "http://h{1...4}:9000/d"}});
+  ASSERT_TRUE(dist.ok()) << dist.error().message;
+  EXPECT_TRUE(dist->distributed);
+  EXPECT_FALSE(ParseServerConfig({}, {{"MINIO_PEER_WAIT", "soon"},
+                                      {"MINIO_VOLUMES", "http://h{1...4}:9000/d"}})
+                   .ok());
 }
 
 }  // namespace

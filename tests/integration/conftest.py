@@ -736,3 +736,61 @@ def file_md5(path):
 
 def b64(data):
     return base64.b64encode(data).decode()
+
+
+# ----------------------------------------------------------------------------------------------
+# erasure-coded deployments: `rdmastor admin heal`, metrics
+# ----------------------------------------------------------------------------------------------
+
+class HealRun:
+    """Result of `rdmastor admin heal`: exit code, output, and the final counts parsed."""
+
+    def __init__(self, cp):
+        self.returncode = cp.returncode
+        self.stdout = cp.stdout
+        self.stderr = cp.stderr
+        self.counts = None
+        m = re.search(r"heal (?:done|failed): (\d+) object\(s\) scanned, (\d+) healed, "
+                      r"(\d+) shard\(s\) written, (\d+) failed", cp.stdout)
+        if m:
+            self.counts = dict(zip(("scanned", "healed", "shards", "failed"),
+                                   (int(x) for x in m.groups())))
+
+    def __repr__(self):
+        return f"<heal rc={self.returncode} stdout={self.stdout[-3000:]!r} stderr={self.stderr[-2000:]!r}>"
+
+
+def admin_heal(srv, bucket=None, cred_vars=("MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD"),
+               secret=None, timeout=300):
+    """Run `rdmastor admin heal --endpoint <srv> [bucket]` with the server's root credentials in
+    the given environment variables (MINIO_ROOT_* or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)."""
+    env = _clean_env({cred_vars[0]: srv.access_key, cred_vars[1]: secret or srv.secret_key})
+    cmd = [RDMASTOR_BIN, "admin", "heal", "--endpoint", srv.endpoint] + ([bucket] if bucket else [])
+    cp = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
+                        stdin=subprocess.DEVNULL)
+    return HealRun(cp)
+
+
+def scrape(srv, scope="node"):
+    """Prometheus samples {name or name{labels}: value}; the server must run with
+    MINIO_PROMETHEUS_AUTH_TYPE=public."""
+    r = requests.get(srv.url(f"/minio/v2/metrics/{scope}"), timeout=10)
+    assert r.status_code == 200, r.text[:500]
+    out = {}
+    for line in r.text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
+
+def wait_heal_idle(srv, timeout=60):
+    """Waits until the server heals nothing: no walk running and the heal-on-read queue empty
+    (so a test may remove a drive directory without racing the healer writing into it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = scrape(srv)
+        if m.get("rdmastor_heal_running") == 0 and m.get("rdmastor_heal_queue_size") == 0:
+            return m
+        time.sleep(0.1)
+    pytest.fail(f"server still healing after {timeout}s")

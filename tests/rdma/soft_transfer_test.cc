@@ -168,6 +168,117 @@ TEST_F(Fixture, WrongEndpointIdOrDeadTargetIsNotSupported) {
   EXPECT_EQ(fabric.Connect(no_gid, {"127.0.0.1"}).error().code, ErrorCode::kRDMANotSupported);
 }
 
+// One write and one read of `data` through `ep`; false when either failed.
+bool RoundTrip(soft::SoftFabric& fabric, Endpoint& ep, const MemoryRegion& remote,
+               std::vector<char>& data) {
+  auto lmr = fabric.RegisterMemory(data.data(), data.size(), kLocalWrite);
+  if (!lmr.ok()) return false;
+  RemoteBuffer rb{reinterpret_cast<uint64_t>(remote.addr()), remote.length(), remote.rkey()};
+  Transfer w(ep, Opcode::kWrite, rb);
+  if (!w.Post(**lmr, data.data(), data.size(), 0).ok() || !w.Finish().ok()) return false;
+  std::vector<char> back(data.size());
+  auto bmr = fabric.RegisterMemory(back.data(), back.size(), kLocalWrite);
+  Transfer r(ep, Opcode::kRead, rb);
+  if (!r.Post(**bmr, back.data(), back.size(), 0).ok() || !r.Finish().ok()) return false;
+  return back == data;
+}
+
+TEST_F(Fixture, ReusesCleanConnectionsOnly) {
+  std::vector<char> remote(256 * 1024);
+  auto rmr = target->RegisterMemory(remote.data(), remote.size(), kRemoteWrite | kRemoteRead);
+  ASSERT_TRUE(rmr.ok());
+  auto data = Pattern(remote.size(), 3);
+  for (int i = 0; i < 3; ++i) {  // clean endpoints hand their connection to the next Connect
+    auto ep = Connect();
+    ASSERT_TRUE(ep.ok()) << ep.error().message;
+    ASSERT_TRUE(RoundTrip(fabric, **ep, **rmr, data));
+  }
+  EXPECT_EQ(target->connections_accepted(), 1u);
+  EXPECT_EQ(fabric.connections_opened(), 1u);
+  EXPECT_EQ(fabric.connections_reused(), 2u);
+
+  // Two endpoints at once need two connections.
+  {
+    auto a = Connect(), b = Connect();
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_TRUE(RoundTrip(fabric, **a, **rmr, data));
+    ASSERT_TRUE(RoundTrip(fabric, **b, **rmr, data));
+  }
+  EXPECT_EQ(target->connections_accepted(), 2u);
+
+  // An endpoint that saw an error (wrong rkey) is not reused: the next one opens afresh and works.
+  {
+    auto ep = Connect();
+    ASSERT_TRUE(ep.ok());
+    std::vector<char> src(4096);
+    auto lmr = fabric.RegisterMemory(src.data(), src.size(), kLocalWrite);
+    Transfer t(**ep, Opcode::kWrite,
+               RemoteBuffer{reinterpret_cast<uint64_t>(remote.data()), 4096, (*rmr)->rkey() ^ 1});
+    ASSERT_TRUE(t.Post(**lmr, src.data(), src.size(), 0).ok());
+    ASSERT_FALSE(t.Finish().ok());
+  }
+  {
+    auto ep = Connect();
+    ASSERT_TRUE(ep.ok());
+    ASSERT_TRUE(RoundTrip(fabric, **ep, **rmr, data));
+  }
+  // One idle connection was left from the pair above; the errored one was dropped.
+  EXPECT_EQ(target->connections_accepted(), 2u);
+
+  // An endpoint released with requests still in flight is not reused either.
+  {
+    auto ep = Connect();
+    ASSERT_TRUE(ep.ok());
+    auto lmr = fabric.RegisterMemory(data.data(), data.size(), kLocalWrite);
+    Transfer t(
+        **ep, Opcode::kWrite,
+        RemoteBuffer{reinterpret_cast<uint64_t>(remote.data()), remote.size(), (*rmr)->rkey()});
+    ASSERT_TRUE(t.Post(**lmr, data.data(), data.size(), 0).ok());
+  }  // destroyed without Finish
+  uint64_t before = target->connections_accepted();
+  {
+    auto ep = Connect();
+    ASSERT_TRUE(ep.ok());
+    ASSERT_TRUE(RoundTrip(fabric, **ep, **rmr, data));
+  }
+  EXPECT_EQ(target->connections_accepted(), before + 1);
+  EXPECT_EQ(remote, data);
+}
+
+TEST(SoftFabricTest, ConnectionClosedByTheTargetWhileIdleIsReplaced) {
+  soft::SoftTargetOptions to;
+  to.io_timeout = 200ms;  // the target drops connections idle this long
+  auto target = soft::SoftTarget::Start(to);
+  ASSERT_TRUE(target.ok());
+  soft::SoftFabric fabric;
+  std::vector<char> remote(64 * 1024);
+  auto rmr = (*target)->RegisterMemory(remote.data(), remote.size(), kRemoteWrite | kRemoteRead);
+  auto data = Pattern(remote.size(), 4);
+  {
+    auto ep = fabric.Connect((*target)->address(), {"127.0.0.1"});
+    ASSERT_TRUE(ep.ok());
+    ASSERT_TRUE(RoundTrip(fabric, **ep, **rmr, data));
+  }
+  std::this_thread::sleep_for(600ms);  // the target has closed its end by now
+  auto ep = fabric.Connect((*target)->address(), {"127.0.0.1"});
+  ASSERT_TRUE(ep.ok());
+  ASSERT_TRUE(RoundTrip(fabric, **ep, **rmr, data));
+  EXPECT_EQ((*target)->connections_accepted(), 2u);
+  EXPECT_EQ(fabric.connections_reused(), 0u);
+
+  // Reuse off: every Connect opens a connection.
+  soft::SoftFabricOptions fo;
+  fo.max_idle_connections = 0;
+  soft::SoftFabric no_reuse(fo);
+  for (int i = 0; i < 2; ++i) {
+    auto e = no_reuse.Connect((*target)->address(), {"127.0.0.1"});
+    ASSERT_TRUE(e.ok());
+    ASSERT_TRUE(RoundTrip(no_reuse, **e, **rmr, data));
+  }
+  EXPECT_EQ(no_reuse.connections_opened(), 2u);
+  EXPECT_EQ(no_reuse.connections_reused(), 0u);
+}
+
 // A peer that accepts the endpoint and then stops answering: the transfer fails within its
 // timeout instead of hanging.
 TEST(SoftFabricTest, FrozenPeerFailsWithinTimeout) {

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common/hash.h"
+#include "rdma/build_info.h"
 #include "rdma/soft/soft_wire.h"
 #include "rdma/token.h"
 #include "rdmastor/rdma_client.h"
@@ -50,7 +51,9 @@ class S3OverRdma : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     server_ = new ServerProcess();
-    ASSERT_TRUE(server_->Start({{"MINIO_RDMA_FABRIC", "soft"}})) << server_->log();
+    ASSERT_TRUE(
+        server_->Start({{"MINIO_RDMA_FABRIC", "soft"}, {"MINIO_PROMETHEUS_AUTH_TYPE", "public"}}))
+        << server_->log();
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -417,6 +420,122 @@ TEST_F(S3OverRdma, ClientVanishingMidTransferFailsCleanly) {
   EXPECT_TRUE(r->status == 500 || r->status == 501) << r->status << r->body;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
   EXPECT_FALSE(Exists("vanish"));
+}
+
+// The GET side: a target that takes the endpoint and the first WRITE's header, then vanishes.
+// The request fails within bounded time, and the server goes on serving.
+TEST_F(S3OverRdma, ClientVanishingDuringGetFailsCleanly) {
+  auto data = Pattern(6 << 20, 12);
+  ASSERT_TRUE(client_->Put(bucket_, "g", data.data(), data.size()).ok());
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(sa);
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&sa), len), 0);
+  ASSERT_EQ(listen(ls, 4), 0);
+  getsockname(ls, reinterpret_cast<sockaddr*>(&sa), &len);
+  std::thread fake([&] {
+    int c = accept(ls, nullptr, nullptr);
+    rdma::soft::wire::Hello h;
+    (void)!recv(c, &h, sizeof(h), MSG_WAITALL);
+    rdma::soft::wire::HelloReply hr;
+    (void)!write(c, &hr, sizeof(hr));
+    rdma::soft::wire::Request req;
+    (void)!recv(c, &req, sizeof(req), MSG_WAITALL);
+    close(c);  // gone before the payload arrived
+  });
+  rdma::RdmaToken t;
+  t.raddr = 0x10000;
+  t.rsize = static_cast<uint32_t>(data.size());
+  t.rkey = 1;
+  t.lid = ntohs(sa.sin_port);
+  t.qpn = 9;
+  t.has_gid = true;
+  t.gid = rdma::Ipv4ToGid(0x7f000001);
+  auto start = std::chrono::steady_clock::now();
+  auto r = Raw("GET", "g", rdma::FormatToken(t));
+  fake.join();
+  close(ls);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->status == 500 || r->status == 501) << r->status << r->body;
+  EXPECT_NE(r->body.find("<Code>RDMA"), std::string::npos) << r->body;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  // Unharmed: the same object still comes back whole, over RDMA and over HTTP.
+  std::vector<char> back(data.size());
+  auto got = client_->Get(bucket_, "g", back.data(), back.size());
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(back, data);
+}
+
+// minio_api_rdma_copied_bytes_total: exported before any copy, unchanged by a GET from a plain
+// (single-drive) object, one copy per byte on PUT.
+TEST_F(S3OverRdma, CopyMetricCountsUserSpaceCopies) {
+  auto copied = [&]() -> std::optional<double> {
+    client::HttpClient http("127.0.0.1", server_->port());
+    client::HttpRequest req;
+    req.target = "/minio/v2/metrics/node";
+    auto r = http.Send(req);
+    if (!r.ok() || r->status != 200) return std::nullopt;
+    auto at = r->body.find("\nminio_api_rdma_copied_bytes_total ");
+    if (at == std::string::npos) return std::nullopt;
+    return std::strtod(r->body.c_str() + at + 35, nullptr);
+  };
+  auto before = copied();
+  ASSERT_TRUE(before.has_value()) << "the copy metric is not exported";
+  auto data = Pattern(3 << 20, 13);
+  ASSERT_TRUE(client_->Put(bucket_, "cm", data.data(), data.size()).ok());
+  auto after_put = copied();
+  ASSERT_TRUE(after_put);
+  EXPECT_EQ(*after_put - *before, static_cast<double>(data.size()));
+  std::vector<char> back(data.size());
+  ASSERT_TRUE(client_->Get(bucket_, "cm", back.data(), back.size()).ok());
+  EXPECT_EQ(back, data);
+  std::vector<char> part(1000);
+  ASSERT_TRUE(client_->Get(bucket_, "cm", part.data(), part.size(), ByteRange{5, 1004}).ok());
+  EXPECT_EQ(std::memcmp(part.data(), data.data() + 5, part.size()), 0);
+  EXPECT_EQ(*copied(), *after_put);  // drive -> registered buffer -> fabric: no copy
+}
+
+// RDMA build, no device (every machine the team builds on): the server says so once at start
+// and answers token requests 501. Standard build: MINIO_RDMA_FABRIC=verbs refuses to start.
+TEST(S3OverRdmaNoDevice, VerbsWithoutADeviceLogsOnceAndAnswers501) {
+  ServerProcess server;
+  if (!rdma::BuiltWithVerbs()) {
+    ASSERT_FALSE(server.Start({{"MINIO_RDMA_FABRIC", "verbs"}}));
+    EXPECT_NE(server.log().find("MINIO_RDMA_FABRIC"), std::string::npos) << server.log();
+    return;
+  }
+  if (rdma::ProbeDevices().available)
+    GTEST_SKIP() << "an RDMA device is present: the no-device path cannot be exercised here";
+  ASSERT_TRUE(server.Start({})) << server.log();  // the RDMA build defaults to verbs
+  std::string log = server.log();
+  const std::string line = "S3 over RDMA: unavailable, requests with x-amz-rdma-token get 501";
+  auto first = log.find(line);
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find(line, first + 1), std::string::npos) << "logged more than once:\n" << log;
+  RdmaClientConfig cfg;
+  cfg.s3 = *client::S3ConfigFromEndpoint(server.endpoint(), ServerProcess::kUser,
+                                         ServerProcess::kPassword);
+  auto c = RdmaS3Client::Create(cfg);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->http().CreateBucket("nodev").ok());
+  ASSERT_TRUE((*c)->http().PutObject("nodev", "k", "hello").ok());
+  char buf[5];
+  auto got = (*c)->Get("nodev", "k", buf, 5);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, ErrorCode::kRDMANotSupported);
+  auto token = (*c)->TokenFor(buf, 5, true);
+  S3Request req;
+  req.bucket = "nodev";
+  req.key = "k";
+  req.headers = {{"x-amz-rdma-token", *token}};
+  auto r = (*c)->http().Execute(req, client::ResponseTarget::String());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 501);
+  EXPECT_EQ(*r->FindHeader("x-amz-rdma-reply"), "501");
+  EXPECT_NE(r->body.find("<Code>RDMANotSupported</Code>"), std::string::npos) << r->body;
+  EXPECT_TRUE(server.alive());
 }
 
 TEST(S3OverRdmaOff, TokenWithoutAFabricIs501WithErrorXml) {

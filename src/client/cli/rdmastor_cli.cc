@@ -46,13 +46,40 @@ struct Summary {
   }
 };
 
-void Progress(uint64_t done, uint64_t total) {
-  if (!isatty(STDERR_FILENO) || total < (16ull << 20)) return;
-  std::fprintf(stderr, "\r%6.1f%% %llu/%llu MiB", 100.0 * static_cast<double>(done) / total,
-               static_cast<unsigned long long>(done >> 20),
-               static_cast<unsigned long long>(total >> 20));
-  if (done == total) std::fputc('\n', stderr);
-}
+// A progress line on a terminal (stderr) for transfers of 16 MiB or more, redrawn at most every
+// 100 ms and once at 100%.
+class Progress {
+ public:
+  explicit Progress(uint64_t total)
+      : total_(total), on_(isatty(STDERR_FILENO) && total >= (16ull << 20)) {}
+  bool on() const { return on_; }
+  void Update(uint64_t done) {
+    if (!on_ || finished_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (done < total_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    double s = std::chrono::duration<double>(now - start_).count();
+    std::fprintf(stderr, "\r%6.1f%% %llu/%llu MiB  %.1f MiB/s ",
+                 100.0 * static_cast<double>(done) / static_cast<double>(total_),
+                 static_cast<unsigned long long>(done >> 20),
+                 static_cast<unsigned long long>(total_ >> 20),
+                 s > 0 ? static_cast<double>(done) / 1048576.0 / s : 0.0);
+    if (done >= total_) {
+      std::fputc('\n', stderr);
+      finished_ = true;
+    }
+  }
+  // Ends an unfinished line (a failure) so the error message starts on its own line.
+  ~Progress() {
+    if (on_ && !finished_ && last_ != std::chrono::steady_clock::time_point{})
+      std::fputc('\n', stderr);
+  }
+
+ private:
+  uint64_t total_;
+  bool on_, finished_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
+};
 
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "rdmastor-cli: %s\n", msg.c_str());
@@ -109,6 +136,10 @@ int main(int argc, char** argv) {
   }
   if (endpoint.empty() || args.empty()) {
     std::fputs(kUsage, stderr);
+    return 2;
+  }
+  if (fallback && !use_rdma) {
+    std::fprintf(stderr, "rdmastor-cli: --http-fallback only applies with --rdma\n%s", kUsage);
     return 2;
   }
   const char* ak = std::getenv("AWS_ACCESS_KEY_ID");
@@ -180,6 +211,7 @@ int main(int argc, char** argv) {
       f.p = static_cast<char*>(p);
     }
     Summary sum;
+    Progress progress(f.size);
     static char empty = 0;
     char* data = f.p ? f.p : &empty;
     if (rc && f.size > kPart) {
@@ -195,7 +227,7 @@ int main(int argc, char** argv) {
         parts.emplace_back(static_cast<int>(parts.size() + 1), r->etag);
         sum.transport = std::string(rdmastor::client::TransportName(r->transport));
         sum.bytes += n;
-        Progress(sum.bytes, f.size);
+        progress.Update(sum.bytes);
       }
       auto done = rc->CompleteMultipartUpload(bucket, key, *id, parts);
       if (!done.ok()) return Fail(done.error().message);
@@ -205,11 +237,20 @@ int main(int argc, char** argv) {
       sum.transport = std::string(rdmastor::client::TransportName(r->transport));
       sum.bytes = f.size;
     } else {
-      auto r = s3.PutObject(bucket, key, std::string_view(data, f.size));
+      // Streamed from the mapping in 1 MiB pieces so the progress line moves.
+      uint64_t sent = 0;
+      auto pull = [&]() -> rdmastor::Result<std::string_view> {
+        progress.Update(sent);
+        size_t n = static_cast<size_t>(std::min<uint64_t>(1u << 20, f.size - sent));
+        std::string_view piece(data + sent, n);
+        sent += n;
+        return piece;
+      };
+      auto r = s3.PutObject(bucket, key, f.size, pull);
       if (!r.ok()) return Fail(r.error().message);
       sum.bytes = f.size;
     }
-    Progress(f.size, f.size);
+    progress.Update(f.size);
     sum.Print("put");
     return 0;
   }
@@ -233,7 +274,16 @@ int main(int argc, char** argv) {
       if (p == MAP_FAILED) return Fail("cannot map " + args[2]);
       f.p = static_cast<char*>(p);
     }
+    // A failed download leaves no partial file behind.
+    struct RemoveUnlessKept {
+      std::string path;
+      bool keep = false;
+      ~RemoveUnlessKept() {
+        if (!keep) unlink(path.c_str());
+      }
+    } cleanup{args[2]};
     Summary sum;
+    Progress progress(size);
     static char empty[1];
     char* dst = f.p ? f.p : empty;
     if (rc) {
@@ -248,13 +298,35 @@ int main(int argc, char** argv) {
         sum.transport = std::string(rdmastor::client::TransportName(r->transport));
         off += n;
         sum.bytes = off;
-        Progress(off, size);
+        progress.Update(off);
       } while (off < size);
-    } else {
-      auto r = s3.GetObjectInto(bucket, key, std::nullopt, dst, size);
+    } else if (!progress.on()) {
+      auto r = s3.GetObjectInto(bucket, key, std::nullopt, dst, size);  // received in place
       if (!r.ok()) return Fail(r.error().message);
       sum.bytes = r->bytes;
+    } else {
+      uint64_t got = 0;
+      auto sink = [&](const char* p, size_t n) -> rdmastor::Status {
+        if (n > size - got)
+          return rdmastor::MakeError(
+              rdmastor::ErrorCode::kInternalError,
+              "the object grew since HEAD: got more than " + std::to_string(size) + " bytes");
+        std::memcpy(dst + got, p, n);
+        got += n;
+        progress.Update(got);
+        return {};
+      };
+      auto r = s3.GetObject(bucket, key, std::nullopt, sink);
+      if (!r.ok()) return Fail(r.error().message);
+      if (got != size)
+        return Fail("GET " + target + ": got " + std::to_string(got) + " of " +
+                    std::to_string(size) + " bytes (the object changed since HEAD)");
+      sum.bytes = got;
     }
+    progress.Update(size);
+    if (size && msync(f.p, size, MS_SYNC) != 0)
+      return Fail("cannot write " + args[2] + ": " + std::strerror(errno));
+    cleanup.keep = true;
     sum.Print("get");
     return 0;
   }

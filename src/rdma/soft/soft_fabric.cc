@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -73,6 +74,81 @@ struct SoftFabric::Registry {
   }
 };
 
+// Idle connections, each already past Hello with one target endpoint. Keyed by everything the
+// connection was opened for (host, port, endpoint id), so a reused connection reaches exactly
+// what a new one would; Connect applies the origin policy before it looks here.
+struct SoftFabric::Pool {
+  struct Key {
+    uint32_t ip = 0;
+    uint16_t port = 0;
+    uint32_t qpn = 0;
+    bool operator==(const Key&) const = default;
+  };
+  struct Idle {
+    Key key;
+    int fd;
+    std::chrono::steady_clock::time_point since;
+  };
+
+  std::mutex mu;
+  std::deque<Idle> idle;  // oldest first
+  size_t max_idle = 0;
+  std::chrono::milliseconds idle_timeout{0};
+  std::atomic<uint64_t> opened{0}, reused{0};
+
+  ~Pool() {
+    for (const auto& i : idle) close(i.fd);
+  }
+
+  // An idle connection to `key` that is still open, or -1.
+  int Take(const Key& key) {
+    std::vector<int> stale;
+    int fd = -1;
+    {
+      std::lock_guard lock(mu);
+      auto now = std::chrono::steady_clock::now();
+      while (!idle.empty() && now - idle.front().since > idle_timeout) {
+        stale.push_back(idle.front().fd);
+        idle.pop_front();
+      }
+      for (auto it = idle.rbegin(); it != idle.rend(); ++it) {
+        if (!(it->key == key)) continue;
+        int cand = it->fd;
+        idle.erase(std::next(it).base());
+        // Nothing may be pending on an idle connection: readable means the target closed it (or
+        // broke the protocol). Either way it is not reused.
+        pollfd pfd{cand, POLLIN, 0};
+        if (poll(&pfd, 1, 0) != 0) {
+          stale.push_back(cand);
+          break;  // at most one probe per call; the caller opens a fresh connection
+        }
+        fd = cand;
+        break;
+      }
+    }
+    for (int s : stale) close(s);
+    if (fd >= 0) reused.fetch_add(1, std::memory_order_relaxed);
+    return fd;
+  }
+
+  void Give(const Key& key, int fd) {
+    int evicted = -1;
+    {
+      std::lock_guard lock(mu);
+      if (max_idle == 0) {
+        evicted = fd;
+      } else {
+        if (idle.size() >= max_idle) {
+          evicted = idle.front().fd;
+          idle.pop_front();
+        }
+        idle.push_back({key, fd, std::chrono::steady_clock::now()});
+      }
+    }
+    if (evicted >= 0) close(evicted);
+  }
+};
+
 namespace {
 
 class SoftLocalMr final : public MemoryRegion {
@@ -90,9 +166,17 @@ class SoftLocalMr final : public MemoryRegion {
 
 class SoftEndpoint final : public Endpoint {
  public:
-  SoftEndpoint(int fd, std::shared_ptr<SoftFabric::Registry> reg) : fd_(fd), reg_(std::move(reg)) {}
+  SoftEndpoint(int fd, std::shared_ptr<SoftFabric::Registry> reg,
+               std::shared_ptr<SoftFabric::Pool> pool, SoftFabric::Pool::Key key)
+      : fd_(fd), reg_(std::move(reg)), pool_(std::move(pool)), key_(key) {}
   ~SoftEndpoint() override {
-    if (fd_ >= 0) close(fd_);
+    if (fd_ < 0) return;
+    // Clean: every posted request answered, never in error. Then the connection is in the same
+    // state as right after Hello and can serve the next request to this target.
+    if (!error_ && outstanding_.empty() && ready_.empty())
+      pool_->Give(key_, fd_);
+    else
+      close(fd_);
   }
 
   Status PostSend(const WorkRequest& wr) override {
@@ -194,6 +278,8 @@ class SoftEndpoint final : public Endpoint {
 
   int fd_;
   std::shared_ptr<SoftFabric::Registry> reg_;
+  std::shared_ptr<SoftFabric::Pool> pool_;
+  SoftFabric::Pool::Key key_;
   bool error_ = false;
   std::deque<Pending> outstanding_;  // posted, reply not yet read (replies come in order)
   std::deque<Completion> ready_;
@@ -202,8 +288,16 @@ class SoftEndpoint final : public Endpoint {
 }  // namespace
 
 SoftFabric::SoftFabric(SoftFabricOptions options)
-    : options_(std::move(options)), registry_(std::make_shared<Registry>()) {}
+    : options_(std::move(options)),
+      registry_(std::make_shared<Registry>()),
+      pool_(std::make_shared<Pool>()) {
+  pool_->max_idle = options_.max_idle_connections;
+  pool_->idle_timeout = options_.idle_timeout;
+}
 SoftFabric::~SoftFabric() = default;
+
+uint64_t SoftFabric::connections_opened() const { return pool_->opened.load(); }
+uint64_t SoftFabric::connections_reused() const { return pool_->reused.load(); }
 
 Result<std::unique_ptr<MemoryRegion>> SoftFabric::RegisterMemory(void* addr, size_t length,
                                                                  unsigned access) {
@@ -231,6 +325,9 @@ Result<std::unique_ptr<Endpoint>> SoftFabric::Connect(const RemoteAddress& remot
                          " but the request came from " + origin.remote_ip +
                          "; only the requester's address is reached unless "
                          "MINIO_RDMA_SOFT_ALLOW lists it");
+  Pool::Key key{*ip, remote.lid, remote.qpn};
+  if (int idle = pool_->Take(key); idle >= 0)
+    return std::unique_ptr<Endpoint>(new SoftEndpoint(idle, registry_, pool_, key));
   std::string where = net::Ipv4String(*ip) + ":" + std::to_string(remote.lid);
   auto fd = net::ConnectTcp(*ip, remote.lid, options_.connect_timeout);
   if (!fd.ok())
@@ -248,7 +345,8 @@ Result<std::unique_ptr<Endpoint>> SoftFabric::Connect(const RemoteAddress& remot
                      "soft fabric: " + where + " refused endpoint " + std::to_string(remote.qpn) +
                          (st.ok() ? std::string() : ": " + st.error().message));
   }
-  return std::unique_ptr<Endpoint>(new SoftEndpoint(*fd, registry_));
+  pool_->opened.fetch_add(1, std::memory_order_relaxed);
+  return std::unique_ptr<Endpoint>(new SoftEndpoint(*fd, registry_, pool_, key));
 }
 
 }  // namespace rdmastor::rdma::soft

@@ -35,6 +35,14 @@ struct SoftFabricOptions {
   std::chrono::milliseconds connect_timeout{3000};
   // Longest a single socket send/receive may block: bounds a frozen peer.
   std::chrono::milliseconds io_timeout{10000};
+  // Connection reuse: an endpoint released in a clean state (nothing outstanding, never in error)
+  // keeps its connection for the next Connect to the same target (host, port, endpoint id), for
+  // at most idle_timeout and at most max_idle connections in all. 0 disables reuse. Kept below
+  // the target's own idle limit (SoftTargetOptions::io_timeout) so a reused connection is not
+  // closed under the server by the client; one the client did close is detected (EOF) and
+  // replaced before use.
+  size_t max_idle_connections = 64;
+  std::chrono::milliseconds idle_timeout{10000};
 };
 
 // The initiator side (the server).
@@ -49,10 +57,16 @@ class SoftFabric final : public Fabric {
                                             const RequestOrigin& origin) override;
 
   struct Registry;  // local regions by lkey (lkey and bounds checks on post)
+  struct Pool;      // idle connections by target
+
+  // Connections opened to targets so far, and Connects served by an idle connection instead.
+  uint64_t connections_opened() const;
+  uint64_t connections_reused() const;
 
  private:
   SoftFabricOptions options_;
   std::shared_ptr<Registry> registry_;
+  std::shared_ptr<Pool> pool_;
 };
 
 struct SoftTargetOptions {
@@ -69,6 +83,7 @@ class SoftTarget final : public Target {
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override;
   uint64_t requests_served() const;
+  uint64_t connections_accepted() const;
 
   struct Impl;
 

@@ -51,6 +51,7 @@ struct SoftTarget::Impl {
   std::list<Conn> conns;
   std::thread acceptor;
   std::atomic<uint64_t> served{0};
+  std::atomic<uint64_t> accepted{0};
 
   void AcceptLoop();
   void Serve(int fd);
@@ -75,6 +76,11 @@ void SoftTarget::Impl::Serve(int fd) {
   wire::HelloReply hr;
   hr.status = hello.magic == wire::kMagic && hello.qpn == qpn ? 0 : 1;
   if (!net::SendAll(fd, &hr, sizeof(hr)).ok() || hr.status != 0) return;
+  // Like an RC responder QP after an access error, the connection is in the error state once a
+  // request failed: later requests are read (payloads discarded) but neither executed nor
+  // answered; the initiator has flushed them and closes. Closing here instead would reset the
+  // connection and could destroy the error reply before the initiator read it.
+  bool errored = false;
   for (;;) {
     wire::Request req;
     if (!net::RecvAll(fd, &req, sizeof(req)).ok()) return;
@@ -82,20 +88,24 @@ void SoftTarget::Impl::Serve(int fd) {
     reply.wr_id = req.wr_id;
     std::shared_lock lock(regions_mu);
     if (req.op == wire::kOpWrite) {
-      auto st = Check(req.rkey, req.remote_addr, req.length, kRemoteWrite);
+      auto st =
+          errored ? WcStatus::kFlushed : Check(req.rkey, req.remote_addr, req.length, kRemoteWrite);
       reply.status = static_cast<uint32_t>(st);
       Status io = st == WcStatus::kSuccess
                       ? net::RecvAll(fd, reinterpret_cast<char*>(req.remote_addr), req.length)
                       : net::Discard(fd, req.length);
       lock.unlock();
-      if (!io.ok() || !net::SendAll(fd, &reply, sizeof(reply)).ok()) return;
+      if (!io.ok() || (!errored && !net::SendAll(fd, &reply, sizeof(reply)).ok())) return;
+      errored = errored || st != WcStatus::kSuccess;
     } else if (req.op == wire::kOpRead) {
-      auto st = Check(req.rkey, req.remote_addr, req.length, kRemoteRead);
+      auto st =
+          errored ? WcStatus::kFlushed : Check(req.rkey, req.remote_addr, req.length, kRemoteRead);
       reply.status = static_cast<uint32_t>(st);
       reply.length = st == WcStatus::kSuccess ? req.length : 0;
       iovec iov[2] = {{&reply, sizeof(reply)},
                       {reinterpret_cast<char*>(req.remote_addr), reply.length}};
-      if (!net::SendAll(fd, iov, reply.length ? 2 : 1).ok()) return;
+      if (!errored && !net::SendAll(fd, iov, reply.length ? 2 : 1).ok()) return;
+      errored = errored || st != WcStatus::kSuccess;
     } else {
       lock.unlock();
       reply.status = static_cast<uint32_t>(WcStatus::kRemoteInvalidRequest);
@@ -116,6 +126,7 @@ void SoftTarget::Impl::AcceptLoop() {
     if (pfds[1].revents) return;
     int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
+    accepted.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard lock(conns_mu);
     // Reap finished connections so threads do not pile up on a long-lived client.
     for (auto it = conns.begin(); it != conns.end();) {
@@ -130,6 +141,9 @@ void SoftTarget::Impl::AcceptLoop() {
     auto done = std::make_shared<std::atomic<bool>>(false);
     conns.push_back({fd, std::thread([this, fd, done] {
                        Serve(fd);
+                       // The peer sees the end now (a pooled initiator connection must not
+                       // linger half-dead); the descriptor itself is closed when reaped.
+                       shutdown(fd, SHUT_RDWR);
                        done->store(true);
                      }),
                      done});
@@ -221,5 +235,6 @@ Result<std::unique_ptr<MemoryRegion>> SoftTarget::RegisterMemory(void* addr, siz
 }
 
 uint64_t SoftTarget::requests_served() const { return impl_->served.load(); }
+uint64_t SoftTarget::connections_accepted() const { return impl_->accepted.load(); }
 
 }  // namespace rdmastor::rdma::soft

@@ -1,0 +1,401 @@
+#include "cluster/internode_rdma.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <limits>
+
+#include "rdma/rc.h"
+#include "rdma/soft/soft_fabric.h"
+#include "rdma/token.h"
+
+namespace rdmastor::cluster {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// A counting semaphore whose permits come back when the returned handle is destroyed.
+class Slots {
+ public:
+  explicit Slots(int limit) : limit_(std::max(1, limit)) {}
+  std::shared_ptr<void> Acquire(std::chrono::milliseconds wait) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, wait, [&] { return used_ < limit_; })) return nullptr;
+    ++used_;
+    return std::shared_ptr<void>(this, [](Slots* s) {
+      {
+        std::lock_guard l(s->mu_);
+        --s->used_;
+      }
+      s->cv_.notify_one();
+    });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int used_ = 0;
+  const int limit_;
+};
+
+Error Invalid(const std::string& name, const std::string& value, const std::string& accepts) {
+  return MakeError(ErrorCode::kInvalidArgument, name + "='" + value + "' is invalid: " + accepts);
+}
+
+// "30s", "500ms", "2m", or plain seconds; nullopt when malformed.
+std::optional<std::chrono::milliseconds> ParseDuration(const std::string& v) {
+  size_t digits = v.find_first_not_of("0123456789");
+  if (digits == 0 || v.empty()) return std::nullopt;
+  std::string num = v.substr(0, digits), unit = digits == std::string::npos ? "" : v.substr(digits);
+  if (num.size() > 9) return std::nullopt;
+  int64_t n = std::stoll(num);
+  if (unit == "ms") return std::chrono::milliseconds(n);
+  if (unit.empty() || unit == "s") return std::chrono::milliseconds(n * 1000);
+  if (unit == "m") return std::chrono::milliseconds(n * 60000);
+  return std::nullopt;
+}
+
+}  // namespace
+
+struct InternodeRdma::Peer {
+  Peer(std::string n, int inflight)
+      : name(std::move(n)), expose_slots(inflight), serve_slots(inflight) {}
+  std::string name;
+  Slots expose_slots, serve_slots;
+  // Guarded by InternodeRdma::mu_.
+  bool degraded = false;
+  Clock::time_point retry_at{};
+  std::string last_error;
+  InternodePeerCounters c;
+};
+
+Status ApplyInternodeRdmaEnv(const std::map<std::string, std::string>& env,
+                             InternodeRdmaSettings& s) {
+  auto get = [&](const char* name) -> const std::string* {
+    auto it = env.find(name);
+    return it == env.end() || it->second.empty() ? nullptr : &it->second;
+  };
+  if (const auto* v = get("MINIO_RDMA_INTERNODE_INFLIGHT")) {
+    bool ok = v->size() <= 4 && v->find_first_not_of("0123456789") == std::string::npos;
+    int n = ok ? std::stoi(*v) : 0;
+    if (n < 1 || n > 1024)
+      return Invalid("MINIO_RDMA_INTERNODE_INFLIGHT", *v, "use an integer from 1 to 1024");
+    s.inflight_per_peer = n;
+  }
+  if (const auto* v = get("MINIO_RDMA_INTERNODE_RETRY")) {
+    auto d = ParseDuration(*v);
+    if (!d || *d < std::chrono::milliseconds(100) || *d > std::chrono::hours(24))
+      return Invalid("MINIO_RDMA_INTERNODE_RETRY", *v,
+                     "use a duration from 100ms to 24h such as 30s, 500ms or 2m");
+    s.retry_after = *d;
+  }
+  return {};
+}
+
+std::string InternodeRdmaStatus::state() const {
+  if (!enabled) return "off";
+  if (!available) return "unavailable";
+  return degraded.empty() ? "ok" : "degraded";
+}
+
+Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdmaSettings& s) {
+  if (s.inflight_per_peer < 1)
+    return MakeError(ErrorCode::kInvalidArgument, "inter-node RDMA: in-flight bound must be >= 1");
+  if (s.staging_bytes < 4096 || s.slot_bytes < 4096 || s.slot_bytes > s.staging_bytes ||
+      s.max_buffers < 1)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "inter-node RDMA: staging buffers need 4096 <= slot_bytes <= staging_bytes "
+                     "and max_buffers >= 1");
+  std::unique_ptr<InternodeRdma> self(new InternodeRdma(s));
+  if (!s.enabled) {
+    self->unavailable_reason_ = "MINIO_RDMA_INTERNODE is off";
+    spdlog::info("inter-node RDMA: off (all shards over TCP)");
+    return self;
+  }
+  switch (s.fabric) {
+    case rdma::FabricKind::kOff:
+      self->unavailable_reason_ = "MINIO_RDMA_FABRIC=off";
+      break;
+    case rdma::FabricKind::kVerbs: {
+      // RC queue pairs connected with librdmacm (DESIGN.md §4), the same token addressing.
+      rdma::RcSettings rc;
+      rc.device = s.verbs.device;
+      rc.cq_depth = s.verbs.cq_depth;
+      rc.connect_timeout = s.connect_timeout;
+      rc.allow = s.soft_allow;
+      auto fabric = rdma::CreateVerbsRcFabric(rc);
+      if (!fabric.ok()) {
+        self->unavailable_reason_ = fabric.error().message;
+        break;
+      }
+      auto target = rdma::StartVerbsRcTarget(s.bind_ip, rc);
+      if (!target.ok()) {
+        self->unavailable_reason_ = "RC target on " + s.bind_ip + ": " + target.error().message;
+        break;
+      }
+      self->target_ = std::move(target).value();
+      self->fabric_ = std::move(fabric).value();
+      self->pool_ =
+          std::make_unique<rdma::BufferPool>(*self->fabric_, s.staging_bytes, s.max_buffers);
+      break;
+    }
+    case rdma::FabricKind::kSoft: {
+      rdma::soft::SoftFabricOptions fo;
+      fo.allow = s.soft_allow;
+      fo.connect_timeout = s.connect_timeout;
+      fo.io_timeout = s.transfer.timeout;
+      rdma::soft::SoftTargetOptions to;
+      to.bind_ip = s.bind_ip;
+      to.io_timeout = s.transfer.timeout;
+      auto target = rdma::soft::SoftTarget::Start(to);
+      if (!target.ok()) {
+        self->unavailable_reason_ =
+            "soft target on " + s.bind_ip + " did not start: " + target.error().message;
+        break;
+      }
+      self->target_ = std::move(target).value();
+      self->fabric_ = std::make_unique<rdma::soft::SoftFabric>(fo);
+      self->pool_ =
+          std::make_unique<rdma::BufferPool>(*self->fabric_, s.staging_bytes, s.max_buffers);
+      break;
+    }
+  }
+  if (!self->available()) {
+    spdlog::warn(
+        "inter-node RDMA: MINIO_RDMA_INTERNODE=on but unavailable, all shards go over "
+        "TCP: {}",
+        self->unavailable_reason_);
+    return self;
+  }
+  auto addr = self->target_->address();
+  spdlog::info("inter-node RDMA: on, {} fabric, target port {} on {}, shards >= {} bytes",
+               self->fabric_->name(), addr.lid, s.bind_ip, s.min_size);
+  return self;
+}
+
+InternodeRdma::InternodeRdma(InternodeRdmaSettings settings) : settings_(std::move(settings)) {}
+InternodeRdma::~InternodeRdma() = default;
+
+InternodeRdma::Peer& InternodeRdma::GetPeer(std::string_view peer) {
+  std::lock_guard lock(mu_);
+  auto it = peers_.find(peer);
+  if (it == peers_.end())
+    it = peers_
+             .emplace(std::string(peer),
+                      std::make_unique<Peer>(std::string(peer), settings_.inflight_per_peer))
+             .first;
+  return *it->second;
+}
+
+bool InternodeRdma::ShouldUse(std::string_view peer, uint64_t size) {
+  // An empty shard has nothing to move: always TCP (its metadata travels there anyway).
+  if (!settings_.enabled || size == 0 || size < settings_.min_size) return false;
+  Peer& p = GetPeer(peer);
+  std::lock_guard lock(mu_);
+  // Enabled but no fabric, or the peer's RDMA path is down (until its retry time): TCP, counted.
+  if (available() && (!p.degraded || Clock::now() >= p.retry_at)) return true;
+  ++p.c.fallbacks;
+  admin::RecordInternodeFallback(peer);
+  return false;
+}
+
+InternodeRdma::Exposed::~Exposed() {
+  mr_.reset();  // deregister before the in-flight slot frees up
+  slot_.reset();
+}
+
+Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void* buf, size_t len,
+                                                     bool for_remote_write) {
+  if (!available()) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
+  if (buf == nullptr || len == 0 || len > std::numeric_limits<uint32_t>::max())
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "inter-node RDMA: exposed buffers hold 1 byte to 4 GiB - 1 (one token)");
+  Exposed e;
+  e.slot_ = GetPeer(peer).expose_slots.Acquire(settings_.inflight_wait);
+  if (!e.slot_)
+    return MakeError(ErrorCode::kSlowDown,
+                     "inter-node RDMA: " + std::to_string(settings_.inflight_per_peer) +
+                         " transfers with " + std::string(peer) + " already in flight");
+  unsigned access = for_remote_write ? (rdma::kRemoteWrite | rdma::kLocalWrite) : rdma::kRemoteRead;
+  auto mr = target_->RegisterMemory(buf, len, access);
+  if (!mr.ok()) return mr.error();
+  e.mr_ = std::move(mr).value();
+  auto addr = target_->address();
+  rdma::RdmaToken t;
+  t.raddr = reinterpret_cast<uint64_t>(buf);
+  t.rsize = static_cast<uint32_t>(len);
+  t.rkey = e.mr_->rkey();
+  t.lid = addr.lid;
+  t.qpn = addr.qpn;
+  t.has_gid = addr.has_gid;
+  t.gid = addr.gid;
+  e.token_ = rdma::FormatToken(t);
+  return e;
+}
+
+Status InternodeRdma::Pull(std::string_view peer, std::string_view token,
+                           std::string_view origin_ip, char* dst, size_t len) {
+  return Move(peer, rdma::Opcode::kRead, token, origin_ip, dst, len);
+}
+
+Status InternodeRdma::Push(std::string_view peer, std::string_view token,
+                           std::string_view origin_ip, const char* src, size_t len) {
+  // A WRITE only reads the local buffer.
+  return Move(peer, rdma::Opcode::kWrite, token, origin_ip, const_cast<char*>(src), len);
+}
+
+Status InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::string_view token,
+                           std::string_view origin_ip, char* local, size_t len) {
+  if (!available()) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
+  Peer& p = GetPeer(peer);
+  auto fail = [&](Error e) {
+    {
+      std::lock_guard lock(mu_);
+      ++p.c.errors;
+    }
+    admin::RecordInternodeRdmaError(peer);
+    e.message = "inter-node RDMA " +
+                std::string(op == rdma::Opcode::kRead ? "pull from " : "push to ") +
+                std::string(peer) + ": " + e.message;
+    return e;
+  };
+  auto parsed = rdma::ParseToken(token);
+  if (!parsed.ok()) return fail(parsed.error());
+  const rdma::RdmaToken& t = *parsed;
+  if (len > t.rsize)
+    return fail(MakeError(ErrorCode::kInvalidArgument,
+                          std::to_string(len) + " bytes do not fit the token's " +
+                              std::to_string(t.rsize) + "-byte buffer"));
+  if (len == 0) return {};
+  auto slot = p.serve_slots.Acquire(settings_.inflight_wait);
+  if (!slot)
+    return MakeError(ErrorCode::kSlowDown,
+                     "inter-node RDMA: " + std::to_string(settings_.inflight_per_peer) +
+                         " transfers with " + std::string(peer) + " already in flight");
+  auto buffer = pool_->Acquire(settings_.inflight_wait);
+  if (!buffer.ok()) return buffer.error();
+  auto ep = fabric_->Connect(rdma::RemoteAddress::FromToken(t),
+                             rdma::RequestOrigin{std::string(origin_ip)});
+  if (!ep.ok()) return fail(ep.error());
+  {
+    rdma::Transfer tr(**ep, op, rdma::RemoteBuffer::FromToken(t), settings_.transfer);
+    const size_t slot_bytes = settings_.slot_bytes;
+    const size_t slots = std::max<size_t>(1, buffer->size() / slot_bytes);
+    std::vector<uint64_t> ticket(slots, 0), start(slots, 0), count(slots, 0);
+    size_t posted = 0, done = 0;
+    // Staging slot s carries [start, start+count); a WRITE fills it before posting, a READ empties
+    // it into `local` once its ticket completed. Slots are reused in order.
+    auto post = [&](size_t s) -> Status {
+      size_t n = std::min(slot_bytes, len - posted);
+      char* stage = buffer->data() + s * slot_bytes;
+      if (op == rdma::Opcode::kWrite) std::memcpy(stage, local + posted, n);
+      auto tk = tr.Post(buffer->mr(), stage, n, posted);
+      if (!tk.ok()) return tk.error();
+      ticket[s] = *tk;
+      start[s] = posted;
+      count[s] = n;
+      posted += n;
+      return {};
+    };
+    for (size_t s = 0; s < slots && posted < len; ++s)
+      if (auto st = post(s); !st.ok()) return fail(st.error());
+    while (done < len) {
+      size_t s = (done / slot_bytes) % slots;
+      if (auto st = tr.WaitFor(ticket[s]); !st.ok()) return fail(st.error());
+      if (op == rdma::Opcode::kRead)
+        std::memcpy(local + start[s], buffer->data() + s * slot_bytes, count[s]);
+      done += count[s];
+      if (posted < len)
+        if (auto st = post(s); !st.ok()) return fail(st.error());
+    }
+    if (auto st = tr.Finish(); !st.ok()) return fail(st.error());
+  }
+  // The serving side's own view: bytes received from (READ) or sent to (WRITE) the caller.
+  bool read = op == rdma::Opcode::kRead;
+  {
+    std::lock_guard lock(mu_);
+    (read ? p.c.rdma_bytes_received : p.c.rdma_bytes_sent) += len;
+    ++p.c.rdma_shards;
+  }
+  admin::AddInternodePeerShard(peer, admin::Transport::kRdma, read ? 0 : len, read ? len : 0);
+  return {};
+}
+
+void InternodeRdma::RecordShard(std::string_view peer, admin::Transport t, uint64_t sent,
+                                uint64_t received) {
+  Peer& p = GetPeer(peer);
+  admin::AddInternodePeerShard(peer, t, sent, received);
+  bool restored = false;
+  {
+    std::lock_guard lock(mu_);
+    if (t == admin::Transport::kRdma) {
+      p.c.rdma_bytes_sent += sent;
+      p.c.rdma_bytes_received += received;
+      ++p.c.rdma_shards;
+      restored = p.degraded;
+      p.degraded = false;
+    } else {
+      p.c.tcp_bytes_sent += sent;
+      p.c.tcp_bytes_received += received;
+      ++p.c.tcp_shards;
+    }
+  }
+  if (restored) {
+    admin::SetInternodeRdmaDegraded(peer, false);
+    spdlog::info("inter-node RDMA to {} restored: shards >= {} bytes travel over RDMA again", peer,
+                 settings_.min_size);
+  }
+}
+
+void InternodeRdma::ReportFailure(std::string_view peer, const Error& error) {
+  Peer& p = GetPeer(peer);
+  bool transition = false;
+  {
+    std::lock_guard lock(mu_);
+    ++p.c.errors;
+    ++p.c.fallbacks;  // the caller resends this shard over TCP
+    transition = !p.degraded;
+    if (transition) ++p.c.transitions;
+    p.degraded = true;
+    p.retry_at = Clock::now() + settings_.retry_after;
+    p.last_error = error.message;
+  }
+  admin::RecordInternodeRdmaError(peer);
+  admin::RecordInternodeFallback(peer);
+  if (transition) {
+    admin::SetInternodeRdmaDegraded(peer, true);
+    spdlog::warn(
+        "inter-node RDMA to {} failed, falling back to TCP for this peer (rdma status "
+        "degraded, retrying RDMA in {} ms): {}",
+        peer, settings_.retry_after.count(), error.message);
+  }
+}
+
+InternodePeerCounters InternodeRdma::counters(std::string_view peer) const {
+  std::lock_guard lock(mu_);
+  auto it = peers_.find(peer);
+  return it == peers_.end() ? InternodePeerCounters{} : it->second->c;
+}
+
+InternodeRdmaStatus InternodeRdma::status() const {
+  InternodeRdmaStatus s;
+  s.enabled = settings_.enabled;
+  s.available = available();
+  s.fabric =
+      available() ? std::string(fabric_->name()) : std::string(rdma::FabricName(settings_.fabric));
+  if (!s.enabled) s.fabric = "off";
+  s.unavailable_reason = available() ? std::string() : unavailable_reason_;
+  auto now = Clock::now();
+  std::lock_guard lock(mu_);
+  for (const auto& [name, p] : peers_) {
+    if (!p->degraded) continue;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p->retry_at - now);
+    s.degraded.push_back({name, p->last_error, std::max(left, std::chrono::milliseconds(0))});
+  }
+  return s;
+}
+
+}  // namespace rdmastor::cluster

@@ -1,0 +1,177 @@
+// Inter-node shard transport over RDMA (DESIGN.md §2, §5; issue 5), on the data plane of
+// src/rdma: the same one-sided semantics and token as S3 over RDMA, with these roles:
+//
+//   CALLER of a peer RPC (the node that owns the shard buffer): Expose() registers the buffer with
+//   its local Target and returns a token (the cuObject format) to send in a request header.
+//   SERVING peer: Pull() connects its Fabric to the caller's target and RDMA-READs the shard (a
+//   shard write: caller → server); Push() RDMA-WRITEs a shard into the caller's buffer (a shard
+//   read: server → caller). Both run through a registered staging pool (bounded memory) with the
+//   shared Transfer engine, and fail within the transfer timeout when the caller vanished.
+//
+// Transport choice per shard: ShouldUse(peer, size) — RDMA when enabled, the fabric is up, the
+// shard is at least min_size and the peer is not in fallback; TCP otherwise. When an RDMA
+// transfer with a peer fails, the caller resends the shard over TCP and calls ReportFailure(): the
+// peer falls back to TCP loudly (one warning per transition, a metric, degraded status) and RDMA
+// is tried again after retry_after; the first RDMA shard that then succeeds (RecordShard with
+// kRdma) restores it (an info line). Counters per peer feed src/admin/metrics.
+//
+// Soft fabric: the serving side only connects to the HTTP requester's own address (the caller
+// node) unless MINIO_RDMA_SOFT_ALLOW lists more, so the caller's target must listen on the
+// address its peer RPCs come from (bind_ip).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "admin/metrics.h"
+#include "common/result.h"
+#include "rdma/fabric.h"
+#include "rdma/memory.h"
+#include "rdma/settings.h"
+#include "rdma/transfer.h"
+
+namespace rdmastor::cluster {
+
+struct InternodeRdmaSettings {
+  bool enabled = false;                               // MINIO_RDMA_INTERNODE=on
+  uint64_t min_size = 1 << 20;                        // MINIO_RDMA_MIN_SIZE
+  rdma::FabricKind fabric = rdma::FabricKind::kSoft;  // MINIO_RDMA_FABRIC (verbs | soft)
+  rdma::VerbsSettings verbs;                          // the verbs knobs (MINIO_RDMA_DEVICE, ...)
+  std::vector<rdma::soft::Cidr> soft_allow;           // MINIO_RDMA_SOFT_ALLOW
+  // The address this node's target listens on and advertises in its tokens: the address its
+  // peer RPCs come from (soft fabric: the peer connects only to the requester's address).
+  std::string bind_ip = "127.0.0.1";
+  // Serving side staging: max_buffers registered buffers of staging_bytes (bounded memory),
+  // moved in slots of slot_bytes.
+  size_t staging_bytes = 4u << 20;
+  size_t slot_bytes = 1u << 20;
+  size_t max_buffers = 16;
+  // Transfers in flight per peer, each role (exposed buffers on the caller, Pull/Push on the
+  // server); more wait up to inflight_wait, then get kSlowDown (send that shard over TCP).
+  int inflight_per_peer = 8;  // MINIO_RDMA_INTERNODE_INFLIGHT
+  std::chrono::milliseconds inflight_wait{5000};
+  std::chrono::milliseconds retry_after{30000};  // MINIO_RDMA_INTERNODE_RETRY
+  rdma::TransferOptions transfer;                // transfer.timeout bounds a vanished peer
+  std::chrono::milliseconds connect_timeout{3000};
+};
+
+// Reads MINIO_RDMA_INTERNODE_INFLIGHT (1..1024) and MINIO_RDMA_INTERNODE_RETRY (a duration: "30s",
+// "500ms", "2m", or seconds) into `s`; an invalid value is an error naming the variable. The
+// other fields come from the server configuration (MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE,
+// MINIO_RDMA_FABRIC, ...).
+Status ApplyInternodeRdmaEnv(const std::map<std::string, std::string>& env,
+                             InternodeRdmaSettings& s);
+
+// Per-peer counters (monotonic), as this node saw them.
+struct InternodePeerCounters {
+  uint64_t rdma_bytes_sent = 0, rdma_bytes_received = 0, rdma_shards = 0;
+  uint64_t tcp_bytes_sent = 0, tcp_bytes_received = 0, tcp_shards = 0;
+  uint64_t fallbacks = 0;    // shards that should have used RDMA but went over TCP
+  uint64_t errors = 0;       // failed RDMA transfers (either role)
+  uint64_t transitions = 0;  // times the peer fell back to TCP
+};
+
+// What health and metrics show about inter-node RDMA.
+struct InternodeRdmaStatus {
+  bool enabled = false;
+  bool available = false;          // the fabric and target are up
+  std::string fabric;              // "soft" | "verbs" | "off"
+  std::string unavailable_reason;  // why not available (enabled but no device, ...)
+  struct Peer {
+    std::string peer;
+    std::string last_error;
+    std::chrono::milliseconds retry_in{0};  // until RDMA is tried again
+  };
+  std::vector<Peer> degraded;  // peers falling back to TCP now
+  // "ok", "degraded" (some peer on TCP), "unavailable" (enabled, fabric down), "off".
+  std::string state() const;
+};
+
+class InternodeRdma {
+ public:
+  // Fails only on unusable settings. An enabled transport whose fabric cannot start (no device)
+  // yields an instance that is not available(): the reason is logged once as a warning, shown in
+  // status(), and every shard goes over TCP.
+  static Result<std::unique_ptr<InternodeRdma>> Create(const InternodeRdmaSettings& settings);
+  ~InternodeRdma();
+  InternodeRdma(const InternodeRdma&) = delete;
+  InternodeRdma& operator=(const InternodeRdma&) = delete;
+
+  bool enabled() const { return settings_.enabled; }
+  bool available() const { return fabric_ != nullptr && target_ != nullptr; }
+  const InternodeRdmaSettings& settings() const { return settings_; }
+
+  // Whether a shard of `size` bytes to/from `peer` should go over RDMA: enabled, size > 0 and
+  // ≥ min_size, and the peer not in fallback (after retry_after it is tried again). A shard that
+  // qualifies but is refused (peer in fallback, or the fabric unavailable) counts as a fallback.
+  bool ShouldUse(std::string_view peer, uint64_t size);
+
+  // ----- caller side
+  // A buffer exposed to one peer for one RPC. Keep it alive until the RPC returned (and the
+  // buffer alive while it is); destroying it deregisters the buffer (the peer can no longer reach
+  // it) and frees the in-flight slot. Must not outlive the InternodeRdma that made it.
+  class Exposed {
+   public:
+    Exposed() = default;
+    Exposed(Exposed&&) noexcept = default;
+    Exposed& operator=(Exposed&&) noexcept = default;
+    ~Exposed();
+    const std::string& token() const { return token_; }  // for the request header
+    explicit operator bool() const { return mr_ != nullptr; }
+
+   private:
+    friend class InternodeRdma;
+    std::string token_;
+    std::unique_ptr<rdma::MemoryRegion> mr_;
+    std::shared_ptr<void> slot_;  // releases the peer's in-flight slot
+  };
+  // Exposes [buf, buf+len) to `peer`: for_remote_write = false lets the peer read it (the caller
+  // sends a shard: the peer Pulls), true lets it write (the caller reads a shard: the peer Pushes).
+  // len < 4 GiB (one token). kSlowDown when the peer's in-flight bound stayed full.
+  Result<Exposed> Expose(std::string_view peer, void* buf, size_t len, bool for_remote_write);
+
+  // ----- serving side. `peer`: the calling node (for counters); origin_ip: the address its
+  // request came from (the soft fabric connects only there, or to MINIO_RDMA_SOFT_ALLOW).
+  // Reads exactly len (≤ the token's size) bytes of the caller's exposed buffer into dst.
+  Status Pull(std::string_view peer, std::string_view token, std::string_view origin_ip, char* dst,
+              size_t len);
+  // Writes src[0, len) into the caller's exposed buffer.
+  Status Push(std::string_view peer, std::string_view token, std::string_view origin_ip,
+              const char* src, size_t len);
+
+  // ----- outcome reporting (caller side)
+  // One shard moved with `peer`: bytes and shards per transport, this node's view. Each side
+  // counts its own: Pull/Push record the serving side's RDMA shards themselves; call this for
+  // everything else (the caller's shards over either transport, the serving side's TCP shards).
+  // An RDMA shard restores a peer that had fallen back (its retry probe succeeded).
+  void RecordShard(std::string_view peer, admin::Transport t, uint64_t sent, uint64_t received);
+  // An RDMA transfer with `peer` failed (the caller resends it over TCP, counted as a fallback):
+  // the peer falls back to TCP until retry_after has passed.
+  void ReportFailure(std::string_view peer, const Error& error);
+
+  InternodePeerCounters counters(std::string_view peer) const;
+  InternodeRdmaStatus status() const;
+
+ private:
+  struct Peer;
+  explicit InternodeRdma(InternodeRdmaSettings settings);
+  Peer& GetPeer(std::string_view peer);
+  Status Move(std::string_view peer, rdma::Opcode op, std::string_view token,
+              std::string_view origin_ip, char* local, size_t len);
+
+  InternodeRdmaSettings settings_;
+  std::string unavailable_reason_;
+  std::unique_ptr<rdma::Fabric> fabric_;  // serving side: connects to callers' targets
+  std::unique_ptr<rdma::Target> target_;  // caller side: exposes shard buffers
+  std::unique_ptr<rdma::BufferPool> pool_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Peer>, std::less<>> peers_;
+};
+
+}  // namespace rdmastor::cluster

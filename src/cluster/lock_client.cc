@@ -1,0 +1,14 @@
+#include "cluster/lock_client.h"
+
+#include "cluster/peer_server.h"
+#include "cluster/wire.h"
+
+namespace rdmastor::cluster {
+
+Result<bool> HttpLockerClient::Call(std::string_view op, const LockArgs& args) {
+  auto r = peer_->Call("POST", std::string(kLockPrefix) + std::string(op), EncodeLockArgs(args));
+  if (!r.ok()) return r.error();
+  return r->body == "1";
+}
+
+}  // namespace rdmastor::cluster

@@ -1,0 +1,70 @@
+// One node of a distributed deployment: topology, its drives (LocalDrive for its own, RemoteDrive
+// for the peers'), the peer RPC server, the lock servers, and start-up (wait for the peers,
+// compare configurations, agree on the format, open the erasure layer).
+//
+// Start-up order (cli/main.cc): Create() → serve handler() on the S3 port (peer RPC is answered
+// from then on; S3 requests get 503 until ready) → Start() → NodeHandler::SetS3.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster/dsync.h"
+#include "cluster/peer_server.h"
+#include "cluster/topology.h"
+#include "common/result.h"
+#include "storage/erasure_store.h"
+
+namespace rdmastor::cluster {
+
+struct ClusterConfig {
+  std::vector<std::string> drives;  // expanded URLs, as given
+  std::string listen_host;          // --address host ("" = all interfaces)
+  uint16_t listen_port = 9000;
+  std::string access_key, secret_key;
+  std::string storage_class;
+  std::string rdma_internode = "off";  // MINIO_RDMA_INTERNODE as configured (on/off)
+  uint64_t rdma_min_size = 1 << 20;    // MINIO_RDMA_MIN_SIZE
+  // MINIO_PEER_WAIT: how long start-up waits for the peers (and the first node's format).
+  std::chrono::milliseconds peer_wait{120000};
+};
+
+class ClusterNode {
+ public:
+  static Result<std::unique_ptr<ClusterNode>> Create(const ClusterConfig& config);
+  ~ClusterNode();
+
+  const Topology& topology() const { return topology_; }
+  s3::RequestHandler& handler() { return *handler_; }
+  NodeHandler& node_handler() { return *handler_; }
+  std::shared_ptr<const Dsync> dsync() const { return dsync_; }
+  // Paths of this node's drives (health, metrics).
+  std::vector<std::string> local_drive_paths() const;
+
+  // Waits for every peer (bounded by peer_wait, logged), refuses a peer whose configuration
+  // differs, then loads or creates the format (the first node creates a new deployment; the others
+  // wait for its format files) and opens the erasure layer over all drives.
+  Result<std::unique_ptr<storage::ErasureStore>> Start();
+
+  // This node's configuration digest (what /minio/peer/v1/config answers).
+  const std::string& config_json() const { return config_json_; }
+
+ private:
+  ClusterNode() = default;
+  Status WaitForPeers(std::chrono::steady_clock::time_point deadline);
+
+  ClusterConfig config_;
+  Topology topology_;
+  std::string config_json_;
+  std::shared_ptr<const PeerAuth> auth_;
+  std::vector<std::shared_ptr<PeerClient>> peers_;           // by node index (null for this node)
+  std::vector<std::unique_ptr<storage::LocalDrive>> local_;  // served to peers
+  std::shared_ptr<LockServer> locks_;
+  std::shared_ptr<const Dsync> dsync_;
+  std::unique_ptr<PeerServer> peer_server_;
+  std::unique_ptr<NodeHandler> handler_;
+};
+
+}  // namespace rdmastor::cluster

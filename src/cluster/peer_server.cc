@@ -1,0 +1,280 @@
+#include "cluster/peer_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "cluster/remote_drive.h"
+#include "cluster/wire.h"
+#include "common/uri.h"
+#include "s3/xml.h"
+
+namespace rdmastor::cluster {
+
+namespace {
+
+constexpr size_t kMaxRpcBody = 64 << 20;
+
+void Send(s3::ResponseSink& sink, int status, std::string_view body,
+          const s3::HeaderList& extra = {}) {
+  s3::HttpResponseHead head;
+  head.status = status;
+  for (const auto& [k, v] : extra) head.Set(k, v);
+  head.content_length = body.size();
+  if (!sink.SendHead(head)) return;
+  if (!body.empty()) sink.Write(body.data(), body.size());
+}
+
+void SendError(s3::ResponseSink& sink, const Error& e, std::string_view resource) {
+  const auto& info = GetErrorInfo(e.code);
+  const std::string msg = e.message.empty() ? std::string(info.message) : e.message;
+  s3::HeaderList h{{kErrorHeader, std::string(info.code)}};
+  if (e.code == ErrorCode::kAccessDenied || e.code == ErrorCode::kServiceUnavailable) {
+    // Refusals are S3 error documents (what a stray client sees).
+    h.emplace_back("Content-Type", "application/xml");
+    Send(sink, info.http_status, s3::ErrorXml(info.code, msg, resource, ""), h);
+    return;
+  }
+  Send(sink, info.http_status, msg, h);
+}
+
+void SendBool(s3::ResponseSink& sink, bool v) { Send(sink, 200, v ? "1" : "0"); }
+
+void SendStatus(s3::ResponseSink& sink, const Status& st, std::string_view resource) {
+  if (!st.ok()) return SendError(sink, st.error(), resource);
+  Send(sink, 200, "");
+}
+
+void SendOptional(s3::ResponseSink& sink, const Result<std::optional<std::string>>& r,
+                  std::string_view resource) {
+  if (!r.ok()) return SendError(sink, r.error(), resource);
+  if (!r->has_value()) return Send(sink, 200, "", {{"x-rdmastor-found", "0"}});
+  Send(sink, 200, **r, {{"x-rdmastor-found", "1"}});
+}
+
+Result<std::string> ReadBody(const s3::HttpRequest& req, s3::BodySource& body) {
+  std::string out;
+  const uint64_t len = req.content_length.value_or(0);
+  if (len > kMaxRpcBody) return MakeError(ErrorCode::kEntityTooLarge, "peer RPC body too large");
+  out.resize(len);
+  auto got = body.ReadFull(out.data(), out.size());
+  if (!got.ok()) return got.error();
+  if (*got != len) return MakeError(ErrorCode::kIncompleteBody);
+  return out;
+}
+
+std::optional<uint64_t> ToU64(const std::string& s) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+bool IsPeerPath(std::string_view p) {
+  return p.starts_with(kStoragePrefix) || p.starts_with(kLockPrefix) || p.starts_with(kPeerPrefix);
+}
+
+PeerServer::PeerServer(std::shared_ptr<const PeerAuth> auth,
+                       std::map<std::string, storage::LocalDrive*> drives,
+                       std::shared_ptr<LockServer> locks, std::string config_json)
+    : auth_(std::move(auth)),
+      drives_(std::move(drives)),
+      locks_(std::move(locks)),
+      config_json_(std::move(config_json)) {}
+
+void PeerServer::Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink) {
+  if (auto st = auth_->Verify(req); !st.ok()) {
+    spdlog::warn("peer RPC from {} refused: {}", req.remote_ip, st.error().message);
+    return SendError(sink, st.error(), req.raw_path);
+  }
+  const std::string& path = req.raw_path;
+  if (path.starts_with(kStoragePrefix)) {
+    return HandleStorage(path.substr(std::string_view(kStoragePrefix).size()), req, body, sink);
+  }
+  if (path.starts_with(kLockPrefix)) {
+    return HandleLock(path.substr(std::string_view(kLockPrefix).size()), body, sink);
+  }
+  if (path == std::string(kPeerPrefix) + "config") return Send(sink, 200, config_json_);
+  SendError(sink, MakeError(ErrorCode::kInvalidRequest, "unknown peer RPC " + path), path);
+}
+
+void PeerServer::HandleLock(const std::string& op, s3::BodySource& body, s3::ResponseSink& sink) {
+  std::string text;
+  text.resize(64 << 10);
+  auto got = body.ReadFull(text.data(), text.size());
+  if (!got.ok()) return SendError(sink, got.error(), op);
+  text.resize(*got);
+  auto args = DecodeLockArgs(text);
+  if (!args.ok()) return SendError(sink, args.error(), op);
+  Result<bool> r = MakeError(ErrorCode::kInvalidRequest, "unknown lock call " + op);
+  if (op == "lock")
+    r = locks_->Lock(*args);
+  else if (op == "rlock")
+    r = locks_->RLock(*args);
+  else if (op == "unlock")
+    r = locks_->Unlock(*args);
+  else if (op == "runlock")
+    r = locks_->RUnlock(*args);
+  else if (op == "refresh")
+    r = locks_->Refresh(*args);
+  else if (op == "forceunlock")
+    r = locks_->ForceUnlock(*args);
+  if (!r.ok()) return SendError(sink, r.error(), op);
+  SendBool(sink, *r);
+}
+
+void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& req,
+                               s3::BodySource& body, s3::ResponseSink& sink) {
+  auto query = uri::ParseQuery(req.raw_query);
+  if (!query) return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad query"), call);
+  auto q = [&](std::string_view name) -> std::string {
+    for (const auto& [k, v] : *query)
+      if (k == name) return v;
+    return {};
+  };
+  auto it = drives_.find(q("disk"));
+  if (it == drives_.end()) {
+    return SendError(sink,
+                     MakeError(ErrorCode::kInvalidArgument,
+                               "drive '" + q("disk") + "' is not a drive of this node"),
+                     call);
+  }
+  storage::LocalDrive& d = *it->second;
+  auto need_body = [&]() { return ReadBody(req, body); };
+
+  if (call == "online") return SendBool(sink, d.IsOnline());
+  if (call == "diskinfo") {
+    auto info = d.GetDiskInfo();
+    if (!info.ok()) return SendError(sink, info.error(), call);
+    return Send(
+        sink, 200,
+        nlohmann::json{
+            {"total", info->total_bytes}, {"free", info->free_bytes}, {"online", info->online}}
+            .dump());
+  }
+  if (call == "ensureroot" || call == "isempty" || call == "makevol" || call == "volhasobjects") {
+    Result<bool> r = false;
+    if (call == "ensureroot") {
+      r = d.EnsureRoot();
+    } else if (call == "isempty") {
+      r = d.IsEmpty();
+    } else if (call == "volhasobjects") {
+      r = d.VolHasObjects(q("bucket"));
+    } else {
+      auto rec = need_body();
+      if (!rec.ok()) return SendError(sink, rec.error(), call);
+      r = d.MakeVol(q("bucket"), *rec);
+    }
+    if (!r.ok()) return SendError(sink, r.error(), call);
+    return SendBool(sink, *r);
+  }
+  if (call == "readformat") {
+    auto f = d.ReadFormat();
+    if (!f.ok()) return SendError(sink, f.error(), call);
+    return Send(sink, 200, EncodeFormat(*f));
+  }
+  if (call == "writeformat") {
+    auto text = need_body();
+    if (!text.ok()) return SendError(sink, text.error(), call);
+    auto f = DecodeFormat(*text);
+    if (!f.ok()) return SendError(sink, f.error(), call);
+    return SendStatus(sink, d.WriteFormat(*f), call);
+  }
+  if (call == "statvol") return SendBool(sink, d.StatVol(q("bucket")));
+  if (call == "listvols" || call == "listdir") {
+    auto names = call == "listvols" ? d.ListVols() : d.ListDir(q("path"), q("dirs") == "1");
+    if (!names.ok()) return SendError(sink, names.error(), call);
+    return Send(sink, 200, EncodeStrings(*names));
+  }
+  if (call == "readvolmeta") return SendOptional(sink, d.ReadVolMeta(q("bucket")), call);
+  if (call == "deletevol") return SendStatus(sink, d.DeleteVol(q("bucket")), call);
+  if (call == "readfile") return SendOptional(sink, d.ReadFile(q("path")), call);
+  if (call == "writefile") {
+    auto data = need_body();
+    if (!data.ok()) return SendError(sink, data.error(), call);
+    return SendStatus(sink, d.WriteFile(q("path"), *data), call);
+  }
+  if (call == "exists") return SendBool(sink, d.Exists(q("path")));
+  if (call == "isdir") return SendBool(sink, d.IsDir(q("path")));
+  if (call == "mkdir") return SendStatus(sink, d.MakeDir(q("path")), call);
+  if (call == "mkdirall") return SendStatus(sink, d.MakeDirAll(q("base"), q("path")), call);
+  if (call == "rename") return SendStatus(sink, d.Rename(q("from"), q("to")), call);
+  if (call == "link") return SendStatus(sink, d.Link(q("from"), q("to")), call);
+  if (call == "unlink") return SendStatus(sink, d.Unlink(q("path")), call);
+  if (call == "removeall") return SendStatus(sink, d.RemoveAll(q("path")), call);
+  if (call == "fsyncdir") return SendStatus(sink, d.FsyncDir(q("path")), call);
+  if (call == "prune") {
+    d.PruneEmptyDirs(q("path"), q("stop"));
+    return Send(sink, 200, "");
+  }
+  if (call == "commit") {
+    auto text = need_body();
+    if (!text.ok()) return SendError(sink, text.error(), call);
+    auto plan = DecodeCommitPlan(*text);
+    if (!plan.ok()) return SendError(sink, plan.error(), call);
+    return SendStatus(sink, d.Commit(*plan), call);
+  }
+  if (call == "listobjects") {
+    auto text = need_body();
+    if (!text.ok()) return SendError(sink, text.error(), call);
+    auto opts = DecodeListOptions(*text);
+    if (!opts.ok()) return SendError(sink, opts.error(), call);
+    auto l = d.ListObjects(q("bucket"), *opts);
+    if (!l.ok()) return SendError(sink, l.error(), call);
+    return Send(sink, 200, EncodeListResult(*l));
+  }
+  // Shard payloads. RDMA seam (MINIO_RDMA_INTERNODE): a request carrying an inter-node RDMA token
+  // instead of a body is served by pulling the bytes (shardwrite, RDMA READ) or pushing them
+  // (shardread, RDMA WRITE) with cluster::InternodeRdma; the file I/O below stays the same.
+  if (call == "shardwrite") {
+    auto off = ToU64(q("off"));
+    if (!off) return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad off"), call);
+    auto data = need_body();
+    if (!data.ok()) return SendError(sink, data.error(), call);
+    return SendStatus(
+        sink, d.WriteShardAt(q("path"), *off, *data, q("create") == "1", q("sync") == "1"), call);
+  }
+  if (call == "shardread") {
+    auto off = ToU64(q("off"));
+    auto len = ToU64(q("len"));
+    if (!off || !len || *len > kMaxRpcBody) {
+      return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad off/len"), call);
+    }
+    auto f = d.OpenShard(q("path"));
+    if (!f.ok()) return SendError(sink, f.error(), call);
+    std::string buf(*len, '\0');
+    auto n = (*f)->ReadAt(*off, buf.data(), buf.size());
+    if (!n.ok()) return SendError(sink, n.error(), call);
+    buf.resize(*n);
+    return Send(sink, 200, buf);
+  }
+  SendError(sink, MakeError(ErrorCode::kInvalidRequest, "unknown storage call " + call), call);
+}
+
+void NodeHandler::Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink) {
+  if (IsPeerPath(req.raw_path)) return peer_->Handle(req, body, sink);
+  s3::RequestHandler* s3 = s3_.load();
+  if (!s3) {
+    return SendError(sink,
+                     MakeError(ErrorCode::kServiceUnavailable,
+                               "the server is starting: waiting for the other nodes"),
+                     req.raw_path);
+  }
+  s3->Handle(req, body, sink);
+}
+
+void NodeHandler::RenderFrontEndError(ErrorCode code, s3::HttpResponseHead& head,
+                                      std::string& body) {
+  if (s3::RequestHandler* s3 = s3_.load()) return s3->RenderFrontEndError(code, head, body);
+  const auto& info = GetErrorInfo(code);
+  head.status = info.http_status;
+  head.Set("Content-Type", "application/xml");
+  body = s3::ErrorXml(info.code, info.message, "", "");
+  head.content_length = body.size();
+}
+
+}  // namespace rdmastor::cluster

@@ -1,0 +1,61 @@
+// The serving side of peer RPC, on the S3 port:
+//   POST /minio/storage/v1/<call>?disk=PATH&...   a Drive call on this node's LocalDrive PATH
+//   POST /minio/lock/v1/{lock,rlock,unlock,runlock,refresh,forceunlock}   this node's LockServer
+//   GET  /minio/peer/v1/config                     this node's configuration digest (start-up)
+// Every request must carry a valid peer signature (PeerAuth); anything else is answered 403 with
+// an S3 error document. NodeHandler puts it in front of the S3 API, which it serves only once the
+// object layer is ready (503 before).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "cluster/dsync.h"
+#include "cluster/peer_client.h"
+#include "s3/http_server.h"
+#include "storage/local_drive.h"
+
+namespace rdmastor::cluster {
+
+inline constexpr const char* kLockPrefix = "/minio/lock/v1/";
+inline constexpr const char* kPeerPrefix = "/minio/peer/v1/";
+
+// True for the paths PeerServer serves.
+bool IsPeerPath(std::string_view raw_path);
+
+class PeerServer {
+ public:
+  // `drives`: this node's drives by their path in the endpoints (the only ones served).
+  PeerServer(std::shared_ptr<const PeerAuth> auth,
+             std::map<std::string, storage::LocalDrive*> drives, std::shared_ptr<LockServer> locks,
+             std::string config_json);
+
+  void Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink);
+
+ private:
+  void HandleStorage(const std::string& call, const s3::HttpRequest& req, s3::BodySource& body,
+                     s3::ResponseSink& sink);
+  void HandleLock(const std::string& op, s3::BodySource& body, s3::ResponseSink& sink);
+
+  std::shared_ptr<const PeerAuth> auth_;
+  std::map<std::string, storage::LocalDrive*> drives_;
+  std::shared_ptr<LockServer> locks_;
+  std::string config_json_;
+};
+
+// Routes peer RPC to a PeerServer and everything else to the S3 handler once it is set.
+class NodeHandler final : public s3::RequestHandler {
+ public:
+  explicit NodeHandler(PeerServer* peer) : peer_(peer) {}
+  void SetS3(s3::RequestHandler* s3) { s3_.store(s3); }
+  void Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink) override;
+  void RenderFrontEndError(ErrorCode code, s3::HttpResponseHead& head, std::string& body) override;
+
+ private:
+  PeerServer* peer_;
+  std::atomic<s3::RequestHandler*> s3_{nullptr};
+};
+
+}  // namespace rdmastor::cluster

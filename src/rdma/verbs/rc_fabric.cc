@@ -1,0 +1,439 @@
+// RDMA build: RC queue pairs connected with librdmacm (see rdma/rc.h). The initiator resolves the
+// token's address and route, creates one RC QP with its own CQ per Connect and sends the endpoint
+// id as private data; the target listens with rdma_cm, checks that id and accepts with a
+// responder-only QP on the protection domain its memory is registered in.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "rdma/rc.h"
+#include "rdma/soft/net.h"
+#include "rdma/token.h"
+#include "rdma/verbs/verbs_fabric.h"
+
+namespace rdmastor::rdma {
+namespace verbs {
+namespace {
+
+Error RcError(const std::string& what, int err) {
+  return MakeError(ErrorCode::kRDMANotSupported,
+                   "verbs RC: " + what + ": " + std::strerror(err ? err : EIO));
+}
+
+struct ChannelDeleter {
+  void operator()(rdma_event_channel* c) const {
+    if (c) rdma_destroy_event_channel(c);
+  }
+};
+using ChannelPtr = std::unique_ptr<rdma_event_channel, ChannelDeleter>;
+
+// Waits (bounded) for the next CM event on `ch`, acknowledges it and returns its type.
+Result<rdma_cm_event_type> NextEvent(rdma_event_channel* ch, std::chrono::milliseconds timeout,
+                                     int* status = nullptr) {
+  pollfd pfd{ch->fd, POLLIN, 0};
+  int rc = poll(&pfd, 1, static_cast<int>(timeout.count()));
+  if (rc == 0)
+    return MakeError(ErrorCode::kRDMANotSupported, "verbs RC: no rdma_cm event within " +
+                                                       std::to_string(timeout.count()) + " ms");
+  if (rc < 0) return RcError("poll", errno);
+  rdma_cm_event* ev = nullptr;
+  if (rdma_get_cm_event(ch, &ev)) return RcError("rdma_get_cm_event", errno);
+  rdma_cm_event_type type = ev->event;
+  if (status) *status = ev->status;
+  rdma_ack_cm_event(ev);
+  return type;
+}
+
+Status Expect(rdma_event_channel* ch, rdma_cm_event_type want, std::chrono::milliseconds timeout,
+              const std::string& where) {
+  int status = 0;
+  auto got = NextEvent(ch, timeout, &status);
+  if (!got.ok()) return MakeError(got.error().code, got.error().message + " (" + where + ")");
+  if (*got == want) return {};
+  return MakeError(ErrorCode::kRDMANotSupported,
+                   std::string("verbs RC: ") + where + ": " + rdma_event_str(*got) +
+                       (status ? " (status " + std::to_string(status) + ")" : std::string()));
+}
+
+// The device context rdma_cm uses for `name` ("" = the first): QPs on rdma_cm ids must be created
+// in a protection domain of that very context.
+Result<ibv_context*> CmDevice(const std::string& name) {
+  int n = 0;
+  errno = 0;
+  ibv_context** list = rdma_get_devices(&n);
+  if (!list)
+    return MakeError(
+        ErrorCode::kRDMANotSupported,
+        std::string("no RDMA device: rdma_get_devices: ") + std::strerror(errno ? errno : ENODEV));
+  ibv_context* pick = nullptr;
+  for (int i = 0; i < n && !pick; ++i)
+    if (name.empty() || name == ibv_get_device_name(list[i]->device)) pick = list[i];
+  rdma_free_devices(list);  // frees the array; the contexts stay open for rdma_cm
+  if (!pick)
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     n == 0 ? "no RDMA device found" : "MINIO_RDMA_DEVICE=" + name + " not found");
+  return pick;
+}
+
+int MaxReadAtomic(ibv_context* ctx, bool initiator) {
+  ibv_device_attr attr{};
+  if (ibv_query_device(ctx, &attr) != 0) return 1;
+  return std::clamp(initiator ? attr.max_qp_init_rd_atom : attr.max_qp_rd_atom, 1, 16);
+}
+
+class RcMr final : public MemoryRegion {
+ public:
+  explicit RcMr(ibv_mr* mr)
+      : MemoryRegion(static_cast<char*>(mr->addr), mr->length, mr->lkey, mr->rkey), mr_(mr) {}
+  ~RcMr() override { ibv_dereg_mr(mr_); }
+
+ private:
+  ibv_mr* mr_;
+};
+
+Result<std::unique_ptr<MemoryRegion>> Register(ibv_pd* pd, void* addr, size_t len,
+                                               unsigned access) {
+  ibv_mr* mr = ibv_reg_mr(pd, addr, len, IbvAccess(access));
+  if (!mr) return RcError("ibv_reg_mr", errno);
+  return std::unique_ptr<MemoryRegion>(new RcMr(mr));
+}
+
+// One RC QP toward one target, with its own CQ and event channel.
+class RcEndpoint final : public Endpoint {
+ public:
+  RcEndpoint(ChannelPtr ch, rdma_cm_id* id) : ch_(std::move(ch)), id_(id) {}
+  ~RcEndpoint() override {
+    if (connected_) rdma_disconnect(id_);  // the QP goes to the error state: the rest flushes
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    ibv_wc wc[16];
+    while (cq_ && outstanding_ > 0 && std::chrono::steady_clock::now() < deadline) {
+      int n = ibv_poll_cq(cq_, 16, wc);
+      if (n < 0) break;
+      outstanding_ = std::max(0, outstanding_ - n);
+      if (n == 0) std::this_thread::yield();
+    }
+    if (id_->qp) rdma_destroy_qp(id_);
+    if (cq_) ibv_destroy_cq(cq_);
+    rdma_destroy_id(id_);
+  }
+
+  Status PostSend(const WorkRequest& wr) override {
+    ibv_sge sge{reinterpret_cast<uint64_t>(wr.local_addr), wr.length, wr.lkey};
+    ibv_send_wr w{};
+    w.wr_id = wr.wr_id;
+    w.sg_list = &sge;
+    w.num_sge = 1;
+    w.opcode = wr.opcode == Opcode::kWrite ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+    w.send_flags = wr.signaled ? IBV_SEND_SIGNALED : 0;
+    w.wr.rdma.remote_addr = wr.remote_addr;
+    w.wr.rdma.rkey = wr.rkey;
+    ibv_send_wr* bad = nullptr;
+    if (int e = ibv_post_send(id_->qp, &w, &bad)) return RcError("ibv_post_send", e);
+    if (wr.signaled) ++outstanding_;
+    return {};
+  }
+
+  Result<int> PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) override {
+    auto deadline = std::chrono::steady_clock::now() + wait;
+    std::vector<ibv_wc> wc(static_cast<size_t>(std::max(1, max)));
+    for (;;) {
+      int n = ibv_poll_cq(cq_, max, wc.data());
+      if (n < 0) return RcError("ibv_poll_cq", -n);
+      for (int i = 0; i < n; ++i) {
+        out[i] = {wc[i].wr_id, FromIbvStatus(wc[i].status),
+                  wc[i].opcode == IBV_WC_RDMA_READ ? Opcode::kRead : Opcode::kWrite,
+                  wc[i].byte_len};
+        if (outstanding_ > 0) --outstanding_;
+      }
+      if (n > 0 || std::chrono::steady_clock::now() >= deadline) return n;
+      std::this_thread::yield();  // busy poll, as the DC initiators do
+    }
+  }
+
+  rdma_event_channel* channel() { return ch_.get(); }
+  rdma_cm_id* id() { return id_; }
+  void set_cq(ibv_cq* cq) { cq_ = cq; }
+  void set_connected() { connected_ = true; }
+
+ private:
+  ChannelPtr ch_;  // destroyed last
+  rdma_cm_id* id_;
+  ibv_cq* cq_ = nullptr;
+  bool connected_ = false;
+  int outstanding_ = 0;
+};
+
+class RcFabric final : public Fabric {
+ public:
+  RcFabric(ibv_context* ctx, ibv_pd* pd, RcSettings s)
+      : ctx_(ctx), pd_(pd), settings_(std::move(s)), rd_atomic_(MaxReadAtomic(ctx, true)) {}
+  ~RcFabric() override { ibv_dealloc_pd(pd_); }
+  std::string_view name() const override { return "verbs"; }
+
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
+                                                       unsigned access) override {
+    return Register(pd_, addr, length, access);
+  }
+
+  Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
+                                            const RequestOrigin& origin) override {
+    auto where = ResolveRcTarget(remote, origin, settings_.allow);
+    if (!where.ok()) return where.error();
+    std::string name = soft::net::Ipv4String(where->ip) + ":" + std::to_string(where->port);
+    ChannelPtr ch(rdma_create_event_channel());
+    if (!ch) return RcError("rdma_create_event_channel", errno);
+    rdma_cm_id* id = nullptr;
+    if (rdma_create_id(ch.get(), &id, nullptr, RDMA_PS_TCP))
+      return RcError("rdma_create_id", errno);
+    auto ep = std::make_unique<RcEndpoint>(std::move(ch), id);  // owns id from here on
+    const auto t = settings_.connect_timeout;
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    dst.sin_port = htons(where->port);
+    dst.sin_addr.s_addr = htonl(where->ip);
+    if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst),
+                          static_cast<int>(t.count())))
+      return RcError("rdma_resolve_addr " + name, errno);
+    RS_RETURN_IF_ERROR(Expect(ep->channel(), RDMA_CM_EVENT_ADDR_RESOLVED, t, "resolve " + name));
+    if (rdma_resolve_route(id, static_cast<int>(t.count())))
+      return RcError("rdma_resolve_route " + name, errno);
+    RS_RETURN_IF_ERROR(Expect(ep->channel(), RDMA_CM_EVENT_ROUTE_RESOLVED, t, "route " + name));
+    if (id->verbs != ctx_)
+      return MakeError(ErrorCode::kRDMANotSupported,
+                       "verbs RC: the route to " + name + " leaves through " +
+                           ibv_get_device_name(id->verbs->device) + ", not " +
+                           ibv_get_device_name(ctx_->device) + " (MINIO_RDMA_DEVICE)");
+    ibv_cq* cq = ibv_create_cq(ctx_, settings_.cq_depth, nullptr, nullptr, 0);
+    if (!cq) return RcError("ibv_create_cq", errno);
+    ep->set_cq(cq);
+    ibv_qp_init_attr qa{};
+    qa.send_cq = cq;
+    qa.recv_cq = cq;
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap.max_send_wr = static_cast<uint32_t>(settings_.cq_depth);
+    qa.cap.max_recv_wr = 1;
+    qa.cap.max_send_sge = 1;
+    qa.cap.max_recv_sge = 1;
+    if (rdma_create_qp(id, pd_, &qa)) return RcError("rdma_create_qp", errno);
+    auto data = EncodeRcConnectData(remote.qpn);
+    rdma_conn_param cp{};
+    cp.private_data = data.data();
+    cp.private_data_len = static_cast<uint8_t>(data.size());
+    cp.initiator_depth = static_cast<uint8_t>(rd_atomic_);  // RDMA READs in flight
+    cp.responder_resources = 0;                             // nobody reads from us
+    cp.retry_count = 7;
+    cp.rnr_retry_count = 7;
+    if (rdma_connect(id, &cp)) return RcError("rdma_connect " + name, errno);
+    RS_RETURN_IF_ERROR(Expect(ep->channel(), RDMA_CM_EVENT_ESTABLISHED, t,
+                              "connect " + name + " endpoint " + std::to_string(remote.qpn)));
+    ep->set_connected();
+    return std::unique_ptr<Endpoint>(std::move(ep));
+  }
+
+ private:
+  ibv_context* ctx_;
+  ibv_pd* pd_;
+  RcSettings settings_;
+  int rd_atomic_;
+};
+
+// The target: an rdma_cm listener on one IPv4 address; every accepted connection is a
+// responder-only RC QP on the PD the exposed memory is registered in.
+class RcTarget final : public Target {
+ public:
+  ~RcTarget() override {
+    if (wake_[1] >= 0) {
+      char c = 1;
+      (void)!write(wake_[1], &c, 1);
+    }
+    if (thread_.joinable()) thread_.join();
+    for (auto& c : conns_) DropConn(c);
+    if (listen_) rdma_destroy_id(listen_);
+    if (pd_ && ibv_dealloc_pd(pd_) != 0)
+      spdlog::warn("verbs RC target: protection domain still in use at shutdown");
+    for (int fd : wake_)
+      if (fd >= 0) close(fd);
+  }
+
+  static Result<std::unique_ptr<Target>> Start(const std::string& bind_ip, const RcSettings& s) {
+    auto ip = soft::ParseIpv4(bind_ip);
+    if (!ip)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "verbs RC target: '" + bind_ip + "' is not an IPv4 address");
+    std::unique_ptr<RcTarget> t(new RcTarget());
+    t->ip_ = *ip;
+    t->ch_.reset(rdma_create_event_channel());
+    if (!t->ch_) return RcError("rdma_create_event_channel", errno);
+    if (rdma_create_id(t->ch_.get(), &t->listen_, nullptr, RDMA_PS_TCP))
+      return RcError("rdma_create_id", errno);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(*ip);
+    if (rdma_bind_addr(t->listen_, reinterpret_cast<sockaddr*>(&a)))
+      return RcError("rdma_bind_addr " + bind_ip, errno);
+    if (!t->listen_->verbs)
+      return MakeError(ErrorCode::kRDMANotSupported,
+                       "verbs RC target: " + bind_ip + " is not the address of an RDMA interface");
+    if (!s.device.empty() && s.device != ibv_get_device_name(t->listen_->verbs->device))
+      return MakeError(ErrorCode::kRDMANotSupported,
+                       "verbs RC target: " + bind_ip + " belongs to " +
+                           ibv_get_device_name(t->listen_->verbs->device) + ", not " + s.device +
+                           " (MINIO_RDMA_DEVICE)");
+    t->pd_ = ibv_alloc_pd(t->listen_->verbs);
+    if (!t->pd_) return RcError("ibv_alloc_pd", errno);
+    t->responder_ = MaxReadAtomic(t->listen_->verbs, false);
+    if (rdma_listen(t->listen_, 64)) return RcError("rdma_listen", errno);
+    t->port_ = ntohs(rdma_get_src_port(t->listen_));
+    std::mt19937 rng{std::random_device{}()};
+    t->endpoint_ = std::uniform_int_distribution<uint32_t>(1, 0xffffff)(rng);
+    if (pipe2(t->wake_, O_CLOEXEC) != 0) return RcError("pipe2", errno);
+    t->thread_ = std::thread([p = t.get()] { p->EventLoop(); });
+    return std::unique_ptr<Target>(std::move(t));
+  }
+
+  RemoteAddress address() const override {
+    RemoteAddress a;
+    a.lid = port_;
+    a.qpn = endpoint_;
+    a.has_gid = true;
+    a.gid = Ipv4ToGid(ip_);
+    return a;
+  }
+
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
+                                                       unsigned access) override {
+    return Register(pd_, addr, length, access);
+  }
+
+ private:
+  struct Conn {
+    rdma_cm_id* id = nullptr;
+    ibv_cq* cq = nullptr;
+  };
+
+  RcTarget() = default;
+
+  static void DropConn(Conn& c) {
+    if (c.id && c.id->qp) rdma_destroy_qp(c.id);
+    if (c.cq) ibv_destroy_cq(c.cq);
+    if (c.id) rdma_destroy_id(c.id);
+    c = {};
+  }
+
+  // Creates the responder QP and accepts; false when the request is not ours or fails.
+  bool Accept(rdma_cm_event* ev) {
+    auto endpoint =
+        DecodeRcConnectData(ev->param.conn.private_data, ev->param.conn.private_data_len);
+    if (!endpoint || *endpoint != endpoint_ || ev->id->verbs != pd_->context) return false;
+    Conn c{ev->id, ibv_create_cq(ev->id->verbs, 4, nullptr, nullptr, 0)};
+    if (!c.cq) return false;
+    ibv_qp_init_attr qa{};
+    qa.send_cq = c.cq;
+    qa.recv_cq = c.cq;
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap.max_send_wr = 1;
+    qa.cap.max_recv_wr = 1;
+    qa.cap.max_send_sge = 1;
+    qa.cap.max_recv_sge = 1;
+    rdma_conn_param cp{};
+    cp.responder_resources = static_cast<uint8_t>(responder_);  // RDMA READs served at once
+    cp.initiator_depth = 0;
+    cp.rnr_retry_count = 7;
+    if (rdma_create_qp(c.id, pd_, &qa) || rdma_accept(c.id, &cp)) {
+      if (c.id->qp) rdma_destroy_qp(c.id);
+      ibv_destroy_cq(c.cq);
+      return false;
+    }
+    conns_.push_back(c);
+    return true;
+  }
+
+  void EventLoop() {
+    for (;;) {
+      pollfd pfds[2] = {{ch_->fd, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+      if (poll(pfds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (pfds[1].revents) return;
+      rdma_cm_event* ev = nullptr;
+      if (rdma_get_cm_event(ch_.get(), &ev)) continue;
+      rdma_cm_id* id = ev->id;
+      switch (ev->event) {
+        case RDMA_CM_EVENT_CONNECT_REQUEST:
+          if (!Accept(ev)) {
+            rdma_reject(id, nullptr, 0);
+            rdma_ack_cm_event(ev);
+            rdma_destroy_id(id);
+            continue;
+          }
+          break;
+        case RDMA_CM_EVENT_DISCONNECTED:
+        case RDMA_CM_EVENT_CONNECT_ERROR:
+        case RDMA_CM_EVENT_UNREACHABLE:
+        case RDMA_CM_EVENT_REJECTED: {
+          if (ev->event == RDMA_CM_EVENT_DISCONNECTED) rdma_disconnect(id);
+          rdma_ack_cm_event(ev);
+          for (auto it = conns_.begin(); it != conns_.end(); ++it)
+            if (it->id == id) {
+              DropConn(*it);
+              conns_.erase(it);
+              break;
+            }
+          continue;
+        }
+        case RDMA_CM_EVENT_DEVICE_REMOVAL:
+          spdlog::error("verbs RC target: the RDMA device was removed");
+          break;
+        default:
+          break;
+      }
+      rdma_ack_cm_event(ev);
+    }
+  }
+
+  ChannelPtr ch_;  // destroyed last
+  rdma_cm_id* listen_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  uint32_t ip_ = 0;
+  uint16_t port_ = 0;
+  uint32_t endpoint_ = 0;
+  int responder_ = 1;
+  int wake_[2] = {-1, -1};
+  std::thread thread_;
+  std::list<Conn> conns_;  // touched by the event loop only (and the destructor after it)
+};
+
+}  // namespace
+}  // namespace verbs
+
+Result<std::unique_ptr<Fabric>> CreateVerbsRcFabric(const RcSettings& settings) {
+  auto ctx = verbs::CmDevice(settings.device);
+  if (!ctx.ok()) return ctx.error();
+  ibv_pd* pd = ibv_alloc_pd(*ctx);
+  if (!pd) return verbs::RcError("ibv_alloc_pd", errno);
+  spdlog::info("verbs RC fabric: {} (inter-node RDMA over RC queue pairs, librdmacm)",
+               ibv_get_device_name((*ctx)->device));
+  return std::unique_ptr<Fabric>(new verbs::RcFabric(*ctx, pd, settings));
+}
+
+Result<std::unique_ptr<Target>> StartVerbsRcTarget(const std::string& bind_ip,
+                                                   const RcSettings& settings) {
+  return verbs::RcTarget::Start(bind_ip, settings);
+}
+
+}  // namespace rdmastor::rdma

@@ -1,0 +1,130 @@
+// One drive of an erasure-coded deployment as the erasure layer sees it, in the spirit of MinIO's
+// StorageAPI: volumes (bucket directories), files addressed by paths relative to the drive root,
+// shard files written into a staging directory and read back by range, the atomic commit of a
+// staged version, listing, the format file, and disk state.
+//
+// LocalDrive (local_drive.h) implements it on a directory with fsutil/paths; cluster::RemoteDrive
+// implements it by calling the peer node that owns the drive (peer RPC, src/cluster/). Paths are
+// '/'-separated, relative to the drive root, never absolute and never containing a ".." segment
+// (CheckRelPath); the helpers in `rel::` build them.
+//
+// Every call is blocking and thread-safe. Errors are values: a drive that cannot be reached
+// (remote node down, local I/O error) answers an Error; callers count it as a missing drive.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "storage/format.h"
+#include "storage/fsutil.h"
+#include "storage/object_layer.h"
+
+namespace rdmastor::storage {
+
+// Drive-relative paths of the layout (paths.h gives the same below an absolute root).
+namespace rel {
+std::string Sys();                         // .rdmastor.sys
+std::string Tmp();                         // .rdmastor.sys/tmp
+std::string Staging(std::string_view id);  // .rdmastor.sys/tmp/<id>
+std::string MultipartRoot();               // .rdmastor.sys/multipart
+std::string MultipartBucket(std::string_view bucket);
+std::string BucketsMeta();  // .rdmastor.sys/buckets
+std::string BucketMeta(std::string_view bucket);
+std::string Format();  // .rdmastor.sys/format.json
+}  // namespace rel
+
+// Refuses (kInvalidArgument) absolute paths, empty or ".." segments, NUL bytes. "" is the root.
+Status CheckRelPath(std::string_view rel_path);
+
+struct DiskInfo {
+  uint64_t total_bytes = 0;
+  uint64_t free_bytes = 0;
+  bool online = false;  // the drive answers and its system area exists
+};
+
+// Appends to one new shard file (created exclusively). Finish() fsyncs; a writer dropped without
+// Finish() leaves a partial file in staging, which the staging removal takes away.
+class ShardWriter {
+ public:
+  virtual ~ShardWriter() = default;
+  virtual Status Append(std::string_view data) = 0;
+  virtual Status Finish() = 0;
+};
+
+// Reads ranges of one shard file. A local file is opened once (a concurrent overwrite cannot take
+// it away); a remote one is read by path on every call.
+class ShardFile {
+ public:
+  virtual ~ShardFile() = default;
+  // Reads up to len bytes at off; returns the count (short at end of file).
+  virtual Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) = 0;
+};
+
+class Drive {
+ public:
+  virtual ~Drive() = default;
+
+  // Where the drive is, for messages: "/mnt/d1" or "http://node2:9000/mnt/d1".
+  virtual const std::string& name() const = 0;
+  virtual bool is_local() const = 0;
+
+  // ---- state ----
+  // The system area exists (the drive is formatted or being used and answers).
+  virtual bool IsOnline() = 0;
+  virtual Result<DiskInfo> GetDiskInfo() = 0;
+  // Creates the drive directory if missing; false when it is not a usable directory.
+  virtual Result<bool> EnsureRoot() = 0;
+  // Creates the system directories and settles what a crash left in the staging area.
+  virtual Status Prepare() = 0;
+  // True when the directory holds nothing but an empty system area / lost+found.
+  virtual Result<bool> IsEmpty() = 0;
+
+  // ---- format ----
+  virtual Result<DriveFormat> ReadFormat() = 0;  // kNoSuchKey when absent
+  virtual Status WriteFormat(const DriveFormat& format) = 0;
+
+  // ---- volumes (bucket directories + their record in the system area) ----
+  // Creates the bucket directory (and writes `record` as its metadata when it has none). Returns
+  // whether the directory existed. Fails when the drive is offline.
+  virtual Result<bool> MakeVol(const std::string& bucket, const std::string& record) = 0;
+  virtual bool StatVol(const std::string& bucket) = 0;
+  virtual Result<std::vector<std::string>> ListVols() = 0;  // directory names at the root
+  virtual Result<std::optional<std::string>> ReadVolMeta(const std::string& bucket) = 0;
+  virtual Result<bool> VolHasObjects(const std::string& bucket) = 0;
+  // Removes the bucket directory, its multipart area and its record (renamed away first).
+  virtual Status DeleteVol(const std::string& bucket) = 0;
+
+  // ---- files (relative paths) ----
+  virtual Result<std::optional<std::string>> ReadFile(const std::string& path) = 0;
+  // Creates or truncates, writes, fsyncs (not atomic by itself: write in staging, then rename).
+  virtual Status WriteFile(const std::string& path, std::string_view data) = 0;
+  virtual bool Exists(const std::string& path) = 0;
+  virtual bool IsDir(const std::string& path) = 0;
+  virtual Result<std::vector<std::string>> ListDir(const std::string& path, bool dirs_only) = 0;
+  // One mkdir (mode 0755); an existing directory is an error too.
+  virtual Status MakeDir(const std::string& path) = 0;
+  virtual Status MakeDirAll(const std::string& base, const std::string& path) = 0;
+  virtual Status Rename(const std::string& from, const std::string& to) = 0;
+  virtual Status Link(const std::string& from, const std::string& to) = 0;
+  virtual Status Unlink(const std::string& path) = 0;
+  virtual Status RemoveAll(const std::string& path) = 0;
+  virtual Status FsyncDir(const std::string& path) = 0;
+  virtual void PruneEmptyDirs(const std::string& path, const std::string& stop) = 0;
+
+  // ---- shards ----
+  virtual Result<std::unique_ptr<ShardWriter>> CreateShard(const std::string& path) = 0;
+  virtual Result<std::unique_ptr<ShardFile>> OpenShard(const std::string& path) = 0;
+
+  // ---- commit (fsutil::Commit with drive-relative paths; plan.root is ignored) ----
+  virtual Status Commit(const fsutil::CommitPlan& plan) = 0;
+
+  // ---- listing (ListDrive of one bucket) ----
+  virtual Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) = 0;
+};
+
+}  // namespace rdmastor::storage

@@ -1,0 +1,305 @@
+#include "storage/local_drive.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
+#include "common/hash.h"
+#include "storage/listing.h"
+#include "storage/object_meta.h"
+#include "storage/paths.h"
+
+namespace rdmastor::storage {
+
+namespace {
+
+using fsutil::UniqueFd;
+using paths::Join;
+
+class LocalShardWriter final : public ShardWriter {
+ public:
+  LocalShardWriter(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+  Status Append(std::string_view data) override {
+    return fsutil::WriteAll(fd_.get(), data.data(), data.size(), path_);
+  }
+  Status Finish() override { return fsutil::Fsync(fd_.get(), path_); }
+
+ private:
+  UniqueFd fd_;
+  std::string path_;
+};
+
+class LocalShardFile final : public ShardFile {
+ public:
+  LocalShardFile(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+  Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) override {
+    return fsutil::PreadFull(fd_.get(), buf, len, off, path_);
+  }
+
+ private:
+  UniqueFd fd_;
+  std::string path_;
+};
+
+}  // namespace
+
+Result<std::string> DataDirOfMetaFile(const std::string& meta_path) {
+  auto raw = fsutil::ReadFileIfExists(meta_path);
+  if (!raw.ok()) return raw.error();
+  if (!raw->has_value()) return std::string();
+  auto meta = ParseObjectMeta(**raw, meta_path);
+  if (!meta.ok()) return meta.error();
+  return meta->data_dir;
+}
+
+LocalDrive::LocalDrive(std::string root) : root_(std::move(root)) {}
+
+Result<std::string> LocalDrive::Abs(const std::string& path) const {
+  RS_RETURN_IF_ERROR(CheckRelPath(path));
+  return path.empty() ? root_ : Join(root_, path);
+}
+
+#define RS_ABS(var, path)                    \
+  auto var##_r = Abs(path);                  \
+  if (!var##_r.ok()) return var##_r.error(); \
+  const std::string& var = *var##_r
+
+bool LocalDrive::IsOnline() { return fsutil::IsDir(paths::SysDir(root_)); }
+
+Result<DiskInfo> LocalDrive::GetDiskInfo() {
+  DiskInfo info;
+  struct statvfs vfs {};
+  if (::statvfs(root_.c_str(), &vfs) != 0) return fsutil::ErrnoError("statvfs", root_, errno);
+  info.total_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+  info.free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  info.online = IsOnline();
+  return info;
+}
+
+Result<bool> LocalDrive::EnsureRoot() {
+  std::error_code ec;
+  std::filesystem::create_directories(root_, ec);
+  if (!fsutil::IsDir(root_)) {
+    spdlog::warn("drive {} is offline: not a directory ({})", root_, ec.message());
+    return false;
+  }
+  return true;
+}
+
+Status LocalDrive::Prepare() {
+  for (const std::string& d : {paths::SysDir(root_), paths::TmpDir(root_),
+                               paths::MultipartRoot(root_), paths::BucketsMetaDir(root_)}) {
+    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
+      return fsutil::ErrnoError("mkdir", d, errno);
+  }
+  auto entries = fsutil::ListDir(paths::TmpDir(root_), /*dirs_only=*/false);
+  if (!entries.ok()) return entries.error();
+  for (const auto& e : *entries) {
+    const std::string staging = Join(paths::TmpDir(root_), e);
+    if (fsutil::IsDir(staging)) {
+      auto st = fsutil::RecoverStaging(root_, staging, DataDirOfMetaFile);
+      if (!st.ok()) spdlog::error("storage: recovery of {}: {}", staging, st.error().message);
+    }
+    RS_RETURN_IF_ERROR(fsutil::RemoveAll(staging));
+  }
+  return {};
+}
+
+Result<bool> LocalDrive::IsEmpty() { return IsEmptyDrive(root_); }
+
+Result<DriveFormat> LocalDrive::ReadFormat() { return storage::ReadFormat(root_); }
+
+Status LocalDrive::WriteFormat(const DriveFormat& format) { return WriteFormatFile(root_, format); }
+
+Result<bool> LocalDrive::MakeVol(const std::string& bucket, const std::string& record) {
+  RS_RETURN_IF_ERROR(paths::ValidateBucketName(bucket));
+  if (!IsOnline()) {
+    return MakeError(ErrorCode::kInternalError, "drive " + root_ + " is offline");
+  }
+  bool existed = false;
+  const std::string dir = paths::BucketDir(root_, bucket);
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    if (errno != EEXIST) return fsutil::ErrnoError("mkdir", dir, errno);
+    existed = true;
+  } else {
+    (void)fsutil::FsyncDir(root_);
+  }
+  const std::string meta = paths::BucketMetaFile(root_, bucket);
+  if (!fsutil::Exists(meta)) {
+    (void)fsutil::MkdirAll(root_, paths::BucketsMetaDir(root_));
+    (void)fsutil::WriteFileDurable(meta, record);
+  }
+  return existed;
+}
+
+bool LocalDrive::StatVol(const std::string& bucket) {
+  return paths::ValidateBucketName(bucket).ok() && fsutil::IsDir(paths::BucketDir(root_, bucket));
+}
+
+Result<std::vector<std::string>> LocalDrive::ListVols() {
+  return fsutil::ListDir(root_, /*dirs_only=*/true);
+}
+
+Result<std::optional<std::string>> LocalDrive::ReadVolMeta(const std::string& bucket) {
+  RS_RETURN_IF_ERROR(paths::ValidateBucketName(bucket));
+  return fsutil::ReadFileIfExists(paths::BucketMetaFile(root_, bucket));
+}
+
+Result<bool> LocalDrive::VolHasObjects(const std::string& bucket) {
+  RS_RETURN_IF_ERROR(paths::ValidateBucketName(bucket));
+  return SubtreeHasObject(paths::BucketDir(root_, bucket));
+}
+
+Status LocalDrive::DeleteVol(const std::string& bucket) {
+  RS_RETURN_IF_ERROR(paths::ValidateBucketName(bucket));
+  const std::string staging = Join(paths::TmpDir(root_), hash::RandomHex(16));
+  if (::mkdir(staging.c_str(), 0700) != 0) {
+    (void)fsutil::RemoveAll(paths::BucketDir(root_, bucket));
+  } else {
+    ::rename(paths::BucketDir(root_, bucket).c_str(), Join(staging, "bucket").c_str());
+    ::rename(paths::MultipartBucketDir(root_, bucket).c_str(), Join(staging, "mp").c_str());
+    (void)fsutil::RemoveAll(staging);
+  }
+  ::unlink(paths::BucketMetaFile(root_, bucket).c_str());
+  return fsutil::FsyncDir(root_);
+}
+
+Result<std::optional<std::string>> LocalDrive::ReadFile(const std::string& path) {
+  RS_ABS(abs, path);
+  return fsutil::ReadFileIfExists(abs);
+}
+
+Status LocalDrive::WriteFile(const std::string& path, std::string_view data) {
+  RS_ABS(abs, path);
+  return fsutil::WriteFileDurable(abs, data);
+}
+
+bool LocalDrive::Exists(const std::string& path) {
+  auto abs = Abs(path);
+  return abs.ok() && fsutil::Exists(*abs);
+}
+
+bool LocalDrive::IsDir(const std::string& path) {
+  auto abs = Abs(path);
+  return abs.ok() && fsutil::IsDir(*abs);
+}
+
+Result<std::vector<std::string>> LocalDrive::ListDir(const std::string& path, bool dirs_only) {
+  RS_ABS(abs, path);
+  return fsutil::ListDir(abs, dirs_only);
+}
+
+Status LocalDrive::MakeDir(const std::string& path) {
+  RS_ABS(abs, path);
+  if (::mkdir(abs.c_str(), 0755) != 0) return fsutil::ErrnoError("mkdir", abs, errno);
+  return {};
+}
+
+Status LocalDrive::MakeDirAll(const std::string& base, const std::string& path) {
+  RS_ABS(abs_base, base);
+  RS_ABS(abs, path);
+  return fsutil::MkdirAll(abs_base, abs);
+}
+
+Status LocalDrive::Rename(const std::string& from, const std::string& to) {
+  RS_ABS(a, from);
+  RS_ABS(b, to);
+  if (::rename(a.c_str(), b.c_str()) != 0) return fsutil::ErrnoError("rename", a, errno);
+  return {};
+}
+
+Status LocalDrive::Link(const std::string& from, const std::string& to) {
+  RS_ABS(a, from);
+  RS_ABS(b, to);
+  if (::link(a.c_str(), b.c_str()) != 0) return fsutil::ErrnoError("link", a, errno);
+  return {};
+}
+
+Status LocalDrive::Unlink(const std::string& path) {
+  RS_ABS(abs, path);
+  if (::unlink(abs.c_str()) != 0 && errno != ENOENT)
+    return fsutil::ErrnoError("unlink", abs, errno);
+  return {};
+}
+
+Status LocalDrive::RemoveAll(const std::string& path) {
+  RS_ABS(abs, path);
+  if (abs == root_) return MakeError(ErrorCode::kInvalidArgument, "refusing to remove a drive");
+  return fsutil::RemoveAll(abs);
+}
+
+Status LocalDrive::FsyncDir(const std::string& path) {
+  RS_ABS(abs, path);
+  return fsutil::FsyncDir(abs);
+}
+
+void LocalDrive::PruneEmptyDirs(const std::string& path, const std::string& stop) {
+  auto a = Abs(path);
+  auto b = Abs(stop);
+  if (a.ok() && b.ok()) fsutil::PruneEmptyDirs(*a, *b);
+}
+
+Result<std::unique_ptr<ShardWriter>> LocalDrive::CreateShard(const std::string& path) {
+  RS_ABS(abs, path);
+  auto fd = fsutil::Open(abs, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (!fd.ok()) return fd.error();
+  return std::unique_ptr<ShardWriter>(new LocalShardWriter(std::move(*fd), abs));
+}
+
+Result<std::unique_ptr<ShardFile>> LocalDrive::OpenShard(const std::string& path) {
+  RS_ABS(abs, path);
+  int err = 0;
+  auto fd = fsutil::Open(abs, O_RDONLY, 0, &err);
+  if (!fd.ok()) return fd.error();
+  return std::unique_ptr<ShardFile>(new LocalShardFile(std::move(*fd), abs));
+}
+
+Status LocalDrive::WriteShardAt(const std::string& path, uint64_t offset, std::string_view data,
+                                bool create, bool sync) {
+  RS_ABS(abs, path);
+  auto fd = fsutil::Open(abs, create ? (O_WRONLY | O_CREAT | O_EXCL) : O_WRONLY, 0644);
+  if (!fd.ok()) return fd.error();
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::pwrite(fd->get(), data.data() + done, data.size() - done,
+                         static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fsutil::ErrnoError("pwrite", abs, errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (sync) return fsutil::Fsync(fd->get(), abs);
+  return {};
+}
+
+Status LocalDrive::Commit(const fsutil::CommitPlan& plan) {
+  RS_ABS(base, plan.base);
+  RS_ABS(staging, plan.staging);
+  RS_ABS(target, plan.target);
+  RS_RETURN_IF_ERROR(CheckRelPath(plan.meta_name));
+  fsutil::CommitPlan abs = plan;
+  abs.root = root_;
+  abs.base = base;
+  abs.staging = staging;
+  abs.target = target;
+  return fsutil::Commit(abs);
+}
+
+Result<ListResult> LocalDrive::ListObjects(const std::string& bucket, const ListOptions& opts) {
+  RS_RETURN_IF_ERROR(paths::ValidateBucketName(bucket));
+  const std::string dir = paths::BucketDir(root_, bucket);
+  if (!fsutil::IsDir(dir)) return MakeError(ErrorCode::kNoSuchBucket);
+  try {
+    return ListDrive(bucket, dir, opts);
+  } catch (const std::exception& e) {
+    return MakeError(ErrorCode::kInternalError, std::string("listing failed: ") + e.what());
+  }
+}
+
+}  // namespace rdmastor::storage

@@ -1,0 +1,74 @@
+// Drive on a local directory: the erasure layer's file-system code (fsutil, paths, listing,
+// format) behind the Drive interface. Relative paths are checked and resolved below the root.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "storage/drive.h"
+
+namespace rdmastor::storage {
+
+class LocalDrive final : public Drive {
+ public:
+  // `root` should be absolute and normalised (ErasureStore does that).
+  explicit LocalDrive(std::string root);
+
+  const std::string& root() const { return root_; }
+  const std::string& name() const override { return root_; }
+  bool is_local() const override { return true; }
+
+  bool IsOnline() override;
+  Result<DiskInfo> GetDiskInfo() override;
+  Result<bool> EnsureRoot() override;
+  Status Prepare() override;
+  Result<bool> IsEmpty() override;
+
+  Result<DriveFormat> ReadFormat() override;
+  Status WriteFormat(const DriveFormat& format) override;
+
+  Result<bool> MakeVol(const std::string& bucket, const std::string& record) override;
+  bool StatVol(const std::string& bucket) override;
+  Result<std::vector<std::string>> ListVols() override;
+  Result<std::optional<std::string>> ReadVolMeta(const std::string& bucket) override;
+  Result<bool> VolHasObjects(const std::string& bucket) override;
+  Status DeleteVol(const std::string& bucket) override;
+
+  Result<std::optional<std::string>> ReadFile(const std::string& path) override;
+  Status WriteFile(const std::string& path, std::string_view data) override;
+  bool Exists(const std::string& path) override;
+  bool IsDir(const std::string& path) override;
+  Result<std::vector<std::string>> ListDir(const std::string& path, bool dirs_only) override;
+  Status MakeDir(const std::string& path) override;
+  Status MakeDirAll(const std::string& base, const std::string& path) override;
+  Status Rename(const std::string& from, const std::string& to) override;
+  Status Link(const std::string& from, const std::string& to) override;
+  Status Unlink(const std::string& path) override;
+  Status RemoveAll(const std::string& path) override;
+  Status FsyncDir(const std::string& path) override;
+  void PruneEmptyDirs(const std::string& path, const std::string& stop) override;
+
+  Result<std::unique_ptr<ShardWriter>> CreateShard(const std::string& path) override;
+  Result<std::unique_ptr<ShardFile>> OpenShard(const std::string& path) override;
+
+  Status Commit(const fsutil::CommitPlan& plan) override;
+
+  Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) override;
+
+  // For peer RPC (a remote writer's batches): writes `data` at `offset` of shard file `path`,
+  // creating it exclusively when `create`; fsyncs when `sync`.
+  Status WriteShardAt(const std::string& path, uint64_t offset, std::string_view data, bool create,
+                      bool sync);
+
+ private:
+  // root/<path> after CheckRelPath; an Error for a path that would leave the drive.
+  Result<std::string> Abs(const std::string& path) const;
+
+  std::string root_;
+};
+
+// The data directory name the metadata file at `meta_path` (absolute) references; "" when the
+// file is missing.
+Result<std::string> DataDirOfMetaFile(const std::string& meta_path);
+
+}  // namespace rdmastor::storage

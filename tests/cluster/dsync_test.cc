@@ -1,0 +1,390 @@
+// Distributed locking over several real in-process lock servers. A node that is down is simulated
+// by UnreachableLockerClient (every call fails, as an RPC to a dead host does); a slow node by
+// SlowLockerClient (a real lock server answering late).
+#include "cluster/dsync.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+namespace rdmastor::cluster {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Test simulation of a node that is down: every call fails like an RPC to a dead host.
+class UnreachableLockerClient final : public LockerClient {
+ public:
+  Result<bool> Lock(const LockArgs&) override { return Down(); }
+  Result<bool> RLock(const LockArgs&) override { return Down(); }
+  Result<bool> Unlock(const LockArgs&) override { return Down(); }
+  Result<bool> RUnlock(const LockArgs&) override { return Down(); }
+  Result<bool> Refresh(const LockArgs&) override { return Down(); }
+  Result<bool> ForceUnlock(const LockArgs&) override { return Down(); }
+  std::string endpoint() const override { return "http://127.0.0.9:9000 (down)"; }
+
+ private:
+  static Result<bool> Down() {
+    return MakeError(ErrorCode::kServiceUnavailable, "connection refused (node down)");
+  }
+};
+
+// Test simulation of a slow node: a real lock server whose answers arrive after `delay`.
+class SlowLockerClient final : public LockerClient {
+ public:
+  SlowLockerClient(std::shared_ptr<LockServer> s, std::chrono::milliseconds delay)
+      : inner_(std::move(s)), delay_(delay) {}
+  Result<bool> Lock(const LockArgs& a) override {
+    return Late([&] {
+      auto r = inner_.Lock(a);
+      if (r.ok() && *r) grants.fetch_add(1);
+      return r;
+    });
+  }
+  Result<bool> RLock(const LockArgs& a) override {
+    return Late([&] { return inner_.RLock(a); });
+  }
+  Result<bool> Unlock(const LockArgs& a) override { return inner_.Unlock(a); }
+  Result<bool> RUnlock(const LockArgs& a) override { return inner_.RUnlock(a); }
+  Result<bool> Refresh(const LockArgs& a) override { return inner_.Refresh(a); }
+  Result<bool> ForceUnlock(const LockArgs& a) override { return inner_.ForceUnlock(a); }
+  std::string endpoint() const override { return "slow"; }
+  std::atomic<int> grants{0};
+
+ private:
+  template <class F>
+  Result<bool> Late(F f) {
+    std::this_thread::sleep_for(delay_);
+    return f();
+  }
+  LocalLockerClient inner_;
+  std::chrono::milliseconds delay_;
+};
+
+LockArgs Args(std::string uid, std::vector<std::string> resources, std::string owner = "node1") {
+  LockArgs a;
+  a.uid = std::move(uid);
+  a.resources = std::move(resources);
+  a.owner = std::move(owner);
+  return a;
+}
+
+// A fake clock for expiry tests of one lock server.
+struct ManualClock {
+  std::shared_ptr<std::chrono::steady_clock::time_point> t =
+      std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  std::function<std::chrono::steady_clock::time_point()> fn() const {
+    return [t = t] { return *t; };
+  }
+  void Advance(std::chrono::milliseconds d) const { *t += d; }
+};
+
+TEST(LockQuorum, MatchesMinioDsync) {
+  // N: tolerance, read quorum, write quorum.
+  struct Row {
+    int n, tol, read, write;
+  };
+  for (auto r : {Row{1, 0, 1, 1}, Row{2, 1, 1, 2}, Row{3, 1, 2, 2}, Row{4, 2, 2, 3},
+                 Row{5, 2, 3, 3}, Row{8, 4, 4, 5}, Row{16, 8, 8, 9}}) {
+    EXPECT_EQ(LockTolerance(r.n), r.tol) << r.n;
+    EXPECT_EQ(ReadLockQuorum(r.n), r.read) << r.n;
+    EXPECT_EQ(WriteLockQuorum(r.n), r.write) << r.n;
+    // Two writers, and a writer and a reader, can never both reach quorum.
+    EXPECT_GT(2 * WriteLockQuorum(r.n), r.n);
+    EXPECT_GT(WriteLockQuorum(r.n) + ReadLockQuorum(r.n), r.n);
+  }
+}
+
+TEST(LockServerTest, WriterExcludesEveryoneReadersShare) {
+  LockServer s;
+  EXPECT_TRUE(*s.Lock(Args("w1", {"b/k"})));
+  EXPECT_FALSE(*s.Lock(Args("w2", {"b/k"})));
+  EXPECT_FALSE(*s.RLock(Args("r1", {"b/k"})));
+  EXPECT_TRUE(*s.Lock(Args("w2", {"b/other"})));
+  // The same acquisition asking again (a retried RPC) is granted, not duplicated.
+  EXPECT_TRUE(*s.Lock(Args("w1", {"b/k"})));
+  EXPECT_FALSE(*s.Unlock(Args("w2", {"b/k"})));   // not its lock
+  EXPECT_FALSE(*s.RUnlock(Args("w1", {"b/k"})));  // wrong mode
+  EXPECT_TRUE(*s.Unlock(Args("w1", {"b/k"})));
+  EXPECT_FALSE(*s.Unlock(Args("w1", {"b/k"})));  // already released
+
+  EXPECT_TRUE(*s.RLock(Args("r1", {"b/k"})));
+  EXPECT_TRUE(*s.RLock(Args("r2", {"b/k"})));
+  EXPECT_FALSE(*s.Lock(Args("w3", {"b/k"})));
+  EXPECT_TRUE(*s.RUnlock(Args("r1", {"b/k"})));
+  EXPECT_FALSE(*s.Lock(Args("w3", {"b/k"})));
+  EXPECT_TRUE(*s.RUnlock(Args("r2", {"b/k"})));
+  EXPECT_TRUE(*s.Lock(Args("w3", {"b/k"})));
+  EXPECT_EQ(s.Snapshot().size(), 2u);  // w2 on b/other, w3 on b/k
+}
+
+TEST(LockServerTest, MultipleResourcesAllOrNothing) {
+  LockServer s;
+  ASSERT_TRUE(*s.Lock(Args("a", {"x"})));
+  EXPECT_FALSE(*s.Lock(Args("b", {"w", "x", "y"})));
+  EXPECT_EQ(s.Snapshot().size(), 1u);  // nothing of b's was granted
+  ASSERT_TRUE(*s.Unlock(Args("a", {"x"})));
+  EXPECT_TRUE(*s.Lock(Args("b", {"w", "x", "y"})));
+  EXPECT_EQ(s.Snapshot().size(), 3u);
+  EXPECT_TRUE(*s.Unlock(Args("b", {"w", "x", "y"})));
+  EXPECT_TRUE(s.Snapshot().empty());
+}
+
+TEST(LockServerTest, MalformedArgumentsAreErrors) {
+  LockServer s;
+  EXPECT_FALSE(s.Lock(Args("", {"x"})).ok());
+  EXPECT_FALSE(s.Lock(Args("u", {})).ok());
+  EXPECT_FALSE(s.RLock(Args("u", {""})).ok());
+  EXPECT_FALSE(s.ForceUnlock(Args("", {})).ok());
+  EXPECT_EQ(s.Lock(Args("", {"x"})).error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST(LockServerTest, UnrefreshedEntriesExpire) {
+  ManualClock clock;
+  LockServer s({.ttl = 30000ms, .now = clock.fn()});
+  ASSERT_TRUE(*s.Lock(Args("dead-node", {"b/k"}, "node4")));
+  ASSERT_TRUE(*s.RLock(Args("reader", {"b/r"})));
+  clock.Advance(20000ms);
+  EXPECT_FALSE(*s.Lock(Args("w", {"b/k"})));
+  EXPECT_TRUE(*s.Refresh(Args("reader", {"b/r"})));  // the live reader keeps its lock
+  clock.Advance(15000ms);                            // 35 s since the writer's last refresh
+  EXPECT_FALSE(*s.Refresh(Args("dead-node", {"b/k"})));
+  EXPECT_TRUE(*s.Lock(Args("w", {"b/k"})));
+  EXPECT_FALSE(*s.Lock(Args("w2", {"b/r"})));  // refreshed 15 s ago: still held
+  clock.Advance(31000ms);
+  EXPECT_EQ(s.Expire(), 2u);  // w and reader, neither refreshed
+  EXPECT_TRUE(s.Snapshot().empty());
+}
+
+TEST(LockServerTest, ForceUnlockByResourceOrUid) {
+  LockServer s;
+  ASSERT_TRUE(*s.RLock(Args("r1", {"a"})));
+  ASSERT_TRUE(*s.RLock(Args("r2", {"a"})));
+  ASSERT_TRUE(*s.Lock(Args("w", {"b", "c"})));
+  EXPECT_TRUE(*s.ForceUnlock(Args("", {"a"})));
+  EXPECT_TRUE(*s.ForceUnlock(Args("w", {})));
+  EXPECT_FALSE(*s.ForceUnlock(Args("w", {})));
+  EXPECT_TRUE(s.Snapshot().empty());
+}
+
+struct Cluster {
+  explicit Cluster(int live, int down = 0, DsyncOptions opt = Fast(),
+                   std::chrono::milliseconds ttl = 30000ms) {
+    for (int i = 0; i < live; ++i) {
+      LockServerOptions so;
+      so.ttl = ttl;
+      servers.push_back(std::make_shared<LockServer>(so));
+      lockers.push_back(std::make_shared<LocalLockerClient>(servers.back()));
+    }
+    for (int i = 0; i < down; ++i) lockers.push_back(std::make_shared<UnreachableLockerClient>());
+    dsync = std::make_shared<Dsync>(lockers, "node1", opt);
+  }
+  static DsyncOptions Fast() {
+    DsyncOptions o;
+    o.call_timeout = 500ms;
+    o.retry_min = 2ms;
+    o.retry_max = 20ms;
+    return o;
+  }
+  // Whether the lock tables hold `n` entries in all within a bounded wait (late grants of a failed
+  // attempt are released asynchronously).
+  bool Settles(size_t n) const {
+    for (int i = 0; i < 200 && Entries() != n; ++i) std::this_thread::sleep_for(5ms);
+    return Entries() == n;
+  }
+  size_t Entries() const {
+    size_t n = 0;
+    for (const auto& s : servers) n += s->Snapshot().size();
+    return n;
+  }
+  std::vector<std::shared_ptr<LockServer>> servers;
+  std::vector<std::shared_ptr<LockerClient>> lockers;
+  std::shared_ptr<Dsync> dsync;
+};
+
+TEST(DistributedLockTest, WriterExcludesWritersAndReaders) {
+  Cluster c(4);
+  DistributedLock a(c.dsync, {"bucket/key"}, "PutObject");
+  ASSERT_TRUE(a.Lock(1s).ok());
+  EXPECT_TRUE(a.held());
+  EXPECT_EQ(c.Entries(), 4u);  // granted on every live server
+
+  DistributedLock b(c.dsync, {"bucket/key"});
+  auto st = b.Lock(100ms);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kSlowDown);
+  EXPECT_NE(st.error().message.find("bucket/key"), std::string::npos) << st.error().message;
+  EXPECT_GT(b.attempts(), 1);  // it retried until the deadline
+  DistributedLock r(c.dsync, {"bucket/key"});
+  EXPECT_FALSE(r.RLock(50ms).ok());
+  EXPECT_EQ(c.Entries(), 4u);  // the failed attempts left nothing behind
+
+  a.Unlock();
+  EXPECT_EQ(c.Entries(), 0u);
+  ASSERT_TRUE(b.Lock(1s).ok());
+  b.Unlock();
+}
+
+TEST(DistributedLockTest, ReadersShare) {
+  Cluster c(3);
+  DistributedLock r1(c.dsync, {"k"}), r2(c.dsync, {"k"}), w(c.dsync, {"k"});
+  ASSERT_TRUE(r1.RLock(1s).ok());
+  ASSERT_TRUE(r2.RLock(1s).ok());
+  EXPECT_FALSE(w.Lock(50ms).ok());
+  r1.RUnlock();
+  EXPECT_FALSE(w.Lock(50ms).ok());
+  r2.RUnlock();
+  EXPECT_TRUE(w.Lock(1s).ok());
+  EXPECT_FALSE(w.Lock(1s).ok());  // already holding
+}
+
+TEST(DistributedLockTest, ToleratesDownNodesUpToQuorum) {
+  {
+    Cluster c(3, 1);  // 4 nodes, one down: write quorum 3
+    DistributedLock l(c.dsync, {"k"});
+    EXPECT_TRUE(l.Lock(1s).ok());
+  }
+  {
+    Cluster c(2, 2);  // 4 nodes, two down: no write quorum, read quorum 2 still reachable
+    DistributedLock l(c.dsync, {"k"});
+    auto st = l.Lock(100ms);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message.find("2 unreachable"), std::string::npos) << st.error().message;
+    // Partial grants on the two live nodes are released (one that arrived after the attempt gave
+    // up is released by the worker thread that received it).
+    EXPECT_TRUE(c.Settles(0));
+    DistributedLock r(c.dsync, {"k"});
+    EXPECT_TRUE(r.RLock(1s).ok());
+  }
+  {
+    Cluster c(2, 3);  // 5 nodes, three down: neither quorum
+    DistributedLock r(c.dsync, {"k"});
+    EXPECT_FALSE(r.RLock(50ms).ok());
+    EXPECT_TRUE(c.Settles(0));
+  }
+}
+
+TEST(DistributedLockTest, ReleasesPartialGrantsWhenAnotherHolderBlocksQuorum) {
+  Cluster c(4);
+  // Another node holds the resource on two of the four servers (e.g. its own partial attempt).
+  ASSERT_TRUE(*c.servers[0]->Lock(Args("other", {"k"}, "node2")));
+  ASSERT_TRUE(*c.servers[1]->Lock(Args("other", {"k"}, "node2")));
+  DistributedLock l(c.dsync, {"k"});
+  EXPECT_FALSE(l.Lock(100ms).ok());
+  EXPECT_TRUE(c.Settles(2));  // only "other"'s entries remain
+  for (const auto& s : c.servers)
+    for (const auto& e : s->Snapshot()) EXPECT_EQ(e.uid, "other");
+}
+
+TEST(DistributedLockTest, LateGrantFromSlowNodeIsUndone) {
+  DsyncOptions opt = Cluster::Fast();
+  opt.call_timeout = 50ms;
+  auto fast1 = std::make_shared<LockServer>(), fast2 = std::make_shared<LockServer>();
+  auto slow = std::make_shared<LockServer>();
+  auto slow_client = std::make_shared<SlowLockerClient>(slow, 300ms);
+  auto ds = std::make_shared<Dsync>(
+      std::vector<std::shared_ptr<LockerClient>>{std::make_shared<LocalLockerClient>(fast1),
+                                                 std::make_shared<LocalLockerClient>(fast2),
+                                                 slow_client},
+      "node1", opt);
+  DistributedLock l(ds, {"k"});
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(l.Lock(2s).ok());  // quorum 2 of 3 without waiting for the slow node
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 250ms);
+  // The slow node's grant arrives after the attempt stopped waiting and is given back.
+  for (int i = 0; i < 200 && slow_client->grants.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(slow_client->grants.load(), 1);  // the slow node did grant, late
+  bool undone = false;
+  for (int i = 0; i < 200 && !undone; ++i) {
+    undone = slow->Snapshot().empty();
+    if (!undone) std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_TRUE(undone);
+  EXPECT_EQ(fast1->Snapshot().size(), 1u);
+  l.Unlock();
+  EXPECT_TRUE(fast1->Snapshot().empty());
+}
+
+TEST(DistributedLockTest, DeadHoldersLockExpires) {
+  Cluster c(3, 0, Cluster::Fast(), 150ms);
+  // A node took the lock everywhere and died: nobody refreshes it.
+  for (auto& s : c.servers) ASSERT_TRUE(*s->Lock(Args("dead", {"k"}, "node3")));
+  DistributedLock l(c.dsync, {"k"});
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(l.Lock(5s).ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 140ms);
+}
+
+TEST(DistributedLockTest, RefreshKeepsHeldLockPastTtl) {
+  DsyncOptions opt = Cluster::Fast();
+  opt.refresh_interval = 30ms;
+  Cluster c(3, 0, opt, 150ms);
+  DistributedLock l(c.dsync, {"k"});
+  ASSERT_TRUE(l.Lock(1s).ok());
+  std::this_thread::sleep_for(500ms);  // more than three TTLs
+  DistributedLock other(c.dsync, {"k"});
+  EXPECT_FALSE(other.Lock(50ms).ok());
+  EXPECT_FALSE(l.lost());
+  l.Unlock();
+  EXPECT_TRUE(other.Lock(1s).ok());
+}
+
+TEST(DistributedLockTest, ReportsLossOfQuorum) {
+  DsyncOptions opt = Cluster::Fast();
+  opt.refresh_interval = 20ms;
+  Cluster c(3, 0, opt);
+  DistributedLock l(c.dsync, {"k"});
+  std::atomic<int> callbacks{0};
+  l.OnLost([&] { callbacks.fetch_add(1); });
+  ASSERT_TRUE(l.Lock(1s).ok());
+  // An operator force-unlocks on two of three servers: only one confirms the next refresh.
+  ASSERT_TRUE(*c.servers[0]->ForceUnlock(Args("", {"k"})));
+  std::this_thread::sleep_for(60ms);
+  EXPECT_FALSE(l.lost());  // one of three gone: quorum 2 still confirms
+  ASSERT_TRUE(*c.servers[1]->ForceUnlock(Args("", {"k"})));
+  for (int i = 0; i < 200 && !l.lost(); ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(l.lost());
+  std::this_thread::sleep_for(60ms);
+  EXPECT_EQ(callbacks.load(), 1);
+  l.Unlock();
+  EXPECT_EQ(c.Entries(), 0u);
+}
+
+TEST(DistributedLockTest, ConcurrentWritersExactlyOneHolds) {
+  Cluster c(3, 1);  // 4 nodes, one down
+  constexpr int kThreads = 4, kIterations = 25;
+  std::atomic<int> inside{0}, max_inside{0}, done{0}, failures{0};
+  int64_t shared_counter = 0;  // touched only under the distributed lock
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kIterations; ++i) {
+        DistributedLock l(c.dsync, {"bucket/hot-key"});
+        if (!l.Lock(20s).ok()) {
+          failures.fetch_add(1);
+          continue;
+        }
+        int now = inside.fetch_add(1) + 1;
+        int prev = max_inside.load();
+        while (now > prev && !max_inside.compare_exchange_weak(prev, now)) {
+        }
+        int64_t v = shared_counter;
+        std::this_thread::sleep_for(200us);
+        shared_counter = v + 1;
+        inside.fetch_sub(1);
+        l.Unlock();
+        done.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(max_inside.load(), 1);
+  EXPECT_EQ(done.load(), kThreads * kIterations);
+  EXPECT_EQ(shared_counter, kThreads * kIterations);
+  EXPECT_EQ(c.Entries(), 0u);
+}
+
+}  // namespace
+}  // namespace rdmastor::cluster

@@ -1,0 +1,411 @@
+// Inter-node shard transport: two InternodeRdma instances (the caller node and the serving node)
+// in one process over the real soft fabric on 127.0.0.1.
+#include "cluster/internode_rdma.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "rdma/soft/soft_fabric.h"
+#include "rdma/token.h"
+
+namespace rdmastor::cluster {
+namespace {
+
+using namespace std::chrono_literals;
+
+InternodeRdmaSettings Soft(uint64_t min_size = 1 << 20) {
+  InternodeRdmaSettings s;
+  s.enabled = true;
+  s.min_size = min_size;
+  s.fabric = rdma::FabricKind::kSoft;
+  s.bind_ip = "127.0.0.1";
+  s.staging_bytes = 1 << 20;  // small slots: several per shard, so the pipeline wraps around
+  s.slot_bytes = 256 << 10;
+  s.max_buffers = 4;
+  s.retry_after = 200ms;
+  s.transfer.timeout = 2000ms;
+  return s;
+}
+
+std::unique_ptr<InternodeRdma> Make(const InternodeRdmaSettings& s) {
+  auto r = InternodeRdma::Create(s);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
+std::vector<char> Pattern(size_t n, int seed) {
+  std::vector<char> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<char>((i * 131 + seed) ^ (i >> 11));
+  return v;
+}
+
+// The value of one Prometheus sample ("name{labels}") on the node endpoint; -1 when absent.
+double Sample(const std::string& series) {
+  std::string text = admin::GlobalRegistry().Render(admin::Scope::kNode);
+  std::string key = "\n" + series + " ";
+  auto pos = text.find(key);
+  if (pos == std::string::npos) return -1;
+  return std::stod(text.substr(pos + key.size()));
+}
+
+struct Pair : ::testing::Test {
+  void SetUp() override {
+    caller = Make(Soft());
+    server = Make(Soft());
+    ASSERT_TRUE(caller && server);
+    ASSERT_TRUE(caller->available()) << caller->status().unavailable_reason;
+  }
+  std::unique_ptr<InternodeRdma> caller, server;
+};
+
+TEST(InternodeRdmaSettingsTest, ShouldUseFollowsEnabledAndMinSize) {
+  auto off = Soft();
+  off.enabled = false;
+  auto disabled = Make(off);
+  EXPECT_FALSE(disabled->ShouldUse("p", 64 << 20));
+  EXPECT_EQ(disabled->status().state(), "off");
+
+  auto one_mib = Make(Soft(1 << 20));
+  EXPECT_FALSE(one_mib->ShouldUse("p", 0));
+  EXPECT_FALSE(one_mib->ShouldUse("p", (1 << 20) - 1));
+  EXPECT_TRUE(one_mib->ShouldUse("p", 1 << 20));
+  EXPECT_TRUE(one_mib->ShouldUse("p", 8 << 20));
+
+  auto zero = Make(Soft(0));  // MINIO_RDMA_MIN_SIZE=0: every non-empty shard
+  EXPECT_TRUE(zero->ShouldUse("p", 1));
+  EXPECT_FALSE(zero->ShouldUse("p", 0));
+
+  auto huge = Make(Soft(UINT64_MAX));  // a huge minimum: nothing qualifies
+  EXPECT_FALSE(huge->ShouldUse("p", uint64_t{1} << 40));
+  EXPECT_EQ(huge->counters("p").fallbacks, 0u);  // below the minimum is not a fallback
+}
+
+TEST(InternodeRdmaSettingsTest, EnvKnobsAreValidated) {
+  InternodeRdmaSettings s;
+  ASSERT_TRUE(
+      ApplyInternodeRdmaEnv(
+          {{"MINIO_RDMA_INTERNODE_INFLIGHT", "4"}, {"MINIO_RDMA_INTERNODE_RETRY", "500ms"}}, s)
+          .ok());
+  EXPECT_EQ(s.inflight_per_peer, 4);
+  EXPECT_EQ(s.retry_after, 500ms);
+  ASSERT_TRUE(ApplyInternodeRdmaEnv({{"MINIO_RDMA_INTERNODE_RETRY", "2m"}}, s).ok());
+  EXPECT_EQ(s.retry_after, 120000ms);
+  ASSERT_TRUE(ApplyInternodeRdmaEnv({{"MINIO_RDMA_INTERNODE_RETRY", "45"}}, s).ok());
+  EXPECT_EQ(s.retry_after, 45000ms);
+  for (auto [name, value] : {std::pair{"MINIO_RDMA_INTERNODE_INFLIGHT", "0"},
+                             {"MINIO_RDMA_INTERNODE_INFLIGHT", "x"},
+                             {"MINIO_RDMA_INTERNODE_INFLIGHT", "2000"},
+                             {"MINIO_RDMA_INTERNODE_RETRY", "10ms"},
+                             {"MINIO_RDMA_INTERNODE_RETRY", "5h30"},
+                             {"MINIO_RDMA_INTERNODE_RETRY", "s"}}) {
+    auto st = ApplyInternodeRdmaEnv({{name, value}}, s);
+    ASSERT_FALSE(st.ok()) << name << "=" << value;
+    EXPECT_NE(st.error().message.find(name), std::string::npos);
+  }
+}
+
+TEST(InternodeRdmaSettingsTest, EnabledWithoutFabricIsUnavailableAndLoud) {
+  auto s = Soft();
+  s.fabric = rdma::FabricKind::kOff;
+  auto t = Make(s);
+  EXPECT_FALSE(t->available());
+  EXPECT_EQ(t->status().state(), "unavailable");
+  EXPECT_FALSE(t->ShouldUse("peer-nofabric", 8 << 20));
+  EXPECT_EQ(t->counters("peer-nofabric").fallbacks, 1u);
+  char buf[16];
+  EXPECT_EQ(t->Expose("peer-nofabric", buf, sizeof(buf), false).error().code,
+            ErrorCode::kRDMANotSupported);
+
+  s.fabric = rdma::FabricKind::kVerbs;  // no RC endpoints / no device here
+  auto v = Make(s);
+  EXPECT_FALSE(v->available());
+  EXPECT_FALSE(v->status().unavailable_reason.empty());
+
+  s.fabric = rdma::FabricKind::kSoft;
+  s.bind_ip = "not-an-ip";
+  auto bad = Make(s);
+  EXPECT_FALSE(bad->available());
+}
+
+// Caller sends a shard (the peer pulls it) and receives one (the peer pushes it), byte-exact.
+TEST_F(Pair, ShardWriteAndReadRoundTripOddSizes) {
+  const std::string peer_of_server = "node-a-roundtrip", peer_of_caller = "node-b-roundtrip";
+  const std::string shards_sent =
+      "minio_system_network_internode_peer_shards_sent_total{peer=\"node-b-roundtrip\","
+      "transport=\"rdma\"}";
+  const double shards_before = std::max(0.0, Sample(shards_sent));
+  double before = Sample(
+      "minio_system_network_internode_peer_recv_bytes_total{peer=\"node-a-roundtrip\","
+      "transport=\"rdma\"}");
+  uint64_t total = 0;
+  for (size_t n : {size_t{1} << 20, (size_t{1} << 20) + 1, (size_t{8} << 20) + 13, size_t{4097}}) {
+    SCOPED_TRACE(n);
+    ASSERT_EQ(caller->ShouldUse(peer_of_caller, n), n >= (1u << 20));
+    auto shard = Pattern(n, static_cast<int>(n));
+    auto exposed = caller->Expose(peer_of_caller, shard.data(), n, /*for_remote_write=*/false);
+    ASSERT_TRUE(exposed.ok()) << exposed.error().message;
+    EXPECT_EQ(exposed->token().size(), rdma::kTokenLength);
+    std::vector<char> landed(n, 'x');
+    auto st = server->Pull(peer_of_server, exposed->token(), "127.0.0.1", landed.data(), n);
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    EXPECT_TRUE(landed == shard);
+    caller->RecordShard(peer_of_caller, admin::Transport::kRdma, n, 0);
+    total += n;
+
+    // The other direction: the caller exposes an empty buffer, the peer pushes a shard into it.
+    auto stored = Pattern(n, static_cast<int>(n) + 7);
+    std::vector<char> into(n + 64, 'G');  // guard bytes after the exposed part
+    auto dst = caller->Expose(peer_of_caller, into.data(), n, /*for_remote_write=*/true);
+    ASSERT_TRUE(dst.ok()) << dst.error().message;
+    st = server->Push(peer_of_server, dst->token(), "127.0.0.1", stored.data(), n);
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    EXPECT_EQ(0, std::memcmp(into.data(), stored.data(), n));
+    EXPECT_EQ(std::string(into.data() + n, 64), std::string(64, 'G'));
+  }
+  auto c = server->counters(peer_of_server);
+  EXPECT_EQ(c.rdma_bytes_received, total);
+  EXPECT_EQ(c.rdma_bytes_sent, total);
+  EXPECT_EQ(c.rdma_shards, 8u);
+  EXPECT_EQ(c.errors, 0u);
+  EXPECT_EQ(caller->counters(peer_of_caller).rdma_bytes_sent, total);
+  EXPECT_EQ(Sample("minio_system_network_internode_peer_recv_bytes_total{peer=\"node-a-roundtrip\","
+                   "transport=\"rdma\"}"),
+            std::max(0.0, before) + static_cast<double>(total));
+  EXPECT_EQ(Sample(shards_sent), shards_before + 4);
+}
+
+TEST_F(Pair, TokenOnlyGrantsTheExposedDirectionAndSize) {
+  auto shard = Pattern(1 << 20, 3);
+  auto ro = caller->Expose("node-b-access", shard.data(), shard.size(), false);
+  ASSERT_TRUE(ro.ok());
+  auto junk = Pattern(1 << 20, 9);
+  auto st = server->Push("node-a-access", ro->token(), "127.0.0.1", junk.data(), junk.size());
+  ASSERT_FALSE(st.ok());  // exposed for reading only: the peer may not write it
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidRDMAToken);
+  EXPECT_TRUE(shard == Pattern(1 << 20, 3));
+  std::vector<char> big((1 << 20) + 1);
+  st = server->Pull("node-a-access", ro->token(), "127.0.0.1", big.data(), big.size());
+  ASSERT_FALSE(st.ok());  // more than the token describes
+  EXPECT_EQ(server->counters("node-a-access").errors, 2u);
+  st = server->Pull("node-a-access", "not-a-token", "127.0.0.1", big.data(), 10);
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidRDMAToken);
+}
+
+TEST_F(Pair, WrongTokenFallsBackLoudlyThenRecovers) {
+  const std::string peer = "node-b-wrongtoken";
+  const std::string degraded =
+      "minio_system_network_internode_rdma_degraded{peer=\"" + peer + "\"}";
+  const std::string fallbacks =
+      "minio_system_network_internode_rdma_peer_fallbacks_total{peer=\"" + peer + "\"}";
+  double node_fallbacks_before = Sample("minio_system_network_internode_rdma_fallbacks_total");
+  const std::string errors =
+      "minio_system_network_internode_rdma_errors_total{peer=\"" + peer + "\"}";
+  const double fallbacks_before = std::max(0.0, Sample(fallbacks));
+  const double errors_before = std::max(0.0, Sample(errors));
+
+  auto shard = Pattern(2 << 20, 5);
+  ASSERT_TRUE(caller->ShouldUse(peer, shard.size()));
+  auto exposed = caller->Expose(peer, shard.data(), shard.size(), false);
+  ASSERT_TRUE(exposed.ok());
+  auto tok = *rdma::ParseToken(exposed->token());
+  tok.rkey ^= 0x55;  // a token that does not match the registration
+  std::vector<char> landed(shard.size());
+  auto st = server->Pull("node-a-wrongtoken", rdma::FormatToken(tok), "127.0.0.1", landed.data(),
+                         landed.size());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidRDMAToken);
+  EXPECT_NE(st.error().message.find("node-a-wrongtoken"), std::string::npos);
+
+  // The caller learns it from the RPC's answer, resends over TCP and reports it.
+  caller->ReportFailure(peer, st.error());
+  caller->RecordShard(peer, admin::Transport::kTcp, shard.size(), 0);
+  EXPECT_FALSE(caller->ShouldUse(peer, shard.size()));  // TCP until the retry interval passed
+  caller->ReportFailure(peer, st.error());              // a second failure: no new transition
+  auto c = caller->counters(peer);
+  EXPECT_EQ(c.transitions, 1u);
+  EXPECT_EQ(c.errors, 2u);
+  EXPECT_EQ(c.fallbacks, 3u);  // two resent shards and one refused by ShouldUse
+  EXPECT_EQ(c.tcp_bytes_sent, shard.size());
+  auto status = caller->status();
+  EXPECT_EQ(status.state(), "degraded");
+  ASSERT_EQ(status.degraded.size(), 1u);
+  EXPECT_EQ(status.degraded[0].peer, peer);
+  EXPECT_NE(status.degraded[0].last_error.find("rkey"), std::string::npos);
+  EXPECT_EQ(Sample(degraded), 1);
+  EXPECT_EQ(Sample(fallbacks), fallbacks_before + 3);
+  EXPECT_GE(Sample("minio_system_network_internode_rdma_degraded_peers"), 1);
+  EXPECT_EQ(Sample("minio_system_network_internode_rdma_fallbacks_total"),
+            node_fallbacks_before + 3);
+  EXPECT_EQ(Sample(errors), errors_before + 2);
+
+  // After the retry interval RDMA is tried again; a successful shard restores the peer.
+  bool retried = false;
+  for (int i = 0; i < 100 && !retried; ++i) {
+    std::this_thread::sleep_for(10ms);
+    retried = caller->ShouldUse(peer, shard.size());
+  }
+  ASSERT_TRUE(retried);
+  auto again = caller->Expose(peer, shard.data(), shard.size(), false);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(
+      server->Pull("node-a-wrongtoken", again->token(), "127.0.0.1", landed.data(), landed.size())
+          .ok());
+  EXPECT_TRUE(landed == shard);
+  caller->RecordShard(peer, admin::Transport::kRdma, shard.size(), 0);
+  EXPECT_EQ(caller->status().state(), "ok");
+  EXPECT_EQ(Sample(degraded), 0);
+  EXPECT_TRUE(caller->ShouldUse(peer, shard.size()));
+}
+
+TEST_F(Pair, SoftFabricReachesOnlyTheRequester) {
+  auto shard = Pattern(1 << 20, 11);
+  auto exposed = caller->Expose("node-b-policy", shard.data(), shard.size(), false);
+  ASSERT_TRUE(exposed.ok());
+  std::vector<char> landed(shard.size());
+  // The token names 127.0.0.1 but the RPC came from elsewhere: refused (no relay).
+  auto st =
+      server->Pull("node-a-policy", exposed->token(), "127.0.0.2", landed.data(), landed.size());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kAccessDenied);
+  // Unless MINIO_RDMA_SOFT_ALLOW lists it.
+  auto s = Soft();
+  s.soft_allow = *rdma::soft::ParseCidrList("127.0.0.0/8");
+  auto relaxed = Make(s);
+  ASSERT_TRUE(
+      relaxed->Pull("node-a-policy", exposed->token(), "127.0.0.2", landed.data(), landed.size())
+          .ok());
+  EXPECT_TRUE(landed == shard);
+}
+
+TEST_F(Pair, VanishedCallerFailsWithinTimeout) {
+  auto shard = Pattern(1 << 20, 13);
+  std::string token;
+  {
+    auto exposed = caller->Expose("node-b-gone", shard.data(), shard.size(), false);
+    ASSERT_TRUE(exposed.ok());
+    token = exposed->token();
+  }
+  caller.reset();  // the calling node died: its target is gone
+  std::vector<char> landed(shard.size());
+  auto t0 = std::chrono::steady_clock::now();
+  auto st = server->Pull("node-a-gone", token, "127.0.0.1", landed.data(), landed.size());
+  EXPECT_FALSE(st.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+
+  // A caller that accepts the connection but never answers (frozen): bounded by the timeout.
+  int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(lfd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(lfd, 4), 0);
+  socklen_t alen = sizeof(a);
+  ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &alen), 0);
+  auto tok = *rdma::ParseToken(token);
+  tok.lid = ntohs(a.sin_port);
+  auto s = Soft();
+  s.transfer.timeout = 300ms;
+  auto quick = Make(s);
+  t0 = std::chrono::steady_clock::now();
+  st = quick->Pull("node-a-frozen", rdma::FormatToken(tok), "127.0.0.1", landed.data(),
+                   landed.size());
+  auto took = std::chrono::steady_clock::now() - t0;
+  close(lfd);
+  ASSERT_FALSE(st.ok());
+  EXPECT_LT(took, 3s);
+  EXPECT_EQ(quick->counters("node-a-frozen").errors, 1u);
+}
+
+TEST(InternodeRdmaInflight, BoundedPerPeer) {
+  auto s = Soft();
+  s.inflight_per_peer = 2;
+  s.inflight_wait = 50ms;
+  auto t = Make(s);
+  std::vector<char> a(4096), b(4096), c(4096);
+  auto e1 = t->Expose("node-x", a.data(), a.size(), false);
+  auto e2 = t->Expose("node-x", b.data(), b.size(), true);
+  ASSERT_TRUE(e1.ok() && e2.ok());
+  auto e3 = t->Expose("node-x", c.data(), c.size(), false);
+  ASSERT_FALSE(e3.ok());
+  EXPECT_EQ(e3.error().code, ErrorCode::kSlowDown);
+  EXPECT_TRUE(t->Expose("node-y", c.data(), c.size(), false).ok());  // another peer: own bound
+  { auto drop = std::move(e1).value(); }                             // the first RPC finished
+  EXPECT_TRUE(t->Expose("node-x", c.data(), c.size(), false).ok());
+}
+
+// The soft fabric's endpoints behave as RC queue pairs: requests execute and complete in order,
+// and after an error every later request is flushed.
+TEST(SoftEndpointRcSemantics, OrderedExecutionAndCompletions) {
+  auto target = rdma::soft::SoftTarget::Start();
+  ASSERT_TRUE(target.ok());
+  rdma::soft::SoftFabric fabric;
+  uint64_t cell = 0;
+  auto rmr = (*target)->RegisterMemory(&cell, sizeof(cell), rdma::kRemoteWrite);
+  ASSERT_TRUE(rmr.ok());
+  std::vector<uint64_t> values(64);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = i + 1;
+  auto lmr = fabric.RegisterMemory(values.data(), values.size() * 8, rdma::kLocalWrite);
+  auto ep = fabric.Connect((*target)->address(), {"127.0.0.1"});
+  ASSERT_TRUE(ep.ok());
+  for (size_t i = 0; i < values.size(); ++i) {
+    rdma::WorkRequest wr;
+    wr.wr_id = i + 1;
+    wr.local_addr = reinterpret_cast<char*>(&values[i]);
+    wr.length = 8;
+    wr.lkey = (*lmr)->lkey();
+    wr.remote_addr = reinterpret_cast<uint64_t>(&cell);
+    wr.rkey = (*rmr)->rkey();
+    wr.signaled = i % 2 == 1;
+    // Every write lands on the same cell: only in-order execution leaves the last value there.
+    ASSERT_TRUE((*ep)->PostSend(wr).ok());
+  }
+  uint64_t last = 0;
+  int seen = 0;
+  rdma::Completion wc[8];
+  for (int round = 0; round < 100 && seen < 32; ++round) {
+    auto n = (*ep)->PollCompletions(wc, 8, 100ms);
+    ASSERT_TRUE(n.ok());
+    for (int i = 0; i < *n; ++i) {
+      EXPECT_EQ(wc[i].status, rdma::WcStatus::kSuccess);
+      EXPECT_GT(wc[i].wr_id, last);
+      last = wc[i].wr_id;
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 32);  // the signaled half
+  EXPECT_EQ(cell, values.size());
+
+  // A bad rkey fails that request; the ones behind it are flushed, none executes.
+  cell = 0;
+  for (uint64_t i = 0; i < 3; ++i) {
+    rdma::WorkRequest wr;
+    wr.wr_id = 100 + i;
+    wr.local_addr = reinterpret_cast<char*>(&values[i]);
+    wr.length = 8;
+    wr.lkey = (*lmr)->lkey();
+    wr.remote_addr = reinterpret_cast<uint64_t>(&cell);
+    wr.rkey = i == 0 ? (*rmr)->rkey() ^ 1 : (*rmr)->rkey();
+    ASSERT_TRUE((*ep)->PostSend(wr).ok());
+  }
+  std::vector<rdma::WcStatus> statuses;
+  for (int round = 0; round < 100 && statuses.size() < 3; ++round) {
+    auto n = (*ep)->PollCompletions(wc, 8, 100ms);
+    ASSERT_TRUE(n.ok());
+    for (int i = 0; i < *n; ++i) statuses.push_back(wc[i].status);
+  }
+  ASSERT_EQ(statuses.size(), 3u);
+  EXPECT_EQ(statuses[0], rdma::WcStatus::kRemoteAccessError);
+  EXPECT_EQ(statuses[1], rdma::WcStatus::kFlushed);
+  EXPECT_EQ(statuses[2], rdma::WcStatus::kFlushed);
+  EXPECT_EQ(cell, 0u);
+}
+
+}  // namespace
+}  // namespace rdmastor::cluster

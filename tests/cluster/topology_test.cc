@@ -1,0 +1,117 @@
+#include "cluster/topology.h"
+
+#include <gtest/gtest.h>
+
+#include "cli/ellipsis.h"
+#include "cluster/peer_client.h"
+
+namespace rdmastor::cluster {
+namespace {
+
+std::vector<std::string> Expand(const std::string& arg) {
+  auto e = cli::ExpandDriveArgs({arg});
+  EXPECT_TRUE(e.ok()) << e.error().message;
+  return e.ok() ? *e : std::vector<std::string>{};
+}
+
+TEST(Topology, FourNodesFourDrivesSpreadSetsOverNodes) {
+  auto drives = Expand("http://127.0.0.1:{9001...9004}/tmp/x/d{1...4}");
+  ASSERT_EQ(drives.size(), 16u);
+  auto t = BuildTopology(drives, "127.0.0.1", 9003, {"127.0.0.1"});
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_EQ(t->nodes.size(), 4u);
+  EXPECT_EQ(t->self, 2);
+  EXPECT_TRUE(t->nodes[2].local);
+  EXPECT_FALSE(t->nodes[0].local);
+  EXPECT_FALSE(t->is_first());
+  EXPECT_EQ(t->nodes[0].address(), "127.0.0.1:9001");
+  // Node-major interleaving: consecutive drives are on different nodes.
+  for (size_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(t->endpoints[i].node, static_cast<int>(i % 4)) << i;
+    EXPECT_EQ(t->endpoints[i].path, "/tmp/x/d" + std::to_string(i / 4 + 1)) << i;
+  }
+  EXPECT_EQ(t->nodes[1].drives, (std::vector<int>{1, 5, 9, 13}));
+}
+
+TEST(Topology, HostnamesAndDefaultPort) {
+  auto drives = Expand("http://10.1.1.{1...2}/mnt/d{1...2}");
+  auto t = BuildTopology(drives, "", 9000, {"10.9.9.9"});
+  // Neither node is an address of this host: not found.
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message.find("none of the nodes"), std::string::npos);
+  auto found = BuildTopology(drives, "", 9000, {"10.1.1.2"});
+  ASSERT_TRUE(found.ok()) << found.error().message;
+  EXPECT_EQ(found->self, 1);
+  EXPECT_EQ(found->endpoints[0].port, 9000);  // no port in the URL: 9000
+  auto local = Expand("http://localhost:{9000...9001}/mnt/d{1...2}");
+  auto t2 = BuildTopology(local, "", 9001, {});
+  ASSERT_TRUE(t2.ok()) << t2.error().message;
+  EXPECT_EQ(t2->self, 1);
+  EXPECT_EQ(t2->endpoints[0].port, 9000);
+}
+
+TEST(Topology, RefusesMixedSchemesAndPlainPaths) {
+  auto t = BuildTopology({"http://127.0.0.1:9001/a", "/b"}, "", 9001, {"127.0.0.1"});
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message.find("plain path"), std::string::npos);
+  auto tls = BuildTopology({"https://127.0.0.1:9001/a", "https://127.0.0.1:9002/a"}, "", 9001,
+                           {"127.0.0.1"});
+  ASSERT_FALSE(tls.ok());
+  EXPECT_NE(tls.error().message.find("http://"), std::string::npos);
+  auto mixed = BuildTopology({"http://127.0.0.1:9001/a", "https://127.0.0.1:9002/a"}, "", 9001,
+                             {"127.0.0.1"});
+  EXPECT_FALSE(mixed.ok());
+  auto no_path =
+      BuildTopology({"http://127.0.0.1:9001", "http://127.0.0.1:9002"}, "", 9001, {"127.0.0.1"});
+  EXPECT_FALSE(no_path.ok());
+}
+
+TEST(Topology, RefusesNodeNotFoundAmbiguityAndInconsistentCounts) {
+  auto drives = Expand("http://127.0.0.1:{9001...9002}/d{1...2}");
+  auto missing = BuildTopology(drives, "127.0.0.1", 9100, {"127.0.0.1"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("127.0.0.1:9001"), std::string::npos);
+  auto counts = BuildTopology(
+      {"http://127.0.0.1:9001/a", "http://127.0.0.1:9001/b", "http://127.0.0.1:9002/a"}, "", 9001,
+      {"127.0.0.1"});
+  ASSERT_FALSE(counts.ok());
+  EXPECT_NE(counts.error().message.find("same number of drives"), std::string::npos);
+  auto dup = BuildTopology({"http://127.0.0.1:9001/a", "http://127.0.0.1:9001/a/"}, "", 9001,
+                           {"127.0.0.1"});
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.error().message.find("more than once"), std::string::npos);
+  // Two names of this host on the same port: which one is this process?
+  auto ambiguous = BuildTopology({"http://127.0.0.1:9001/a", "http://localhost:9001/a"}, "", 9001,
+                                 {"127.0.0.1"});
+  ASSERT_FALSE(ambiguous.ok());
+  EXPECT_NE(ambiguous.error().message.find("several nodes"), std::string::npos);
+}
+
+TEST(PeerAuth, SignsAndVerifies) {
+  PeerAuth a("access", "secret1234"), b("access", "other-secret");
+  s3::HttpRequest req;
+  req.method = "POST";
+  req.target = "/minio/storage/v1/readfile?disk=%2Fd&path=x";
+  req.headers.emplace_back(kPeerAuthHeader, a.Sign(req.method, req.target));
+  EXPECT_TRUE(a.Verify(req).ok());
+  auto wrong = b.Verify(req);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().code, ErrorCode::kAccessDenied);
+  s3::HttpRequest other = req;
+  other.target = "/minio/storage/v1/removeall?disk=%2Fd&path=x";  // signature covers the target
+  EXPECT_FALSE(a.Verify(other).ok());
+  s3::HttpRequest stale = req;
+  stale.headers = {{kPeerAuthHeader, "v1 1000 " + std::string(64, '0')}};
+  auto st = a.Verify(stale);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("clock"), std::string::npos);
+  s3::HttpRequest none = req;
+  none.headers.clear();
+  EXPECT_FALSE(a.Verify(none).ok());
+  EXPECT_NE(a.credential_hash(), b.credential_hash());
+  EXPECT_EQ(a.credential_hash(), PeerAuth("access", "secret1234").credential_hash());
+  EXPECT_EQ(a.credential_hash().find("secret"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rdmastor::cluster
