@@ -20,6 +20,7 @@
 #include "common/hash.h"
 #include "storage/fsutil.h"
 #include "storage/listing.h"
+#include "storage/local_drive.h"
 
 namespace rdmastor::storage {
 
@@ -56,16 +57,6 @@ Error NotWritable(const std::string& path, std::string_view what, int err) {
   std::string msg = "drive " + path + ": " + std::string(what) + ": " + std::strerror(err);
   spdlog::error("storage: {}", msg);
   return MakeError(ErrorCode::kDriveNotWritable, std::move(msg));
-}
-
-// Reads the data dir name a metadata file references, for crash recovery.
-Result<std::string> DataDirOf(const std::string& meta_path) {
-  auto raw = fsutil::ReadFileIfExists(meta_path);
-  if (!raw.ok()) return raw.error();
-  if (!raw->has_value()) return std::string();
-  auto meta = ParseObjectMeta(**raw, meta_path);
-  if (!meta.ok()) return meta.error();
-  return meta->data_dir;
 }
 
 // ---- Reader ----------------------------------------------------------------------------------
@@ -189,7 +180,7 @@ Result<std::unique_ptr<DriveStore>> DriveStore::Open(const std::string& dir) {
   for (const auto& e : *entries) {
     const std::string staging = Join(store->tmp_, e);
     if (fsutil::IsDir(staging)) {
-      auto st2 = fsutil::RecoverStaging(root, staging, DataDirOf);
+      auto st2 = fsutil::RecoverStaging(root, staging, DataDirOfMetaFile);
       if (!st2.ok()) spdlog::error("storage: recovery of {}: {}", staging, st2.error().message);
     }
     if (auto rm = fsutil::RemoveAll(staging); !rm.ok()) return rm.error();
@@ -315,7 +306,7 @@ Status DriveStore::PublishObject(const std::string& bucket, const std::string& k
   RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(Join(staging, "meta"), SerializeObjectMeta(meta)));
   std::lock_guard key_lock(KeyLock(bucket, key));
   const std::string key_dir = KeyDir(bucket, loc);
-  auto old = DataDirOf(Join(key_dir, loc.meta_name));
+  auto old = DataDirOfMetaFile(Join(key_dir, loc.meta_name));
   if (!old.ok()) spdlog::warn("storage: overwriting unreadable metadata of {}/{}", bucket, key);
   fsutil::CommitPlan plan{
       root_,         paths::BucketDir(root_, bucket), staging, key_dir, std::string(loc.meta_name),
@@ -526,7 +517,7 @@ Status DriveStore::DeleteObject(const std::string& bucket, const std::string& ke
     std::shared_lock bucket_lock(BucketLock(bucket));
     std::lock_guard key_lock(KeyLock(bucket, key));
     if (!fsutil::Exists(meta_path)) return {};
-    auto old = DataDirOf(meta_path);
+    auto old = DataDirOfMetaFile(meta_path);
     fsutil::CommitPlan plan{root_,
                             bucket_dir,
                             *staging,
@@ -598,11 +589,7 @@ Result<UploadRecord> DriveStore::LoadUpload(const std::string& bucket, const std
   return rec;
 }
 
-Result<std::string> DriveStore::NewMultipartUpload(const std::string& bucket,
-                                                   const std::string& key, const PutOptions& opts) {
-  RS_RETURN_IF_ERROR(CheckBucket(bucket));
-  auto loc = paths::MapKey(key);
-  if (!loc.ok()) return loc.error();
+Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& opts) {
   UploadRecord rec;
   rec.key = key;
   rec.initiated_ns = NowNs();
@@ -618,6 +605,17 @@ Result<std::string> DriveStore::NewMultipartUpload(const std::string& bucket,
     rec.checksum_algorithm = algo;
     rec.user_metadata.erase(it);
   }
+  return rec;
+}
+
+Result<std::string> DriveStore::NewMultipartUpload(const std::string& bucket,
+                                                   const std::string& key, const PutOptions& opts) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  auto made = NewUploadRecord(key, opts);
+  if (!made.ok()) return made.error();
+  UploadRecord rec = std::move(*made);
 
   auto staging = NewStaging();
   if (!staging.ok()) return staging.error();

@@ -41,6 +41,10 @@ inline constexpr size_t kDefaultEagerOpenParts = 128;
 // The user_metadata key that carries a multipart upload's checksum algorithm (see above).
 inline constexpr const char* kChecksumAlgorithmKey = "x-amz-checksum-algorithm";
 
+// The record of a new multipart upload of `key` (both object layers): the checksum algorithm moves
+// out of the user metadata into its own field; an unknown one is kInvalidArgument.
+Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& opts);
+
 class DriveStore final : public ObjectLayer {
  public:
   // Creates `dir` when missing; fails with kDriveNotWritable (naming the path and the errno text)

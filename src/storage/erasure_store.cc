@@ -722,21 +722,9 @@ class ErasureSet {
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
     auto loc = paths::MapKey(key);
     if (!loc.ok()) return loc.error();
-    UploadRecord rec;
-    rec.key = key;
-    rec.initiated_ns = NowNs();
-    rec.content_type = opts.content_type;
-    rec.user_metadata = opts.user_metadata;
-    if (auto it = rec.user_metadata.find(kChecksumAlgorithmKey); it != rec.user_metadata.end()) {
-      std::string algo = it->second;
-      std::transform(algo.begin(), algo.end(), algo.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (!hash::ChecksumAlgoFromName(algo)) {
-        return MakeError(ErrorCode::kInvalidArgument, "unsupported checksum algorithm " + algo);
-      }
-      rec.checksum_algorithm = algo;
-      rec.user_metadata.erase(it);
-    }
+    auto made = NewUploadRecord(key, opts);
+    if (!made.ok()) return made.error();
+    UploadRecord rec = std::move(*made);
     const std::string id = hash::RandomHex(16);
     std::vector<bool> alive(roots_.size(), true);
     Stagings st(roots_, alive);
