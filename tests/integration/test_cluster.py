@@ -13,95 +13,16 @@
 - A node started with different root credentials or a different drive list refuses to start.
 """
 
-import glob
-import hashlib
 import os
-import shutil
-import signal
-import socket
 import subprocess
-import tempfile
 import time
 
 import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from conftest import Server, admin_heal, make_client, seeded_bytes
-
-MiB = 1 << 20
-NODES = 4
-DRIVES = 4
-
-
-def sha(b):
-    return hashlib.sha256(b).hexdigest()
-
-
-def consecutive_free_ports(n):
-    """n consecutive free loopback ports (bounded search)."""
-    rnd = __import__("random").SystemRandom()
-    for _ in range(200):
-        base = rnd.randrange(20000, 60000 - n)
-        socks = []
-        try:
-            for p in range(base, base + n):
-                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                socks.append(s)
-                s.bind(("127.0.0.1", p))
-            return list(range(base, base + n))
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    pytest.fail("no 4 consecutive free ports")
-
-
-class Cluster:
-    def __init__(self, env_extra=None):
-        self.base = tempfile.mkdtemp(prefix="rdmastor-cluster-", dir="/tmp")
-        self.ports = consecutive_free_ports(NODES)
-        self.dirs = [[os.path.join(self.base, f"n{i + 1}", f"d{j + 1}") for j in range(DRIVES)]
-                     for i in range(NODES)]
-        urls = [f"http://127.0.0.1:{self.ports[i]}{d}" for i in range(NODES) for d in self.dirs[i]]
-        self.volumes = " ".join(urls)
-        creds = ("AKCLUSTER" + str(self.ports[0]), "secret-" + str(self.ports[1]) + "-xyz")
-        env = {"MINIO_VOLUMES": self.volumes, "MINIO_PEER_WAIT": "30s",
-               "RDMASTOR_DRIVE_CHECK_INTERVAL": "off", "MINIO_PROMETHEUS_AUTH_TYPE": "public"}
-        env.update(env_extra or {})
-        self.nodes = [Server(name=f"node{i + 1}", env=env, data_dirs=self.dirs[i], creds=creds,
-                             pass_dirs=False) for i in range(NODES)]
-        for i, n in enumerate(self.nodes):
-            n.port = self.ports[i]
-
-    def launch(self, idx):
-        """Starts node idx without waiting (the nodes wait for each other)."""
-        n = self.nodes[idx]
-        n._log = open(n.log_path, "ab")
-        n.proc = subprocess.Popen(n.command(), stdin=subprocess.DEVNULL, stdout=n._log,
-                                  stderr=subprocess.STDOUT, env=n.env(), start_new_session=True)
-        import conftest
-        if n not in conftest._LIVE_SERVERS:
-            conftest._LIVE_SERVERS.append(n)
-
-    def start(self, idxs=None, timeout=40):
-        idxs = list(range(NODES)) if idxs is None else idxs
-        for i in idxs:
-            self.launch(i)
-        for i in idxs:
-            try:
-                self.nodes[i].wait_ready(timeout)
-            except RuntimeError as e:
-                pytest.fail(f"node{i + 1}: {e}\n{self.nodes[i].log_tail(40)}")
-
-    def client(self, idx):
-        return make_client(self.nodes[idx])
-
-    def cleanup(self):
-        for n in self.nodes:
-            n.cleanup()
-        shutil.rmtree(self.base, ignore_errors=True)
+from cluster_util import DRIVES, MiB, NODES, Cluster, get_bytes, list_keys, meta_files, sha
+from conftest import Server, admin_heal, seeded_bytes
 
 
 @pytest.fixture(scope="module")
@@ -112,32 +33,6 @@ def cluster():
         yield c
     finally:
         c.cleanup()
-
-
-def get_bytes(client, bucket, key):
-    return client.get_object(Bucket=bucket, Key=key)["Body"].read()
-
-
-def list_keys(client, bucket, page=1000, prefix=""):
-    keys, token = [], None
-    for _ in range(1000):
-        kw = {"Bucket": bucket, "MaxKeys": page, "Prefix": prefix}
-        if token:
-            kw["ContinuationToken"] = token
-        r = client.list_objects_v2(**kw)
-        keys += [o["Key"] for o in r.get("Contents", [])]
-        if not r.get("IsTruncated"):
-            return keys
-        token = r["NextContinuationToken"]
-    pytest.fail("listing did not end")
-
-
-def meta_files(c, bucket, key, nodes):
-    out = []
-    for i in nodes:
-        for d in c.dirs[i]:
-            out += glob.glob(os.path.join(d, bucket, key, ".rdmastor.meta"))
-    return out
 
 
 def test_cluster_end_to_end(cluster):
