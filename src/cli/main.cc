@@ -79,8 +79,7 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   cc.access_key = cfg.root_user;
   cc.secret_key = cfg.root_password;
   cc.storage_class = cfg.storage_class;
-  cc.rdma_internode = cfg.internode_setting;
-  cc.rdma_min_size = cfg.internode_min_size;
+  cc.internode = cfg.internode;
   cc.peer_wait = std::chrono::milliseconds(cfg.peer_wait_ms);
   auto node = rdmastor::cluster::ClusterNode::Create(cc);
   if (!node.ok()) {

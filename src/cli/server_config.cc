@@ -1,5 +1,6 @@
 #include "cli/server_config.h"
 
+#include <arpa/inet.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -64,12 +65,20 @@ std::optional<uint64_t> ParseByteSize(std::string_view text) {
   if (i == 0) return std::nullopt;
   std::string unit(text.substr(i));
   for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const std::pair<const char*, uint64_t> kUnits[] = {
-      {"", 1},           {"b", 1},
-      {"k", 1ULL << 10}, {"kib", 1ULL << 10}, {"kb", 1000},
-      {"m", 1ULL << 20}, {"mib", 1ULL << 20}, {"mb", 1000 * 1000},
-      {"g", 1ULL << 30}, {"gib", 1ULL << 30}, {"gb", 1000ULL * 1000 * 1000},
-      {"t", 1ULL << 40}, {"tib", 1ULL << 40}, {"tb", 1000ULL * 1000 * 1000 * 1000}};
+  static const std::pair<const char*, uint64_t> kUnits[] = {{"", 1},
+                                                            {"b", 1},
+                                                            {"k", 1ULL << 10},
+                                                            {"kib", 1ULL << 10},
+                                                            {"kb", 1000},
+                                                            {"m", 1ULL << 20},
+                                                            {"mib", 1ULL << 20},
+                                                            {"mb", 1000 * 1000},
+                                                            {"g", 1ULL << 30},
+                                                            {"gib", 1ULL << 30},
+                                                            {"gb", 1000ULL * 1000 * 1000},
+                                                            {"t", 1ULL << 40},
+                                                            {"tib", 1ULL << 40},
+                                                            {"tb", 1000ULL * 1000 * 1000 * 1000}};
   for (const auto& [name, mult] : kUnits) {
     if (unit == name) {
       if (value > UINT64_MAX / mult) return std::nullopt;
@@ -127,16 +136,15 @@ Result<TlsFiles> ResolveCertsDir(const std::optional<std::string>& flag, const E
   }
   std::error_code ec;
   if (flag && !std::filesystem::is_directory(t.dir, ec))
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "--certs-dir " + t.dir + " is not a directory");
+    return MakeError(ErrorCode::kInvalidArgument, "--certs-dir " + t.dir + " is not a directory");
   std::string cert = t.dir + "/public.crt", key = t.dir + "/private.key";
   bool has_cert = std::filesystem::exists(cert, ec), has_key = std::filesystem::exists(key, ec);
   if (has_cert != has_key)
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "certs directory " + t.dir + " has " +
-                         (has_cert ? "public.crt but no private.key"
-                                   : "private.key but no public.crt") +
-                         ": add the missing file for HTTPS, or remove the other for HTTP");
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        "certs directory " + t.dir + " has " +
+            (has_cert ? "public.crt but no private.key" : "private.key but no public.crt") +
+            ": add the missing file for HTTPS, or remove the other for HTTP");
   if (has_cert) {
     t.cert = cert;
     t.key = key;
@@ -228,14 +236,17 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
     const std::string unit = digits == std::string::npos ? "" : v.substr(digits);
     if (!num.empty() && num.size() < 9) {
       const long long n = std::stoll(num);
-      if (unit.empty() || unit == "s") ms = n * 1000;
-      else if (unit == "ms") ms = n;
-      else if (unit == "m") ms = n * 60000;
+      if (unit.empty() || unit == "s")
+        ms = n * 1000;
+      else if (unit == "ms")
+        ms = n;
+      else if (unit == "m")
+        ms = n * 60000;
     }
     if (ms < 0 || ms > 24LL * 3600 * 1000) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "MINIO_PEER_WAIT='" + v +
-                           "' is invalid: use a duration such as 120s, 2m or 500ms");
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          "MINIO_PEER_WAIT='" + v + "' is invalid: use a duration such as 120s, 2m or 500ms");
     }
     cfg.peer_wait_ms = static_cast<int>(ms);
   }
@@ -268,38 +279,46 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
 
   for (const auto& [name, value] : env)
     if (name.rfind("MINIO_RDMA_", 0) == 0) cfg.rdma_settings.push_back(name);
-  if (auto v = get("MINIO_RDMA_INTERNODE"); !v.empty()) {
-    cfg.internode_setting = v;
-    for (auto& c : cfg.internode_setting)
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  if (auto v = get("MINIO_RDMA_MIN_SIZE"); !v.empty()) {
-    if (auto size = ParseByteSize(v)) cfg.internode_min_size = *size;
-  }
-  if (rdma::BuiltWithVerbs()) {
-    // Settings are validated once at start: an invalid value refuses to start, naming it.
-    if (auto v = get("MINIO_RDMA_INTERNODE"); !v.empty()) {
-      std::string lower = v;
-      for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (lower == "on") {
-        cfg.rdma_internode = true;
-      } else if (lower != "off") {
-        return MakeError(ErrorCode::kInvalidArgument,
-                         "MINIO_RDMA_INTERNODE='" + v + "' is invalid: use on or off");
-      }
-    }
-    if (auto v = get("MINIO_RDMA_MIN_SIZE"); !v.empty()) {
-      auto size = ParseByteSize(v);
-      if (!size)
-        return MakeError(ErrorCode::kInvalidArgument,
-                         "MINIO_RDMA_MIN_SIZE='" + v +
-                             "' is invalid: use bytes (1048576) or a size such as 512KiB or 1MiB");
-      cfg.rdma_min_size = *size;
-    }
-  }
   auto s3_rdma = rdma::ParseRdmaSettings(env);
   if (!s3_rdma.ok()) return s3_rdma.error();
   cfg.rdma = std::move(s3_rdma).value();
+  // Inter-node RDMA: validated in both builds (the standard build moves shards over the soft
+  // fabric when MINIO_RDMA_FABRIC=soft); an invalid value refuses to start, naming it.
+  auto& in = cfg.internode;
+  in.bind_ip.clear();  // "": the node's own address (cluster::ClusterNode)
+  if (auto v = get("MINIO_RDMA_INTERNODE"); !v.empty()) {
+    std::string lower = v;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower != "on" && lower != "off")
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "MINIO_RDMA_INTERNODE='" + v + "' is invalid: use on or off");
+    in.enabled = lower == "on";
+  }
+  if (auto v = get("MINIO_RDMA_MIN_SIZE"); !v.empty()) {
+    auto size = ParseByteSize(v);
+    if (!size)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "MINIO_RDMA_MIN_SIZE='" + v +
+                           "' is invalid: use bytes (1048576) or a size such as 512KiB or 1MiB");
+    in.min_size = *size;
+  }
+  if (auto v = get("MINIO_RDMA_INTERNODE_ADDRESS"); !v.empty()) {
+    in6_addr a6{};
+    in_addr a4{};
+    if (inet_pton(AF_INET, v.c_str(), &a4) != 1 && inet_pton(AF_INET6, v.c_str(), &a6) != 1)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "MINIO_RDMA_INTERNODE_ADDRESS='" + v +
+                           "' is invalid: use an IP address of this node's RDMA interface");
+    in.bind_ip = v;
+  }
+  if (auto st = cluster::ApplyInternodeRdmaEnv(env, in); !st.ok()) return st.error();
+  in.fabric = cfg.rdma.fabric;
+  in.verbs = cfg.rdma.verbs;
+  in.soft_allow = cfg.rdma.soft_allow;
+  for (const char* name :
+       {"MINIO_RDMA_INTERNODE", "MINIO_RDMA_MIN_SIZE", "MINIO_RDMA_INTERNODE_ADDRESS",
+        "MINIO_RDMA_INTERNODE_INFLIGHT", "MINIO_RDMA_INTERNODE_RETRY"})
+    cfg.rdma.live_names.push_back(name);
   if (!cfg.rdma_settings.empty() && !rdma::BuiltWithVerbs()) {
     // The soft fabric's settings are live in both builds; warn once about the rest.
     std::string names;
@@ -342,13 +361,9 @@ void LogStartup(const ServerConfig& cfg, uint16_t bound_port) {
     }
   }
   // The S3-over-RDMA line is logged when the service is created (rdma::CreateS3RdmaService).
-  if (cfg.distributed) {
-    spdlog::info("inter-node: peer RPC over TCP on the S3 port (MINIO_RDMA_INTERNODE={}, "
-                 "MINIO_RDMA_MIN_SIZE={})",
-                 cfg.internode_setting, cfg.internode_min_size);
-  } else {
-    spdlog::info("inter-node: TCP only (single node)");
-  }
+  // A cluster node logs its inter-node line when the transport starts (cluster::InternodeRdma:
+  // "RDMA >= MIN_SIZE" with the fabric, or why it is TCP only).
+  if (!cfg.distributed) spdlog::info("inter-node: TCP only (single node)");
 }
 
 }  // namespace rdmastor::cli

@@ -4,10 +4,11 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "cluster/internode_rdma.h"
 #include "common/result.h"
 #include "rdma/settings.h"
 
@@ -30,18 +31,16 @@ struct ServerConfig {
   std::string certs_dir;                   // --certs-dir (default ~/.rdmastor/certs)
   std::string tls_cert, tls_key;           // both set when certs_dir holds them: HTTPS only
   std::vector<std::string> rdma_settings;  // MINIO_RDMA_* names that were set
-  bool rdma_internode = false;             // MINIO_RDMA_INTERNODE=on (RDMA build)
-  uint64_t rdma_min_size = 1 << 20;        // MINIO_RDMA_MIN_SIZE (RDMA build)
   rdma::RdmaSettings rdma;                 // S3 over RDMA: MINIO_RDMA_FABRIC, verbs knobs, ...
   std::vector<std::string> warnings;       // to log once at start
   std::string storage_class;               // MINIO_STORAGE_CLASS_STANDARD (EC:N), 2+ drives
   int drive_check_interval_ms = 10000;     // RDMASTOR_DRIVE_CHECK_INTERVAL (replaced drives)
   bool distributed = false;                // drives are URLs (cluster/topology.h)
   int peer_wait_ms = 120000;               // MINIO_PEER_WAIT: start-up wait for the peers
-  // What nodes compare at start (both builds): MINIO_RDMA_INTERNODE ("on"/"off" as configured)
-  // and MINIO_RDMA_MIN_SIZE in bytes.
-  std::string internode_setting = "off";
-  uint64_t internode_min_size = 1 << 20;
+  // Inter-node shard transport (both builds; the standard one offers the soft fabric only):
+  // MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE, MINIO_RDMA_INTERNODE_ADDRESS / _INFLIGHT / _RETRY,
+  // and the fabric settings of `rdma`. bind_ip stays "" unless set: the node uses its own address.
+  cluster::InternodeRdmaSettings internode;
 };
 
 struct TlsFiles {

@@ -206,6 +206,36 @@ Error HttpClient::TransportError(std::string_view what, int err) const {
   return MakeError(ErrorCode::kInternalError, std::move(msg));
 }
 
+namespace {
+// Binds fd (of `family`) to local_ip, port 0. An address of the other family is an error.
+Status BindSource(int fd, int family, const std::string& local_ip) {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    if (::inet_pton(AF_INET, local_ip.c_str(), &a->sin_addr) != 1)
+      len = 0;
+    else
+      len = sizeof(sockaddr_in);
+  } else if (family == AF_INET6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    if (::inet_pton(AF_INET6, local_ip.c_str(), &a->sin6_addr) != 1)
+      len = 0;
+    else
+      len = sizeof(sockaddr_in6);
+  }
+  if (len == 0)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "source address '" + local_ip + "' does not match the peer's address family");
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0)
+    return MakeError(ErrorCode::kInternalError,
+                     "cannot bind source address " + local_ip + ": " + std::strerror(errno));
+  return {};
+}
+}  // namespace
+
 Status HttpClient::Connect() {
   if (fd_ >= 0) return {};
   if (buf_.size() != options_.read_buffer_size) buf_.assign(options_.read_buffer_size, 0);
@@ -232,6 +262,14 @@ Status HttpClient::Connect() {
       last_err = errno;
       last_step = "socket";
       continue;
+    }
+    if (!options_.local_ip.empty()) {
+      Status bound = BindSource(fd, ai->ai_family, options_.local_ip);
+      if (!bound.ok()) {
+        ::close(fd);
+        ::freeaddrinfo(list);
+        return bound;
+      }
     }
     int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
     if (rc != 0 && errno == EINPROGRESS) {

@@ -52,6 +52,9 @@ struct HttpClientOptions {
   // Error (non-2xx) response bodies are kept up to this many bytes; the rest is discarded.
   size_t max_error_body = 64 * 1024;
   size_t max_header_bytes = 64 * 1024;
+  // Source address for the connection ("" = the kernel's choice). A cluster node binds its own
+  // address so that peers see requests come from where its RDMA target listens.
+  std::string local_ip;
 };
 
 // Pulls the next piece of a request body. Returns a view of bytes that stay valid until the next

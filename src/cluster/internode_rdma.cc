@@ -202,6 +202,21 @@ bool InternodeRdma::ShouldUse(std::string_view peer, uint64_t size) {
   return false;
 }
 
+size_t InternodeRdma::piece_bytes() const {
+  if (!settings_.enabled || !available()) return kMinPieceBytes;
+  return static_cast<size_t>(
+      std::clamp<uint64_t>(settings_.min_size, kMinPieceBytes, kMaxPieceBytes));
+}
+
+void InternodeRdma::RecordFallback(std::string_view peer) {
+  Peer& p = GetPeer(peer);
+  {
+    std::lock_guard lock(mu_);
+    ++p.c.fallbacks;
+  }
+  admin::RecordInternodeFallback(peer);
+}
+
 InternodeRdma::Exposed::~Exposed() {
   mr_.reset();  // deregister before the in-flight slot frees up
   slot_.reset();

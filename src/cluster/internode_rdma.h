@@ -111,6 +111,15 @@ class InternodeRdma {
   // ≥ min_size, and the peer not in fallback (after retry_after it is tried again). A shard that
   // qualifies but is refused (peer in fallback, or the fabric unavailable) counts as a fallback.
   bool ShouldUse(std::string_view peer, uint64_t size);
+  // The size of the pieces a shard moves in between nodes: 1 MiB, or MINIO_RDMA_MIN_SIZE when
+  // RDMA is on and that is larger (at most kMaxPieceBytes), so that a shard of at least
+  // MIN_SIZE moves in pieces that qualify. Bounds the memory of a remote shard writer / reader.
+  static constexpr size_t kMinPieceBytes = 1 << 20;
+  static constexpr size_t kMaxPieceBytes = 4 << 20;
+  size_t piece_bytes() const;
+  // A piece that qualified for RDMA went over TCP for a reason other than a failure (the peer's
+  // in-flight bound stayed full): counted as a fallback, the peer is not degraded.
+  void RecordFallback(std::string_view peer);
 
   // ----- caller side
   // A buffer exposed to one peer for one RPC. Keep it alive until the RPC returned (and the

@@ -98,15 +98,30 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterConfig& co
   node->topology_ = std::move(*topo);
   const Topology& t = node->topology_;
   node->auth_ = std::make_shared<PeerAuth>(config.access_key, config.secret_key);
-  node->config_json_ = nlohmann::json{{"version", 1},
-                                      {"node", t.self_node().address()},
-                                      {"volumes", VolumesHash(config.drives)},
-                                      {"drive_count", config.drives.size()},
-                                      {"credentials", node->auth_->credential_hash()},
-                                      {"storage_class", config.storage_class},
-                                      {"rdma_internode", config.rdma_internode},
-                                      {"rdma_min_size", config.rdma_min_size}}
-                           .dump();
+  node->config_json_ = nlohmann::json{
+      {"version", 1},
+      {"node", t.self_node().address()},
+      {"volumes", VolumesHash(config.drives)},
+      {"drive_count", config.drives.size()},
+      {"credentials", node->auth_->credential_hash()},
+      {"storage_class", config.storage_class},
+      {"rdma_internode", config.internode.enabled ? "on" : "off"},
+      {"rdma_min_size", config.internode.min_size},
+      {"rdma_fabric",
+       config.internode.enabled
+           ? rdma::FabricName(config.internode.fabric)
+           : "-"}}.dump();
+  // Peer RPCs leave from this node's own address, and its RDMA target listens there (or on
+  // MINIO_RDMA_INTERNODE_ADDRESS): the soft fabric of a peer connects back only to the address
+  // a request came from.
+  const std::string self_ip = LocalIpOf(t.self_node().host, LocalAddresses());
+  InternodeRdmaSettings rs = config.internode;
+  if (rs.bind_ip.empty()) rs.bind_ip = self_ip.empty() ? "127.0.0.1" : self_ip;
+  auto internode = InternodeRdma::Create(rs);
+  if (!internode.ok()) return internode.error();
+  node->internode_ = std::move(internode).value();
+  PeerClientOptions peer_options;
+  peer_options.local_ip = self_ip;
   std::vector<std::shared_ptr<LockerClient>> lockers;
   node->locks_ = std::make_shared<LockServer>();
   for (size_t n = 0; n < t.nodes.size(); ++n) {
@@ -115,7 +130,8 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterConfig& co
       lockers.push_back(std::make_shared<LocalLockerClient>(node->locks_));
       continue;
     }
-    auto peer = std::make_shared<PeerClient>(t.nodes[n].host, t.nodes[n].port, node->auth_);
+    auto peer =
+        std::make_shared<PeerClient>(t.nodes[n].host, t.nodes[n].port, node->auth_, peer_options);
     node->peers_.push_back(peer);
     lockers.push_back(std::make_shared<HttpLockerClient>(peer));
   }
@@ -127,7 +143,7 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterConfig& co
     served[path] = node->local_.back().get();
   }
   node->peer_server_ = std::make_unique<PeerServer>(node->auth_, std::move(served), node->locks_,
-                                                    node->config_json_);
+                                                    node->config_json_, node->internode_);
   node->handler_ = std::make_unique<NodeHandler>(node->peer_server_.get());
   spdlog::info("cluster: this node is {} (node {} of {}), {} drive(s) per node",
                t.self_node().address(), t.self + 1, t.nodes.size(), t.self_node().drives.size());
@@ -190,6 +206,8 @@ Status ClusterNode::WaitForPeers(Clock::time_point deadline) {
       if (auto e = differs("storage_class", "different MINIO_STORAGE_CLASS_STANDARD")) return *e;
       if (auto e = differs("rdma_internode", "different MINIO_RDMA_INTERNODE")) return *e;
       if (auto e = differs("rdma_min_size", "different MINIO_RDMA_MIN_SIZE")) return *e;
+      if (auto e = differs("rdma_fabric", "different inter-node RDMA fabric (MINIO_RDMA_FABRIC)"))
+        return *e;
       ok[n] = true;
       spdlog::info("cluster: peer {} is up, configuration matches", t.nodes[n].address());
     }
@@ -226,8 +244,9 @@ Result<std::unique_ptr<storage::ErasureStore>> ClusterNode::Start() {
       if (e.node == t.self) {
         drives.push_back(std::make_unique<BorrowedDrive>(local_[next_local++].get()));
       } else {
-        drives.push_back(
-            std::make_unique<RemoteDrive>(peers_[static_cast<size_t>(e.node)], e.path, e.url));
+        drives.push_back(std::make_unique<RemoteDrive>(peers_[static_cast<size_t>(e.node)], e.path,
+                                                       e.url, internode_,
+                                                       topology_.self_node().address()));
       }
     }
     storage::FormatOptions fo;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cluster/dsync.h"
+#include "cluster/internode_rdma.h"
 #include "cluster/peer_server.h"
 #include "cluster/topology.h"
 #include "common/result.h"
@@ -25,8 +26,9 @@ struct ClusterConfig {
   uint16_t listen_port = 9000;
   std::string access_key, secret_key;
   std::string storage_class;
-  std::string rdma_internode = "off";  // MINIO_RDMA_INTERNODE as configured (on/off)
-  uint64_t rdma_min_size = 1 << 20;    // MINIO_RDMA_MIN_SIZE
+  // Inter-node shard transport (MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE, ...). bind_ip "" =
+  // this node's own address.
+  InternodeRdmaSettings internode;
   // MINIO_PEER_WAIT: how long start-up waits for the peers (and the first node's format).
   std::chrono::milliseconds peer_wait{120000};
 };
@@ -40,6 +42,8 @@ class ClusterNode {
   s3::RequestHandler& handler() { return *handler_; }
   NodeHandler& node_handler() { return *handler_; }
   std::shared_ptr<const Dsync> dsync() const { return dsync_; }
+  // The inter-node shard transport (never null; off when MINIO_RDMA_INTERNODE is off).
+  InternodeRdma& internode() { return *internode_; }
   // Paths of this node's drives (health, metrics).
   std::vector<std::string> local_drive_paths() const;
 
@@ -62,6 +66,7 @@ class ClusterNode {
   std::vector<std::shared_ptr<PeerClient>> peers_;           // by node index (null for this node)
   std::vector<std::unique_ptr<storage::LocalDrive>> local_;  // served to peers
   std::shared_ptr<LockServer> locks_;
+  std::shared_ptr<InternodeRdma> internode_;
   std::shared_ptr<const Dsync> dsync_;
   std::unique_ptr<PeerServer> peer_server_;
   std::unique_ptr<NodeHandler> handler_;

@@ -50,6 +50,9 @@ struct PeerClientOptions {
   // After a transport failure, calls fail at once for this long (a dead node costs one connect
   // attempt per window, not one per drive call).
   std::chrono::milliseconds down_for{1000};
+  // This node's own address as the source of every connection ("" = the kernel's choice): the
+  // soft RDMA fabric of a peer only connects back to the address a request came from.
+  std::string local_ip;
 };
 
 class PeerClient {

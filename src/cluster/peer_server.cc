@@ -80,11 +80,13 @@ bool IsPeerPath(std::string_view p) {
 
 PeerServer::PeerServer(std::shared_ptr<const PeerAuth> auth,
                        std::map<std::string, storage::LocalDrive*> drives,
-                       std::shared_ptr<LockServer> locks, std::string config_json)
+                       std::shared_ptr<LockServer> locks, std::string config_json,
+                       std::shared_ptr<InternodeRdma> internode)
     : auth_(std::move(auth)),
       drives_(std::move(drives)),
       locks_(std::move(locks)),
-      config_json_(std::move(config_json)) {}
+      config_json_(std::move(config_json)),
+      internode_(std::move(internode)) {}
 
 void PeerServer::Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink) {
   if (auto st = auth_->Verify(req); !st.ok()) {
@@ -227,32 +229,128 @@ void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& r
     if (!l.ok()) return SendError(sink, l.error(), call);
     return Send(sink, 200, EncodeListResult(*l));
   }
-  // Shard payloads. RDMA seam (MINIO_RDMA_INTERNODE): a request carrying an inter-node RDMA token
-  // instead of a body is served by pulling the bytes (shardwrite, RDMA READ) or pushing them
-  // (shardread, RDMA WRITE) with cluster::InternodeRdma; the file I/O below stays the same.
-  if (call == "shardwrite") {
-    auto off = ToU64(q("off"));
-    if (!off) return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad off"), call);
-    auto data = need_body();
-    if (!data.ok()) return SendError(sink, data.error(), call);
-    return SendStatus(
-        sink, d.WriteShardAt(q("path"), *off, *data, q("create") == "1", q("sync") == "1"), call);
-  }
-  if (call == "shardread") {
-    auto off = ToU64(q("off"));
-    auto len = ToU64(q("len"));
-    if (!off || !len || *len > kMaxRpcBody) {
-      return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad off/len"), call);
-    }
-    auto f = d.OpenShard(q("path"));
-    if (!f.ok()) return SendError(sink, f.error(), call);
-    std::string buf(*len, '\0');
-    auto n = (*f)->ReadAt(*off, buf.data(), buf.size());
-    if (!n.ok()) return SendError(sink, n.error(), call);
-    buf.resize(*n);
-    return Send(sink, 200, buf);
-  }
+  if (call == "shardwrite") return HandleShardWrite(d, req, body, sink);
+  if (call == "shardread") return HandleShardRead(d, req, sink);
   SendError(sink, MakeError(ErrorCode::kInvalidRequest, "unknown storage call " + call), call);
+}
+
+namespace {
+
+// The query parameter `name` of a storage call ("" when absent).
+std::string QueryValue(const s3::HttpRequest& req, std::string_view name) {
+  auto query = uri::ParseQuery(req.raw_query);
+  if (!query) return {};
+  for (const auto& [k, v] : *query)
+    if (k == name) return v;
+  return {};
+}
+
+// What the caller asked to move over RDMA: its token and the piece length.
+struct RdmaPiece {
+  std::string token;
+  uint64_t length = 0;
+};
+
+// nullopt: a plain (TCP) request. An error: a token request that is malformed.
+Result<std::optional<RdmaPiece>> RdmaPieceOf(const s3::HttpRequest& req) {
+  const std::string* token = req.FindHeader(kInternodeTokenHeader);
+  if (token == nullptr) return std::optional<RdmaPiece>();
+  const std::string* len = req.FindHeader(kInternodeLengthHeader);
+  auto n = len ? ToU64(*len) : std::nullopt;
+  if (!n || *n == 0 || *n > kMaxRpcBody)
+    return MakeError(
+        ErrorCode::kInvalidRDMAToken,
+        std::string("inter-node RDMA piece without a valid ") + kInternodeLengthHeader);
+  if (req.content_length.value_or(0) != 0)
+    return MakeError(ErrorCode::kInvalidRequest, "an RDMA piece request carries no body");
+  return std::optional<RdmaPiece>(RdmaPiece{*token, *n});
+}
+
+// A failed pull/push is the caller's cue to resend over TCP: always answered as an RDMA error.
+Error AsRdmaFailure(Error e) {
+  if (e.code != ErrorCode::kSlowDown && e.code != ErrorCode::kRDMANotSupported &&
+      e.code != ErrorCode::kInvalidRDMAToken)
+    e.code = ErrorCode::kRDMATransferFailed;
+  return e;
+}
+
+std::string CallerOf(const s3::HttpRequest& req) {
+  const std::string* node = req.FindHeader(kPeerNodeHeader);
+  return node && !node->empty() ? *node : req.remote_ip;
+}
+
+}  // namespace
+
+void PeerServer::HandleShardWrite(storage::LocalDrive& d, const s3::HttpRequest& req,
+                                  s3::BodySource& body, s3::ResponseSink& sink) {
+  const char* call = "shardwrite";
+  auto off = ToU64(QueryValue(req, "off"));
+  if (!off) return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad off"), call);
+  auto piece = RdmaPieceOf(req);
+  if (!piece.ok()) return SendError(sink, piece.error(), call);
+  std::string data;
+  const std::string caller = CallerOf(req);
+  if (piece->has_value()) {
+    if (!internode_ || !internode_->available())
+      return SendError(
+          sink,
+          MakeError(ErrorCode::kRDMANotSupported, "inter-node RDMA is not available on this node"),
+          call);
+    data.resize((*piece)->length);
+    auto st = internode_->Pull(caller, (*piece)->token, req.remote_ip, data.data(), data.size());
+    if (!st.ok()) {
+      spdlog::debug("shardwrite from {}: {}", caller, st.error().message);
+      return SendError(sink, AsRdmaFailure(st.error()), call);
+    }
+  } else {
+    auto got = ReadBody(req, body);
+    if (!got.ok()) return SendError(sink, got.error(), call);
+    data = std::move(*got);
+    if (internode_ && !data.empty())
+      internode_->RecordShard(caller, admin::Transport::kTcp, 0, data.size());
+  }
+  SendStatus(sink,
+             d.WriteShardAt(QueryValue(req, "path"), *off, data, QueryValue(req, "create") == "1",
+                            QueryValue(req, "sync") == "1"),
+             call);
+}
+
+void PeerServer::HandleShardRead(storage::LocalDrive& d, const s3::HttpRequest& req,
+                                 s3::ResponseSink& sink) {
+  const char* call = "shardread";
+  auto off = ToU64(QueryValue(req, "off"));
+  auto len = ToU64(QueryValue(req, "len"));
+  if (!off || !len || *len > kMaxRpcBody) {
+    return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad off/len"), call);
+  }
+  auto piece = RdmaPieceOf(req);
+  if (!piece.ok()) return SendError(sink, piece.error(), call);
+  if (piece->has_value() && (*piece)->length != *len)
+    return SendError(
+        sink, MakeError(ErrorCode::kInvalidRDMAToken, "RDMA piece length differs from len"), call);
+  auto f = d.OpenShard(QueryValue(req, "path"));
+  if (!f.ok()) return SendError(sink, f.error(), call);
+  std::string buf(*len, '\0');
+  auto n = (*f)->ReadAt(*off, buf.data(), buf.size());
+  if (!n.ok()) return SendError(sink, n.error(), call);
+  buf.resize(*n);
+  const std::string caller = CallerOf(req);
+  if (piece->has_value()) {
+    if (!internode_ || !internode_->available())
+      return SendError(
+          sink,
+          MakeError(ErrorCode::kRDMANotSupported, "inter-node RDMA is not available on this node"),
+          call);
+    auto st = internode_->Push(caller, (*piece)->token, req.remote_ip, buf.data(), buf.size());
+    if (!st.ok()) {
+      spdlog::debug("shardread for {}: {}", caller, st.error().message);
+      return SendError(sink, AsRdmaFailure(st.error()), call);
+    }
+    return Send(sink, 200, "", {{kShardBytesHeader, std::to_string(buf.size())}});
+  }
+  if (internode_ && !buf.empty())
+    internode_->RecordShard(caller, admin::Transport::kTcp, buf.size(), 0);
+  Send(sink, 200, buf);
 }
 
 void NodeHandler::Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cluster/dsync.h"
+#include "cluster/internode_rdma.h"
 #include "cluster/peer_client.h"
 #include "s3/http_server.h"
 #include "storage/local_drive.h"
@@ -30,7 +31,7 @@ class PeerServer {
   // `drives`: this node's drives by their path in the endpoints (the only ones served).
   PeerServer(std::shared_ptr<const PeerAuth> auth,
              std::map<std::string, storage::LocalDrive*> drives, std::shared_ptr<LockServer> locks,
-             std::string config_json);
+             std::string config_json, std::shared_ptr<InternodeRdma> internode = nullptr);
 
   void Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink);
 
@@ -38,11 +39,17 @@ class PeerServer {
   void HandleStorage(const std::string& call, const s3::HttpRequest& req, s3::BodySource& body,
                      s3::ResponseSink& sink);
   void HandleLock(const std::string& op, s3::BodySource& body, s3::ResponseSink& sink);
+  // shardwrite / shardread: the payload in the body (TCP) or moved with InternodeRdma when the
+  // request carries the caller's token.
+  void HandleShardWrite(storage::LocalDrive& d, const s3::HttpRequest& req, s3::BodySource& body,
+                        s3::ResponseSink& sink);
+  void HandleShardRead(storage::LocalDrive& d, const s3::HttpRequest& req, s3::ResponseSink& sink);
 
   std::shared_ptr<const PeerAuth> auth_;
   std::map<std::string, storage::LocalDrive*> drives_;
   std::shared_ptr<LockServer> locks_;
   std::string config_json_;
+  std::shared_ptr<InternodeRdma> internode_;
 };
 
 // Routes peer RPC to a PeerServer and everything else to the S3 handler once it is set.

@@ -1,5 +1,7 @@
 #include "cluster/remote_drive.h"
 
+#include <charconv>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "cluster/wire.h"
@@ -8,22 +10,29 @@ namespace rdmastor::cluster {
 
 namespace {
 
-constexpr size_t kShardFlushBytes = 1 << 20;  // a remote shard writer sends at least this much
-
 std::string P(std::string_view name, std::string_view value) { return QueryParam(name, value); }
 
+// Sends the shard in pieces of the drive's piece size (see the top of remote_drive.h).
 class RemoteShardWriter final : public storage::ShardWriter {
  public:
-  RemoteShardWriter(RemoteDrive& drive, std::string path) : drive_(drive), path_(std::move(path)) {}
+  RemoteShardWriter(RemoteDrive& drive, std::string path)
+      : drive_(drive), path_(std::move(path)), piece_(drive.piece_bytes()) {
+    buf_.reserve(piece_);
+  }
   Status Append(std::string_view data) override {
-    buf_.append(data);
-    if (buf_.size() < kShardFlushBytes) return {};
-    return Flush(false);
+    while (!data.empty()) {
+      size_t n = std::min(data.size(), piece_ - buf_.size());
+      buf_.append(data.substr(0, n));
+      data.remove_prefix(n);
+      if (buf_.size() == piece_) RS_RETURN_IF_ERROR(Flush(false));
+    }
+    return {};
   }
   Status Finish() override { return Flush(true); }
 
  private:
   Status Flush(bool sync) {
+    if (buf_.empty() && !sync) return {};
     RS_RETURN_IF_ERROR(drive_.SendShardBytes(path_, offset_, buf_, /*create=*/false, sync));
     offset_ += buf_.size();
     buf_.clear();
@@ -31,33 +40,71 @@ class RemoteShardWriter final : public storage::ShardWriter {
   }
   RemoteDrive& drive_;
   std::string path_;
+  const size_t piece_;
   std::string buf_;
   uint64_t offset_ = 0;
 };
 
+// Fetches windows of the piece size and serves the erasure layer's smaller block reads from the
+// last one. Shard files are immutable once written (a new version writes a new data directory),
+// so a window never goes stale.
 class RemoteShardFile final : public storage::ShardFile {
  public:
-  RemoteShardFile(RemoteDrive& drive, std::string path) : drive_(drive), path_(std::move(path)) {}
+  RemoteShardFile(RemoteDrive& drive, std::string path)
+      : drive_(drive), path_(std::move(path)), window_(drive.piece_bytes()) {}
   Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) override {
-    return drive_.FetchShardBytes(path_, off, buf, len);
+    if (len >= window_) return drive_.FetchShardBytes(path_, off, buf, len);
+    const bool inside = off >= cache_off_ && off - cache_off_ <= cache_.size();
+    if (!inside || (off + len > cache_off_ + cache_.size() && !cache_eof_)) {
+      cache_.resize(window_);
+      auto n = drive_.FetchShardBytes(path_, off, cache_.data(), window_);
+      if (!n.ok()) {
+        cache_.clear();
+        return n.error();
+      }
+      cache_.resize(*n);
+      cache_off_ = off;
+      cache_eof_ = *n < window_;
+    }
+    const size_t at = static_cast<size_t>(off - cache_off_);
+    const size_t n = std::min(len, cache_.size() - at);
+    std::memcpy(buf, cache_.data() + at, n);
+    return n;
   }
 
  private:
   RemoteDrive& drive_;
   std::string path_;
+  const size_t window_;
+  std::string cache_;
+  uint64_t cache_off_ = 0;
+  bool cache_eof_ = false;
 };
 
 }  // namespace
 
-RemoteDrive::RemoteDrive(std::shared_ptr<PeerClient> peer, std::string path, std::string url)
-    : peer_(std::move(peer)), path_(std::move(path)), url_(std::move(url)) {}
+RemoteDrive::RemoteDrive(std::shared_ptr<PeerClient> peer, std::string path, std::string url,
+                         std::shared_ptr<InternodeRdma> internode, std::string self)
+    : peer_(std::move(peer)),
+      path_(std::move(path)),
+      url_(std::move(url)),
+      internode_(std::move(internode)),
+      self_(std::move(self)) {}
+
+size_t RemoteDrive::piece_bytes() const {
+  return internode_ ? internode_->piece_bytes() : InternodeRdma::kMinPieceBytes;
+}
+
+std::string RemoteDrive::StorageTarget(std::string_view call, const std::string& params) const {
+  std::string t = std::string(kStoragePrefix) + std::string(call) + "?" + P("disk", path_);
+  if (!params.empty()) t += "&" + params;
+  return t;
+}
 
 Result<client::HttpResponse> RemoteDrive::Rpc(std::string_view call, const std::string& params,
                                               std::string_view body,
                                               const client::ResponseTarget& target) {
-  std::string t = std::string(kStoragePrefix) + std::string(call) + "?" + P("disk", path_);
-  if (!params.empty()) t += "&" + params;
-  return peer_->Call("POST", t, body, target);
+  return peer_->Call("POST", StorageTarget(call, params), body, target);
 }
 
 Result<bool> RemoteDrive::BoolRpc(std::string_view call, const std::string& params,
@@ -226,28 +273,97 @@ Result<storage::ListResult> RemoteDrive::ListObjects(const std::string& bucket,
   return DecodeListResult(r->body);
 }
 
-// ---- shard payloads: the inter-node RDMA seam ------------------------------------------------
-//
-// With MINIO_RDMA_INTERNODE=on and data.size() >= MINIO_RDMA_MIN_SIZE, cluster::InternodeRdma
-// replaces the body: the caller registers `data`, sends the same request with an empty body and
-// its token header, and the serving PeerServer pulls the bytes with RDMA READ (SendShardBytes) or
-// pushes them with RDMA WRITE into `buf` (FetchShardBytes). Everything else stays as is.
+// ---- shard payloads ----------------------------------------------------------------------
+
+bool RemoteDrive::IsRdmaFailure(const Error& e) {
+  // The serving node could not move the piece (fabric error, refused connection, token it could
+  // not use) or had no RDMA capacity left: the TCP resend is safe, the write/read is idempotent.
+  return e.code == ErrorCode::kRDMATransferFailed || e.code == ErrorCode::kRDMANotSupported ||
+         e.code == ErrorCode::kInvalidRDMAToken || e.code == ErrorCode::kSlowDown;
+}
+
+std::string RemoteDrive::ShardParams(const std::string& path, uint64_t offset) const {
+  return P("path", path) + "&" + P("off", std::to_string(offset));
+}
 
 Status RemoteDrive::SendShardBytes(const std::string& path, uint64_t offset, std::string_view data,
                                    bool create, bool sync) {
-  return StatusRpc("shardwrite",
-                   P("path", path) + "&" + P("off", std::to_string(offset)) + "&" +
-                       P("create", create ? "1" : "0") + "&" + P("sync", sync ? "1" : "0"),
-                   data);
+  const std::string params = ShardParams(path, offset) + "&" + P("create", create ? "1" : "0") +
+                             "&" + P("sync", sync ? "1" : "0");
+  const std::string& peer = peer_->address();
+  if (internode_ && internode_->ShouldUse(peer, data.size())) {
+    // The peer RDMA-READs the piece out of `data` (registered for remote read for this call).
+    auto exposed = internode_->Expose(peer, const_cast<char*>(data.data()), data.size(),
+                                      /*for_remote_write=*/false);
+    if (exposed.ok()) {
+      auto r = peer_->Call("POST", StorageTarget("shardwrite", params), {},
+                           client::ResponseTarget::String(),
+                           {{kInternodeTokenHeader, exposed->token()},
+                            {kInternodeLengthHeader, std::to_string(data.size())},
+                            {kPeerNodeHeader, self_}});
+      if (r.ok()) {
+        internode_->RecordShard(peer, admin::Transport::kRdma, data.size(), 0);
+        return {};
+      }
+      if (!IsRdmaFailure(r.error())) return r.error();
+      if (r.error().code == ErrorCode::kSlowDown)
+        internode_->RecordFallback(peer);
+      else
+        internode_->ReportFailure(peer, r.error());
+    } else if (exposed.error().code == ErrorCode::kSlowDown) {
+      internode_->RecordFallback(peer);
+    } else {
+      internode_->ReportFailure(peer, exposed.error());
+    }
+  }
+  auto r = peer_->Call("POST", StorageTarget("shardwrite", params), data,
+                       client::ResponseTarget::String(), {{kPeerNodeHeader, self_}});
+  if (!r.ok()) return r.error();
+  if (internode_ && !data.empty())
+    internode_->RecordShard(peer, admin::Transport::kTcp, data.size(), 0);
+  return {};
 }
 
 Result<size_t> RemoteDrive::FetchShardBytes(const std::string& path, uint64_t offset, char* buf,
                                             size_t len) {
-  auto r = Rpc("shardread",
-               P("path", path) + "&" + P("off", std::to_string(offset)) + "&" +
-                   P("len", std::to_string(len)),
-               {}, client::ResponseTarget::Buffer(buf, len));
+  const std::string params = ShardParams(path, offset) + "&" + P("len", std::to_string(len));
+  const std::string& peer = peer_->address();
+  if (internode_ && internode_->ShouldUse(peer, len)) {
+    // The peer RDMA-WRITEs what it read into `buf` and says how many bytes that was.
+    auto exposed = internode_->Expose(peer, buf, len, /*for_remote_write=*/true);
+    if (exposed.ok()) {
+      auto r = peer_->Call("POST", StorageTarget("shardread", params), {},
+                           client::ResponseTarget::String(),
+                           {{kInternodeTokenHeader, exposed->token()},
+                            {kInternodeLengthHeader, std::to_string(len)},
+                            {kPeerNodeHeader, self_}});
+      if (r.ok()) {
+        const std::string* h = r->FindHeader(kShardBytesHeader);
+        uint64_t n = 0;
+        if (h == nullptr ||
+            std::from_chars(h->data(), h->data() + h->size(), n).ec != std::errc() || n > len)
+          return MakeError(
+              ErrorCode::kInternalError,
+              "peer " + peer + " sent a shardread reply without a valid " + kShardBytesHeader);
+        internode_->RecordShard(peer, admin::Transport::kRdma, 0, n);
+        return static_cast<size_t>(n);
+      }
+      if (!IsRdmaFailure(r.error())) return r.error();
+      if (r.error().code == ErrorCode::kSlowDown)
+        internode_->RecordFallback(peer);
+      else
+        internode_->ReportFailure(peer, r.error());
+    } else if (exposed.error().code == ErrorCode::kSlowDown) {
+      internode_->RecordFallback(peer);
+    } else {
+      internode_->ReportFailure(peer, exposed.error());
+    }
+  }
+  auto r = peer_->Call("POST", StorageTarget("shardread", params), {},
+                       client::ResponseTarget::Buffer(buf, len), {{kPeerNodeHeader, self_}});
   if (!r.ok()) return r.error();
+  if (internode_ && r->body_bytes > 0)
+    internode_->RecordShard(peer, admin::Transport::kTcp, 0, r->body_bytes);
   return static_cast<size_t>(r->body_bytes);
 }
 

@@ -1,23 +1,39 @@
 // Drive on another node: every call is one peer RPC (POST /minio/storage/v1/<call>?disk=PATH&...)
-// served by that node's PeerServer, which runs it on its LocalDrive. Shard payloads travel in the
-// HTTP bodies; SendShardBytes / FetchShardBytes are the single place where an inter-node RDMA
-// transport (cluster::InternodeRdma, MINIO_RDMA_INTERNODE) takes them over.
+// served by that node's PeerServer, which runs it on its LocalDrive. Metadata travels in the HTTP
+// bodies; shard payloads move in pieces (SendShardBytes / FetchShardBytes), each either in the
+// HTTP body (TCP) or, with MINIO_RDMA_INTERNODE=on and a piece of at least MINIO_RDMA_MIN_SIZE,
+// over cluster::InternodeRdma: the request then carries a token for the caller's buffer and an
+// empty body, and the serving node pulls (RDMA READ) or pushes (RDMA WRITE) the bytes.
+//
+// Pieces: a shard writer sends its bytes in pieces of InternodeRdma::piece_bytes() (1 MiB, or
+// MINIO_RDMA_MIN_SIZE up to 4 MiB so that a large shard qualifies), the last piece shorter; a
+// shard reader fetches windows of the same size and serves the erasure layer's block reads from
+// them (one RPC per window, not per stripe block).
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "cluster/internode_rdma.h"
 #include "cluster/peer_client.h"
 #include "storage/drive.h"
 
 namespace rdmastor::cluster {
 
 inline constexpr const char* kStoragePrefix = "/minio/storage/v1/";
+// Shard pieces over inter-node RDMA: the caller's token and the piece length (request), the
+// calling node (both transports, for per-peer counters), the bytes pushed (shardread reply).
+inline constexpr const char* kInternodeTokenHeader = "x-rdmastor-rdma-token";
+inline constexpr const char* kInternodeLengthHeader = "x-rdmastor-rdma-length";
+inline constexpr const char* kPeerNodeHeader = "x-rdmastor-node";
+inline constexpr const char* kShardBytesHeader = "x-rdmastor-shard-bytes";
 
 class RemoteDrive final : public storage::Drive {
  public:
-  // `path`: the drive directory on the peer; `url`: the endpoint as configured (for messages).
-  RemoteDrive(std::shared_ptr<PeerClient> peer, std::string path, std::string url);
+  // `path`: the drive directory on the peer; `url`: the endpoint as configured (for messages);
+  // `internode`: the shard transport (null: TCP only); `self`: this node's address (host:port).
+  RemoteDrive(std::shared_ptr<PeerClient> peer, std::string path, std::string url,
+              std::shared_ptr<InternodeRdma> internode = nullptr, std::string self = {});
 
   const std::string& name() const override { return url_; }
   bool is_local() const override { return false; }
@@ -62,12 +78,15 @@ class RemoteDrive final : public storage::Drive {
   Result<storage::ListResult> ListObjects(const std::string& bucket,
                                           const storage::ListOptions& opts) override;
 
-  // Shard payload transport (the RDMA seam): writes `data` at `offset` of the staged shard file
-  // `path` (create: exclusively, at offset 0; sync: fsync after) / reads up to `len` bytes at
-  // `offset` into buf. Today both travel in the HTTP body of /shardwrite and /shardread.
+  // Shard payload transport: writes `data` at `offset` of the staged shard file `path` (create:
+  // exclusively, at offset 0; sync: fsync after) / reads up to `len` bytes at `offset` into buf.
+  // Over RDMA when InternodeRdma::ShouldUse says so; a failed RDMA piece is sent again over TCP
+  // and the peer falls back (ReportFailure).
   Status SendShardBytes(const std::string& path, uint64_t offset, std::string_view data,
                         bool create, bool sync);
   Result<size_t> FetchShardBytes(const std::string& path, uint64_t offset, char* buf, size_t len);
+  // Size of the pieces shard writers send and readers fetch.
+  size_t piece_bytes() const;
 
  private:
   Result<client::HttpResponse> Rpc(
@@ -77,9 +96,16 @@ class RemoteDrive final : public storage::Drive {
                        std::string_view body = {});
   Status StatusRpc(std::string_view call, const std::string& params, std::string_view body = {});
 
+  // Whether a failed RDMA piece should be resent over TCP (the RDMA part failed, not the drive).
+  static bool IsRdmaFailure(const Error& e);
+  std::string StorageTarget(std::string_view call, const std::string& params) const;
+  std::string ShardParams(const std::string& path, uint64_t offset) const;
+
   std::shared_ptr<PeerClient> peer_;
   std::string path_;
   std::string url_;
+  std::shared_ptr<InternodeRdma> internode_;
+  std::string self_;
 };
 
 }  // namespace rdmastor::cluster

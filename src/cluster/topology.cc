@@ -167,4 +167,15 @@ Result<Topology> BuildTopology(const std::vector<std::string>& drives,
   return t;
 }
 
+std::string LocalIpOf(const std::string& host, const std::vector<std::string>& local_addresses) {
+  std::string v6;
+  for (const auto& a : Resolve(host)) {
+    if (std::find(local_addresses.begin(), local_addresses.end(), a) == local_addresses.end())
+      continue;
+    if (a.find(':') == std::string::npos) return a;
+    if (v6.empty()) v6 = a;
+  }
+  return v6;
+}
+
 }  // namespace rdmastor::cluster

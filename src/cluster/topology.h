@@ -60,4 +60,9 @@ Result<Topology> BuildTopology(const std::vector<std::string>& drives,
 // IPv4/IPv6 addresses of this host's interfaces (getifaddrs), loopback included.
 std::vector<std::string> LocalAddresses();
 
+// The address of this host that `host` (a node's host: an IP literal or a name) stands for, IPv4
+// first; "" when none of its addresses is one of local_addresses. A node binds it as the source of
+// its peer RPCs and its inter-node RDMA target, so peers see both come from one address.
+std::string LocalIpOf(const std::string& host, const std::vector<std::string>& local_addresses);
+
 }  // namespace rdmastor::cluster

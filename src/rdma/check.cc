@@ -298,10 +298,20 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
                      "off: shards between nodes go over TCP (MINIO_RDMA_INTERNODE=on on every "
                      "node to use RDMA)",
                      ""});
-  } else if (!f.verbs_built) {
+  } else if (settings->fabric == FabricKind::kSoft) {
+    items.push_back(
+        {"inter-node", CheckStatus::kWarning,
+         "on over the soft fabric: shards >= " + min_size +
+             " move with RDMA semantics emulated over TCP (no offload); must be on "
+             "for every node",
+         f.verbs_built ? "for hardware RDMA set MINIO_RDMA_FABRIC=verbs" : kInstallRdmaBuild});
+  } else if (!f.verbs_built || settings->fabric == FabricKind::kOff) {
     items.push_back({"inter-node", CheckStatus::kWarning,
-                     "MINIO_RDMA_INTERNODE=on is ignored by the standard build: TCP only",
-                     kInstallRdmaBuild});
+                     "MINIO_RDMA_INTERNODE=on but no RDMA fabric: shards go over TCP (warned, "
+                     "counted in minio_system_network_internode_rdma_fallbacks_total)",
+                     f.verbs_built
+                         ? "unset MINIO_RDMA_FABRIC (verbs) or set it to soft"
+                         : "set MINIO_RDMA_FABRIC=soft, or " + std::string(kInstallRdmaBuild)});
   } else if (!active) {
     items.push_back({"inter-node", CheckStatus::kFailed,
                      "MINIO_RDMA_INTERNODE=on but no active RDMA port: peers fall back to TCP "

@@ -81,12 +81,12 @@ TEST(ParseServerConfig, DomainsAreLowerCased) {
 
 TEST(ParseServerConfig, RdmaSettingsOnStandardBuildWarnOnce) {
   auto cfg =
-      ParseServerConfig({"/d"}, {{"MINIO_RDMA_INTERNODE", "on"}, {"MINIO_RDMA_MIN_SIZE", "1MiB"}});
+      ParseServerConfig({"/d"}, {{"MINIO_RDMA_DEVICE", "mlx5_0"}, {"MINIO_RDMA_PORT", "1"}});
   ASSERT_TRUE(cfg.ok());
   EXPECT_EQ(cfg->rdma_settings.size(), 2u);
   int rdma_warnings = 0;
   for (const auto& w : cfg->warnings)
-    if (w.find("MINIO_RDMA_INTERNODE") != std::string::npos) ++rdma_warnings;
+    if (w.find("MINIO_RDMA_DEVICE, MINIO_RDMA_PORT") != std::string::npos) ++rdma_warnings;
 #ifdef RDMASTOR_WITH_RDMA
   EXPECT_EQ(rdma_warnings, 0);
 #else
@@ -113,25 +113,38 @@ TEST(ParseByteSize, UnitsAndErrors) {
   }
 }
 
-TEST(ParseServerConfig, RdmaSettingsValidatedOnRdmaBuild) {
-  auto bad = ParseServerConfig({"/d"}, {{"MINIO_RDMA_MIN_SIZE", "banana"}});
-  auto bad2 = ParseServerConfig({"/d"}, {{"MINIO_RDMA_INTERNODE", "yes"}});
-  auto good = ParseServerConfig(
-      {"/d"}, {{"MINIO_RDMA_MIN_SIZE", "512KiB"}, {"MINIO_RDMA_INTERNODE", "on"}});
-  ASSERT_TRUE(good.ok());
-#ifdef RDMASTOR_WITH_RDMA
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("MINIO_RDMA_MIN_SIZE"), std::string::npos);
-  ASSERT_FALSE(bad2.ok());
-  EXPECT_NE(bad2.error().message.find("MINIO_RDMA_INTERNODE"), std::string::npos);
-  EXPECT_EQ(good->rdma_min_size, 512u << 10);
-  EXPECT_TRUE(good->rdma_internode);
-#else
-  // The standard build compiles RDMA out: it warns once and ignores the values.
-  EXPECT_TRUE(bad.ok());
-  EXPECT_TRUE(bad2.ok());
-  EXPECT_FALSE(good->rdma_internode);
-#endif
+TEST(ParseServerConfig, InternodeSettingsValidatedInBothBuilds) {
+  // Both builds move shards over RDMA (the standard one over the soft fabric), so both refuse a
+  // bad value at start, naming it.
+  for (auto [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"MINIO_RDMA_MIN_SIZE", "banana"},
+           {"MINIO_RDMA_INTERNODE", "yes"},
+           {"MINIO_RDMA_INTERNODE_ADDRESS", "node1"},
+           {"MINIO_RDMA_INTERNODE_INFLIGHT", "0"},
+           {"MINIO_RDMA_INTERNODE_RETRY", "forever"}}) {
+    auto bad = ParseServerConfig({"/d"}, {{name, value}});
+    ASSERT_FALSE(bad.ok()) << name;
+    EXPECT_NE(bad.error().message.find(name), std::string::npos) << bad.error().message;
+  }
+  auto good = ParseServerConfig({"/d"}, {{"MINIO_RDMA_MIN_SIZE", "512KiB"},
+                                         {"MINIO_RDMA_INTERNODE", "ON"},
+                                         {"MINIO_RDMA_FABRIC", "soft"},
+                                         {"MINIO_RDMA_INTERNODE_ADDRESS", "127.0.0.9"},
+                                         {"MINIO_RDMA_INTERNODE_INFLIGHT", "4"}});
+  ASSERT_TRUE(good.ok()) << good.error().message;
+  EXPECT_EQ(good->internode.min_size, 512u << 10);
+  EXPECT_TRUE(good->internode.enabled);
+  EXPECT_EQ(good->internode.fabric, rdma::FabricKind::kSoft);
+  EXPECT_EQ(good->internode.bind_ip, "127.0.0.9");
+  EXPECT_EQ(good->internode.inflight_per_peer, 4);
+  // Live in both builds: the standard build does not warn about them.
+  for (const auto& w : good->warnings)
+    EXPECT_EQ(w.find("MINIO_RDMA_INTERNODE"), std::string::npos) << w;
+  auto def = ParseServerConfig({"/d"}, {});
+  ASSERT_TRUE(def.ok());
+  EXPECT_FALSE(def->internode.enabled);
+  EXPECT_EQ(def->internode.min_size, 1u << 20);
+  EXPECT_EQ(def->internode.bind_ip, "");
 }
 
 }  // namespace
