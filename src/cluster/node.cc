@@ -63,11 +63,13 @@ class BorrowedDrive final : public storage::Drive {
   void PruneEmptyDirs(const std::string& p, const std::string& s) override {
     d_->PruneEmptyDirs(p, s);
   }
-  Result<std::unique_ptr<storage::ShardWriter>> CreateShard(const std::string& p) override {
-    return d_->CreateShard(p);
+  Result<std::unique_ptr<storage::ShardWriter>> CreateShard(const std::string& p,
+                                                            uint64_t size) override {
+    return d_->CreateShard(p, size);
   }
-  Result<std::unique_ptr<storage::ShardFile>> OpenShard(const std::string& p) override {
-    return d_->OpenShard(p);
+  Result<std::unique_ptr<storage::ShardFile>> OpenShard(const std::string& p,
+                                                        uint64_t size) override {
+    return d_->OpenShard(p, size);
   }
   Status Commit(const storage::fsutil::CommitPlan& plan) override { return d_->Commit(plan); }
   Result<storage::ListResult> ListObjects(const std::string& b,

@@ -328,7 +328,7 @@ void PeerServer::HandleShardRead(storage::LocalDrive& d, const s3::HttpRequest& 
   if (piece->has_value() && (*piece)->length != *len)
     return SendError(
         sink, MakeError(ErrorCode::kInvalidRDMAToken, "RDMA piece length differs from len"), call);
-  auto f = d.OpenShard(QueryValue(req, "path"));
+  auto f = d.OpenShard(QueryValue(req, "path"), 0);
   if (!f.ok()) return SendError(sink, f.error(), call);
   std::string buf(*len, '\0');
   auto n = (*f)->ReadAt(*off, buf.data(), buf.size());

@@ -15,8 +15,8 @@ std::string P(std::string_view name, std::string_view value) { return QueryParam
 // Sends the shard in pieces of the drive's piece size (see the top of remote_drive.h).
 class RemoteShardWriter final : public storage::ShardWriter {
  public:
-  RemoteShardWriter(RemoteDrive& drive, std::string path)
-      : drive_(drive), path_(std::move(path)), piece_(drive.piece_bytes()) {
+  RemoteShardWriter(RemoteDrive& drive, std::string path, uint64_t size)
+      : drive_(drive), path_(std::move(path)), size_(size), piece_(drive.piece_bytes()) {
     buf_.reserve(piece_);
   }
   Status Append(std::string_view data) override {
@@ -33,13 +33,14 @@ class RemoteShardWriter final : public storage::ShardWriter {
  private:
   Status Flush(bool sync) {
     if (buf_.empty() && !sync) return {};
-    RS_RETURN_IF_ERROR(drive_.SendShardBytes(path_, offset_, buf_, /*create=*/false, sync));
+    RS_RETURN_IF_ERROR(drive_.SendShardBytes(path_, offset_, buf_, /*create=*/false, sync, size_));
     offset_ += buf_.size();
     buf_.clear();
     return {};
   }
   RemoteDrive& drive_;
   std::string path_;
+  const uint64_t size_;
   const size_t piece_;
   std::string buf_;
   uint64_t offset_ = 0;
@@ -50,21 +51,25 @@ class RemoteShardWriter final : public storage::ShardWriter {
 // so a window never goes stale.
 class RemoteShardFile final : public storage::ShardFile {
  public:
-  RemoteShardFile(RemoteDrive& drive, std::string path)
-      : drive_(drive), path_(std::move(path)), window_(drive.piece_bytes()) {}
+  RemoteShardFile(RemoteDrive& drive, std::string path, uint64_t size)
+      : drive_(drive), path_(std::move(path)), size_(size), window_(drive.piece_bytes()) {}
   Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) override {
-    if (len >= window_) return drive_.FetchShardBytes(path_, off, buf, len);
+    if (len >= window_) return drive_.FetchShardBytes(path_, off, buf, len, size_);
     const bool inside = off >= cache_off_ && off - cache_off_ <= cache_.size();
     if (!inside || (off + len > cache_off_ + cache_.size() && !cache_eof_)) {
-      cache_.resize(window_);
-      auto n = drive_.FetchShardBytes(path_, off, cache_.data(), window_);
+      // A window, never past the end of a file of known size.
+      size_t want = window_;
+      if (size_ > off) want = static_cast<size_t>(std::min<uint64_t>(want, size_ - off));
+      want = std::max(want, len);
+      cache_.resize(want);
+      auto n = drive_.FetchShardBytes(path_, off, cache_.data(), want, size_);
       if (!n.ok()) {
         cache_.clear();
         return n.error();
       }
       cache_.resize(*n);
       cache_off_ = off;
-      cache_eof_ = *n < window_;
+      cache_eof_ = *n < want || (size_ != 0 && off + *n >= size_);
     }
     const size_t at = static_cast<size_t>(off - cache_off_);
     const size_t n = std::min(len, cache_.size() - at);
@@ -75,6 +80,7 @@ class RemoteShardFile final : public storage::ShardFile {
  private:
   RemoteDrive& drive_;
   std::string path_;
+  const uint64_t size_;  // 0: unknown
   const size_t window_;
   std::string cache_;
   uint64_t cache_off_ = 0;
@@ -250,16 +256,18 @@ void RemoteDrive::PruneEmptyDirs(const std::string& path, const std::string& sto
   (void)StatusRpc("prune", P("path", path) + "&" + P("stop", stop));
 }
 
-Result<std::unique_ptr<storage::ShardWriter>> RemoteDrive::CreateShard(const std::string& path) {
+Result<std::unique_ptr<storage::ShardWriter>> RemoteDrive::CreateShard(const std::string& path,
+                                                                       uint64_t size) {
   // Create now (exclusively), so a drive that cannot take the shard drops out before the body
   // is read; the bytes follow in batches of kShardFlushBytes.
-  RS_RETURN_IF_ERROR(SendShardBytes(path, 0, {}, /*create=*/true, /*sync=*/false));
-  return std::unique_ptr<storage::ShardWriter>(new RemoteShardWriter(*this, path));
+  RS_RETURN_IF_ERROR(SendShardBytes(path, 0, {}, /*create=*/true, /*sync=*/false, size));
+  return std::unique_ptr<storage::ShardWriter>(new RemoteShardWriter(*this, path, size));
 }
 
-Result<std::unique_ptr<storage::ShardFile>> RemoteDrive::OpenShard(const std::string& path) {
+Result<std::unique_ptr<storage::ShardFile>> RemoteDrive::OpenShard(const std::string& path,
+                                                                   uint64_t size) {
   RS_RETURN_IF_ERROR(storage::CheckRelPath(path));
-  return std::unique_ptr<storage::ShardFile>(new RemoteShardFile(*this, path));
+  return std::unique_ptr<storage::ShardFile>(new RemoteShardFile(*this, path, size));
 }
 
 Status RemoteDrive::Commit(const storage::fsutil::CommitPlan& plan) {
@@ -286,12 +294,18 @@ std::string RemoteDrive::ShardParams(const std::string& path, uint64_t offset) c
   return P("path", path) + "&" + P("off", std::to_string(offset));
 }
 
+// The size a piece's transport is chosen by: its shard's (when known), else the shard so far.
+uint64_t RemoteDrive::TransportBasis(uint64_t shard_size, uint64_t offset, size_t piece) {
+  if (piece == 0) return 0;  // nothing to move
+  return shard_size != 0 ? shard_size : offset + piece;
+}
+
 Status RemoteDrive::SendShardBytes(const std::string& path, uint64_t offset, std::string_view data,
-                                   bool create, bool sync) {
+                                   bool create, bool sync, uint64_t shard_size) {
   const std::string params = ShardParams(path, offset) + "&" + P("create", create ? "1" : "0") +
                              "&" + P("sync", sync ? "1" : "0");
   const std::string& peer = peer_->address();
-  if (internode_ && internode_->ShouldUse(peer, data.size())) {
+  if (internode_ && internode_->ShouldUse(peer, TransportBasis(shard_size, offset, data.size()))) {
     // The peer RDMA-READs the piece out of `data` (registered for remote read for this call).
     auto exposed = internode_->Expose(peer, const_cast<char*>(data.data()), data.size(),
                                       /*for_remote_write=*/false);
@@ -325,10 +339,10 @@ Status RemoteDrive::SendShardBytes(const std::string& path, uint64_t offset, std
 }
 
 Result<size_t> RemoteDrive::FetchShardBytes(const std::string& path, uint64_t offset, char* buf,
-                                            size_t len) {
+                                            size_t len, uint64_t shard_size) {
   const std::string params = ShardParams(path, offset) + "&" + P("len", std::to_string(len));
   const std::string& peer = peer_->address();
-  if (internode_ && internode_->ShouldUse(peer, len)) {
+  if (internode_ && internode_->ShouldUse(peer, TransportBasis(shard_size, offset, len))) {
     // The peer RDMA-WRITEs what it read into `buf` and says how many bytes that was.
     auto exposed = internode_->Expose(peer, buf, len, /*for_remote_write=*/true);
     if (exposed.ok()) {

@@ -6,9 +6,10 @@
 // empty body, and the serving node pulls (RDMA READ) or pushes (RDMA WRITE) the bytes.
 //
 // Pieces: a shard writer sends its bytes in pieces of InternodeRdma::piece_bytes() (1 MiB, or
-// MINIO_RDMA_MIN_SIZE up to 4 MiB so that a large shard qualifies), the last piece shorter; a
-// shard reader fetches windows of the same size and serves the erasure layer's block reads from
-// them (one RPC per window, not per stripe block).
+// MINIO_RDMA_MIN_SIZE up to 4 MiB), the last piece shorter; a shard reader fetches windows of the
+// same size and serves the erasure layer's block reads from them (one RPC per window, not per
+// stripe block). The transport is chosen per shard: every piece of a shard whose file is (or,
+// when the size is unknown, has grown to) MINIO_RDMA_MIN_SIZE or more goes over RDMA.
 #pragma once
 
 #include <memory>
@@ -70,8 +71,10 @@ class RemoteDrive final : public storage::Drive {
   Status FsyncDir(const std::string& path) override;
   void PruneEmptyDirs(const std::string& path, const std::string& stop) override;
 
-  Result<std::unique_ptr<storage::ShardWriter>> CreateShard(const std::string& path) override;
-  Result<std::unique_ptr<storage::ShardFile>> OpenShard(const std::string& path) override;
+  Result<std::unique_ptr<storage::ShardWriter>> CreateShard(const std::string& path,
+                                                            uint64_t size) override;
+  Result<std::unique_ptr<storage::ShardFile>> OpenShard(const std::string& path,
+                                                        uint64_t size) override;
 
   Status Commit(const storage::fsutil::CommitPlan& plan) override;
 
@@ -82,9 +85,11 @@ class RemoteDrive final : public storage::Drive {
   // exclusively, at offset 0; sync: fsync after) / reads up to `len` bytes at `offset` into buf.
   // Over RDMA when InternodeRdma::ShouldUse says so; a failed RDMA piece is sent again over TCP
   // and the peer falls back (ReportFailure).
+  // `shard_size`: the whole shard file's expected size (0 = unknown: the shard so far counts).
   Status SendShardBytes(const std::string& path, uint64_t offset, std::string_view data,
-                        bool create, bool sync);
-  Result<size_t> FetchShardBytes(const std::string& path, uint64_t offset, char* buf, size_t len);
+                        bool create, bool sync, uint64_t shard_size);
+  Result<size_t> FetchShardBytes(const std::string& path, uint64_t offset, char* buf, size_t len,
+                                 uint64_t shard_size);
   // Size of the pieces shard writers send and readers fetch.
   size_t piece_bytes() const;
 
@@ -98,6 +103,7 @@ class RemoteDrive final : public storage::Drive {
 
   // Whether a failed RDMA piece should be resent over TCP (the RDMA part failed, not the drive).
   static bool IsRdmaFailure(const Error& e);
+  static uint64_t TransportBasis(uint64_t shard_size, uint64_t offset, size_t piece);
   std::string StorageTarget(std::string_view call, const std::string& params) const;
   std::string ShardParams(const std::string& path, uint64_t offset) const;
 

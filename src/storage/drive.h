@@ -117,8 +117,12 @@ class Drive {
   virtual void PruneEmptyDirs(const std::string& path, const std::string& stop) = 0;
 
   // ---- shards ----
-  virtual Result<std::unique_ptr<ShardWriter>> CreateShard(const std::string& path) = 0;
-  virtual Result<std::unique_ptr<ShardFile>> OpenShard(const std::string& path) = 0;
+  // `size`: the shard file's size as the erasure layer expects it (what a writer will append in
+  // all, what a reader's file holds; 0 = unknown). A remote drive picks the shard's transport by
+  // it (inter-node RDMA for shards >= MINIO_RDMA_MIN_SIZE) and never reads past it.
+  virtual Result<std::unique_ptr<ShardWriter>> CreateShard(const std::string& path,
+                                                           uint64_t size) = 0;
+  virtual Result<std::unique_ptr<ShardFile>> OpenShard(const std::string& path, uint64_t size) = 0;
 
   // ---- commit (fsutil::Commit with drive-relative paths; plan.root is ignored) ----
   virtual Status Commit(const fsutil::CommitPlan& plan) = 0;

@@ -244,14 +244,16 @@ void LocalDrive::PruneEmptyDirs(const std::string& path, const std::string& stop
   if (a.ok() && b.ok()) fsutil::PruneEmptyDirs(*a, *b);
 }
 
-Result<std::unique_ptr<ShardWriter>> LocalDrive::CreateShard(const std::string& path) {
+Result<std::unique_ptr<ShardWriter>> LocalDrive::CreateShard(const std::string& path,
+                                                             uint64_t /*size*/) {
   RS_ABS(abs, path);
   auto fd = fsutil::Open(abs, O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (!fd.ok()) return fd.error();
   return std::unique_ptr<ShardWriter>(new LocalShardWriter(std::move(*fd), abs));
 }
 
-Result<std::unique_ptr<ShardFile>> LocalDrive::OpenShard(const std::string& path) {
+Result<std::unique_ptr<ShardFile>> LocalDrive::OpenShard(const std::string& path,
+                                                         uint64_t /*size*/) {
   RS_ABS(abs, path);
   int err = 0;
   auto fd = fsutil::Open(abs, O_RDONLY, 0, &err);

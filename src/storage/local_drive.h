@@ -48,8 +48,8 @@ class LocalDrive final : public Drive {
   Status FsyncDir(const std::string& path) override;
   void PruneEmptyDirs(const std::string& path, const std::string& stop) override;
 
-  Result<std::unique_ptr<ShardWriter>> CreateShard(const std::string& path) override;
-  Result<std::unique_ptr<ShardFile>> OpenShard(const std::string& path) override;
+  Result<std::unique_ptr<ShardWriter>> CreateShard(const std::string& path, uint64_t size) override;
+  Result<std::unique_ptr<ShardFile>> OpenShard(const std::string& path, uint64_t size) override;
 
   Status Commit(const fsutil::CommitPlan& plan) override;
 
