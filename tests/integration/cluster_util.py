@@ -201,6 +201,98 @@ def in_netns(name):
         os.close(own)
 
 
+def _ip(*args, check=True):
+    cp = subprocess.run(["ip"] + list(args), capture_output=True, text=True, timeout=20,
+                        stdin=subprocess.DEVNULL)
+    if check and cp.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: rc {cp.returncode}: {cp.stderr.strip()}")
+    return cp
+
+
+class NetLab:
+    """Network namespaces of our own: one per node ("<prefix>-nI", address 10.A.B.I/24 on its
+    eth0) and one hub ("<prefix>-hub") holding a bridge (10.A.B.254/24) with the other end of
+    every node's veth pair ("vI"). Nothing is created in the host's namespace (each veth pair is
+    created inside the hub and its peer moved straight into the node's namespace), and deleting
+    the namespaces removes everything. The test client runs in the hub (`with lab.hub():`).
+
+        lab = NetLab(4)          # names with a random suffix, a random 10.x.y.0/24
+        lab.create()             # raises NetLabUnavailable when namespaces cannot be made
+        ...
+        lab.cut(2); lab.restore(2)   # node 3's link down / up (the hub's end of its veth)
+        lab.cleanup()            # always (finally): deletes the namespaces it made
+    """
+
+    class Unavailable(Exception):
+        pass
+
+    def __init__(self, nodes=NODES):
+        rnd = random.SystemRandom()
+        self.n = nodes
+        self.prefix = "rs" + "".join(rnd.choice("0123456789abcdef") for _ in range(6))
+        self.net = f"10.{rnd.randrange(100, 250)}.{rnd.randrange(1, 250)}"
+        self.node_ns = [f"{self.prefix}-n{i + 1}" for i in range(nodes)]
+        self.hub_ns = f"{self.prefix}-hub"
+        self.hosts = [f"{self.net}.{i + 1}" for i in range(nodes)]
+        self.hub_ip = f"{self.net}.254"
+        self.made = []
+
+    def create(self):
+        if os.geteuid() != 0:
+            raise NetLab.Unavailable("network namespaces need root (running as uid %d)"
+                                     % os.geteuid())
+        try:
+            for ns in [self.hub_ns] + self.node_ns:
+                _ip("netns", "add", ns)
+                self.made.append(ns)
+                _ip("-n", ns, "link", "set", "lo", "up")
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+            raise NetLab.Unavailable(f"`ip netns` does not work here: {e}")
+        hub = self.hub_ns
+        _ip("-n", hub, "link", "add", "br0", "type", "bridge")
+        _ip("-n", hub, "addr", "add", f"{self.hub_ip}/24", "dev", "br0")
+        _ip("-n", hub, "link", "set", "br0", "up")
+        for i, ns in enumerate(self.node_ns):
+            _ip("-n", hub, "link", "add", f"v{i + 1}", "type", "veth", "peer", "name", "eth0",
+                "netns", ns)
+            _ip("-n", hub, "link", "set", f"v{i + 1}", "master", "br0")
+            _ip("-n", hub, "link", "set", f"v{i + 1}", "up")
+            _ip("-n", ns, "addr", "add", f"{self.hosts[i]}/24", "dev", "eth0")
+            _ip("-n", ns, "link", "set", "eth0", "up")
+        self.wait_reachable()
+
+    def wait_reachable(self, timeout=10):
+        """Bounded wait until every node address answers TCP from the hub (a refused connection
+        to a closed port counts: the address is up)."""
+        deadline = time.monotonic() + timeout
+        with self.hub():
+            for h in self.hosts:
+                for _ in range(1000):
+                    try:
+                        socket.create_connection((h, 9), timeout=0.5).close()
+                        break
+                    except ConnectionRefusedError:
+                        break
+                    except OSError:
+                        if time.monotonic() > deadline:
+                            raise RuntimeError(f"{h} does not answer from the hub")
+                        time.sleep(0.1)
+
+    def cut(self, idx):
+        _ip("-n", self.hub_ns, "link", "set", f"v{idx + 1}", "down")
+
+    def restore(self, idx):
+        _ip("-n", self.hub_ns, "link", "set", f"v{idx + 1}", "up")
+
+    def hub(self):
+        return in_netns(self.hub_ns)
+
+    def cleanup(self):
+        for ns in reversed(self.made):
+            _ip("netns", "del", ns, check=False)
+        self.made = []
+
+
 # ----------------------------------------------------------------------------------------------
 # nodes and clusters
 # ----------------------------------------------------------------------------------------------
@@ -298,8 +390,9 @@ class Cluster:
             p = port or (9000 if netns else port_free_on_all(self.hosts))
             self.ports = [p] * nodes
         self.netns = list(netns or [None] * nodes)
-        self.dirs = [[os.path.join(self.base, f"n{i + 1}", f"d{j + 1}") for j in range(drives)]
-                     for i in range(nodes)]
+        drive = "disk" if same_paths else "d"
+        self.dirs = [[os.path.join(self.base, f"n{i + 1}", f"{drive}{j + 1}")
+                      for j in range(drives)] for i in range(nodes)]
         mounts = [None] * nodes
         if same_paths:
             seen = os.path.join(self.base, "mnt")
@@ -370,8 +463,24 @@ class Cluster:
         shutil.rmtree(self.base, ignore_errors=True)
 
     # -- access --
-    def client(self, idx, **kw):
-        return make_client(self.nodes[idx], **kw)
+    def client(self, idx, connect_timeout=None, **kw):
+        """boto3 for node idx (conftest.make_client: no retries). connect_timeout (default 5 s)
+        also bounds how long sending a request body may stall: raise it where a node may
+        legitimately take a while before it reads a body (a peer cut off)."""
+        if connect_timeout is None:
+            return make_client(self.nodes[idx], **kw)
+        import boto3
+        from botocore.config import Config
+        n = self.nodes[idx]
+        config = Config(region_name=conftest.REGION, signature_version="s3v4",
+                        s3={"addressing_style": "path"},
+                        retries={"total_max_attempts": kw.pop("max_attempts", 1),
+                                 "mode": "standard"},
+                        connect_timeout=connect_timeout,
+                        read_timeout=kw.pop("read_timeout", 60), **kw)
+        return boto3.session.Session().client(
+            "s3", endpoint_url=n.endpoint, aws_access_key_id=n.access_key,
+            aws_secret_access_key=n.secret_key, region_name=conftest.REGION, config=config)
 
     def metrics(self, idx, scope="node"):
         return self.nodes[idx].metrics(scope)
