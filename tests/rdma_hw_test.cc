@@ -23,6 +23,39 @@ TEST(VerbsDevice, RegistersMemoryAndOpensDcInitiators) {
   EXPECT_NE((*mr)->rkey(), 0u);
 }
 
+// S3-over-RDMA data path in loopback on one device: the server's DC initiators (verbs fabric)
+// write into and read from the client's DC target (what the client library runs).
+TEST(VerbsDevice, DcInitiatorReachesClientDcTarget) {
+  auto probe = ProbeDevices();
+  if (!probe.available) GTEST_SKIP() << "no RDMA device on this host: " << probe.error;
+  auto fabric = CreateVerbsFabric({});
+  ASSERT_TRUE(fabric.ok()) << fabric.error().message;
+  auto target = StartVerbsDcTarget({});
+  ASSERT_TRUE(target.ok()) << target.error().message;
+  const size_t n = (2u << 20) + 3;
+  std::vector<char> client(n, 0), src(n), back(n, 0);
+  for (size_t i = 0; i < n; ++i) src[i] = static_cast<char>(i * 13 + 5);
+  auto cmr = (*target)->RegisterMemory(client.data(), n, kRemoteWrite | kRemoteRead);
+  auto smr = (*fabric)->RegisterMemory(src.data(), n, kLocalWrite);
+  auto bmr = (*fabric)->RegisterMemory(back.data(), n, kLocalWrite);
+  ASSERT_TRUE(cmr.ok() && smr.ok() && bmr.ok());
+  auto ep = (*fabric)->Connect((*target)->address(), {"127.0.0.1"});
+  ASSERT_TRUE(ep.ok()) << ep.error().message;
+  RemoteBuffer rb{reinterpret_cast<uint64_t>(client.data()), n, (*cmr)->rkey()};
+  {
+    Transfer w(**ep, Opcode::kWrite, rb);
+    ASSERT_TRUE(w.Post(**smr, src.data(), n, 0).ok());
+    ASSERT_TRUE(w.Finish().ok());
+  }
+  EXPECT_TRUE(client == src);
+  {
+    Transfer r(**ep, Opcode::kRead, rb);
+    ASSERT_TRUE(r.Post(**bmr, back.data(), n, 0).ok());
+    ASSERT_TRUE(r.Finish().ok());
+  }
+  EXPECT_TRUE(back == src);
+}
+
 // Inter-node RC path over one device in loopback: RDMASTOR_HW_RC_IP names the IPv4 address of a
 // local RDMA interface (RoCE or IPoIB) the target listens on.
 TEST(VerbsRc, LoopbackWriteThenRead) {

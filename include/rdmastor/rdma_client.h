@@ -7,8 +7,12 @@
 // answers 501 (no RDMA there, object larger than the buffer, ...) the library retries over plain
 // HTTP if the caller allowed it, and says which transport was used.
 //
-// Fabrics: `soft` (TCP emulation, any host). `verbs` needs a DC target on the client, which this
-// version does not create yet: choosing it fails with RDMANotSupported (see docs/s3-over-rdma.md).
+// Fabrics: `soft` (TCP emulation, any host) and `verbs` (RDMA build, an mlx5 NIC: the client runs
+// a DC target the server's DC initiators reach with the same DC access key). GPU memory: with
+// verbs, RegisterDeviceMemory registers a CUDA allocation exported as a dma-buf (the application
+// gets the fd from cuMemGetHandleForAddressRange), after which Get/Put/UploadPart take the device
+// pointer like host memory; such buffers are never read or written by the library itself, so an
+// HTTP fallback for them is refused.
 // Not thread-safe: one RdmaS3Client per thread.
 #pragma once
 
@@ -26,12 +30,22 @@ namespace rdmastor::client {
 
 enum class ClientFabric { kSoft, kVerbs };
 
+// The verbs fabric's knobs (the server's MINIO_RDMA_DEVICE / _PORT / _GID_INDEX / _DC_KEY mean
+// the same). dc_key must equal the server's.
+struct VerbsClientSettings {
+  std::string device;  // "" = the first device
+  int port = 1;
+  int gid_index = -1;  // -1 = a RoCE v2 IPv4-mapped entry (0 on InfiniBand)
+  uint64_t dc_key = 0xffeeddcc;
+};
+
 struct RdmaClientConfig {
   S3ClientConfig s3;  // endpoint and credentials (S3ConfigFromEndpoint)
   ClientFabric fabric = ClientFabric::kSoft;
   // soft: the IPv4 address the server connects back to (the address it sees requests from);
   // empty = the local address of the HTTP connection.
   std::string soft_bind_ip;
+  VerbsClientSettings verbs;
   // On 501 from the server, redo the request over HTTP instead of failing.
   bool allow_http_fallback = false;
   size_t mr_cache_entries = 64;
@@ -75,6 +89,11 @@ class RdmaS3Client {
 
   // Drops cached registrations overlapping [p, p+len): call before freeing such a buffer.
   void Forget(const void* p, size_t len);
+
+  // Registers device memory [device_ptr, device_ptr + len) exported as the dma-buf `dmabuf_fd`
+  // (starting `dmabuf_offset` bytes into it) for Get/Put/UploadPart. Verbs fabric only (others:
+  // RDMANotSupported). Forget() releases it; keep the fd and the allocation alive until then.
+  Status RegisterDeviceMemory(void* device_ptr, size_t len, int dmabuf_fd, uint64_t dmabuf_offset);
   // The plain HTTP client on the same connection (bucket operations, listing, deletes).
   S3Client& http();
 

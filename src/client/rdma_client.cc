@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "rdma/memory.h"
+#include "rdma/settings.h"
 #include "rdma/soft/soft_fabric.h"
 #include "rdma/token.h"
 
@@ -55,14 +56,37 @@ struct RdmaS3Client::Impl {
   S3Client s3;
   std::unique_ptr<rdma::Target> target;
   std::unique_ptr<rdma::MrCache> mrs;
+  // Device (GPU) memory registered through dma-buf, by device address; never touched by the CPU.
+  std::vector<std::unique_ptr<rdma::MemoryRegion>> device_mrs;
 
   explicit Impl(RdmaClientConfig c) : config(std::move(c)), s3(config.s3) {}
 
+  const rdma::MemoryRegion* DeviceRegion(const void* p, size_t len) const {
+    for (const auto& mr : device_mrs)
+      if (mr->Contains(p, std::max<size_t>(len, 1))) return mr.get();
+    return nullptr;
+  }
+
+  // A 501 is retried over HTTP only for host memory the caller allowed it for.
+  Status FallbackAllowed(const void* p, size_t len, const std::string& what) const {
+    if (!DeviceRegion(p, len)) return {};
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     what +
+                         ": the server cannot serve this over RDMA, and device memory cannot "
+                         "take an HTTP fallback");
+  }
+
   Result<rdma::RdmaToken> Token(const void* p, size_t len, bool remote_write) {
-    // A zero-length buffer still needs a registration the server can name.
-    auto mr = mrs->Get(const_cast<void*>(p), std::max<size_t>(len, 1),
-                       remote_write ? rdma::kRemoteWrite : rdma::kRemoteRead);
-    if (!mr.ok()) return mr.error();
+    uint32_t rkey = 0;
+    if (const rdma::MemoryRegion* dev = DeviceRegion(p, len)) {
+      rkey = dev->rkey();
+    } else {
+      // A zero-length buffer still needs a registration the server can name.
+      auto mr = mrs->Get(const_cast<void*>(p), std::max<size_t>(len, 1),
+                         remote_write ? rdma::kRemoteWrite : rdma::kRemoteRead);
+      if (!mr.ok()) return mr.error();
+      rkey = (*mr)->rkey();
+    }
     if (len > UINT32_MAX)
       return MakeError(ErrorCode::kInvalidArgument,
                        "one token describes less than 4 GiB: use ranges or parts");
@@ -70,7 +94,7 @@ struct RdmaS3Client::Impl {
     rdma::RdmaToken t;
     t.raddr = reinterpret_cast<uint64_t>(p);
     t.rsize = static_cast<uint32_t>(len);
-    t.rkey = (*mr)->rkey();
+    t.rkey = rkey;
     t.lid = addr.lid;
     t.qpn = addr.qpn;
     t.has_gid = addr.has_gid;
@@ -99,6 +123,7 @@ struct RdmaS3Client::Impl {
     auto resp = Send(req, *token);
     if (!resp.ok()) return resp.error();
     if (resp->status == 501 && config.allow_http_fallback) {
+      RS_RETURN_IF_ERROR(FallbackAllowed(data, len, what));
       http_req.body = std::string_view(data, len);
       auto again = s3.Execute(http_req, ResponseTarget::String());
       if (!again.ok()) return again.error();
@@ -125,22 +150,29 @@ RdmaS3Client::~RdmaS3Client() {
 }
 
 Result<std::unique_ptr<RdmaS3Client>> RdmaS3Client::Create(RdmaClientConfig config) {
-  if (config.fabric == ClientFabric::kVerbs)
-    return MakeError(ErrorCode::kRDMANotSupported,
-                     "the verbs fabric is not available in this client version (it needs a DC "
-                     "target); use the soft fabric");
   auto impl = std::make_unique<Impl>(std::move(config));
-  rdma::soft::SoftTargetOptions to;
-  if (!impl->config.soft_bind_ip.empty()) {
-    to.bind_ip = impl->config.soft_bind_ip;
+  if (impl->config.fabric == ClientFabric::kVerbs) {
+    rdma::VerbsSettings vs;
+    vs.device = impl->config.verbs.device;
+    vs.port = impl->config.verbs.port;
+    vs.gid_index = impl->config.verbs.gid_index;
+    vs.dc_key = impl->config.verbs.dc_key;
+    auto target = rdma::StartVerbsDcTarget(vs);
+    if (!target.ok()) return target.error();
+    impl->target = std::move(target).value();
   } else {
-    auto local = LocalAddressToward(impl->config.s3.host, impl->config.s3.port);
-    if (!local.ok()) return local.error();
-    to.bind_ip = *local;
+    rdma::soft::SoftTargetOptions to;
+    if (!impl->config.soft_bind_ip.empty()) {
+      to.bind_ip = impl->config.soft_bind_ip;
+    } else {
+      auto local = LocalAddressToward(impl->config.s3.host, impl->config.s3.port);
+      if (!local.ok()) return local.error();
+      to.bind_ip = *local;
+    }
+    auto target = rdma::soft::SoftTarget::Start(to);
+    if (!target.ok()) return target.error();
+    impl->target = std::move(target).value();
   }
-  auto target = rdma::soft::SoftTarget::Start(to);
-  if (!target.ok()) return target.error();
-  impl->target = std::move(target).value();
   rdma::Target* t = impl->target.get();
   impl->mrs = std::make_unique<rdma::MrCache>(
       [t](void* p, size_t len, unsigned access) { return t->RegisterMemory(p, len, access); },
@@ -164,6 +196,7 @@ Result<TransferResult> RdmaS3Client::Get(std::string_view bucket, std::string_vi
   auto resp = impl_->Send(req, *token);
   if (!resp.ok()) return resp.error();
   if (resp->status == 501 && impl_->config.allow_http_fallback) {
+    RS_RETURN_IF_ERROR(impl_->FallbackAllowed(dst, capacity, what));
     auto got = impl_->s3.GetObjectInto(bucket, key, range, dst, capacity);
     if (!got.ok()) return got.error();
     return TransferResult{Transport::kHttp, got->status,      got->bytes,
@@ -256,6 +289,25 @@ Result<std::string> RdmaS3Client::CompleteMultipartUpload(
 
 void RdmaS3Client::Forget(const void* p, size_t len) {
   impl_->mrs->Invalidate(const_cast<void*>(p), std::max<size_t>(len, 1));
+  auto& dev = impl_->device_mrs;
+  const char* lo = static_cast<const char*>(p);
+  const char* hi = lo + std::max<size_t>(len, 1);
+  std::erase_if(dev, [&](const std::unique_ptr<rdma::MemoryRegion>& mr) {
+    return mr->addr() < hi && lo < mr->addr() + mr->length();
+  });
+}
+
+Status RdmaS3Client::RegisterDeviceMemory(void* device_ptr, size_t len, int dmabuf_fd,
+                                          uint64_t dmabuf_offset) {
+  if (device_ptr == nullptr || len == 0 || dmabuf_fd < 0)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "RegisterDeviceMemory needs a device pointer, a length and a dma-buf fd");
+  auto mr = impl_->target->RegisterDmabuf(dmabuf_fd, dmabuf_offset, len,
+                                          reinterpret_cast<uint64_t>(device_ptr),
+                                          rdma::kRemoteWrite | rdma::kRemoteRead);
+  if (!mr.ok()) return mr.error();
+  impl_->device_mrs.push_back(std::move(mr).value());
+  return {};
 }
 
 S3Client& RdmaS3Client::http() { return impl_->s3; }

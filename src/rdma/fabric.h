@@ -145,6 +145,12 @@ class Target {
   virtual RemoteAddress address() const = 0;
   virtual Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                                unsigned access) = 0;
+  // Registers device (GPU) memory exported as a dma-buf (ibv_reg_dmabuf_mr): `length` bytes at
+  // `offset` of the dma-buf `fd`, addressed by initiators as [iova, iova + length) (the device
+  // pointer). Only the verbs target can: the others answer kRDMANotSupported.
+  virtual Result<std::unique_ptr<MemoryRegion>> RegisterDmabuf(int fd, uint64_t offset,
+                                                               size_t length, uint64_t iova,
+                                                               unsigned access);
 };
 
 // The S3 error a failed completion becomes (before any byte moved: 501; midway: 500).

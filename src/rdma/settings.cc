@@ -155,6 +155,10 @@ Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings&) {
   return MakeError(ErrorCode::kRDMANotSupported,
                    "this is the standard build: the verbs fabric is not compiled in");
 }
+Result<std::unique_ptr<Target>> StartVerbsDcTarget(const VerbsSettings&) {
+  return MakeError(ErrorCode::kRDMANotSupported,
+                   "this is the standard build: the verbs fabric is not compiled in");
+}
 #endif
 
 }  // namespace rdmastor::rdma

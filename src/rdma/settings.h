@@ -48,4 +48,10 @@ std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
 // The verbs fabric (RDMA build; the standard build returns kRDMANotSupported).
 Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& settings);
 
+// The client side of S3 over RDMA on verbs: a DC target (mlx5dv DCT with access key
+// settings.dc_key, on settings.device/port/gid_index) whose registered memory the server's DC
+// initiators write into / read from. Its address() is what tokens carry: the port's LID, the
+// DCT number (qpn) and the GID. RDMA build only; elsewhere, or with no device: kRDMANotSupported.
+Result<std::unique_ptr<Target>> StartVerbsDcTarget(const VerbsSettings& settings);
+
 }  // namespace rdmastor::rdma

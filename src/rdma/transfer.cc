@@ -126,6 +126,12 @@ std::string_view WcStatusName(WcStatus s) {
   return "unknown";
 }
 
+Result<std::unique_ptr<MemoryRegion>> Target::RegisterDmabuf(int, uint64_t, size_t, uint64_t,
+                                                             unsigned) {
+  return MakeError(ErrorCode::kRDMANotSupported,
+                   "this fabric cannot register dma-buf (GPU) memory: use the verbs fabric");
+}
+
 Error CompletionError(WcStatus status, bool bytes_moved, std::string_view detail) {
   std::string msg = "RDMA " + std::string(WcStatusName(status));
   if (!detail.empty()) msg += " (" + std::string(detail) + ")";

@@ -97,6 +97,18 @@ TEST(NoDeviceTest, UnavailableServiceAnswersNotSupported) {
   }
 }
 
+TEST(NoDeviceTest, ClientDcTargetWithoutADeviceIsNotSupported) {
+  // The client library's verbs target: on the standard build it is compiled out, on the RDMA build
+  // without a device it says why; both as RDMANotSupported, never a hang or a crash.
+  auto t = StartVerbsDcTarget({});
+  if (t.ok()) GTEST_SKIP() << "an RDMA device is present: the no-device path cannot run here";
+  EXPECT_EQ(t.error().code, ErrorCode::kRDMANotSupported);
+  if (BuiltWithVerbs())
+    EXPECT_NE(t.error().message.find("device"), std::string::npos) << t.error().message;
+  else
+    EXPECT_NE(t.error().message.find("standard build"), std::string::npos) << t.error().message;
+}
+
 #ifdef RDMASTOR_WITH_RDMA
 TEST(VerbsHelpersTest, WcStatusMirrorsIbv) {
   EXPECT_EQ(verbs::FromIbvStatus(IBV_WC_SUCCESS), WcStatus::kSuccess);

@@ -326,6 +326,16 @@ TEST(SoftFabricTest, FrozenPeerFailsWithinTimeout) {
   close(ls);
 }
 
+TEST(SoftFabricTest, DmabufRegistrationIsRefusedClearly) {
+  // GPU memory (dma-buf) needs the verbs target; the soft one cannot map device memory.
+  auto target = soft::SoftTarget::Start();
+  ASSERT_TRUE(target.ok()) << target.error().message;
+  auto mr = (*target)->RegisterDmabuf(3, 0, 4096, 0x7f0000000000, kRemoteWrite);
+  ASSERT_FALSE(mr.ok());
+  EXPECT_EQ(mr.error().code, ErrorCode::kRDMANotSupported);
+  EXPECT_NE(mr.error().message.find("verbs"), std::string::npos) << mr.error().message;
+}
+
 TEST(MrCacheTest, HitsContainedRangesAndEvicts) {
   soft::SoftFabric fabric;
   MrCache cache([&](void* a, size_t l, unsigned acc) { return fabric.RegisterMemory(a, l, acc); },

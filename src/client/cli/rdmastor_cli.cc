@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "rdma/settings.h"
 #include "rdmastor/rdma_client.h"
 
 namespace {
@@ -28,7 +30,10 @@ constexpr const char* kUsage =
     "  put BUCKET/KEY FILE    upload FILE\n"
     "  get BUCKET/KEY FILE    download into FILE\n"
     "  rm BUCKET[/KEY]        delete an object (or an empty bucket)\n"
-    "  --rdma                 move payloads over S3 over RDMA (soft fabric)\n"
+    "  --rdma                 move payloads over S3 over RDMA\n"
+    "  --fabric soft|verbs    with --rdma: the RDMA fabric (default soft; verbs needs the RDMA\n"
+    "                         build and an mlx5 NIC, set up by MINIO_RDMA_DEVICE, _PORT,\n"
+    "                         _GID_INDEX and _DC_KEY as on the server)\n"
     "  --http-fallback        with --rdma: retry over HTTP when the server answers 501\n"
     "credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\n";
 
@@ -113,6 +118,7 @@ struct Mapped {
 int main(int argc, char** argv) {
   std::string endpoint;
   bool use_rdma = false, fallback = false;
+  std::string fabric = "soft";
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -122,6 +128,10 @@ int main(int argc, char** argv) {
       endpoint = a.substr(11);
     } else if (a == "--rdma") {
       use_rdma = true;
+    } else if (a == "--fabric" && i + 1 < argc) {
+      fabric = argv[++i];
+    } else if (a.rfind("--fabric=", 0) == 0) {
+      fabric = a.substr(9);
     } else if (a == "--http-fallback") {
       fallback = true;
     } else if (a == "-h" || a == "--help") {
@@ -136,6 +146,10 @@ int main(int argc, char** argv) {
   }
   if (endpoint.empty() || args.empty()) {
     std::fputs(kUsage, stderr);
+    return 2;
+  }
+  if (fabric != "soft" && fabric != "verbs") {
+    std::fprintf(stderr, "rdmastor-cli: --fabric takes soft or verbs\n%s", kUsage);
     return 2;
   }
   if (fallback && !use_rdma) {
@@ -153,6 +167,17 @@ int main(int argc, char** argv) {
   if (!s3cfg.ok()) return Fail(s3cfg.error().message);
   cfg.s3 = *s3cfg;
   cfg.allow_http_fallback = fallback;
+  if (fabric == "verbs") {
+    // The verbs knobs mean what they mean on the server; validated the same way.
+    std::map<std::string, std::string> env;
+    for (const char* name :
+         {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_DC_KEY"})
+      if (const char* v = std::getenv(name)) env[name] = v;
+    auto rs = rdmastor::rdma::ParseRdmaSettings(env);
+    if (!rs.ok()) return Fail(rs.error().message);
+    cfg.fabric = rdmastor::client::ClientFabric::kVerbs;
+    cfg.verbs = {rs->verbs.device, rs->verbs.port, rs->verbs.gid_index, rs->verbs.dc_key};
+  }
   std::unique_ptr<RdmaS3Client> rc;
   std::unique_ptr<rdmastor::client::S3Client> plain;
   if (use_rdma) {

@@ -298,7 +298,23 @@ Result<int> DciEndpoint::PollCompletions(Completion* out, int max, std::chrono::
 }  // namespace
 }  // namespace verbs
 
-Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& s) {
+namespace verbs {
+namespace {
+
+using SrqPtr = std::unique_ptr<ibv_srq, Deleter<ibv_srq, ibv_destroy_srq>>;
+
+// An opened device port: what both the server's DC initiators and a client's DC target need.
+struct OpenedPort {
+  ContextPtr ctx;
+  PdPtr pd;
+  ibv_port_attr attr{};
+  uint8_t gid_index = 0;
+  std::string device;
+};
+
+// Picks the device (MINIO_RDMA_DEVICE or the first), checks it is mlx5 (DC) and the port is
+// active, chooses the GID index (a RoCE v2 IPv4-mapped entry unless set) and allocates a PD.
+Result<OpenedPort> OpenPort(const VerbsSettings& s) {
   int count = 0;
   errno = 0;
   std::unique_ptr<ibv_device*, decltype(&ibv_free_device_list)> list(ibv_get_device_list(&count),
@@ -321,22 +337,24 @@ Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& s) {
     return MakeError(ErrorCode::kRDMANotSupported,
                      std::string("device ") + ibv_get_device_name(dev) +
                          " is not an mlx5 device: DC transport unavailable");
-  verbs::ContextPtr ctx(ibv_open_device(dev));
-  if (!ctx) return verbs::VerbsError("ibv_open_device", errno);
-  ibv_port_attr pa{};
-  if (int e = ibv_query_port(ctx.get(), static_cast<uint8_t>(s.port), &pa))
-    return verbs::VerbsError("ibv_query_port " + std::to_string(s.port), e);
-  if (pa.state != IBV_PORT_ACTIVE)
+  OpenedPort out;
+  out.device = ibv_get_device_name(dev);
+  out.ctx.reset(ibv_open_device(dev));
+  if (!out.ctx) return VerbsError("ibv_open_device", errno);
+  if (int e = ibv_query_port(out.ctx.get(), static_cast<uint8_t>(s.port), &out.attr))
+    return VerbsError("ibv_query_port " + std::to_string(s.port), e);
+  if (out.attr.state != IBV_PORT_ACTIVE)
     return MakeError(ErrorCode::kRDMANotSupported, "port " + std::to_string(s.port) + " of " +
-                                                       ibv_get_device_name(dev) +
+                                                       out.device +
                                                        " is not active (MINIO_RDMA_PORT)");
   int gid_index = s.gid_index;
   if (gid_index < 0) {
     // Pick a RoCE v2 entry holding an IPv4-mapped address (what cuObject tokens carry); IB uses 0.
     gid_index = 0;
-    for (int i = 0; i < pa.gid_tbl_len && pa.link_layer == IBV_LINK_LAYER_ETHERNET; ++i) {
+    for (int i = 0; i < out.attr.gid_tbl_len && out.attr.link_layer == IBV_LINK_LAYER_ETHERNET;
+         ++i) {
       ibv_gid_entry entry{};
-      if (ibv_query_gid_ex(ctx.get(), static_cast<uint8_t>(s.port), static_cast<uint32_t>(i),
+      if (ibv_query_gid_ex(out.ctx.get(), static_cast<uint8_t>(s.port), static_cast<uint32_t>(i),
                            &entry, 0) != 0)
         continue;
       std::array<uint8_t, 16> g;
@@ -347,14 +365,125 @@ Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& s) {
       }
     }
   }
-  verbs::PdPtr pd(ibv_alloc_pd(ctx.get()));
-  if (!pd) return verbs::VerbsError("ibv_alloc_pd", errno);
-  auto fabric = std::make_unique<verbs::VerbsFabric>(std::move(ctx), std::move(pd), s,
-                                                     static_cast<uint8_t>(gid_index));
+  out.gid_index = static_cast<uint8_t>(gid_index);
+  out.pd.reset(ibv_alloc_pd(out.ctx.get()));
+  if (!out.pd) return VerbsError("ibv_alloc_pd", errno);
+  return out;
+}
+
+// The client's DC target: one DCT (with the SRQ and CQ a DCT needs but never uses for one-sided
+// traffic) that accepts RDMA WRITE/READ from any DCI presenting the DC access key.
+class VerbsDcTarget final : public Target {
+ public:
+  static Result<std::unique_ptr<Target>> Start(OpenedPort port, const VerbsSettings& s) {
+    std::unique_ptr<VerbsDcTarget> t(new VerbsDcTarget());
+    t->ctx_ = std::move(port.ctx);
+    t->pd_ = std::move(port.pd);
+    t->cq_.reset(ibv_create_cq(t->ctx_.get(), 16, nullptr, nullptr, 0));
+    if (!t->cq_) return VerbsError("ibv_create_cq", errno);
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 1;
+    sa.attr.max_sge = 1;
+    t->srq_.reset(ibv_create_srq(t->pd_.get(), &sa));
+    if (!t->srq_) return VerbsError("ibv_create_srq", errno);
+    ibv_qp_init_attr_ex attr{};
+    attr.qp_type = IBV_QPT_DRIVER;
+    attr.send_cq = t->cq_.get();
+    attr.recv_cq = t->cq_.get();
+    attr.srq = t->srq_.get();
+    attr.pd = t->pd_.get();
+    attr.comp_mask = IBV_QP_INIT_ATTR_PD;
+    mlx5dv_qp_init_attr dv{};
+    dv.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
+    dv.dc_init_attr.dct_access_key = s.dc_key;
+    t->dct_.reset(mlx5dv_create_qp(t->ctx_.get(), &attr, &dv));
+    if (!t->dct_) return VerbsError("mlx5dv_create_qp (DCT)", errno);
+    // RESET -> INIT -> RTR: a DCT only receives, so it never goes to RTS.
+    ibv_qp_attr qa{};
+    qa.qp_state = IBV_QPS_INIT;
+    qa.pkey_index = 0;
+    qa.port_num = static_cast<uint8_t>(s.port);
+    qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    if (int e = ibv_modify_qp(t->dct_.get(), &qa,
+                              IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+      return VerbsError("DCT to INIT", e);
+    qa = {};
+    qa.qp_state = IBV_QPS_RTR;
+    qa.path_mtu = IBV_MTU_4096;
+    qa.min_rnr_timer = 12;
+    qa.ah_attr.port_num = static_cast<uint8_t>(s.port);
+    qa.ah_attr.is_global = 1;
+    qa.ah_attr.grh.sgid_index = port.gid_index;
+    qa.ah_attr.grh.hop_limit = 64;
+    if (int e = ibv_modify_qp(t->dct_.get(), &qa,
+                              IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV | IBV_QP_PATH_MTU))
+      return VerbsError("DCT to RTR", e);
+    ibv_gid gid{};
+    if (int e = ibv_query_gid(t->ctx_.get(), static_cast<uint8_t>(s.port), port.gid_index, &gid))
+      return VerbsError("ibv_query_gid", e);
+    t->addr_.lid = port.attr.lid;
+    t->addr_.qpn = t->dct_->qp_num;
+    t->addr_.has_gid = port.attr.link_layer == IBV_LINK_LAYER_ETHERNET || port.attr.lid == 0;
+    std::memcpy(t->addr_.gid.data(), gid.raw, 16);
+    spdlog::info("verbs DC target: {} port {} GID index {}, DCT {:#x}", port.device, s.port,
+                 port.gid_index, t->addr_.qpn);
+    return std::unique_ptr<Target>(std::move(t));
+  }
+
+  ~VerbsDcTarget() override {
+    dct_.reset();  // the DCT before its SRQ and CQ, all before the PD and context
+    srq_.reset();
+    cq_.reset();
+    pd_.reset();
+  }
+
+  RemoteAddress address() const override { return addr_; }
+
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
+                                                       unsigned access) override {
+    MrPtr mr(ibv_reg_mr(pd_.get(), addr, length, IbvAccess(access)));
+    if (!mr) return VerbsError("ibv_reg_mr", errno);
+    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr)));
+  }
+
+  Result<std::unique_ptr<MemoryRegion>> RegisterDmabuf(int fd, uint64_t offset, size_t length,
+                                                       uint64_t iova, unsigned access) override {
+    MrPtr mr(ibv_reg_dmabuf_mr(pd_.get(), offset, length, iova, fd, IbvAccess(access)));
+    if (!mr) return VerbsError("ibv_reg_dmabuf_mr", errno);
+    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr)));
+  }
+
+ private:
+  VerbsDcTarget() = default;
+  ContextPtr ctx_;
+  PdPtr pd_;
+  CqPtr cq_;
+  SrqPtr srq_;
+  QpPtr dct_;
+  RemoteAddress addr_;
+};
+
+}  // namespace
+}  // namespace verbs
+
+Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& s) {
+  auto port = verbs::OpenPort(s);
+  if (!port.ok()) return port.error();
+  const std::string device = port->device;
+  const uint8_t gid_index = port->gid_index;
+  auto fabric =
+      std::make_unique<verbs::VerbsFabric>(std::move(port->ctx), std::move(port->pd), s, gid_index);
   if (auto st = fabric->Init(); !st.ok()) return st.error();
-  spdlog::info("verbs fabric: {} port {} GID index {}, {} DC initiators, DC key {:#x}",
-               ibv_get_device_name(dev), s.port, gid_index, s.num_dcis, s.dc_key);
+  spdlog::info("verbs fabric: {} port {} GID index {}, {} DC initiators, DC key {:#x}", device,
+               s.port, gid_index, s.num_dcis, s.dc_key);
   return std::unique_ptr<Fabric>(std::move(fabric));
+}
+
+Result<std::unique_ptr<Target>> StartVerbsDcTarget(const VerbsSettings& s) {
+  auto port = verbs::OpenPort(s);
+  if (!port.ok()) return port.error();
+  return verbs::VerbsDcTarget::Start(std::move(port).value(), s);
 }
 
 }  // namespace rdmastor::rdma
