@@ -5,6 +5,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -14,8 +17,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <pugixml.hpp>
 #include <utility>
 
@@ -93,18 +98,26 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "bad URL '" + std::string(url) + "': " + std::string(why));
   };
-  constexpr std::string_view kScheme = "http://";
-  if (url.size() < kScheme.size() || !EqualsIgnoreCase(url.substr(0, kScheme.size()), kScheme)) {
-    return bad("only http:// URLs are supported");
+  auto has_scheme = [&](std::string_view scheme) {
+    return url.size() >= scheme.size() && EqualsIgnoreCase(url.substr(0, scheme.size()), scheme);
+  };
+  HttpUrl out;
+  std::string_view rest;
+  if (has_scheme("http://")) {
+    rest = url.substr(7);
+  } else if (has_scheme("https://")) {
+    rest = url.substr(8);
+    out.tls = true;
+    out.port = 443;
+  } else {
+    return bad("only http:// and https:// URLs are supported");
   }
-  std::string_view rest = url.substr(kScheme.size());
   size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
   if (path.find_first_of("?#") != std::string_view::npos) return bad("query or fragment given");
   while (!path.empty() && path.back() == '/') path.remove_suffix(1);
 
-  HttpUrl out;
   std::string_view port_text;
   if (!authority.empty() && authority.front() == '[') {
     size_t close = authority.find(']');
@@ -133,15 +146,16 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
     auto port = ParseUnsigned<uint32_t>(port_text);
     if (!port || *port == 0 || *port > 65535) return bad("port must be 1-65535");
     out.port = static_cast<uint16_t>(*port);
+    out.has_port = true;
   }
   out.path = std::string(path);
   return out;
 }
 
-std::string HostHeaderValue(std::string_view host, uint16_t port) {
+std::string HostHeaderValue(std::string_view host, uint16_t port, bool tls) {
   std::string out =
       host.find(':') != std::string_view::npos ? "[" + std::string(host) + "]" : std::string(host);
-  if (port != 80) out += ":" + std::to_string(port);
+  if (port != (tls ? 443 : 80)) out += ":" + std::to_string(port);
   return out;
 }
 
@@ -149,12 +163,177 @@ const std::string* HttpResponse::FindHeader(std::string_view lower_name) const {
   return FindIn(headers, lower_name);
 }
 
+// --- TLS ------------------------------------------------------------------------------------
+
+namespace {
+
+// Drains OpenSSL's (thread-local) error queue into one line, so that a stale entry never
+// confuses a later call on this thread.
+std::string SslErrors() {
+  std::string out;
+  while (unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof(buf));
+    out += (out.empty() ? "" : "; ") + std::string(buf);
+  }
+  return out.empty() ? "unknown TLS error" : out;
+}
+
+// TLS runs over a BIO of our own rather than SSL_set_fd: OpenSSL's socket BIO write()s, which
+// raises SIGPIPE in a process that did not ignore it (rdmastor-cli, library users), and it would
+// lose errno (timeouts) on the way up. `nonblock` lets Close and the idle check take one
+// non-blocking look without touching the socket's flags.
+struct BioState {
+  int fd = -1;
+  int err = 0;  // errno of the last failed send/recv
+  bool nonblock = false;
+  std::string rejected;  // the certificate verification refused, for the message
+};
+
+BioState* StateOf(SSL* ssl) { return static_cast<BioState*>(BIO_get_data(SSL_get_rbio(ssl))); }
+
+int BioWrite(BIO* b, const char* data, int len) {
+  auto* st = static_cast<BioState*>(BIO_get_data(b));
+  BIO_clear_retry_flags(b);
+  for (;;) {
+    ssize_t n = ::send(st->fd, data, static_cast<size_t>(len),
+                       MSG_NOSIGNAL | (st->nonblock ? MSG_DONTWAIT : 0));
+    if (n >= 0) return static_cast<int>(n);
+    if (errno == EINTR) continue;
+    st->err = errno;
+    if (st->nonblock && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_write(b);
+    return -1;
+  }
+}
+
+int BioRead(BIO* b, char* dst, int len) {
+  auto* st = static_cast<BioState*>(BIO_get_data(b));
+  BIO_clear_retry_flags(b);
+  for (;;) {
+    ssize_t n = ::recv(st->fd, dst, static_cast<size_t>(len), st->nonblock ? MSG_DONTWAIT : 0);
+    if (n >= 0) return static_cast<int>(n);
+    if (errno == EINTR) continue;
+    st->err = errno;
+    if (st->nonblock && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_read(b);
+    return -1;
+  }
+}
+
+long BioCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+
+int BioDestroy(BIO* b) {
+  delete static_cast<BioState*>(BIO_get_data(b));
+  BIO_set_data(b, nullptr);
+  return 1;
+}
+
+BIO_METHOD* SocketBioMethod() {
+  static BIO_METHOD* method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "rdmastor socket");
+    BIO_meth_set_write(m, BioWrite);
+    BIO_meth_set_read(m, BioRead);
+    BIO_meth_set_ctrl(m, BioCtrl);
+    BIO_meth_set_destroy(m, BioDestroy);
+    return m;
+  }();
+  return method;
+}
+
+bool IsIpLiteral(const std::string& host) {
+  unsigned char addr[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, host.c_str(), addr) == 1 ||
+         ::inet_pton(AF_INET6, host.c_str(), addr) == 1;
+}
+
+std::string NameLine(const X509_NAME* name) {
+  if (name == nullptr) return "?";
+  char buf[256];
+  X509_NAME_oneline(name, buf, sizeof(buf));
+  return buf;
+}
+
+// Notes which certificate failed, so that the error names it (after a failed handshake OpenSSL
+// no longer hands out the peer's certificate). Verification itself is OpenSSL's.
+int VerifyCallback(int ok, X509_STORE_CTX* store) {
+  if (ok) return ok;
+  auto* ssl =
+      static_cast<SSL*>(X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
+  X509* cert = X509_STORE_CTX_get_current_cert(store);
+  if (ssl != nullptr && cert != nullptr && SSL_get_rbio(ssl) != nullptr) {
+    BioState* st = StateOf(ssl);
+    if (st->rejected.empty()) {
+      st->rejected = "certificate " + NameLine(X509_get_subject_name(cert)) + ", issuer " +
+                     NameLine(X509_get_issuer_name(cert));
+    }
+  }
+  return ok;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const TlsContext>> TlsContext::Create(const TlsClientOptions& options) {
+  std::shared_ptr<TlsContext> c(new TlsContext());
+  ERR_clear_error();
+  c->ctx_ = SSL_CTX_new(TLS_client_method());
+  if (c->ctx_ == nullptr) {
+    return MakeError(ErrorCode::kInternalError,
+                     "TLS: cannot create a client context: " + SslErrors());
+  }
+  SSL_CTX_set_min_proto_version(c->ctx_, TLS1_2_VERSION);
+  SSL_CTX_set_verify(c->ctx_, SSL_VERIFY_PEER, VerifyCallback);
+  // Servers may end a keep-alive connection (or a body delimited by the close) without a
+  // close_notify; that is an orderly end here, as it is for plain HTTP.
+  SSL_CTX_set_options(c->ctx_, SSL_OP_IGNORE_UNEXPECTED_EOF);
+  std::vector<std::string> trust;
+  if (options.system_store) {
+    if (SSL_CTX_set_default_verify_paths(c->ctx_) != 1) {
+      return MakeError(ErrorCode::kInternalError,
+                       "TLS: cannot load the system CA store: " + SslErrors());
+    }
+    trust.push_back("system store");
+  }
+  auto load = [&](const std::string& file) -> Status {
+    if (SSL_CTX_load_verify_locations(c->ctx_, file.c_str(), nullptr) != 1) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "TLS: cannot load CA certificate " + file + ": " + SslErrors());
+    }
+    return {};
+  };
+  for (const auto& f : options.ca_files) {
+    RS_RETURN_IF_ERROR(load(f));
+    trust.push_back(f);
+  }
+  for (const auto& dir : options.ca_dirs) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) continue;
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string ext = ToLower(entry.path().extension().string());
+      if ((ext == ".crt" || ext == ".pem") && entry.is_regular_file(ec)) {
+        files.push_back(entry.path().string());
+      }
+    }
+    if (ec) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "TLS: cannot read CA directory " + dir + ": " + ec.message());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) RS_RETURN_IF_ERROR(load(f));
+    trust.push_back(dir + " (" + std::to_string(files.size()) + " file(s))");
+  }
+  for (const auto& t : trust) c->trust_ += (c->trust_.empty() ? "" : " + ") + t;
+  if (c->trust_.empty()) c->trust_ = "no CA at all";
+  return std::shared_ptr<const TlsContext>(std::move(c));
+}
+
+TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
+
 // --- HttpClient -----------------------------------------------------------------------------
 
 HttpClient::HttpClient(std::string host, uint16_t port, HttpClientOptions options)
     : host_(std::move(host)),
       port_(port),
-      host_header_(HostHeaderValue(host_, port_)),
+      host_header_(HostHeaderValue(host_, port_, options.tls != nullptr)),
       options_(options) {
   options_.read_buffer_size = std::max<size_t>(options_.read_buffer_size, 4096);
   options_.max_header_bytes = std::min(options_.max_header_bytes, options_.read_buffer_size);
@@ -168,6 +347,7 @@ HttpClient::HttpClient(HttpClient&& other) noexcept
       host_header_(std::move(other.host_header_)),
       options_(other.options_),
       fd_(std::exchange(other.fd_, -1)),
+      ssl_(std::exchange(other.ssl_, nullptr)),
       connects_(other.connects_),
       buf_(std::move(other.buf_)),
       buf_begin_(std::exchange(other.buf_begin_, 0)),
@@ -181,6 +361,7 @@ HttpClient& HttpClient::operator=(HttpClient&& other) noexcept {
     host_header_ = std::move(other.host_header_);
     options_ = other.options_;
     fd_ = std::exchange(other.fd_, -1);
+    ssl_ = std::exchange(other.ssl_, nullptr);
     connects_ = other.connects_;
     buf_ = std::move(other.buf_);
     buf_begin_ = std::exchange(other.buf_begin_, 0);
@@ -189,14 +370,29 @@ HttpClient& HttpClient::operator=(HttpClient&& other) noexcept {
   return *this;
 }
 
+std::string HttpClient::Where() const {
+  return (options_.tls ? "https://" : "http://") + host_header_;
+}
+
 void HttpClient::Close() {
+  if (ssl_ != nullptr) {
+    if (SSL_is_init_finished(ssl_)) {
+      // A courtesy close_notify, sent only if the socket takes it at once: Close also runs after
+      // a timed-out send, and must never wait.
+      StateOf(ssl_)->nonblock = true;
+      SSL_shutdown(ssl_);
+    }
+    SSL_free(ssl_);  // frees the BIO and its state, not the socket
+    ERR_clear_error();
+    ssl_ = nullptr;
+  }
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   buf_begin_ = buf_end_ = 0;
 }
 
 Error HttpClient::TransportError(std::string_view what, int err) const {
-  std::string msg = "http://" + host_header_ + ": " + std::string(what);
+  std::string msg = Where() + ": " + std::string(what);
   if (err == EAGAIN || err == EWOULDBLOCK || err == ETIMEDOUT) {
     return MakeError(
         ErrorCode::kRequestTimeout,
@@ -249,8 +445,8 @@ Status HttpClient::Connect() {
   std::string port_text = std::to_string(port_);
   int gai = ::getaddrinfo(host_.c_str(), port_text.c_str(), &hints, &list);
   if (gai != 0) {
-    return MakeError(ErrorCode::kInternalError, "http://" + host_header_ + ": cannot resolve '" +
-                                                    host_ + "': " + ::gai_strerror(gai));
+    return MakeError(ErrorCode::kInternalError,
+                     Where() + ": cannot resolve '" + host_ + "': " + ::gai_strerror(gai));
   }
   int last_err = ECONNREFUSED;
   const char* last_step = "connect";
@@ -304,44 +500,151 @@ Status HttpClient::Connect() {
     ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    timeval tv{};
-    tv.tv_sec = static_cast<time_t>(options_.io_timeout.count() / 1000);
-    tv.tv_usec = static_cast<suseconds_t>((options_.io_timeout.count() % 1000) * 1000);
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    fd_ = fd;
-    ++connects_;
+    auto set_timeouts = [fd](std::chrono::milliseconds t) {
+      timeval tv{};
+      tv.tv_sec = static_cast<time_t>(t.count() / 1000);
+      tv.tv_usec = static_cast<suseconds_t>((t.count() % 1000) * 1000);
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    };
     ::freeaddrinfo(list);
+    fd_ = fd;
+    if (options_.tls) {
+      // The handshake is part of connecting: a peer that accepts TCP but never answers TLS (a
+      // stopped process: the kernel still accepts) costs connect_timeout, not io_timeout.
+      set_timeouts(options_.connect_timeout);
+      Status tls = StartTls();
+      if (!tls.ok()) {
+        Close();
+        return tls;
+      }
+    }
+    set_timeouts(options_.io_timeout);
+    ++connects_;
     return {};
   }
   ::freeaddrinfo(list);
   if (last_err == ETIMEDOUT) {
     return MakeError(ErrorCode::kRequestTimeout,
-                     "http://" + host_header_ + ": connect timed out after " +
+                     Where() + ": connect timed out after " +
                          std::to_string(options_.connect_timeout.count()) + " ms");
   }
   return TransportError(last_step, last_err);
 }
 
+Status HttpClient::StartTls() {
+  ERR_clear_error();
+  SSL* ssl = SSL_new(options_.tls->ctx_);
+  BIO* bio = ssl == nullptr ? nullptr : BIO_new(SocketBioMethod());
+  if (bio == nullptr) {
+    SSL_free(ssl);
+    return MakeError(ErrorCode::kInternalError, Where() + ": TLS setup: " + SslErrors());
+  }
+  BIO_set_data(bio, new BioState{fd_, 0, false});
+  BIO_set_init(bio, 1);
+  SSL_set_bio(ssl, bio, bio);
+  ssl_ = ssl;  // Close() frees it from here on
+  // The certificate must name what we connect to: an IP SAN for an IP literal, else the DNS name,
+  // which also goes out as SNI (RFC 6066 has no SNI for addresses).
+  if (IsIpLiteral(host_)) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host_.c_str());
+  } else {
+    SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    SSL_set1_host(ssl, host_.c_str());
+    SSL_set_tlsext_host_name(ssl, host_.c_str());
+  }
+  const int rc = SSL_connect(ssl);
+  if (rc == 1) return {};
+  const long verify = SSL_get_verify_result(ssl);
+  if (verify != X509_V_OK) {
+    std::string msg =
+        Where() + ": TLS certificate verification failed: " + X509_verify_cert_error_string(verify);
+    if (const std::string& which = StateOf(ssl)->rejected; !which.empty()) {
+      msg += " (" + which + ")";
+    }
+    msg += "; trusted CAs: " + options_.tls->trust_description();
+    ERR_clear_error();
+    return MakeError(ErrorCode::kInternalError, std::move(msg));
+  }
+  const int err = SSL_get_error(ssl, rc);
+  if (err == SSL_ERROR_SSL) {
+    return MakeError(ErrorCode::kInternalError, Where() + ": TLS handshake failed: " + SslErrors() +
+                                                    " (is the server speaking HTTPS?)");
+  }
+  ERR_clear_error();
+  const int sys = StateOf(ssl)->err;
+  if (sys == EAGAIN || sys == EWOULDBLOCK || sys == ETIMEDOUT) {
+    return MakeError(ErrorCode::kRequestTimeout,
+                     Where() + ": TLS handshake timed out after " +
+                         std::to_string(options_.connect_timeout.count()) + " ms");
+  }
+  if (sys == 0) {
+    return MakeError(ErrorCode::kInternalError,
+                     Where() +
+                         ": connection closed during the TLS handshake (is the server "
+                         "speaking HTTPS?)");
+  }
+  return TransportError("TLS handshake", sys);
+}
+
 bool HttpClient::PeerClosedWhileIdle() const {
   if (buf_end_ != buf_begin_) return true;  // unsolicited bytes: the stream is out of step
+  if (ssl_ != nullptr && SSL_pending(ssl_) > 0) return true;
   char c;
   ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n < 0) return !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
-  return true;  // 0 = orderly close; > 0 = unsolicited data
+  if (n == 0 || ssl_ == nullptr) return true;  // 0 = orderly close; > 0 = unsolicited data
+  // TLS: bytes may be handshake messages sent after the handshake (TLS 1.3 session tickets are
+  // read with the first response, so a connection opened by Connect() and not used yet has them
+  // pending). Let OpenSSL consume them without blocking; only application data or an alert
+  // (close_notify) means the connection is out of step or gone.
+  BioState* st = StateOf(ssl_);
+  st->nonblock = true;
+  ERR_clear_error();
+  int r = SSL_peek(ssl_, &c, 1);
+  st->nonblock = false;
+  const bool idle = r <= 0 && SSL_get_error(ssl_, r) == SSL_ERROR_WANT_READ;
+  ERR_clear_error();
+  return !idle;
+}
+
+// One step of the transport. Plain: sendmsg of the whole vector. TLS: SSL_write writes whole
+// records; a head and a small body are joined so that they go out as one record (and segment).
+Result<size_t> HttpClient::WriteSome(const iovec* iov, int count) {
+  if (ssl_ == nullptr) {
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(iov);
+    msg.msg_iovlen = static_cast<size_t>(count);
+    for (;;) {
+      ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      if (n >= 0) return static_cast<size_t>(n);
+      if (errno != EINTR) return TransportError("send", errno);
+    }
+  }
+  char joined[16 * 1024];
+  const void* data = iov[0].iov_base;
+  size_t len = iov[0].iov_len;
+  if (count > 1 && len + iov[1].iov_len <= sizeof(joined)) {
+    std::memcpy(joined, iov[0].iov_base, len);
+    std::memcpy(joined + len, iov[1].iov_base, iov[1].iov_len);
+    data = joined;
+    len += iov[1].iov_len;
+  }
+  len = std::min<size_t>(len, INT_MAX / 2);
+  ERR_clear_error();
+  StateOf(ssl_)->err = 0;
+  int n = SSL_write(ssl_, data, static_cast<int>(len));
+  if (n > 0) return static_cast<size_t>(n);
+  if (SSL_get_error(ssl_, n) == SSL_ERROR_SSL) {
+    return MakeError(ErrorCode::kInternalError, Where() + ": send: TLS error: " + SslErrors());
+  }
+  ERR_clear_error();
+  const int sys = StateOf(ssl_)->err;
+  return TransportError("send", sys != 0 ? sys : EPIPE);
 }
 
 Status HttpClient::SendAll(const char* data, size_t len) {
-  while (len > 0) {
-    ssize_t n = ::send(fd_, data, len, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return TransportError("send", errno);
-    }
-    data += n;
-    len -= static_cast<size_t>(n);
-  }
-  return {};
+  return SendHeadAndBody(std::string_view(data, len), {});
 }
 
 Status HttpClient::SendHeadAndBody(std::string_view head, std::string_view body) {
@@ -350,15 +653,9 @@ Status HttpClient::SendHeadAndBody(std::string_view head, std::string_view body)
   int idx = 0;
   int count = body.empty() ? 1 : 2;
   while (idx < count) {
-    msghdr msg{};
-    msg.msg_iov = iov + idx;
-    msg.msg_iovlen = static_cast<size_t>(count - idx);
-    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return TransportError("send", errno);
-    }
-    auto left = static_cast<size_t>(n);
+    auto n = WriteSome(iov + idx, count - idx);
+    if (!n.ok()) return n.error();
+    size_t left = *n;
     while (idx < count && left >= iov[idx].iov_len) {
       left -= iov[idx].iov_len;
       ++idx;
@@ -372,6 +669,20 @@ Status HttpClient::SendHeadAndBody(std::string_view head, std::string_view body)
 }
 
 Result<size_t> HttpClient::RecvSome(char* dst, size_t len) {
+  if (ssl_ != nullptr) {
+    ERR_clear_error();
+    StateOf(ssl_)->err = 0;
+    int n = SSL_read(ssl_, dst, static_cast<int>(std::min<size_t>(len, INT_MAX / 2)));
+    if (n > 0) return static_cast<size_t>(n);
+    const int err = SSL_get_error(ssl_, n);
+    if (err == SSL_ERROR_ZERO_RETURN) return size_t{0};  // close_notify, or EOF (see Create)
+    if (err == SSL_ERROR_SSL) {
+      return MakeError(ErrorCode::kInternalError, Where() + ": recv: TLS error: " + SslErrors());
+    }
+    ERR_clear_error();
+    const int sys = StateOf(ssl_)->err;
+    return TransportError("recv", sys != 0 ? sys : ECONNRESET);
+  }
   for (;;) {
     ssize_t n = ::recv(fd_, dst, len, 0);
     if (n >= 0) return static_cast<size_t>(n);
@@ -385,8 +696,7 @@ Status HttpClient::FillBuffer() {
     buf_begin_ = buf_end_ = 0;
   } else if (buf_end_ == buf_.size()) {
     if (buf_begin_ == 0) {
-      return MakeError(ErrorCode::kInternalError,
-                       "http://" + host_header_ + ": response line or header too long");
+      return MakeError(ErrorCode::kInternalError, Where() + ": response line or header too long");
     }
     std::memmove(buf_.data(), buf_.data() + buf_begin_, buf_end_ - buf_begin_);
     buf_end_ -= buf_begin_;
@@ -395,8 +705,7 @@ Status HttpClient::FillBuffer() {
   auto n = RecvSome(buf_.data() + buf_end_, buf_.size() - buf_end_);
   if (!n.ok()) return n.error();
   if (*n == 0) {
-    return MakeError(ErrorCode::kInternalError,
-                     "http://" + host_header_ + ": connection closed by the server");
+    return MakeError(ErrorCode::kInternalError, Where() + ": connection closed by the server");
   }
   buf_end_ += *n;
   return {};
@@ -415,9 +724,9 @@ Status HttpClient::ReadHead(HttpResponse* resp, size_t* head_len) {
       break;
     }
     if (avail.size() >= options_.max_header_bytes) {
-      return MakeError(ErrorCode::kInternalError,
-                       "http://" + host_header_ + ": response head exceeds " +
-                           std::to_string(options_.max_header_bytes) + " bytes");
+      return MakeError(ErrorCode::kInternalError, Where() + ": response head exceeds " +
+                                                      std::to_string(options_.max_header_bytes) +
+                                                      " bytes");
     }
     searched = avail.size();
     RS_RETURN_IF_ERROR(FillBuffer());
@@ -426,7 +735,7 @@ Status HttpClient::ReadHead(HttpResponse* resp, size_t* head_len) {
   *head_len = end_of_head;
   auto malformed = [&](std::string_view why) {
     return MakeError(ErrorCode::kInternalError,
-                     "http://" + host_header_ + ": malformed response: " + std::string(why));
+                     Where() + ": malformed response: " + std::string(why));
   };
 
   size_t eol = head.find("\r\n");
@@ -486,9 +795,9 @@ Status HttpClient::Deliver(const ResponseTarget& target, bool to_target, HttpRes
       break;
     case ResponseTarget::Kind::kBuffer:
       if (len > target.capacity - resp->body_bytes) {
-        return MakeError(ErrorCode::kInternalError,
-                         "http://" + host_header_ + ": response body larger than the " +
-                             std::to_string(target.capacity) + "-byte buffer");
+        return MakeError(ErrorCode::kInternalError, Where() + ": response body larger than the " +
+                                                        std::to_string(target.capacity) +
+                                                        "-byte buffer");
       }
       std::memcpy(target.buffer + resp->body_bytes, data, len);
       break;
@@ -509,7 +818,7 @@ Status HttpClient::ReadBody(const HttpRequest& request, const ResponseTarget& ta
   bool to_target = resp->success();
   auto malformed = [&](std::string_view why) {
     return MakeError(ErrorCode::kInternalError,
-                     "http://" + host_header_ + ": malformed response: " + std::string(why));
+                     Where() + ": malformed response: " + std::string(why));
   };
 
   const std::string* te = resp->FindHeader("transfer-encoding");
@@ -583,7 +892,7 @@ Status HttpClient::ReadBody(const HttpRequest& request, const ResponseTarget& ta
     bool direct = to_target && target.kind == ResponseTarget::Kind::kBuffer;
     if (direct && total > target.capacity) {
       return MakeError(ErrorCode::kInternalError,
-                       "http://" + host_header_ + ": response body of " + std::to_string(total) +
+                       Where() + ": response body of " + std::to_string(total) +
                            " bytes does not fit the " + std::to_string(target.capacity) +
                            "-byte buffer");
     }
@@ -610,8 +919,7 @@ Status HttpClient::ReadBody(const HttpRequest& request, const ResponseTarget& ta
       }
       if (!n.ok()) return n.error();
       if (*n == 0) {
-        return MakeError(ErrorCode::kInternalError, "http://" + host_header_ +
-                                                        ": connection closed after " +
+        return MakeError(ErrorCode::kInternalError, Where() + ": connection closed after " +
                                                         std::to_string(resp->body_bytes) + " of " +
                                                         std::to_string(total) + " body bytes");
       }
@@ -746,7 +1054,8 @@ Result<HttpResponse> HttpClient::Send(const HttpRequest& request, const Response
 // --- S3 -------------------------------------------------------------------------------------
 
 Result<S3ClientConfig> S3ConfigFromEndpoint(std::string_view endpoint_url, std::string access_key,
-                                            std::string secret_key, std::string region) {
+                                            std::string secret_key, std::string region,
+                                            const TlsClientOptions& tls) {
   auto url = ParseHttpUrl(endpoint_url);
   if (!url.ok()) return url.error();
   if (!url->path.empty()) {
@@ -759,6 +1068,11 @@ Result<S3ClientConfig> S3ConfigFromEndpoint(std::string_view endpoint_url, std::
   c.access_key = std::move(access_key);
   c.secret_key = std::move(secret_key);
   c.region = std::move(region);
+  if (url->tls) {
+    auto ctx = TlsContext::Create(tls);
+    if (!ctx.ok()) return ctx.error();
+    c.http.tls = std::move(ctx).value();
+  }
   return c;
 }
 

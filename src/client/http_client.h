@@ -7,13 +7,15 @@
 // x-amz-rdma-token header) and only swaps where the payload lands.
 //
 // Not thread-safe: use one HttpClient / S3Client per thread (each owns one connection).
-// No TLS. No Boost: this compiles in well under a second.
+// Optional TLS (https://, OpenSSL, see TlsContext); OpenSSL stays out of this header so the many
+// files that include it compile fast. No Boost: this compiles in well under a second.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,23 +24,67 @@
 #include "common/result.h"
 #include "s3/http_types.h"
 
+// OpenSSL's SSL_CTX / SSL and POSIX iovec, declared here so that callers need neither header.
+struct ssl_ctx_st;
+struct ssl_st;
+struct iovec;
+
 namespace rdmastor::client {
 
 using s3::HeaderList;
 
 // --- URLs -----------------------------------------------------------------------------------
 
-// "http://host:port/prefix" split up. host carries no brackets ("::1" for "[::1]").
+// "http://host:port/prefix" or "https://..." split up. host carries no brackets ("::1" for
+// "[::1]").
 struct HttpUrl {
+  bool tls = false;  // https://
   std::string host;
-  uint16_t port = 80;
-  std::string path;  // "" or starting with '/', without a trailing '/'
+  uint16_t port = 80;     // the given port, else 80 (http) or 443 (https)
+  bool has_port = false;  // the URL named a port
+  std::string path;       // "" or starting with '/', without a trailing '/'
 };
-// Accepts http:// URLs only (no TLS); IPv4 / bracketed IPv6 literals or names; default port 80.
+// Accepts http:// and https:// URLs (scheme case-insensitive); IPv4 / bracketed IPv6 literals or
+// names; default port 80 or 443.
 Result<HttpUrl> ParseHttpUrl(std::string_view url);
 
-// The Host header value for host:port ("[::1]:9000" for IPv6 literals; port omitted when 80).
-std::string HostHeaderValue(std::string_view host, uint16_t port);
+// The Host header value for host:port ("[::1]:9000" for IPv6 literals; port omitted when it is
+// the scheme's default: 80, or 443 with tls).
+std::string HostHeaderValue(std::string_view host, uint16_t port, bool tls = false);
+
+// --- TLS ------------------------------------------------------------------------------------
+
+// Which servers a TLS client trusts. Certificates are always verified, and the server's name
+// (or IP literal) must match the certificate; there is deliberately no "skip verification".
+struct TlsClientOptions {
+  // OpenSSL's default store (the system's CA bundle; SSL_CERT_FILE / SSL_CERT_DIR override it).
+  bool system_store = true;
+  // PEM files of extra trusted CAs (each may hold several certificates).
+  std::vector<std::string> ca_files;
+  // Directories whose *.crt and *.pem files are trusted CAs (MinIO's <certs-dir>/CAs). A
+  // directory that does not exist is skipped; an unreadable certificate file is an error.
+  std::vector<std::string> ca_dirs;
+};
+
+// A shared client TLS configuration (an OpenSSL SSL_CTX with the trust store loaded once). Build
+// it at start-up, where a bad CA file is a clear error, and share it between connections and
+// threads (it is immutable after Create).
+class TlsContext {
+ public:
+  static Result<std::shared_ptr<const TlsContext>> Create(const TlsClientOptions& options);
+  ~TlsContext();
+  TlsContext(const TlsContext&) = delete;
+  TlsContext& operator=(const TlsContext&) = delete;
+
+  // For messages: "system store + /etc/rdmastor/certs/CAs/ca.crt".
+  const std::string& trust_description() const { return trust_; }
+
+ private:
+  friend class HttpClient;
+  TlsContext() = default;
+  ::ssl_ctx_st* ctx_ = nullptr;  // OpenSSL's SSL_CTX
+  std::string trust_;
+};
 
 // --- Transport ------------------------------------------------------------------------------
 
@@ -55,6 +101,9 @@ struct HttpClientOptions {
   // Source address for the connection ("" = the kernel's choice). A cluster node binds its own
   // address so that peers see requests come from where its RDMA target listens.
   std::string local_ip;
+  // Set: speak HTTPS (the TLS handshake is part of Connect and bounded by connect_timeout; the
+  // server's certificate must chain to the context's trust store and name the host). Null: HTTP.
+  std::shared_ptr<const TlsContext> tls;
 };
 
 // Pulls the next piece of a request body. Returns a view of bytes that stay valid until the next
@@ -127,6 +176,7 @@ class HttpClient {
   Status Connect();
   void Close();
   bool connected() const { return fd_ >= 0; }
+  bool tls() const { return options_.tls != nullptr; }
 
   Result<HttpResponse> Send(const HttpRequest& request,
                             const ResponseTarget& target = ResponseTarget::String());
@@ -140,6 +190,9 @@ class HttpClient {
  private:
   Result<HttpResponse> SendOnce(const HttpRequest& request, const ResponseTarget& target,
                                 bool* retryable);
+  // The transport: every byte goes through WriteSome / RecvSome, over the socket or TLS.
+  Result<size_t> WriteSome(const ::iovec* iov, int count);  // > 0 bytes written
+  Status StartTls();                                        // the handshake on a fresh socket
   Status SendAll(const char* data, size_t len);
   Status SendHeadAndBody(std::string_view head, std::string_view body);
   Result<size_t> RecvSome(char* dst, size_t len);  // 0 = orderly close
@@ -151,12 +204,14 @@ class HttpClient {
                  size_t len);
   Error TransportError(std::string_view what, int err) const;
   bool PeerClosedWhileIdle() const;
+  std::string Where() const;  // "http://host:port" / "https://host:port", for messages
 
   std::string host_;
   uint16_t port_;
   std::string host_header_;
   HttpClientOptions options_;
   int fd_ = -1;
+  ::ssl_st* ssl_ = nullptr;  // OpenSSL's SSL on fd_ when options_.tls is set
   uint64_t connects_ = 0;
   std::vector<char> buf_;  // read buffer; [buf_begin_, buf_end_) holds unconsumed bytes
   size_t buf_begin_ = 0;
@@ -174,10 +229,12 @@ struct S3ClientConfig {
   HttpClientOptions http;
 };
 
-// Builds a config from "http://host:port" plus credentials.
+// Builds a config from "http://host:port" or "https://host:port" plus credentials; https sets
+// http.tls to a context trusting `tls` (default: the system store).
 Result<S3ClientConfig> S3ConfigFromEndpoint(std::string_view endpoint_url, std::string access_key,
                                             std::string secret_key,
-                                            std::string region = "us-east-1");
+                                            std::string region = "us-east-1",
+                                            const TlsClientOptions& tls = {});
 
 // Inclusive byte range as in "Range: bytes=first-last"; last unset means "to the end".
 struct ByteRange {

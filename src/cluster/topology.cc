@@ -97,10 +97,21 @@ Result<Topology> BuildTopology(const std::vector<std::string>& drives,
     if (url->path.empty() || url->path == "/") {
       return Bad("drive '" + d + "' names no directory (http://HOST:PORT/PATH)");
     }
+    // One scheme for the deployment: every node serves either HTTP or HTTPS on its port, and
+    // a peer must speak what the node serves.
+    if (by_node.empty()) {  // the first drive sets the scheme
+      t.tls = url->tls;
+    } else if (url->tls != t.tls) {
+      return Bad("drive '" + d + "' is " + (url->tls ? "https" : "http") +
+                 " but earlier drives are " + (t.tls ? "https" : "http") +
+                 ": every endpoint must use the same scheme (https:// when the nodes have TLS "
+                 "certificates)");
+    }
     Endpoint e;
     e.url = d;
     e.host = url->host;
-    e.port = url->port == 80 && d.find(":80/") == std::string::npos ? 9000 : url->port;
+    e.tls = url->tls;
+    e.port = url->has_port ? url->port : 9000;
     e.path = std::filesystem::path(url->path).lexically_normal().string();
     while (e.path.size() > 1 && e.path.back() == '/') e.path.pop_back();
     Node probe{e.host, e.port, {}, false};

@@ -1,7 +1,8 @@
 // The deployment's topology from the expanded MINIO_VOLUMES / server arguments: which node owns
 // which drive, in which order drives form erasure sets, and which node is this process.
 //
-// Distributed endpoints are http URLs "http://HOST:PORT/PATH" (port default 9000). Nodes are
+// Distributed endpoints are URLs "http://HOST:PORT/PATH" or, with TLS between the nodes,
+// "https://HOST:PORT/PATH" (one scheme for all; port default 9000 for both). Nodes are
 // identified by HOST:PORT, so several nodes may share one host (loopback tests) when their ports
 // differ. Drives are laid out MinIO-style: the i-th drive of every node in node order, then the
 // (i+1)-th, ... — for "http://node{1...4}:9000/mnt/disk{1...4}" the order is node1/disk1,
@@ -23,6 +24,7 @@ struct Endpoint {
   uint16_t port = 9000;
   std::string path;  // the drive directory on its node (absolute)
   int node = 0;      // index into Topology::nodes
+  bool tls = false;  // https://
 };
 
 struct Node {
@@ -37,6 +39,7 @@ struct Topology {
   std::vector<Endpoint> endpoints;  // erasure order (see the top of this file)
   std::vector<Node> nodes;          // in order of first appearance
   int self = -1;                    // index of this node
+  bool tls = false;                 // https:// endpoints: the nodes talk to each other over TLS
 
   const Node& self_node() const { return nodes[static_cast<size_t>(self)]; }
   // The node that formats a new deployment (the first one, MinIO's "first endpoint").
@@ -51,8 +54,8 @@ bool IsDistributed(const std::vector<std::string>& drives);
 // interfaces (LocalAddresses()). A node is this process when its port equals listen_port and its
 // host is listen_host, "localhost" or one of local_addresses (names are resolved).
 // Errors (kInvalidArgument, naming the endpoint): plain paths mixed with URLs, a scheme other than
-// http, a relative drive path, the same drive twice, nodes with different drive counts, no node
-// or several nodes matching this process.
+// http/https or http mixed with https, a relative drive path, the same drive twice, nodes with
+// different drive counts, no node or several nodes matching this process.
 Result<Topology> BuildTopology(const std::vector<std::string>& drives,
                                const std::string& listen_host, uint16_t listen_port,
                                const std::vector<std::string>& local_addresses);

@@ -54,16 +54,42 @@ TEST(Topology, RefusesMixedSchemesAndPlainPaths) {
   auto t = BuildTopology({"http://127.0.0.1:9001/a", "/b"}, "", 9001, {"127.0.0.1"});
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().message.find("plain path"), std::string::npos);
-  auto tls = BuildTopology({"https://127.0.0.1:9001/a", "https://127.0.0.1:9002/a"}, "", 9001,
-                           {"127.0.0.1"});
-  ASSERT_FALSE(tls.ok());
-  EXPECT_NE(tls.error().message.find("http://"), std::string::npos);
-  auto mixed = BuildTopology({"http://127.0.0.1:9001/a", "https://127.0.0.1:9002/a"}, "", 9001,
-                             {"127.0.0.1"});
-  EXPECT_FALSE(mixed.ok());
+  auto ftp =
+      BuildTopology({"ftp://127.0.0.1:9001/a", "ftp://127.0.0.1:9002/a"}, "", 9001, {"127.0.0.1"});
+  ASSERT_FALSE(ftp.ok());
+  EXPECT_NE(ftp.error().message.find("https://"), std::string::npos);
+  // http and https mixed, in either order: one scheme per deployment.
+  for (auto drives :
+       {std::vector<std::string>{"http://127.0.0.1:9001/a", "https://127.0.0.1:9002/a"},
+        std::vector<std::string>{"https://127.0.0.1:9001/a", "http://127.0.0.1:9002/a"}}) {
+    auto mixed = BuildTopology(drives, "", 9001, {"127.0.0.1"});
+    ASSERT_FALSE(mixed.ok());
+    EXPECT_NE(mixed.error().message.find("same scheme"), std::string::npos)
+        << mixed.error().message;
+  }
   auto no_path =
       BuildTopology({"http://127.0.0.1:9001", "http://127.0.0.1:9002"}, "", 9001, {"127.0.0.1"});
   EXPECT_FALSE(no_path.ok());
+}
+
+TEST(Topology, HttpsEndpoints) {
+  auto drives = Expand("https://127.0.0.1:{9001...9002}/d{1...2}");
+  auto t = BuildTopology(drives, "127.0.0.1", 9002, {"127.0.0.1"});
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_TRUE(t->tls);
+  EXPECT_EQ(t->self, 1);
+  for (const auto& e : t->endpoints) EXPECT_TRUE(e.tls);
+  EXPECT_EQ(t->endpoints[1].port, 9002);
+  // No port: 9000 as for http (not https's 443), like MinIO.
+  auto no_port =
+      BuildTopology({"HTTPS://10.1.1.1/a", "https://10.1.1.2/a"}, "", 9000, {"10.1.1.2"});
+  ASSERT_TRUE(no_port.ok()) << no_port.error().message;
+  EXPECT_EQ(no_port->endpoints[0].port, 9000);
+  EXPECT_TRUE(no_port->tls);
+  auto plain = BuildTopology({"http://127.0.0.1:9001/a", "http://127.0.0.1:9002/a"}, "", 9001,
+                             {"127.0.0.1"});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->tls);
 }
 
 TEST(Topology, RefusesNodeNotFoundAmbiguityAndInconsistentCounts) {
