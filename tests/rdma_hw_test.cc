@@ -12,6 +12,31 @@
 namespace rdmastor::rdma {
 namespace {
 
+// Writes a pattern of n bytes from `fabric` into the target's memory through `ep`, then reads it
+// back, checking both directions.
+void WriteThenReadBack(Fabric& fabric, Target& target, Endpoint& ep, size_t n) {
+  std::vector<char> remote(n, 0), src(n), back(n, 0);
+  for (size_t i = 0; i < n; ++i) src[i] = static_cast<char>(i * 7 + 1);
+  auto rmr = target.RegisterMemory(remote.data(), n, kRemoteWrite | kRemoteRead);
+  ASSERT_TRUE(rmr.ok()) << rmr.error().message;
+  auto smr = fabric.RegisterMemory(src.data(), n, kLocalWrite);
+  auto bmr = fabric.RegisterMemory(back.data(), n, kLocalWrite);
+  ASSERT_TRUE(smr.ok() && bmr.ok());
+  RemoteBuffer rb{reinterpret_cast<uint64_t>(remote.data()), n, (*rmr)->rkey()};
+  {
+    Transfer w(ep, Opcode::kWrite, rb);
+    ASSERT_TRUE(w.Post(**smr, src.data(), n, 0).ok());
+    ASSERT_TRUE(w.Finish().ok());
+  }
+  EXPECT_TRUE(remote == src);
+  {
+    Transfer r(ep, Opcode::kRead, rb);
+    ASSERT_TRUE(r.Post(**bmr, back.data(), n, 0).ok());
+    ASSERT_TRUE(r.Finish().ok());
+  }
+  EXPECT_TRUE(back == src);
+}
+
 TEST(VerbsDevice, RegistersMemoryAndOpensDcInitiators) {
   auto probe = ProbeDevices();
   if (!probe.available) GTEST_SKIP() << "no RDMA device on this host: " << probe.error;
@@ -32,28 +57,9 @@ TEST(VerbsDevice, DcInitiatorReachesClientDcTarget) {
   ASSERT_TRUE(fabric.ok()) << fabric.error().message;
   auto target = StartVerbsDcTarget({});
   ASSERT_TRUE(target.ok()) << target.error().message;
-  const size_t n = (2u << 20) + 3;
-  std::vector<char> client(n, 0), src(n), back(n, 0);
-  for (size_t i = 0; i < n; ++i) src[i] = static_cast<char>(i * 13 + 5);
-  auto cmr = (*target)->RegisterMemory(client.data(), n, kRemoteWrite | kRemoteRead);
-  auto smr = (*fabric)->RegisterMemory(src.data(), n, kLocalWrite);
-  auto bmr = (*fabric)->RegisterMemory(back.data(), n, kLocalWrite);
-  ASSERT_TRUE(cmr.ok() && smr.ok() && bmr.ok());
   auto ep = (*fabric)->Connect((*target)->address(), {"127.0.0.1"});
   ASSERT_TRUE(ep.ok()) << ep.error().message;
-  RemoteBuffer rb{reinterpret_cast<uint64_t>(client.data()), n, (*cmr)->rkey()};
-  {
-    Transfer w(**ep, Opcode::kWrite, rb);
-    ASSERT_TRUE(w.Post(**smr, src.data(), n, 0).ok());
-    ASSERT_TRUE(w.Finish().ok());
-  }
-  EXPECT_TRUE(client == src);
-  {
-    Transfer r(**ep, Opcode::kRead, rb);
-    ASSERT_TRUE(r.Post(**bmr, back.data(), n, 0).ok());
-    ASSERT_TRUE(r.Finish().ok());
-  }
-  EXPECT_TRUE(back == src);
+  WriteThenReadBack(**fabric, **target, **ep, (2u << 20) + 3);
 }
 
 // Inter-node RC path over one device in loopback: RDMASTOR_HW_RC_IP names the IPv4 address of a
@@ -67,29 +73,9 @@ TEST(VerbsRc, LoopbackWriteThenRead) {
   ASSERT_TRUE(fabric.ok()) << fabric.error().message;
   auto target = StartVerbsRcTarget(ip, {});
   ASSERT_TRUE(target.ok()) << target.error().message;
-  const size_t n = (3u << 20) + 5;
-  std::vector<char> remote(n, 0), src(n), back(n, 0);
-  for (size_t i = 0; i < n; ++i) src[i] = static_cast<char>(i * 7 + 1);
-  auto rmr = (*target)->RegisterMemory(remote.data(), n, kRemoteWrite | kRemoteRead);
-  ASSERT_TRUE(rmr.ok()) << rmr.error().message;
-  auto smr = (*fabric)->RegisterMemory(src.data(), n, kLocalWrite);
-  auto bmr = (*fabric)->RegisterMemory(back.data(), n, kLocalWrite);
-  ASSERT_TRUE(smr.ok() && bmr.ok());
   auto ep = (*fabric)->Connect((*target)->address(), {ip});
   ASSERT_TRUE(ep.ok()) << ep.error().message;
-  RemoteBuffer rb{reinterpret_cast<uint64_t>(remote.data()), n, (*rmr)->rkey()};
-  {
-    Transfer w(**ep, Opcode::kWrite, rb);
-    ASSERT_TRUE(w.Post(**smr, src.data(), n, 0).ok());
-    ASSERT_TRUE(w.Finish().ok());
-  }
-  EXPECT_TRUE(remote == src);
-  {
-    Transfer r(**ep, Opcode::kRead, rb);
-    ASSERT_TRUE(r.Post(**bmr, back.data(), n, 0).ok());
-    ASSERT_TRUE(r.Finish().ok());
-  }
-  EXPECT_TRUE(back == src);
+  WriteThenReadBack(**fabric, **target, **ep, (3u << 20) + 5);
 }
 
 }  // namespace

@@ -251,10 +251,14 @@ struct RdmaPiece {
   uint64_t length = 0;
 };
 
-// nullopt: a plain (TCP) request. An error: a token request that is malformed.
-Result<std::optional<RdmaPiece>> RdmaPieceOf(const s3::HttpRequest& req) {
+// nullopt: a plain (TCP) request. An error: a token request that is malformed, or that this node
+// cannot serve (no inter-node RDMA here).
+Result<std::optional<RdmaPiece>> RdmaPieceOf(const s3::HttpRequest& req,
+                                             const InternodeRdma* internode) {
   const std::string* token = req.FindHeader(kInternodeTokenHeader);
   if (token == nullptr) return std::optional<RdmaPiece>();
+  if (internode == nullptr || !internode->available())
+    return MakeError(ErrorCode::kRDMANotSupported, "inter-node RDMA is not available on this node");
   const std::string* len = req.FindHeader(kInternodeLengthHeader);
   auto n = len ? ToU64(*len) : std::nullopt;
   if (!n || *n == 0 || *n > kMaxRpcBody)
@@ -286,16 +290,11 @@ void PeerServer::HandleShardWrite(storage::LocalDrive& d, const s3::HttpRequest&
   const char* call = "shardwrite";
   auto off = ToU64(QueryValue(req, "off"));
   if (!off) return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad off"), call);
-  auto piece = RdmaPieceOf(req);
+  auto piece = RdmaPieceOf(req, internode_.get());
   if (!piece.ok()) return SendError(sink, piece.error(), call);
   std::string data;
   const std::string caller = CallerOf(req);
   if (piece->has_value()) {
-    if (!internode_ || !internode_->available())
-      return SendError(
-          sink,
-          MakeError(ErrorCode::kRDMANotSupported, "inter-node RDMA is not available on this node"),
-          call);
     data.resize((*piece)->length);
     auto st = internode_->Pull(caller, (*piece)->token, req.remote_ip, data.data(), data.size());
     if (!st.ok()) {
@@ -323,7 +322,7 @@ void PeerServer::HandleShardRead(storage::LocalDrive& d, const s3::HttpRequest& 
   if (!off || !len || *len > kMaxRpcBody) {
     return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad off/len"), call);
   }
-  auto piece = RdmaPieceOf(req);
+  auto piece = RdmaPieceOf(req, internode_.get());
   if (!piece.ok()) return SendError(sink, piece.error(), call);
   if (piece->has_value() && (*piece)->length != *len)
     return SendError(
@@ -336,11 +335,6 @@ void PeerServer::HandleShardRead(storage::LocalDrive& d, const s3::HttpRequest& 
   buf.resize(*n);
   const std::string caller = CallerOf(req);
   if (piece->has_value()) {
-    if (!internode_ || !internode_->available())
-      return SendError(
-          sink,
-          MakeError(ErrorCode::kRDMANotSupported, "inter-node RDMA is not available on this node"),
-          call);
     auto st = internode_->Push(caller, (*piece)->token, req.remote_ip, buf.data(), buf.size());
     if (!st.ok()) {
       spdlog::debug("shardread for {}: {}", caller, st.error().message);

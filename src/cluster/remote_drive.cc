@@ -300,6 +300,30 @@ uint64_t RemoteDrive::TransportBasis(uint64_t shard_size, uint64_t offset, size_
   return shard_size != 0 ? shard_size : offset + piece;
 }
 
+Result<std::optional<client::HttpResponse>> RemoteDrive::RdmaPiece(std::string_view call,
+                                                                   const std::string& params,
+                                                                   char* buf, size_t len,
+                                                                   bool remote_write) {
+  const std::string& peer = peer_->address();
+  auto exposed = internode_->Expose(peer, buf, len, remote_write);
+  Error miss = exposed.ok() ? Error{} : exposed.error();
+  if (exposed.ok()) {
+    auto r = peer_->Call("POST", StorageTarget(call, params), {}, client::ResponseTarget::String(),
+                         {{kInternodeTokenHeader, exposed->token()},
+                          {kInternodeLengthHeader, std::to_string(len)},
+                          {kPeerNodeHeader, self_}});
+    if (r.ok()) return std::optional<client::HttpResponse>(std::move(r).value());
+    if (!IsRdmaFailure(r.error())) return r.error();
+    miss = r.error();
+  }
+  // A full in-flight bound is no failure of the path: count the fallback, keep the peer on RDMA.
+  if (miss.code == ErrorCode::kSlowDown)
+    internode_->RecordFallback(peer);
+  else
+    internode_->ReportFailure(peer, miss);
+  return std::optional<client::HttpResponse>();
+}
+
 Status RemoteDrive::SendShardBytes(const std::string& path, uint64_t offset, std::string_view data,
                                    bool create, bool sync, uint64_t shard_size) {
   const std::string params = ShardParams(path, offset) + "&" + P("create", create ? "1" : "0") +
@@ -307,27 +331,12 @@ Status RemoteDrive::SendShardBytes(const std::string& path, uint64_t offset, std
   const std::string& peer = peer_->address();
   if (internode_ && internode_->ShouldUse(peer, TransportBasis(shard_size, offset, data.size()))) {
     // The peer RDMA-READs the piece out of `data` (registered for remote read for this call).
-    auto exposed = internode_->Expose(peer, const_cast<char*>(data.data()), data.size(),
-                                      /*for_remote_write=*/false);
-    if (exposed.ok()) {
-      auto r = peer_->Call("POST", StorageTarget("shardwrite", params), {},
-                           client::ResponseTarget::String(),
-                           {{kInternodeTokenHeader, exposed->token()},
-                            {kInternodeLengthHeader, std::to_string(data.size())},
-                            {kPeerNodeHeader, self_}});
-      if (r.ok()) {
-        internode_->RecordShard(peer, admin::Transport::kRdma, data.size(), 0);
-        return {};
-      }
-      if (!IsRdmaFailure(r.error())) return r.error();
-      if (r.error().code == ErrorCode::kSlowDown)
-        internode_->RecordFallback(peer);
-      else
-        internode_->ReportFailure(peer, r.error());
-    } else if (exposed.error().code == ErrorCode::kSlowDown) {
-      internode_->RecordFallback(peer);
-    } else {
-      internode_->ReportFailure(peer, exposed.error());
+    auto r = RdmaPiece("shardwrite", params, const_cast<char*>(data.data()), data.size(),
+                       /*remote_write=*/false);
+    if (!r.ok()) return r.error();
+    if (r->has_value()) {
+      internode_->RecordShard(peer, admin::Transport::kRdma, data.size(), 0);
+      return {};
     }
   }
   auto r = peer_->Call("POST", StorageTarget("shardwrite", params), data,
@@ -344,33 +353,18 @@ Result<size_t> RemoteDrive::FetchShardBytes(const std::string& path, uint64_t of
   const std::string& peer = peer_->address();
   if (internode_ && internode_->ShouldUse(peer, TransportBasis(shard_size, offset, len))) {
     // The peer RDMA-WRITEs what it read into `buf` and says how many bytes that was.
-    auto exposed = internode_->Expose(peer, buf, len, /*for_remote_write=*/true);
-    if (exposed.ok()) {
-      auto r = peer_->Call("POST", StorageTarget("shardread", params), {},
-                           client::ResponseTarget::String(),
-                           {{kInternodeTokenHeader, exposed->token()},
-                            {kInternodeLengthHeader, std::to_string(len)},
-                            {kPeerNodeHeader, self_}});
-      if (r.ok()) {
-        const std::string* h = r->FindHeader(kShardBytesHeader);
-        uint64_t n = 0;
-        if (h == nullptr ||
-            std::from_chars(h->data(), h->data() + h->size(), n).ec != std::errc() || n > len)
-          return MakeError(
-              ErrorCode::kInternalError,
-              "peer " + peer + " sent a shardread reply without a valid " + kShardBytesHeader);
-        internode_->RecordShard(peer, admin::Transport::kRdma, 0, n);
-        return static_cast<size_t>(n);
-      }
-      if (!IsRdmaFailure(r.error())) return r.error();
-      if (r.error().code == ErrorCode::kSlowDown)
-        internode_->RecordFallback(peer);
-      else
-        internode_->ReportFailure(peer, r.error());
-    } else if (exposed.error().code == ErrorCode::kSlowDown) {
-      internode_->RecordFallback(peer);
-    } else {
-      internode_->ReportFailure(peer, exposed.error());
+    auto r = RdmaPiece("shardread", params, buf, len, /*remote_write=*/true);
+    if (!r.ok()) return r.error();
+    if (r->has_value()) {
+      const std::string* h = (*r)->FindHeader(kShardBytesHeader);
+      uint64_t n = 0;
+      if (h == nullptr || std::from_chars(h->data(), h->data() + h->size(), n).ec != std::errc() ||
+          n > len)
+        return MakeError(
+            ErrorCode::kInternalError,
+            "peer " + peer + " sent a shardread reply without a valid " + kShardBytesHeader);
+      internode_->RecordShard(peer, admin::Transport::kRdma, 0, n);
+      return static_cast<size_t>(n);
     }
   }
   auto r = peer_->Call("POST", StorageTarget("shardread", params), {},

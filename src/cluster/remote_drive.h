@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cluster/internode_rdma.h"
@@ -103,6 +104,12 @@ class RemoteDrive final : public storage::Drive {
 
   // Whether a failed RDMA piece should be resent over TCP (the RDMA part failed, not the drive).
   static bool IsRdmaFailure(const Error& e);
+  // One piece over RDMA: exposes buf to the peer and sends `call` with the token. The reply, or
+  // nullopt when the piece must go over TCP (the miss is counted, a failure degrades the peer),
+  // or the error of a failure that is not the RDMA path's (the drive's, the peer's).
+  Result<std::optional<client::HttpResponse>> RdmaPiece(std::string_view call,
+                                                        const std::string& params, char* buf,
+                                                        size_t len, bool remote_write);
   static uint64_t TransportBasis(uint64_t shard_size, uint64_t offset, size_t piece);
   std::string StorageTarget(std::string_view call, const std::string& params) const;
   std::string ShardParams(const std::string& path, uint64_t offset) const;
