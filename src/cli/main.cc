@@ -81,6 +81,11 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   cc.storage_class = cfg.storage_class;
   cc.internode = cfg.internode;
   cc.peer_wait = std::chrono::milliseconds(cfg.peer_wait_ms);
+  // Peer TLS follows the node's own: https:// endpoints, peers verified against the system store
+  // plus <certs-dir>/CAs (MinIO's layout).
+  cc.tls = !cfg.tls_cert.empty();
+  cc.certs_dir = cfg.certs_dir;
+  if (!cfg.certs_dir.empty()) cc.ca_dirs.push_back(cfg.certs_dir + "/CAs");
   auto node = rdmastor::cluster::ClusterNode::Create(cc);
   if (!node.ok()) {
     std::fprintf(stderr, "rdmastor: %s\n", node.error().message.c_str());

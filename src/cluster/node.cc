@@ -95,6 +95,29 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterConfig& co
   auto topo =
       BuildTopology(config.drives, config.listen_host, config.listen_port, LocalAddresses());
   if (!topo.ok()) return topo.error();
+  if (topo->tls && !config.tls) {
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        "the endpoints are https:// but this node has no TLS certificate: put "
+        "public.crt and private.key in " +
+            (config.certs_dir.empty() ? std::string("the certs directory") : config.certs_dir) +
+            " (--certs-dir), or use http:// endpoints");
+  }
+  if (!topo->tls && config.tls) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "this node serves HTTPS (public.crt and private.key in " + config.certs_dir +
+                         ") but the endpoints are http://: use https:// endpoints so that the "
+                         "nodes talk to each other over TLS, or remove the certificate");
+  }
+  std::shared_ptr<const client::TlsContext> peer_tls;
+  if (topo->tls) {
+    client::TlsClientOptions to;
+    to.ca_dirs = config.ca_dirs;
+    auto ctx = client::TlsContext::Create(to);
+    if (!ctx.ok()) return ctx.error();
+    peer_tls = std::move(ctx).value();
+    spdlog::info("cluster: peer RPC over TLS; trusted CAs: {}", peer_tls->trust_description());
+  }
   auto node = std::unique_ptr<ClusterNode>(new ClusterNode());
   node->config_ = config;
   node->topology_ = std::move(*topo);
@@ -124,6 +147,7 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterConfig& co
   node->internode_ = std::move(internode).value();
   PeerClientOptions peer_options;
   peer_options.local_ip = self_ip;
+  peer_options.tls = peer_tls;
   std::vector<std::shared_ptr<LockerClient>> lockers;
   node->locks_ = std::make_shared<LockServer>();
   for (size_t n = 0; n < t.nodes.size(); ++n) {
@@ -164,10 +188,19 @@ Status ClusterNode::WaitForPeers(Clock::time_point deadline) {
   std::vector<bool> ok(t.nodes.size(), false);
   ok[static_cast<size_t>(t.self)] = true;
   auto last_log = Clock::now() - std::chrono::seconds(10);
+  // The last real failure per peer: inside PeerClient's fail-fast window a call only says "is
+  // unreachable", and the logs and the final error should name the cause.
+  std::vector<std::string> last_error(t.nodes.size());
+  std::vector<bool> tls_warned(t.nodes.size(), false);
   for (int attempt = 1;; ++attempt) {
     std::string waiting;
     for (size_t n = 0; n < t.nodes.size(); ++n) {
       if (ok[n]) continue;
+      if (!peers_[n]->reachable() && !last_error[n].empty()) {
+        waiting +=
+            (waiting.empty() ? "" : ", ") + t.nodes[n].address() + " (" + last_error[n] + ")";
+        continue;
+      }
       auto r = peers_[n]->Call("GET", std::string(kPeerPrefix) + "config");
       if (!r.ok()) {
         if (r.error().code == ErrorCode::kAccessDenied) {
@@ -176,6 +209,13 @@ Status ClusterNode::WaitForPeers(Clock::time_point deadline) {
                                " refused this node's peer RPC signature: the root credentials "
                                "(MINIO_ROOT_USER / MINIO_ROOT_PASSWORD) differ between nodes, or "
                                "the clocks are more than 5 minutes apart");
+        }
+        last_error[n] = r.error().message;
+        // A TLS failure (untrusted certificate, wrong name, peer not speaking HTTPS) does not go
+        // away by waiting, unlike a peer that is still starting: say so at once.
+        if (!tls_warned[n] && last_error[n].find("TLS") != std::string::npos) {
+          tls_warned[n] = true;
+          spdlog::warn("cluster: {}", last_error[n]);
         }
         waiting +=
             (waiting.empty() ? "" : ", ") + t.nodes[n].address() + " (" + r.error().message + ")";

@@ -31,6 +31,13 @@ struct ClusterConfig {
   InternodeRdmaSettings internode;
   // MINIO_PEER_WAIT: how long start-up waits for the peers (and the first node's format).
   std::chrono::milliseconds peer_wait{120000};
+  // TLS (--certs-dir). tls: this node serves HTTPS (public.crt / private.key). https://
+  // endpoints need it, http:// endpoints refuse it (a node serving HTTPS only cannot be reached
+  // by peers speaking HTTP). Peers' certificates are verified against the system store plus
+  // every *.crt / *.pem in ca_dirs (MinIO's <certs-dir>/CAs).
+  bool tls = false;
+  std::string certs_dir;
+  std::vector<std::string> ca_dirs;
 };
 
 class ClusterNode {

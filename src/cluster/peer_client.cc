@@ -97,6 +97,7 @@ std::unique_ptr<client::HttpClient> PeerClient::Acquire() {
   o.connect_timeout = options_.connect_timeout;
   o.io_timeout = options_.io_timeout;
   o.local_ip = options_.local_ip;
+  o.tls = options_.tls;
   return std::make_unique<client::HttpClient>(host_, port_, o);
 }
 

@@ -6,8 +6,9 @@
 //   x-rdmastor-peer-auth: v1 <unix ms> <hex HMAC-SHA256(K, method "\n" target "\n" unix ms)>
 // with K = HMAC-SHA256("rdmastor-peer-v1", access key "\n" secret key). A request whose time is
 // more than kPeerAuthSkew away from the server's clock is refused, which bounds replay; bodies are
-// not signed (the peers sit on the cluster network; TLS between nodes is future work). The
-// credential hash nodes compare at start-up is derived from K, never the secret itself.
+// not signed: on an untrusted network run the nodes with https:// endpoints, and every peer call
+// goes over TLS with the peer's certificate verified (PeerClientOptions::tls). The credential hash
+// nodes compare at start-up is derived from K, never the secret itself.
 #pragma once
 
 #include <chrono>
@@ -53,6 +54,9 @@ struct PeerClientOptions {
   // This node's own address as the source of every connection ("" = the kernel's choice): the
   // soft RDMA fabric of a peer only connects back to the address a request came from.
   std::string local_ip;
+  // Set (https:// endpoints): every connection is TLS, verified against this trust store and the
+  // peer's host. Null: plain HTTP.
+  std::shared_ptr<const client::TlsContext> tls;
 };
 
 class PeerClient {

@@ -302,15 +302,16 @@ class Node(Server):
     bind mounts of its own (a private mount namespace: `mounts` {path seen by the node: real
     directory}, so that every node can use the same drive paths, as real nodes do)."""
 
-    def __init__(self, host="127.0.0.1", netns=None, mounts=None, **kw):
+    def __init__(self, host="127.0.0.1", netns=None, mounts=None, scheme="http", **kw):
         super().__init__(**kw)
         self.host = host
         self.netns = netns
         self.mounts = dict(mounts or {})
+        self.scheme = scheme
 
     @property
     def endpoint(self):
-        return f"http://{self.host}:{self.port}"
+        return f"{self.scheme}://{self.host}:{self.port}"
 
     @property
     def address(self):
@@ -342,7 +343,7 @@ class Node(Server):
 
     def metrics(self, scope="node", timeout=10):
         r = requests.get(self.url(f"/minio/v2/metrics/{scope}"), timeout=timeout,
-                         proxies={"http": None, "https": None})
+                         proxies={"http": None, "https": None}, verify=self.verify)
         assert r.status_code == 200, (self.name, r.status_code, r.text[:500])
         return parse_metrics(r.text)
 
@@ -373,12 +374,17 @@ class Cluster:
               MINIO_VOLUMES is the single ellipsis argument real deployments use, e.g.
               http://10.1.2.{1...4}:9000/tmp/x/mnt/disk{1...4} (needs root, consecutive
               IPv4 hosts differing in the last octet).
+    scheme:   "https" for TLS between the nodes (give each node its --certs-dir in node_args).
+    node_args: {index: [extra server arguments]}, e.g. {0: ["--certs-dir", dir]}.
+    ca:       the CA bundle the test's clients trust (https).
     self.dirs[i] are node i's real drive directories (as this process sees them).
     """
 
     def __init__(self, env_extra=None, nodes=NODES, drives=DRIVES, hosts=None, port=None,
-                 node_env=None, netns=None, same_paths=False, creds=None, name="node"):
+                 node_env=None, netns=None, same_paths=False, creds=None, name="node",
+                 scheme="http", node_args=None, ca=None):
         self.n = nodes
+        self.scheme = scheme
         self.drives = drives
         self.base = tempfile.mkdtemp(prefix="rdmastor-cluster-", dir="/tmp")
         os.chmod(self.base, 0o755)
@@ -401,7 +407,7 @@ class Cluster:
                 mounts[i] = {seen: os.path.join(self.base, f"n{i + 1}")}
             self.volumes = self._ellipsis_volumes(seen)
         else:
-            urls = [f"http://{self.hosts[i]}:{self.ports[i]}{d}"
+            urls = [f"{scheme}://{self.hosts[i]}:{self.ports[i]}{d}"
                     for i in range(nodes) for d in self.dirs[i]]
             self.volumes = " ".join(urls)
         self.creds = creds or ("AKCLUSTER" + str(self.ports[0]) + str(random.randrange(1000)),
@@ -416,8 +422,10 @@ class Cluster:
             e.update((node_env or {}).get(i, {}))
             node = Node(host=self.hosts[i], netns=self.netns[i], mounts=mounts[i],
                         name=f"{name}{i + 1}", env=e, data_dirs=self.dirs[i], creds=self.creds,
-                        pass_dirs=False)
+                        pass_dirs=False, scheme=scheme, args=(node_args or {}).get(i))
             node.port = self.ports[i]
+            if ca:
+                node.verify = ca
             self.nodes.append(node)
 
     def _ellipsis_volumes(self, seen):
@@ -426,7 +434,7 @@ class Cluster:
         last = [int(o[1]) for o in octets]
         assert len(prefix) == 1 and last == list(range(last[0], last[0] + self.n)), self.hosts
         assert len(set(self.ports)) == 1
-        return (f"http://{octets[0][0]}.{{{last[0]}...{last[-1]}}}:{self.ports[0]}"
+        return (f"{self.scheme}://{octets[0][0]}.{{{last[0]}...{last[-1]}}}:{self.ports[0]}"
                 f"{seen}/disk{{1...{self.drives}}}")
 
     # -- lifecycle --
@@ -480,7 +488,8 @@ class Cluster:
                         read_timeout=kw.pop("read_timeout", 60), **kw)
         return boto3.session.Session().client(
             "s3", endpoint_url=n.endpoint, aws_access_key_id=n.access_key,
-            aws_secret_access_key=n.secret_key, region_name=conftest.REGION, config=config)
+            aws_secret_access_key=n.secret_key, region_name=conftest.REGION, config=config,
+            verify=n.verify)
 
     def metrics(self, idx, scope="node"):
         return self.nodes[idx].metrics(scope)

@@ -161,6 +161,8 @@ class Server:
         self.extra_env = dict(env or {})
         self.extra_args = list(args or [])
         self.pass_dirs = pass_dirs
+        # requests' / boto3's `verify` for this server: True, or a CA bundle path (HTTPS).
+        self.verify = True
         self.port = None
         self.proc = None
         self.log_path = os.path.join(self.base, f"{name}.log")
@@ -217,7 +219,7 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited early with status {self.proc.returncode}")
             try:
-                r = requests.get(url, timeout=1)
+                r = requests.get(url, timeout=1, verify=self.verify)
                 if r.status_code == 200:
                     return
             except requests.RequestException:
@@ -348,7 +350,7 @@ def make_client(srv, access_key=None, secret_key=None, addressing_style="path", 
         "s3", endpoint_url=endpoint or srv.endpoint,
         aws_access_key_id=access_key or srv.access_key,
         aws_secret_access_key=secret_key or srv.secret_key,
-        region_name=REGION, config=config)
+        region_name=REGION, config=config, verify=getattr(srv, "verify", True))
 
 
 @pytest.fixture(scope="session")

@@ -8,64 +8,35 @@ import json
 import os
 import socket
 import subprocess
-import time
 
 import boto3
 import pytest
 import requests
 from botocore.config import Config
 
-from conftest import (HOST, REGION, RDMASTOR_BIN, START_TIMEOUT, AwsCli, Server, _clean_env,
-                      seeded_bytes, unique_bucket)
+from conftest import (HOST, REGION, RDMASTOR_BIN, AwsCli, Server, _clean_env, seeded_bytes,
+                      unique_bucket)
 from test_current_sdk import SCRIPT, _newer_boto3_python
-
-
-def openssl(*args, cwd):
-    cp = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, timeout=60,
-                        stdin=subprocess.DEVNULL)
-    assert cp.returncode == 0, cp.stderr
+from tls_util import make_ca, make_certs_dir
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
     d = tmp_path_factory.mktemp("pki")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
-            "ca.pem", "-days", "2", "-subj", "/CN=rdmastor test CA", cwd=d)
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-            "-subj", "/CN=localhost", cwd=d)
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                               "extendedKeyUsage=serverAuth\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "san.ext", cwd=d)
-    certs = d / "certs"
-    certs.mkdir()
-    (certs / "public.crt").write_bytes((d / "server.crt").read_bytes())
-    (certs / "private.key").write_bytes((d / "server.key").read_bytes())
-    return {"ca": str(d / "ca.pem"), "certs": str(certs), "dir": d}
+    ca = make_ca(d)
+    certs = make_certs_dir(d, ca)
+    return {"ca": ca["pem"], "certs": certs, "dir": d}
 
 
 class TlsServer(Server):
     def __init__(self, ca, **kw):
         super().__init__(**kw)
         self.ca = ca
+        self.verify = ca  # the health wait and clients trust the test CA
 
     @property
     def endpoint(self):
         return f"https://{HOST}:{self.port}"
-
-    def wait_ready(self, timeout=START_TIMEOUT):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited early with status {self.proc.returncode}")
-            try:
-                if requests.get(self.endpoint + "/minio/health/live", verify=self.ca,
-                                timeout=1).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"server not healthy over HTTPS after {timeout}s")
 
 
 @pytest.fixture(scope="module")
