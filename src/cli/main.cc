@@ -16,6 +16,7 @@
 #include "cli/rdma_command.h"
 #include "cli/server_config.h"
 #include "cli/storage_setup.h"
+#include "cluster/namespace_lock.h"
 #include "cluster/node.h"
 #include "rdma/build_info.h"
 #include "rdma/settings.h"
@@ -119,6 +120,8 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
     serve.join();
     return 1;
   }
+  (*store)->SetNamespaceLocker(
+      std::make_shared<rdmastor::cluster::DsyncNamespaceLocker>((*node)->dsync()));
   (*store)->StartMonitor(cfg.drive_check_interval_ms);
   rdmastor::s3::ApiOptions api_opts;
   api_opts.access_key = cfg.root_user;

@@ -222,13 +222,15 @@ struct Round {
 };
 
 // Calls `call` on every locker at once and waits until all answered, `timeout` passed, or (when
-// `quorum` > 0) a quorum of grants became impossible. A locker that grants after the caller
-// stopped waiting gets `undo` at once, so an abandoned attempt leaves nothing behind. Returns the
-// answers that arrived in time (nullopt for the others).
+// `quorum` > 0) a quorum of grants became impossible, or a quorum was granted and the others have
+// had `straggler_wait` more to answer. A locker that grants after the caller stopped waiting gets
+// `undo` at once, so an abandoned attempt leaves nothing behind. Returns the answers that arrived
+// in time (nullopt for the others).
 std::vector<std::optional<Result<bool>>> CallAll(
     const std::vector<std::shared_ptr<LockerClient>>& lockers, Call call, const LockArgs& args,
     std::chrono::milliseconds timeout, std::optional<Call> undo, int quorum,
-    const std::vector<bool>* only = nullptr) {
+    const std::vector<bool>* only = nullptr,
+    std::chrono::milliseconds straggler_wait = std::chrono::milliseconds::max()) {
   auto round = std::make_shared<Round>();
   const int n = static_cast<int>(lockers.size());
   round->answers.resize(lockers.size());
@@ -258,12 +260,21 @@ std::vector<std::optional<Result<bool>>> CallAll(
       ++round->answered;
     }
   }
+  const auto deadline = Clock::now() + timeout;
   std::unique_lock lock(round->mu);
-  round->cv.wait_for(lock, timeout, [&] {
+  round->cv.wait_until(lock, deadline, [&] {
     if (round->answered == asked) return true;
-    // Stop early once the grants still possible cannot make a quorum.
+    // Stop early once the grants still possible cannot make a quorum, or once a quorum granted.
+    if (quorum > 0 && round->granted >= quorum) return true;
     return quorum > 0 && round->granted + (asked - round->answered) < quorum;
   });
+  if (round->answered < asked && quorum > 0 && round->granted >= quorum) {
+    // Quorum is enough to hold the lock; more grants only make it sturdier (a refresh needs a
+    // quorum of confirmations), so give the others a short while, not the whole call timeout: a
+    // hung node must not add a second to every lock.
+    const auto until = std::min(deadline, Clock::now() + std::min(straggler_wait, timeout));
+    round->cv.wait_until(lock, until, [&] { return round->answered == asked; });
+  }
   round->abandoned = true;
   return round->answers;
 }
@@ -325,7 +336,7 @@ Status DistributedLock::Acquire(bool writer, std::chrono::milliseconds timeout) 
     args_.uid = hash::RandomHex(16);  // a fresh uid per attempt: late grants cannot be confused
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     auto wait = std::clamp(left, std::chrono::milliseconds(1), opt.call_timeout);
-    auto answers = CallAll(lockers, call, args_, wait, undo, quorum);
+    auto answers = CallAll(lockers, call, args_, wait, undo, quorum, nullptr, opt.straggler_wait);
     std::vector<bool> granted(lockers.size(), false);
     int count = 0, errors = 0, silent = 0;
     for (int i = 0; i < n; ++i) {

@@ -138,6 +138,9 @@ int WriteLockQuorum(int lockers);
 struct DsyncOptions {
   // Longest one attempt waits for the lockers' answers (a slow or dead node).
   std::chrono::milliseconds call_timeout{1000};
+  // Once a quorum granted, how much longer an attempt waits for the remaining lockers (a late
+  // grant is given back at once).
+  std::chrono::milliseconds straggler_wait{50};
   // Backoff between attempts: a random duration in [d/2, d], d = min(max, min * 2^attempt).
   std::chrono::milliseconds retry_min{10};
   std::chrono::milliseconds retry_max{500};

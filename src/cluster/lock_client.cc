@@ -6,7 +6,8 @@
 namespace rdmastor::cluster {
 
 Result<bool> HttpLockerClient::Call(std::string_view op, const LockArgs& args) {
-  auto r = peer_->Call("POST", std::string(kLockPrefix) + std::string(op), EncodeLockArgs(args));
+  auto r = peer_->Call("POST", std::string(kLockPrefix) + std::string(op), EncodeLockArgs(args),
+                       client::ResponseTarget::String(), {}, timeout_);
   if (!r.ok()) return r.error();
   return r->body == "1";
 }

@@ -84,39 +84,42 @@ bool PeerClient::reachable() const {
   return std::chrono::steady_clock::now() >= down_until_;
 }
 
-std::unique_ptr<client::HttpClient> PeerClient::Acquire() {
+std::unique_ptr<client::HttpClient> PeerClient::Acquire(std::chrono::milliseconds timeout) {
   {
     std::lock_guard lock(mu_);
-    if (!idle_.empty()) {
-      auto c = std::move(idle_.back());
-      idle_.pop_back();
+    auto& idle = idle_[timeout.count()];
+    if (!idle.empty()) {
+      auto c = std::move(idle.back());
+      idle.pop_back();
       return c;
     }
   }
   client::HttpClientOptions o;
-  o.connect_timeout = options_.connect_timeout;
-  o.io_timeout = options_.io_timeout;
+  o.connect_timeout = timeout.count() > 0 ? timeout : options_.connect_timeout;
+  o.io_timeout = timeout.count() > 0 ? timeout : options_.io_timeout;
   o.local_ip = options_.local_ip;
   o.tls = options_.tls;
   return std::make_unique<client::HttpClient>(host_, port_, o);
 }
 
-void PeerClient::Release(std::unique_ptr<client::HttpClient> c) {
+void PeerClient::Release(std::unique_ptr<client::HttpClient> c, std::chrono::milliseconds timeout) {
   std::lock_guard lock(mu_);
-  if (idle_.size() < options_.max_idle && c->connected()) idle_.push_back(std::move(c));
+  auto& idle = idle_[timeout.count()];
+  if (idle.size() < options_.max_idle && c->connected()) idle.push_back(std::move(c));
 }
 
 Result<client::HttpResponse> PeerClient::Call(std::string_view method, const std::string& target,
                                               std::string_view body,
                                               const client::ResponseTarget& response,
-                                              const s3::HeaderList& headers) {
+                                              const s3::HeaderList& headers,
+                                              std::chrono::milliseconds timeout) {
   {
     std::lock_guard lock(mu_);
     if (std::chrono::steady_clock::now() < down_until_) {
       return MakeError(ErrorCode::kServiceUnavailable, "peer " + address_ + " is unreachable");
     }
   }
-  auto c = Acquire();
+  auto c = Acquire(timeout);
   client::HttpRequest req;
   req.method = std::string(method);
   req.target = target;
@@ -128,14 +131,15 @@ Result<client::HttpResponse> PeerClient::Call(std::string_view method, const std
     {
       std::lock_guard lock(mu_);
       down_until_ = std::chrono::steady_clock::now() + options_.down_for;
-      for (auto& i : idle_) i->Close();
+      for (auto& [unused, idle] : idle_)
+        for (auto& i : idle) i->Close();
       idle_.clear();
     }
     spdlog::debug("peer {}: {} {}: {}", address_, method, target, resp.error().message);
     return MakeError(ErrorCode::kServiceUnavailable,
                      "peer " + address_ + " unreachable: " + resp.error().message);
   }
-  Release(std::move(c));
+  Release(std::move(c), timeout);
   if (!resp->success()) {
     const std::string* code = resp->FindHeader(kErrorHeader);
     if (!code) {

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -66,11 +67,13 @@ class PeerClient {
   ~PeerClient();
 
   // Sends one request; a non-2xx answer is decoded into its Error (x-rdmastor-error), a transport
-  // failure is kServiceUnavailable naming the peer.
+  // failure is kServiceUnavailable naming the peer. `timeout` > 0: this call's connect and I/O
+  // limit instead of the options' (lock RPCs: a hung peer costs that long, not io_timeout); such
+  // calls keep connections of their own.
   Result<client::HttpResponse> Call(
       std::string_view method, const std::string& target, std::string_view body = {},
       const client::ResponseTarget& response = client::ResponseTarget::String(),
-      const s3::HeaderList& headers = {});
+      const s3::HeaderList& headers = {}, std::chrono::milliseconds timeout = {});
 
   const std::string& address() const { return address_; }
   const std::string& host() const { return host_; }
@@ -79,8 +82,8 @@ class PeerClient {
   bool reachable() const;
 
  private:
-  std::unique_ptr<client::HttpClient> Acquire();
-  void Release(std::unique_ptr<client::HttpClient> c);
+  std::unique_ptr<client::HttpClient> Acquire(std::chrono::milliseconds timeout);
+  void Release(std::unique_ptr<client::HttpClient> c, std::chrono::milliseconds timeout);
 
   std::string host_;
   uint16_t port_;
@@ -88,7 +91,8 @@ class PeerClient {
   std::shared_ptr<const PeerAuth> auth_;
   PeerClientOptions options_;
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<client::HttpClient>> idle_;
+  // Kept-alive connections by the per-call timeout they were made with (0: the options').
+  std::map<int64_t, std::vector<std::unique_ptr<client::HttpClient>>> idle_;
   std::chrono::steady_clock::time_point down_until_{};
 };
 

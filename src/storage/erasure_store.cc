@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "common/hash.h"
+#include "common/thread_pool.h"
 #include "erasure/codec.h"
 #include "storage/drive.h"
 #include "storage/drive_store.h"
@@ -23,6 +24,7 @@
 #include "storage/fsutil.h"
 #include "storage/listing.h"
 #include "storage/local_drive.h"
+#include "storage/namespace_lock.h"
 #include "storage/object_meta.h"
 #include "storage/paths.h"
 
@@ -76,16 +78,80 @@ Result<std::string> DataDirOf(Drive& drive, const std::string& meta_path) {
   return meta->data_dir;
 }
 
+// What a batch of per-drive calls does, which decides where the calls run (DriveFanout).
+enum class DriveWork {
+  kIo,      // disk or network work (fsync, shard data, commit): every call on the pool
+  kLookup,  // a metadata lookup that a local drive answers from the page cache in microseconds:
+            // local drives' calls run on the calling thread, cheaper than a hand-off
+};
+
+// Runs one call per drive position of an erasure set and collects per-position results. The
+// erasure layer's loops over drives all go through ForEachDrive, so that calls to different
+// drives (each a network round trip or an fsync) overlap instead of adding up (measured: a
+// 4-drive single node PUTs small objects several times faster with its fsyncs in parallel).
+class DriveFanout {
+ public:
+  DriveFanout(std::vector<Drive*> drives, ThreadPool* pool)
+      : drives_(std::move(drives)), all_(drives_.size(), true), pool_(pool) {}
+
+  const std::vector<bool>& all() const { return all_; }
+
+  // Runs fn(p) for every position p with which[p] and returns, per position, whether fn returned
+  // true (false where it did not run). Calls run in parallel on the pool, except local drives'
+  // calls of a kLookup batch, which run meanwhile on the calling thread, one after another. fn
+  // runs concurrently for different positions: it may touch only position p's state.
+  std::vector<bool> ForEachDrive(const std::vector<bool>& which,
+                                 const std::function<bool(size_t)>& fn,
+                                 DriveWork work = DriveWork::kIo) const {
+    const size_t n = drives_.size();
+    std::vector<char> ok(n, 0);  // not vector<bool>: positions are written concurrently
+    auto on_pool = [&](size_t p) {
+      return pool_ && (work == DriveWork::kIo || !drives_[p]->is_local());
+    };
+    struct Join {
+      std::mutex mu;
+      std::condition_variable cv;
+      size_t left = 0;
+    } join;
+    for (size_t p = 0; p < n; ++p) join.left += which[p] && on_pool(p) ? 1 : 0;
+    for (size_t p = 0; p < n; ++p) {
+      if (!which[p] || !on_pool(p)) continue;
+      pool_->Submit([&, p] {
+        const bool r = fn(p);
+        std::lock_guard lock(join.mu);  // notify under the lock: `join` lives on our stack
+        ok[p] = r;
+        if (--join.left == 0) join.cv.notify_one();
+      });
+    }
+    for (size_t p = 0; p < n; ++p) {
+      if (which[p] && !on_pool(p)) ok[p] = fn(p);
+    }
+    std::unique_lock lock(join.mu);
+    join.cv.wait(lock, [&] { return join.left == 0; });
+    return std::vector<bool>(ok.begin(), ok.end());
+  }
+  std::vector<bool> ForEachDrive(const std::function<bool(size_t)>& fn,
+                                 DriveWork work = DriveWork::kIo) const {
+    return ForEachDrive(all_, fn, work);
+  }
+
+ private:
+  std::vector<Drive*> drives_;
+  std::vector<bool> all_;
+  ThreadPool* pool_;
+};
+
 // Reads framed shard blocks of one drive's copy: from part files (opened lazily, kept open) or
 // from the inline shard.
 struct ShardSource {
   bool usable = false;
-  int shard = 0;            // shard index this drive holds
-  Drive* drive = nullptr;   // the drive holding it
-  std::string data_dir;     // data directory, relative to the drive root
+  int shard = 0;           // shard index this drive holds
+  Drive* drive = nullptr;  // the drive holding it
+  std::string data_dir;    // data directory, relative to the drive root
   bool is_inline = false;
   std::string inline_shard;
   std::vector<std::unique_ptr<ShardFile>> fds;  // per part
+  std::vector<uint64_t> file_sizes;             // per part: the shard file's size
   std::vector<bool> tried;
 
   // Reads `len` bytes at `off` of part `part` (0-based) into buf; false on any failure.
@@ -103,7 +169,8 @@ struct ShardSource {
     if (!fds[part]) {
       if (tried[part]) return false;
       tried[part] = true;
-      auto fd = drive->OpenShard(Join(data_dir, PartFileName(part + 1)));
+      auto fd = drive->OpenShard(Join(data_dir, PartFileName(part + 1)),
+                                 part < file_sizes.size() ? file_sizes[part] : 0);
       if (!fd.ok()) return false;
       fds[part] = std::move(*fd);
     }
@@ -114,18 +181,20 @@ struct ShardSource {
 
 // A resolved object version and where its shards are.
 struct ObjectView {
-  ObjectMeta meta;                   // the quorum version (erasure.index is meaningless here)
-  std::vector<ShardSource> sources;  // per drive position
-  std::vector<bool> has;             // drive holds this version's metadata
+  ObjectMeta meta;                        // the quorum version (erasure.index is meaningless here)
+  std::vector<ShardSource> sources;       // per drive position
+  std::vector<bool> has;                  // drive holds this version's metadata
+  std::vector<std::vector<char>> framed;  // per drive position: ReadStripe's read buffer
 };
 
 // Reads stripe `s` of part `part` into `shards` (total x block bytes); verifies every block read;
-// reads data shards first, parity as needed. With `all`, reads every shard (heal verification).
-// Positions whose block was missing or corrupt are added to `bad`. Reconstructs the missing data
-// shards (every missing shard with `all`).
-Status ReadStripe(ObjectView& v, const Codec& codec, size_t part, uint64_t s,
-                  std::vector<uint8_t>& shards, std::vector<bool>& present, std::vector<int>* bad,
-                  bool all) {
+// reads data shards first (in parallel), then as many parity shards as blocks were missing or
+// corrupt. With `all`, reads every shard (heal verification). Positions whose block was missing or
+// corrupt are added to `bad`. Reconstructs the missing data shards (every missing shard with
+// `all`).
+Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, size_t part,
+                  uint64_t s, std::vector<uint8_t>& shards, std::vector<bool>& present,
+                  std::vector<int>* bad, bool all) {
   const auto& e = *v.meta.erasure;
   Geometry g{e.data, e.parity, e.stripe_size};
   const uint64_t size = v.meta.parts[part].size;
@@ -134,7 +203,7 @@ Status ReadStripe(ObjectView& v, const Codec& codec, size_t part, uint64_t s,
   const int n = g.total();
   shards.resize(static_cast<size_t>(n) * block);
   present.assign(static_cast<size_t>(n), false);
-  std::vector<char> framed(erasure::kBitrotHashSize + block);
+  v.framed.resize(static_cast<size_t>(n));
   // Positions ordered: data shards first.
   std::vector<int> order;
   for (int p = 0; p < n; ++p) order.push_back(p);
@@ -143,19 +212,37 @@ Status ReadStripe(ObjectView& v, const Codec& codec, size_t part, uint64_t s,
            (v.sources[static_cast<size_t>(b)].shard >= e.data);
   });
   int good = 0;
-  for (int p : order) {
-    if (!all && good >= e.data) break;
-    ShardSource& src = v.sources[static_cast<size_t>(p)];
-    if (!src.usable) continue;
-    if (!src.Read(part, off, framed.data(), framed.size()) ||
-        !erasure::VerifyFramedBlock(framed.data(), block)) {
-      if (bad) bad->push_back(p);
-      continue;
+  size_t next = 0;  // into order
+  // Each round reads, in parallel, as many of the next usable positions as blocks are still
+  // needed; a block that is missing or corrupt sends the next round to a further position.
+  while (all || good < e.data) {
+    std::vector<bool> round(static_cast<size_t>(n), false);
+    int picked = 0;
+    for (; next < order.size() && (all || picked < e.data - good); ++next) {
+      const auto p = static_cast<size_t>(order[next]);
+      if (!v.sources[p].usable) continue;
+      round[p] = true;
+      ++picked;
     }
-    std::memcpy(&shards[static_cast<size_t>(src.shard) * block],
-                framed.data() + erasure::kBitrotHashSize, block);
-    present[static_cast<size_t>(src.shard)] = true;
-    ++good;
+    if (picked == 0) break;
+    auto ok = drives.ForEachDrive(round, [&](size_t p) {
+      auto& framed = v.framed[p];
+      framed.resize(erasure::kBitrotHashSize + block);
+      return v.sources[p].Read(part, off, framed.data(), framed.size()) &&
+             erasure::VerifyFramedBlock(framed.data(), block);
+    });
+    for (size_t p = 0; p < static_cast<size_t>(n); ++p) {
+      if (!round[p]) continue;
+      if (!ok[p]) {
+        if (bad) bad->push_back(static_cast<int>(p));
+        continue;
+      }
+      const auto shard = static_cast<size_t>(v.sources[p].shard);
+      std::memcpy(&shards[shard * block], v.framed[p].data() + erasure::kBitrotHashSize, block);
+      present[shard] = true;
+      ++good;
+    }
+    if (all) break;
   }
   std::vector<uint8_t*> ptrs(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i)
@@ -171,12 +258,54 @@ class ErasureSet {
  public:
   using Degraded = std::function<void(const std::string&, const std::string&)>;
 
-  ErasureSet(std::vector<Drive*> drives, int parity, Degraded on_degraded)
+  ErasureSet(std::vector<Drive*> drives, int parity, Degraded on_degraded, ThreadPool* pool)
       : roots_(std::move(drives)),
         n_(static_cast<int>(roots_.size())),
         data_(n_ - parity),
         parity_(parity),
-        on_degraded_(std::move(on_degraded)) {}
+        on_degraded_(std::move(on_degraded)),
+        fanout_(roots_, pool) {}
+
+  std::vector<bool> ForEachDrive(const std::vector<bool>& which,
+                                 const std::function<bool(size_t)>& fn,
+                                 DriveWork work = DriveWork::kIo) const {
+    return fanout_.ForEachDrive(which, fn, work);
+  }
+  std::vector<bool> ForEachDrive(const std::function<bool(size_t)>& fn,
+                                 DriveWork work = DriveWork::kIo) const {
+    return fanout_.ForEachDrive(fn, work);
+  }
+  const DriveFanout& fanout() const { return fanout_; }
+
+  // ---- namespace locks ----
+
+  void SetLocker(std::shared_ptr<NamespaceLocker> locker, std::chrono::milliseconds timeout) {
+    std::lock_guard lock(locker_mu_);
+    locker_ = std::move(locker);
+    lock_timeout_ = timeout;
+  }
+
+  Result<std::unique_ptr<NamespaceLock>> Lock(const std::string& resource, LockMode mode,
+                                              std::string_view source) {
+    std::shared_ptr<NamespaceLocker> locker;
+    std::chrono::milliseconds timeout;
+    {
+      std::lock_guard lock(locker_mu_);
+      locker = locker_;
+      timeout = lock_timeout_;
+    }
+    return locker->Lock({resource}, mode, timeout, source);
+  }
+  Result<std::unique_ptr<NamespaceLock>> LockObject(const std::string& bucket,
+                                                    const std::string& key, LockMode mode,
+                                                    std::string_view source) {
+    return Lock(ObjectResource(bucket, key), mode, source);
+  }
+  Result<std::unique_ptr<NamespaceLock>> LockUpload(const std::string& bucket,
+                                                    const std::string& upload_id,
+                                                    std::string_view source) {
+    return Lock(UploadResource(bucket, upload_id), LockMode::kExclusive, source);
+  }
 
   int write_quorum() const { return erasure::WriteQuorum(data_, parity_); }
   int read_quorum() const { return erasure::ReadQuorum(data_, parity_); }
@@ -203,9 +332,8 @@ class ErasureSet {
   // ---- buckets (every set holds every bucket) ----
 
   int BucketCopies(const std::string& bucket) {
-    int c = 0;
-    for (Drive* d : roots_) c += d->StatVol(bucket);
-    return c;
+    return Count(
+        ForEachDrive([&](size_t p) { return roots_[p]->StatVol(bucket); }, DriveWork::kLookup));
   }
 
   Status CheckBucket(const std::string& bucket) {
@@ -213,8 +341,8 @@ class ErasureSet {
       return MakeError(ErrorCode::kNoSuchBucket, st.error().message);
     }
     if (BucketCopies(bucket) >= read_quorum()) return {};
-    int online = 0;
-    for (Drive* d : roots_) online += d->IsOnline();
+    const int online =
+        Count(ForEachDrive([&](size_t p) { return roots_[p]->IsOnline(); }, DriveWork::kLookup));
     if (online < read_quorum()) {  // cannot tell: too few drives answer
       return MakeError(ErrorCode::kInsufficientReadQuorum,
                        "only " + std::to_string(online) +
@@ -228,16 +356,16 @@ class ErasureSet {
   // whether it existed on a quorum before.
   std::pair<int, int> MakeBucket(const std::string& bucket, int64_t created_ns) {
     std::unique_lock lock(BucketLock(bucket));
-    int have = 0, existed = 0;
     const std::string record =
         nlohmann::json{{"version", 1}, {"name", bucket}, {"created_ns", created_ns}}.dump();
-    for (Drive* d : roots_) {
-      auto made = d->MakeVol(bucket, record);  // fails when the drive is gone (offline)
-      if (!made.ok()) continue;
-      existed += *made;
-      ++have;
-    }
-    return {have, existed};
+    std::vector<char> existed(roots_.size(), 0);
+    auto have = ForEachDrive([&](size_t p) {
+      auto made = roots_[p]->MakeVol(bucket, record);  // fails when the drive is gone (offline)
+      if (!made.ok()) return false;
+      existed[p] = *made;
+      return true;
+    });
+    return {Count(have), static_cast<int>(std::count(existed.begin(), existed.end(), 1))};
   }
 
   Result<BucketInfo> GetBucketInfo(const std::string& bucket) {
@@ -256,11 +384,17 @@ class ErasureSet {
   }
 
   std::set<std::string> BucketNames() {
+    std::vector<std::vector<std::string>> listed(roots_.size());
+    ForEachDrive(
+        [&](size_t p) {
+          auto names = roots_[p]->ListVols();
+          if (names.ok()) listed[p] = std::move(*names);
+          return names.ok();
+        },
+        DriveWork::kLookup);
     std::map<std::string, int> counts;
-    for (Drive* d : roots_) {
-      auto names = d->ListVols();
-      if (!names.ok()) continue;
-      for (const auto& n : *names)
+    for (const auto& names : listed) {
+      for (const auto& n : names)
         if (paths::ValidateBucketName(n).ok()) ++counts[n];
     }
     std::set<std::string> out;
@@ -270,16 +404,17 @@ class ErasureSet {
   }
 
   Result<bool> BucketHasObjects(const std::string& bucket) {
-    for (Drive* d : roots_) {
-      auto has = d->VolHasObjects(bucket);
-      if (has.ok() && *has) return true;
-    }
-    return false;
+    return Count(ForEachDrive(
+               [&](size_t p) {
+                 auto has = roots_[p]->VolHasObjects(bucket);
+                 return has.ok() && *has;
+               },
+               DriveWork::kLookup)) > 0;
   }
 
   void RemoveBucket(const std::string& bucket) {
     std::unique_lock lock(BucketLock(bucket));
-    for (Drive* d : roots_) (void)d->DeleteVol(bucket);
+    ForEachDrive([&](size_t p) { return roots_[p]->DeleteVol(bucket).ok(); });
   }
 
   // ---- writes ----
@@ -287,31 +422,27 @@ class ErasureSet {
   // One staging directory per drive position (same name everywhere); removed on destruction.
   class Stagings {
    public:
-    Stagings(const std::vector<Drive*>& roots, std::vector<bool>& alive) : roots_(roots) {
-      const std::string id = hash::RandomHex(16);
-      dirs_.resize(roots.size());
-      created_.assign(roots.size(), false);
-      for (size_t p = 0; p < roots.size(); ++p) {
-        dirs_[p] = rel::Staging(id);
-        if (!alive[p]) continue;
-        if (auto made = roots[p]->MakeDir(dirs_[p]); !made.ok()) {
+    Stagings(const ErasureSet& set, std::vector<bool>& alive)
+        : set_(set), dir_(rel::Staging(hash::RandomHex(16))) {
+      const auto& roots = set.roots_;
+      created_ = set.ForEachDrive(alive, [&](size_t p) {
+        auto made = roots[p]->MakeDir(dir_);
+        if (!made.ok()) {
           spdlog::warn("erasure: drive {} not writable: {}", roots[p]->name(),
                        made.error().message);
-          alive[p] = false;
-          continue;
         }
-        created_[p] = true;
-      }
+        return made.ok();
+      });
+      alive = created_;
     }
     ~Stagings() {
-      for (size_t p = 0; p < dirs_.size(); ++p)
-        if (created_[p]) (void)roots_[p]->RemoveAll(dirs_[p]);
+      set_.ForEachDrive(created_, [&](size_t p) { return set_.roots_[p]->RemoveAll(dir_).ok(); });
     }
-    const std::string& operator[](size_t p) const { return dirs_[p]; }
+    const std::string& operator[](size_t) const { return dir_; }
 
    private:
-    const std::vector<Drive*>& roots_;
-    std::vector<std::string> dirs_;  // drive-relative
+    const ErasureSet& set_;
+    std::string dir_;  // drive-relative, the same on every drive
     std::vector<bool> created_;
   };
 
@@ -336,6 +467,12 @@ class ErasureSet {
     if (md5_out) md5 = hash::NewHasher(hash::Algo::kMD5);
     bool files = false;
     uint64_t total = 0;
+    // What every shard file will hold when the body has its declared size (0: not declared).
+    const uint64_t shard_size =
+        declared
+            ? erasure::Geometry{codec.data(), codec.parity(), erasure::kStripeSize}.ShardFileSize(
+                  *declared)
+            : 0;
     const std::string parent =
         rel.find('/') == std::string::npos ? std::string() : rel.substr(0, rel.rfind('/'));
     for (;;) {
@@ -357,28 +494,18 @@ class ErasureSet {
       const bool end = *got < buf.size();
       if (!files && (!allow_inline || total >= kInlineThreshold || !end)) {
         files = true;
-        for (size_t p = 0; p < n; ++p) {
-          if (!alive[p]) continue;
-          if (!parent.empty() && !roots_[p]->MakeDir(Join(st[p], parent)).ok()) {
-            alive[p] = false;
-            continue;
-          }
-          auto fd = roots_[p]->CreateShard(Join(st[p], rel));
-          if (!fd.ok()) {
-            alive[p] = false;
-            continue;
-          }
+        alive = ForEachDrive(alive, [&](size_t p) {
+          if (!parent.empty() && !roots_[p]->MakeDir(Join(st[p], parent)).ok()) return false;
+          auto fd = roots_[p]->CreateShard(Join(st[p], rel), shard_size);
+          if (!fd.ok()) return false;
           fds[p] = std::move(*fd);
-        }
+          return true;
+        });
       }
       if (files) {
-        for (size_t p = 0; p < n; ++p) {
-          if (!alive[p]) continue;
-          const std::string& data = pending[static_cast<size_t>(dist[p])];
-          if (!fds[p]->Append(data).ok()) {
-            alive[p] = false;
-          }
-        }
+        alive = ForEachDrive(alive, [&](size_t p) {
+          return fds[p]->Append(pending[static_cast<size_t>(dist[p])]).ok();
+        });
         for (auto& s : pending) s.clear();
         if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
       }
@@ -389,9 +516,7 @@ class ErasureSet {
                                                        std::to_string(*declared) + " bytes");
     }
     if (files) {
-      for (size_t p = 0; p < n; ++p) {
-        if (alive[p] && !fds[p]->Finish().ok()) alive[p] = false;
-      }
+      alive = ForEachDrive(alive, [&](size_t p) { return fds[p]->Finish().ok(); });
     } else {
       inline_out->assign(n, std::string());
       for (size_t p = 0; p < n; ++p) (*inline_out)[p] = pending[static_cast<size_t>(dist[p])];
@@ -407,36 +532,46 @@ class ErasureSet {
   Status Publish(const std::string& bucket, const std::string& key, const paths::KeyLocation& loc,
                  const Stagings& st, std::vector<bool>& alive, const std::vector<ObjectMeta>& metas,
                  int quorum) {
-    for (size_t p = 0; p < roots_.size(); ++p) {
-      if (!alive[p]) continue;
-      if (!roots_[p]->WriteFile(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
-        alive[p] = false;
-      }
-    }
+    WriteMetas(st, alive, metas);
     if (Count(alive) < quorum) return WriteQuorumError(Count(alive), quorum);
+    // The key's lock covers the commit only: staging is private to this write, so the body can
+    // stream in unlocked, and a slow client never holds up other writers of the key.
+    auto lock = LockObject(bucket, key, LockMode::kExclusive, "PutObject");
+    if (!lock.ok()) return lock.error();
     std::shared_lock bucket_lock(BucketLock(bucket));
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
-    std::lock_guard key_lock(KeyLock(bucket, key));
-    return CommitAll(bucket, loc, st, alive, metas, quorum);
+    return CommitAll(bucket, loc, st, alive, metas, quorum, **lock);
   }
 
-  // Caller holds the key lock.
+  // Writes <staging>/meta on every alive drive; drops the drives where that fails.
+  void WriteMetas(const Stagings& st, std::vector<bool>& alive,
+                  const std::vector<ObjectMeta>& metas) {
+    alive = ForEachDrive(alive, [&](size_t p) {
+      return roots_[p]->WriteFile(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok();
+    });
+  }
+
+  // Commits the staged version on every alive drive; rolls back when fewer than `quorum` did.
+  // `lock`: the key's exclusive namespace lock, held by the caller; a lost lock aborts first.
   // keep_data: replace only the metadata files (the data directories stay as they are).
   Status CommitAll(const std::string& bucket, const paths::KeyLocation& loc, const Stagings& st,
                    std::vector<bool>& alive, const std::vector<ObjectMeta>& metas, int quorum,
-                   bool keep_data = false) {
+                   const NamespaceLock& lock, bool keep_data = false) {
+    if (lock.lost()) {
+      return MakeError(ErrorCode::kSlowDown,
+                       "lock on " + bucket + "/" + loc.rel_dir + " was lost; nothing committed");
+    }
     const size_t n = roots_.size();
     std::vector<std::optional<std::string>> old_raw(n);
     std::vector<std::string> old_data(n);
-    std::vector<bool> committed(n, false);
-    for (size_t p = 0; p < n; ++p) {
-      if (!alive[p]) continue;
-      const std::string key_dir = Join(bucket, loc.rel_dir);
-      const std::string meta_path = Join(key_dir, loc.meta_name);
+    const std::string key_dir = Join(bucket, loc.rel_dir);
+    const std::string meta_path = Join(key_dir, loc.meta_name);
+    auto committed = ForEachDrive(alive, [&](size_t p) {
       if (auto raw = roots_[p]->ReadFile(meta_path); raw.ok()) {
         old_raw[p] = std::move(*raw);
         if (old_raw[p] && !keep_data) {
-          if (auto om = ParseObjectMeta(*old_raw[p], meta_path); om.ok()) old_data[p] = om->data_dir;
+          if (auto om = ParseObjectMeta(*old_raw[p], meta_path); om.ok())
+            old_data[p] = om->data_dir;
         }
       }
       const bool has_data = !keep_data && (!metas[p].erasure || !metas[p].erasure->is_inline);
@@ -447,17 +582,17 @@ class ErasureSet {
                               std::string(loc.meta_name),
                               has_data ? metas[p].data_dir : std::string(),
                               old_data[p]};
-      committed[p] = roots_[p]->Commit(plan).ok();
-    }
+      return roots_[p]->Commit(plan).ok();
+    });
     if (Count(committed) >= quorum) return {};
     spdlog::warn("erasure: {}/{}: only {} of {} drives committed; rolling back", bucket,
                  loc.rel_dir, Count(committed), quorum);
-    for (size_t p = 0; p < n; ++p) {
-      if (!committed[p]) continue;
+    ForEachDrive(committed, [&](size_t p) {
       const bool has_data = !keep_data && (!metas[p].erasure || !metas[p].erasure->is_inline);
       Rollback(p, bucket, loc, st[p], old_raw[p], old_data[p],
                has_data ? metas[p].data_dir : std::string());
-    }
+      return true;
+    });
     return WriteQuorumError(Count(committed), quorum);
   }
 
@@ -476,7 +611,7 @@ class ErasureSet {
       }
     }
     const std::string key_dir = Join(bucket, loc.rel_dir);
-    fsutil::CommitPlan plan{std::string(), bucket, s2, key_dir, std::string(loc.meta_name),
+    fsutil::CommitPlan plan{std::string(), bucket,  s2, key_dir, std::string(loc.meta_name),
                             restore_data,  new_data};
     if (auto c = d.Commit(plan); !c.ok()) {
       spdlog::error("erasure: rollback on {} failed: {}", d.name(), c.error().message);
@@ -516,7 +651,7 @@ class ErasureSet {
     ObjectMeta meta = NewMeta(key, *loc);
     const auto& dist = meta.erasure->distribution;
     std::vector<bool> alive(roots_.size(), true);
-    Stagings st(roots_, alive);
+    Stagings st(*this, alive);
     if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
     std::vector<std::string> inline_shards;
     std::string md5;
@@ -554,20 +689,23 @@ class ErasureSet {
   Result<ObjectView> Resolve(const std::string& bucket, const paths::KeyLocation& loc) {
     const size_t n = roots_.size();
     std::vector<std::optional<ObjectMeta>> metas(n);
-    int missing = 0;
+    const std::string path = Join(Join(bucket, loc.rel_dir), loc.meta_name);
+    // true: the drive answers and has no such key.
+    auto missing_on = ForEachDrive(
+        [&](size_t p) {
+          auto raw = roots_[p]->ReadFile(path);
+          if (!raw.ok()) return false;
+          if (!raw->has_value()) return roots_[p]->StatVol(bucket);
+          auto m = ParseObjectMeta(**raw, path);
+          if (m.ok() && m->erasure)
+            metas[p] = std::move(*m);  // else corrupt: this drive needs healing
+          return false;
+        },
+        DriveWork::kLookup);
+    const int missing = Count(missing_on);
     std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups;
     for (size_t p = 0; p < n; ++p) {
-      const std::string path = Join(Join(bucket, loc.rel_dir), loc.meta_name);
-      auto raw = roots_[p]->ReadFile(path);
-      if (!raw.ok()) continue;
-      if (!raw->has_value()) {
-        if (roots_[p]->StatVol(bucket)) ++missing;  // the drive answers: no such key
-        continue;
-      }
-      auto m = ParseObjectMeta(**raw, path);
-      if (!m.ok() || !m->erasure) continue;  // corrupt metadata: this drive needs healing
-      groups[{m->data_dir, m->etag}].push_back(p);
-      metas[p] = std::move(*m);
+      if (metas[p]) groups[{metas[p]->data_dir, metas[p]->etag}].push_back(p);
     }
     const std::vector<size_t>* best = nullptr;
     for (const auto& [id, ps] : groups) {
@@ -590,9 +728,14 @@ class ErasureSet {
     v.sources.resize(n);
     v.has.assign(n, false);
     const auto& dist = v.meta.erasure->distribution;
+    const auto& e = *v.meta.erasure;
+    const erasure::Geometry g{e.data, e.parity, e.stripe_size};
+    std::vector<uint64_t> file_sizes;
+    for (const auto& part : v.meta.parts) file_sizes.push_back(g.ShardFileSize(part.size));
     for (size_t p = 0; p < n; ++p) {
       v.sources[p].shard = dist[p];
       v.sources[p].drive = roots_[p];
+      v.sources[p].file_sizes = file_sizes;
     }
     for (size_t p : *best) {
       ShardSource& s = v.sources[p];
@@ -614,6 +757,8 @@ class ErasureSet {
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
     auto loc = paths::MapKey(key);
     if (!loc.ok()) return loc.error();
+    auto lock = LockObject(bucket, key, LockMode::kShared, "HeadObject");
+    if (!lock.ok()) return lock.error();
     auto v = Resolve(bucket, *loc);
     if (!v.ok()) return v.error();
     return v->meta.ToInfo(bucket, key);
@@ -624,33 +769,32 @@ class ErasureSet {
     auto loc = paths::MapKey(key);
     if (!loc.ok()) return loc.error();
     std::vector<bool> alive(roots_.size(), true);
-    Stagings st(roots_, alive);
+    Stagings st(*this, alive);
+    const std::string key_dir = Join(bucket, loc->rel_dir);
     int done = 0;
     {
+      auto lock = LockObject(bucket, key, LockMode::kExclusive, "DeleteObject");
+      if (!lock.ok()) return lock.error();
       std::shared_lock bucket_lock(BucketLock(bucket));
-      std::lock_guard key_lock(KeyLock(bucket, key));
-      for (size_t p = 0; p < roots_.size(); ++p) {
-        if (!alive[p]) continue;
+      done = Count(ForEachDrive(alive, [&](size_t p) {
         Drive& d = *roots_[p];
-        const std::string& bucket_dir = bucket;
-        const std::string key_dir = Join(bucket_dir, loc->rel_dir);
         const std::string meta_path = Join(key_dir, loc->meta_name);
-        if (!d.Exists(meta_path)) {
-          done += d.StatVol(bucket);
-          continue;
-        }
+        if (!d.Exists(meta_path)) return d.StatVol(bucket);
         auto old = DataDirOf(d, meta_path);
         fsutil::CommitPlan plan{std::string(),
-                                bucket_dir,
+                                bucket,
                                 st[p],
                                 key_dir,
                                 std::string(loc->meta_name),
                                 "",
                                 old.ok() ? *old : std::string()};
-        if (d.Commit(plan).ok()) ++done;
-      }
+        return d.Commit(plan).ok();
+      }));
     }
-    for (Drive* d : roots_) d->PruneEmptyDirs(Join(bucket, loc->rel_dir), bucket);
+    ForEachDrive([&](size_t p) {
+      roots_[p]->PruneEmptyDirs(key_dir, bucket);
+      return true;
+    });
     if (done < write_quorum()) return WriteQuorumError(done, write_quorum());
     return {};
   }
@@ -661,9 +805,10 @@ class ErasureSet {
     auto loc = paths::MapKey(key);
     if (!loc.ok()) return loc.error();
     std::vector<bool> alive(roots_.size(), true);
-    Stagings st(roots_, alive);
+    Stagings st(*this, alive);
+    auto lock = LockObject(bucket, key, LockMode::kExclusive, "CopyObject");
+    if (!lock.ok()) return lock.error();
     std::shared_lock bucket_lock(BucketLock(bucket));
-    std::lock_guard key_lock(KeyLock(bucket, key));
     auto v = Resolve(bucket, *loc);
     if (!v.ok()) return v.error();
     v->meta.content_type = opts.content_type;
@@ -675,23 +820,28 @@ class ErasureSet {
       if (!alive[p]) continue;
       metas[p] = v->meta;
       metas[p].erasure->inline_shard = v->sources[p].inline_shard;
-      if (!roots_[p]->WriteFile(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
-        alive[p] = false;
-      }
     }
-    RS_RETURN_IF_ERROR(
-        CommitAll(bucket, *loc, st, alive, metas, write_quorum(), /*keep_data=*/true));
+    WriteMetas(st, alive, metas);
+    RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, write_quorum(), **lock,
+                                 /*keep_data=*/true));
     return v->meta.ToInfo(bucket, key);
   }
 
   Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts,
                                  int min_copies) {
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    std::vector<ListResult> listed(roots_.size());
+    // A drive without the bucket or offline is skipped.
+    auto ok = ForEachDrive(
+        [&](size_t p) {
+          auto l = roots_[p]->ListObjects(bucket, opts);
+          if (l.ok()) listed[p] = std::move(*l);
+          return l.ok();
+        },
+        DriveWork::kLookup);
     std::vector<ListResult> parts;
-    for (Drive* d : roots_) {
-      auto l = d->ListObjects(bucket, opts);  // a drive without the bucket or offline: skipped
-      if (l.ok()) parts.push_back(std::move(*l));
-    }
+    for (size_t p = 0; p < listed.size(); ++p)
+      if (ok[p]) parts.push_back(std::move(listed[p]));
     return MergeListings(std::move(parts), opts.max_keys, min_copies);
   }
 
@@ -700,18 +850,21 @@ class ErasureSet {
   Result<UploadRecord> LoadUpload(const std::string& bucket, const std::string& key,
                                   const std::string& upload_id) {
     if (!IsUploadId(upload_id)) return MakeError(ErrorCode::kNoSuchUpload);
-    std::optional<UploadRecord> rec;
-    int copies = 0;
-    for (Drive* d : roots_) {
-      const std::string file = Join(Join(rel::MultipartBucket(bucket), upload_id), kUploadFile);
-      auto raw = d->ReadFile(file);
-      if (!raw.ok() || !raw->has_value()) continue;
-      auto parsed = ParseUploadRecord(**raw, file);
-      if (!parsed.ok()) continue;
-      ++copies;
-      if (!rec) rec = std::move(*parsed);
-    }
-    if (!rec || copies < read_quorum()) return MakeError(ErrorCode::kNoSuchUpload);
+    const std::string file = Join(Join(rel::MultipartBucket(bucket), upload_id), kUploadFile);
+    std::vector<std::optional<UploadRecord>> recs(roots_.size());
+    const int copies = Count(ForEachDrive(
+        [&](size_t p) {
+          auto raw = roots_[p]->ReadFile(file);
+          if (!raw.ok() || !raw->has_value()) return false;
+          auto parsed = ParseUploadRecord(**raw, file);
+          if (parsed.ok()) recs[p] = std::move(*parsed);
+          return parsed.ok();
+        },
+        DriveWork::kLookup));
+    auto first =
+        std::find_if(recs.begin(), recs.end(), [](const auto& r) { return r.has_value(); });
+    if (first == recs.end() || copies < read_quorum()) return MakeError(ErrorCode::kNoSuchUpload);
+    auto& rec = *first;
     if (rec->key != key)
       return MakeError(ErrorCode::kNoSuchUpload, "upload belongs to another key");
     return *rec;
@@ -727,24 +880,22 @@ class ErasureSet {
     UploadRecord rec = std::move(*made);
     const std::string id = hash::RandomHex(16);
     std::vector<bool> alive(roots_.size(), true);
-    Stagings st(roots_, alive);
+    Stagings st(*this, alive);
     std::shared_lock bucket_lock(BucketLock(bucket));
-    int done = 0;
-    for (size_t p = 0; p < roots_.size(); ++p) {
-      if (!alive[p]) continue;
+    const std::string mp = rel::MultipartBucket(bucket);
+    const int done = Count(ForEachDrive(alive, [&](size_t p) {
       Drive& d = *roots_[p];
       const std::string staged = Join(st[p], "upload");
-      const std::string mp = rel::MultipartBucket(bucket);
       if (!d.MakeDir(staged).ok() ||
           !d.WriteFile(Join(staged, kUploadFile), SerializeUploadRecord(rec)).ok() ||
           !d.MakeDirAll(rel::MultipartRoot(), mp).ok() || !d.Rename(staged, Join(mp, id)).ok()) {
-        continue;
+        return false;
       }
       (void)d.FsyncDir(mp);
-      ++done;
-    }
+      return true;
+    }));
     if (done < write_quorum()) {
-      for (Drive* d : roots_) (void)d->RemoveAll(Join(rel::MultipartBucket(bucket), id));
+      ForEachDrive([&](size_t p) { return roots_[p]->RemoveAll(Join(mp, id)).ok(); });
       return WriteQuorumError(done, write_quorum());
     }
     return id;
@@ -765,7 +916,7 @@ class ErasureSet {
     if (!codec.ok()) return codec.error();
     const std::vector<int> dist = Distribution(key);
     std::vector<bool> alive(roots_.size(), true);
-    Stagings st(roots_, alive);
+    Stagings st(*this, alive);
     if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
     std::string md5;
     auto got = Encode(body, size, kMaxPutSize, **codec, dist, st, alive, "part",
@@ -786,36 +937,37 @@ class ErasureSet {
     part.info.mtime_ns = NowNs();
     part.info.checksums = ci.checksums;
     part.data_file = PartFileName(static_cast<size_t>(part_number)) + "." + hash::RandomHex(8);
+    // The upload's lock orders part commits against completion and abort (on every node).
+    auto lock = LockUpload(bucket, upload_id, "PutObjectPart");
+    if (!lock.ok()) return lock.error();
     std::shared_lock bucket_lock(BucketLock(bucket));
-    std::lock_guard upload_lock(UploadLock(upload_id));
     rec = LoadUpload(bucket, key, upload_id);  // aborted or completed meanwhile?
     if (!rec.ok()) return rec.error();
-    int done = 0;
-    for (size_t p = 0; p < roots_.size(); ++p) {
-      if (!alive[p]) continue;
+    if ((*lock)->lost()) return MakeError(ErrorCode::kSlowDown, "upload lock lost");
+    const std::string upload_dir = Join(rel::MultipartBucket(bucket), upload_id);
+    const std::string rec_path = Join(upload_dir, PartRecordName(part_number));
+    const int done = Count(ForEachDrive(alive, [&](size_t p) {
       Drive& d = *roots_[p];
-      const std::string upload_dir = Join(rel::MultipartBucket(bucket), upload_id);
-      const std::string rec_path = Join(upload_dir, PartRecordName(part_number));
       const std::string staged_rec = Join(st[p], "part.json");
       if (!d.IsDir(upload_dir) || !d.WriteFile(staged_rec, SerializePartRecord(part)).ok()) {
-        continue;
+        return false;
       }
       std::string old_data;
       if (auto raw = d.ReadFile(rec_path); raw.ok() && raw->has_value()) {
         if (auto old = ParsePartRecord(**raw, rec_path); old.ok()) old_data = old->data_file;
       }
       const std::string dest = Join(upload_dir, part.data_file);
-      if (!d.Rename(Join(st[p], "part"), dest).ok()) continue;
+      if (!d.Rename(Join(st[p], "part"), dest).ok()) return false;
       if (!d.Rename(staged_rec, rec_path).ok()) {
         (void)d.Unlink(dest);
-        continue;
+        return false;
       }
       (void)d.FsyncDir(upload_dir);
       if (!old_data.empty() && old_data != part.data_file) {
         (void)d.Unlink(Join(upload_dir, old_data));
       }
-      ++done;
-    }
+      return true;
+    }));
     if (done < write_quorum()) return WriteQuorumError(done, write_quorum());
     return part.info;
   }
@@ -823,21 +975,29 @@ class ErasureSet {
   // Part records agreed by at least read-quorum drives: number -> (record per position).
   std::map<int, std::vector<std::optional<PartRecord>>> LoadParts(const std::string& bucket,
                                                                   const std::string& upload_id) {
+    const std::string dir = Join(rel::MultipartBucket(bucket), upload_id);
+    std::vector<std::vector<PartRecord>> found(roots_.size());  // per position
+    ForEachDrive(
+        [&](size_t p) {
+          auto names = roots_[p]->ListDir(dir, /*dirs_only=*/false);
+          if (!names.ok()) return false;
+          for (const auto& n : *names) {
+            if (!n.starts_with("part.") || !n.ends_with(".json")) continue;
+            const std::string path = Join(dir, n);
+            auto raw = roots_[p]->ReadFile(path);
+            if (!raw.ok() || !raw->has_value()) continue;
+            auto r = ParsePartRecord(**raw, path);
+            if (r.ok()) found[p].push_back(std::move(*r));
+          }
+          return true;
+        },
+        DriveWork::kLookup);
     std::map<int, std::vector<std::optional<PartRecord>>> out;
-    for (size_t p = 0; p < roots_.size(); ++p) {
-      const std::string dir = Join(rel::MultipartBucket(bucket), upload_id);
-      auto names = roots_[p]->ListDir(dir, /*dirs_only=*/false);
-      if (!names.ok()) continue;
-      for (const auto& n : *names) {
-        if (!n.starts_with("part.") || !n.ends_with(".json")) continue;
-        const std::string path = Join(dir, n);
-        auto raw = roots_[p]->ReadFile(path);
-        if (!raw.ok() || !raw->has_value()) continue;
-        auto r = ParsePartRecord(**raw, path);
-        if (!r.ok()) continue;
-        auto& v = out[r->info.number];
+    for (size_t p = 0; p < found.size(); ++p) {
+      for (auto& r : found[p]) {
+        auto& v = out[r.info.number];
         v.resize(roots_.size());
-        v[p] = std::move(*r);
+        v[p] = std::move(r);
       }
     }
     // Keep, per part, the records of the etag most drives agree on (and only with read quorum).
@@ -880,21 +1040,30 @@ class ErasureSet {
   Result<std::vector<UploadInfo>> ListMultipartUploads(const std::string& bucket,
                                                        const std::string& prefix) {
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    const std::string mp = rel::MultipartBucket(bucket);
+    std::vector<std::vector<UploadInfo>> listed(roots_.size());  // per position
+    ForEachDrive(
+        [&](size_t p) {
+          auto ids = roots_[p]->ListDir(mp, /*dirs_only=*/true);
+          if (!ids.ok()) return false;
+          for (const auto& id : *ids) {
+            if (!IsUploadId(id)) continue;
+            const std::string file = Join(Join(mp, id), kUploadFile);
+            auto raw = roots_[p]->ReadFile(file);
+            if (!raw.ok() || !raw->has_value()) continue;
+            auto rec = ParseUploadRecord(**raw, file);
+            if (!rec.ok() || !rec->key.starts_with(prefix)) continue;
+            listed[p].push_back(UploadInfo{rec->key, id, rec->initiated_ns});
+          }
+          return true;
+        },
+        DriveWork::kLookup);
     std::map<std::string, UploadInfo> found;
     std::map<std::string, int> copies;
-    for (Drive* d : roots_) {
-      const std::string mp = rel::MultipartBucket(bucket);
-      auto ids = d->ListDir(mp, /*dirs_only=*/true);
-      if (!ids.ok()) continue;
-      for (const auto& id : *ids) {
-        if (!IsUploadId(id)) continue;
-        const std::string file = Join(Join(mp, id), kUploadFile);
-        auto raw = d->ReadFile(file);
-        if (!raw.ok() || !raw->has_value()) continue;
-        auto rec = ParseUploadRecord(**raw, file);
-        if (!rec.ok() || !rec->key.starts_with(prefix)) continue;
-        ++copies[id];
-        found.emplace(id, UploadInfo{rec->key, id, rec->initiated_ns});
+    for (const auto& infos : listed) {
+      for (const auto& info : infos) {
+        ++copies[info.upload_id];
+        found.emplace(info.upload_id, info);
       }
     }
     std::vector<UploadInfo> out;
@@ -910,8 +1079,9 @@ class ErasureSet {
   Status AbortMultipartUpload(const std::string& bucket, const std::string& key,
                               const std::string& upload_id) {
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    auto lock = LockUpload(bucket, upload_id, "AbortMultipartUpload");
+    if (!lock.ok()) return lock.error();
     std::shared_lock bucket_lock(BucketLock(bucket));
-    std::lock_guard upload_lock(UploadLock(upload_id));
     auto rec = LoadUpload(bucket, key, upload_id);
     if (!rec.ok()) return rec.error();
     RemoveUpload(bucket, upload_id);
@@ -919,15 +1089,16 @@ class ErasureSet {
   }
 
   void RemoveUpload(const std::string& bucket, const std::string& upload_id) {
-    for (Drive* d : roots_) {
-      const std::string dir = Join(rel::MultipartBucket(bucket), upload_id);
-      const std::string staging = rel::Staging(hash::RandomHex(16));
+    const std::string dir = Join(rel::MultipartBucket(bucket), upload_id);
+    const std::string staging = rel::Staging(hash::RandomHex(16));
+    ForEachDrive([&](size_t p) {
+      Drive& d = *roots_[p];
       // One rename makes the upload disappear from this drive; the files go with the staging dir.
-      if (d->MakeDir(staging).ok() && !d->Rename(dir, Join(staging, "upload")).ok()) {
-        (void)d->RemoveAll(dir);
+      if (d.MakeDir(staging).ok() && !d.Rename(dir, Join(staging, "upload")).ok()) {
+        (void)d.RemoveAll(dir);
       }
-      (void)d->RemoveAll(staging);
-    }
+      return d.RemoveAll(staging).ok();
+    });
   }
 
   Result<ObjectInfo> CompleteMultipartUpload(const std::string& bucket, const std::string& key,
@@ -949,9 +1120,13 @@ class ErasureSet {
       }
     }
     std::vector<bool> alive(roots_.size(), true);
-    Stagings st(roots_, alive);
+    Stagings st(*this, alive);
+    // Lock order everywhere: upload, object, bucket (the in-process bucket lock is innermost).
+    auto upload_lock = LockUpload(bucket, upload_id, "CompleteMultipartUpload");
+    if (!upload_lock.ok()) return upload_lock.error();
+    auto lock = LockObject(bucket, key, LockMode::kExclusive, "CompleteMultipartUpload");
+    if (!lock.ok()) return lock.error();
     std::shared_lock bucket_lock(BucketLock(bucket));
-    std::lock_guard upload_lock(UploadLock(upload_id));
     auto rec = LoadUpload(bucket, key, upload_id);
     if (!rec.ok()) return rec.error();
     auto all = LoadParts(bucket, upload_id);
@@ -1019,32 +1194,23 @@ class ErasureSet {
       meta.parts.push_back(PartMeta{static_cast<int>(i + 1), infos[i].size, infos[i].etag});
     }
     // Per drive: hard-link this drive's shard of every part into the new data directory.
-    for (size_t p = 0; p < roots_.size(); ++p) {
-      if (!alive[p]) continue;
+    const std::string upload_dir = Join(rel::MultipartBucket(bucket), upload_id);
+    alive = ForEachDrive(alive, [&](size_t p) {
       Drive& d = *roots_[p];
       const std::string data = Join(st[p], "data");
-      const std::string upload_dir = Join(rel::MultipartBucket(bucket), upload_id);
       bool ok = d.MakeDir(data).ok();
       for (size_t i = 0; ok && i < chosen.size(); ++i) {
         const auto& r = (*chosen[i])[p];
         ok = r && d.Link(Join(upload_dir, r->data_file), Join(data, PartFileName(i + 1))).ok();
       }
-      alive[p] = ok && d.FsyncDir(data).ok();
-    }
+      return ok && d.FsyncDir(data).ok();
+    });
     const auto& dist = meta.erasure->distribution;
     std::vector<ObjectMeta> metas;
     for (size_t p = 0; p < roots_.size(); ++p) metas.push_back(MetaFor(meta, dist, p, nullptr));
-    for (size_t p = 0; p < roots_.size(); ++p) {
-      if (!alive[p]) continue;
-      if (!roots_[p]->WriteFile(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
-        alive[p] = false;
-      }
-    }
+    WriteMetas(st, alive, metas);
     if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
-    {
-      std::lock_guard key_lock(KeyLock(bucket, key));
-      RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, write_quorum()));
-    }
+    RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, write_quorum(), **lock));
     RemoveUpload(bucket, upload_id);
     return meta.ToInfo(bucket, key);
   }
@@ -1074,12 +1240,6 @@ class ErasureSet {
     MakeBucket(bucket, info.ok() ? info->created_ns : NowNs());
   }
 
-  std::mutex& KeyLock(const std::string& bucket, const std::string& key) {
-    return key_locks_[std::hash<std::string>{}(bucket + '\0' + key) % key_locks_.size()];
-  }
-  std::mutex& UploadLock(const std::string& id) {
-    return upload_locks_[std::hash<std::string>{}(id) % upload_locks_.size()];
-  }
   std::shared_mutex& BucketLock(const std::string& bucket) {
     return bucket_locks_[std::hash<std::string>{}(bucket) % bucket_locks_.size()];
   }
@@ -1092,10 +1252,12 @@ class ErasureSet {
   std::vector<Drive*> roots_;  // owned by ErasureStore
   int n_, data_, parity_;
   Degraded on_degraded_;
+  DriveFanout fanout_;
+  std::mutex locker_mu_;  // guards locker_ and lock_timeout_ (replaced at start-up)
+  std::shared_ptr<NamespaceLocker> locker_ = std::make_shared<LocalNamespaceLocker>();
+  std::chrono::milliseconds lock_timeout_ = kDefaultLockTimeout;
   std::mutex codec_mu_;
   std::map<std::pair<int, int>, std::unique_ptr<Codec>> codecs_;
-  std::array<std::mutex, 256> key_locks_;
-  std::array<std::mutex, 64> upload_locks_;
   std::array<std::shared_mutex, 32> bucket_locks_;
 };
 
@@ -1103,9 +1265,14 @@ namespace {
 
 class ErasureReader final : public ObjectReader {
  public:
-  ErasureReader(ObjectInfo info, ObjectView view, const Codec* codec,
+  // `drives`: the set's fan-out (the set outlives its readers).
+  ErasureReader(ObjectInfo info, ObjectView view, const Codec* codec, const DriveFanout& drives,
                 std::function<void()> degraded)
-      : info_(std::move(info)), v_(std::move(view)), codec_(codec), degraded_(std::move(degraded)) {
+      : info_(std::move(info)),
+        v_(std::move(view)),
+        codec_(codec),
+        drives_(drives),
+        degraded_(std::move(degraded)) {
     uint64_t off = 0;
     for (const auto& p : v_.meta.parts) {
       offsets_.push_back(off);
@@ -1141,7 +1308,7 @@ class ErasureReader final : public ObjectReader {
  private:
   Status Load(size_t part, uint64_t s) {
     std::vector<int> bad;
-    auto st = ReadStripe(v_, *codec_, part, s, shards_, present_, &bad, /*all=*/false);
+    auto st = ReadStripe(v_, drives_, *codec_, part, s, shards_, present_, &bad, /*all=*/false);
     if (!bad.empty()) Degraded();
     if (!st.ok()) {
       spdlog::error("erasure: {}/{}: {}", info_.bucket, info_.key, st.error().message);
@@ -1167,6 +1334,7 @@ class ErasureReader final : public ObjectReader {
   ObjectInfo info_;
   ObjectView v_;
   const Codec* codec_;
+  const DriveFanout& drives_;
   std::function<void()> degraded_;
   std::vector<uint64_t> offsets_;
   std::mutex mu_;
@@ -1186,27 +1354,35 @@ Result<std::unique_ptr<ObjectReader>> ErasureSet::OpenObject(const std::string& 
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
+  // Shared: no writer commits while the version is resolved and its shards are opened. Not held
+  // while the body streams (a slow reader would hold up every writer of the key).
+  auto lock = LockObject(bucket, key, LockMode::kShared, "GetObject");
+  if (!lock.ok()) return lock.error();
   auto v = Resolve(bucket, *loc);
   if (!v.ok()) return v.error();
   auto codec = GetCodec(v->meta.erasure->data, v->meta.erasure->parity);
   if (!codec.ok()) return codec.error();
   // Snapshot: open the first part on every drive now, so an overwrite cannot pull it away.
+  std::vector<bool> probe(v->sources.size(), false);
+  for (size_t p = 0; p < v->sources.size(); ++p) {
+    probe[p] = v->has[p] && v->sources[p].usable && !v->sources[p].is_inline &&
+               !v->meta.parts.empty() && v->meta.parts[0].size > 0;
+  }
+  auto probed = ForEachDrive(
+      probe,
+      [&](size_t p) {
+        char byte;
+        return v->sources[p].Read(0, 0, &byte, 1);
+      },
+      DriveWork::kLookup);
   bool degraded = false;
   for (size_t p = 0; p < v->sources.size(); ++p) {
-    auto& src = v->sources[p];
-    if (!v->has[p] || !src.usable) {
-      degraded = true;
-      continue;
-    }
-    if (!src.is_inline && !v->meta.parts.empty()) {
-      char probe;
-      if (v->meta.parts[0].size > 0 && !src.Read(0, 0, &probe, 1)) degraded = true;
-    }
+    degraded = degraded || !v->has[p] || !v->sources[p].usable || (probe[p] && !probed[p]);
   }
   if (degraded) ReportDegraded(bucket, key);
   ObjectInfo info = v->meta.ToInfo(bucket, key);
   return std::unique_ptr<ObjectReader>(
-      new ErasureReader(std::move(info), std::move(*v), *codec,
+      new ErasureReader(std::move(info), std::move(*v), *codec, fanout_,
                         [this, bucket, key] { ReportDegraded(bucket, key); }));
 }
 
@@ -1214,8 +1390,9 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
   EnsureBucket(bucket);
+  auto lock = LockObject(bucket, key, LockMode::kExclusive, "HealObject");
+  if (!lock.ok()) return lock.error();
   std::shared_lock bucket_lock(BucketLock(bucket));
-  std::lock_guard key_lock(KeyLock(bucket, key));
   auto v = Resolve(bucket, *loc);
   if (!v.ok()) {
     if (v.error().code != ErrorCode::kNoSuchKey) return v.error();
@@ -1228,9 +1405,13 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
       const std::string staging = rel::Staging(hash::RandomHex(16));
       if (!d->MakeDir(staging).ok()) continue;
       auto old = DataDirOf(*d, meta_path);
-      fsutil::CommitPlan plan{
-          std::string(), bucket, staging, key_dir, std::string(loc->meta_name),
-          "",            old.ok() ? *old : std::string()};
+      fsutil::CommitPlan plan{std::string(),
+                              bucket,
+                              staging,
+                              key_dir,
+                              std::string(loc->meta_name),
+                              "",
+                              old.ok() ? *old : std::string()};
       removed += d->Commit(plan).ok();
       (void)d->RemoveAll(staging);
       d->PruneEmptyDirs(key_dir, bucket);
@@ -1252,7 +1433,8 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
   for (size_t part = 0; part < v->meta.parts.size(); ++part) {
     for (uint64_t s = 0; s < g.StripeCount(v->meta.parts[part].size); ++s) {
       std::vector<int> bad;
-      RS_RETURN_IF_ERROR(ReadStripe(*v, **codec, part, s, shards, present, &bad, /*all=*/true));
+      RS_RETURN_IF_ERROR(
+          ReadStripe(*v, fanout_, **codec, part, s, shards, present, &bad, /*all=*/true));
       for (int p : bad) need[static_cast<size_t>(p)] = true;
     }
   }
@@ -1261,7 +1443,7 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
   for (size_t p = 0; p < n; ++p) {
     if (need[p] && !roots_[p]->IsOnline()) need[p] = false;  // drive offline
   }
-  Stagings st(roots_, need);
+  Stagings st(*this, need);
   const auto& dist = e.distribution;
   std::vector<std::string> inline_shards(n);
   for (size_t part = 0; part < v->meta.parts.size(); ++part) {
@@ -1273,7 +1455,9 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
         need[p] = false;
         continue;
       }
-      auto fd = roots_[p]->CreateShard(Join(Join(st[p], "data"), PartFileName(part + 1)));
+      auto fd = roots_[p]->CreateShard(
+          Join(Join(st[p], "data"), PartFileName(part + 1)),
+          erasure::Geometry{e.data, e.parity, e.stripe_size}.ShardFileSize(size));
       if (!fd.ok()) {
         need[p] = false;
         continue;
@@ -1281,7 +1465,7 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
       fds[p] = std::move(*fd);
     }
     for (uint64_t s = 0; s < g.StripeCount(size); ++s) {
-      RS_RETURN_IF_ERROR(ReadStripe(*v, **codec, part, s, shards, present, nullptr, true));
+      RS_RETURN_IF_ERROR(ReadStripe(*v, fanout_, **codec, part, s, shards, present, nullptr, true));
       const uint64_t block = g.BlockSize(g.StripeBytes(size, s));
       for (size_t p = 0; p < n; ++p) {
         if (!need[p]) continue;
@@ -1311,12 +1495,11 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
   // one can take its place (readers holding its files open keep them).
   for (size_t p = 0; p < n && !e.is_inline; ++p) {
     const std::string old = Join(Join(bucket, loc->rel_dir), v->meta.data_dir);
-    if (need[p] && roots_[p]->IsDir(old) &&
-        !roots_[p]->Rename(old, Join(st[p], "corrupt")).ok()) {
+    if (need[p] && roots_[p]->IsDir(old) && !roots_[p]->Rename(old, Join(st[p], "corrupt")).ok()) {
       need[p] = false;
     }
   }
-  RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, need, metas, /*quorum=*/1));
+  RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, need, metas, /*quorum=*/1, **lock));
   spdlog::info("heal: {}/{}: rewrote {} drive copy(ies)", bucket, key, healed);
   return healed;
 }
@@ -1376,12 +1559,16 @@ Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(std::vector<std::unique
     replaced = replaced || (format->states[i] == DriveState::kFormatted && !format->fresh);
   }
   ErasureStore* self = store.get();
+  // Threads mostly wait on a disk or the network: enough for a few requests' worth of one set's
+  // drives at once; more calls queue (bounded threads, a queue of short calls).
+  store->drive_pool_ = std::make_unique<ThreadPool>(std::clamp(4 * layout->set_size, 16, 128));
   for (int s = 0; s < layout->set_count; ++s) {
     std::vector<Drive*> set_roots(roots.begin() + s * layout->set_size,
                                   roots.begin() + (s + 1) * layout->set_size);
     store->sets_.push_back(std::make_unique<ErasureSet>(
         std::move(set_roots), layout->parity,
-        [self](const std::string& b, const std::string& k) { self->Enqueue(b, k); }));
+        [self](const std::string& b, const std::string& k) { self->Enqueue(b, k); },
+        store->drive_pool_.get()));
   }
   spdlog::info(
       "erasure: {} drive(s) in {} set(s) of {}, EC {}+{} (read quorum {}, write quorum "
@@ -1405,6 +1592,11 @@ ErasureStore::~ErasureStore() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+}
+
+void ErasureStore::SetNamespaceLocker(std::shared_ptr<NamespaceLocker> locker,
+                                      std::chrono::milliseconds timeout) {
+  for (auto& s : sets_) s->SetLocker(locker, timeout);
 }
 
 ErasureSet& ErasureStore::SetFor(const std::string& key) {
@@ -1510,7 +1702,7 @@ int ErasureStore::CheckDrives(bool heal) {
     const std::string& root = drive.name();
     if (!drive.is_local()) continue;  // every node checks its own drives
     if (drive.Exists(rel::Format())) continue;
-    if (!drive.IsDir("")) continue;  // gone
+    if (!drive.IsDir("")) continue;                                      // gone
     if (auto empty = drive.IsEmpty(); !empty.ok() || !*empty) continue;  // not ours to touch
     std::vector<std::vector<std::string>> sets;
     for (size_t j = 0; j < drives_.size() && sets.empty(); ++j) {

@@ -19,10 +19,23 @@
 // fails with kInsufficientWriteQuorum (503 SlowDown). Reads resolve the version agreed by at least
 // read-quorum drives, verify every shard block, read parity instead of missing or corrupt data
 // shards and decode; degraded objects are reported to the heal queue.
+//
+// Namespace locks (namespace_lock.h): a write takes the exclusive lock of its key only to publish
+// (metadata into staging, commit on every drive, rollback), not while the body streams in, so a
+// slow uploader never blocks other writers of the key; DeleteObject, UpdateMetadata and healing
+// hold it for their whole change, multipart part commits, completion and abort hold the upload's
+// lock. GET/HEAD hold the shared lock while they resolve the version and open its shards. A write
+// that does not get its lock in time fails with 503 SlowDown and publishes nothing; one whose lock
+// was lost (a distributed lock that could not be refreshed) aborts before it commits.
+//
+// Drive fan-out: the per-drive calls of a request (metadata reads, staging, shard appends per
+// stripe, Finish, commit, delete) run in parallel on a bounded pool when drives are remote (each
+// call is a network round trip); calls to local drives run on the request's thread meanwhile.
 #pragma once
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -37,11 +50,18 @@
 #include "erasure/layout.h"
 #include "storage/drive.h"
 #include "storage/format.h"
+#include "storage/namespace_lock.h"
 #include "storage/object_layer.h"
+
+namespace rdmastor {
+class ThreadPool;
+}
 
 namespace rdmastor::storage {
 
 inline constexpr uint64_t kInlineThreshold = 128 << 10;
+// How long a write, delete or heal waits for its namespace lock before answering 503 SlowDown.
+inline constexpr std::chrono::milliseconds kDefaultLockTimeout{10000};
 
 struct HealCounts {
   uint64_t objects_scanned = 0;
@@ -80,6 +100,11 @@ class ErasureStore final : public ObjectLayer {
 
   const erasure::SetLayout& layout() const { return layout_; }
   const std::string& deployment_id() const { return deployment_id_; }
+
+  // Replaces the namespace locker (Open installs a LocalNamespaceLocker; a cluster node installs
+  // the distributed one before it serves S3). `timeout`: how long a write waits for its lock.
+  void SetNamespaceLocker(std::shared_ptr<NamespaceLocker> locker,
+                          std::chrono::milliseconds timeout = kDefaultLockTimeout);
 
   // Background work: a replaced-drive check every `interval_ms` (0 = never).
   void StartMonitor(int interval_ms);
@@ -141,6 +166,9 @@ class ErasureStore final : public ObjectLayer {
   std::string deployment_id_;
   uint64_t hash_seed_ = 0;
   std::vector<std::unique_ptr<Drive>> drives_;
+  // Runs the per-drive calls of remote drives in parallel; null when every drive is local.
+  // Declared before sets_: the sets use it, so it is destroyed after them.
+  std::unique_ptr<ThreadPool> drive_pool_;
   std::vector<std::unique_ptr<ErasureSet>> sets_;
 
   std::mutex mu_;  // guards the heal queue and the monitor state
