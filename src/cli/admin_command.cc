@@ -15,10 +15,12 @@ namespace {
 
 constexpr const char* kAdminUsage = R"(Usage:
   rdmastor admin prometheus-token [--expiry-days N]
-  rdmastor admin heal [--endpoint URL] [BUCKET]
+  rdmastor admin heal [--endpoint URL] [--certs-dir DIR] [BUCKET]
 
-  heal: asks a running erasure-coded server (default endpoint http://127.0.0.1:9000; plain HTTP)
-  to heal every object of BUCKET, or of every bucket: formats replaced drives, verifies every
+  heal: asks a running erasure-coded server (default endpoint http://127.0.0.1:9000; an
+  https:// endpoint is verified against the system CA store plus DIR/CAs/*.crt|*.pem, DIR
+  defaulting to ~/.rdmastor/certs as for the server) to heal every object of BUCKET, or of every
+  bucket: formats replaced drives, verifies every
   shard of every object and rewrites missing, stale and corrupt ones. Prints each object healed,
   progress every 2 s, and the counts at the end (scanned, healed, shards written, failed). Signs
   with the root credentials: MINIO_ROOT_USER/MINIO_ROOT_PASSWORD, else
@@ -64,10 +66,12 @@ void PrintCounts(const char* what, const nlohmann::json& counts) {
 }
 
 int RunHeal(const std::vector<std::string>& args, const EnvMap& env) {
-  std::string endpoint = "http://127.0.0.1:9000", bucket;
+  std::string endpoint = "http://127.0.0.1:9000", bucket, certs_dir;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--endpoint" && i + 1 < args.size()) {
       endpoint = args[++i];
+    } else if ((args[i] == "--certs-dir" || args[i] == "-S") && i + 1 < args.size()) {
+      certs_dir = args[++i];
     } else if (args[i] == "--help" || args[i] == "-h") {
       std::fputs(kAdminUsage, stdout);
       return 0;
@@ -93,7 +97,8 @@ int RunHeal(const std::vector<std::string>& args, const EnvMap& env) {
   }
   auto cfg = client::S3ConfigFromEndpoint(
       endpoint, user, password,
-      EnvOr(env, "MINIO_REGION").empty() ? std::string("us-east-1") : EnvOr(env, "MINIO_REGION"));
+      EnvOr(env, "MINIO_REGION").empty() ? std::string("us-east-1") : EnvOr(env, "MINIO_REGION"),
+      client::CertsDirTrust(certs_dir, EnvOr(env, "HOME")));
   if (!cfg.ok()) {
     std::fprintf(stderr, "rdmastor admin heal: %s\n", cfg.error().message.c_str());
     return 2;

@@ -32,7 +32,7 @@ constexpr const char* kUsage = R"(rdmastor — S3-compatible object server with 
 Usage:
   rdmastor server [--address HOST:PORT] [--certs-dir DIR] DIR...
   rdmastor admin prometheus-token [--expiry-days N]
-  rdmastor admin heal [--endpoint URL] [BUCKET]
+  rdmastor admin heal [--endpoint URL] [--certs-dir DIR] [BUCKET]
   rdmastor rdma check [--json]
   rdmastor --version
   rdmastor --help
@@ -47,7 +47,8 @@ Commands:
 Server flags:
   --address HOST:PORT   listen address (default ":9000", all interfaces)
   --certs-dir, -S DIR   TLS: serve HTTPS only when DIR has public.crt and private.key
-                        (default ~/.rdmastor/certs)
+                        (default ~/.rdmastor/certs); a cluster then needs https:// URLs, and
+                        peers are verified against the system CAs plus DIR/CAs/*.crt|*.pem
 
 Environment:
   MINIO_ROOT_USER       access key of the root user (default "minioadmin"; change it)

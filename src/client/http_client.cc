@@ -271,6 +271,14 @@ int VerifyCallback(int ok, X509_STORE_CTX* store) {
 
 }  // namespace
 
+TlsClientOptions CertsDirTrust(const std::string& certs_dir, const std::string& home) {
+  TlsClientOptions o;
+  std::string dir = certs_dir;
+  if (dir.empty() && !home.empty()) dir = home + "/.rdmastor/certs";
+  if (!dir.empty()) o.ca_dirs.push_back(dir + "/CAs");
+  return o;
+}
+
 Result<std::shared_ptr<const TlsContext>> TlsContext::Create(const TlsClientOptions& options) {
   std::shared_ptr<TlsContext> c(new TlsContext());
   ERR_clear_error();

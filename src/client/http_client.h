@@ -66,6 +66,11 @@ struct TlsClientOptions {
   std::vector<std::string> ca_dirs;
 };
 
+// What the command-line tools trust for https:// endpoints, as MinIO's do: the system store plus
+// every *.crt / *.pem in <certs_dir>/CAs. certs_dir "" = <home>/.rdmastor/certs, the server's
+// default, so a tool run on a node trusts what the node trusts.
+TlsClientOptions CertsDirTrust(const std::string& certs_dir, const std::string& home);
+
 // A shared client TLS configuration (an OpenSSL SSL_CTX with the trust store loaded once). Build
 // it at start-up, where a bad CA file is a clear error, and share it between connections and
 // threads (it is immutable after Create).

@@ -4,15 +4,18 @@ with its own certificate (IP SAN 127.0.0.1) issued by one test CA and trusting i
 another with boto3 over HTTPS (every shard and lock RPC between the nodes went over TLS). A node
 whose certificate comes from another CA is refused by its peers, with the verification failure
 in their logs; https endpoints without a certificate, a certificate with http endpoints and mixed
-schemes are start-up errors."""
+schemes are start-up errors. `rdmastor admin heal` and rdmastor-cli reach the nodes over https
+with the same trust (system store + <certs-dir>/CAs)."""
 
+import os
+import shutil
 import subprocess
 import time
 
 import pytest
 
 from cluster_util import MiB, Cluster, consecutive_free_ports, get_bytes
-from conftest import RDMASTOR_BIN, _clean_env, seeded_bytes, unique_bucket
+from conftest import BUILD_DIR, RDMASTOR_BIN, HealRun, _clean_env, seeded_bytes, unique_bucket
 from tls_util import make_ca, make_certs_dir
 
 
@@ -71,6 +74,48 @@ def test_put_get_list_through_two_nodes(tls_cluster):
         log = c.nodes[i].log_text()
         assert "cluster: peer RPC over TLS" in log, c.nodes[i].log_tail(30)
         assert "certificate verification failed" not in log
+
+
+CLI = os.path.join(BUILD_DIR, "src", "rdmastor-cli")
+
+
+def test_admin_heal_and_cli_over_https(tls_cluster, tmp_path):
+    c = tls_cluster
+    n = c.nodes[1]
+    certs = n.extra_args[n.extra_args.index("--certs-dir") + 1]
+    bucket = unique_bucket("ctlscli")
+    c.client(0).create_bucket(Bucket=bucket)
+    body = seeded_bytes(300 * 1024 + 5, seed=9)
+    c.client(0).put_object(Bucket=bucket, Key="k", Body=body)
+    home = {"HOME": str(tmp_path)}  # nothing trusted by default but the system store
+
+    heal_env = _clean_env({**home, "MINIO_ROOT_USER": n.access_key,
+                           "MINIO_ROOT_PASSWORD": n.secret_key})
+    heal = [RDMASTOR_BIN, "admin", "heal", "--endpoint", n.endpoint]
+    run = lambda cmd, env: subprocess.run(cmd, env=env, capture_output=True, text=True,
+                                          timeout=120, stdin=subprocess.DEVNULL)
+    h = HealRun(run(heal + ["--certs-dir", certs, bucket], heal_env))
+    assert h.returncode == 0, h
+    assert h.counts and h.counts["scanned"] == 1 and h.counts["failed"] == 0, h
+    refused = run(heal + [bucket], heal_env)
+    assert refused.returncode == 1, refused.stderr
+    assert "certificate verification failed" in refused.stderr, refused.stderr
+    # The default certs dir is ~/.rdmastor/certs, as for the server.
+    os.makedirs(tmp_path / ".rdmastor" / "certs")
+    shutil.copytree(os.path.join(certs, "CAs"), tmp_path / ".rdmastor" / "certs" / "CAs")
+    assert HealRun(run(heal + [bucket], heal_env)).returncode == 0
+
+    cli_env = _clean_env({"HOME": str(tmp_path / "nowhere"), "AWS_ACCESS_KEY_ID": n.access_key,
+                          "AWS_SECRET_ACCESS_KEY": n.secret_key})
+    out = tmp_path / "got.bin"
+    cp = run([CLI, "--endpoint", n.endpoint, "--certs-dir", certs, "get", f"{bucket}/k",
+              str(out)], cli_env)
+    assert cp.returncode == 0, cp.stderr
+    assert out.read_bytes() == body
+    cp = run([CLI, "--endpoint", n.endpoint, "--certs-dir", certs, "ls", bucket], cli_env)
+    assert cp.returncode == 0 and "k" in cp.stdout, (cp.stdout, cp.stderr)
+    cp = run([CLI, "--endpoint", n.endpoint, "ls", bucket], cli_env)
+    assert cp.returncode != 0 and "certificate verification failed" in cp.stderr, cp.stderr
 
 
 def wait_for_log(node, needle, timeout):

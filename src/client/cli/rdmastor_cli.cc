@@ -24,7 +24,8 @@ namespace {
 using rdmastor::client::RdmaS3Client;
 
 constexpr const char* kUsage =
-    "usage: rdmastor-cli --endpoint URL [--rdma] [--http-fallback] COMMAND ARGS\n"
+    "usage: rdmastor-cli --endpoint URL [--certs-dir DIR] [--rdma] [--http-fallback] COMMAND "
+    "ARGS\n"
     "  mb BUCKET              create a bucket\n"
     "  ls BUCKET[/PREFIX]     list objects (or buckets without an argument)\n"
     "  put BUCKET/KEY FILE    upload FILE\n"
@@ -35,6 +36,8 @@ constexpr const char* kUsage =
     "                         build and an mlx5 NIC, set up by MINIO_RDMA_DEVICE, _PORT,\n"
     "                         _GID_INDEX and _DC_KEY as on the server)\n"
     "  --http-fallback        with --rdma: retry over HTTP when the server answers 501\n"
+    "  --certs-dir DIR        https:// endpoints: trust DIR/CAs/*.crt|*.pem besides the system\n"
+    "                         CA store (default ~/.rdmastor/certs, as the server)\n"
     "credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\n";
 
 constexpr uint64_t kPart = 64ull << 20;  // RDMA transfers per token (and progress granularity)
@@ -119,6 +122,7 @@ int main(int argc, char** argv) {
   std::string endpoint;
   bool use_rdma = false, fallback = false;
   std::string fabric = "soft";
+  std::string certs_dir;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -126,6 +130,10 @@ int main(int argc, char** argv) {
       endpoint = argv[++i];
     } else if (a.rfind("--endpoint=", 0) == 0) {
       endpoint = a.substr(11);
+    } else if (a == "--certs-dir" && i + 1 < argc) {
+      certs_dir = argv[++i];
+    } else if (a.rfind("--certs-dir=", 0) == 0) {
+      certs_dir = a.substr(12);
     } else if (a == "--rdma") {
       use_rdma = true;
     } else if (a == "--fabric" && i + 1 < argc) {
@@ -163,7 +171,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   rdmastor::client::RdmaClientConfig cfg;
-  auto s3cfg = rdmastor::client::S3ConfigFromEndpoint(endpoint, ak, sk);
+  const char* home = std::getenv("HOME");
+  auto s3cfg = rdmastor::client::S3ConfigFromEndpoint(
+      endpoint, ak, sk, "us-east-1", rdmastor::client::CertsDirTrust(certs_dir, home ? home : ""));
   if (!s3cfg.ok()) return Fail(s3cfg.error().message);
   cfg.s3 = *s3cfg;
   cfg.allow_http_fallback = fallback;
