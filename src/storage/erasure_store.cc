@@ -192,9 +192,12 @@ struct ObjectView {
 // corrupt. With `all`, reads every shard (heal verification). Positions whose block was missing or
 // corrupt are added to `bad`. Reconstructs the missing data shards (every missing shard with
 // `all`).
+// With `blocks` (the GET path), nothing is copied: blocks[i] points at shard i's verified block
+// where it was read (v.framed, valid until the next call) or, for a reconstructed shard, into
+// `shards`; without it every block is copied into `shards` (total x block, contiguous).
 Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, size_t part,
                   uint64_t s, std::vector<uint8_t>& shards, std::vector<bool>& present,
-                  std::vector<int>* bad, bool all) {
+                  std::vector<int>* bad, bool all, std::vector<uint8_t*>* blocks = nullptr) {
   const auto& e = *v.meta.erasure;
   Geometry g{e.data, e.parity, e.stripe_size};
   const uint64_t size = v.meta.parts[part].size;
@@ -211,6 +214,9 @@ Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, 
     return (v.sources[static_cast<size_t>(a)].shard >= e.data) <
            (v.sources[static_cast<size_t>(b)].shard >= e.data);
   });
+  std::vector<uint8_t*> ptrs(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    ptrs[static_cast<size_t>(i)] = &shards[static_cast<size_t>(i) * block];
   int good = 0;
   size_t next = 0;  // into order
   // Each round reads, in parallel, as many of the next usable positions as blocks are still
@@ -238,16 +244,19 @@ Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, 
         continue;
       }
       const auto shard = static_cast<size_t>(v.sources[p].shard);
-      std::memcpy(&shards[shard * block], v.framed[p].data() + erasure::kBitrotHashSize, block);
+      auto* verified = reinterpret_cast<uint8_t*>(v.framed[p].data() + erasure::kBitrotHashSize);
+      if (blocks)
+        ptrs[shard] = verified;
+      else
+        std::memcpy(ptrs[shard], verified, block);
       present[shard] = true;
       ++good;
     }
     if (all) break;
   }
-  std::vector<uint8_t*> ptrs(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i)
-    ptrs[static_cast<size_t>(i)] = &shards[static_cast<size_t>(i) * block];
-  return codec.Reconstruct(ptrs.data(), present, block, /*data_only=*/!all);
+  RS_RETURN_IF_ERROR(codec.Reconstruct(ptrs.data(), present, block, /*data_only=*/!all));
+  if (blocks) *blocks = std::move(ptrs);
+  return {};
 }
 
 }  // namespace
@@ -1296,19 +1305,30 @@ class ErasureReader final : public ObjectReader {
       if (!cached_ || cached_part_ != part || cached_stripe_ != s) {
         RS_RETURN_IF_ERROR(Load(part, s));
       }
-      const uint64_t in_stripe = in_part - s * stripe;
-      const size_t n =
-          static_cast<size_t>(std::min<uint64_t>(len - done, cache_.size() - in_stripe));
-      std::memcpy(buf + done, cache_.data() + in_stripe, n);
-      done += n;
+      // The one copy of the GET path: from the verified shard blocks (where they were read)
+      // into the caller's buffer, block by block.
+      uint64_t in_stripe = in_part - s * stripe;
+      const uint64_t want = std::min<uint64_t>(len - done, stripe_bytes_ - in_stripe);
+      for (uint64_t left = want; left > 0;) {
+        const uint64_t i = in_stripe / block_, at = in_stripe % block_;
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(left, block_ - at));
+        std::memcpy(buf + done, blocks_[static_cast<size_t>(i)] + at, n);
+        done += n;
+        in_stripe += n;
+        left -= n;
+      }
+      copied_ += want;
     }
     return done;
   }
 
+  uint64_t bytes_copied() const override { return copied_; }
+
  private:
   Status Load(size_t part, uint64_t s) {
     std::vector<int> bad;
-    auto st = ReadStripe(v_, drives_, *codec_, part, s, shards_, present_, &bad, /*all=*/false);
+    auto st =
+        ReadStripe(v_, drives_, *codec_, part, s, shards_, present_, &bad, /*all=*/false, &blocks_);
     if (!bad.empty()) Degraded();
     if (!st.ok()) {
       spdlog::error("erasure: {}/{}: {}", info_.bucket, info_.key, st.error().message);
@@ -1316,9 +1336,11 @@ class ErasureReader final : public ObjectReader {
     }
     const auto& e = *v_.meta.erasure;
     Geometry g{e.data, e.parity, e.stripe_size};
-    const uint64_t bytes = g.StripeBytes(v_.meta.parts[part].size, s);
-    cache_.assign(reinterpret_cast<const char*>(shards_.data()),
-                  reinterpret_cast<const char*>(shards_.data()) + bytes);  // data shards first
+    stripe_bytes_ = g.StripeBytes(v_.meta.parts[part].size, s);
+    block_ = g.BlockSize(stripe_bytes_);
+    // A degraded stripe's rebuilt data shards were computed, not read: count them as copied.
+    for (int i = 0; i < e.data; ++i)
+      if (!present_[static_cast<size_t>(i)]) copied_ += block_;
     cached_ = true;
     cached_part_ = part;
     cached_stripe_ = s;
@@ -1338,9 +1360,12 @@ class ErasureReader final : public ObjectReader {
   std::function<void()> degraded_;
   std::vector<uint64_t> offsets_;
   std::mutex mu_;
-  std::vector<uint8_t> shards_;
+  std::vector<uint8_t> shards_;  // reconstructed blocks of a degraded stripe
   std::vector<bool> present_;
-  std::string cache_;
+  // The loaded stripe: its data bytes and each shard's block (ReadStripe's `blocks`).
+  std::vector<uint8_t*> blocks_;
+  uint64_t stripe_bytes_ = 0, block_ = 0;
+  uint64_t copied_ = 0;  // bytes_copied()
   bool cached_ = false;
   size_t cached_part_ = 0;
   uint64_t cached_stripe_ = 0;

@@ -470,17 +470,20 @@ TEST_F(S3OverRdma, ClientVanishingDuringGetFailsCleanly) {
 
 // minio_api_rdma_copied_bytes_total: exported before any copy, unchanged by a GET from a plain
 // (single-drive) object, one copy per byte on PUT.
+// minio_api_rdma_copied_bytes_total of `server`.
+std::optional<double> CopiedBytes(ServerProcess& server) {
+  client::HttpClient http("127.0.0.1", server.port());
+  client::HttpRequest req;
+  req.target = "/minio/v2/metrics/node";
+  auto r = http.Send(req);
+  if (!r.ok() || r->status != 200) return std::nullopt;
+  auto at = r->body.find("\nminio_api_rdma_copied_bytes_total ");
+  if (at == std::string::npos) return std::nullopt;
+  return std::strtod(r->body.c_str() + at + 35, nullptr);
+}
+
 TEST_F(S3OverRdma, CopyMetricCountsUserSpaceCopies) {
-  auto copied = [&]() -> std::optional<double> {
-    client::HttpClient http("127.0.0.1", server_->port());
-    client::HttpRequest req;
-    req.target = "/minio/v2/metrics/node";
-    auto r = http.Send(req);
-    if (!r.ok() || r->status != 200) return std::nullopt;
-    auto at = r->body.find("\nminio_api_rdma_copied_bytes_total ");
-    if (at == std::string::npos) return std::nullopt;
-    return std::strtod(r->body.c_str() + at + 35, nullptr);
-  };
+  auto copied = [&] { return CopiedBytes(*server_); };
   auto before = copied();
   ASSERT_TRUE(before.has_value()) << "the copy metric is not exported";
   auto data = Pattern(3 << 20, 13);
@@ -495,6 +498,41 @@ TEST_F(S3OverRdma, CopyMetricCountsUserSpaceCopies) {
   ASSERT_TRUE(client_->Get(bucket_, "cm", part.data(), part.size(), ByteRange{5, 1004}).ok());
   EXPECT_EQ(std::memcmp(part.data(), data.data() + 5, part.size()), 0);
   EXPECT_EQ(*copied(), *after_put);  // drive -> registered buffer -> fabric: no copy
+}
+
+// An erasure-coded server (4 drives, EC 2+2): the GET path copies each byte once, from the
+// verified shard blocks where they were read into the registered buffer the fabric sends from.
+TEST(S3OverRdmaErasure, GetCopiesEachByteOnce) {
+  ServerProcess server;
+  ASSERT_TRUE(
+      server.Start({{"MINIO_RDMA_FABRIC", "soft"}, {"MINIO_PROMETHEUS_AUTH_TYPE", "public"}},
+                   /*drives=*/4))
+      << server.log();
+  RdmaClientConfig cfg;
+  cfg.s3 = *client::S3ConfigFromEndpoint(server.endpoint(), ServerProcess::kUser,
+                                         ServerProcess::kPassword);
+  auto c = RdmaS3Client::Create(cfg);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  auto& client = **c;
+  ASSERT_TRUE(client.http().CreateBucket("erasure-copies").ok());
+  auto data = Pattern((5 << 20) + 7, 17);  // several stripes and a short last one
+  ASSERT_TRUE(client.Put("erasure-copies", "obj", data.data(), data.size()).ok());
+  auto before = CopiedBytes(server);
+  ASSERT_TRUE(before.has_value()) << "the copy metric is not exported";
+  std::vector<char> back(data.size());
+  auto got = client.Get("erasure-copies", "obj", back.data(), back.size());
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(back, data);
+  auto after = CopiedBytes(server);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(*after - *before, static_cast<double>(data.size()));
+  std::vector<char> part(1 << 20);
+  ASSERT_TRUE(client
+                  .Get("erasure-copies", "obj", part.data(), part.size(),
+                       ByteRange{777777, 777777 + part.size() - 1})
+                  .ok());
+  EXPECT_EQ(std::memcmp(part.data(), data.data() + 777777, part.size()), 0);
+  EXPECT_EQ(*CopiedBytes(server) - *after, static_cast<double>(part.size()));
 }
 
 // RDMA build, no device (every machine the team builds on): the server says so once at start

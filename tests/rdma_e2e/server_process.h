@@ -38,11 +38,17 @@ class ServerProcess {
   static constexpr const char* kUser = "rdmatest";
   static constexpr const char* kPassword = "rdmatest-secret";
 
-  // extra_env: e.g. {"MINIO_RDMA_FABRIC", "soft"}. Returns false when it did not come up.
-  bool Start(const std::map<std::string, std::string>& extra_env) {
+  // extra_env: e.g. {"MINIO_RDMA_FABRIC", "soft"}; drives > 1: an erasure-coded server. Returns
+  // false when it did not come up.
+  bool Start(const std::map<std::string, std::string>& extra_env, int drives = 1) {
     dir_ = std::filesystem::temp_directory_path() /
            ("rdmastor-e2e-" + std::to_string(getpid()) + "-" + std::to_string(FreePort()));
-    std::filesystem::create_directories(dir_ / "drive");
+    std::vector<std::string> drive_dirs;
+    for (int i = 0; i < drives; ++i) {
+      auto d = dir_ / (drives == 1 ? std::string("drive") : "drive" + std::to_string(i + 1));
+      std::filesystem::create_directories(d);
+      drive_dirs.push_back(d.string());
+    }
     port_ = FreePort();
     log_ = (dir_ / "server.log").string();
     pid_ = fork();
@@ -53,9 +59,11 @@ class ServerProcess {
       FILE* f = std::freopen(log_.c_str(), "w", stderr);
       (void)f;
       std::string addr = "127.0.0.1:" + std::to_string(port_);
-      std::string drive = (dir_ / "drive").string();
-      execl(RDMASTOR_SERVER_BIN, RDMASTOR_SERVER_BIN, "server", "--address", addr.c_str(),
-            drive.c_str(), static_cast<char*>(nullptr));
+      std::vector<char*> argv{const_cast<char*>(RDMASTOR_SERVER_BIN), const_cast<char*>("server"),
+                              const_cast<char*>("--address"), addr.data()};
+      for (auto& d : drive_dirs) argv.push_back(d.data());
+      argv.push_back(nullptr);
+      execv(RDMASTOR_SERVER_BIN, argv.data());
       _exit(127);
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
