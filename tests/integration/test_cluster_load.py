@@ -21,7 +21,7 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from cluster_util import NODES, Cluster, list_keys, sha
+from cluster_util import NODES, Cluster, list_keys, meta_files, sha
 
 CLIENTS = 32
 LOAD_S = 20.0          # no op starts later
@@ -143,6 +143,16 @@ class Client:
                     self.errors.append(("deleted key", key, repr(e)[:300]))
 
 
+def drive_metadata(c, key):
+    """{sha256 of a drive's metadata file (12 hex): number of drives holding it} for key."""
+    out = {}
+    for path in meta_files(c, BUCKET, key, range(NODES)):
+        with open(path, "rb") as f:
+            d = sha(f.read())[:12]
+        out[d] = out.get(d, 0) + 1
+    return out
+
+
 def run_threads(fn_per_client, clients, timeout):
     threads = [threading.Thread(target=fn_per_client, args=(cl,)) for cl in clients]
     for th in threads:
@@ -184,8 +194,11 @@ def test_32_clients_mixed_load(cluster):
             written.setdefault(key, set()).add(digest)
     reader = c.client(3)
     for key, digests in written.items():
-        body = reader.get_object(Bucket=BUCKET, Key=key)["Body"].read()
-        assert sha(body) in digests, key
+        try:
+            body = reader.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+        except ClientError as e:  # say how the drives disagree
+            pytest.fail(f"GET {key}: {e}; per-drive metadata: {drive_metadata(c, key)}")
+        assert sha(body) in digests, (key, drive_metadata(c, key))
     live = sorted([k for cl in clients for k in cl.live] + list(written))
     assert list_keys(c.client(2), BUCKET, page=500) == live
     print("load: %.1f s, ops %s, %.0f MiB moved (%.1f MiB/s); verified %d objects in %.1f s"
