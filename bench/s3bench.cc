@@ -65,6 +65,9 @@ struct Options {
   std::string bucket;
   bool verify_full = false;
   int io_timeout_s = 30;
+  std::vector<std::string> endpoints;  // --endpoint A,B,...: thread t uses endpoints[t % n]
+  std::vector<int> server_pids;        // CPU time (utime+stime) per PUT/GET phase
+  bool file_ref = true;                // --no-file-ref: no local-file phase
 };
 
 void PrintUsage(FILE* out) {
@@ -74,6 +77,7 @@ void PrintUsage(FILE* out) {
                [--duration-s SECONDS] [--max-phase-s SECONDS] [--ops N] [--ref-file-dir DIR]
                [--nginx-url http://HOST:PORT/PREFIX] [--json FILE]
                [--bucket NAME] [--region REGION] [--verify sample|full] [--io-timeout-s S]
+               [--server-pids PID,...] [--no-file-ref]
 
 For each size and concurrency: a PUT phase (one connection per thread), a GET phase over the
 objects written, a local-file phase (pread of the same bytes) and, with --nginx-url, a GET phase
@@ -83,6 +87,11 @@ starts later); ops still running at --max-phase-s (default max(2 x duration, 60)
 count only the bytes they moved.
 --ref-file-dir: where the reference files s3bench-<bytes>.bin are written (nginx must serve
 this directory at the --nginx-url prefix); default a temporary directory.
+--endpoint may list several endpoints (comma-separated, e.g. the nodes of a cluster): thread t
+of a phase uses endpoint t mod n.
+--server-pids: server processes whose CPU time (utime+stime, /proc/PID/stat) is measured over
+each PUT and GET phase (JSON: server_cpu_s per pid; table: CPU s/GiB summed over them).
+--no-file-ref: skip the local-file reference phase (no reference file is written).
 --access-key/--secret-key default to $MINIO_ROOT_USER/$MINIO_ROOT_PASSWORD.
 Exit status: 0 all verified, 1 an operation failed or returned wrong data, 2 bad usage.
 )");
@@ -149,6 +158,10 @@ Result<Options> ParseArgs(int argc, char** argv) {
       PrintUsage(stdout);
       std::exit(0);
     }
+    if (arg == "--no-file-ref") {
+      o.file_ref = false;
+      continue;
+    }
     std::string_view value;
     size_t eq = arg.find('=');
     if (arg.starts_with("--") && eq != std::string_view::npos) {
@@ -160,6 +173,20 @@ Result<Options> ParseArgs(int argc, char** argv) {
     }
     if (arg == "--endpoint") {
       o.endpoint = value;
+      o.endpoints = SplitComma(value);
+      for (const auto& e : o.endpoints) {
+        if (e.empty()) return bad("--endpoint: empty item in '" + std::string(value) + "'");
+      }
+    } else if (arg == "--server-pids") {
+      o.server_pids.clear();
+      for (const auto& item : SplitComma(value)) {
+        char* end = nullptr;
+        long pid = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || pid <= 0 || pid > 1 << 30) {
+          return bad("--server-pids: '" + item + "' is not a process id");
+        }
+        o.server_pids.push_back(static_cast<int>(pid));
+      }
     } else if (arg == "--access-key") {
       o.access_key = value;
     } else if (arg == "--secret-key") {
@@ -348,9 +375,50 @@ struct PhaseResult {
   double p50_ms = 0, p99_ms = 0, max_ms = 0;
   std::optional<std::string> error;
 
+  std::vector<double> server_cpu_s;  // per --server-pids entry, over the phase
+
   double MiBps() const { return seconds > 0 ? static_cast<double>(bytes) / kMiB / seconds : 0; }
   double OpsPerSec() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0; }
+  // Server CPU seconds (all --server-pids) per GiB moved; < 0 when not measured.
+  double CpuPerGiB() const {
+    if (server_cpu_s.empty() || bytes == 0) return -1;
+    double sum = 0;
+    for (double v : server_cpu_s) sum += v;
+    return sum / (static_cast<double>(bytes) / kGiB);
+  }
 };
+
+// utime + stime of a process in seconds (-1 when it cannot be read).
+double ProcessCpuSeconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  // Fields after the command: state(3) ... utime(14) stime(15).
+  size_t pos = close + 2;
+  unsigned long long utime = 0, stime = 0;
+  for (int field = 3; field <= 15 && pos < stat.size(); ++field) {
+    size_t end = stat.find(' ', pos);
+    if (end == std::string::npos) end = stat.size();
+    if (field == 14) utime = std::strtoull(stat.c_str() + pos, nullptr, 10);
+    if (field == 15) stime = std::strtoull(stat.c_str() + pos, nullptr, 10);
+    pos = end + 1;
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Runs `phase` and records the CPU time each pid used meanwhile into the result.
+template <typename F>
+PhaseResult WithServerCpu(const std::vector<int>& pids, F&& phase) {
+  std::vector<double> before;
+  for (int pid : pids) before.push_back(ProcessCpuSeconds(pid));
+  PhaseResult r = phase();
+  for (size_t i = 0; i < pids.size(); ++i) {
+    double after = ProcessCpuSeconds(pids[i]);
+    r.server_cpu_s.push_back(after >= 0 && before[i] >= 0 ? after - before[i] : -1);
+  }
+  return r;
+}
 
 // What an op sees of the phase: the hard deadline, checked between pieces of a transfer. An op
 // that passes it stops (returns any error) after setting `cut` and the bytes it moved.
@@ -506,8 +574,9 @@ class Bench {
     return o_.max_phase_s ? *o_.max_phase_s : std::max(2 * o_.duration_s, 60.0);
   }
 
-  client::S3ClientConfig S3Config() const {
-    client::S3ClientConfig c = s3_config_;
+  // The client configuration for thread t (endpoint t mod the number of endpoints).
+  client::S3ClientConfig S3Config(size_t t = 0) const {
+    client::S3ClientConfig c = s3_configs_[t % s3_configs_.size()];
     c.http.read_buffer_size = kPiece;
     c.http.io_timeout = std::chrono::seconds(o_.io_timeout_s);
     return c;
@@ -515,7 +584,7 @@ class Bench {
 
   Options o_;
   Pattern pattern_;
-  client::S3ClientConfig s3_config_;
+  std::vector<client::S3ClientConfig> s3_configs_;
   std::optional<client::HttpUrl> nginx_;
   std::string ref_dir_;
   bool ref_dir_is_temp_ = false;
@@ -526,9 +595,11 @@ class Bench {
 };
 
 Status Bench::Setup() {
-  auto cfg = client::S3ConfigFromEndpoint(o_.endpoint, o_.access_key, o_.secret_key, o_.region);
-  if (!cfg.ok()) return cfg.error();
-  s3_config_ = *cfg;
+  for (const auto& endpoint : o_.endpoints) {
+    auto cfg = client::S3ConfigFromEndpoint(endpoint, o_.access_key, o_.secret_key, o_.region);
+    if (!cfg.ok()) return cfg.error();
+    s3_configs_.push_back(*cfg);
+  }
   if (!o_.nginx_url.empty()) {
     auto url = client::ParseHttpUrl(o_.nginx_url);
     if (!url.ok()) return url.error();
@@ -586,13 +657,13 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
   // One client (connection) per thread, connected before the clock starts.
   std::vector<std::unique_ptr<S3Client>> clients;
   for (int t = 0; t < conc; ++t) {
-    clients.push_back(std::make_unique<S3Client>(S3Config()));
+    clients.push_back(std::make_unique<S3Client>(S3Config(static_cast<size_t>(t))));
     RS_RETURN_IF_ERROR(clients.back()->Connect());
   }
 
   // PUT.
   std::vector<uint8_t> stored(ops, 0);  // by index; each written by one thread, read after join
-  cell->put = RunPhase(
+  cell->put = WithServerCpu(o_.server_pids, [&] { return RunPhase(
       conc, ops, o_.duration_s, HardLimit(),
       [&](int t, uint64_t i, OpCtx& ctx) -> Result<uint64_t> {
         S3Client& s3 = *clients[static_cast<size_t>(t)];
@@ -619,7 +690,7 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
         }
         stored[i] = 1;
         return size;
-      });
+      }); });
   PrintProgress(*cell, "PUT", cell->put);
   std::vector<uint64_t> written;
   for (uint64_t i = 0; i < ops; ++i)
@@ -636,7 +707,7 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
 
   // GET, over the objects written.
   if (cell_status.ok() && !written.empty()) {
-    cell->get = RunPhase(
+    cell->get = WithServerCpu(o_.server_pids, [&] { return RunPhase(
         conc, ops, o_.duration_s, HardLimit(),
         [&](int t, uint64_t i, OpCtx& ctx) -> Result<uint64_t> {
           S3Client& s3 = *clients[static_cast<size_t>(t)];
@@ -665,7 +736,7 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
                                                         ", PUT returned \"" + v.md5_hex + "\"");
           }
           return size;
-        });
+        }); });
     PrintProgress(*cell, "GET", cell->get);
     if (cell->get.error) cell_status = MakeError(ErrorCode::kInternalError, *cell->get.error);
   }
@@ -702,7 +773,7 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
   if (!cell_status.ok()) return cell_status;
 
   // Local file: the same bytes with pread, same concurrency and op count.
-  {
+  if (o_.file_ref) {
     std::string path = ref_dir_ + "/" + RefFileName(size);
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -824,6 +895,21 @@ void Bench::PrintTable() const {
                 Ratio(c.get, c.file).c_str(), Ratio(c.get, c.nginx).c_str());
     for (const PhaseResult* p : {&c.put, &c.get, &c.file, &c.nginx}) any_limited |= p->time_limited;
   }
+  if (!o_.server_pids.empty()) {
+    std::printf("\nserver CPU seconds per GiB moved (utime+stime of %zu process(es), summed):\n",
+                o_.server_pids.size());
+    std::printf("%-7s %5s %13s %13s\n", "size", "conc", "PUT cpu s/GiB", "GET cpu s/GiB");
+    auto cpu = [](const PhaseResult& p) -> std::string {
+      if (!p.ran || p.CpuPerGiB() < 0) return "-";
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.2f", p.CpuPerGiB());
+      return buf;
+    };
+    for (const auto& c : cells_) {
+      std::printf("%-7s %5d %13s %13s\n", FormatSize(c.size).c_str(), c.conc, cpu(c.put).c_str(),
+                  cpu(c.get).c_str());
+    }
+  }
   if (any_limited) {
     std::printf(
         "* the phase hit its time limit (%.1f s) before its op count: the rate is bytes "
@@ -850,12 +936,18 @@ nlohmann::json PhaseJson(const PhaseResult& p) {
                       {"max_ms", p.max_ms},     {"time_limited", p.time_limited},
                       {"cut_ops", p.cut_ops}};
   if (p.error) j["error"] = *p.error;
+  if (!p.server_cpu_s.empty()) {
+    j["server_cpu_s"] = p.server_cpu_s;
+    j["server_cpu_s_per_gib"] = p.CpuPerGiB();
+  }
   return j;
 }
 
 Status Bench::WriteJson() const {
   nlohmann::json j;
   j["endpoint"] = o_.endpoint;
+  j["endpoints"] = o_.endpoints;
+  j["server_pids"] = o_.server_pids;
   j["nginx_url"] = o_.nginx_url.empty() ? nlohmann::json(nullptr) : nlohmann::json(o_.nginx_url);
   j["duration_s"] = o_.duration_s;
   j["max_phase_s"] = HardLimit();
@@ -904,11 +996,13 @@ int Bench::Run() {
   for (uint64_t size : o_.sizes) {
     if (failure_) break;
     SizeContent content = MakeContent(pattern_, size);
-    if (auto st = WriteRefFile(ref_dir_, pattern_, content); !st.ok()) {
-      failure_ = st.error().message;
-      break;
+    if (o_.file_ref) {
+      if (auto st = WriteRefFile(ref_dir_, pattern_, content); !st.ok()) {
+        failure_ = st.error().message;
+        break;
+      }
+      ref_files_written_.push_back(ref_dir_ + "/" + RefFileName(size));
     }
-    ref_files_written_.push_back(ref_dir_ + "/" + RefFileName(size));
     for (int conc : o_.concurrency) {
       CellResult cell;
       cell.size = size;
