@@ -94,8 +94,6 @@ class DriveFanout {
   DriveFanout(std::vector<Drive*> drives, ThreadPool* pool)
       : drives_(std::move(drives)), all_(drives_.size(), true), pool_(pool) {}
 
-  const std::vector<bool>& all() const { return all_; }
-
   // Runs fn(p) for every position p with which[p] and returns, per position, whether fn returned
   // true (false where it did not run). Calls run in parallel on the pool, except local drives'
   // calls of a kLookup batch, which run meanwhile on the calling thread, one after another. fn

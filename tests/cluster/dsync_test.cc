@@ -8,6 +8,8 @@
 #include <atomic>
 #include <thread>
 
+#include "cluster/namespace_lock.h"
+
 namespace rdmastor::cluster {
 namespace {
 
@@ -384,6 +386,60 @@ TEST(DistributedLockTest, ConcurrentWritersExactlyOneHolds) {
   EXPECT_EQ(done.load(), kThreads * kIterations);
   EXPECT_EQ(shared_counter, kThreads * kIterations);
   EXPECT_EQ(c.Entries(), 0u);
+}
+
+// ---- DsyncNamespaceLocker: the erasure layer's namespace locks over dsync ----------------------
+
+TEST(DsyncNamespaceLockerTest, ExcludesAcrossNodesAndTimesOutAsSlowDown) {
+  Cluster c(4);
+  // Two nodes' lockers over the same lock servers (each node has its own Dsync).
+  DsyncNamespaceLocker node1(c.dsync),
+      node2(std::make_shared<Dsync>(c.lockers, "node2", Cluster::Fast()));
+  using storage::LockMode;
+  auto w = node1.Lock({"bkt/key"}, LockMode::kExclusive, 1s, "PutObject");
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_FALSE((*w)->lost());
+  auto w2 = node2.Lock({"bkt/key"}, LockMode::kExclusive, 100ms, "PutObject");
+  ASSERT_FALSE(w2.ok());
+  EXPECT_EQ(w2.error().code, ErrorCode::kSlowDown);
+  auto r = node2.Lock({"bkt/key"}, LockMode::kShared, 50ms, "GetObject");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kSlowDown);
+  EXPECT_TRUE(node2.Lock({"bkt/other"}, LockMode::kExclusive, 1s, "PutObject").ok());
+  w->reset();  // released on every lock server
+  EXPECT_TRUE(c.Settles(0));
+  auto r1 = node1.Lock({"bkt/key"}, LockMode::kShared, 1s, "GetObject");
+  auto r2 = node2.Lock({"bkt/key"}, LockMode::kShared, 1s, "GetObject");
+  EXPECT_TRUE(r1.ok() && r2.ok());
+}
+
+TEST(DsyncNamespaceLockerTest, LossOfQuorumShowsInLost) {
+  DsyncOptions opt = Cluster::Fast();
+  opt.refresh_interval = 20ms;
+  Cluster c(3, 0, opt);
+  DsyncNamespaceLocker locker(c.dsync);
+  auto w = locker.Lock({"bkt/key"}, storage::LockMode::kExclusive, 1s, "PutObject");
+  ASSERT_TRUE(w.ok());
+  // Two of three lock servers forget the lock (restarted nodes, an operator's force-unlock).
+  ASSERT_TRUE(*c.servers[0]->ForceUnlock(Args("", {"bkt/key"})));
+  ASSERT_TRUE(*c.servers[1]->ForceUnlock(Args("", {"bkt/key"})));
+  for (int i = 0; i < 200 && !(*w)->lost(); ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE((*w)->lost());
+}
+
+TEST(DsyncNamespaceLockerTest, HungNodeDoesNotHoldEveryLock) {
+  DsyncOptions opt = Cluster::Fast();
+  opt.call_timeout = 1s;  // the default; straggler_wait stays 50 ms
+  Cluster c(3);
+  auto lockers = c.lockers;
+  lockers.push_back(std::make_shared<SlowLockerClient>(std::make_shared<LockServer>(), 600ms));
+  DsyncNamespaceLocker locker(std::make_shared<Dsync>(lockers, "node1", opt));
+  for (int i = 0; i < 3; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    auto w = locker.Lock({"bkt/key"}, storage::LockMode::kExclusive, 5s, "PutObject");
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 400ms);  // not the 1 s call timeout
+  }
 }
 
 }  // namespace
