@@ -1242,6 +1242,42 @@ class ErasureSet {
   // Returns how many drive copies were rewritten.
   Result<int> HealObject(const std::string& bucket, const std::string& key);
 
+  // Removes the copies of an object held by fewer drives than read quorum (leftovers of a failed
+  // write), under the key's lock, if that is still all there is; returns 0.
+  Result<int> RemoveDangling(const std::string& bucket, const paths::KeyLocation& loc,
+                             const std::string& key) {
+    const std::string key_dir = Join(bucket, loc.rel_dir);
+    const std::string meta_path = Join(key_dir, loc.meta_name);
+    auto has_copy = [&](size_t p) { return roots_[p]->Exists(meta_path); };
+    if (Count(ForEachDrive(has_copy, DriveWork::kLookup)) == 0) return 0;  // nothing there
+    auto lock = LockObject(bucket, key, LockMode::kExclusive, "HealObject");
+    if (!lock.ok()) return lock.error();
+    std::shared_lock bucket_lock(BucketLock(bucket));
+    auto v = Resolve(bucket, loc);
+    if (v.ok() || v.error().code != ErrorCode::kNoSuchKey) return 0;  // a write landed meanwhile
+    const int removed = Count(ForEachDrive([&](size_t p) {
+      Drive& d = *roots_[p];
+      if (!d.Exists(meta_path)) return false;
+      const std::string staging = rel::Staging(hash::RandomHex(16));
+      if (!d.MakeDir(staging).ok()) return false;
+      auto old = DataDirOf(d, meta_path);
+      fsutil::CommitPlan plan{std::string(),
+                              bucket,
+                              staging,
+                              key_dir,
+                              std::string(loc.meta_name),
+                              "",
+                              old.ok() ? *old : std::string()};
+      const bool ok = d.Commit(plan).ok();
+      (void)d.RemoveAll(staging);
+      d.PruneEmptyDirs(key_dir, bucket);
+      return ok;
+    }));
+    if (removed > 0)
+      spdlog::info("heal: removed dangling {}/{} from {} drive(s)", bucket, key, removed);
+    return 0;
+  }
+
   void EnsureBucket(const std::string& bucket) {
     auto info = GetBucketInfo(bucket);
     MakeBucket(bucket, info.ok() ? info->created_ns : NowNs());
@@ -1413,42 +1449,20 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
   EnsureBucket(bucket);
-  auto lock = LockObject(bucket, key, LockMode::kExclusive, "HealObject");
-  if (!lock.ok()) return lock.error();
-  std::shared_lock bucket_lock(BucketLock(bucket));
+  // Verification runs without the namespace lock, so a heal walk over healthy objects never holds
+  // up writers (nor leaves a lock behind on the other nodes if this node dies mid-walk). Only a
+  // heal with something to write takes the key's exclusive lock, and first checks that the version
+  // it verified is still the current one.
   auto v = Resolve(bucket, *loc);
   if (!v.ok()) {
     if (v.error().code != ErrorCode::kNoSuchKey) return v.error();
-    // Below quorum everywhere: leftovers of a failed write; remove them.
-    int removed = 0;
-    for (Drive* d : roots_) {
-      const std::string key_dir = Join(bucket, loc->rel_dir);
-      const std::string meta_path = Join(key_dir, loc->meta_name);
-      if (!d->Exists(meta_path)) continue;
-      const std::string staging = rel::Staging(hash::RandomHex(16));
-      if (!d->MakeDir(staging).ok()) continue;
-      auto old = DataDirOf(*d, meta_path);
-      fsutil::CommitPlan plan{std::string(),
-                              bucket,
-                              staging,
-                              key_dir,
-                              std::string(loc->meta_name),
-                              "",
-                              old.ok() ? *old : std::string()};
-      removed += d->Commit(plan).ok();
-      (void)d->RemoveAll(staging);
-      d->PruneEmptyDirs(key_dir, bucket);
-    }
-    if (removed > 0)
-      spdlog::info("heal: removed dangling {}/{} from {} drive(s)", bucket, key, removed);
-    return 0;
+    return RemoveDangling(bucket, *loc, key);
   }
   const auto& e = *v->meta.erasure;
   auto codec = GetCodec(e.data, e.parity);
   if (!codec.ok()) return codec.error();
   const size_t n = roots_.size();
-  std::vector<bool> need(n, false);
-  for (size_t p = 0; p < n; ++p) need[p] = !v->has[p] || !v->sources[p].usable;
+  std::vector<bool> bad_block(n, false);
   Geometry g{e.data, e.parity, e.stripe_size};
   std::vector<uint8_t> shards;
   std::vector<bool> present;
@@ -1458,14 +1472,28 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
       std::vector<int> bad;
       RS_RETURN_IF_ERROR(
           ReadStripe(*v, fanout_, **codec, part, s, shards, present, &bad, /*all=*/true));
-      for (int p : bad) need[static_cast<size_t>(p)] = true;
+      for (int p : bad) bad_block[static_cast<size_t>(p)] = true;
     }
   }
+  auto needs = [&](const ObjectView& view) {
+    std::vector<bool> need(n, false);
+    for (size_t p = 0; p < n; ++p) {
+      need[p] = (bad_block[p] || !view.has[p] || !view.sources[p].usable) &&
+                roots_[p]->IsOnline();  // an offline drive cannot be healed now
+    }
+    return need;
+  };
+  if (Count(needs(*v)) == 0) return 0;
+  auto lock = LockObject(bucket, key, LockMode::kExclusive, "HealObject");
+  if (!lock.ok()) return lock.error();
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  auto now = Resolve(bucket, *loc);
+  if (!now.ok() || now->meta.data_dir != v->meta.data_dir || now->meta.etag != v->meta.etag) {
+    return 0;  // rewritten or deleted meanwhile: a write commits a whole version on a quorum
+  }
+  std::vector<bool> need = needs(*now);  // another heal may have done part of the work
   if (Count(need) == 0) return 0;
   // Pass 2: rebuild the copies that need it in staging, then commit them drive by drive.
-  for (size_t p = 0; p < n; ++p) {
-    if (need[p] && !roots_[p]->IsOnline()) need[p] = false;  // drive offline
-  }
   Stagings st(*this, need);
   const auto& dist = e.distribution;
   std::vector<std::string> inline_shards(n);

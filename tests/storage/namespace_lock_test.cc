@@ -293,5 +293,29 @@ TEST_F(ErasureLockTest, ConcurrentPutAndDeleteEndWithAWholeObjectOrNone) {
   ExpectNoStaging();
 }
 
+TEST_F(ErasureLockTest, HealLocksOnlyWhenItHasSomethingToWrite) {
+  const std::string body = Pattern(300 << 10, 5);
+  ASSERT_TRUE(Put(*store_, "bkt", "k", body).ok());
+  auto held = locker_->inner().Lock({ObjectResource("bkt", "k")}, LockMode::kExclusive, 1s, "test");
+  ASSERT_TRUE(held.ok());
+  // A healthy object is verified without the lock: a heal walk never waits for writers.
+  auto start = std::chrono::steady_clock::now();
+  auto healthy = store_->HealObject("bkt", "k");
+  ASSERT_TRUE(healthy.ok()) << healthy.error().message;
+  EXPECT_FALSE(*healthy);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 150ms);
+  // A drive lost its copy: rewriting it needs the lock.
+  std::filesystem::remove_all(drives_[0] + "/bkt/k");
+  auto blocked = store_->HealObject("bkt", "k");
+  ASSERT_FALSE(blocked.ok());
+  EXPECT_EQ(blocked.error().code, ErrorCode::kSlowDown);
+  held->reset();
+  auto healed = store_->HealObject("bkt", "k");
+  ASSERT_TRUE(healed.ok()) << healed.error().message;
+  EXPECT_TRUE(*healed);
+  EXPECT_TRUE(DriveMetas("k")[0].has_value());
+  EXPECT_EQ(Get(*store_, "bkt", "k"), body);
+}
+
 }  // namespace
 }  // namespace rdmastor::storage
