@@ -320,16 +320,19 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
         "MINIO_RDMA_INTERNODE_INFLIGHT", "MINIO_RDMA_INTERNODE_RETRY"})
     cfg.rdma.live_names.push_back(name);
   if (!cfg.rdma_settings.empty() && !rdma::BuiltWithVerbs()) {
-    // The soft fabric's settings are live in both builds; warn once about the rest.
+    // One warning whenever MINIO_RDMA_* is set on the standard build: no hardware RDMA here. The
+    // soft fabric's settings act (RDMA semantics over TCP); the verbs knobs are named as ignored.
     std::string names;
     for (const auto& n : cfg.rdma_settings) {
       const auto& live = cfg.rdma.live_names;
       if (std::find(live.begin(), live.end(), n) == live.end())
         names += (names.empty() ? "" : ", ") + n;
     }
-    if (!names.empty())
-      cfg.warnings.push_back("this is the standard build without RDMA support: " + names +
-                             " ignored; serving over TCP only (install the rdmastor-rdma build)");
+    cfg.warnings.push_back(
+        "this is the standard build without hardware RDMA (install the rdmastor-rdma build): "
+        "payloads move over TCP, at most through the soft fabric's emulation "
+        "(MINIO_RDMA_FABRIC=soft)" +
+        (names.empty() ? std::string() : "; " + names + " ignored"));
   }
   if (cfg.default_credentials) {
     cfg.warnings.push_back(

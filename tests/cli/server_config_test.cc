@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "rdma/build_info.h"
+
 namespace rdmastor::cli {
 namespace {
 
@@ -92,6 +94,17 @@ TEST(ParseServerConfig, RdmaSettingsOnStandardBuildWarnOnce) {
 #else
   EXPECT_EQ(rdma_warnings, 1);
 #endif
+  // Only settings the standard build acts on (the soft fabric's): still one warning that there
+  // is no hardware RDMA here, naming nothing as ignored.
+  auto soft = ParseServerConfig({"/d"}, {{"MINIO_RDMA_FABRIC", "soft"}});
+  ASSERT_TRUE(soft.ok());
+  int hardware_warnings = 0;
+  for (const auto& w : soft->warnings) {
+    if (w.find("without hardware RDMA") == std::string::npos) continue;
+    ++hardware_warnings;
+    EXPECT_EQ(w.find("ignored"), std::string::npos) << w;
+  }
+  EXPECT_EQ(hardware_warnings, rdma::BuiltWithVerbs() ? 0 : 1);
 }
 
 }  // namespace
@@ -137,7 +150,7 @@ TEST(ParseServerConfig, InternodeSettingsValidatedInBothBuilds) {
   EXPECT_EQ(good->internode.fabric, rdma::FabricKind::kSoft);
   EXPECT_EQ(good->internode.bind_ip, "127.0.0.9");
   EXPECT_EQ(good->internode.inflight_per_peer, 4);
-  // Live in both builds: the standard build does not warn about them.
+  // Live in both builds: never named as ignored.
   for (const auto& w : good->warnings)
     EXPECT_EQ(w.find("MINIO_RDMA_INTERNODE"), std::string::npos) << w;
   auto def = ParseServerConfig({"/d"}, {});
