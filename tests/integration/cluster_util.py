@@ -133,6 +133,13 @@ _SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{(.*)\})?\s+(\S+)')
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
+def settle_peers():
+    """A node skips a peer whose call failed within the last second (PeerClient's fail-fast
+    window): its drives count as offline meanwhile, and a heal run then leaves them out. After a
+    restarted node is up, this long suffices for every peer to call it again."""
+    time.sleep(1.2)
+
+
 def parse_metrics(text):
     """Prometheus text format -> {"name" or "name{labels as sent}": float}."""
     out = {}
@@ -499,7 +506,8 @@ class Cluster:
 
     def heal(self, idx, bucket=None, timeout=300):
         """`rdmastor admin heal --endpoint <node idx> [bucket]` with the root credentials (run in
-        the calling thread's network namespace)."""
+        the calling thread's network namespace). Waits out the peers' fail-fast window first."""
+        settle_peers()
         n = self.nodes[idx]
         env = _clean_env({"MINIO_ROOT_USER": n.access_key, "MINIO_ROOT_PASSWORD": n.secret_key})
         cmd = [RDMASTOR_BIN, "admin", "heal", "--endpoint", n.endpoint] + ([bucket] if bucket else [])

@@ -24,7 +24,7 @@ import requests
 from botocore.exceptions import ClientError
 
 from cluster_util import (DRIVES, MiB, NODES, Cluster, get_bytes, list_keys, meta_files, retry,
-                          sha)
+                          settle_peers, sha)
 from conftest import Server, admin_heal, seeded_bytes
 
 
@@ -143,6 +143,7 @@ def test_cluster_end_to_end(cluster):
         assert "while-down/two" not in keys and "while-down/small" not in keys
         assert "while-down/one" in keys
     assert meta_files(c, bucket, "while-down/one", [3]) == []
+    settle_peers()
     heal = admin_heal(c.nodes[1])
     assert heal.returncode == 0, heal.stderr + heal.stdout
     assert len(meta_files(c, bucket, "while-down/one", [3])) == DRIVES
