@@ -71,6 +71,39 @@ void PrintVersion() {
   std::printf("Features: %s\n", rdmastor::rdma::FeatureLine().c_str());
 }
 
+// What every server mode starts from: the S3 port (HTTPS with a certificate) and the S3 API's
+// credentials, region, domains and metrics access.
+rdmastor::s3::HttpServerOptions HttpOptionsFor(const rdmastor::cli::ServerConfig& cfg) {
+  rdmastor::s3::HttpServerOptions o;
+  o.host = cfg.host;
+  o.port = cfg.port;
+  o.tls_cert_file = cfg.tls_cert;
+  o.tls_key_file = cfg.tls_key;
+  return o;
+}
+
+rdmastor::s3::ApiOptions ApiOptionsFor(const rdmastor::cli::ServerConfig& cfg) {
+  rdmastor::s3::ApiOptions o;
+  o.access_key = cfg.root_user;
+  o.secret_key = cfg.root_password;
+  o.region = cfg.region;
+  o.domains = cfg.domains;
+  o.ops.prometheus_public = cfg.prometheus_public;
+  o.ops.access_key = cfg.root_user;
+  o.ops.secret_key = cfg.root_password;
+  return o;
+}
+
+// A detached thread waits for SIGINT/SIGTERM (blocked in every thread) and stops the server.
+void StopOnSignal(sigset_t stop_signals, rdmastor::s3::HttpServer& server) {
+  std::thread([stop_signals, &server] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    spdlog::info("received {}, shutting down", strsignal(sig));
+    server.Stop();
+  }).detach();
+}
+
 // Distributed mode: peer RPC is served as soon as the port is bound (the peers need it to start);
 // S3 requests are answered 503 until the peers were found and the erasure layer is open.
 int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
@@ -93,24 +126,13 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
     std::fprintf(stderr, "rdmastor: %s\n", node.error().message.c_str());
     return 1;
   }
-  rdmastor::s3::HttpServerOptions http_opts;
-  http_opts.host = cfg.host;
-  http_opts.port = cfg.port;
-  http_opts.tls_cert_file = cfg.tls_cert;
-  http_opts.tls_key_file = cfg.tls_key;
-  auto server = rdmastor::s3::HttpServer::Create(http_opts, (*node)->handler());
+  auto server = rdmastor::s3::HttpServer::Create(HttpOptionsFor(cfg), (*node)->handler());
   if (!server.ok()) {
     std::fprintf(stderr, "rdmastor: %s\n", server.error().message.c_str());
     return 1;
   }
   rdmastor::cli::LogStartup(cfg, (*server)->port());
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    spdlog::info("received {}, shutting down", strsignal(sig));
-    (*server)->Stop();
-  });
-  signal_thread.detach();
+  StopOnSignal(stop_signals, **server);
   std::thread serve([&] { (*server)->Run(); });
 
   auto store = (*node)->Start();
@@ -124,18 +146,11 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   (*store)->SetNamespaceLocker(
       std::make_shared<rdmastor::cluster::DsyncNamespaceLocker>((*node)->dsync()));
   (*store)->StartMonitor(cfg.drive_check_interval_ms);
-  rdmastor::s3::ApiOptions api_opts;
-  api_opts.access_key = cfg.root_user;
-  api_opts.secret_key = cfg.root_password;
-  api_opts.region = cfg.region;
-  api_opts.domains = cfg.domains;
+  rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(cfg);
   // Health and drive metrics cover this node's drives (the erasure layer keeps the quorums).
   rdmastor::admin::DriveMonitor drive_monitor((*node)->local_drive_paths(), 1, 1);
   drive_monitor.PublishMetrics();
   api_opts.ops.cluster_health = [&drive_monitor] { return drive_monitor.Check(); };
-  api_opts.ops.prometheus_public = cfg.prometheus_public;
-  api_opts.ops.access_key = cfg.root_user;
-  api_opts.ops.secret_key = cfg.root_password;
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg.rdma);
   api_opts.rdma = rdma_service.get();
   // Admin heal on any node heals the whole deployment (every set, through peer RPC).
@@ -175,18 +190,10 @@ int RunServer(const std::vector<std::string>& args) {
     return 1;
   }
 
-  rdmastor::s3::ApiOptions api_opts;
-  api_opts.access_key = cfg->root_user;
-  api_opts.secret_key = cfg->root_password;
-  api_opts.region = cfg->region;
-  api_opts.domains = cfg->domains;
-  rdmastor::admin::DriveMonitor drive_monitor(cfg->drives, store->read_quorum,
-                                              store->write_quorum);
+  rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(*cfg);
+  rdmastor::admin::DriveMonitor drive_monitor(cfg->drives, store->read_quorum, store->write_quorum);
   drive_monitor.PublishMetrics();
   api_opts.ops.cluster_health = [&drive_monitor] { return drive_monitor.Check(); };
-  api_opts.ops.prometheus_public = cfg->prometheus_public;
-  api_opts.ops.access_key = cfg->root_user;
-  api_opts.ops.secret_key = cfg->root_password;
   // S3 over RDMA (x-amz-rdma-token) on the fabric MINIO_RDMA_FABRIC selects; logs its state once.
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg->rdma);
   api_opts.rdma = rdma_service.get();
@@ -196,26 +203,14 @@ int RunServer(const std::vector<std::string>& args) {
   if (store->erasure) rdmastor::cli::PublishHealMetrics(*store->erasure);
   rdmastor::s3::S3Api api(api_opts, *store->layer);
 
-  rdmastor::s3::HttpServerOptions http_opts;
-  http_opts.host = cfg->host;
-  http_opts.port = cfg->port;
-  http_opts.tls_cert_file = cfg->tls_cert;
-  http_opts.tls_key_file = cfg->tls_key;
-  auto server = rdmastor::s3::HttpServer::Create(http_opts, api);
+  auto server = rdmastor::s3::HttpServer::Create(HttpOptionsFor(*cfg), api);
   if (!server.ok()) {
     std::fprintf(stderr, "rdmastor: %s\n", server.error().message.c_str());
     return 1;
   }
 
   rdmastor::cli::LogStartup(*cfg, (*server)->port());
-
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    spdlog::info("received {}, shutting down", strsignal(sig));
-    (*server)->Stop();
-  });
-  signal_thread.detach();
+  StopOnSignal(stop_signals, **server);
   (*server)->Run();
   return 0;
 }
