@@ -377,17 +377,42 @@ TEST_F(S3OverRdma, TokenAimedAtAnotherHostIsRefused) {
   EXPECT_NE(put.error().message.find("MINIO_RDMA_SOFT_ALLOW"), std::string::npos);
 }
 
-// A "client" whose target accepts the endpoint, answers half of a READ, then vanishes: the PUT
-// fails within bounded time and stores nothing; a GET toward a target that stops reading fails.
-TEST_F(S3OverRdma, ClientVanishingMidTransferFailsCleanly) {
+// A listening socket on 127.0.0.1 (an ephemeral port) standing in for a client's soft target;
+// -1 on failure.
+int ListenLoopback(uint16_t& port) {
   int ls = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof(sa);
-  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&sa), len), 0);
-  ASSERT_EQ(listen(ls, 4), 0);
-  getsockname(ls, reinterpret_cast<sockaddr*>(&sa), &len);
+  if (ls < 0 || bind(ls, reinterpret_cast<sockaddr*>(&sa), len) != 0 || listen(ls, 4) != 0 ||
+      getsockname(ls, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
+    if (ls >= 0) close(ls);
+    return -1;
+  }
+  port = ntohs(sa.sin_port);
+  return ls;
+}
+
+// A token naming a buffer of rsize bytes at the fake soft target listening on 127.0.0.1:port.
+rdma::RdmaToken FakeTargetToken(uint16_t port, uint32_t qpn, uint32_t rsize) {
+  rdma::RdmaToken t;
+  t.raddr = 0x10000;
+  t.rsize = rsize;
+  t.rkey = 1;
+  t.lid = port;
+  t.qpn = qpn;
+  t.has_gid = true;
+  t.gid = rdma::Ipv4ToGid(0x7f000001);
+  return t;
+}
+
+// A "client" whose target accepts the endpoint, answers half of a READ, then vanishes: the PUT
+// fails within bounded time and stores nothing; a GET toward a target that stops reading fails.
+TEST_F(S3OverRdma, ClientVanishingMidTransferFailsCleanly) {
+  uint16_t port = 0;
+  int ls = ListenLoopback(port);
+  ASSERT_GE(ls, 0);
   std::thread fake([&] {
     int c = accept(ls, nullptr, nullptr);
     rdma::soft::wire::Hello h;
@@ -404,14 +429,7 @@ TEST_F(S3OverRdma, ClientVanishingMidTransferFailsCleanly) {
     (void)!write(c, half.data(), half.size());
     close(c);  // gone mid-payload
   });
-  rdma::RdmaToken t;
-  t.raddr = 0x10000;
-  t.rsize = 4 << 20;
-  t.rkey = 1;
-  t.lid = ntohs(sa.sin_port);
-  t.qpn = 7;
-  t.has_gid = true;
-  t.gid = rdma::Ipv4ToGid(0x7f000001);
+  rdma::RdmaToken t = FakeTargetToken(port, 7, 4 << 20);
   auto start = std::chrono::steady_clock::now();
   auto r = Raw("PUT", "vanish", rdma::FormatToken(t));
   fake.join();
@@ -427,14 +445,9 @@ TEST_F(S3OverRdma, ClientVanishingMidTransferFailsCleanly) {
 TEST_F(S3OverRdma, ClientVanishingDuringGetFailsCleanly) {
   auto data = Pattern(6 << 20, 12);
   ASSERT_TRUE(client_->Put(bucket_, "g", data.data(), data.size()).ok());
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(sa);
-  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&sa), len), 0);
-  ASSERT_EQ(listen(ls, 4), 0);
-  getsockname(ls, reinterpret_cast<sockaddr*>(&sa), &len);
+  uint16_t port = 0;
+  int ls = ListenLoopback(port);
+  ASSERT_GE(ls, 0);
   std::thread fake([&] {
     int c = accept(ls, nullptr, nullptr);
     rdma::soft::wire::Hello h;
@@ -445,14 +458,7 @@ TEST_F(S3OverRdma, ClientVanishingDuringGetFailsCleanly) {
     (void)!recv(c, &req, sizeof(req), MSG_WAITALL);
     close(c);  // gone before the payload arrived
   });
-  rdma::RdmaToken t;
-  t.raddr = 0x10000;
-  t.rsize = static_cast<uint32_t>(data.size());
-  t.rkey = 1;
-  t.lid = ntohs(sa.sin_port);
-  t.qpn = 9;
-  t.has_gid = true;
-  t.gid = rdma::Ipv4ToGid(0x7f000001);
+  rdma::RdmaToken t = FakeTargetToken(port, 9, static_cast<uint32_t>(data.size()));
   auto start = std::chrono::steady_clock::now();
   auto r = Raw("GET", "g", rdma::FormatToken(t));
   fake.join();
@@ -468,8 +474,6 @@ TEST_F(S3OverRdma, ClientVanishingDuringGetFailsCleanly) {
   EXPECT_EQ(back, data);
 }
 
-// minio_api_rdma_copied_bytes_total: exported before any copy, unchanged by a GET from a plain
-// (single-drive) object, one copy per byte on PUT.
 // minio_api_rdma_copied_bytes_total of `server`.
 std::optional<double> CopiedBytes(ServerProcess& server) {
   client::HttpClient http("127.0.0.1", server.port());
@@ -482,6 +486,8 @@ std::optional<double> CopiedBytes(ServerProcess& server) {
   return std::strtod(r->body.c_str() + at + 35, nullptr);
 }
 
+// minio_api_rdma_copied_bytes_total: exported before any copy, unchanged by a GET from a plain
+// (single-drive) object, one copy per byte on PUT.
 TEST_F(S3OverRdma, CopyMetricCountsUserSpaceCopies) {
   auto copied = [&] { return CopiedBytes(*server_); };
   auto before = copied();
