@@ -35,6 +35,7 @@
 #include "client/http_client.h"
 #include "common/hash.h"
 #include "common/result.h"
+#include "rdma_e2e/server_process.h"  // the server launcher the e2e tests use
 #include "rdmastor/rdma_client.h"
 
 namespace rdmastor::bench {
@@ -128,90 +129,6 @@ Result<Options> ParseArgs(int argc, char** argv) {
     return bad("credentials: --access-key/--secret-key or MINIO_ROOT_USER/MINIO_ROOT_PASSWORD");
   return o;
 }
-
-// ---- the server under test ---------------------------------------------------------------
-
-uint16_t FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(sa);
-  bind(fd, reinterpret_cast<sockaddr*>(&sa), len);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  close(fd);
-  return ntohs(sa.sin_port);
-}
-
-class LaunchedServer {
- public:
-  ~LaunchedServer() { Stop(); }
-
-  Status Start(const Options& o) {
-    char tmpl[] = "/tmp/rdma-bench-XXXXXX";
-    if (!mkdtemp(tmpl)) return MakeError(ErrorCode::kInternalError, "mkdtemp failed");
-    dir_ = tmpl;
-    std::filesystem::create_directories(dir_ + "/drive");
-    port_ = FreePort();
-    std::string log = dir_ + "/server.log";
-    pid_ = fork();
-    if (pid_ == 0) {
-      setenv("MINIO_ROOT_USER", o.access_key.c_str(), 1);
-      setenv("MINIO_ROOT_PASSWORD", o.secret_key.c_str(), 1);
-      setenv("MINIO_RDMA_FABRIC", "soft", 1);
-      setenv("MINIO_PROMETHEUS_AUTH_TYPE", "public", 1);
-      if (!std::freopen(log.c_str(), "w", stderr)) _exit(126);
-      if (!std::freopen("/dev/null", "w", stdout)) _exit(126);
-      std::string addr = "127.0.0.1:" + std::to_string(port_);
-      std::string drive = dir_ + "/drive";
-      execl(o.server_bin.c_str(), o.server_bin.c_str(), "server", "--address", addr.c_str(),
-            drive.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    for (int i = 0; i < 400; ++i) {  // up to 20 s
-      client::HttpClient http("127.0.0.1", port_);
-      client::HttpRequest req;
-      req.target = "/minio/health/live";
-      auto r = http.Send(req);
-      if (r.ok() && r->status == 200) return {};
-      int st = 0;
-      if (waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        return MakeError(ErrorCode::kInternalError, "the server exited at start; see " + log);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return MakeError(ErrorCode::kInternalError, "the server did not come up in 20 s; see " + log);
-  }
-
-  void Stop() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int st = 0;
-      for (int i = 0; i < 200 && waitpid(pid_, &st, WNOHANG) != pid_; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      if (kill(pid_, 0) == 0) {
-        std::fprintf(stderr, "rdma_bench: the server ignored SIGTERM for 10 s: SIGKILL\n");
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &st, 0);
-      }
-      pid_ = -1;
-    }
-    if (!dir_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir_, ec);
-      dir_.clear();
-    }
-  }
-
-  pid_t pid() const { return pid_; }
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  std::string dir_;
-  uint16_t port_ = 0;
-  pid_t pid_ = -1;
-};
 
 // Server CPU time (user + system) in seconds.
 Result<double> ServerCpuSeconds(pid_t pid) {
@@ -559,12 +476,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
-  bench::LaunchedServer launched;
+  // The server under test: started here on a free loopback port with a temporary drive, or given.
+  testing::ServerProcess launched;
   std::string endpoint = opts->endpoint;
   pid_t pid = opts->server_pid;
   if (!opts->server_bin.empty()) {
-    if (auto st = launched.Start(*opts); !st.ok()) {
-      std::fprintf(stderr, "rdma_bench: %s\n", st.error().message.c_str());
+    testing::ServerProcess::LaunchOptions launch;
+    launch.binary = opts->server_bin;
+    launch.user = opts->access_key;
+    launch.password = opts->secret_key;
+    launch.env = {{"MINIO_RDMA_FABRIC", "soft"}, {"MINIO_PROMETHEUS_AUTH_TYPE", "public"}};
+    if (!launched.StartWith(launch)) {
+      std::fprintf(stderr, "rdma_bench: the server did not come up; its log:\n%s",
+                   launched.log().c_str());
       return 1;
     }
     endpoint = launched.endpoint();
@@ -576,5 +500,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   bench::Bench b(*opts, *cfg, pid);
-  return b.Run();
+  const int rc = b.Run();
+  launched.Stop(std::chrono::seconds(10));  // a clean shutdown when it was started here
+  return rc;
 }

@@ -1,4 +1,6 @@
-// Starts the real rdmastor binary on a loopback port for end-to-end tests and kills it at the end.
+// Starts the real rdmastor binary on a loopback port with temporary drives and kills it at the end:
+// the end-to-end tests (RDMASTOR_SERVER_BIN, fixed credentials) and bench/rdma_bench (any binary
+// and credentials) share it.
 #pragma once
 
 #include <arpa/inet.h>
@@ -38,9 +40,23 @@ class ServerProcess {
   static constexpr const char* kUser = "rdmatest";
   static constexpr const char* kPassword = "rdmatest-secret";
 
-  // extra_env: e.g. {"MINIO_RDMA_FABRIC", "soft"}; drives > 1: an erasure-coded server. Returns
-  // false when it did not come up.
+  struct LaunchOptions {
+    std::string binary;  // the rdmastor executable
+    std::string user = kUser, password = kPassword;
+    std::map<std::string, std::string> env;  // e.g. {"MINIO_RDMA_FABRIC", "soft"}
+    int drives = 1;                          // > 1: an erasure-coded server
+  };
+
+#ifdef RDMASTOR_SERVER_BIN
+  // The tests' server: this build's binary with kUser / kPassword.
   bool Start(const std::map<std::string, std::string>& extra_env, int drives = 1) {
+    return StartWith(LaunchOptions{RDMASTOR_SERVER_BIN, kUser, kPassword, extra_env, drives});
+  }
+#endif
+
+  // Returns false when it did not come up within 20 s (log() says why).
+  bool StartWith(const LaunchOptions& launch) {
+    const int drives = launch.drives;
     dir_ = std::filesystem::temp_directory_path() /
            ("rdmastor-e2e-" + std::to_string(getpid()) + "-" + std::to_string(FreePort()));
     std::vector<std::string> drive_dirs;
@@ -53,17 +69,18 @@ class ServerProcess {
     log_ = (dir_ / "server.log").string();
     pid_ = fork();
     if (pid_ == 0) {
-      setenv("MINIO_ROOT_USER", kUser, 1);
-      setenv("MINIO_ROOT_PASSWORD", kPassword, 1);
-      for (const auto& [k, v] : extra_env) setenv(k.c_str(), v.c_str(), 1);
-      FILE* f = std::freopen(log_.c_str(), "w", stderr);
-      (void)f;
+      setenv("MINIO_ROOT_USER", launch.user.c_str(), 1);
+      setenv("MINIO_ROOT_PASSWORD", launch.password.c_str(), 1);
+      for (const auto& [k, v] : launch.env) setenv(k.c_str(), v.c_str(), 1);
+      if (!std::freopen(log_.c_str(), "w", stderr) || !std::freopen("/dev/null", "w", stdout))
+        _exit(126);
       std::string addr = "127.0.0.1:" + std::to_string(port_);
-      std::vector<char*> argv{const_cast<char*>(RDMASTOR_SERVER_BIN), const_cast<char*>("server"),
+      std::string binary = launch.binary;
+      std::vector<char*> argv{binary.data(), const_cast<char*>("server"),
                               const_cast<char*>("--address"), addr.data()};
       for (auto& d : drive_dirs) argv.push_back(d.data());
       argv.push_back(nullptr);
-      execv(RDMASTOR_SERVER_BIN, argv.data());
+      execv(binary.c_str(), argv.data());
       _exit(127);
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -83,13 +100,27 @@ class ServerProcess {
     return false;
   }
 
-  ~ServerProcess() {
+  ~ServerProcess() { Stop(std::chrono::milliseconds(0)); }
+
+  // SIGTERM and up to `grace` for a clean exit (0: none), then SIGKILL; removes the drives.
+  void Stop(std::chrono::milliseconds grace) {
     if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
+      if (grace.count() > 0) {
+        kill(pid_, SIGTERM);
+        auto deadline = std::chrono::steady_clock::now() + grace;
+        while (waitpid(pid_, nullptr, WNOHANG) != pid_ &&
+               std::chrono::steady_clock::now() < deadline)
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (kill(pid_, 0) == 0) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+      }
+      pid_ = -1;
     }
     std::error_code ec;
     if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+    dir_.clear();
   }
 
   bool alive() const { return pid_ > 0 && kill(pid_, 0) == 0; }
