@@ -70,6 +70,26 @@ def _get_or_none(client, bucket, key):
         return None
 
 
+def check_interrupted_puts(client, bucket, point, old, size, seeds=(10, 11)):
+    """After a restart that cut off an overwrite of "existing" (was `old`; new payload seeds[0])
+    and a PUT of "fresh" (seeds[1]), both of `size` bytes, at `point`: a body that arrived whole
+    may have committed (old or new, never a mix); an earlier cut leaves the old version intact
+    and nothing half-written visible. Returns the bodies read back (None: absent)."""
+    got_old = _get_or_none(client, bucket, "existing")
+    got_fresh = _get_or_none(client, bucket, "fresh")
+    if point == "body-complete":
+        assert got_old is not None
+        assert got_old == old or hashlib.md5(got_old).hexdigest() == _payload_md5(size, seeds[0]), \
+            len(got_old)
+        if got_fresh is not None:
+            assert hashlib.md5(got_fresh).hexdigest() == _payload_md5(size, seeds[1]), \
+                len(got_fresh)
+    else:
+        assert got_old == old, "the previous version was damaged by an interrupted overwrite"
+        assert got_fresh is None, "a half-written object became visible"
+    return got_old, got_fresh
+
+
 def _stray_tmp_files(datadir):
     tmp = os.path.join(datadir, ".rdmastor.sys", "tmp")
     found = []
@@ -127,18 +147,8 @@ def test_kill_during_put(server_factory, point):
     srv.start(port=srv.port)
     client = make_client(srv)
 
-    got_old = _get_or_none(client, bucket, "existing")
-    got_fresh = _get_or_none(client, bucket, "fresh")
-    if point == "body-complete":
-        # the server may or may not have committed before it died: old or new, never a mix
-        new_md5 = _payload_md5(BIG, 10)
-        assert got_old is not None
-        assert got_old == old or hashlib.md5(got_old).hexdigest() == new_md5, len(got_old)
-        if got_fresh is not None:
-            assert hashlib.md5(got_fresh).hexdigest() == _payload_md5(BIG, 11), len(got_fresh)
-    else:
-        assert got_old == old, "the previous version was damaged by an interrupted overwrite"
-        assert got_fresh is None, "a half-written object became visible"
+    # the server may or may not have committed before it died: old or new, never a mix
+    got_old, got_fresh = check_interrupted_puts(client, bucket, point, old, BIG)
     assert client.get_object(Bucket=bucket, Key="bystander")["Body"].read() == b"unrelated object"
 
     # listing shows only whole objects, with the sizes they really have

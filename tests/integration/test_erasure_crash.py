@@ -5,7 +5,6 @@ After a restart the previous version or nothing is visible, never a partial obje
 Same approach as test_crash.py (single drive), whose PartialPut this reuses."""
 
 import glob
-import hashlib
 import json
 import os
 import shutil
@@ -13,21 +12,12 @@ import tempfile
 import time
 
 import pytest
-from botocore.exceptions import ClientError
 
 from conftest import admin_heal, make_client, seeded_bytes, unique_bucket
-from test_crash import PartialPut, _payload_md5
+from test_crash import PartialPut, check_interrupted_puts
 
 MiB = 1 << 20
 BIG = 96 * MiB
-
-
-def _get_or_none(client, bucket, key):
-    try:
-        return client.get_object(Bucket=bucket, Key=key)["Body"].read()
-    except ClientError as e:
-        assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 404, e.response
-        return None
 
 
 def _stray(d):
@@ -76,17 +66,7 @@ def test_kill_during_erasure_put(server_factory, point):
 
         srv.start(port=srv.port)
         client = make_client(srv)
-        got_old = _get_or_none(client, bucket, "existing")
-        got_fresh = _get_or_none(client, bucket, "fresh")
-        if point == "body-complete":
-            assert got_old is not None
-            assert got_old == old or hashlib.md5(got_old).hexdigest() == _payload_md5(BIG, 10), \
-                len(got_old)
-            if got_fresh is not None:
-                assert hashlib.md5(got_fresh).hexdigest() == _payload_md5(BIG, 11), len(got_fresh)
-        else:
-            assert got_old == old, "the previous version was damaged by an interrupted overwrite"
-            assert got_fresh is None, "a half-written object became visible"
+        got_old, got_fresh = check_interrupted_puts(client, bucket, point, old, BIG)
         assert client.get_object(Bucket=bucket, Key="small")["Body"].read() == b"inline object"
         listing = {o["Key"]: o["Size"]
                    for o in client.list_objects_v2(Bucket=bucket).get("Contents", [])}
