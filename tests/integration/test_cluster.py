@@ -153,36 +153,34 @@ def test_cluster_end_to_end(cluster):
 
 def test_mismatched_configuration_refused(cluster):
     c = cluster
-    # A fifth process claiming to be node 4 with other credentials: refused by the peers' check.
-    n = Server(name="bad-creds", env={"MINIO_VOLUMES": c.volumes, "MINIO_PEER_WAIT": "10s"},
-               data_dirs=[os.path.join(c.base, "bad")], creds=("otheruser", "other-secret-1"),
-               pass_dirs=False)
-    n.port = c.ports[3]
+
+    def refused_start(name, volumes, creds):
+        """Starts a fifth process claiming to be node 4; it must exit non-zero. Returns its log."""
+        n = Server(name=name, env={"MINIO_VOLUMES": volumes, "MINIO_PEER_WAIT": "10s"},
+                   data_dirs=[os.path.join(c.base, name)], creds=creds, pass_dirs=False)
+        n.port = c.ports[3]
+        try:
+            n._log = open(n.log_path, "ab")
+            n.proc = subprocess.Popen(n.command(), stdin=subprocess.DEVNULL, stdout=n._log,
+                                      stderr=subprocess.STDOUT, env=n.env(),
+                                      start_new_session=True)
+            assert n.proc.wait(timeout=30) != 0, n.log_tail()
+            return n.log_text()
+        finally:
+            n.cleanup()
+
     try:
         c.nodes[3].kill()
-        n._log = open(n.log_path, "ab")
-        n.proc = subprocess.Popen(n.command(), stdin=subprocess.DEVNULL, stdout=n._log,
-                                  stderr=subprocess.STDOUT, env=n.env(), start_new_session=True)
-        rc = n.proc.wait(timeout=30)
-        assert rc != 0
-        assert "root credentials" in n.log_text(), n.log_tail()
+        # Other credentials: refused by the peers' check.
+        log = refused_start("bad-creds", c.volumes, ("otheruser", "other-secret-1"))
+        assert "root credentials" in log, log[-2000:]
         # Same credentials, a different drive list (node 4's last two drives swapped).
         urls = c.volumes.split()
         urls[-1], urls[-2] = urls[-2], urls[-1]
-        n2 = Server(name="bad-volumes", env={"MINIO_VOLUMES": " ".join(urls),
-                                             "MINIO_PEER_WAIT": "10s"},
-                    data_dirs=[os.path.join(c.base, "bad2")],
-                    creds=(c.nodes[0].access_key, c.nodes[0].secret_key), pass_dirs=False)
-        n2.port = c.ports[3]
-        n2._log = open(n2.log_path, "ab")
-        n2.proc = subprocess.Popen(n2.command(), stdin=subprocess.DEVNULL, stdout=n2._log,
-                                   stderr=subprocess.STDOUT, env=n2.env(), start_new_session=True)
-        rc = n2.proc.wait(timeout=30)
-        assert rc != 0
-        assert "different drive lists" in n2.log_text(), n2.log_tail()
-        n2.cleanup()
+        log = refused_start("bad-volumes", " ".join(urls),
+                            (c.nodes[0].access_key, c.nodes[0].secret_key))
+        assert "different drive lists" in log, log[-2000:]
     finally:
-        n.cleanup()
         c.start([3])
 
 
