@@ -177,12 +177,12 @@ void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& r
   if (call == "readformat") {
     auto f = d.ReadFormat();
     if (!f.ok()) return SendError(sink, f.error(), call);
-    return Send(sink, 200, EncodeFormat(*f));
+    return Send(sink, 200, storage::SerializeFormat(*f));
   }
   if (call == "writeformat") {
     auto text = need_body();
     if (!text.ok()) return SendError(sink, text.error(), call);
-    auto f = DecodeFormat(*text);
+    auto f = storage::ParseFormat(*text, "the format sent by a peer");
     if (!f.ok()) return SendError(sink, f.error(), call);
     return SendStatus(sink, d.WriteFormat(*f), call);
   }

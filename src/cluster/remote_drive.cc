@@ -160,11 +160,11 @@ Result<bool> RemoteDrive::IsEmpty() { return BoolRpc("isempty", ""); }
 Result<storage::DriveFormat> RemoteDrive::ReadFormat() {
   auto r = Rpc("readformat", "");
   if (!r.ok()) return r.error();
-  return DecodeFormat(r->body);
+  return storage::ParseFormat(r->body, "the format of " + url_);
 }
 
 Status RemoteDrive::WriteFormat(const storage::DriveFormat& format) {
-  return StatusRpc("writeformat", "", EncodeFormat(format));
+  return StatusRpc("writeformat", "", storage::SerializeFormat(format));
 }
 
 Result<bool> RemoteDrive::MakeVol(const std::string& bucket, const std::string& record) {

@@ -89,27 +89,6 @@ Result<storage::ListResult> DecodeListResult(const std::string& text) {
   });
 }
 
-std::string EncodeFormat(const storage::DriveFormat& f) {
-  return json{{"deployment_id", f.deployment_id},
-              {"drive_id", f.drive_id},
-              {"set_index", f.set_index},
-              {"drive_index", f.drive_index},
-              {"sets", f.sets}}
-      .dump();
-}
-
-Result<storage::DriveFormat> DecodeFormat(const std::string& text) {
-  return Parse(text, "format", [](const json& j) -> Result<storage::DriveFormat> {
-    storage::DriveFormat f;
-    f.deployment_id = j.at("deployment_id").get<std::string>();
-    f.drive_id = j.at("drive_id").get<std::string>();
-    f.set_index = j.at("set_index").get<int>();
-    f.drive_index = j.at("drive_index").get<int>();
-    f.sets = j.at("sets").get<std::vector<std::vector<std::string>>>();
-    return f;
-  });
-}
-
 std::string EncodeCommitPlan(const storage::fsutil::CommitPlan& p) {
   return json{{"base", p.base},
               {"staging", p.staging},

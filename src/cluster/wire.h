@@ -17,8 +17,6 @@ std::string EncodeListOptions(const storage::ListOptions& o);
 Result<storage::ListOptions> DecodeListOptions(const std::string& text);
 std::string EncodeListResult(const storage::ListResult& r);
 Result<storage::ListResult> DecodeListResult(const std::string& text);
-std::string EncodeFormat(const storage::DriveFormat& f);
-Result<storage::DriveFormat> DecodeFormat(const std::string& text);
 std::string EncodeCommitPlan(const storage::fsutil::CommitPlan& p);
 Result<storage::fsutil::CommitPlan> DecodeCommitPlan(const std::string& text);
 std::string EncodeLockArgs(const LockArgs& a);

@@ -26,13 +26,6 @@ std::string NewId() {
 }  // namespace
 
 Status WriteFormatFile(const std::string& root, const DriveFormat& f) {
-  json j = {{"version", kFormatVersion},
-            {"format", "erasure"},
-            {"deployment_id", f.deployment_id},
-            {"drive_id", f.drive_id},
-            {"set_index", f.set_index},
-            {"drive_index", f.drive_index},
-            {"sets", f.sets}};
   RS_RETURN_IF_ERROR(fsutil::MkdirAll(root, paths::SysDir(root)));
   // The system area a formatted drive needs (clusters: a peer may format it before its own node
   // prepares it, and writes into its staging area right away).
@@ -42,7 +35,7 @@ Status WriteFormatFile(const std::string& root, const DriveFormat& f) {
   }
   // A unique temporary name: two nodes may format the same drive at once (same contents).
   const std::string tmp = FormatPath(root) + "." + hash::RandomHex(8) + ".tmp";
-  RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(tmp, j.dump(2)));
+  RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(tmp, SerializeFormat(f)));
   if (::rename(tmp.c_str(), FormatPath(root).c_str()) != 0) {
     return fsutil::ErrnoError("rename", tmp, errno);
   }
@@ -53,15 +46,22 @@ std::string FormatPath(const std::string& root) {
   return paths::Join(paths::SysDir(root), "format.json");
 }
 
-Result<DriveFormat> ReadFormat(const std::string& root) {
-  const std::string path = FormatPath(root);
-  auto raw = fsutil::ReadFileIfExists(path);
-  if (!raw.ok()) return raw.error();
-  if (!raw->has_value()) return MakeError(ErrorCode::kNoSuchKey, "no format file " + path);
+std::string SerializeFormat(const DriveFormat& f) {
+  return json{{"version", kFormatVersion},
+              {"format", "erasure"},
+              {"deployment_id", f.deployment_id},
+              {"drive_id", f.drive_id},
+              {"set_index", f.set_index},
+              {"drive_index", f.drive_index},
+              {"sets", f.sets}}
+      .dump(2);
+}
+
+Result<DriveFormat> ParseFormat(const std::string& text, const std::string& what) {
   try {
-    json j = json::parse(**raw);
+    json j = json::parse(text);
     if (j.at("version").get<int>() != kFormatVersion) {
-      return MakeError(ErrorCode::kInternalError, "unsupported format version in " + path);
+      return MakeError(ErrorCode::kInternalError, "unsupported format version in " + what);
     }
     DriveFormat f;
     f.deployment_id = j.at("deployment_id").get<std::string>();
@@ -71,8 +71,16 @@ Result<DriveFormat> ReadFormat(const std::string& root) {
     f.sets = j.at("sets").get<std::vector<std::vector<std::string>>>();
     return f;
   } catch (const std::exception& e) {
-    return MakeError(ErrorCode::kInternalError, "malformed " + path + ": " + e.what());
+    return MakeError(ErrorCode::kInternalError, "malformed " + what + ": " + e.what());
   }
+}
+
+Result<DriveFormat> ReadFormat(const std::string& root) {
+  const std::string path = FormatPath(root);
+  auto raw = fsutil::ReadFileIfExists(path);
+  if (!raw.ok()) return raw.error();
+  if (!raw->has_value()) return MakeError(ErrorCode::kNoSuchKey, "no format file " + path);
+  return ParseFormat(**raw, path);
 }
 
 bool IsEmptyDrive(const std::string& root) {
@@ -111,8 +119,7 @@ Result<FormatResult> LoadOrFormat(const std::vector<Drive*>& drives,
   for (size_t i = 0; i < n; ++i) {
     auto usable = drives[i]->EnsureRoot();
     if (!usable.ok() || !*usable) {
-      if (!usable.ok())
-        spdlog::warn("drive {} is offline: {}", roots[i], usable.error().message);
+      if (!usable.ok()) spdlog::warn("drive {} is offline: {}", roots[i], usable.error().message);
       out.states[i] = DriveState::kOffline;
       continue;
     }

@@ -39,6 +39,10 @@ struct FormatResult {
 };
 
 std::string FormatPath(const std::string& root);
+// format.json's text (also what peers exchange for a remote drive) and its parser (checks the
+// version; `what` names the source in errors).
+std::string SerializeFormat(const DriveFormat& format);
+Result<DriveFormat> ParseFormat(const std::string& text, const std::string& what);
 Result<DriveFormat> ReadFormat(const std::string& root);  // kNoSuchKey when absent
 // Writes the format file of the drive at `root` atomically (temp + fsync + rename).
 Status WriteFormatFile(const std::string& root, const DriveFormat& format);
