@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "storage/paths.h"
+
 namespace rdmastor::storage::fsutil {
 
 namespace {
@@ -231,6 +233,16 @@ Result<std::vector<std::string>> ListDir(const std::string& dir, bool dirs_only)
 }
 
 Status Commit(const CommitPlan& plan) {
+  // The names are joined to the target: a name that is not the layout's own could leave the drive
+  // (old data is retired by rename, or removed in place) or take a neighbouring key's directory.
+  if (!paths::IsMetaFileName(plan.meta_name) ||
+      (!plan.new_data_name.empty() && !paths::IsDataDirName(plan.new_data_name)) ||
+      (!plan.old_data_name.empty() && !paths::IsDataDirName(plan.old_data_name))) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "commit names not of the drive layout: meta '" + plan.meta_name +
+                         "', data '" + plan.new_data_name + "', old data '" + plan.old_data_name +
+                         "'");
+  }
   if (!IsUnder(plan.target, plan.base) || !IsUnder(plan.base, plan.root) ||
       !IsUnder(plan.staging, plan.root)) {
     return MakeError(ErrorCode::kInternalError, "commit target outside drive: " + plan.target);
@@ -329,7 +341,7 @@ Status RecoverStaging(const std::string& root, const std::string& staging,
     auto bad_rel = [](const std::string& r) {
       return r.empty() || r.front() == '/' || ("/" + r + "/").find("/../") != std::string::npos;
     };
-    if (bad_rel(rel) || meta.find('/') != std::string::npos) {
+    if (bad_rel(rel) || !paths::IsMetaFileName(meta)) {
       return MakeError(ErrorCode::kInternalError, "bad intent journal in " + staging);
     }
     const std::string target = Join(root, rel);
@@ -337,9 +349,7 @@ Status RecoverStaging(const std::string& root, const std::string& staging,
     if (!current.ok()) return current.error();  // unreadable metadata: keep everything
     for (const auto& d : intent.at("data")) {
       std::string name = d.get<std::string>();
-      if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
-        continue;
-      }
+      if (!paths::IsDataDirName(name)) continue;
       if (name != *current && Exists(Join(target, name))) {
         spdlog::info("storage: recovery removes orphaned {}", Join(target, name));
         RS_RETURN_IF_ERROR(RemoveAll(Join(target, name)));

@@ -284,7 +284,6 @@ Status LocalDrive::Commit(const fsutil::CommitPlan& plan) {
   RS_ABS(base, plan.base);
   RS_ABS(staging, plan.staging);
   RS_ABS(target, plan.target);
-  RS_RETURN_IF_ERROR(CheckRelPath(plan.meta_name));
   fsutil::CommitPlan abs = plan;
   abs.root = root_;
   abs.base = base;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
+#include "storage/paths.h"
 
 namespace rdmastor::storage {
 
@@ -136,9 +137,8 @@ Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& p
       }
       m.erasure = std::move(e);
     }
-    // The data dir name is joined to a path: it must be one plain component.
-    if (m.data_dir.empty() || m.data_dir.find('/') != std::string::npos || m.data_dir == "." ||
-        m.data_dir == ".." || total != m.size) {
+    // The data dir name is joined to a path: it must be one of the layout's data dir names.
+    if (!paths::IsDataDirName(m.data_dir) || total != m.size) {
       return MakeError(ErrorCode::kInternalError, "inconsistent metadata " + path);
     }
     return m;

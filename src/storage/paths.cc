@@ -10,6 +10,24 @@ bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '
 
 bool IsInternalName(std::string_view name) { return name.starts_with(kInternalPrefix); }
 
+bool IsMetaFileName(std::string_view name) { return name == kMetaFile || name == kDirMetaFile; }
+
+bool IsDataDirName(std::string_view name) {
+  std::string_view id;
+  if (name.starts_with(kDataPrefix)) {
+    id = name.substr(kDataPrefix.size());
+  } else if (name.starts_with(kDirDataPrefix)) {
+    id = name.substr(kDirDataPrefix.size());
+  } else {
+    return false;
+  }
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id) {
+    if (!IsLowerAlnum(c) && !(c >= 'A' && c <= 'Z')) return false;
+  }
+  return true;
+}
+
 Status ValidateBucketName(std::string_view bucket) {
   bool ok = bucket.size() >= 3 && bucket.size() <= 63 && IsLowerAlnum(bucket.front()) &&
             IsLowerAlnum(bucket.back());

@@ -39,6 +39,14 @@ inline constexpr size_t kMaxSegmentLength = 255;  // NAME_MAX of Linux file syst
 // True for names the layout reserves (never listed as buckets or keys).
 bool IsInternalName(std::string_view name);
 
+// The only names a commit may place, replace or retire inside a key directory. A metadata file is
+// kMetaFile or kDirMetaFile; a data directory is kDataPrefix or kDirDataPrefix followed by 1..64
+// letters or digits (what the stores generate). Both are one plain path component, so a name that
+// crossed the wire (a peer's commit, a journal, a metadata file) can neither leave the key
+// directory nor name a neighbouring key's directory.
+bool IsMetaFileName(std::string_view name);
+bool IsDataDirName(std::string_view name);
+
 // Defense in depth for bucket names reaching the drive: 3..63 bytes of [a-z0-9.-], starting and
 // ending with a letter or digit. (The S3 layer applies the full S3 rules before this.)
 // Error: kInvalidBucketName.

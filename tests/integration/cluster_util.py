@@ -28,6 +28,7 @@ import contextlib
 import ctypes
 import glob
 import hashlib
+import hmac
 import os
 import random
 import re
@@ -123,6 +124,27 @@ def retry(fn, timeout=15.0, interval=0.5, exceptions=(Exception,)):
                 raise
             time.sleep(interval)
     raise AssertionError("retry: loop bound reached")
+
+
+# ----------------------------------------------------------------------------------------------
+# Peer RPC as another node (or an attacker holding the root credentials) sends it
+# ----------------------------------------------------------------------------------------------
+
+def peer_auth_header(creds, method, target, ts_ms=None):
+    """The x-rdmastor-peer-auth value a node computes for `method` + `target` (path and query, as
+    sent) from the deployment's root credentials (src/cluster/peer_client.cc)."""
+    key = hmac.new(b"rdmastor-peer-v1", f"{creds[0]}\n{creds[1]}".encode(), "sha256").digest()
+    ts = str(int(time.time() * 1000) if ts_ms is None else ts_ms)
+    mac = hmac.new(key, f"{method}\n{target}\n{ts}".encode(), "sha256").hexdigest()
+    return f"v1 {ts} {mac}"
+
+
+def peer_call(node, creds, target, body=b"", method="POST", timeout=10):
+    """Sends one correctly signed peer RPC (`target` = path + query) to `node`."""
+    return requests.request(method, node.url(target), data=body, timeout=timeout,
+                            headers={"x-rdmastor-peer-auth": peer_auth_header(creds, method,
+                                                                              target)},
+                            proxies={"http": None, "https": None}, verify=node.verify)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -85,5 +85,25 @@ TEST(PathsTest, InternalNames) {
   EXPECT_EQ(BucketMetaFile("/d", "b"), "/d/.rdmastor.sys/buckets/b.json");
 }
 
+// The names a commit may act on (a peer's commit plan carries them over the wire).
+TEST(PathsTest, CommitNames) {
+  EXPECT_TRUE(IsMetaFileName(".rdmastor.meta"));
+  EXPECT_TRUE(IsMetaFileName(".rdmastor.dirmeta"));
+  EXPECT_TRUE(IsDataDirName(".rdmastor.data.0123456789abcdef0123456789abcdef"));
+  EXPECT_TRUE(IsDataDirName(".rdmastor.dirdata.ab12"));
+  EXPECT_TRUE(IsDataDirName(".rdmastor.data." + std::string(64, 'f')));
+  for (std::string bad : {"", ".", "..", "a", "../x", "meta", ".rdmastor.meta/..", "/x"}) {
+    EXPECT_FALSE(IsMetaFileName(bad)) << bad;
+    EXPECT_FALSE(IsDataDirName(bad)) << bad;
+  }
+  for (std::string bad :
+       {".rdmastor.data.", ".rdmastor.data./x", ".rdmastor.data.a/../../../../etc",
+        ".rdmastor.data..", ".rdmastor.data.a b", std::string(".rdmastor.data.a\0b", 18),
+        ".rdmastor.data." + std::string(65, 'f'), ".rdmastor.meta", "victim", "../../dev/shm/x",
+        ".rdmastor.datax"}) {
+    EXPECT_FALSE(IsDataDirName(bad)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace rdmastor::storage::paths
