@@ -22,10 +22,12 @@ constexpr const char* kAdminUsage = R"(Usage:
   defaulting to ~/.rdmastor/certs as for the server) to heal every object of BUCKET, or of every
   bucket: formats replaced drives, verifies every
   shard of every object and rewrites missing, stale and corrupt ones. Prints each object healed,
-  progress every 2 s, and the counts at the end (scanned, healed, shards written, failed). Signs
+  progress every 2 s, and the counts at the end (scanned, healed, shards written, failed,
+  incomplete) with the drives whose copies could not be rebuilt (offline or failing). Signs
   with the root credentials: MINIO_ROOT_USER/MINIO_ROOT_PASSWORD, else
   AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY. Exit status 0 when every object is sound, 1 when an
-  object could not be healed or the heal failed, 2 on usage errors.
+  object could not be healed, copies were left missing on an offline drive, or the heal failed,
+  2 on usage errors.
 
   Prints a bearer token for Prometheus to scrape /minio/v2/metrics/{cluster,node} when
   MINIO_PROMETHEUS_AUTH_TYPE is jwt (the default). The token is signed with MINIO_ROOT_PASSWORD
@@ -59,9 +61,18 @@ Result<nlohmann::json> AdminPost(client::S3Client& c, const std::string& path_un
 }
 
 void PrintCounts(const char* what, const nlohmann::json& counts) {
-  std::printf("%s: %llu object(s) scanned, %llu healed, %llu shard(s) written, %llu failed\n", what,
-              counts.value("scanned", 0ULL), counts.value("healed", 0ULL),
-              counts.value("shardsWritten", 0ULL), counts.value("failed", 0ULL));
+  std::printf(
+      "%s: %llu object(s) scanned, %llu healed, %llu shard(s) written, %llu failed, %llu "
+      "incomplete\n",
+      what, counts.value("scanned", 0ULL), counts.value("healed", 0ULL),
+      counts.value("shardsWritten", 0ULL), counts.value("failed", 0ULL),
+      counts.value("incomplete", 0ULL));
+  if (auto it = counts.find("missedDrives"); it != counts.end() && it->is_array() && !it->empty()) {
+    std::string names;
+    for (const auto& d : *it) names += (names.empty() ? "" : ", ") + d.get<std::string>();
+    std::printf("copies not rebuilt (drive offline or failing; heal again once it is back): %s\n",
+                names.c_str());
+  }
   std::fflush(stdout);
 }
 
@@ -152,7 +163,8 @@ int RunHeal(const std::vector<std::string>& args, const EnvMap& env) {
         std::fprintf(stderr, "rdmastor admin heal: %s\n", st->value("error", state).c_str());
         return 1;
       }
-      return (*st)["counts"].value("failed", 0ULL) == 0 ? 0 : 1;
+      const auto& counts = (*st)["counts"];
+      return counts.value("failed", 0ULL) == 0 && counts.value("incomplete", 0ULL) == 0 ? 0 : 1;
     }
     if (std::chrono::steady_clock::now() - last_progress >= std::chrono::seconds(2)) {
       PrintCounts("progress", (*st)["counts"]);

@@ -37,7 +37,9 @@ nlohmann::json CountsJson(const storage::HealCounts& c) {
   return {{"scanned", c.objects_scanned},
           {"healed", c.objects_healed},
           {"shardsWritten", c.shards_written},
-          {"failed", c.failed}};
+          {"failed", c.failed},
+          {"incomplete", c.incomplete},
+          {"missedDrives", c.missed_drives}};
 }
 
 }  // namespace
@@ -114,11 +116,7 @@ void HealService::Run(std::string bucket) {
   if (counts.ok()) {
     job_.counts = *counts;
     job_.state = "done";
-    spdlog::info(
-        "heal: done (clientToken {}): {} object(s) scanned, {} healed, {} drive copies "
-        "rewritten, {} failed",
-        job_.token, counts->objects_scanned, counts->objects_healed, counts->shards_written,
-        counts->failed);
+    spdlog::info("heal: done (clientToken {}): {}", job_.token, counts->Summary());
   } else {
     job_.state = "failed";
     job_.error = counts.error().message.empty()

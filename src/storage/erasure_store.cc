@@ -1238,9 +1238,9 @@ class ErasureSet {
 
   // ---- healing ----
 
-  // Rewrites every drive copy of the object that is missing, stale, unreadable or corrupt.
-  // Returns how many drive copies were rewritten.
-  Result<int> HealObject(const std::string& bucket, const std::string& key);
+  // Rewrites every drive copy of the object that is missing, stale, unreadable or corrupt on an
+  // online drive; names the drives whose copy it could not rewrite.
+  Result<ObjectHealResult> HealObject(const std::string& bucket, const std::string& key);
 
   // Removes the copies of an object held by fewer drives than read quorum (leftovers of a failed
   // write), under the key's lock, if that is still all there is; returns 0.
@@ -1445,7 +1445,8 @@ Result<std::unique_ptr<ObjectReader>> ErasureSet::OpenObject(const std::string& 
                         [this, bucket, key] { ReportDegraded(bucket, key); }));
 }
 
-Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string& key) {
+Result<ObjectHealResult> ErasureSet::HealObject(const std::string& bucket,
+                                                const std::string& key) {
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
   EnsureBucket(bucket);
@@ -1456,7 +1457,9 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
   auto v = Resolve(bucket, *loc);
   if (!v.ok()) {
     if (v.error().code != ErrorCode::kNoSuchKey) return v.error();
-    return RemoveDangling(bucket, *loc, key);
+    auto removed = RemoveDangling(bucket, *loc, key);
+    if (!removed.ok()) return removed.error();
+    return ObjectHealResult{*removed, {}};
   }
   const auto& e = *v->meta.erasure;
   auto codec = GetCodec(e.data, e.parity);
@@ -1475,24 +1478,31 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
       for (int p : bad) bad_block[static_cast<size_t>(p)] = true;
     }
   }
+  // Copies that need rewriting on online drives; those that would but whose drive is offline
+  // cannot be healed now and are named in the result (a walk that skipped them is not clean).
+  ObjectHealResult result;
   auto needs = [&](const ObjectView& view) {
     std::vector<bool> need(n, false);
+    result.missed_drives.clear();
     for (size_t p = 0; p < n; ++p) {
-      need[p] = (bad_block[p] || !view.has[p] || !view.sources[p].usable) &&
-                roots_[p]->IsOnline();  // an offline drive cannot be healed now
+      if (!bad_block[p] && view.has[p] && view.sources[p].usable) continue;
+      need[p] = roots_[p]->IsOnline();
+      if (!need[p]) result.missed_drives.push_back(roots_[p]->name());
     }
     return need;
   };
-  if (Count(needs(*v)) == 0) return 0;
+  if (Count(needs(*v)) == 0) return result;
   auto lock = LockObject(bucket, key, LockMode::kExclusive, "HealObject");
   if (!lock.ok()) return lock.error();
   std::shared_lock bucket_lock(BucketLock(bucket));
   auto now = Resolve(bucket, *loc);
   if (!now.ok() || now->meta.data_dir != v->meta.data_dir || now->meta.etag != v->meta.etag) {
-    return 0;  // rewritten or deleted meanwhile: a write commits a whole version on a quorum
+    // Rewritten or deleted meanwhile: a write commits a whole version on a quorum.
+    return ObjectHealResult{};
   }
   std::vector<bool> need = needs(*now);  // another heal may have done part of the work
-  if (Count(need) == 0) return 0;
+  if (Count(need) == 0) return result;
+  const std::vector<bool> wanted = need;  // a drive that fails below is named as missed
   // Pass 2: rebuild the copies that need it in staging, then commit them drive by drive.
   Stagings st(*this, need);
   const auto& dist = e.distribution;
@@ -1540,8 +1550,16 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
       need[p] = false;
     }
   }
+  auto name_failed = [&] {
+    for (size_t p = 0; p < n; ++p) {
+      if (wanted[p] && !need[p]) result.missed_drives.push_back(roots_[p]->name());
+    }
+  };
   const int healed = Count(need);
-  if (healed == 0) return 0;
+  if (healed == 0) {
+    name_failed();
+    return result;
+  }
   // A corrupt copy of this version keeps its data directory name: move it aside so the rebuilt
   // one can take its place (readers holding its files open keep them).
   for (size_t p = 0; p < n && !e.is_inline; ++p) {
@@ -1551,8 +1569,10 @@ Result<int> ErasureSet::HealObject(const std::string& bucket, const std::string&
     }
   }
   RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, need, metas, /*quorum=*/1, **lock));
-  spdlog::info("heal: {}/{}: rewrote {} drive copy(ies)", bucket, key, healed);
-  return healed;
+  name_failed();
+  result.rewritten = Count(need);
+  spdlog::info("heal: {}/{}: rewrote {} drive copy(ies)", bucket, key, result.rewritten);
+  return result;
 }
 
 // ---- ErasureStore ---------------------------------------------------------------------------
@@ -1674,17 +1694,40 @@ HealStatus ErasureStore::heal_status() {
   return status_;
 }
 
-void ErasureStore::RecordHeal(const Result<int>& r, const HealCounts* walk) {
+void HealCounts::Add(const Result<ObjectHealResult>& r) {
+  ++objects_scanned;
+  if (!r.ok()) {
+    ++failed;
+    return;
+  }
+  if (r->rewritten > 0) {
+    ++objects_healed;
+    shards_written += static_cast<uint64_t>(r->rewritten);
+  }
+  if (!r->missed_drives.empty()) {
+    ++incomplete;
+    missed_drives.insert(r->missed_drives.begin(), r->missed_drives.end());
+  }
+}
+
+std::string HealCounts::Summary() const {
+  std::string out = std::to_string(objects_scanned) + " object(s) scanned, " +
+                    std::to_string(objects_healed) + " healed, " + std::to_string(shards_written) +
+                    " drive copies rewritten, " + std::to_string(failed) + " failed, " +
+                    std::to_string(incomplete) + " incomplete";
+  if (!missed_drives.empty()) {
+    out += " (copies not rebuilt on:";
+    for (const auto& d : missed_drives) out += " " + d;
+    out += ")";
+  }
+  return out;
+}
+
+void ErasureStore::RecordHeal(const Result<ObjectHealResult>& r, const HealCounts* walk) {
   std::lock_guard lock(status_mu_);
   if (walk) status_.walk = *walk;
-  ++status_.total.objects_scanned;
-  if (!r.ok()) {
-    ++status_.total.failed;
-  } else if (*r > 0) {
-    ++status_.total.objects_healed;
-    status_.total.shards_written += static_cast<uint64_t>(*r);
-    status_.last_activity_ns = NowNs();
-  }
+  status_.total.Add(r);
+  if (r.ok() && r->rewritten > 0) status_.last_activity_ns = NowNs();
 }
 
 bool ErasureStore::DrainHealQueue(int timeout_ms) {
@@ -1730,13 +1773,7 @@ void ErasureStore::BackgroundLoop() {
     lock.unlock();
     if (item.first.empty()) {
       auto counts = HealAll("", nullptr);
-      if (counts.ok()) {
-        spdlog::info(
-            "heal: done: {} object(s) scanned, {} healed, {} drive copies rewritten, {} "
-            "failed",
-            counts->objects_scanned, counts->objects_healed, counts->shards_written,
-            counts->failed);
-      }
+      if (counts.ok()) spdlog::info("heal: done: {}", counts->Summary());
     } else if (auto r = HealObject(item.first, item.second); !r.ok()) {
       spdlog::warn("heal: {}/{}: {}", item.first, item.second, r.error().message);
     }
@@ -1782,12 +1819,7 @@ int ErasureStore::CheckDrives(bool heal) {
                      c.objects_healed);
       }
     });
-    if (counts.ok()) {
-      spdlog::info(
-          "heal of replaced drive(s) done: {} object(s) scanned, {} healed, {} drive "
-          "copies rewritten, {} failed",
-          counts->objects_scanned, counts->objects_healed, counts->shards_written, counts->failed);
-    }
+    if (counts.ok()) spdlog::info("heal of replaced drive(s) done: {}", counts->Summary());
   }
   return replaced;
 }
@@ -1796,7 +1828,7 @@ Result<bool> ErasureStore::HealObject(const std::string& bucket, const std::stri
   auto r = SetFor(key).HealObject(bucket, key);
   RecordHeal(r, nullptr);
   if (!r.ok()) return r.error();
-  return *r > 0;
+  return r->rewritten > 0;
 }
 
 Result<HealCounts> ErasureStore::HealAll(const std::string& bucket, const HealProgress& progress) {
@@ -1833,15 +1865,9 @@ Result<HealCounts> ErasureStore::HealAll(const std::string& bucket, const HealPr
         auto page = s->ListObjects(b, opts, /*min_copies=*/1);  // leftovers too
         if (!page.ok()) return page.error();
         for (const auto& o : page->objects) {
-          ++c.objects_scanned;
           auto r = s->HealObject(b, o.key);
-          if (!r.ok()) {
-            ++c.failed;
-            spdlog::warn("heal: {}/{}: {}", b, o.key, r.error().message);
-          } else if (*r > 0) {
-            ++c.objects_healed;
-            c.shards_written += static_cast<uint64_t>(*r);
-          }
+          if (!r.ok()) spdlog::warn("heal: {}/{}: {}", b, o.key, r.error().message);
+          c.Add(r);
           RecordHeal(r, &c);
           if (progress) progress(b, o.key, c);
         }

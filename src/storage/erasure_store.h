@@ -63,12 +63,28 @@ inline constexpr uint64_t kInlineThreshold = 128 << 10;
 // How long a write, delete or heal waits for its namespace lock before answering 503 SlowDown.
 inline constexpr std::chrono::milliseconds kDefaultLockTimeout{10000};
 
+// What healing one object did: drive copies rewritten, and the drives that needed a copy and did
+// not get one (offline, or failed while healing).
+struct ObjectHealResult {
+  int rewritten = 0;
+  std::vector<std::string> missed_drives;
+};
+
 struct HealCounts {
   uint64_t objects_scanned = 0;
   uint64_t objects_healed = 0;  // objects where at least one shard or metadata was rewritten
   uint64_t shards_written = 0;  // drive copies rewritten
   uint64_t failed = 0;          // objects that could not be healed (below read quorum)
+  // Objects left with a copy not rebuilt because its drive was offline or failed while healing:
+  // a later heal must finish them, so a walk with any is not a clean one.
+  uint64_t incomplete = 0;
+  std::set<std::string> missed_drives;  // the drives those copies belong on
+
+  void Add(const Result<ObjectHealResult>& object);
+  // "N object(s) scanned, N healed, N drive copies rewritten, N failed, N incomplete[ (...)]"
+  std::string Summary() const;
 };
+
 
 // Called for every object healed while walking: bucket, key, counts so far.
 using HealProgress = std::function<void(const std::string&, const std::string&, const HealCounts&)>;
@@ -160,7 +176,7 @@ class ErasureStore final : public ObjectLayer {
   ErasureSet& SetFor(const std::string& key);
   void Enqueue(const std::string& bucket, const std::string& key);
   void BackgroundLoop();
-  void RecordHeal(const Result<int>& r, const HealCounts* walk);
+  void RecordHeal(const Result<ObjectHealResult>& r, const HealCounts* walk);
 
   erasure::SetLayout layout_;
   std::string deployment_id_;

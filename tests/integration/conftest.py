@@ -757,6 +757,10 @@ class HealRun:
         if m:
             self.counts = dict(zip(("scanned", "healed", "shards", "failed"),
                                    (int(x) for x in m.groups())))
+        m = re.search(r"heal (?:done|failed): .*, (\d+) incomplete", cp.stdout)
+        self.incomplete = int(m.group(1)) if m else None
+        m = re.search(r"^copies not rebuilt \(.*\): (.*)$", cp.stdout, re.M)
+        self.missed_drives = m.group(1).split(", ") if m else []
 
     def __repr__(self):
         return f"<heal rc={self.returncode} stdout={self.stdout[-3000:]!r} stderr={self.stderr[-2000:]!r}>"

@@ -264,6 +264,36 @@ def test_erasure_matrix_heal(server_factory, n):
         shutil.rmtree(base, ignore_errors=True)
 
 
+def test_heal_names_offline_drives(server_factory):
+    """A heal that cannot rebuild copies because their drive is offline says so: it counts the
+    objects as incomplete, names the drive, and exits 1 (never a clean `0 failed` summary)."""
+    srv, dirs, base = make_server(server_factory, 4)
+    try:
+        c = srv.client()
+        bucket = "heal-offline"
+        c.create_bucket(Bucket=bucket)
+        objs = {}
+        for i, size in enumerate((0, 5000, 200 << 10, 2 * MiB + 1)):
+            data = seeded_bytes(size, seed=i)
+            c.put_object(Bucket=bucket, Key=f"k{i}", Body=data)
+            objs[f"k{i}"] = sha(data)
+        remove_drive(srv, dirs[1])
+        res = admin_heal(srv)
+        assert res.returncode == 1, res
+        assert res.counts["failed"] == 0 and res.incomplete == len(objs), res
+        assert res.missed_drives == [dirs[1]], res
+        check_all(c, bucket, objs)
+        wait_heal_idle(srv)  # heal-on-read of the degraded reads is done before the drive returns
+        # The drive comes back: the heal completes it and is clean again.
+        os.makedirs(dirs[1])
+        res = admin_heal(srv)
+        assert res.returncode == 0 and res.incomplete == 0 and res.missed_drives == [], res
+        assert res.counts["shards"] == len(objs), res
+    finally:
+        srv.kill()
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def test_heal_admin_api_refusals(server_factory):
     """Root-signed only, S3 error XML otherwise; a single-drive deployment has nothing to heal."""
     srv, dirs, base = make_server(server_factory, 4)
