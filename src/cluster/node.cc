@@ -168,8 +168,9 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterConfig& co
     node->local_.push_back(std::make_unique<storage::LocalDrive>(path));
     served[path] = node->local_.back().get();
   }
-  node->peer_server_ = std::make_unique<PeerServer>(node->auth_, std::move(served), node->locks_,
-                                                    node->config_json_, node->internode_);
+  node->peer_server_ =
+      std::make_unique<PeerServer>(node->auth_, t.self_node().address(), std::move(served),
+                                   node->locks_, node->config_json_, node->internode_);
   node->handler_ = std::make_unique<NodeHandler>(node->peer_server_.get());
   spdlog::info("cluster: this node is {} (node {} of {}), {} drive(s) per node",
                t.self_node().address(), t.self + 1, t.nodes.size(), t.self_node().drives.size());
@@ -203,7 +204,12 @@ Status ClusterNode::WaitForPeers(Clock::time_point deadline) {
       }
       auto r = peers_[n]->Call("GET", std::string(kPeerPrefix) + "config");
       if (!r.ok()) {
-        if (r.error().code == ErrorCode::kAccessDenied) {
+        // A peer that started just now refuses what was signed before it started (its replay
+        // cache is new); a peer whose clock lags this one's a little is refused for that long:
+        // both pass on a later attempt, unlike a credential mismatch.
+        const bool before_start =
+            r.error().message.find(kPeerSignedBeforeStart) != std::string::npos;
+        if (r.error().code == ErrorCode::kAccessDenied && !before_start) {
           return MakeError(ErrorCode::kInvalidArgument,
                            "peer " + t.nodes[n].address() +
                                " refused this node's peer RPC signature: the root credentials "

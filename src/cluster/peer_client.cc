@@ -2,80 +2,19 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cstdlib>
-
+#include "cluster/topology.h"
 #include "cluster/wire.h"
-#include "common/hash.h"
 #include "common/uri.h"
 
 namespace rdmastor::cluster {
-
-namespace {
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
-Error Denied(const std::string& why) {
-  return MakeError(ErrorCode::kAccessDenied, "peer RPC refused: " + why);
-}
-
-}  // namespace
-
-PeerAuth::PeerAuth(const std::string& access_key, const std::string& secret_key)
-    : key_(hash::HmacSha256("rdmastor-peer-v1", access_key + "\n" + secret_key)),
-      credential_hash_(hash::Sha256Hex("rdmastor-credential-check\n" + key_)) {}
-
-std::string PeerAuth::Mac(std::string_view method, std::string_view target,
-                          std::string_view ts) const {
-  std::string msg;
-  msg.append(method).append("\n").append(target).append("\n").append(ts);
-  return hash::HexEncode(hash::HmacSha256(key_, msg));
-}
-
-std::string PeerAuth::Sign(std::string_view method, std::string_view target) const {
-  const std::string ts = std::to_string(NowMs());
-  return "v1 " + ts + " " + Mac(method, target, ts);
-}
-
-Status PeerAuth::Verify(const s3::HttpRequest& req) const {
-  const std::string* h = req.FindHeader(kPeerAuthHeader);
-  if (!h) return Denied("no " + std::string(kPeerAuthHeader) + " header");
-  const std::string& v = *h;
-  auto sp1 = v.find(' ');
-  auto sp2 = sp1 == std::string::npos ? std::string::npos : v.find(' ', sp1 + 1);
-  if (sp2 == std::string::npos || v.substr(0, sp1) != "v1") return Denied("malformed header");
-  const std::string ts = v.substr(sp1 + 1, sp2 - sp1 - 1);
-  char* end = nullptr;
-  const long long when = std::strtoll(ts.c_str(), &end, 10);
-  if (ts.empty() || *end != '\0') return Denied("malformed time");
-  if (std::llabs(NowMs() - when) > kPeerAuthSkew.count()) {
-    return Denied("request time is too far from this node's clock (replay, or clocks apart)");
-  }
-  if (!ConstantTimeEquals(v.substr(sp2 + 1), Mac(req.method, req.target, ts))) {
-    return Denied("bad signature (different root credentials?)");
-  }
-  return {};
-}
 
 PeerClient::PeerClient(std::string host, uint16_t port, std::shared_ptr<const PeerAuth> auth,
                        PeerClientOptions options)
     : host_(std::move(host)),
       port_(port),
-      address_(client::HostHeaderValue(host_, port_)),
+      address_(NodeAddress(host_, port_)),
       auth_(std::move(auth)),
-      options_(options) {
-  if (address_.find(':') == std::string::npos) address_ += ":" + std::to_string(port_);
-}
+      options_(options) {}
 
 PeerClient::~PeerClient() = default;
 
@@ -124,7 +63,7 @@ Result<client::HttpResponse> PeerClient::Call(std::string_view method, const std
   req.method = std::string(method);
   req.target = target;
   req.headers = headers;
-  req.headers.emplace_back(kPeerAuthHeader, auth_->Sign(method, target));
+  req.headers.emplace_back(kPeerAuthHeader, auth_->Sign(method, address_, target, body, headers));
   req.body = body;
   auto resp = c->Send(req, response);
   if (!resp.ok()) {

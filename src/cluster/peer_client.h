@@ -2,13 +2,11 @@
 // derived from the root credentials, and a small pool of keep-alive connections per peer with
 // timeouts on every call.
 //
-// Authentication: every peer request carries
-//   x-rdmastor-peer-auth: v1 <unix ms> <hex HMAC-SHA256(K, method "\n" target "\n" unix ms)>
-// with K = HMAC-SHA256("rdmastor-peer-v1", access key "\n" secret key). A request whose time is
-// more than kPeerAuthSkew away from the server's clock is refused, which bounds replay; bodies are
-// not signed: on an untrusted network run the nodes with https:// endpoints, and every peer call
-// goes over TLS with the peer's certificate verified (PeerClientOptions::tls). The credential hash
-// nodes compare at start-up is derived from K, never the secret itself.
+// Authentication: every request is signed (PeerAuth, cluster/peer_auth.h) over its method, the
+// peer it is meant for, target, time, a fresh nonce, its body and the RDMA-steering headers. On an
+// untrusted network run the nodes with https:// endpoints as well: the signature authenticates
+// requests but encrypts nothing, and replies are not signed; with them every peer call goes over
+// TLS with the peer's certificate verified (PeerClientOptions::tls).
 #pragma once
 
 #include <chrono>
@@ -21,29 +19,11 @@
 #include <vector>
 
 #include "client/http_client.h"
+#include "cluster/peer_auth.h"
 #include "common/result.h"
 #include "s3/http_types.h"
 
 namespace rdmastor::cluster {
-
-inline constexpr const char* kPeerAuthHeader = "x-rdmastor-peer-auth";
-inline constexpr std::chrono::milliseconds kPeerAuthSkew{5 * 60 * 1000};
-
-class PeerAuth {
- public:
-  PeerAuth(const std::string& access_key, const std::string& secret_key);
-  // The header value for a request (now).
-  std::string Sign(std::string_view method, std::string_view target) const;
-  // kAccessDenied with a message saying why (missing, malformed, stale, wrong signature).
-  Status Verify(const s3::HttpRequest& req) const;
-  // A hash of the credentials that nodes compare (differs when the root credentials differ).
-  const std::string& credential_hash() const { return credential_hash_; }
-
- private:
-  std::string Mac(std::string_view method, std::string_view target, std::string_view ts) const;
-  std::string key_;
-  std::string credential_hash_;
-};
 
 struct PeerClientOptions {
   std::chrono::milliseconds connect_timeout{2000};
@@ -78,6 +58,7 @@ class PeerClient {
       const client::ResponseTarget& response = client::ResponseTarget::String(),
       const s3::HeaderList& headers = {}, std::chrono::milliseconds timeout = {});
 
+  // "host:port" as the topology names the peer (Node::address()): what requests are signed for.
   const std::string& address() const { return address_; }
   const std::string& host() const { return host_; }
   uint16_t port() const { return port_; }

@@ -78,38 +78,52 @@ bool IsPeerPath(std::string_view p) {
   return p.starts_with(kStoragePrefix) || p.starts_with(kLockPrefix) || p.starts_with(kPeerPrefix);
 }
 
-PeerServer::PeerServer(std::shared_ptr<const PeerAuth> auth,
+PeerServer::PeerServer(std::shared_ptr<const PeerAuth> auth, std::string self,
                        std::map<std::string, storage::LocalDrive*> drives,
                        std::shared_ptr<LockServer> locks, std::string config_json,
                        std::shared_ptr<InternodeRdma> internode)
     : auth_(std::move(auth)),
+      self_(std::move(self)),
       drives_(std::move(drives)),
       locks_(std::move(locks)),
       config_json_(std::move(config_json)),
       internode_(std::move(internode)) {}
 
 void PeerServer::Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink) {
-  if (auto st = auth_->Verify(req); !st.ok()) {
-    spdlog::warn("peer RPC from {} refused: {}", req.remote_ip, st.error().message);
-    return SendError(sink, st.error(), req.raw_path);
-  }
+  auto refuse = [&](const Error& e) {
+    spdlog::warn("peer RPC {} {} from {} refused: {}", req.method, req.raw_path, req.remote_ip,
+                 e.message);
+    SendError(sink, e, req.raw_path);
+  };
+  // Header and MAC first, then the nonce (a replay is refused before its body is even read), then
+  // the body against its signed hash, before any handler sees it. Every body is read whole (all
+  // are bounded by kMaxRpcBody; shard pieces are 1-4 MiB, and shardwrite buffered its piece
+  // before writing it anyway), so no handler can act on bytes that are not the signed ones, and a
+  // shard is never written from an unverified body. The cost is one SHA-256 pass over the body on
+  // each side: OpenSSL 3.0 with SHA-NI does ~1,650 MiB/s on 1 MiB bodies on the development
+  // machine (openssl speed), about 0.6 ms per 1 MiB piece.
+  const int64_t now = PeerAuthNowMs();
+  auto sig = auth_->Verify(req, self_, now);
+  if (!sig.ok()) return refuse(sig.error());
+  if (auto st = replay_.Admit(*sig, now); !st.ok()) return refuse(st.error());
+  auto data = ReadBody(req, body);
+  if (!data.ok()) return SendError(sink, data.error(), req.raw_path);
+  if (auto st = CheckBody(*sig, *data); !st.ok()) return refuse(st.error());
+
   const std::string& path = req.raw_path;
   if (path.starts_with(kStoragePrefix)) {
-    return HandleStorage(path.substr(std::string_view(kStoragePrefix).size()), req, body, sink);
+    return HandleStorage(path.substr(std::string_view(kStoragePrefix).size()), req,
+                         std::move(*data), sink);
   }
   if (path.starts_with(kLockPrefix)) {
-    return HandleLock(path.substr(std::string_view(kLockPrefix).size()), body, sink);
+    return HandleLock(path.substr(std::string_view(kLockPrefix).size()), *data, sink);
   }
   if (path == std::string(kPeerPrefix) + "config") return Send(sink, 200, config_json_);
   SendError(sink, MakeError(ErrorCode::kInvalidRequest, "unknown peer RPC " + path), path);
 }
 
-void PeerServer::HandleLock(const std::string& op, s3::BodySource& body, s3::ResponseSink& sink) {
-  std::string text;
-  text.resize(64 << 10);
-  auto got = body.ReadFull(text.data(), text.size());
-  if (!got.ok()) return SendError(sink, got.error(), op);
-  text.resize(*got);
+void PeerServer::HandleLock(const std::string& op, const std::string& text,
+                            s3::ResponseSink& sink) {
   auto args = DecodeLockArgs(text);
   if (!args.ok()) return SendError(sink, args.error(), op);
   Result<bool> r = MakeError(ErrorCode::kInvalidRequest, "unknown lock call " + op);
@@ -130,7 +144,7 @@ void PeerServer::HandleLock(const std::string& op, s3::BodySource& body, s3::Res
 }
 
 void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& req,
-                               s3::BodySource& body, s3::ResponseSink& sink) {
+                               std::string body, s3::ResponseSink& sink) {
   auto query = uri::ParseQuery(req.raw_query);
   if (!query) return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad query"), call);
   auto q = [&](std::string_view name) -> std::string {
@@ -146,7 +160,6 @@ void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& r
                      call);
   }
   storage::LocalDrive& d = *it->second;
-  auto need_body = [&]() { return ReadBody(req, body); };
 
   if (call == "online") return SendBool(sink, d.IsOnline());
   if (call == "diskinfo") {
@@ -167,9 +180,7 @@ void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& r
     } else if (call == "volhasobjects") {
       r = d.VolHasObjects(q("bucket"));
     } else {
-      auto rec = need_body();
-      if (!rec.ok()) return SendError(sink, rec.error(), call);
-      r = d.MakeVol(q("bucket"), *rec);
+      r = d.MakeVol(q("bucket"), body);
     }
     if (!r.ok()) return SendError(sink, r.error(), call);
     return SendBool(sink, *r);
@@ -180,9 +191,7 @@ void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& r
     return Send(sink, 200, storage::SerializeFormat(*f));
   }
   if (call == "writeformat") {
-    auto text = need_body();
-    if (!text.ok()) return SendError(sink, text.error(), call);
-    auto f = storage::ParseFormat(*text, "the format sent by a peer");
+    auto f = storage::ParseFormat(body, "the format sent by a peer");
     if (!f.ok()) return SendError(sink, f.error(), call);
     return SendStatus(sink, d.WriteFormat(*f), call);
   }
@@ -196,9 +205,7 @@ void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& r
   if (call == "deletevol") return SendStatus(sink, d.DeleteVol(q("bucket")), call);
   if (call == "readfile") return SendOptional(sink, d.ReadFile(q("path")), call);
   if (call == "writefile") {
-    auto data = need_body();
-    if (!data.ok()) return SendError(sink, data.error(), call);
-    return SendStatus(sink, d.WriteFile(q("path"), *data), call);
+    return SendStatus(sink, d.WriteFile(q("path"), body), call);
   }
   if (call == "exists") return SendBool(sink, d.Exists(q("path")));
   if (call == "isdir") return SendBool(sink, d.IsDir(q("path")));
@@ -214,22 +221,18 @@ void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& r
     return Send(sink, 200, "");
   }
   if (call == "commit") {
-    auto text = need_body();
-    if (!text.ok()) return SendError(sink, text.error(), call);
-    auto plan = DecodeCommitPlan(*text);
+    auto plan = DecodeCommitPlan(body);
     if (!plan.ok()) return SendError(sink, plan.error(), call);
     return SendStatus(sink, d.Commit(*plan), call);
   }
   if (call == "listobjects") {
-    auto text = need_body();
-    if (!text.ok()) return SendError(sink, text.error(), call);
-    auto opts = DecodeListOptions(*text);
+    auto opts = DecodeListOptions(body);
     if (!opts.ok()) return SendError(sink, opts.error(), call);
     auto l = d.ListObjects(q("bucket"), *opts);
     if (!l.ok()) return SendError(sink, l.error(), call);
     return Send(sink, 200, EncodeListResult(*l));
   }
-  if (call == "shardwrite") return HandleShardWrite(d, req, body, sink);
+  if (call == "shardwrite") return HandleShardWrite(d, req, std::move(body), sink);
   if (call == "shardread") return HandleShardRead(d, req, sink);
   SendError(sink, MakeError(ErrorCode::kInvalidRequest, "unknown storage call " + call), call);
 }
@@ -286,7 +289,7 @@ std::string CallerOf(const s3::HttpRequest& req) {
 }  // namespace
 
 void PeerServer::HandleShardWrite(storage::LocalDrive& d, const s3::HttpRequest& req,
-                                  s3::BodySource& body, s3::ResponseSink& sink) {
+                                  std::string body, s3::ResponseSink& sink) {
   const char* call = "shardwrite";
   auto off = ToU64(QueryValue(req, "off"));
   if (!off) return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad off"), call);
@@ -295,6 +298,9 @@ void PeerServer::HandleShardWrite(storage::LocalDrive& d, const s3::HttpRequest&
   std::string data;
   const std::string caller = CallerOf(req);
   if (piece->has_value()) {
+    // The signature covers the token, the length and the calling node (so the pull goes to the
+    // signer's buffer), but not the bytes pulled: RDMA payloads are as trustworthy as the fabric
+    // (docs/architecture.md).
     data.resize((*piece)->length);
     auto st = internode_->Pull(caller, (*piece)->token, req.remote_ip, data.data(), data.size());
     if (!st.ok()) {
@@ -302,9 +308,7 @@ void PeerServer::HandleShardWrite(storage::LocalDrive& d, const s3::HttpRequest&
       return SendError(sink, AsRdmaFailure(st.error()), call);
     }
   } else {
-    auto got = ReadBody(req, body);
-    if (!got.ok()) return SendError(sink, got.error(), call);
-    data = std::move(*got);
+    data = std::move(body);
     if (internode_ && !data.empty())
       internode_->RecordShard(caller, admin::Transport::kTcp, 0, data.size());
   }

@@ -2,9 +2,10 @@
 //   POST /minio/storage/v1/<call>?disk=PATH&...   a Drive call on this node's LocalDrive PATH
 //   POST /minio/lock/v1/{lock,rlock,unlock,runlock,refresh,forceunlock}   this node's LockServer
 //   GET  /minio/peer/v1/config                     this node's configuration digest (start-up)
-// Every request must carry a valid peer signature (PeerAuth); anything else is answered 403 with
-// an S3 error document. NodeHandler puts it in front of the S3 API, which it serves only once the
-// object layer is ready (503 before).
+// Every request must carry a valid peer signature (PeerAuth) made for this node, with a nonce not
+// seen before (PeerReplayCache) and over the body as received; anything else is answered 403 with
+// an S3 error document and nothing is done. NodeHandler puts it in front of the S3 API, which it
+// serves only once the object layer is ready (503 before).
 #pragma once
 
 #include <atomic>
@@ -28,24 +29,29 @@ bool IsPeerPath(std::string_view raw_path);
 
 class PeerServer {
  public:
-  // `drives`: this node's drives by their path in the endpoints (the only ones served).
-  PeerServer(std::shared_ptr<const PeerAuth> auth,
+  // `self`: this node's address as its peers name it (Node::address(); requests signed for
+  // another node are refused). `drives`: this node's drives by their path in the endpoints (the
+  // only ones served).
+  PeerServer(std::shared_ptr<const PeerAuth> auth, std::string self,
              std::map<std::string, storage::LocalDrive*> drives, std::shared_ptr<LockServer> locks,
              std::string config_json, std::shared_ptr<InternodeRdma> internode = nullptr);
 
   void Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink);
 
  private:
-  void HandleStorage(const std::string& call, const s3::HttpRequest& req, s3::BodySource& body,
+  // `body`: the request body, read whole and checked against its signature.
+  void HandleStorage(const std::string& call, const s3::HttpRequest& req, std::string body,
                      s3::ResponseSink& sink);
-  void HandleLock(const std::string& op, s3::BodySource& body, s3::ResponseSink& sink);
+  void HandleLock(const std::string& op, const std::string& body, s3::ResponseSink& sink);
   // shardwrite / shardread: the payload in the body (TCP) or moved with InternodeRdma when the
   // request carries the caller's token.
-  void HandleShardWrite(storage::LocalDrive& d, const s3::HttpRequest& req, s3::BodySource& body,
+  void HandleShardWrite(storage::LocalDrive& d, const s3::HttpRequest& req, std::string body,
                         s3::ResponseSink& sink);
   void HandleShardRead(storage::LocalDrive& d, const s3::HttpRequest& req, s3::ResponseSink& sink);
 
   std::shared_ptr<const PeerAuth> auth_;
+  std::string self_;
+  PeerReplayCache replay_;
   std::map<std::string, storage::LocalDrive*> drives_;
   std::shared_ptr<LockServer> locks_;
   std::string config_json_;

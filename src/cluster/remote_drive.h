@@ -23,11 +23,8 @@
 namespace rdmastor::cluster {
 
 inline constexpr const char* kStoragePrefix = "/minio/storage/v1/";
-// Shard pieces over inter-node RDMA: the caller's token and the piece length (request), the
-// calling node (both transports, for per-peer counters), the bytes pushed (shardread reply).
-inline constexpr const char* kInternodeTokenHeader = "x-rdmastor-rdma-token";
-inline constexpr const char* kInternodeLengthHeader = "x-rdmastor-rdma-length";
-inline constexpr const char* kPeerNodeHeader = "x-rdmastor-node";
+// The bytes pushed over inter-node RDMA (shardread reply; the request headers are in
+// peer_auth.h, signed).
 inline constexpr const char* kShardBytesHeader = "x-rdmastor-shard-bytes";
 
 class RemoteDrive final : public storage::Drive {

@@ -46,10 +46,13 @@ std::vector<std::string> Resolve(const std::string& host) {
 
 }  // namespace
 
-std::string Node::address() const {
-  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
-  return host + ":" + std::to_string(port);
+std::string NodeAddress(std::string_view host, uint16_t port) {
+  if (host.find(':') != std::string_view::npos)
+    return "[" + std::string(host) + "]:" + std::to_string(port);
+  return std::string(host) + ":" + std::to_string(port);
 }
+
+std::string Node::address() const { return NodeAddress(host, port); }
 
 bool IsDistributed(const std::vector<std::string>& drives) {
   return std::any_of(drives.begin(), drives.end(),

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -26,6 +27,9 @@ struct Endpoint {
   int node = 0;      // index into Topology::nodes
   bool tls = false;  // https://
 };
+
+// "host:port" ("[::1]:9000" for IPv6): how the cluster names a node (peer signatures bind to it).
+std::string NodeAddress(std::string_view host, uint16_t port);
 
 struct Node {
   std::string host;

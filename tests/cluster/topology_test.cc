@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include "cli/ellipsis.h"
-#include "cluster/peer_client.h"
 
 namespace rdmastor::cluster {
 namespace {
@@ -111,32 +110,6 @@ TEST(Topology, RefusesNodeNotFoundAmbiguityAndInconsistentCounts) {
                                  {"127.0.0.1"});
   ASSERT_FALSE(ambiguous.ok());
   EXPECT_NE(ambiguous.error().message.find("several nodes"), std::string::npos);
-}
-
-TEST(PeerAuth, SignsAndVerifies) {
-  PeerAuth a("access", "secret1234"), b("access", "other-secret");
-  s3::HttpRequest req;
-  req.method = "POST";
-  req.target = "/minio/storage/v1/readfile?disk=%2Fd&path=x";
-  req.headers.emplace_back(kPeerAuthHeader, a.Sign(req.method, req.target));
-  EXPECT_TRUE(a.Verify(req).ok());
-  auto wrong = b.Verify(req);
-  ASSERT_FALSE(wrong.ok());
-  EXPECT_EQ(wrong.error().code, ErrorCode::kAccessDenied);
-  s3::HttpRequest other = req;
-  other.target = "/minio/storage/v1/removeall?disk=%2Fd&path=x";  // signature covers the target
-  EXPECT_FALSE(a.Verify(other).ok());
-  s3::HttpRequest stale = req;
-  stale.headers = {{kPeerAuthHeader, "v1 1000 " + std::string(64, '0')}};
-  auto st = a.Verify(stale);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("clock"), std::string::npos);
-  s3::HttpRequest none = req;
-  none.headers.clear();
-  EXPECT_FALSE(a.Verify(none).ok());
-  EXPECT_NE(a.credential_hash(), b.credential_hash());
-  EXPECT_EQ(a.credential_hash(), PeerAuth("access", "secret1234").credential_hash());
-  EXPECT_EQ(a.credential_hash().find("secret"), std::string::npos);
 }
 
 }  // namespace

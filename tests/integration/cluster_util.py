@@ -32,6 +32,7 @@ import hmac
 import os
 import random
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -130,20 +131,36 @@ def retry(fn, timeout=15.0, interval=0.5, exceptions=(Exception,)):
 # Peer RPC as another node (or an attacker holding the root credentials) sends it
 # ----------------------------------------------------------------------------------------------
 
-def peer_auth_header(creds, method, target, ts_ms=None):
-    """The x-rdmastor-peer-auth value a node computes for `method` + `target` (path and query, as
-    sent) from the deployment's root credentials (src/cluster/peer_client.cc)."""
+# The request headers a peer signature covers, present or absent (kPeerSignedHeaders).
+PEER_SIGNED_HEADERS = ("x-rdmastor-rdma-token", "x-rdmastor-rdma-length", "x-rdmastor-node")
+
+
+def peer_auth_header(creds, method, destination, target, body=b"", headers=None, ts_ms=None,
+                     nonce=None):
+    """The x-rdmastor-peer-auth value a node computes for a request to the node at `destination`
+    ("host:port" as in the endpoints) with `method`, `target` (path and query, as sent), `body` and
+    `headers`, from the deployment's root credentials (PeerAuthMessage in
+    src/cluster/peer_auth.cc): v2 <ms> <nonce> <sha256(body)> <mac>."""
     key = hmac.new(b"rdmastor-peer-v1", f"{creds[0]}\n{creds[1]}".encode(), "sha256").digest()
     ts = str(int(time.time() * 1000) if ts_ms is None else ts_ms)
-    mac = hmac.new(key, f"{method}\n{target}\n{ts}".encode(), "sha256").hexdigest()
-    return f"v1 {ts} {mac}"
+    nonce = nonce or secrets.token_hex(16)
+    body_sha256 = hashlib.sha256(body).hexdigest()
+    msg = "rdmastor-peer-v2\n" + "".join(
+        f + "\n" for f in (method, destination, target, ts, nonce, body_sha256))
+    lower = {k.lower(): v for k, v in (headers or {}).items()}
+    for name in PEER_SIGNED_HEADERS:
+        msg += name + ("=" + lower[name] if name in lower else "-") + "\n"
+    mac = hmac.new(key, msg.encode(), "sha256").hexdigest()
+    return f"v2 {ts} {nonce} {body_sha256} {mac}"
 
 
-def peer_call(node, creds, target, body=b"", method="POST", timeout=10):
-    """Sends one correctly signed peer RPC (`target` = path + query) to `node`."""
-    return requests.request(method, node.url(target), data=body, timeout=timeout,
-                            headers={"x-rdmastor-peer-auth": peer_auth_header(creds, method,
-                                                                              target)},
+def peer_call(node, creds, target, body=b"", method="POST", timeout=10, headers=None, auth=None):
+    """Sends one peer RPC (`target` = path + query) to `node`, correctly signed for it, or with
+    `auth` as the signature header instead (a captured one, replayed)."""
+    headers = dict(headers or {})
+    headers["x-rdmastor-peer-auth"] = auth or peer_auth_header(creds, method, node.address, target,
+                                                               body, headers)
+    return requests.request(method, node.url(target), data=body, timeout=timeout, headers=headers,
                             proxies={"http": None, "https": None}, verify=node.verify)
 
 

@@ -13,6 +13,7 @@
 - A node started with different root credentials or a different drive list refuses to start.
 """
 
+import hashlib
 import json
 import os
 import subprocess
@@ -93,7 +94,8 @@ def test_cluster_end_to_end(cluster):
         assert r.status_code == 403, (path, r.status_code, r.text)
         assert "<Code>AccessDenied</Code>" in r.text
     r = requests.post(node.url(f"/minio/storage/v1/removeall?disk={disk}&path={bucket}"),
-                      headers={"x-rdmastor-peer-auth": "v1 %d %s" % (time.time() * 1000, "0" * 64)},
+                      headers={"x-rdmastor-peer-auth": "v2 %d %s %s %s" % (
+                          time.time() * 1000, "0" * 32, hashlib.sha256(b"").hexdigest(), "0" * 64)},
                       timeout=5)
     assert r.status_code == 403 and "AccessDenied" in r.text
     assert os.path.isdir(os.path.join(disk, bucket))

@@ -1,6 +1,7 @@
 """Peer RPC under attack: requests that carry a valid peer signature (a captured or forged call from
 someone holding the deployment's credentials) must still never act outside the drives, nor on any
-name that is not the storage layout's own.
+name that is not the storage layout's own; and a request captured on the wire can be neither
+replayed nor given another body (issue 10: the signature covers a nonce and the body).
 
 A 2-node x 2-drive cluster (one erasure set, EC 2+2) of real rdmastor processes on 127.0.0.1.
 """
@@ -11,7 +12,7 @@ import urllib.parse
 
 import pytest
 
-from cluster_util import Cluster, get_bytes, peer_call
+from cluster_util import Cluster, get_bytes, peer_auth_header, peer_call
 from conftest import seeded_bytes
 
 
@@ -73,3 +74,111 @@ def test_forged_commit_cannot_touch_anything_outside_the_drive(cluster):
     for d in (x for dirs in c.dirs for x in dirs):
         assert os.path.isfile(os.path.join(d, bucket, "victim", ".rdmastor.meta")), d
     assert get_bytes(c.client(1), bucket, "victim") == data
+
+
+def _refused(r):
+    assert r.status_code == 403, (r.status_code, r.text)
+    assert "<Code>AccessDenied</Code>" in r.text, r.text
+    return r.text
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def test_captured_request_cannot_be_replayed_or_given_another_body(cluster):
+    """Issue 10: one captured signed request, replayed with its own or a forged body, or at
+    another node, is refused (403) and changes nothing; a fresh signature with a swapped body is
+    refused too. Before, the signature covered neither a nonce nor the body: the same header
+    carried any body for 5 minutes (a replayed `commit` deleted an object's metadata)."""
+    c = cluster
+    s3 = c.client(0)
+    bucket = "peer-replay"
+    s3.create_bucket(Bucket=bucket)
+    data = seeded_bytes(200 << 10, seed=11)
+    s3.put_object(Bucket=bucket, Key="victim", Body=data)
+    metas = {d: _read(os.path.join(d, bucket, "victim", ".rdmastor.meta"))
+             for d in (x for dirs in c.dirs for x in dirs)}
+
+    node, disk = c.nodes[1], c.dirs[1][0]
+    meta_rel = f"{bucket}/victim/.rdmastor.meta"
+    target = _storage_target("writefile", disk, path=meta_rel)
+    body = metas[disk]
+    # The capture: a legitimate request (it rewrites the metadata with the same bytes), accepted.
+    captured = peer_auth_header(c.creds, "POST", node.address, target, body)
+    r = peer_call(node, c.creds, target, body, auth=captured)
+    assert r.status_code == 200, r.text
+
+    # Replayed as is, with forged bodies, at the other node: all refused.
+    assert "nonce already used" in _refused(peer_call(node, c.creds, target, body, auth=captured))
+    for forged in (b"", b"{}", body[: len(body) // 2]):
+        _refused(peer_call(node, c.creds, target, forged, auth=captured))
+    other = c.nodes[0]
+    _refused(peer_call(other, c.creds, _storage_target("writefile", c.dirs[0][0], path=meta_rel),
+                       b"", auth=captured))
+    # A fresh signature whose body was swapped in transit: refused on the body, not the nonce.
+    fresh = peer_auth_header(c.creds, "POST", node.address, target, body)
+    assert "body is not" in _refused(peer_call(node, c.creds, target, b"", auth=fresh))
+    # The old v1 scheme (no nonce, no body) is refused outright.
+    _refused(peer_call(node, c.creds, target, b"", auth=captured.replace("v2", "v1", 1)))
+
+    # A shard piece with a swapped body is never written: no file appears.
+    staging = ".rdmastor.sys/tmp/replay-staging"
+    assert peer_call(node, c.creds, _storage_target("mkdir", disk, path=staging)).status_code == 200
+    shard = _storage_target("shardwrite", disk, path=staging + "/part.1", off="0", create="1",
+                            sync="0")
+    piece = seeded_bytes(1 << 20, seed=12)
+    auth = peer_auth_header(c.creds, "POST", node.address, shard, piece)
+    _refused(peer_call(node, c.creds, shard, piece[:-1] + b"x", auth=auth))
+    assert not os.path.exists(os.path.join(disk, staging, "part.1"))
+    # The same piece, correctly signed, is written (the refusal above was the body's).
+    assert peer_call(node, c.creds, shard, piece).status_code == 200
+    assert _read(os.path.join(disk, staging, "part.1")) == piece
+    assert peer_call(node, c.creds, _storage_target("removeall", disk, path=staging)).status_code \
+        == 200
+
+    # Nothing changed: every drive's metadata is what it was, and the object reads back.
+    for d, meta in metas.items():
+        assert _read(os.path.join(d, bucket, "victim", ".rdmastor.meta")) == meta, d
+    assert get_bytes(c.client(1), bucket, "victim") == data
+    assert get_bytes(c.client(0), bucket, "victim") == data
+
+
+def test_replayed_lock_is_not_granted(cluster):
+    """Issue 10: a forged lock made from a captured lock request's header is refused, whatever
+    body it carries; the lock table stays free (a new lock on the resource is granted)."""
+    c = cluster
+    node = c.nodes[1]
+    resource = "peer-replay/locked"
+
+    def lock_body(uid, res=resource):
+        return json.dumps({"uid": uid, "resources": [res], "owner": "test", "source": "test",
+                           "quorum": 2}).encode()
+
+    granted = lock_body("uid-1")
+    captured = peer_auth_header(c.creds, "POST", node.address, "/minio/lock/v1/lock", granted)
+    # Lock calls have the same target on every node: a request signed for node 2 is refused by
+    # node 1 (the signature names its destination), then accepted where it was meant to go.
+    assert "another node" in _refused(
+        peer_call(c.nodes[0], c.creds, "/minio/lock/v1/lock", granted, auth=captured))
+    r = peer_call(node, c.creds, "/minio/lock/v1/lock", granted, auth=captured)
+    assert (r.status_code, r.text) == (200, "1")
+    r = peer_call(node, c.creds, "/minio/lock/v1/unlock", granted)
+    assert (r.status_code, r.text) == (200, "1")
+
+    # The captured lock, replayed after its unlock (it would hold the key until the lock TTL),
+    # and with forged bodies: another uid, another resource.
+    _refused(peer_call(node, c.creds, "/minio/lock/v1/lock", granted, auth=captured))
+    _refused(peer_call(node, c.creds, "/minio/lock/v1/lock", lock_body("uid-evil"),
+                       auth=captured))
+    _refused(peer_call(node, c.creds, "/minio/lock/v1/lock",
+                       lock_body("uid-evil", "peer-replay/victim"), auth=captured))
+
+    # None of them took the lock: a new writer gets both resources at once.
+    for res in (resource, "peer-replay/victim"):
+        mine = lock_body("uid-2", res)
+        r = peer_call(node, c.creds, "/minio/lock/v1/lock", mine)
+        assert (r.status_code, r.text) == (200, "1"), res
+        r = peer_call(node, c.creds, "/minio/lock/v1/unlock", mine)
+        assert (r.status_code, r.text) == (200, "1"), res
