@@ -68,6 +68,41 @@ def internode_traffic(cluster):
     return out
 
 
+def parse_size(text):
+    units = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+    for u, m in units.items():
+        if text.endswith(u):
+            return int(float(text[:-len(u)]) * m)
+    return int(text)
+
+
+def calls_per_op(cluster, size_text, reps=3):
+    """Peer calls node 1 sends per PUT and per GET of `size_text` (rdmastor_peer_calls_total:
+    storage calls + lock calls, without the background ones), the mean of `reps` of each."""
+    from cluster_util import get_bytes, peer_calls_during
+    s3 = cluster.client(0)
+    bucket = "bench-peer-calls"
+    try:
+        s3.create_bucket(Bucket=bucket)
+    except Exception:  # exists from an earlier size
+        pass
+    body = os.urandom(parse_size(size_text))
+    s3.put_object(Bucket=bucket, Key="warm", Body=b"x")
+    out = {}
+    for op in ("put", "get"):
+        total = 0
+        for i in range(reps):
+            key = f"k{i}"
+            fn = (lambda: s3.put_object(Bucket=bucket, Key=key, Body=body)) if op == "put" else \
+                (lambda: get_bytes(s3, bucket, key))
+            storage, locks = peer_calls_during(cluster, 0, fn)
+            total += sum(storage.values()) + sum(locks.values())
+        out[op] = total / reps
+    for i in range(reps):
+        s3.delete_object(Bucket=bucket, Key=f"k{i}")
+    return out
+
+
 def run_s3bench(args, endpoints, pids, creds, json_path, size):
     cmd = [os.path.join(args.build_dir, "bench", "s3bench"),
            "--endpoint", ",".join(endpoints),
@@ -134,7 +169,8 @@ def run_mode(args, mode, workdir):
                               c.creds, os.path.join(workdir, f"{mode}-{size}.json"), size)
             after = internode_traffic(c)
             traffic = {k: after[k] - before[k] for k in after}
-            cells += [dict(cell, traffic=traffic) for cell in res["results"]]
+            calls = calls_per_op(c, size)
+            cells += [dict(cell, traffic=traffic, calls=calls) for cell in res["results"]]
         return {"mode": mode, "nodes": c.n, "cells": cells, "notes": notes}
     finally:
         c.cleanup()
@@ -146,8 +182,8 @@ def fmt(v, digits=1):
 
 def table(runs, args):
     lines = ["| setup | size | PUT MiB/s | GET MiB/s | PUT CPU s/GiB per node | "
-             "GET CPU s/GiB per node | inter-node bytes over RDMA |",
-             "|---|---|---:|---:|---|---|---:|"]
+             "GET CPU s/GiB per node | inter-node bytes over RDMA | peer calls per PUT / GET |",
+             "|---|---|---:|---:|---|---|---:|---:|"]
     for run in runs:
         for cell in run["cells"]:
             put, get = cell["put"], cell["get"]
@@ -167,11 +203,13 @@ def table(runs, args):
                                                  (tr["rdma"] + tr["tcp"]) / (1 << 20))
                 if tr["fallbacks"]:
                     share += f", {tr['fallbacks']:.0f} fallback(s)"
-            lines.append("| %s | %s | %s%s | %s%s | %s | %s | %s |" % (
+            calls = cell.get("calls")
+            calls_text = "%.0f / %.0f" % (calls["put"], calls["get"]) if calls else "-"
+            lines.append("| %s | %s | %s%s | %s%s | %s | %s | %s | %s |" % (
                 MODES[run["mode"]], cell["size_text"],
                 fmt(put["mib_per_s"] if put else None), "*" if put and put["time_limited"] else "",
                 fmt(get["mib_per_s"] if get else None), "*" if get and get["time_limited"] else "",
-                per_node(put), per_node(get), share))
+                per_node(put), per_node(get), share, calls_text))
     lines.append("")
     lines.append(f"s3bench, {args.concurrency} threads spread over the nodes, each phase "
                  f"{args.duration_s:g} s (* = stopped by the time limit, the usual case); "
@@ -180,6 +218,9 @@ def table(runs, args):
                  f"{args.load_at_start}.")
     lines.append("Inter-node bytes: minio_system_network_internode_sent_bytes_total summed over "
                  "the nodes, over the cell (PUT, GET and the cleanup's deletes).")
+    lines.append("Peer calls: rdmastor_peer_calls_total sent by node 1 for one PUT / one GET of the "
+                 "cell's size through node 1 (storage and lock calls, mean of 3 each, after the "
+                 "s3bench run; 12 of the set's 16 drives are remote).")
     for run in runs:
         for note in run["notes"]:
             lines.append(f"note ({run['mode']}): {note}")

@@ -206,6 +206,9 @@ struct ServerFamilies {
   CounterFamily& peer_fallbacks = r.AddCounter(
       "minio_system_network_internode_rdma_peer_fallbacks_total",
       "Inter-node transfers with a peer that should have used RDMA but went over TCP", {"peer"});
+  CounterFamily& peer_calls =
+      r.AddCounter("rdmastor_peer_calls_total",
+                   "Peer RPC calls this node sent to other nodes, by call", {"call"});
   CounterFamily& rdma_errors = r.AddCounter("minio_system_network_internode_rdma_errors_total",
                                             "Failed inter-node RDMA transfers, by peer", {"peer"});
   GaugeFamily& rdma_degraded =
@@ -377,6 +380,8 @@ void AddInternodePeerShard(std::string_view peer, Transport t, uint64_t sent, ui
     f.peer_shards_recv.With({peer, tn}).Inc();
   }
 }
+
+void RecordPeerCall(std::string_view call) { Families().peer_calls.With({call}).Inc(); }
 
 void RecordInternodeRdmaError(std::string_view peer) { Families().rdma_errors.With({peer}).Inc(); }
 

@@ -140,6 +140,9 @@ void RecordInternodeFallback(std::string_view peer);
 void AddInternodePeerShard(std::string_view peer, Transport t, uint64_t sent, uint64_t received);
 // A failed inter-node RDMA transfer with `peer` (either role).
 void RecordInternodeRdmaError(std::string_view peer);
+// One peer RPC this node sent (storage call of the table in cluster/wire.h, lock call, config),
+// by its wire name: calls per PUT/GET are counted from it.
+void RecordPeerCall(std::string_view call);
 // Whether `peer`'s RDMA path is down (traffic to it falls back to TCP); also keeps the count of
 // degraded peers.
 void SetInternodeRdmaDegraded(std::string_view peer, bool degraded);

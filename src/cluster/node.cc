@@ -72,6 +72,9 @@ class BorrowedDrive final : public storage::Drive {
     return d_->OpenShard(p, size);
   }
   Status Commit(const storage::fsutil::CommitPlan& plan) override { return d_->Commit(plan); }
+  Result<storage::RenameDataResult> RenameData(const storage::RenameDataRequest& r) override {
+    return d_->RenameData(r);
+  }
   Result<storage::ListResult> ListObjects(const std::string& b,
                                           const storage::ListOptions& o) override {
     return d_->ListObjects(b, o);

@@ -2,11 +2,20 @@
 
 #include <spdlog/spdlog.h>
 
+#include "admin/metrics.h"
 #include "cluster/topology.h"
 #include "cluster/wire.h"
 #include "common/uri.h"
 
 namespace rdmastor::cluster {
+
+namespace {
+// The call a peer target names: the last path segment ("renamedata", "lock", "config").
+std::string_view CallName(std::string_view target) {
+  target = target.substr(0, target.find('?'));
+  return target.substr(target.rfind('/') + 1);
+}
+}  // namespace
 
 PeerClient::PeerClient(std::string host, uint16_t port, std::shared_ptr<const PeerAuth> auth,
                        PeerClientOptions options)
@@ -58,6 +67,7 @@ Result<client::HttpResponse> PeerClient::Call(std::string_view method, const std
       return MakeError(ErrorCode::kServiceUnavailable, "peer " + address_ + " is unreachable");
     }
   }
+  admin::RecordPeerCall(CallName(target));
   auto c = Acquire(timeout);
   client::HttpRequest req;
   req.method = std::string(method);

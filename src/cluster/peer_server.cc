@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "cluster/remote_drive.h"
@@ -41,18 +40,6 @@ void SendError(s3::ResponseSink& sink, const Error& e, std::string_view resource
 }
 
 void SendBool(s3::ResponseSink& sink, bool v) { Send(sink, 200, v ? "1" : "0"); }
-
-void SendStatus(s3::ResponseSink& sink, const Status& st, std::string_view resource) {
-  if (!st.ok()) return SendError(sink, st.error(), resource);
-  Send(sink, 200, "");
-}
-
-void SendOptional(s3::ResponseSink& sink, const Result<std::optional<std::string>>& r,
-                  std::string_view resource) {
-  if (!r.ok()) return SendError(sink, r.error(), resource);
-  if (!r->has_value()) return Send(sink, 200, "", {{"x-rdmastor-found", "0"}});
-  Send(sink, 200, **r, {{"x-rdmastor-found", "1"}});
-}
 
 Result<std::string> ReadBody(const s3::HttpRequest& req, s3::BodySource& body) {
   std::string out;
@@ -143,103 +130,36 @@ void PeerServer::HandleLock(const std::string& op, const std::string& text,
   SendBool(sink, *r);
 }
 
-void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& req,
-                               std::string body, s3::ResponseSink& sink) {
-  auto query = uri::ParseQuery(req.raw_query);
-  if (!query) return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad query"), call);
-  auto q = [&](std::string_view name) -> std::string {
-    for (const auto& [k, v] : *query)
-      if (k == name) return v;
-    return {};
-  };
-  auto it = drives_.find(q("disk"));
-  if (it == drives_.end()) {
-    return SendError(sink,
-                     MakeError(ErrorCode::kInvalidArgument,
-                               "drive '" + q("disk") + "' is not a drive of this node"),
-                     call);
-  }
-  storage::LocalDrive& d = *it->second;
-
-  if (call == "online") return SendBool(sink, d.IsOnline());
-  if (call == "diskinfo") {
-    auto info = d.GetDiskInfo();
-    if (!info.ok()) return SendError(sink, info.error(), call);
-    return Send(
-        sink, 200,
-        nlohmann::json{
-            {"total", info->total_bytes}, {"free", info->free_bytes}, {"online", info->online}}
-            .dump());
-  }
-  if (call == "ensureroot" || call == "isempty" || call == "makevol" || call == "volhasobjects") {
-    Result<bool> r = false;
-    if (call == "ensureroot") {
-      r = d.EnsureRoot();
-    } else if (call == "isempty") {
-      r = d.IsEmpty();
-    } else if (call == "volhasobjects") {
-      r = d.VolHasObjects(q("bucket"));
-    } else {
-      r = d.MakeVol(q("bucket"), body);
-    }
-    if (!r.ok()) return SendError(sink, r.error(), call);
-    return SendBool(sink, *r);
-  }
-  if (call == "readformat") {
-    auto f = d.ReadFormat();
-    if (!f.ok()) return SendError(sink, f.error(), call);
-    return Send(sink, 200, storage::SerializeFormat(*f));
-  }
-  if (call == "writeformat") {
-    auto f = storage::ParseFormat(body, "the format sent by a peer");
-    if (!f.ok()) return SendError(sink, f.error(), call);
-    return SendStatus(sink, d.WriteFormat(*f), call);
-  }
-  if (call == "statvol") return SendBool(sink, d.StatVol(q("bucket")));
-  if (call == "listvols" || call == "listdir") {
-    auto names = call == "listvols" ? d.ListVols() : d.ListDir(q("path"), q("dirs") == "1");
-    if (!names.ok()) return SendError(sink, names.error(), call);
-    return Send(sink, 200, EncodeStrings(*names));
-  }
-  if (call == "readvolmeta") return SendOptional(sink, d.ReadVolMeta(q("bucket")), call);
-  if (call == "deletevol") return SendStatus(sink, d.DeleteVol(q("bucket")), call);
-  if (call == "readfile") return SendOptional(sink, d.ReadFile(q("path")), call);
-  if (call == "writefile") {
-    return SendStatus(sink, d.WriteFile(q("path"), body), call);
-  }
-  if (call == "exists") return SendBool(sink, d.Exists(q("path")));
-  if (call == "isdir") return SendBool(sink, d.IsDir(q("path")));
-  if (call == "mkdir") return SendStatus(sink, d.MakeDir(q("path")), call);
-  if (call == "mkdirall") return SendStatus(sink, d.MakeDirAll(q("base"), q("path")), call);
-  if (call == "rename") return SendStatus(sink, d.Rename(q("from"), q("to")), call);
-  if (call == "link") return SendStatus(sink, d.Link(q("from"), q("to")), call);
-  if (call == "unlink") return SendStatus(sink, d.Unlink(q("path")), call);
-  if (call == "removeall") return SendStatus(sink, d.RemoveAll(q("path")), call);
-  if (call == "fsyncdir") return SendStatus(sink, d.FsyncDir(q("path")), call);
-  if (call == "prune") {
-    d.PruneEmptyDirs(q("path"), q("stop"));
-    return Send(sink, 200, "");
-  }
-  if (call == "commit") {
-    auto plan = DecodeCommitPlan(body);
-    if (!plan.ok()) return SendError(sink, plan.error(), call);
-    return SendStatus(sink, d.Commit(*plan), call);
-  }
-  if (call == "listobjects") {
-    auto opts = DecodeListOptions(body);
-    if (!opts.ok()) return SendError(sink, opts.error(), call);
-    auto l = d.ListObjects(q("bucket"), *opts);
-    if (!l.ok()) return SendError(sink, l.error(), call);
-    return Send(sink, 200, EncodeListResult(*l));
-  }
-  if (call == "shardwrite") return HandleShardWrite(d, req, std::move(body), sink);
-  if (call == "shardread") return HandleShardRead(d, req, sink);
-  SendError(sink, MakeError(ErrorCode::kInvalidRequest, "unknown storage call " + call), call);
-}
-
 namespace {
 
-// The query parameter `name` of a storage call ("" when absent).
+// What a call's response type sends: its head as the body, or (a type with a payload) the head in
+// kReplyHeader and the payload as the body.
+template <class Rsp>
+void SendReply(s3::ResponseSink& sink, const Result<Rsp>& r, std::string_view call) {
+  if (!r.ok()) return SendError(sink, r.error(), call);
+  Frame f = Wire<Rsp>::Encode(*r);
+  if constexpr (kHasPayload<Rsp>) {
+    Send(sink, 200, f.payload, {{kReplyHeader, f.head}});
+  } else {
+    Send(sink, 200, f.head);
+  }
+}
+
+// The table's expressions yield the response, a Result of it or a Status.
+template <class Rsp, class T>
+Result<Rsp> AsResult(T&& v) {
+  using V = std::decay_t<T>;
+  if constexpr (std::is_same_v<V, Status>) {
+    if (!v.ok()) return v.error();
+    return Rsp{};
+  } else if constexpr (std::is_same_v<V, Result<Rsp>>) {
+    return std::forward<T>(v);
+  } else {
+    return Rsp(std::forward<T>(v));
+  }
+}
+
+// The query parameter `name` ("" when absent).
 std::string QueryValue(const s3::HttpRequest& req, std::string_view name) {
   auto query = uri::ParseQuery(req.raw_query);
   if (!query) return {};
@@ -268,8 +188,6 @@ Result<std::optional<RdmaPiece>> RdmaPieceOf(const s3::HttpRequest& req,
     return MakeError(
         ErrorCode::kInvalidRDMAToken,
         std::string("inter-node RDMA piece without a valid ") + kInternodeLengthHeader);
-  if (req.content_length.value_or(0) != 0)
-    return MakeError(ErrorCode::kInvalidRequest, "an RDMA piece request carries no body");
   return std::optional<RdmaPiece>(RdmaPiece{*token, *n});
 }
 
@@ -286,69 +204,105 @@ std::string CallerOf(const s3::HttpRequest& req) {
   return node && !node->empty() ? *node : req.remote_ip;
 }
 
-}  // namespace
+// The calls that move shard bytes (the table's `srv`): the payload in the body (TCP) or moved with
+// InternodeRdma when the request carries the caller's token.
+struct ShardServer {
+  const s3::HttpRequest& req;
+  InternodeRdma* internode;
 
-void PeerServer::HandleShardWrite(storage::LocalDrive& d, const s3::HttpRequest& req,
-                                  std::string body, s3::ResponseSink& sink) {
-  const char* call = "shardwrite";
-  auto off = ToU64(QueryValue(req, "off"));
-  if (!off) return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad off"), call);
-  auto piece = RdmaPieceOf(req, internode_.get());
-  if (!piece.ok()) return SendError(sink, piece.error(), call);
-  std::string data;
-  const std::string caller = CallerOf(req);
-  if (piece->has_value()) {
-    // The signature covers the token, the length and the calling node (so the pull goes to the
-    // signer's buffer), but not the bytes pulled: RDMA payloads are as trustworthy as the fabric
-    // (docs/architecture.md).
-    data.resize((*piece)->length);
-    auto st = internode_->Pull(caller, (*piece)->token, req.remote_ip, data.data(), data.size());
-    if (!st.ok()) {
-      spdlog::debug("shardwrite from {}: {}", caller, st.error().message);
-      return SendError(sink, AsRdmaFailure(st.error()), call);
+  Status ShardWrite(storage::LocalDrive& d, peer::ShardWriteArgs& in) {
+    auto piece = RdmaPieceOf(req, internode);
+    if (!piece.ok()) return piece.error();
+    const std::string caller = CallerOf(req);
+    if (piece->has_value()) {
+      if (!in.payload.empty())
+        return MakeError(ErrorCode::kInvalidRequest, "an RDMA piece request carries no payload");
+      // The signature covers the token, the length and the calling node (so the pull goes to the
+      // signer's buffer), but not the bytes pulled: RDMA payloads are as trustworthy as the
+      // fabric (docs/architecture.md).
+      in.payload.resize((*piece)->length);
+      auto st = internode->Pull(caller, (*piece)->token, req.remote_ip, in.payload.data(),
+                                in.payload.size());
+      if (!st.ok()) {
+        spdlog::debug("shardwrite from {}: {}", caller, st.error().message);
+        return AsRdmaFailure(st.error());
+      }
+    } else if (internode && !in.payload.empty()) {
+      internode->RecordShard(caller, admin::Transport::kTcp, 0, in.payload.size());
     }
-  } else {
-    data = std::move(body);
-    if (internode_ && !data.empty())
-      internode_->RecordShard(caller, admin::Transport::kTcp, 0, data.size());
+    return d.WriteShardAt(in.path, in.offset, in.payload, in.create, in.sync);
   }
-  SendStatus(sink,
-             d.WriteShardAt(QueryValue(req, "path"), *off, data, QueryValue(req, "create") == "1",
-                            QueryValue(req, "sync") == "1"),
-             call);
+
+  Result<peer::ShardBytes> ShardRead(storage::LocalDrive& d, const peer::ShardReadArgs& in) {
+    if (in.len > kMaxRpcBody) return MakeError(ErrorCode::kInvalidArgument, "bad len");
+    auto piece = RdmaPieceOf(req, internode);
+    if (!piece.ok()) return piece.error();
+    if (piece->has_value() && (*piece)->length != in.len)
+      return MakeError(ErrorCode::kInvalidRDMAToken, "RDMA piece length differs from len");
+    auto f = d.OpenShard(in.path, 0);
+    if (!f.ok()) return f.error();
+    peer::ShardBytes out;
+    out.payload.resize(in.len);
+    auto n = (*f)->ReadAt(in.offset, out.payload.data(), out.payload.size());
+    if (!n.ok()) return n.error();
+    out.payload.resize(*n);
+    const std::string caller = CallerOf(req);
+    if (piece->has_value()) {
+      auto st = internode->Push(caller, (*piece)->token, req.remote_ip, out.payload.data(),
+                                out.payload.size());
+      if (!st.ok()) {
+        spdlog::debug("shardread for {}: {}", caller, st.error().message);
+        return AsRdmaFailure(st.error());
+      }
+      out.rdma_bytes = out.payload.size();
+      out.payload.clear();
+      return out;
+    }
+    if (internode && !out.payload.empty())
+      internode->RecordShard(caller, admin::Transport::kTcp, out.payload.size(), 0);
+    return out;
+  }
+};
+
+// One call of the table: decodes the request, runs the table's expression, sends the response.
+using CallHandler = void (*)(storage::LocalDrive& d, ShardServer& srv, std::string body,
+                             s3::ResponseSink& sink);
+
+const std::map<std::string_view, CallHandler>& Handlers() {
+  static const std::map<std::string_view, CallHandler> kHandlers = {
+#define RDMASTOR_PEER_CALL_HANDLER(id, wire, Req, Rsp, expr)                                      \
+  {wire, [](storage::LocalDrive& d, ShardServer& srv, std::string body, s3::ResponseSink& sink) { \
+     (void)srv;                                                                                   \
+     auto decoded = DecodeRequest<Req>(std::move(body));                                          \
+     if (!decoded.ok()) return SendError(sink, decoded.error(), wire);                            \
+     auto& in = *decoded;                                                                         \
+     (void)in;                                                                                    \
+     SendReply<Rsp>(sink, AsResult<Rsp>(expr), wire);                                             \
+   }},
+      RDMASTOR_PEER_STORAGE_CALLS(RDMASTOR_PEER_CALL_HANDLER)
+#undef RDMASTOR_PEER_CALL_HANDLER
+  };
+  return kHandlers;
 }
 
-void PeerServer::HandleShardRead(storage::LocalDrive& d, const s3::HttpRequest& req,
-                                 s3::ResponseSink& sink) {
-  const char* call = "shardread";
-  auto off = ToU64(QueryValue(req, "off"));
-  auto len = ToU64(QueryValue(req, "len"));
-  if (!off || !len || *len > kMaxRpcBody) {
-    return SendError(sink, MakeError(ErrorCode::kInvalidArgument, "bad off/len"), call);
-  }
-  auto piece = RdmaPieceOf(req, internode_.get());
-  if (!piece.ok()) return SendError(sink, piece.error(), call);
-  if (piece->has_value() && (*piece)->length != *len)
+}  // namespace
+
+void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& req,
+                               std::string body, s3::ResponseSink& sink) {
+  const std::string disk = QueryValue(req, "disk");
+  auto it = drives_.find(disk);
+  if (it == drives_.end()) {
     return SendError(
-        sink, MakeError(ErrorCode::kInvalidRDMAToken, "RDMA piece length differs from len"), call);
-  auto f = d.OpenShard(QueryValue(req, "path"), 0);
-  if (!f.ok()) return SendError(sink, f.error(), call);
-  std::string buf(*len, '\0');
-  auto n = (*f)->ReadAt(*off, buf.data(), buf.size());
-  if (!n.ok()) return SendError(sink, n.error(), call);
-  buf.resize(*n);
-  const std::string caller = CallerOf(req);
-  if (piece->has_value()) {
-    auto st = internode_->Push(caller, (*piece)->token, req.remote_ip, buf.data(), buf.size());
-    if (!st.ok()) {
-      spdlog::debug("shardread for {}: {}", caller, st.error().message);
-      return SendError(sink, AsRdmaFailure(st.error()), call);
-    }
-    return Send(sink, 200, "", {{kShardBytesHeader, std::to_string(buf.size())}});
+        sink,
+        MakeError(ErrorCode::kInvalidArgument, "drive '" + disk + "' is not a drive of this node"),
+        call);
   }
-  if (internode_ && !buf.empty())
-    internode_->RecordShard(caller, admin::Transport::kTcp, buf.size(), 0);
-  Send(sink, 200, buf);
+  auto h = Handlers().find(call);
+  if (h == Handlers().end())
+    return SendError(sink, MakeError(ErrorCode::kInvalidRequest, "unknown storage call " + call),
+                     call);
+  ShardServer srv{req, internode_.get()};
+  h->second(*it->second, srv, std::move(body), sink);
 }
 
 void NodeHandler::Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink) {

@@ -1,5 +1,5 @@
 // The serving side of peer RPC, on the S3 port:
-//   POST /minio/storage/v1/<call>?disk=PATH&...   a Drive call on this node's LocalDrive PATH
+//   POST /minio/storage/v1/<call>?disk=PATH       a call of the table (wire.h) on LocalDrive PATH
 //   POST /minio/lock/v1/{lock,rlock,unlock,runlock,refresh,forceunlock}   this node's LockServer
 //   GET  /minio/peer/v1/config                     this node's configuration digest (start-up)
 // Every request must carry a valid peer signature (PeerAuth) made for this node, with a nonce not
@@ -43,11 +43,6 @@ class PeerServer {
   void HandleStorage(const std::string& call, const s3::HttpRequest& req, std::string body,
                      s3::ResponseSink& sink);
   void HandleLock(const std::string& op, const std::string& body, s3::ResponseSink& sink);
-  // shardwrite / shardread: the payload in the body (TCP) or moved with InternodeRdma when the
-  // request carries the caller's token.
-  void HandleShardWrite(storage::LocalDrive& d, const s3::HttpRequest& req, std::string body,
-                        s3::ResponseSink& sink);
-  void HandleShardRead(storage::LocalDrive& d, const s3::HttpRequest& req, s3::ResponseSink& sink);
 
   std::shared_ptr<const PeerAuth> auth_;
   std::string self_;

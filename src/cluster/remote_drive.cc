@@ -2,15 +2,10 @@
 
 #include <charconv>
 #include <cstring>
-#include <nlohmann/json.hpp>
-
-#include "cluster/wire.h"
 
 namespace rdmastor::cluster {
 
 namespace {
-
-std::string P(std::string_view name, std::string_view value) { return QueryParam(name, value); }
 
 // Sends the shard in pieces of the drive's piece size (see the top of remote_drive.h).
 class RemoteShardWriter final : public storage::ShardWriter {
@@ -21,10 +16,11 @@ class RemoteShardWriter final : public storage::ShardWriter {
   }
   Status Append(std::string_view data) override {
     while (!data.empty()) {
+      // A full piece goes once more follows, so the last one carries the fsync (no extra call).
+      if (buf_.size() == piece_) RS_RETURN_IF_ERROR(Flush(false));
       size_t n = std::min(data.size(), piece_ - buf_.size());
       buf_.append(data.substr(0, n));
       data.remove_prefix(n);
-      if (buf_.size() == piece_) RS_RETURN_IF_ERROR(Flush(false));
     }
     return {};
   }
@@ -33,7 +29,9 @@ class RemoteShardWriter final : public storage::ShardWriter {
  private:
   Status Flush(bool sync) {
     if (buf_.empty() && !sync) return {};
-    RS_RETURN_IF_ERROR(drive_.SendShardBytes(path_, offset_, buf_, /*create=*/false, sync, size_));
+    RS_RETURN_IF_ERROR(
+        drive_.SendShardBytes(path_, offset_, buf_, /*create=*/!created_, sync, size_));
+    created_ = true;
     offset_ += buf_.size();
     buf_.clear();
     return {};
@@ -44,6 +42,7 @@ class RemoteShardWriter final : public storage::ShardWriter {
   const size_t piece_;
   std::string buf_;
   uint64_t offset_ = 0;
+  bool created_ = false;  // the first piece creates the file
 };
 
 // Fetches windows of the piece size and serves the erasure layer's smaller block reads from the
@@ -101,166 +100,150 @@ size_t RemoteDrive::piece_bytes() const {
   return internode_ ? internode_->piece_bytes() : InternodeRdma::kMinPieceBytes;
 }
 
-std::string RemoteDrive::StorageTarget(std::string_view call, const std::string& params) const {
-  std::string t = std::string(kStoragePrefix) + std::string(call) + "?" + P("disk", path_);
-  if (!params.empty()) t += "&" + params;
-  return t;
+std::string RemoteDrive::StorageTarget(std::string_view call) const {
+  return std::string(kStoragePrefix) + std::string(call) + "?" + QueryParam("disk", path_);
 }
 
-Result<client::HttpResponse> RemoteDrive::Rpc(std::string_view call, const std::string& params,
-                                              std::string_view body,
-                                              const client::ResponseTarget& target) {
-  return peer_->Call("POST", StorageTarget(call, params), body, target);
+template <PeerCall C>
+Result<client::HttpResponse> RemoteDrive::Send(const typename CallOf<C>::Req& req,
+                                               const client::ResponseTarget& target,
+                                               const s3::HeaderList& headers) {
+  return peer_->Call("POST", StorageTarget(CallOf<C>::name), EncodeRequest(req), target, headers);
 }
 
-Result<bool> RemoteDrive::BoolRpc(std::string_view call, const std::string& params,
-                                  std::string_view body) {
-  auto r = Rpc(call, params, body);
+template <PeerCall C>
+Result<typename CallOf<C>::Rsp> RemoteDrive::Invoke(const typename CallOf<C>::Req& req) {
+  using Rsp = typename CallOf<C>::Rsp;
+  auto r = Send<C>(req);
   if (!r.ok()) return r.error();
-  return r->body == "1";
+  Frame f;
+  if constexpr (kHasPayload<Rsp>) {
+    const std::string* head = r->FindHeader(kReplyHeader);
+    if (head == nullptr)
+      return MakeError(ErrorCode::kInternalError, "peer " + peer_->address() + " answered " +
+                                                      std::string(CallOf<C>::name) + " without " +
+                                                      kReplyHeader);
+    f.head = *head;
+    f.payload = std::move(r->body);
+  } else {
+    f.head = std::move(r->body);
+  }
+  return Wire<Rsp>::Decode(std::move(f));
 }
 
-Status RemoteDrive::StatusRpc(std::string_view call, const std::string& params,
-                              std::string_view body) {
-  auto r = Rpc(call, params, body);
+namespace {
+Status AsStatus(const Result<peer::Done>& r) {
   if (!r.ok()) return r.error();
   return {};
 }
+}  // namespace
 
 bool RemoteDrive::IsOnline() {
   if (!peer_->reachable()) return false;
-  auto r = BoolRpc("online", "");
+  auto r = Invoke<PeerCall::kOnline>({});
   return r.ok() && *r;
 }
 
-Result<storage::DiskInfo> RemoteDrive::GetDiskInfo() {
-  auto r = Rpc("diskinfo", "");
-  if (!r.ok()) return r.error();
-  try {
-    auto j = nlohmann::json::parse(r->body);
-    storage::DiskInfo d;
-    d.total_bytes = j.at("total").get<uint64_t>();
-    d.free_bytes = j.at("free").get<uint64_t>();
-    d.online = j.at("online").get<bool>();
-    return d;
-  } catch (const std::exception& e) {
-    return MakeError(ErrorCode::kInternalError, std::string("malformed disk info: ") + e.what());
-  }
-}
+Result<storage::DiskInfo> RemoteDrive::GetDiskInfo() { return Invoke<PeerCall::kDiskInfo>({}); }
 
-Result<bool> RemoteDrive::EnsureRoot() { return BoolRpc("ensureroot", ""); }
+Result<bool> RemoteDrive::EnsureRoot() { return Invoke<PeerCall::kEnsureRoot>({}); }
 
 Status RemoteDrive::Prepare() {
   // Each node prepares its own drives at start; a peer's staging area is never swept remotely.
   return MakeError(ErrorCode::kInvalidRequest, "a remote drive is prepared by its own node");
 }
 
-Result<bool> RemoteDrive::IsEmpty() { return BoolRpc("isempty", ""); }
+Result<bool> RemoteDrive::IsEmpty() { return Invoke<PeerCall::kIsEmpty>({}); }
 
-Result<storage::DriveFormat> RemoteDrive::ReadFormat() {
-  auto r = Rpc("readformat", "");
-  if (!r.ok()) return r.error();
-  return storage::ParseFormat(r->body, "the format of " + url_);
-}
+Result<storage::DriveFormat> RemoteDrive::ReadFormat() { return Invoke<PeerCall::kReadFormat>({}); }
 
 Status RemoteDrive::WriteFormat(const storage::DriveFormat& format) {
-  return StatusRpc("writeformat", "", storage::SerializeFormat(format));
+  return AsStatus(Invoke<PeerCall::kWriteFormat>(format));
 }
 
 Result<bool> RemoteDrive::MakeVol(const std::string& bucket, const std::string& record) {
-  return BoolRpc("makevol", P("bucket", bucket), record);
+  return Invoke<PeerCall::kMakeVol>({bucket, record});
 }
 
 bool RemoteDrive::StatVol(const std::string& bucket) {
   if (!peer_->reachable()) return false;
-  auto r = BoolRpc("statvol", P("bucket", bucket));
+  auto r = Invoke<PeerCall::kStatVol>({bucket});
   return r.ok() && *r;
 }
 
-Result<std::vector<std::string>> RemoteDrive::ListVols() {
-  auto r = Rpc("listvols", "");
-  if (!r.ok()) return r.error();
-  return DecodeStrings(r->body);
-}
-
-namespace {
-Result<std::optional<std::string>> OptionalBody(Result<client::HttpResponse> r) {
-  if (!r.ok()) return r.error();
-  const std::string* found = r->FindHeader("x-rdmastor-found");
-  if (!found || *found != "1") return std::optional<std::string>();
-  return std::optional<std::string>(std::move(r->body));
-}
-}  // namespace
+Result<std::vector<std::string>> RemoteDrive::ListVols() { return Invoke<PeerCall::kListVols>({}); }
 
 Result<std::optional<std::string>> RemoteDrive::ReadVolMeta(const std::string& bucket) {
-  return OptionalBody(Rpc("readvolmeta", P("bucket", bucket)));
+  return Invoke<PeerCall::kReadVolMeta>({bucket});
 }
 
 Result<bool> RemoteDrive::VolHasObjects(const std::string& bucket) {
-  return BoolRpc("volhasobjects", P("bucket", bucket));
+  return Invoke<PeerCall::kVolHasObjects>({bucket});
 }
 
 Status RemoteDrive::DeleteVol(const std::string& bucket) {
-  return StatusRpc("deletevol", P("bucket", bucket));
+  return AsStatus(Invoke<PeerCall::kDeleteVol>({bucket}));
 }
 
 Result<std::optional<std::string>> RemoteDrive::ReadFile(const std::string& path) {
-  return OptionalBody(Rpc("readfile", P("path", path)));
+  return Invoke<PeerCall::kReadFile>({path});
 }
 
 Status RemoteDrive::WriteFile(const std::string& path, std::string_view data) {
-  return StatusRpc("writefile", P("path", path), data);
+  return AsStatus(Invoke<PeerCall::kWriteFile>({path, std::string(data)}));
 }
 
 bool RemoteDrive::Exists(const std::string& path) {
-  auto r = BoolRpc("exists", P("path", path));
+  auto r = Invoke<PeerCall::kExists>({path});
   return r.ok() && *r;
 }
 
 bool RemoteDrive::IsDir(const std::string& path) {
-  auto r = BoolRpc("isdir", P("path", path));
+  auto r = Invoke<PeerCall::kIsDir>({path});
   return r.ok() && *r;
 }
 
 Result<std::vector<std::string>> RemoteDrive::ListDir(const std::string& path, bool dirs_only) {
-  auto r = Rpc("listdir", P("path", path) + "&" + P("dirs", dirs_only ? "1" : "0"));
-  if (!r.ok()) return r.error();
-  return DecodeStrings(r->body);
+  return Invoke<PeerCall::kListDir>({path, dirs_only});
 }
 
-Status RemoteDrive::MakeDir(const std::string& path) { return StatusRpc("mkdir", P("path", path)); }
+Status RemoteDrive::MakeDir(const std::string& path) {
+  return AsStatus(Invoke<PeerCall::kMakeDir>({path}));
+}
 
 Status RemoteDrive::MakeDirAll(const std::string& base, const std::string& path) {
-  return StatusRpc("mkdirall", P("base", base) + "&" + P("path", path));
+  return AsStatus(Invoke<PeerCall::kMakeDirAll>({base, path}));
 }
 
 Status RemoteDrive::Rename(const std::string& from, const std::string& to) {
-  return StatusRpc("rename", P("from", from) + "&" + P("to", to));
+  return AsStatus(Invoke<PeerCall::kRename>({from, to}));
 }
 
 Status RemoteDrive::Link(const std::string& from, const std::string& to) {
-  return StatusRpc("link", P("from", from) + "&" + P("to", to));
+  return AsStatus(Invoke<PeerCall::kLink>({from, to}));
 }
 
-Status RemoteDrive::Unlink(const std::string& path) { return StatusRpc("unlink", P("path", path)); }
+Status RemoteDrive::Unlink(const std::string& path) {
+  return AsStatus(Invoke<PeerCall::kUnlink>({path}));
+}
 
 Status RemoteDrive::RemoveAll(const std::string& path) {
-  return StatusRpc("removeall", P("path", path));
+  return AsStatus(Invoke<PeerCall::kRemoveAll>({path}));
 }
 
 Status RemoteDrive::FsyncDir(const std::string& path) {
-  return StatusRpc("fsyncdir", P("path", path));
+  return AsStatus(Invoke<PeerCall::kFsyncDir>({path}));
 }
 
 void RemoteDrive::PruneEmptyDirs(const std::string& path, const std::string& stop) {
-  (void)StatusRpc("prune", P("path", path) + "&" + P("stop", stop));
+  (void)Invoke<PeerCall::kPrune>({path, stop});
 }
 
 Result<std::unique_ptr<storage::ShardWriter>> RemoteDrive::CreateShard(const std::string& path,
                                                                        uint64_t size) {
-  // Create now (exclusively), so a drive that cannot take the shard drops out before the body
-  // is read; the bytes follow in batches of kShardFlushBytes.
-  RS_RETURN_IF_ERROR(SendShardBytes(path, 0, {}, /*create=*/true, /*sync=*/false, size));
+  // Nothing is sent yet: the first piece creates the file (and its staging directory), so a shard
+  // of up to one piece is one call.
+  RS_RETURN_IF_ERROR(storage::CheckRelPath(path));
   return std::unique_ptr<storage::ShardWriter>(new RemoteShardWriter(*this, path, size));
 }
 
@@ -271,14 +254,16 @@ Result<std::unique_ptr<storage::ShardFile>> RemoteDrive::OpenShard(const std::st
 }
 
 Status RemoteDrive::Commit(const storage::fsutil::CommitPlan& plan) {
-  return StatusRpc("commit", "", EncodeCommitPlan(plan));
+  return AsStatus(Invoke<PeerCall::kCommit>(plan));
+}
+
+Result<storage::RenameDataResult> RemoteDrive::RenameData(const storage::RenameDataRequest& req) {
+  return Invoke<PeerCall::kRenameData>(req);
 }
 
 Result<storage::ListResult> RemoteDrive::ListObjects(const std::string& bucket,
                                                      const storage::ListOptions& opts) {
-  auto r = Rpc("listobjects", P("bucket", bucket), EncodeListOptions(opts));
-  if (!r.ok()) return r.error();
-  return DecodeListResult(r->body);
+  return Invoke<PeerCall::kListObjects>({bucket, opts});
 }
 
 // ---- shard payloads ----------------------------------------------------------------------
@@ -290,28 +275,23 @@ bool RemoteDrive::IsRdmaFailure(const Error& e) {
          e.code == ErrorCode::kInvalidRDMAToken || e.code == ErrorCode::kSlowDown;
 }
 
-std::string RemoteDrive::ShardParams(const std::string& path, uint64_t offset) const {
-  return P("path", path) + "&" + P("off", std::to_string(offset));
-}
-
 // The size a piece's transport is chosen by: its shard's (when known), else the shard so far.
 uint64_t RemoteDrive::TransportBasis(uint64_t shard_size, uint64_t offset, size_t piece) {
   if (piece == 0) return 0;  // nothing to move
   return shard_size != 0 ? shard_size : offset + piece;
 }
 
-Result<std::optional<client::HttpResponse>> RemoteDrive::RdmaPiece(std::string_view call,
-                                                                   const std::string& params,
-                                                                   char* buf, size_t len,
-                                                                   bool remote_write) {
+template <PeerCall C>
+Result<std::optional<client::HttpResponse>> RemoteDrive::RdmaPiece(
+    const typename CallOf<C>::Req& req, char* buf, size_t len, bool remote_write) {
   const std::string& peer = peer_->address();
   auto exposed = internode_->Expose(peer, buf, len, remote_write);
   Error miss = exposed.ok() ? Error{} : exposed.error();
   if (exposed.ok()) {
-    auto r = peer_->Call("POST", StorageTarget(call, params), {}, client::ResponseTarget::String(),
-                         {{kInternodeTokenHeader, exposed->token()},
-                          {kInternodeLengthHeader, std::to_string(len)},
-                          {kPeerNodeHeader, self_}});
+    auto r = Send<C>(req, client::ResponseTarget::String(),
+                     {{kInternodeTokenHeader, exposed->token()},
+                      {kInternodeLengthHeader, std::to_string(len)},
+                      {kPeerNodeHeader, self_}});
     if (r.ok()) return std::optional<client::HttpResponse>(std::move(r).value());
     if (!IsRdmaFailure(r.error())) return r.error();
     miss = r.error();
@@ -326,21 +306,21 @@ Result<std::optional<client::HttpResponse>> RemoteDrive::RdmaPiece(std::string_v
 
 Status RemoteDrive::SendShardBytes(const std::string& path, uint64_t offset, std::string_view data,
                                    bool create, bool sync, uint64_t shard_size) {
-  const std::string params = ShardParams(path, offset) + "&" + P("create", create ? "1" : "0") +
-                             "&" + P("sync", sync ? "1" : "0");
+  peer::ShardWriteArgs args{path, offset, create, sync, {}};
   const std::string& peer = peer_->address();
   if (internode_ && internode_->ShouldUse(peer, TransportBasis(shard_size, offset, data.size()))) {
     // The peer RDMA-READs the piece out of `data` (registered for remote read for this call).
-    auto r = RdmaPiece("shardwrite", params, const_cast<char*>(data.data()), data.size(),
-                       /*remote_write=*/false);
+    auto r = RdmaPiece<PeerCall::kShardWrite>(args, const_cast<char*>(data.data()), data.size(),
+                                              /*remote_write=*/false);
     if (!r.ok()) return r.error();
     if (r->has_value()) {
       internode_->RecordShard(peer, admin::Transport::kRdma, data.size(), 0);
       return {};
     }
   }
-  auto r = peer_->Call("POST", StorageTarget("shardwrite", params), data,
-                       client::ResponseTarget::String(), {{kPeerNodeHeader, self_}});
+  args.payload.assign(data);
+  auto r = Send<PeerCall::kShardWrite>(args, client::ResponseTarget::String(),
+                                       {{kPeerNodeHeader, self_}});
   if (!r.ok()) return r.error();
   if (internode_ && !data.empty())
     internode_->RecordShard(peer, admin::Transport::kTcp, data.size(), 0);
@@ -349,26 +329,25 @@ Status RemoteDrive::SendShardBytes(const std::string& path, uint64_t offset, std
 
 Result<size_t> RemoteDrive::FetchShardBytes(const std::string& path, uint64_t offset, char* buf,
                                             size_t len, uint64_t shard_size) {
-  const std::string params = ShardParams(path, offset) + "&" + P("len", std::to_string(len));
+  const peer::ShardReadArgs args{path, offset, len};
   const std::string& peer = peer_->address();
   if (internode_ && internode_->ShouldUse(peer, TransportBasis(shard_size, offset, len))) {
     // The peer RDMA-WRITEs what it read into `buf` and says how many bytes that was.
-    auto r = RdmaPiece("shardread", params, buf, len, /*remote_write=*/true);
+    auto r = RdmaPiece<PeerCall::kShardRead>(args, buf, len, /*remote_write=*/true);
     if (!r.ok()) return r.error();
     if (r->has_value()) {
-      const std::string* h = (*r)->FindHeader(kShardBytesHeader);
-      uint64_t n = 0;
-      if (h == nullptr || std::from_chars(h->data(), h->data() + h->size(), n).ec != std::errc() ||
-          n > len)
-        return MakeError(
-            ErrorCode::kInternalError,
-            "peer " + peer + " sent a shardread reply without a valid " + kShardBytesHeader);
-      internode_->RecordShard(peer, admin::Transport::kRdma, 0, n);
-      return static_cast<size_t>(n);
+      const std::string* head = (*r)->FindHeader(kReplyHeader);
+      auto got = head ? Wire<peer::ShardBytes>::Decode(Frame{*head, {}})
+                      : Result<peer::ShardBytes>(ErrorCode::kInternalError);
+      if (!got.ok() || got->rdma_bytes > len)
+        return MakeError(ErrorCode::kInternalError,
+                         "peer " + peer + " sent a shardread reply without a valid byte count");
+      internode_->RecordShard(peer, admin::Transport::kRdma, 0, got->rdma_bytes);
+      return static_cast<size_t>(got->rdma_bytes);
     }
   }
-  auto r = peer_->Call("POST", StorageTarget("shardread", params), {},
-                       client::ResponseTarget::Buffer(buf, len), {{kPeerNodeHeader, self_}});
+  auto r = Send<PeerCall::kShardRead>(args, client::ResponseTarget::Buffer(buf, len),
+                                      {{kPeerNodeHeader, self_}});
   if (!r.ok()) return r.error();
   if (internode_ && r->body_bytes > 0)
     internode_->RecordShard(peer, admin::Transport::kTcp, 0, r->body_bytes);

@@ -1,9 +1,10 @@
-// Drive on another node: every call is one peer RPC (POST /minio/storage/v1/<call>?disk=PATH&...)
-// served by that node's PeerServer, which runs it on its LocalDrive. Metadata travels in the HTTP
-// bodies; shard payloads move in pieces (SendShardBytes / FetchShardBytes), each either in the
-// HTTP body (TCP) or, with MINIO_RDMA_INTERNODE=on and a piece of at least MINIO_RDMA_MIN_SIZE,
-// over cluster::InternodeRdma: the request then carries a token for the caller's buffer and an
-// empty body, and the serving node pulls (RDMA READ) or pushes (RDMA WRITE) the bytes.
+// Drive on another node: every call is one peer RPC of the call table (wire.h: POST
+// /minio/storage/v1/<call>?disk=PATH, the request in the body) served by that node's PeerServer,
+// which runs it on its LocalDrive. Shard payloads move in pieces (SendShardBytes /
+// FetchShardBytes), each either in the HTTP body (TCP) or, with MINIO_RDMA_INTERNODE=on and a piece
+// of at least MINIO_RDMA_MIN_SIZE, over cluster::InternodeRdma: the request then carries a token
+// for the caller's buffer and an empty body, and the serving node pulls (RDMA READ) or pushes (RDMA
+// WRITE) the bytes.
 //
 // Pieces: a shard writer sends its bytes in pieces of InternodeRdma::piece_bytes() (1 MiB, or
 // MINIO_RDMA_MIN_SIZE up to 4 MiB), the last piece shorter; a shard reader fetches windows of the
@@ -18,14 +19,12 @@
 
 #include "cluster/internode_rdma.h"
 #include "cluster/peer_client.h"
+#include "cluster/wire.h"
 #include "storage/drive.h"
 
 namespace rdmastor::cluster {
 
 inline constexpr const char* kStoragePrefix = "/minio/storage/v1/";
-// The bytes pushed over inter-node RDMA (shardread reply; the request headers are in
-// peer_auth.h, signed).
-inline constexpr const char* kShardBytesHeader = "x-rdmastor-shard-bytes";
 
 class RemoteDrive final : public storage::Drive {
  public:
@@ -75,6 +74,7 @@ class RemoteDrive final : public storage::Drive {
                                                         uint64_t size) override;
 
   Status Commit(const storage::fsutil::CommitPlan& plan) override;
+  Result<storage::RenameDataResult> RenameData(const storage::RenameDataRequest& req) override;
 
   Result<storage::ListResult> ListObjects(const std::string& bucket,
                                           const storage::ListOptions& opts) override;
@@ -92,24 +92,27 @@ class RemoteDrive final : public storage::Drive {
   size_t piece_bytes() const;
 
  private:
-  Result<client::HttpResponse> Rpc(
-      std::string_view call, const std::string& params, std::string_view body = {},
-      const client::ResponseTarget& target = client::ResponseTarget::String());
-  Result<bool> BoolRpc(std::string_view call, const std::string& params,
-                       std::string_view body = {});
-  Status StatusRpc(std::string_view call, const std::string& params, std::string_view body = {});
+  // One call of the table: the request encoded, sent, the response decoded.
+  template <PeerCall C>
+  Result<typename CallOf<C>::Rsp> Invoke(const typename CallOf<C>::Req& req);
+  // The same up to the raw reply (the shard calls: extra headers, a reply into the caller's
+  // buffer).
+  template <PeerCall C>
+  Result<client::HttpResponse> Send(
+      const typename CallOf<C>::Req& req,
+      const client::ResponseTarget& target = client::ResponseTarget::String(),
+      const s3::HeaderList& headers = {});
 
   // Whether a failed RDMA piece should be resent over TCP (the RDMA part failed, not the drive).
   static bool IsRdmaFailure(const Error& e);
   // One piece over RDMA: exposes buf to the peer and sends `call` with the token. The reply, or
   // nullopt when the piece must go over TCP (the miss is counted, a failure degrades the peer),
   // or the error of a failure that is not the RDMA path's (the drive's, the peer's).
-  Result<std::optional<client::HttpResponse>> RdmaPiece(std::string_view call,
-                                                        const std::string& params, char* buf,
-                                                        size_t len, bool remote_write);
+  template <PeerCall C>
+  Result<std::optional<client::HttpResponse>> RdmaPiece(const typename CallOf<C>::Req& req,
+                                                        char* buf, size_t len, bool remote_write);
   static uint64_t TransportBasis(uint64_t shard_size, uint64_t offset, size_t piece);
-  std::string StorageTarget(std::string_view call, const std::string& params) const;
-  std::string ShardParams(const std::string& path, uint64_t offset) const;
+  std::string StorageTarget(std::string_view call) const;
 
   std::shared_ptr<PeerClient> peer_;
   std::string path_;

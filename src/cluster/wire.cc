@@ -3,6 +3,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "storage/format.h"
+
 namespace rdmastor::cluster {
 
 namespace {
@@ -89,29 +91,6 @@ Result<storage::ListResult> DecodeListResult(const std::string& text) {
   });
 }
 
-std::string EncodeCommitPlan(const storage::fsutil::CommitPlan& p) {
-  return json{{"base", p.base},
-              {"staging", p.staging},
-              {"target", p.target},
-              {"meta_name", p.meta_name},
-              {"new_data_name", p.new_data_name},
-              {"old_data_name", p.old_data_name}}
-      .dump();
-}
-
-Result<storage::fsutil::CommitPlan> DecodeCommitPlan(const std::string& text) {
-  return Parse(text, "commit plan", [](const json& j) -> Result<storage::fsutil::CommitPlan> {
-    storage::fsutil::CommitPlan p;
-    p.base = j.at("base").get<std::string>();
-    p.staging = j.at("staging").get<std::string>();
-    p.target = j.at("target").get<std::string>();
-    p.meta_name = j.at("meta_name").get<std::string>();
-    p.new_data_name = j.at("new_data_name").get<std::string>();
-    p.old_data_name = j.at("old_data_name").get<std::string>();
-    return p;
-  });
-}
-
 std::string EncodeLockArgs(const LockArgs& a) {
   return json{{"uid", a.uid},
               {"resources", a.resources},
@@ -133,14 +112,6 @@ Result<LockArgs> DecodeLockArgs(const std::string& text) {
   });
 }
 
-std::string EncodeStrings(const std::vector<std::string>& v) { return json(v).dump(); }
-
-Result<std::vector<std::string>> DecodeStrings(const std::string& text) {
-  return Parse(text, "name list", [](const json& j) -> Result<std::vector<std::string>> {
-    return j.get<std::vector<std::string>>();
-  });
-}
-
 ErrorCode ErrorCodeFromName(const std::string& name) {
   static const std::map<std::string, ErrorCode> kByName = [] {
     std::map<std::string, ErrorCode> m;
@@ -151,6 +122,235 @@ ErrorCode ErrorCodeFromName(const std::string& name) {
   }();
   auto it = kByName.find(name);
   return it == kByName.end() ? ErrorCode::kInternalError : it->second;
+}
+
+// ---- the call table's types ---------------------------------------------------------------
+
+// Defines Wire<T> from two lambdas over (json&, const T&) and (const json&, T&); the payload, for
+// the types that have one, travels outside the JSON.
+#define RDMASTOR_WIRE_JSON(T, TO, FROM)                        \
+  template <>                                                  \
+  Frame Wire<T>::Encode(const T& v) {                          \
+    json j = json::object();                                   \
+    (TO)(j, v);                                                \
+    return Frame{j.dump(), {}};                                \
+  }                                                            \
+  template <>                                                  \
+  Result<T> Wire<T>::Decode(Frame f) {                         \
+    return Parse(f.head, #T, [&](const json& j) -> Result<T> { \
+      T v{};                                                   \
+      (FROM)(j, v);                                            \
+      return v;                                                \
+    });                                                        \
+  }
+#define RDMASTOR_WIRE_JSON_PAYLOAD(T, TO, FROM)                \
+  template <>                                                  \
+  Frame Wire<T>::Encode(const T& v) {                          \
+    json j = json::object();                                   \
+    (TO)(j, v);                                                \
+    return Frame{j.dump(), v.payload};                         \
+  }                                                            \
+  template <>                                                  \
+  Result<T> Wire<T>::Decode(Frame f) {                         \
+    return Parse(f.head, #T, [&](const json& j) -> Result<T> { \
+      T v{};                                                   \
+      (FROM)(j, v);                                            \
+      v.payload = std::move(f.payload);                        \
+      return v;                                                \
+    });                                                        \
+  }
+
+RDMASTOR_WIRE_JSON(
+    peer::NoArgs, [](json&, const peer::NoArgs&) {}, [](const json&, peer::NoArgs&) {})
+RDMASTOR_WIRE_JSON(
+    peer::Done, [](json&, const peer::Done&) {}, [](const json&, peer::Done&) {})
+RDMASTOR_WIRE_JSON(
+    bool, [](json& j, const bool& v) { j["v"] = v; },
+    [](const json& j, bool& v) { v = j.at("v").get<bool>(); })
+RDMASTOR_WIRE_JSON(
+    peer::Names, [](json& j, const peer::Names& v) { j["names"] = v; },
+    [](const json& j, peer::Names& v) { v = j.at("names").get<peer::Names>(); })
+RDMASTOR_WIRE_JSON(
+    peer::BucketArgs, [](json& j, const peer::BucketArgs& v) { j["bucket"] = v.bucket; },
+    [](const json& j, peer::BucketArgs& v) { v.bucket = j.at("bucket").get<std::string>(); })
+RDMASTOR_WIRE_JSON_PAYLOAD(
+    peer::MakeVolArgs, [](json& j, const peer::MakeVolArgs& v) { j["bucket"] = v.bucket; },
+    [](const json& j, peer::MakeVolArgs& v) { v.bucket = j.at("bucket").get<std::string>(); })
+RDMASTOR_WIRE_JSON(
+    peer::PathArgs, [](json& j, const peer::PathArgs& v) { j["path"] = v.path; },
+    [](const json& j, peer::PathArgs& v) { v.path = j.at("path").get<std::string>(); })
+RDMASTOR_WIRE_JSON_PAYLOAD(
+    peer::WriteFileArgs, [](json& j, const peer::WriteFileArgs& v) { j["path"] = v.path; },
+    [](const json& j, peer::WriteFileArgs& v) { v.path = j.at("path").get<std::string>(); })
+RDMASTOR_WIRE_JSON(
+    peer::ListDirArgs,
+    [](json& j, const peer::ListDirArgs& v) {
+      j["path"] = v.path;
+      j["dirs_only"] = v.dirs_only;
+    },
+    [](const json& j, peer::ListDirArgs& v) {
+      v.path = j.at("path").get<std::string>();
+      v.dirs_only = j.at("dirs_only").get<bool>();
+    })
+RDMASTOR_WIRE_JSON(
+    peer::TwoPaths,
+    [](json& j, const peer::TwoPaths& v) {
+      j["a"] = v.a;
+      j["b"] = v.b;
+    },
+    [](const json& j, peer::TwoPaths& v) {
+      v.a = j.at("a").get<std::string>();
+      v.b = j.at("b").get<std::string>();
+    })
+RDMASTOR_WIRE_JSON(
+    peer::ListObjectsArgs,
+    [](json& j, const peer::ListObjectsArgs& v) {
+      j["bucket"] = v.bucket;
+      j["opts"] = json::parse(EncodeListOptions(v.opts));
+    },
+    [](const json& j, peer::ListObjectsArgs& v) {
+      v.bucket = j.at("bucket").get<std::string>();
+      auto o = DecodeListOptions(j.at("opts").dump());
+      if (!o.ok()) throw std::runtime_error(o.error().message);
+      v.opts = std::move(*o);
+    })
+RDMASTOR_WIRE_JSON_PAYLOAD(
+    peer::ShardWriteArgs,
+    [](json& j, const peer::ShardWriteArgs& v) {
+      j["path"] = v.path;
+      j["offset"] = v.offset;
+      j["create"] = v.create;
+      j["sync"] = v.sync;
+    },
+    [](const json& j, peer::ShardWriteArgs& v) {
+      v.path = j.at("path").get<std::string>();
+      v.offset = j.at("offset").get<uint64_t>();
+      v.create = j.at("create").get<bool>();
+      v.sync = j.at("sync").get<bool>();
+    })
+RDMASTOR_WIRE_JSON(
+    peer::ShardReadArgs,
+    [](json& j, const peer::ShardReadArgs& v) {
+      j["path"] = v.path;
+      j["offset"] = v.offset;
+      j["len"] = v.len;
+    },
+    [](const json& j, peer::ShardReadArgs& v) {
+      v.path = j.at("path").get<std::string>();
+      v.offset = j.at("offset").get<uint64_t>();
+      v.len = j.at("len").get<uint64_t>();
+    })
+RDMASTOR_WIRE_JSON_PAYLOAD(
+    peer::ShardBytes, [](json& j, const peer::ShardBytes& v) { j["rdma_bytes"] = v.rdma_bytes; },
+    [](const json& j, peer::ShardBytes& v) { v.rdma_bytes = j.at("rdma_bytes").get<uint64_t>(); })
+RDMASTOR_WIRE_JSON(
+    storage::DiskInfo,
+    [](json& j, const storage::DiskInfo& v) {
+      j["total"] = v.total_bytes;
+      j["free"] = v.free_bytes;
+      j["online"] = v.online;
+    },
+    [](const json& j, storage::DiskInfo& v) {
+      v.total_bytes = j.at("total").get<uint64_t>();
+      v.free_bytes = j.at("free").get<uint64_t>();
+      v.online = j.at("online").get<bool>();
+    })
+RDMASTOR_WIRE_JSON(
+    storage::fsutil::CommitPlan,
+    [](json& j, const storage::fsutil::CommitPlan& p) {
+      j["base"] = p.base;
+      j["staging"] = p.staging;
+      j["target"] = p.target;
+      j["meta_name"] = p.meta_name;
+      j["new_data_name"] = p.new_data_name;
+      j["old_data_name"] = p.old_data_name;
+    },
+    [](const json& j, storage::fsutil::CommitPlan& p) {
+      p.base = j.at("base").get<std::string>();
+      p.staging = j.at("staging").get<std::string>();
+      p.target = j.at("target").get<std::string>();
+      p.meta_name = j.at("meta_name").get<std::string>();
+      p.new_data_name = j.at("new_data_name").get<std::string>();
+      p.old_data_name = j.at("old_data_name").get<std::string>();
+    })
+
+template <>
+Frame Wire<storage::ListResult>::Encode(const storage::ListResult& v) {
+  return Frame{EncodeListResult(v), {}};
+}
+template <>
+Result<storage::ListResult> Wire<storage::ListResult>::Decode(Frame f) {
+  return DecodeListResult(f.head);
+}
+
+// The format file is JSON of its own: it travels as the head, re-dumped on one line (the file is
+// pretty-printed, and a newline would end a request's head).
+template <>
+Frame Wire<storage::DriveFormat>::Encode(const storage::DriveFormat& v) {
+  return Frame{json::parse(storage::SerializeFormat(v)).dump(), {}};
+}
+template <>
+Result<storage::DriveFormat> Wire<storage::DriveFormat>::Decode(Frame f) {
+  return storage::ParseFormat(f.head, "the format sent by a peer");
+}
+
+// An optional file: {"found":bool} and the contents as the payload.
+template <>
+Frame Wire<peer::OptBytes>::Encode(const peer::OptBytes& v) {
+  return Frame{json{{"found", v.has_value()}}.dump(), v.value_or(std::string())};
+}
+template <>
+Result<peer::OptBytes> Wire<peer::OptBytes>::Decode(Frame f) {
+  return Parse(f.head, "file", [&](const json& j) -> Result<peer::OptBytes> {
+    if (!j.at("found").get<bool>()) return peer::OptBytes();
+    return peer::OptBytes(std::move(f.payload));
+  });
+}
+
+template <>
+Frame Wire<storage::RenameDataRequest>::Encode(const storage::RenameDataRequest& v) {
+  return Frame{json{{"staging", v.staging},
+                    {"bucket", v.bucket},
+                    {"key_dir", v.key_dir},
+                    {"meta_name", v.meta_name},
+                    {"data_name", v.data_name},
+                    {"has_meta", v.meta.has_value()},
+                    {"keep_data", v.keep_data},
+                    {"prune", v.prune}}
+                   .dump(),
+               v.meta.value_or(std::string())};
+}
+template <>
+Result<storage::RenameDataRequest> Wire<storage::RenameDataRequest>::Decode(Frame f) {
+  return Parse(f.head, "renamedata", [&](const json& j) -> Result<storage::RenameDataRequest> {
+    storage::RenameDataRequest v;
+    v.staging = j.at("staging").get<std::string>();
+    v.bucket = j.at("bucket").get<std::string>();
+    v.key_dir = j.at("key_dir").get<std::string>();
+    v.meta_name = j.at("meta_name").get<std::string>();
+    v.data_name = j.at("data_name").get<std::string>();
+    if (j.at("has_meta").get<bool>()) v.meta = std::move(f.payload);
+    v.keep_data = j.at("keep_data").get<bool>();
+    v.prune = j.at("prune").get<bool>();
+    return v;
+  });
+}
+
+template <>
+Frame Wire<storage::RenameDataResult>::Encode(const storage::RenameDataResult& v) {
+  return Frame{
+      json{{"has_old_meta", v.old_meta.has_value()}, {"old_data_name", v.old_data_name}}.dump(),
+      v.old_meta.value_or(std::string())};
+}
+template <>
+Result<storage::RenameDataResult> Wire<storage::RenameDataResult>::Decode(Frame f) {
+  return Parse(f.head, "renamedata result",
+               [&](const json& j) -> Result<storage::RenameDataResult> {
+                 storage::RenameDataResult v;
+                 if (j.at("has_old_meta").get<bool>()) v.old_meta = std::move(f.payload);
+                 v.old_data_name = j.at("old_data_name").get<std::string>();
+                 return v;
+               });
 }
 
 }  // namespace rdmastor::cluster

@@ -65,6 +65,34 @@ class ShardFile {
   virtual Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) = 0;
 };
 
+// The commit of one staged version in one call (MinIO's RenameData): what a PUT, a metadata
+// update and a delete end with on every drive. The drive, in order: creates `staging` when missing
+// (an inline object's write never touched the drive before), reads the key's current metadata file
+// (the version being replaced), writes `meta` into staging, and runs fsutil::Commit: <staging>/data
+// becomes <key_dir>/<data_name>, the metadata file is replaced (or removed when `meta` is nullopt)
+// and the replaced version's data directory is retired into <staging>/old. The staging directory is
+// then removed, unless it holds retired data of a replaced version: the caller removes it
+// (RemoveAll) once the write has its quorum, or restores the old version from it (a rollback). A
+// delete (`meta` nullopt) is not rolled back: its staging directory always goes. Names are checked
+// as fsutil::Commit checks them (paths::IsMetaFileName / IsDataDirName); `staging` must lie in the
+// staging area.
+struct RenameDataRequest {
+  std::string staging;              // drive-relative: rel::Staging(id)
+  std::string bucket;               // must exist (kNoSuchBucket otherwise)
+  std::string key_dir;              // drive-relative, below bucket: created when missing
+  std::string meta_name;            // the metadata file inside key_dir
+  std::string data_name;            // "" = no data directory to move in (inline object, delete)
+  std::optional<std::string> meta;  // the new metadata file; nullopt = remove the version
+  bool keep_data = false;           // a metadata-only update: the current data directory stays
+  bool prune = false;  // afterwards remove key_dir and its parents when left empty (delete)
+};
+
+struct RenameDataResult {
+  std::optional<std::string> old_meta;  // the metadata file the commit replaced, when there was one
+  // The data directory retired into <staging>/old; "" when none (then staging is gone).
+  std::string old_data_name;
+};
+
 class Drive {
  public:
   virtual ~Drive() = default;
@@ -117,15 +145,20 @@ class Drive {
   virtual void PruneEmptyDirs(const std::string& path, const std::string& stop) = 0;
 
   // ---- shards ----
-  // `size`: the shard file's size as the erasure layer expects it (what a writer will append in
-  // all, what a reader's file holds; 0 = unknown). A remote drive picks the shard's transport by
-  // it (inter-node RDMA for shards >= MINIO_RDMA_MIN_SIZE) and never reads past it.
+  // A shard file in a staging directory is created with its missing parent directories inside the
+  // staging area (no separate mkdir per drive before a write). `size`: the shard file's size as the
+  // erasure layer expects it (what a writer will append in all, what a reader's file holds; 0 =
+  // unknown). A remote drive picks the shard's transport by it (inter-node RDMA for shards >=
+  // MINIO_RDMA_MIN_SIZE) and never reads past it.
   virtual Result<std::unique_ptr<ShardWriter>> CreateShard(const std::string& path,
                                                            uint64_t size) = 0;
   virtual Result<std::unique_ptr<ShardFile>> OpenShard(const std::string& path, uint64_t size) = 0;
 
-  // ---- commit (fsutil::Commit with drive-relative paths; plan.root is ignored) ----
+  // ---- commit ----
+  // fsutil::Commit with drive-relative paths; plan.root is ignored (rollback, heal, multipart).
   virtual Status Commit(const fsutil::CommitPlan& plan) = 0;
+  // Metadata + data + retirement of the old version in one call (see RenameDataRequest).
+  virtual Result<RenameDataResult> RenameData(const RenameDataRequest& req) = 0;
 
   // ---- listing (ListDrive of one bucket) ----
   virtual Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) = 0;

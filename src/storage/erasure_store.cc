@@ -343,11 +343,19 @@ class ErasureSet {
         ForEachDrive([&](size_t p) { return roots_[p]->StatVol(bucket); }, DriveWork::kLookup));
   }
 
-  Status CheckBucket(const std::string& bucket) {
+  // `cached`: a bucket seen on a read quorum within kBucketCacheTtl counts as existing without
+  // asking the drives (object writes and reads: their commit, or a key found missing, checks
+  // again: RenameData refuses a bucket that is gone, Resolve re-checks before kNoSuchKey).
+  Status CheckBucket(const std::string& bucket, bool cached = false) {
     if (auto st = paths::ValidateBucketName(bucket); !st.ok()) {
       return MakeError(ErrorCode::kNoSuchBucket, st.error().message);
     }
-    if (BucketCopies(bucket) >= read_quorum()) return {};
+    if (cached && BucketCached(bucket)) return {};
+    if (BucketCopies(bucket) >= read_quorum()) {
+      RememberBucket(bucket);
+      return {};
+    }
+    ForgetBucket(bucket);
     const int online =
         Count(ForEachDrive([&](size_t p) { return roots_[p]->IsOnline(); }, DriveWork::kLookup));
     if (online < read_quorum()) {  // cannot tell: too few drives answer
@@ -421,41 +429,52 @@ class ErasureSet {
 
   void RemoveBucket(const std::string& bucket) {
     std::unique_lock lock(BucketLock(bucket));
+    ForgetBucket(bucket);
     ForEachDrive([&](size_t p) { return roots_[p]->DeleteVol(bucket).ok(); });
   }
 
   // ---- writes ----
 
-  // One staging directory per drive position (same name everywhere); removed on destruction.
+  // One staging directory per drive position (same name everywhere); removed on destruction
+  // where it may exist. `create`: made now on every alive drive (a drive that cannot is dropped
+  // from `alive`); otherwise made by the first call that needs it (a shard write, RenameData), so
+  // a write costs no round of mkdir calls: that call marks it (Use) and RenameData, which removes
+  // it unless it holds retired data, unmarks it (Gone).
   class Stagings {
    public:
-    Stagings(const ErasureSet& set, std::vector<bool>& alive)
-        : set_(set), dir_(rel::Staging(hash::RandomHex(16))) {
+    Stagings(const ErasureSet& set, std::vector<bool>& alive, bool create)
+        : set_(set), dir_(rel::Staging(hash::RandomHex(16))), used_(alive.size(), 0) {
+      if (!create) return;
       const auto& roots = set.roots_;
-      created_ = set.ForEachDrive(alive, [&](size_t p) {
+      alive = set.ForEachDrive(alive, [&](size_t p) {
         auto made = roots[p]->MakeDir(dir_);
         if (!made.ok()) {
           spdlog::warn("erasure: drive {} not writable: {}", roots[p]->name(),
                        made.error().message);
         }
+        used_[p] = made.ok();
         return made.ok();
       });
-      alive = created_;
     }
     ~Stagings() {
-      set_.ForEachDrive(created_, [&](size_t p) { return set_.roots_[p]->RemoveAll(dir_).ok(); });
+      std::vector<bool> used(used_.begin(), used_.end());
+      set_.ForEachDrive(used, [&](size_t p) { return set_.roots_[p]->RemoveAll(dir_).ok(); });
     }
     const std::string& operator[](size_t) const { return dir_; }
+    // Position p's directory may exist now / is gone. Positions are set concurrently.
+    void Use(size_t p) const { used_[p] = 1; }
+    void Gone(size_t p) const { used_[p] = 0; }
 
    private:
     const ErasureSet& set_;
     std::string dir_;  // drive-relative, the same on every drive
-    std::vector<bool> created_;
+    mutable std::vector<char> used_;  // not vector<bool>: written per position concurrently
   };
 
-  // Encodes `body` stripe by stripe into <staging>/<rel> on every alive drive (creating rel's
-  // parent), or into `inline_out` (per position) when allowed and the body stays below
-  // kInlineThreshold. Drops drives that fail; fails when fewer than write quorum remain.
+  // Encodes `body` stripe by stripe into <staging>/<rel> on every alive drive (the shard's
+  // creation makes its directories), or into `inline_out` (per position) when allowed and the body
+  // stays below kInlineThreshold. Drops drives that fail; fails when fewer than write quorum
+  // remain.
   Result<uint64_t> Encode(s3::BodySource& body, std::optional<uint64_t> declared, uint64_t limit,
                           const Codec& codec, const std::vector<int>& dist, const Stagings& st,
                           std::vector<bool>& alive, const std::string& rel, bool allow_inline,
@@ -480,8 +499,6 @@ class ErasureSet {
             ? erasure::Geometry{codec.data(), codec.parity(), erasure::kStripeSize}.ShardFileSize(
                   *declared)
             : 0;
-    const std::string parent =
-        rel.find('/') == std::string::npos ? std::string() : rel.substr(0, rel.rfind('/'));
     for (;;) {
       auto got = body.ReadFull(buf.data(), buf.size());
       if (!got.ok()) return got.error();
@@ -502,7 +519,7 @@ class ErasureSet {
       if (!files && (!allow_inline || total >= kInlineThreshold || !end)) {
         files = true;
         alive = ForEachDrive(alive, [&](size_t p) {
-          if (!parent.empty() && !roots_[p]->MakeDir(Join(st[p], parent)).ok()) return false;
+          st.Use(p);  // the shard's creation makes the staging directory
           auto fd = roots_[p]->CreateShard(Join(st[p], rel), shard_size);
           if (!fd.ok()) return false;
           fds[p] = std::move(*fd);
@@ -533,33 +550,25 @@ class ErasureSet {
     return total;
   }
 
-  // Writes <staging>/meta per alive drive and commits them; rolls back when fewer than
-  // `quorum` drives committed. `metas` per position; data dir name metas[p].data_dir unless
-  // inline.
+  // Commits the staged version (metadata per alive drive in the commit call) and rolls back when
+  // fewer than `quorum` drives committed. `metas` per position; data dir name metas[p].data_dir
+  // unless inline.
   Status Publish(const std::string& bucket, const std::string& key, const paths::KeyLocation& loc,
                  const Stagings& st, std::vector<bool>& alive, const std::vector<ObjectMeta>& metas,
                  int quorum) {
-    WriteMetas(st, alive, metas);
-    if (Count(alive) < quorum) return WriteQuorumError(Count(alive), quorum);
     // The key's lock covers the commit only: staging is private to this write, so the body can
     // stream in unlocked, and a slow client never holds up other writers of the key.
     auto lock = LockObject(bucket, key, LockMode::kExclusive, "PutObject");
     if (!lock.ok()) return lock.error();
     std::shared_lock bucket_lock(BucketLock(bucket));
-    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    // Cached: RenameData refuses a bucket deleted meanwhile (kNoSuchBucket from CommitAll).
+    RS_RETURN_IF_ERROR(CheckBucket(bucket, /*cached=*/true));
     return CommitAll(bucket, loc, st, alive, metas, quorum, **lock);
   }
 
-  // Writes <staging>/meta on every alive drive; drops the drives where that fails.
-  void WriteMetas(const Stagings& st, std::vector<bool>& alive,
-                  const std::vector<ObjectMeta>& metas) {
-    alive = ForEachDrive(alive, [&](size_t p) {
-      return roots_[p]->WriteFile(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok();
-    });
-  }
-
-  // Commits the staged version on every alive drive; rolls back when fewer than `quorum` did.
-  // `lock`: the key's exclusive namespace lock, held by the caller; a lost lock aborts first.
+  // Commits the staged version on every alive drive with one RenameData call each (it writes
+  // metas[p], moves the data in, retires the old version); rolls back when fewer than `quorum`
+  // did. `lock`: the key's exclusive namespace lock, held by the caller; a lost lock aborts first.
   // keep_data: replace only the metadata files (the data directories stay as they are).
   Status CommitAll(const std::string& bucket, const paths::KeyLocation& loc, const Stagings& st,
                    std::vector<bool>& alive, const std::vector<ObjectMeta>& metas, int quorum,
@@ -569,37 +578,40 @@ class ErasureSet {
                        "lock on " + bucket + "/" + loc.rel_dir + " was lost; nothing committed");
     }
     const size_t n = roots_.size();
-    std::vector<std::optional<std::string>> old_raw(n);
-    std::vector<std::string> old_data(n);
+    std::vector<RenameDataResult> old(n);
+    std::vector<char> no_bucket(n, 0);
     const std::string key_dir = Join(bucket, loc.rel_dir);
-    const std::string meta_path = Join(key_dir, loc.meta_name);
-    auto committed = ForEachDrive(alive, [&](size_t p) {
-      if (auto raw = roots_[p]->ReadFile(meta_path); raw.ok()) {
-        old_raw[p] = std::move(*raw);
-        if (old_raw[p] && !keep_data) {
-          if (auto om = ParseObjectMeta(*old_raw[p], meta_path); om.ok())
-            old_data[p] = om->data_dir;
-        }
-      }
+    auto new_data = [&](size_t p) {
       const bool has_data = !keep_data && (!metas[p].erasure || !metas[p].erasure->is_inline);
-      fsutil::CommitPlan plan{std::string(),
-                              bucket,
-                              st[p],
-                              key_dir,
-                              std::string(loc.meta_name),
-                              has_data ? metas[p].data_dir : std::string(),
-                              old_data[p]};
-      return roots_[p]->Commit(plan).ok();
+      return has_data ? metas[p].data_dir : std::string();
+    };
+    auto committed = ForEachDrive(alive, [&](size_t p) {
+      RenameDataRequest req{st[p],       bucket,
+                            key_dir,     std::string(loc.meta_name),
+                            new_data(p), SerializeObjectMeta(metas[p]),
+                            keep_data,   /*prune=*/false};
+      st.Use(p);
+      auto r = roots_[p]->RenameData(req);
+      if (!r.ok()) {
+        no_bucket[p] = r.error().code == ErrorCode::kNoSuchBucket;
+        return false;
+      }
+      if (r->old_data_name.empty()) st.Gone(p);  // else Stagings removes it with the old data
+      old[p] = std::move(*r);
+      return true;
     });
     if (Count(committed) >= quorum) return {};
     spdlog::warn("erasure: {}/{}: only {} of {} drives committed; rolling back", bucket,
                  loc.rel_dir, Count(committed), quorum);
     ForEachDrive(committed, [&](size_t p) {
-      const bool has_data = !keep_data && (!metas[p].erasure || !metas[p].erasure->is_inline);
-      Rollback(p, bucket, loc, st[p], old_raw[p], old_data[p],
-               has_data ? metas[p].data_dir : std::string());
+      Rollback(p, bucket, loc, st[p], old[p].old_meta, old[p].old_data_name, new_data(p));
       return true;
     });
+    if (static_cast<int>(std::count(no_bucket.begin(), no_bucket.end(), 1)) >
+        static_cast<int>(n) - quorum) {
+      ForgetBucket(bucket);  // deleted (by another node) since it was cached
+      return MakeError(ErrorCode::kNoSuchBucket);
+    }
     return WriteQuorumError(Count(committed), quorum);
   }
 
@@ -650,7 +662,7 @@ class ErasureSet {
   Result<ObjectInfo> PutObject(const std::string& bucket, const std::string& key,
                                s3::BodySource& body, const PutOptions& opts,
                                const CommitCheck& check) {
-    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    RS_RETURN_IF_ERROR(CheckBucket(bucket, /*cached=*/true));
     auto loc = paths::MapKey(key);
     if (!loc.ok()) return loc.error();
     auto codec = GetCodec(data_, parity_);
@@ -658,8 +670,8 @@ class ErasureSet {
     ObjectMeta meta = NewMeta(key, *loc);
     const auto& dist = meta.erasure->distribution;
     std::vector<bool> alive(roots_.size(), true);
-    Stagings st(*this, alive);
-    if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
+    // Per remote drive: the shard's pieces (none for an inline object) and one RenameData.
+    Stagings st(*this, alive, /*create=*/false);
     std::vector<std::string> inline_shards;
     std::string md5;
     auto size =
@@ -760,48 +772,51 @@ class ErasureSet {
   Result<std::unique_ptr<ObjectReader>> OpenObject(const std::string& bucket,
                                                    const std::string& key);
 
+  // Resolve for a read whose bucket check was a cached one: a key reported missing is checked
+  // against the bucket's drives first (kNoSuchBucket when it was deleted meanwhile).
+  Result<ObjectView> ResolveForRead(const std::string& bucket, const paths::KeyLocation& loc) {
+    auto v = Resolve(bucket, loc);
+    if (!v.ok() && v.error().code == ErrorCode::kNoSuchKey) RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    return v;
+  }
+
   Result<ObjectInfo> StatObject(const std::string& bucket, const std::string& key) {
-    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    RS_RETURN_IF_ERROR(CheckBucket(bucket, /*cached=*/true));
     auto loc = paths::MapKey(key);
     if (!loc.ok()) return loc.error();
     auto lock = LockObject(bucket, key, LockMode::kShared, "HeadObject");
     if (!lock.ok()) return lock.error();
-    auto v = Resolve(bucket, *loc);
+    auto v = ResolveForRead(bucket, *loc);
     if (!v.ok()) return v.error();
     return v->meta.ToInfo(bucket, key);
   }
 
+  // One RenameData per drive: removes the metadata file, the data and the key's directories
+  // left empty (a drive without the key but with the bucket counts as done).
   Status DeleteObject(const std::string& bucket, const std::string& key) {
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
     auto loc = paths::MapKey(key);
     if (!loc.ok()) return loc.error();
     std::vector<bool> alive(roots_.size(), true);
-    Stagings st(*this, alive);
+    Stagings st(*this, alive, /*create=*/false);
     const std::string key_dir = Join(bucket, loc->rel_dir);
-    int done = 0;
-    {
-      auto lock = LockObject(bucket, key, LockMode::kExclusive, "DeleteObject");
-      if (!lock.ok()) return lock.error();
-      std::shared_lock bucket_lock(BucketLock(bucket));
-      done = Count(ForEachDrive(alive, [&](size_t p) {
-        Drive& d = *roots_[p];
-        const std::string meta_path = Join(key_dir, loc->meta_name);
-        if (!d.Exists(meta_path)) return d.StatVol(bucket);
-        auto old = DataDirOf(d, meta_path);
-        fsutil::CommitPlan plan{std::string(),
-                                bucket,
-                                st[p],
-                                key_dir,
-                                std::string(loc->meta_name),
-                                "",
-                                old.ok() ? *old : std::string()};
-        return d.Commit(plan).ok();
-      }));
-    }
-    ForEachDrive([&](size_t p) {
-      roots_[p]->PruneEmptyDirs(key_dir, bucket);
-      return true;
-    });
+    auto lock = LockObject(bucket, key, LockMode::kExclusive, "DeleteObject");
+    if (!lock.ok()) return lock.error();
+    std::shared_lock bucket_lock(BucketLock(bucket));
+    const int done = Count(ForEachDrive(alive, [&](size_t p) {
+      RenameDataRequest req{st[p],
+                            bucket,
+                            key_dir,
+                            std::string(loc->meta_name),
+                            "",
+                            std::nullopt,
+                            /*keep_data=*/false,
+                            /*prune=*/true};
+      st.Use(p);
+      auto r = roots_[p]->RenameData(req);
+      if (r.ok()) st.Gone(p);  // a delete keeps nothing to roll back to
+      return r.ok();
+    }));
     if (done < write_quorum()) return WriteQuorumError(done, write_quorum());
     return {};
   }
@@ -812,7 +827,7 @@ class ErasureSet {
     auto loc = paths::MapKey(key);
     if (!loc.ok()) return loc.error();
     std::vector<bool> alive(roots_.size(), true);
-    Stagings st(*this, alive);
+    Stagings st(*this, alive, /*create=*/false);
     auto lock = LockObject(bucket, key, LockMode::kExclusive, "CopyObject");
     if (!lock.ok()) return lock.error();
     std::shared_lock bucket_lock(BucketLock(bucket));
@@ -828,7 +843,6 @@ class ErasureSet {
       metas[p] = v->meta;
       metas[p].erasure->inline_shard = v->sources[p].inline_shard;
     }
-    WriteMetas(st, alive, metas);
     RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, write_quorum(), **lock,
                                  /*keep_data=*/true));
     return v->meta.ToInfo(bucket, key);
@@ -887,7 +901,7 @@ class ErasureSet {
     UploadRecord rec = std::move(*made);
     const std::string id = hash::RandomHex(16);
     std::vector<bool> alive(roots_.size(), true);
-    Stagings st(*this, alive);
+    Stagings st(*this, alive, /*create=*/true);
     std::shared_lock bucket_lock(BucketLock(bucket));
     const std::string mp = rel::MultipartBucket(bucket);
     const int done = Count(ForEachDrive(alive, [&](size_t p) {
@@ -923,7 +937,7 @@ class ErasureSet {
     if (!codec.ok()) return codec.error();
     const std::vector<int> dist = Distribution(key);
     std::vector<bool> alive(roots_.size(), true);
-    Stagings st(*this, alive);
+    Stagings st(*this, alive, /*create=*/true);
     if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
     std::string md5;
     auto got = Encode(body, size, kMaxPutSize, **codec, dist, st, alive, "part",
@@ -1127,7 +1141,7 @@ class ErasureSet {
       }
     }
     std::vector<bool> alive(roots_.size(), true);
-    Stagings st(*this, alive);
+    Stagings st(*this, alive, /*create=*/true);
     // Lock order everywhere: upload, object, bucket (the in-process bucket lock is innermost).
     auto upload_lock = LockUpload(bucket, upload_id, "CompleteMultipartUpload");
     if (!upload_lock.ok()) return upload_lock.error();
@@ -1215,7 +1229,6 @@ class ErasureSet {
     const auto& dist = meta.erasure->distribution;
     std::vector<ObjectMeta> metas;
     for (size_t p = 0; p < roots_.size(); ++p) metas.push_back(MetaFor(meta, dist, p, nullptr));
-    WriteMetas(st, alive, metas);
     if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
     RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, write_quorum(), **lock));
     RemoveUpload(bucket, upload_id);
@@ -1283,6 +1296,22 @@ class ErasureSet {
     MakeBucket(bucket, info.ok() ? info->created_ns : NowNs());
   }
 
+  bool BucketCached(const std::string& bucket) {
+    std::lock_guard lock(bucket_cache_mu_);
+    auto it = bucket_seen_.find(bucket);
+    return it != bucket_seen_.end() &&
+           std::chrono::steady_clock::now() - it->second < kBucketCacheTtl;
+  }
+  void RememberBucket(const std::string& bucket) {
+    std::lock_guard lock(bucket_cache_mu_);
+    if (bucket_seen_.size() >= kBucketCacheMax) bucket_seen_.clear();  // bounded; refills on use
+    bucket_seen_[bucket] = std::chrono::steady_clock::now();
+  }
+  void ForgetBucket(const std::string& bucket) {
+    std::lock_guard lock(bucket_cache_mu_);
+    bucket_seen_.erase(bucket);
+  }
+
   std::shared_mutex& BucketLock(const std::string& bucket) {
     return bucket_locks_[std::hash<std::string>{}(bucket) % bucket_locks_.size()];
   }
@@ -1302,6 +1331,11 @@ class ErasureSet {
   std::mutex codec_mu_;
   std::map<std::pair<int, int>, std::unique_ptr<Codec>> codecs_;
   std::array<std::shared_mutex, 32> bucket_locks_;
+  // Buckets seen on a read quorum, and when (CheckBucket's `cached`).
+  static constexpr std::chrono::seconds kBucketCacheTtl{60};
+  static constexpr size_t kBucketCacheMax = 4096;
+  std::mutex bucket_cache_mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> bucket_seen_;
 };
 
 namespace {
@@ -1410,14 +1444,14 @@ class ErasureReader final : public ObjectReader {
 
 Result<std::unique_ptr<ObjectReader>> ErasureSet::OpenObject(const std::string& bucket,
                                                              const std::string& key) {
-  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  RS_RETURN_IF_ERROR(CheckBucket(bucket, /*cached=*/true));
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
   // Shared: no writer commits while the version is resolved and its shards are opened. Not held
   // while the body streams (a slow reader would hold up every writer of the key).
   auto lock = LockObject(bucket, key, LockMode::kShared, "GetObject");
   if (!lock.ok()) return lock.error();
-  auto v = Resolve(bucket, *loc);
+  auto v = ResolveForRead(bucket, *loc);
   if (!v.ok()) return v.error();
   auto codec = GetCodec(v->meta.erasure->data, v->meta.erasure->parity);
   if (!codec.ok()) return codec.error();
@@ -1504,7 +1538,7 @@ Result<ObjectHealResult> ErasureSet::HealObject(const std::string& bucket,
   if (Count(need) == 0) return result;
   const std::vector<bool> wanted = need;  // a drive that fails below is named as missed
   // Pass 2: rebuild the copies that need it in staging, then commit them drive by drive.
-  Stagings st(*this, need);
+  Stagings st(*this, need, /*create=*/true);
   const auto& dist = e.distribution;
   std::vector<std::string> inline_shards(n);
   for (size_t part = 0; part < v->meta.parts.size(); ++part) {
@@ -1546,9 +1580,6 @@ Result<ObjectHealResult> ErasureSet::HealObject(const std::string& bucket,
   std::vector<ObjectMeta> metas(n);
   for (size_t p = 0; p < n; ++p) {
     metas[p] = MetaFor(v->meta, dist, p, e.is_inline ? &inline_shards : nullptr);
-    if (need[p] && !roots_[p]->WriteFile(Join(st[p], "meta"), SerializeObjectMeta(metas[p])).ok()) {
-      need[p] = false;
-    }
   }
   auto name_failed = [&] {
     for (size_t p = 0; p < n; ++p) {

@@ -244,10 +244,30 @@ void LocalDrive::PruneEmptyDirs(const std::string& path, const std::string& stop
   if (a.ok() && b.ok()) fsutil::PruneEmptyDirs(*a, *b);
 }
 
+namespace {
+// True for a path strictly inside the staging area (.rdmastor.sys/tmp/...).
+bool InStaging(std::string_view path) {
+  const std::string tmp = rel::Tmp() + "/";
+  return path.size() > tmp.size() && path.starts_with(tmp);
+}
+}  // namespace
+
+Result<fsutil::UniqueFd> LocalDrive::CreateShardFile(const std::string& path,
+                                                     const std::string& abs) const {
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL;
+  int err = 0;
+  auto fd = fsutil::Open(abs, kFlags, 0644, &err);
+  if (fd.ok() || err != ENOENT || !InStaging(path)) return fd;
+  // The staging directory (and the shard's parent in it) is made by the first shard write.
+  const std::string parent = abs.substr(0, abs.rfind('/'));
+  RS_RETURN_IF_ERROR(fsutil::MkdirAll(paths::TmpDir(root_), parent));
+  return fsutil::Open(abs, kFlags, 0644);
+}
+
 Result<std::unique_ptr<ShardWriter>> LocalDrive::CreateShard(const std::string& path,
                                                              uint64_t /*size*/) {
   RS_ABS(abs, path);
-  auto fd = fsutil::Open(abs, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  auto fd = CreateShardFile(path, abs);
   if (!fd.ok()) return fd.error();
   return std::unique_ptr<ShardWriter>(new LocalShardWriter(std::move(*fd), abs));
 }
@@ -264,7 +284,7 @@ Result<std::unique_ptr<ShardFile>> LocalDrive::OpenShard(const std::string& path
 Status LocalDrive::WriteShardAt(const std::string& path, uint64_t offset, std::string_view data,
                                 bool create, bool sync) {
   RS_ABS(abs, path);
-  auto fd = fsutil::Open(abs, create ? (O_WRONLY | O_CREAT | O_EXCL) : O_WRONLY, 0644);
+  auto fd = create ? CreateShardFile(path, abs) : fsutil::Open(abs, O_WRONLY, 0644);
   if (!fd.ok()) return fd.error();
   size_t done = 0;
   while (done < data.size()) {
@@ -290,6 +310,47 @@ Status LocalDrive::Commit(const fsutil::CommitPlan& plan) {
   abs.staging = staging;
   abs.target = target;
   return fsutil::Commit(abs);
+}
+
+Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
+  // Every name is checked before anything is touched (fsutil::Commit checks them again).
+  if (!InStaging(req.staging) || req.staging.find('/', rel::Tmp().size() + 1) != std::string::npos)
+    return MakeError(ErrorCode::kInvalidArgument, "not a staging directory: " + req.staging);
+  if (!paths::IsMetaFileName(req.meta_name) ||
+      (!req.data_name.empty() && !paths::IsDataDirName(req.data_name)))
+    return MakeError(ErrorCode::kInvalidArgument, "commit names not of the drive layout: meta '" +
+                                                      req.meta_name + "', data '" + req.data_name +
+                                                      "'");
+  RS_RETURN_IF_ERROR(paths::ValidateBucketName(req.bucket));
+  RS_ABS(staging, req.staging);
+  RS_ABS(target, req.key_dir);
+  const std::string base = paths::BucketDir(root_, req.bucket);
+  if (!fsutil::IsDir(base)) return MakeError(ErrorCode::kNoSuchBucket);
+  if (::mkdir(staging.c_str(), 0755) != 0 && errno != EEXIST)
+    return fsutil::ErrnoError("mkdir", staging, errno);
+  RenameDataResult out;
+  const std::string meta_path = Join(target, req.meta_name);
+  auto old = fsutil::ReadFileIfExists(meta_path);
+  if (!old.ok()) return old.error();
+  std::string old_data;
+  if (old->has_value()) {
+    if (!req.keep_data) {
+      // A corrupt file names no data directory: the commit then replaces it, retiring nothing.
+      if (auto om = ParseObjectMeta(**old, meta_path); om.ok()) old_data = om->data_dir;
+    }
+    out.old_meta = std::move(*old);
+  }
+  if (req.meta) RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(Join(staging, "meta"), *req.meta));
+  fsutil::CommitPlan plan{root_, base, staging, target, req.meta_name, req.data_name, old_data};
+  RS_RETURN_IF_ERROR(fsutil::Commit(plan));
+  if (req.meta && !old_data.empty() && old_data != req.data_name &&
+      fsutil::Exists(Join(staging, "old"))) {
+    out.old_data_name = old_data;  // kept for the caller: removed or restored after the quorum
+  } else {
+    (void)fsutil::RemoveAll(staging);
+  }
+  if (req.prune) fsutil::PruneEmptyDirs(target, base);
+  return out;
 }
 
 Result<ListResult> LocalDrive::ListObjects(const std::string& bucket, const ListOptions& opts) {

@@ -52,6 +52,7 @@ class LocalDrive final : public Drive {
   Result<std::unique_ptr<ShardFile>> OpenShard(const std::string& path, uint64_t size) override;
 
   Status Commit(const fsutil::CommitPlan& plan) override;
+  Result<RenameDataResult> RenameData(const RenameDataRequest& req) override;
 
   Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) override;
 
@@ -63,6 +64,9 @@ class LocalDrive final : public Drive {
  private:
   // root/<path> after CheckRelPath; an Error for a path that would leave the drive.
   Result<std::string> Abs(const std::string& path) const;
+  // Creates the shard file `abs` (drive-relative `path`) exclusively, with its missing parent
+  // directories when it lies in the staging area.
+  Result<fsutil::UniqueFd> CreateShardFile(const std::string& path, const std::string& abs) const;
 
   std::string root_;
 };

@@ -29,6 +29,7 @@ import ctypes
 import glob
 import hashlib
 import hmac
+import json
 import os
 import random
 import re
@@ -39,6 +40,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.parse
 
 import pytest
 import requests
@@ -164,6 +166,22 @@ def peer_call(node, creds, target, body=b"", method="POST", timeout=10, headers=
                             proxies={"http": None, "https": None}, verify=node.verify)
 
 
+def storage_call_target(call, disk):
+    """The target of storage call `call` (the table in src/cluster/wire.h) on drive `disk`."""
+    return "/minio/storage/v1/%s?disk=%s" % (call, urllib.parse.quote(disk, safe=""))
+
+
+def storage_call_body(args, payload=b""):
+    """A storage call's request body: its JSON head, a newline, its payload (src/cluster/wire.h)."""
+    return json.dumps(args).encode() + b"\n" + payload
+
+
+def storage_call(node, creds, call, disk, args, payload=b"", **kw):
+    """One signed storage call of the table, as a peer sends it."""
+    return peer_call(node, creds, storage_call_target(call, disk), storage_call_body(args, payload),
+                     **kw)
+
+
 # ----------------------------------------------------------------------------------------------
 # Prometheus metrics
 # ----------------------------------------------------------------------------------------------
@@ -205,6 +223,30 @@ def metric_samples(metrics, name):
             continue
         out.append((dict(_LABEL.findall(rest)), value))
     return out
+
+
+PEER_LOCK_CALLS = frozenset({"lock", "rlock", "unlock", "runlock", "refresh", "forceunlock"})
+# Peer calls a node makes on its own schedule (drive checks, start-up), not for a request.
+PEER_BACKGROUND_CALLS = frozenset({"online", "diskinfo", "config", "readformat", "isempty",
+                                   "ensureroot"})
+
+
+def peer_calls_sent(c, idx):
+    """{call: count} of rdmastor_peer_calls_total on node `idx` (the calls it sent)."""
+    return {lab["call"]: v
+            for lab, v in metric_samples(c.metrics(idx), "rdmastor_peer_calls_total")}
+
+
+def peer_calls_during(c, idx, action):
+    """(storage calls by name, lock calls by name) that node `idx` sent while `action()` ran,
+    without the background calls."""
+    before = peer_calls_sent(c, idx)
+    action()
+    after = peer_calls_sent(c, idx)
+    d = {k: int(v - before.get(k, 0)) for k, v in after.items() if v - before.get(k, 0) > 0}
+    storage = {k: v for k, v in d.items()
+               if k not in PEER_LOCK_CALLS and k not in PEER_BACKGROUND_CALLS}
+    return storage, {k: v for k, v in d.items() if k in PEER_LOCK_CALLS}
 
 
 def metric_sum(metrics, name, **labels):

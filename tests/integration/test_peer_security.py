@@ -8,11 +8,11 @@ A 2-node x 2-drive cluster (one erasure set, EC 2+2) of real rdmastor processes 
 
 import json
 import os
-import urllib.parse
 
 import pytest
 
-from cluster_util import Cluster, get_bytes, peer_auth_header, peer_call
+from cluster_util import (Cluster, get_bytes, peer_auth_header, peer_call, storage_call,
+                          storage_call_body, storage_call_target)
 from conftest import seeded_bytes
 
 
@@ -24,11 +24,6 @@ def cluster():
         yield c
     finally:
         c.cleanup()
-
-
-def _storage_target(call, disk, **params):
-    query = urllib.parse.urlencode({"disk": disk, **params}, safe="/")
-    return f"/minio/storage/v1/{call}?{query}"
 
 
 def test_forged_commit_cannot_touch_anything_outside_the_drive(cluster):
@@ -49,7 +44,7 @@ def test_forged_commit_cannot_touch_anything_outside_the_drive(cluster):
 
     node, disk = c.nodes[1], c.dirs[1][0]
     staging = ".rdmastor.sys/tmp/forged-staging"
-    r = peer_call(node, c.creds, _storage_target("mkdir", disk, path=staging))
+    r = storage_call(node, c.creds, "mkdir", disk, {"path": staging})
     assert r.status_code == 200, r.text  # inside the drive: an allowed call
 
     climb = "../" * 32 + os.path.relpath(outside, "/")
@@ -63,9 +58,28 @@ def test_forged_commit_cannot_touch_anything_outside_the_drive(cluster):
     ]
     for names in forged:
         plan = {"base": bucket, "staging": staging, "target": bucket + "/victim", **names}
-        r = peer_call(node, c.creds, _storage_target("commit", disk), json.dumps(plan).encode())
+        r = storage_call(node, c.creds, "commit", disk, plan)
         assert r.status_code == 400, (names, r.status_code, r.text)
         assert "commit names not of the drive layout" in r.text, r.text
+
+    # The same names through the coarse commit (renamedata: metadata + data + old version in one
+    # call), and staging directories or key directories that are not where they must be.
+    def rename_data(**over):
+        args = {"staging": staging, "bucket": bucket, "key_dir": bucket + "/victim",
+                "meta_name": ".rdmastor.meta", "data_name": "", "has_meta": True,
+                "keep_data": False, "prune": False, **over}
+        return storage_call(node, c.creds, "renamedata", disk, args, b"{}")
+    for over, why in (({"data_name": climb}, "commit names not of the drive layout"),
+                      ({"meta_name": "../../../" + climb}, "commit names not of the drive layout"),
+                      ({"data_name": "victim"}, "commit names not of the drive layout"),
+                      ({"staging": climb}, "not a staging directory"),
+                      ({"staging": ".rdmastor.sys/tmp/../../" + bucket},
+                       "not a staging directory"),
+                      ({"staging": bucket + "/victim"}, "not a staging directory"),
+                      ({"key_dir": climb}, "")):
+        r = rename_data(**over)
+        assert r.status_code == 400, (over, r.status_code, r.text)
+        assert why in r.text, (over, r.text)
 
     assert os.path.isfile(os.path.join(outside, "keep", "file"))
     with open(os.path.join(outside, "keep", "file")) as f:
@@ -103,8 +117,8 @@ def test_captured_request_cannot_be_replayed_or_given_another_body(cluster):
 
     node, disk = c.nodes[1], c.dirs[1][0]
     meta_rel = f"{bucket}/victim/.rdmastor.meta"
-    target = _storage_target("writefile", disk, path=meta_rel)
-    body = metas[disk]
+    target = storage_call_target("writefile", disk)
+    body = storage_call_body({"path": meta_rel}, metas[disk])
     # The capture: a legitimate request (it rewrites the metadata with the same bytes), accepted.
     captured = peer_auth_header(c.creds, "POST", node.address, target, body)
     r = peer_call(node, c.creds, target, body, auth=captured)
@@ -115,8 +129,8 @@ def test_captured_request_cannot_be_replayed_or_given_another_body(cluster):
     for forged in (b"", b"{}", body[: len(body) // 2]):
         _refused(peer_call(node, c.creds, target, forged, auth=captured))
     other = c.nodes[0]
-    _refused(peer_call(other, c.creds, _storage_target("writefile", c.dirs[0][0], path=meta_rel),
-                       b"", auth=captured))
+    _refused(peer_call(other, c.creds, storage_call_target("writefile", c.dirs[0][0]), body,
+                       auth=captured))
     # A fresh signature whose body was swapped in transit: refused on the body, not the nonce.
     fresh = peer_auth_header(c.creds, "POST", node.address, target, body)
     assert "body is not" in _refused(peer_call(node, c.creds, target, b"", auth=fresh))
@@ -125,18 +139,19 @@ def test_captured_request_cannot_be_replayed_or_given_another_body(cluster):
 
     # A shard piece with a swapped body is never written: no file appears.
     staging = ".rdmastor.sys/tmp/replay-staging"
-    assert peer_call(node, c.creds, _storage_target("mkdir", disk, path=staging)).status_code == 200
-    shard = _storage_target("shardwrite", disk, path=staging + "/part.1", off="0", create="1",
-                            sync="0")
+    shard = storage_call_target("shardwrite", disk)
     piece = seeded_bytes(1 << 20, seed=12)
-    auth = peer_auth_header(c.creds, "POST", node.address, shard, piece)
-    _refused(peer_call(node, c.creds, shard, piece[:-1] + b"x", auth=auth))
-    assert not os.path.exists(os.path.join(disk, staging, "part.1"))
-    # The same piece, correctly signed, is written (the refusal above was the body's).
-    assert peer_call(node, c.creds, shard, piece).status_code == 200
+    body = storage_call_body({"path": staging + "/part.1", "offset": 0, "create": True,
+                              "sync": False}, piece)
+    auth = peer_auth_header(c.creds, "POST", node.address, shard, body)
+    _refused(peer_call(node, c.creds, shard, body[:-1] + b"x", auth=auth))
+    assert not os.path.exists(os.path.join(disk, staging))
+    # The same piece, correctly signed, is written (the refusal above was the body's), with the
+    # staging directory it needs.
+    r = peer_call(node, c.creds, shard, body)
+    assert r.status_code == 200, r.text
     assert _read(os.path.join(disk, staging, "part.1")) == piece
-    assert peer_call(node, c.creds, _storage_target("removeall", disk, path=staging)).status_code \
-        == 200
+    assert storage_call(node, c.creds, "removeall", disk, {"path": staging}).status_code == 200
 
     # Nothing changed: every drive's metadata is what it was, and the object reads back.
     for d, meta in metas.items():

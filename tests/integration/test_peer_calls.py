@@ -1,0 +1,113 @@
+"""The peer call budget (issue 10): counted from rdmastor_peer_calls_total{call} on the node that
+serves the S3 request, on a 4-node x 4-drive cluster (one erasure set of 16 drives, 12 of them
+remote for every node) of real rdmastor processes on 127.0.0.1.
+
+- a PUT of an inline object (< 128 KiB) makes exactly one storage call per remote drive
+  (renamedata: metadata, inline data and the old version in one call), plus the lock round;
+- a 1 MiB PUT makes at most two per remote drive (its shard piece, renamedata);
+- a GET of an inline object reads each remote drive's metadata once (readfile), nothing else;
+- a DELETE is one renamedata per remote drive.
+
+Before issue 10 the same PUTs made about 7 (inline) and 10+ (1 MiB) calls per remote drive:
+statvol twice, mkdir, shardwrite, writefile(meta), readfile(old meta), commit, removeall.
+"""
+
+import os
+
+import pytest
+
+from cluster_util import Cluster, get_bytes, peer_calls_during
+from conftest import seeded_bytes
+
+NODES, DRIVES = 4, 4
+REMOTE = (NODES - 1) * DRIVES  # drives of the set on other nodes
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster(nodes=NODES, drives=DRIVES)
+    try:
+        c.start()
+        yield c
+    finally:
+        c.cleanup()
+
+
+def delta(c, action, idx=0):
+    return peer_calls_during(c, idx, action)
+
+
+def test_put_and_get_call_budget(cluster):
+    c = cluster
+    s3 = c.client(0)
+    bucket = "budget"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="warm", Body=b"x")  # connections, bucket cache
+
+    small = seeded_bytes(10 << 10, seed=1)
+    storage, locks = delta(c, lambda: s3.put_object(Bucket=bucket, Key="small", Body=small))
+    print("inline PUT:", storage, locks)
+    assert storage == {"renamedata": REMOTE}, storage
+    # One lock round: a lock and an unlock per other node at most.
+    assert sum(locks.values()) <= 2 * (NODES - 1), locks
+
+    big = seeded_bytes(1 << 20, seed=2)
+    storage, locks = delta(c, lambda: s3.put_object(Bucket=bucket, Key="big", Body=big))
+    print("1 MiB PUT:", storage, locks)
+    assert sum(storage.values()) <= 2 * REMOTE, storage
+    assert storage.get("renamedata") == REMOTE, storage
+    assert sum(locks.values()) <= 2 * (NODES - 1), locks
+
+    # Overwriting a version with a data directory: one more call per drive drops the retired
+    # data once the new version has its quorum (until then it is what a rollback restores).
+    big2 = seeded_bytes(1 << 20, seed=3)
+    storage, _ = delta(c, lambda: s3.put_object(Bucket=bucket, Key="big", Body=big2))
+    print("1 MiB overwrite:", storage)
+    assert sum(storage.values()) <= 3 * REMOTE, storage
+    assert storage.get("removeall", 0) <= REMOTE, storage
+
+    got = {}
+    storage, _ = delta(c, lambda: got.update(small=get_bytes(s3, bucket, "small")))
+    print("inline GET:", storage)
+    assert got["small"] == small
+    assert storage == {"readfile": REMOTE}, storage
+
+    storage, _ = delta(c, lambda: got.update(big=get_bytes(s3, bucket, "big")))
+    print("1 MiB GET:", storage)
+    assert got["big"] == big2
+    assert storage.get("readfile") == REMOTE, storage
+    # Metadata once per drive, and at most one shard window per drive holding data.
+    assert sum(storage.values()) <= 2 * REMOTE, storage
+
+    storage, _ = delta(c, lambda: s3.delete_object(Bucket=bucket, Key="big"))
+    print("DELETE:", storage)
+    assert sum(storage.values()) <= 2 * REMOTE, storage
+    assert storage.get("renamedata") == REMOTE, storage
+    # The object is gone everywhere, its directory too (renamedata pruned it).
+    for dirs in c.dirs:
+        for d in dirs:
+            assert not os.path.exists(os.path.join(d, bucket, "big")), d
+
+
+def test_bucket_deleted_on_another_node_is_seen_by_a_cached_put(cluster):
+    """Node 0 caches that the bucket exists; node 1 deletes it. A PUT through node 0 then fails
+    with NoSuchBucket (the commit call checks the bucket on every drive), a GET too, and no
+    object appears."""
+    c = cluster
+    s3, other = c.client(0), c.client(1)
+    bucket = "cached-gone"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="a", Body=b"1")
+    s3.head_object(Bucket=bucket, Key="a")
+    other.delete_object(Bucket=bucket, Key="a")
+    other.delete_bucket(Bucket=bucket)
+    for body in (b"small", seeded_bytes(1 << 20, seed=4)):
+        with pytest.raises(Exception) as e:
+            s3.put_object(Bucket=bucket, Key="b", Body=body)
+        assert "NoSuchBucket" in str(e.value), e.value
+    with pytest.raises(Exception) as e:
+        s3.get_object(Bucket=bucket, Key="a")
+    assert "NoSuchBucket" in str(e.value), e.value
+    for dirs in c.dirs:
+        for d in dirs:
+            assert not os.path.exists(os.path.join(d, bucket)), d
