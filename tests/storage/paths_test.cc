@@ -96,11 +96,11 @@ TEST(PathsTest, CommitNames) {
     EXPECT_FALSE(IsMetaFileName(bad)) << bad;
     EXPECT_FALSE(IsDataDirName(bad)) << bad;
   }
-  for (std::string bad :
-       {".rdmastor.data.", ".rdmastor.data./x", ".rdmastor.data.a/../../../../etc",
-        ".rdmastor.data..", ".rdmastor.data.a b", std::string(".rdmastor.data.a\0b", 18),
-        ".rdmastor.data." + std::string(65, 'f'), ".rdmastor.meta", "victim", "../../dev/shm/x",
-        ".rdmastor.datax"}) {
+  for (const std::string& bad : std::vector<std::string>{
+           ".rdmastor.data.", ".rdmastor.data./x", ".rdmastor.data.a/../../../../etc",
+           ".rdmastor.data..", ".rdmastor.data.a b", std::string(".rdmastor.data.a\0b", 18),
+           ".rdmastor.data." + std::string(65, 'f'), ".rdmastor.meta", "victim", "../../dev/shm/x",
+           ".rdmastor.datax"}) {
     EXPECT_FALSE(IsDataDirName(bad)) << bad;
   }
 }
