@@ -23,6 +23,7 @@ constexpr std::string_view kEmptySha256 =
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 constexpr int64_t kMaxSkewS = 15 * 60;
 constexpr int64_t kMaxPresignExpiresS = 7 * 24 * 3600;
+constexpr size_t kMaxHeadersNotSignedLength = 512;
 
 // Headers a client must not sign because proxies and HTTP stacks add, drop or rewrite them
 // (the same list botocore uses).
@@ -318,6 +319,11 @@ Status CheckAmzHeadersSigned(const HeaderList& headers,
     if (!presigned && name == "x-amz-date") continue;
     if (std::find(signed_names.begin(), signed_names.end(), name) != signed_names.end()) continue;
     if (!unsigned_names.empty()) unsigned_names += ", ";
+    // The list goes back in the error document: bounded, whatever the client piles up.
+    if (unsigned_names.size() + name.size() > kMaxHeadersNotSignedLength) {
+      unsigned_names += "...";
+      break;
+    }
     unsigned_names += name;
   }
   if (unsigned_names.empty()) return Status();

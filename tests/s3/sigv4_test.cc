@@ -450,6 +450,15 @@ TEST(SigV4Test, UnsignedAmzHeadersAreRefused) {
   EXPECT_EQ(r.error().details[0].first, "HeadersNotSigned");
   EXPECT_EQ(r.error().details[0].second, "x-amz-copy-source, x-amz-meta-a");
 
+  // However many headers a client adds, the list echoed back stays bounded.
+  HttpRequest many = AwsPresigned();
+  for (int i = 0; i < 500; ++i)
+    many.headers.emplace_back("x-amz-meta-" + std::to_string(i) + std::string(40, 'x'), "v");
+  r = VerifyRequest(many, Lookup(), kT + 10);
+  ExpectError(r, ErrorCode::kAccessDenied);
+  EXPECT_LE(r.error().details.at(0).second.size(), 600u);
+  EXPECT_TRUE(r.error().details.at(0).second.ends_with(", ..."));
+
   // x-amz-content-sha256 is exempt (its value is the payload line of the canonical request); an
   // x-amz-date header is not (a presigned request is dated by its query).
   HttpRequest with_sha = AwsPresigned();
