@@ -77,10 +77,10 @@ ClusterHealth DriveMonitor::Check() const {
   return h;
 }
 
-void DriveMonitor::PublishMetrics() const {
-  GlobalRegistry().AddScrapeHook([this] {
+void DriveMonitor::PublishMetrics(const DriveMonitor* health) const {
+  GlobalRegistry().AddScrapeHook([this, health] {
     auto h = Check();
-    SetDriveSamples(h.drives, h.HasWriteQuorum());
+    SetDriveSamples(h.drives, health ? health->Check().HasWriteQuorum() : h.HasWriteQuorum());
   });
 }
 

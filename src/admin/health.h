@@ -39,9 +39,10 @@ class DriveMonitor {
   // Any drives (a cluster's remote ones included), sampled by `probe`.
   DriveMonitor(DriveProbe probe, size_t read_quorum, size_t write_quorum, size_t set_size);
   ClusterHealth Check() const;
-  // Samples the drives at every metrics scrape (minio_cluster_drive_*, minio_node_drive_*).
-  // The monitor must outlive every scrape.
-  void PublishMetrics() const;
+  // Samples the drives at every metrics scrape (minio_cluster_drive_*, minio_node_drive_*);
+  // minio_cluster_health_status comes from `health` when given (a cluster node: its own drives,
+  // the deployment's quorum), else from these drives. Both monitors must outlive every scrape.
+  void PublishMetrics(const DriveMonitor* health = nullptr) const;
 
  private:
   DriveProbe probe_;

@@ -147,11 +147,12 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
       std::make_shared<rdmastor::cluster::DsyncNamespaceLocker>((*node)->dsync()));
   (*store)->StartMonitor(cfg.drive_check_interval_ms);
   rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(cfg);
-  // Drive metrics cover this node's drives; health covers every drive of the deployment against
-  // each set's quorum (a node that answers 200 while every request gets 503 misleads balancers).
+  // Drive metrics cover this node's drives; health (endpoints and minio_cluster_health_status)
+  // covers every drive of the deployment against each set's quorum (a node that answers 200
+  // while every request gets 503 misleads load balancers).
   rdmastor::admin::DriveMonitor drive_monitor((*node)->local_drive_paths(), 1, 1);
-  drive_monitor.PublishMetrics();
   auto deployment_monitor = rdmastor::cli::DeploymentMonitor(**store);
+  drive_monitor.PublishMetrics(deployment_monitor.get());
   api_opts.ops.cluster_health = [&m = *deployment_monitor] { return m.Check(); };
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg.rdma);
   api_opts.rdma = rdma_service.get();

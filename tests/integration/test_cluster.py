@@ -6,7 +6,8 @@
 - Peer RPC without (or with a wrong) signature is refused with 403 and an S3 error document.
 - Kill one node (SIGKILL): reads and writes continue (12 drives left = quorum), and
   /minio/health/cluster and /cluster/read answer 200 with X-Minio-Write-Quorum: 12.
-- Kill a second node: the health endpoints answer 503 on the survivors; writes fail cleanly with 503 and leave nothing visible (no listing entry,
+- Kill a second node: the health endpoints answer 503 (minio_cluster_health_status 0) on the
+  survivors; writes fail cleanly with 503 and leave nothing visible (no listing entry,
   no metadata file on any surviving drive); reads of old objects fail cleanly too (below read
   quorum) rather than returning wrong bytes.
 - Restart both, heal (`rdmastor admin heal` through one node): the objects written while a node
@@ -30,10 +31,12 @@ from conftest import Server, admin_heal, seeded_bytes
 
 
 def health_status(node):
-    """(status of /minio/health/cluster, its X-Minio-Write-Quorum, status of .../cluster/read)."""
+    """(status of /minio/health/cluster, its X-Minio-Write-Quorum, status of .../cluster/read,
+    minio_cluster_health_status)."""
     w = requests.get(node.url("/minio/health/cluster"), timeout=10)
     r = requests.get(node.url("/minio/health/cluster/read"), timeout=10)
-    return w.status_code, w.headers.get("X-Minio-Write-Quorum"), r.status_code
+    gauge = node.metrics("cluster").get("minio_cluster_health_status")
+    return w.status_code, w.headers.get("X-Minio-Write-Quorum"), r.status_code, gauge
 
 
 @pytest.fixture(scope="module")
@@ -108,12 +111,12 @@ def test_cluster_end_to_end(cluster):
 
     # Health covers every drive of the set against its real quorum (12 of 16), not this node's.
     for i in range(NODES):
-        assert health_status(c.nodes[i]) == (200, "12", 200), i
+        assert health_status(c.nodes[i]) == (200, "12", 200, 1.0), i
 
     # One node down: reads and writes continue.
     c.nodes[3].kill()
     for i in range(3):
-        assert health_status(c.nodes[i]) == (200, "12", 200), i
+        assert health_status(c.nodes[i]) == (200, "12", 200, 1.0), i
     for key, digest in objects.items():
         assert sha(get_bytes(clients[(hash(key) % 3)], bucket, key)) == digest, key
     down1 = seeded_bytes(3 * MiB + 5, seed=77)
@@ -138,7 +141,7 @@ def test_cluster_end_to_end(cluster):
     assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] in (404, 503)
     # ... and the health endpoints say so, on every surviving node (8 of 16 drives < 12).
     for i in range(2):
-        assert health_status(c.nodes[i]) == (503, "12", 503), i
+        assert health_status(c.nodes[i]) == (503, "12", 503, 0.0), i
 
     # Restart both and heal: the object written with node 4 down gets its copies there.
     c.start([2, 3])
@@ -161,7 +164,7 @@ def test_cluster_end_to_end(cluster):
         assert "while-down/one" in keys
     assert meta_files(c, bucket, "while-down/one", [3]) == []
     def healthy_again():
-        assert health_status(c.nodes[0]) == (200, "12", 200)
+        assert health_status(c.nodes[0]) == (200, "12", 200, 1.0)
     retry(healthy_again, timeout=15, exceptions=(AssertionError,))
     settle_peers()
     heal = admin_heal(c.nodes[1])
