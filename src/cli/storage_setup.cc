@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <memory>
+#include <mutex>
+
 #include "admin/metrics.h"
 #include "storage/drive_store.h"
 #include "storage/erasure_store.h"
@@ -28,7 +32,18 @@ Result<OpenedStorage> OpenStorage(const ServerConfig& cfg) {
 
 std::unique_ptr<admin::DriveMonitor> DeploymentMonitor(storage::ErasureStore& store) {
   const auto& l = store.layout();
-  auto probe = [&store] {
+  // Health probes are unauthenticated and each sampling touches every drive (a file written per
+  // local drive, an RPC per remote one): at most one sampling per second, however often they come.
+  struct Cache {
+    std::mutex mu;
+    std::chrono::steady_clock::time_point at;
+    std::vector<admin::DriveSample> samples;
+  };
+  auto cache = std::make_shared<Cache>();
+  auto probe = [&store, cache] {
+    std::lock_guard lock(cache->mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (!cache->samples.empty() && now - cache->at < std::chrono::seconds(1)) return cache->samples;
     std::vector<admin::DriveSample> out;
     for (const auto& d : store.drives()) {
       if (d->is_local()) {
@@ -44,6 +59,8 @@ std::unique_ptr<admin::DriveMonitor> DeploymentMonitor(storage::ErasureStore& st
       }
       out.push_back(std::move(s));
     }
+    cache->samples = out;
+    cache->at = now;
     return out;
   };
   return std::make_unique<admin::DriveMonitor>(

@@ -30,6 +30,13 @@ from cluster_util import (DRIVES, MiB, NODES, Cluster, get_bytes, list_keys, met
 from conftest import Server, admin_heal, seeded_bytes
 
 
+def expect_health(node, want, timeout=5):
+    """The node's health_status() becomes `want` (drive state is sampled at most once a second)."""
+    def check():
+        assert health_status(node) == want
+    retry(check, timeout=timeout, exceptions=(AssertionError,))
+
+
 def health_status(node):
     """(status of /minio/health/cluster, its X-Minio-Write-Quorum, status of .../cluster/read,
     minio_cluster_health_status)."""
@@ -116,7 +123,7 @@ def test_cluster_end_to_end(cluster):
     # One node down: reads and writes continue.
     c.nodes[3].kill()
     for i in range(3):
-        assert health_status(c.nodes[i]) == (200, "12", 200, 1.0), i
+        expect_health(c.nodes[i], (200, "12", 200, 1.0))
     for key, digest in objects.items():
         assert sha(get_bytes(clients[(hash(key) % 3)], bucket, key)) == digest, key
     down1 = seeded_bytes(3 * MiB + 5, seed=77)
@@ -141,7 +148,7 @@ def test_cluster_end_to_end(cluster):
     assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] in (404, 503)
     # ... and the health endpoints say so, on every surviving node (8 of 16 drives < 12).
     for i in range(2):
-        assert health_status(c.nodes[i]) == (503, "12", 503, 0.0), i
+        expect_health(c.nodes[i], (503, "12", 503, 0.0))
 
     # Restart both and heal: the object written with node 4 down gets its copies there.
     c.start([2, 3])
@@ -163,9 +170,7 @@ def test_cluster_end_to_end(cluster):
         assert "while-down/two" not in keys and "while-down/small" not in keys
         assert "while-down/one" in keys
     assert meta_files(c, bucket, "while-down/one", [3]) == []
-    def healthy_again():
-        assert health_status(c.nodes[0]) == (200, "12", 200, 1.0)
-    retry(healthy_again, timeout=15, exceptions=(AssertionError,))
+    expect_health(c.nodes[0], (200, "12", 200, 1.0), timeout=15)
     settle_peers()
     heal = admin_heal(c.nodes[1])
     assert heal.returncode == 0, heal.stderr + heal.stdout
