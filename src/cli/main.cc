@@ -147,10 +147,13 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
       std::make_shared<rdmastor::cluster::DsyncNamespaceLocker>((*node)->dsync()));
   (*store)->StartMonitor(cfg.drive_check_interval_ms);
   rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(cfg);
-  // Health and drive metrics cover this node's drives (the erasure layer keeps the quorums).
+  // Drive metrics cover this node's drives; health (endpoints and minio_cluster_health_status)
+  // covers every drive of the deployment against each set's quorum (a node that answers 200
+  // while every request gets 503 misleads load balancers).
   rdmastor::admin::DriveMonitor drive_monitor((*node)->local_drive_paths(), 1, 1);
-  drive_monitor.PublishMetrics();
-  api_opts.ops.cluster_health = [&drive_monitor] { return drive_monitor.Check(); };
+  auto deployment_monitor = rdmastor::cli::DeploymentMonitor(**store);
+  drive_monitor.PublishMetrics(deployment_monitor.get());
+  api_opts.ops.cluster_health = [&m = *deployment_monitor] { return m.Check(); };
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg.rdma);
   api_opts.rdma = rdma_service.get();
   // Admin heal on any node heals the whole deployment (every set, through peer RPC).
@@ -191,9 +194,11 @@ int RunServer(const std::vector<std::string>& args) {
   }
 
   rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(*cfg);
-  rdmastor::admin::DriveMonitor drive_monitor(cfg->drives, store->read_quorum, store->write_quorum);
-  drive_monitor.PublishMetrics();
-  api_opts.ops.cluster_health = [&drive_monitor] { return drive_monitor.Check(); };
+  auto drive_monitor = store->erasure
+                           ? rdmastor::cli::DeploymentMonitor(*store->erasure)
+                           : std::make_unique<rdmastor::admin::DriveMonitor>(cfg->drives, 1, 1);
+  drive_monitor->PublishMetrics();
+  api_opts.ops.cluster_health = [&m = *drive_monitor] { return m.Check(); };
   // S3 over RDMA (x-amz-rdma-token) on the fabric MINIO_RDMA_FABRIC selects; logs its state once.
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg->rdma);
   api_opts.rdma = rdma_service.get();

@@ -8,6 +8,8 @@ namespace rdmastor {
 // X(enum, "S3 Code", http_status, "default message")
 #define RDMASTOR_ERROR_CODES(X)                                                                    \
   X(kAccessDenied, "AccessDenied", 403, "Access Denied.")                                          \
+  X(kAllAccessDisabled, "AllAccessDisabled", 403,                                                  \
+    "All access to this Amazon S3 resource has been disabled.")                                    \
   X(kBadDigest, "BadDigest", 400, "The Content-MD5 you specified did not match what we received.") \
   X(kBucketAlreadyOwnedByYou, "BucketAlreadyOwnedByYou", 409,                                      \
     "Your previous request to create the named bucket succeeded and you already own it.")          \

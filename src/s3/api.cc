@@ -207,14 +207,21 @@ void SendErrorImpl(const HttpRequest& req, ResponseSink& sink, const std::string
     sink.SendHead(head);
     return;
   }
-  SendBody(sink, std::move(head), ErrorXml(info.code, message, resource, request_id),
+  SendBody(sink, std::move(head), ErrorXml(info.code, message, resource, request_id, err.details),
            "application/xml");
+}
+
+// At most `n` bytes of `s` for a log line: request targets and error details can carry client
+// input of many kilobytes.
+std::string Bounded(std::string s, size_t n = 512) {
+  if (s.size() > n) s = s.substr(0, n) + "...(" + std::to_string(s.size()) + " bytes)";
+  return s;
 }
 
 void SendError(S3Api::Context& ctx, const Error& err) {
   if (err.code == ErrorCode::kInternalError)
     spdlog::error("{} {} {} -> InternalError: {}", ctx.request_id, ctx.req.method,
-                  admin::RedactTarget(ctx.req.target), err.message);
+                  Bounded(admin::RedactTarget(ctx.req.target)), Bounded(err.message));
   SendErrorImpl(ctx.req, ctx.sink, ctx.request_id, ctx.Resource(), err);
 }
 
@@ -592,8 +599,37 @@ void S3Api::Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink)
                          .count()});
 }
 
+namespace {
+
+constexpr std::string_view kReservedBucket = "minio";
+
+// The front end only removes the chunked coding; a body under any other transfer coding (gzip,
+// deflate, ...) would be stored still encoded, so it is refused as S3 does (501).
+Status CheckTransferCodings(const HttpRequest& req) {
+  for (const auto& [name, value] : req.headers) {
+    if (name != "transfer-encoding") continue;
+    size_t pos = 0;
+    while (pos <= value.size()) {
+      size_t comma = std::min(value.find(',', pos), value.size());
+      std::string coding = ToLower(value.substr(pos, comma - pos));
+      coding.erase(0, coding.find_first_not_of(" \t"));
+      coding.erase(coding.find_last_not_of(" \t") + 1);
+      if (!coding.empty() && coding != "chunked") {
+        Error e = MakeError(ErrorCode::kNotImplemented);
+        e.details.emplace_back("Header", "Transfer-Encoding");
+        return e;
+      }
+      pos = comma + 1;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 void S3Api::Dispatch(Context& ctx) {
   const auto& req = ctx.req;
+  if (auto st = CheckTransferCodings(req); !st.ok()) return SendError(ctx, st.error());
   // Health and metrics endpoints authenticate (or not) on their own and are not S3 requests.
   if (req.raw_path.starts_with("/minio/") && ServeOps(req, ctx.sink, ctx.request_id, opts_.ops)) {
     ctx.api = {};
@@ -646,6 +682,11 @@ void S3Api::Dispatch(Context& ctx) {
   }
 
   ctx.api = ApiName(ctx);
+
+  // "minio" is reserved as in MinIO: its paths belong to the server's own endpoints (health,
+  // metrics, admin), so a bucket of that name could be created but not all its keys reached.
+  if (ctx.bucket == kReservedBucket)
+    return SendError(ctx, MakeError(ErrorCode::kAllAccessDisabled));
 
   auto auth = VerifyRequest(
       req,
@@ -944,7 +985,39 @@ void S3Api::CopyObject(Context& ctx) {
   SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns));
 }
 
+namespace {
+
+// The response-* query parameters S3 documents for GetObject / HeadObject, and the header each
+// overrides. No others are honoured.
+constexpr std::pair<const char*, const char*> kResponseOverrides[] = {
+    {"response-content-type", "Content-Type"},
+    {"response-content-language", "Content-Language"},
+    {"response-expires", "Expires"},
+    {"response-cache-control", "Cache-Control"},
+    {"response-content-disposition", "Content-Disposition"},
+    {"response-content-encoding", "Content-Encoding"}};
+
+// An override value becomes a response header verbatim: a control character (CR/LF above all)
+// would let the URL's author inject headers or a body, so such a value is refused outright.
+Status CheckResponseOverrides(const S3Api::Context& ctx) {
+  for (const auto& [param, header] : kResponseOverrides) {
+    if (!ctx.Has(param)) continue;
+    const std::string& v = ctx.Q(param);
+    if (std::any_of(v.begin(), v.end(),
+                    [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+      Error e = MakeError(ErrorCode::kInvalidArgument,
+                          std::string(param) + " must not contain control characters");
+      e.details.emplace_back("ArgumentName", param);
+      return e;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 void S3Api::GetObject(Context& ctx, bool head) {
+  if (auto st = CheckResponseOverrides(ctx); !st.ok()) return SendError(ctx, st.error());
   std::optional<rdma::RdmaToken> rdma_token;  // S3 over RDMA (HEAD ignores the token)
   if (!head) {
     auto token = RdmaTokenOf(ctx.req, ctx.auth, opts_.rdma, /*is_put=*/false);
@@ -1009,14 +1082,7 @@ void S3Api::GetObject(Context& ctx, bool head) {
                                   std::to_string(info.size));
   }
   // response-* query parameters override headers (signed requests only, as S3).
-  static const std::pair<const char*, const char*> kOverrides[] = {
-      {"response-content-type", "Content-Type"},
-      {"response-content-language", "Content-Language"},
-      {"response-expires", "Expires"},
-      {"response-cache-control", "Cache-Control"},
-      {"response-content-disposition", "Content-Disposition"},
-      {"response-content-encoding", "Content-Encoding"}};
-  for (const auto& [param, header] : kOverrides) {
+  for (const auto& [param, header] : kResponseOverrides) {
     if (!ctx.Has(param)) continue;
     std::string lower = ToLower(header);
     auto& hs = resp.headers;

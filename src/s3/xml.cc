@@ -432,11 +432,13 @@ std::optional<int64_t> ParseHttpDate(std::string_view s) {
 // Response documents.
 
 std::string ErrorXml(std::string_view code, std::string_view message, std::string_view resource,
-                     std::string_view request_id) {
+                     std::string_view request_id,
+                     const std::vector<std::pair<std::string, std::string>>& details) {
   Doc d("Error", /*with_namespace=*/false);  // S3 error documents carry no namespace
   pugi::xml_node r = d.root();
   Add(r, "Code", code);
   Add(r, "Message", message);
+  for (const auto& [name, value] : details) Add(r, name.c_str(), value);
   Add(r, "Resource", resource);
   Add(r, "RequestId", request_id);
   Add(r, "HostId", HostId());
