@@ -16,6 +16,7 @@ import socket
 import time
 import urllib.parse
 
+import pytest
 from conftest import HOST, assert_server_alive, unique_bucket
 
 # More attackers than the old binary's 64 workers, so each test also fails against it.
@@ -65,12 +66,23 @@ def _make_bucket(srv):
 # 1. pipelining, never reading
 # ---------------------------------------------------------------------------------------------
 
-def test_pipelining_non_readers_hold_no_worker(server_factory):
+@pytest.mark.parametrize("attack", ["anonymous-long-path", "presigned-get-48KiB"])
+def test_pipelining_non_readers_hold_no_worker(server_factory, attack):
+    """The anonymous variant is the reported attack (403s that echoed a 16 KB path); the presigned
+    one needs no echo: each reply is a 48 KiB object, so only writing replies without a worker
+    waiting for them keeps the server responsive."""
     srv = server_factory(env=SMALL_POOL)
     bucket = _make_bucket(srv)
-    # Unauthenticated, a 16 KB path: the 403 used to echo all of it in <Resource>.
-    path = "/" + "a" * 16000
-    req = f"GET {path} HTTP/1.1\r\nHost: {srv.address}\r\n\r\n".encode()
+    if attack == "anonymous-long-path":
+        path = "/" + "a" * 16000
+        req = f"GET {path} HTTP/1.1\r\nHost: {srv.address}\r\n\r\n".encode()
+    else:
+        srv.client().put_object(Bucket=bucket, Key="obj", Body=b"o" * (48 << 10))
+        url = srv.client().generate_presigned_url("get_object",
+                                                  Params={"Bucket": bucket, "Key": "obj"},
+                                                  ExpiresIn=600)
+        u = urllib.parse.urlsplit(url)
+        req = f"GET {u.path}?{u.query} HTTP/1.1\r\nHost: {srv.address}\r\n\r\n".encode()
     socks = []
     try:
         for _ in range(ATTACKERS):
@@ -95,6 +107,8 @@ def test_pipelining_non_readers_hold_no_worker(server_factory):
         assert_server_alive(srv)
     finally:
         _close_all(socks)
+    if attack != "anonymous-long-path":
+        return
     # One reply, read: its error document echoes at most ~1 KiB of the path.
     with _connect(srv) as s:
         s.sendall(f"GET {path} HTTP/1.1\r\nHost: {srv.address}\r\nConnection: close\r\n\r\n"
