@@ -18,6 +18,7 @@
 #include "cli/storage_setup.h"
 #include "cluster/namespace_lock.h"
 #include "cluster/node.h"
+#include "cluster/peer_server.h"
 #include "rdma/build_info.h"
 #include "rdma/settings.h"
 #include "s3/admin_api.h"
@@ -79,6 +80,14 @@ rdmastor::s3::HttpServerOptions HttpOptionsFor(const rdmastor::cli::ServerConfig
   o.port = cfg.port;
   o.tls_cert_file = cfg.tls_cert;
   o.tls_key_file = cfg.tls_key;
+  o.worker_threads = cfg.requests_max;
+  o.requests_per_client = cfg.requests_per_client;
+  o.max_connections = cfg.connections_max;
+  o.body_timeout = std::chrono::milliseconds(cfg.body_timeout_ms);
+  o.send_timeout = std::chrono::milliseconds(cfg.send_timeout_ms);
+  o.min_rate = cfg.min_rate;
+  // Peer RPC is authenticated before any body is read; one busy peer may use every worker.
+  if (cfg.distributed) o.uncapped = rdmastor::cluster::IsPeerPath;
   return o;
 }
 

@@ -41,6 +41,13 @@ struct ServerConfig {
   // MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE, MINIO_RDMA_INTERNODE_ADDRESS / _INFLIGHT / _RETRY,
   // and the fabric settings of `rdma`. bind_ip stays "" unless set: the node uses its own address.
   cluster::InternodeRdmaSettings internode;
+  // S3 front end limits (docs/runbook.md, "Limits and abuse"); 0 = derived default.
+  int requests_max = 64;         // MINIO_API_REQUESTS_MAX: request handler threads
+  int requests_per_client = 0;   // RDMASTOR_API_REQUESTS_PER_CLIENT (0: half the above)
+  uint64_t connections_max = 0;  // RDMASTOR_API_CONNECTIONS_MAX (0: from the fd limit)
+  int body_timeout_ms = 30000;   // RDMASTOR_API_BODY_TIMEOUT
+  int send_timeout_ms = 30000;   // RDMASTOR_API_SEND_TIMEOUT
+  uint64_t min_rate = 64 << 10;  // RDMASTOR_API_MIN_RATE, bytes/s (0: timeouts only)
 };
 
 struct TlsFiles {
@@ -58,6 +65,9 @@ struct RootCredentials {
 
 // MINIO_ROOT_USER / MINIO_ROOT_PASSWORD, validated (set together, minimum lengths).
 Result<RootCredentials> ParseRootCredentials(const EnvMap& env);
+
+// Parses a duration: "120s", "2m", "500ms", or plain seconds. nullopt when malformed or over 24 h.
+std::optional<int64_t> ParseDurationMs(std::string_view text);
 
 // Parses "[--address HOST:PORT] DIR..." plus the environment. Errors carry a message naming the
 // flag or variable and what it accepts.
