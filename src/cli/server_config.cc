@@ -227,14 +227,19 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
     cfg.drive_check_interval_ms = ms;
   }
   cfg.distributed = cfg.drives.front().find("://") != std::string::npos;
-  if (auto it = env.find("MINIO_PEER_WAIT"); it != env.end() && !it->second.empty()) {
-    // A duration: 120s, 2m, 500ms, or plain seconds.
+  // A duration: 120s, 2m, 500ms, or plain seconds; `off` = 0 where allowed.
+  auto duration = [&](const char* name, int* out, long long min_ms, bool may_be_off,
+                      const char* example) -> Status {
+    auto it = env.find(name);
+    if (it == env.end() || it->second.empty()) return {};
     const std::string& v = it->second;
     long long ms = -1;
     size_t digits = v.find_first_not_of("0123456789");
     const std::string num = v.substr(0, digits);
     const std::string unit = digits == std::string::npos ? "" : v.substr(digits);
-    if (!num.empty() && num.size() < 9) {
+    if (may_be_off && (v == "off" || v == "0")) {
+      ms = 0;
+    } else if (!num.empty() && num.size() < 9) {
       const long long n = std::stoll(num);
       if (unit.empty() || unit == "s")
         ms = n * 1000;
@@ -242,14 +247,24 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
         ms = n;
       else if (unit == "m")
         ms = n * 60000;
+      if (ms >= 0 && ms < min_ms) ms = -1;
     }
     if (ms < 0 || ms > 24LL * 3600 * 1000) {
-      return MakeError(
-          ErrorCode::kInvalidArgument,
-          "MINIO_PEER_WAIT='" + v + "' is invalid: use a duration such as 120s, 2m or 500ms");
+      return MakeError(ErrorCode::kInvalidArgument, std::string(name) + "='" + v +
+                                                        "' is invalid: use a duration such as " +
+                                                        example);
     }
-    cfg.peer_wait_ms = static_cast<int>(ms);
-  }
+    *out = static_cast<int>(ms);
+    return {};
+  };
+  RS_RETURN_IF_ERROR(duration("MINIO_PEER_WAIT", &cfg.peer_wait_ms, 0, false,
+                              "120s, 2m or 500ms"));
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_PING_INTERVAL", &cfg.peer_ping_interval_ms, 100,
+                              true, "1s or 500ms (>= 100ms), or off"));
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_PING_TIMEOUT", &cfg.peer_ping_timeout_ms, 100, false,
+                              "2s or 500ms (>= 100ms)"));
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_QUICK_TIMEOUT", &cfg.peer_quick_timeout_ms, 100,
+                              false, "5s or 500ms (>= 100ms)"));
 
   auto get = [&](const char* name) -> std::string {
     auto it = env.find(name);
