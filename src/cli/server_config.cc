@@ -250,21 +250,20 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
       if (ms >= 0 && ms < min_ms) ms = -1;
     }
     if (ms < 0 || ms > 24LL * 3600 * 1000) {
-      return MakeError(ErrorCode::kInvalidArgument, std::string(name) + "='" + v +
-                                                        "' is invalid: use a duration such as " +
-                                                        example);
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          std::string(name) + "='" + v + "' is invalid: use a duration such as " + example);
     }
     *out = static_cast<int>(ms);
     return {};
   };
-  RS_RETURN_IF_ERROR(duration("MINIO_PEER_WAIT", &cfg.peer_wait_ms, 0, false,
-                              "120s, 2m or 500ms"));
-  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_PING_INTERVAL", &cfg.peer_ping_interval_ms, 100,
-                              true, "1s or 500ms (>= 100ms), or off"));
+  RS_RETURN_IF_ERROR(duration("MINIO_PEER_WAIT", &cfg.peer_wait_ms, 0, false, "120s, 2m or 500ms"));
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_PING_INTERVAL", &cfg.peer_ping_interval_ms, 100, true,
+                              "1s or 500ms (>= 100ms), or off"));
   RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_PING_TIMEOUT", &cfg.peer_ping_timeout_ms, 100, false,
                               "2s or 500ms (>= 100ms)"));
-  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_QUICK_TIMEOUT", &cfg.peer_quick_timeout_ms, 100,
-                              false, "5s or 500ms (>= 100ms)"));
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_QUICK_TIMEOUT", &cfg.peer_quick_timeout_ms, 100, false,
+                              "5s or 500ms (>= 100ms)"));
 
   auto get = [&](const char* name) -> std::string {
     auto it = env.find(name);

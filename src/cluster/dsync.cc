@@ -98,11 +98,10 @@ bool LockServer::ObserveInstanceLocked(const std::string& owner, const std::stri
   for (auto it = table_.begin(); it != table_.end();) {
     auto& v = it->second;
     const size_t before = v.size();
-    v.erase(std::remove_if(v.begin(), v.end(),
-                           [&](const Entry& e) {
-                             return e.owner == owner && e.instance != instance;
-                           }),
-            v.end());
+    v.erase(
+        std::remove_if(v.begin(), v.end(),
+                       [&](const Entry& e) { return e.owner == owner && e.instance != instance; }),
+        v.end());
     n += before - v.size();
     it = v.empty() ? table_.erase(it) : std::next(it);
   }
@@ -221,8 +220,7 @@ std::vector<LockInfo> LockServer::Snapshot() const {
   std::vector<LockInfo> out;
   for (const auto& [resource, entries] : table_)
     for (const auto& e : entries)
-      out.push_back(
-          {resource, e.uid, e.owner, e.instance, e.source, e.writer, now - e.refreshed});
+      out.push_back({resource, e.uid, e.owner, e.instance, e.source, e.writer, now - e.refreshed});
   return out;
 }
 

@@ -117,7 +117,7 @@ class PeerClient {
   // Kept-alive connections by the per-call timeout they were made with (0: the options').
   std::map<int64_t, std::vector<std::unique_ptr<client::HttpClient>>> idle_;
   std::chrono::steady_clock::time_point down_until_{};
-  bool offline_ = false;                      // the health check's verdict
+  bool offline_ = false;                     // the health check's verdict
   std::set<client::HttpClient*> in_flight_;  // connections with a call in progress
   std::thread health_;
   std::condition_variable health_cv_;

@@ -114,7 +114,7 @@ Result<client::HttpResponse> RemoteDrive::Rpc(std::string_view call, const std::
   // Quick calls (small reads, no payload, no fsync) get a deadline of their own; the others may
   // wait for a peer's busy disk up to the I/O timeout (a dead peer: the health check).
   static constexpr std::string_view kQuick[] = {
-      "online", "diskinfo",  "statvol", "readvolmeta", "readfile", "exists",
+      "online", "diskinfo",   "statvol",  "readvolmeta",   "readfile", "exists",
       "isdir",  "readformat", "listvols", "volhasobjects", "isempty"};
   const bool quick = std::find(std::begin(kQuick), std::end(kQuick), call) != std::end(kQuick);
   return peer_->Call("POST", StorageTarget(call, params), body, target, {},

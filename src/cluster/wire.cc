@@ -113,12 +113,8 @@ Result<storage::fsutil::CommitPlan> DecodeCommitPlan(const std::string& text) {
 }
 
 std::string EncodeLockArgs(const LockArgs& a) {
-  return json{{"uid", a.uid},
-              {"resources", a.resources},
-              {"owner", a.owner},
-              {"instance", a.instance},
-              {"source", a.source},
-              {"quorum", a.quorum}}
+  return json{{"uid", a.uid},           {"resources", a.resources}, {"owner", a.owner},
+              {"instance", a.instance}, {"source", a.source},       {"quorum", a.quorum}}
       .dump();
 }
 

@@ -4,7 +4,6 @@
 // was waiting on it fails then (not after the 30 s I/O timeout), later calls fail at once, and the
 // peer is online again once it answers a ping.
 #include "cluster/peer_client.h"
-#include "cluster/remote_drive.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -16,6 +15,8 @@
 #include <atomic>
 #include <thread>
 #include <vector>
+
+#include "cluster/remote_drive.h"
 
 namespace rdmastor::cluster {
 namespace {
