@@ -277,36 +277,36 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
     auto layout = erasure::PlanLayout(static_cast<int>(cfg.drives.size()), cfg.storage_class);
     if (!layout.ok()) return layout.error();
   }
-  if (auto it = env.find("RDMASTOR_DRIVE_CHECK_INTERVAL"); it != env.end() && !it->second.empty()) {
+  // A duration setting (ParseDurationMs) of at least min_ms; `off` (or 0) = 0 where allowed.
+  auto duration = [&](const char* name, int* out, int64_t min_ms, bool may_be_off,
+                      const char* example) -> Status {
+    auto it = env.find(name);
+    if (it == env.end() || it->second.empty()) return {};
     const std::string& v = it->second;
-    int ms = -1;
-    if (v == "0" || v == "off") {
+    std::optional<int64_t> ms;
+    if (may_be_off && (v == "off" || v == "0")) {
       ms = 0;
-    } else if (v.size() > 2 && v.size() < 9 && v.ends_with("ms") &&
-               v.find_first_not_of("0123456789") == v.size() - 2) {
-      ms = std::stoi(v.substr(0, v.size() - 2));
-    } else if (v.size() > 1 && v.size() < 7 && v.back() == 's' &&
-               v.find_first_not_of("0123456789") == v.size() - 1) {
-      ms = std::stoi(v.substr(0, v.size() - 1)) * 1000;
+    } else if (ms = ParseDurationMs(v); ms && *ms < min_ms) {
+      ms.reset();
     }
-    if (ms < 0 || (ms > 0 && ms < 100)) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "RDMASTOR_DRIVE_CHECK_INTERVAL='" + v +
-                           "' is invalid: use a duration such as 10s or 500ms (>= 100ms), or off");
-    }
-    cfg.drive_check_interval_ms = ms;
-  }
-  cfg.distributed = cfg.drives.front().find("://") != std::string::npos;
-  if (auto it = env.find("MINIO_PEER_WAIT"); it != env.end() && !it->second.empty()) {
-    const std::string& v = it->second;
-    auto ms = ParseDurationMs(v);
     if (!ms) {
       return MakeError(
           ErrorCode::kInvalidArgument,
-          "MINIO_PEER_WAIT='" + v + "' is invalid: use a duration such as 120s, 2m or 500ms");
+          std::string(name) + "='" + v + "' is invalid: use a duration such as " + example);
     }
-    cfg.peer_wait_ms = static_cast<int>(*ms);
-  }
+    *out = static_cast<int>(*ms);
+    return {};
+  };
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_DRIVE_CHECK_INTERVAL", &cfg.drive_check_interval_ms, 100,
+                              true, "10s or 500ms (>= 100ms), or off"));
+  cfg.distributed = cfg.drives.front().find("://") != std::string::npos;
+  RS_RETURN_IF_ERROR(duration("MINIO_PEER_WAIT", &cfg.peer_wait_ms, 0, false, "120s, 2m or 500ms"));
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_PING_INTERVAL", &cfg.peer_ping_interval_ms, 100, true,
+                              "1s or 500ms (>= 100ms), or off"));
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_PING_TIMEOUT", &cfg.peer_ping_timeout_ms, 100, false,
+                              "2s or 500ms (>= 100ms)"));
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_QUICK_TIMEOUT", &cfg.peer_quick_timeout_ms, 100, false,
+                              "5s or 500ms (>= 100ms)"));
   if (auto st = ParseApiLimits(env, cfg); !st.ok()) return st.error();
 
   auto get = [&](const char* name) -> std::string {

@@ -37,6 +37,9 @@ struct ServerConfig {
   int drive_check_interval_ms = 10000;     // RDMASTOR_DRIVE_CHECK_INTERVAL (replaced drives)
   bool distributed = false;                // drives are URLs (cluster/topology.h)
   int peer_wait_ms = 120000;               // MINIO_PEER_WAIT: start-up wait for the peers
+  int peer_ping_interval_ms = 1000;        // RDMASTOR_PEER_PING_INTERVAL (0: no health check)
+  int peer_ping_timeout_ms = 2000;         // RDMASTOR_PEER_PING_TIMEOUT
+  int peer_quick_timeout_ms = 5000;        // RDMASTOR_PEER_QUICK_TIMEOUT (quick metadata calls)
   // Inter-node shard transport (both builds; the standard one offers the soft fabric only):
   // MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE, MINIO_RDMA_INTERNODE_ADDRESS / _INFLIGHT / _RETRY,
   // and the fabric settings of `rdma`. bind_ip stays "" unless set: the node uses its own address.

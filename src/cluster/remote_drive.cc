@@ -1,5 +1,6 @@
 #include "cluster/remote_drive.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -110,7 +111,14 @@ std::string RemoteDrive::StorageTarget(std::string_view call, const std::string&
 Result<client::HttpResponse> RemoteDrive::Rpc(std::string_view call, const std::string& params,
                                               std::string_view body,
                                               const client::ResponseTarget& target) {
-  return peer_->Call("POST", StorageTarget(call, params), body, target);
+  // Quick calls (small reads, no payload, no fsync) get a deadline of their own; the others may
+  // wait for a peer's busy disk up to the I/O timeout (a dead peer: the health check).
+  static constexpr std::string_view kQuick[] = {
+      "online", "diskinfo",   "statvol",  "readvolmeta",   "readfile", "exists",
+      "isdir",  "readformat", "listvols", "volhasobjects", "isempty"};
+  const bool quick = std::find(std::begin(kQuick), std::end(kQuick), call) != std::end(kQuick);
+  return peer_->Call("POST", StorageTarget(call, params), body, target, {},
+                     quick ? peer_->quick_timeout() : std::chrono::milliseconds(0));
 }
 
 Result<bool> RemoteDrive::BoolRpc(std::string_view call, const std::string& params,
