@@ -42,139 +42,173 @@ def err(fn, **kw):
 bucket = prefix + "-main"
 s3.create_bucket(Bucket=bucket)
 
-# 0. Pages after the first follow the token; start-after (sent as minio-py does: the token text,
-# or anything above the keys) is ignored. "0..." keys sort below base64 text, "z..." above it.
-for kp in ("0obj/", "zobj/"):
-    for n in range(25):
-        s3.put_object(Bucket=bucket, Key=f"{kp}{n:03d}", Body=b"x")
-    for style in ("token-text", "above-all"):
-        got, tok = [], None
-        for _ in range(10):
-            kw = {"Bucket": bucket, "Prefix": kp, "MaxKeys": 10}
-            if tok:
-                kw["ContinuationToken"] = tok
-                kw["StartAfter"] = tok if style == "token-text" else "~~~"
-            r = s3.list_objects_v2(**kw)
-            got += [o["Key"] for o in r.get("Contents", [])]
-            if not r["IsTruncated"]:
-                break
-            tok = r["NextContinuationToken"]
-        out[f"list {kp} {style}"] = got
-    # The paginator repeats StartAfter on every page with the token.
-    pages = s3.get_paginator("list_objects_v2").paginate(
-        Bucket=bucket, Prefix=kp, StartAfter=f"{kp}004", PaginationConfig={"PageSize": 7})
-    out[f"paginate {kp}"] = [o["Key"] for p in pages for o in p.get("Contents", [])]
 
-# Never claim what is not done: each refused, nothing stored.
-out["sse-s3 put"] = err(s3.put_object, Bucket=bucket, Key="sse", Body=b"x",
-                        ServerSideEncryption="AES256")
-out["sse-kms put"] = err(s3.put_object, Bucket=bucket, Key="sse", Body=b"x",
-                         ServerSideEncryption="aws:kms", SSEKMSKeyId="my-key")
-out["sse-c put"] = err(s3.put_object, Bucket=bucket, Key="sse", Body=b"x",
-                       SSECustomerAlgorithm="AES256", SSECustomerKey="k" * 32)
-out["sse stored"] = err(s3.head_object, Bucket=bucket, Key="sse")
-s3.put_object(Bucket=bucket, Key="plain", Body=b"plain")
-out["sse copy"] = err(s3.copy_object, Bucket=bucket, Key="copy", ServerSideEncryption="AES256",
-                      CopySource={"Bucket": bucket, "Key": "plain"})
-out["sse-c copy source"] = err(s3.copy_object, Bucket=bucket, Key="copy",
-                               CopySource={"Bucket": bucket, "Key": "plain"},
-                               CopySourceSSECustomerAlgorithm="AES256",
-                               CopySourceSSECustomerKey="k" * 32)
-out["sse copy stored"] = err(s3.head_object, Bucket=bucket, Key="copy")
-out["sse mpu"] = err(s3.create_multipart_upload, Bucket=bucket, Key="mpu",
-                     ServerSideEncryption="aws:kms")
-up = s3.create_multipart_upload(Bucket=bucket, Key="mpu")["UploadId"]
-out["sse-c part"] = err(s3.upload_part, Bucket=bucket, Key="mpu", UploadId=up, PartNumber=1,
-                        Body=b"x", SSECustomerAlgorithm="AES256", SSECustomerKey="k" * 32)
-out["sse-c part stored"] = len(s3.list_parts(Bucket=bucket, Key="mpu", UploadId=up).get("Parts", []))
-s3.abort_multipart_upload(Bucket=bucket, Key="mpu", UploadId=up)
-
-out["class STANDARD"] = err(s3.put_object, Bucket=bucket, Key="sc", Body=b"x",
-                            StorageClass="STANDARD")
-for sc in ("REDUCED_REDUNDANCY", "GLACIER", "STANDARD_IA", "BOGUS"):
-    out[f"class {sc}"] = err(s3.put_object, Bucket=bucket, Key="sc-" + sc, Body=b"x",
-                             StorageClass=sc)
-    out[f"class {sc} mpu"] = err(s3.create_multipart_upload, Bucket=bucket, Key="sc-" + sc,
-                                 StorageClass=sc)
-    out[f"class {sc} copy"] = err(s3.copy_object, Bucket=bucket, Key="sc-" + sc,
-                                  CopySource={"Bucket": bucket, "Key": "plain"}, StorageClass=sc)
-    out[f"class {sc} stored"] = err(s3.head_object, Bucket=bucket, Key="sc-" + sc)
-
-lock_bucket = prefix + "-lock"
-out["object lock bucket"] = err(s3.create_bucket, Bucket=lock_bucket,
-                                ObjectLockEnabledForBucket=True)
-out["object lock bucket stored"] = err(s3.head_bucket, Bucket=lock_bucket)
-out["object lock false"] = err(s3.create_bucket, Bucket=prefix + "-nolock",
-                               ObjectLockEnabledForBucket=False)
-out["snowball"] = err(s3.put_object, Bucket=bucket, Key="snow.tar", Body=b"x",
-                      Metadata={"Snowball-Auto-Extract": "true"})
-out["snowball stored"] = err(s3.head_object, Bucket=bucket, Key="snow.tar")
-out["tagging"] = err(s3.put_object, Bucket=bucket, Key="tagged", Body=b"x", Tagging="a=b")
-out["lock mode"] = err(s3.put_object, Bucket=bucket, Key="locked", Body=b"x",
-                       ObjectLockLegalHoldStatus="ON")
-
-# 3. partNumber: beyond the parts is 400 InvalidPartNumber; part 1 of a plain object is all of it.
-single = s3.put_object(Bucket=bucket, Key="single", Body=b"single body")["ETag"]
-r = s3.get_object(Bucket=bucket, Key="single", PartNumber=1)
-out["part1 single"] = [r["Body"].read().decode(), r["ETag"] == single, r["ContentLength"]]
-out["part2 single get"] = err(s3.get_object, Bucket=bucket, Key="single", PartNumber=2)
-out["part2 single head"] = err(s3.head_object, Bucket=bucket, Key="single", PartNumber=2)
-up = s3.create_multipart_upload(Bucket=bucket, Key="multi")["UploadId"]
-p1 = s3.upload_part(Bucket=bucket, Key="multi", UploadId=up, PartNumber=1,
-                    Body=b"a" * (5 << 20))["ETag"]
-p2 = s3.upload_part(Bucket=bucket, Key="multi", UploadId=up, PartNumber=2, Body=b"tail")["ETag"]
-parts = {"Parts": [{"PartNumber": 1, "ETag": p1}, {"PartNumber": 2, "ETag": p2}]}
-# 1. A retried Complete of a completed upload succeeds again with the same ETag.
-c1 = s3.complete_multipart_upload(Bucket=bucket, Key="multi", UploadId=up, MultipartUpload=parts)
-try:
-    c2 = s3.complete_multipart_upload(Bucket=bucket, Key="multi", UploadId=up,
-                                      MultipartUpload=parts)
-    out["complete retry"] = [c1["ETag"], c2["ETag"]]
-except ClientError as e:
-    out["complete retry"] = [c1["ETag"], e.response["Error"]["Code"]]
-other = {"Parts": [{"PartNumber": 1, "ETag": p2}]}
-out["complete retry other parts"] = err(s3.complete_multipart_upload, Bucket=bucket, Key="multi",
-                                        UploadId=up, MultipartUpload=other)
-r = s3.get_object(Bucket=bucket, Key="multi", PartNumber=2)
-out["part2 multi"] = [r["Body"].read().decode(), r.get("PartsCount"), r["ContentLength"]]
-out["part3 multi get"] = err(s3.get_object, Bucket=bucket, Key="multi", PartNumber=3)
-out["part3 multi head"] = err(s3.head_object, Bucket=bucket, Key="multi", PartNumber=3)
-
-# 9. CreateBucket of an existing bucket; LocationConstraint.
-out["create again"] = err(s3.create_bucket, Bucket=bucket)
-out["location same"] = err(s3.create_bucket, Bucket=prefix + "-loc",
-                           CreateBucketConfiguration={"LocationConstraint": "us-east-1"})
-out["location other"] = err(s3.create_bucket, Bucket=prefix + "-eu",
-                            CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-out["location other stored"] = err(s3.head_bucket, Bucket=prefix + "-eu")
-
-# 6. Presigned URLs: expiry out of range or over is 403, with AWS's codes; PUT as GET.
-import time, urllib.error, urllib.request
-import xml.etree.ElementTree as ET
-
-def fetch(url, method="GET", data=None):
+def section(fn):
+    """Runs a group of checks at once; a crash (an old server's surprise) is recorded, not fatal,
+    so that every other group still reports its own results."""
+    import traceback
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data, method=method),
-                                    timeout=30) as r:
-            return [r.status, None, None]
-    except urllib.error.HTTPError as e:
-        root = ET.fromstring(e.read())
-        return [e.code, root.findtext("Code"), root.findtext("Message")]
+        fn()
+    except Exception:
+        out["crash " + fn.__name__] = traceback.format_exc()[-2000:]
 
-get = {"Bucket": bucket, "Key": "plain"}
-for secs in (0, 604801, 604800):
-    url = s3.generate_presigned_url("get_object", Params=get, ExpiresIn=secs)
-    out[f"presigned get {secs}"] = fetch(url)
-put = {"Bucket": bucket, "Key": "presigned-put"}
-out["presigned put fresh"] = fetch(s3.generate_presigned_url("put_object", Params=put,
-                                                             ExpiresIn=60), "PUT", b"fresh")
-late = s3.generate_presigned_url("put_object", Params=put, ExpiresIn=1)
-time.sleep(2.2)
-out["presigned put expired"] = fetch(late, "PUT", b"late")
-try:
-    out["presigned put kept"] = s3.get_object(**put)["Body"].read().decode()
-except ClientError as e:
-    out["presigned put kept"] = e.response["Error"]["Code"]
+@section
+def listing():
+    # 0. Pages after the first follow the token; start-after (sent as minio-py does: the token text,
+    # or anything above the keys) is ignored. "0..." keys sort below base64 text, "z..." above it.
+    for kp in ("0obj/", "zobj/"):
+        for n in range(25):
+            s3.put_object(Bucket=bucket, Key=f"{kp}{n:03d}", Body=b"x")
+        for style in ("token-text", "above-all"):
+            got, tok = [], None
+            for _ in range(10):
+                kw = {"Bucket": bucket, "Prefix": kp, "MaxKeys": 10}
+                if tok:
+                    kw["ContinuationToken"] = tok
+                    kw["StartAfter"] = tok if style == "token-text" else "~~~"
+                r = s3.list_objects_v2(**kw)
+                got += [o["Key"] for o in r.get("Contents", [])]
+                if not r["IsTruncated"]:
+                    break
+                tok = r["NextContinuationToken"]
+            out[f"list {kp} {style}"] = got
+        # The paginator repeats StartAfter on every page with the token.
+        pages = s3.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=kp, StartAfter=f"{kp}004", PaginationConfig={"PageSize": 7})
+        out[f"paginate {kp}"] = [o["Key"] for p in pages for o in p.get("Contents", [])]
+
+
+@section
+def refusals():
+    # Never claim what is not done: each refused, nothing stored.
+    out["sse-s3 put"] = err(s3.put_object, Bucket=bucket, Key="sse", Body=b"x",
+                            ServerSideEncryption="AES256")
+    out["sse-kms put"] = err(s3.put_object, Bucket=bucket, Key="sse", Body=b"x",
+                             ServerSideEncryption="aws:kms", SSEKMSKeyId="my-key")
+    out["sse-c put"] = err(s3.put_object, Bucket=bucket, Key="sse", Body=b"x",
+                           SSECustomerAlgorithm="AES256", SSECustomerKey="k" * 32)
+    out["sse stored"] = err(s3.head_object, Bucket=bucket, Key="sse")
+    s3.put_object(Bucket=bucket, Key="plain", Body=b"plain")
+    out["sse copy"] = err(s3.copy_object, Bucket=bucket, Key="copy", ServerSideEncryption="AES256",
+                          CopySource={"Bucket": bucket, "Key": "plain"})
+    out["sse-c copy source"] = err(s3.copy_object, Bucket=bucket, Key="copy",
+                                   CopySource={"Bucket": bucket, "Key": "plain"},
+                                   CopySourceSSECustomerAlgorithm="AES256",
+                                   CopySourceSSECustomerKey="k" * 32)
+    out["sse copy stored"] = err(s3.head_object, Bucket=bucket, Key="copy")
+    out["sse mpu"] = err(s3.create_multipart_upload, Bucket=bucket, Key="mpu",
+                         ServerSideEncryption="aws:kms")
+    up = s3.create_multipart_upload(Bucket=bucket, Key="mpu")["UploadId"]
+    out["sse-c part"] = err(s3.upload_part, Bucket=bucket, Key="mpu", UploadId=up, PartNumber=1,
+                            Body=b"x", SSECustomerAlgorithm="AES256", SSECustomerKey="k" * 32)
+    out["sse-c part stored"] = len(s3.list_parts(Bucket=bucket, Key="mpu", UploadId=up).get("Parts", []))
+    s3.abort_multipart_upload(Bucket=bucket, Key="mpu", UploadId=up)
+
+    out["class STANDARD"] = err(s3.put_object, Bucket=bucket, Key="sc", Body=b"x",
+                                StorageClass="STANDARD")
+    for sc in ("REDUCED_REDUNDANCY", "GLACIER", "STANDARD_IA", "BOGUS"):
+        out[f"class {sc}"] = err(s3.put_object, Bucket=bucket, Key="sc-" + sc, Body=b"x",
+                                 StorageClass=sc)
+        out[f"class {sc} mpu"] = err(s3.create_multipart_upload, Bucket=bucket, Key="sc-" + sc,
+                                     StorageClass=sc)
+        out[f"class {sc} copy"] = err(s3.copy_object, Bucket=bucket, Key="sc-" + sc,
+                                      CopySource={"Bucket": bucket, "Key": "plain"}, StorageClass=sc)
+        out[f"class {sc} stored"] = err(s3.head_object, Bucket=bucket, Key="sc-" + sc)
+
+    lock_bucket = prefix + "-lock"
+    out["object lock bucket"] = err(s3.create_bucket, Bucket=lock_bucket,
+                                    ObjectLockEnabledForBucket=True)
+    out["object lock bucket stored"] = err(s3.head_bucket, Bucket=lock_bucket)
+    out["object lock false"] = err(s3.create_bucket, Bucket=prefix + "-nolock",
+                                   ObjectLockEnabledForBucket=False)
+    out["snowball"] = err(s3.put_object, Bucket=bucket, Key="snow.tar", Body=b"x",
+                          Metadata={"Snowball-Auto-Extract": "true"})
+    out["snowball stored"] = err(s3.head_object, Bucket=bucket, Key="snow.tar")
+    out["tagging"] = err(s3.put_object, Bucket=bucket, Key="tagged", Body=b"x", Tagging="a=b")
+    out["lock mode"] = err(s3.put_object, Bucket=bucket, Key="locked", Body=b"x",
+                           ObjectLockLegalHoldStatus="ON")
+
+
+@section
+def part_numbers_and_complete_retry():
+    # 3. partNumber: beyond the parts is 400 InvalidPartNumber; part 1 of a plain object is all of it.
+    single = s3.put_object(Bucket=bucket, Key="single", Body=b"single body")["ETag"]
+    r = s3.get_object(Bucket=bucket, Key="single", PartNumber=1)
+    out["part1 single"] = [r["Body"].read().decode(), r["ETag"] == single, r["ContentLength"]]
+    out["part2 single get"] = err(s3.get_object, Bucket=bucket, Key="single", PartNumber=2)
+    out["part2 single head"] = err(s3.head_object, Bucket=bucket, Key="single", PartNumber=2)
+    up = s3.create_multipart_upload(Bucket=bucket, Key="multi")["UploadId"]
+    p1 = s3.upload_part(Bucket=bucket, Key="multi", UploadId=up, PartNumber=1,
+                        Body=b"a" * (5 << 20))["ETag"]
+    p2 = s3.upload_part(Bucket=bucket, Key="multi", UploadId=up, PartNumber=2, Body=b"tail")["ETag"]
+    parts = {"Parts": [{"PartNumber": 1, "ETag": p1}, {"PartNumber": 2, "ETag": p2}]}
+    # 1. A retried Complete of a completed upload succeeds again with the same ETag.
+    c1 = s3.complete_multipart_upload(Bucket=bucket, Key="multi", UploadId=up, MultipartUpload=parts)
+    try:
+        c2 = s3.complete_multipart_upload(Bucket=bucket, Key="multi", UploadId=up,
+                                          MultipartUpload=parts)
+        out["complete retry"] = [c1["ETag"], c2["ETag"]]
+    except ClientError as e:
+        out["complete retry"] = [c1["ETag"], e.response["Error"]["Code"]]
+    other = {"Parts": [{"PartNumber": 1, "ETag": p2}]}
+    out["complete retry other parts"] = err(s3.complete_multipart_upload, Bucket=bucket, Key="multi",
+                                            UploadId=up, MultipartUpload=other)
+    r = s3.get_object(Bucket=bucket, Key="multi", PartNumber=2)
+    out["part2 multi"] = [r["Body"].read().decode(), r.get("PartsCount"), r["ContentLength"]]
+    out["part3 multi get"] = err(s3.get_object, Bucket=bucket, Key="multi", PartNumber=3)
+    out["part3 multi head"] = err(s3.head_object, Bucket=bucket, Key="multi", PartNumber=3)
+
+
+@section
+def create_bucket():
+    # 9. CreateBucket of an existing bucket; LocationConstraint.
+    out["create again"] = err(s3.create_bucket, Bucket=bucket)
+    out["location same"] = err(s3.create_bucket, Bucket=prefix + "-loc",
+                               CreateBucketConfiguration={"LocationConstraint": "us-east-1"})
+    out["location other"] = err(s3.create_bucket, Bucket=prefix + "-eu",
+                                CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    out["location other stored"] = err(s3.head_bucket, Bucket=prefix + "-eu")
+
+
+@section
+def presigned():
+    # 6. Presigned URLs: expiry out of range or over is 403, with AWS's codes; PUT as GET.
+    import time, urllib.error, urllib.request
+    import xml.etree.ElementTree as ET
+
+    def fetch(url, method="GET", data=None):
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, data=data, method=method),
+                                        timeout=30) as r:
+                return [r.status, None, None]
+        except urllib.error.HTTPError as e:
+            root = ET.fromstring(e.read())
+            return [e.code, root.findtext("Code"), root.findtext("Message")]
+
+    from botocore.auth import S3SigV4QueryAuth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    def presign(method, key, expires):
+        # botocore's own SigV4 query signer: Debian's botocore hands generate_presigned_url to
+        # awscrt, which refuses to sign ExpiresIn=0.
+        req = AWSRequest(method=method, url=f"{endpoint}/{bucket}/{key}")
+        S3SigV4QueryAuth(Credentials(ak, sk), "s3", "us-east-1", expires=expires).add_auth(req)
+        return req.url
+
+    s3.put_object(Bucket=bucket, Key="plain", Body=b"plain")
+    for secs in (0, 604801, 604800):
+        out[f"presigned get {secs}"] = fetch(presign("GET", "plain", secs))
+    put = {"Bucket": bucket, "Key": "presigned-put"}
+    out["presigned put fresh"] = fetch(presign("PUT", "presigned-put", 60), "PUT", b"fresh")
+    late = presign("PUT", "presigned-put", 1)
+    time.sleep(2.2)
+    out["presigned put expired"] = fetch(late, "PUT", b"late")
+    try:
+        out["presigned put kept"] = s3.get_object(**put)["Body"].read().decode()
+    except ClientError as e:
+        out["presigned put kept"] = e.response["Error"]["Code"]
+
 print(json.dumps(out))
 '''
 
@@ -194,7 +228,7 @@ def sdk_results(server, tmp_path_factory):
     script = tmp_path_factory.mktemp("sdk") / "conformance_sdk.py"
     script.write_text(SDK_SCRIPT)
 
-    def run(py):
+    def run(py, section):
         if py not in cache:  # a failed run is cached too: every test then reports its stderr
             cache[py] = subprocess.run([py, str(script), server.endpoint, server.access_key,
                                         server.secret_key, unique_bucket("cf")],
@@ -202,7 +236,9 @@ def sdk_results(server, tmp_path_factory):
                                        env=_clean_env())
         r = cache[py]
         assert r.returncode == 0, r.stderr[-4000:]
-        return json.loads(r.stdout.strip().splitlines()[-1])
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        assert "crash " + section not in out, out["crash " + section]
+        return out
     return run
 
 
@@ -211,7 +247,7 @@ NOT_IMPLEMENTED = [501, "NotImplemented"]
 
 @pytest.mark.parametrize("py", _interpreters())
 def test_list_v2_token_wins_over_start_after(sdk_results, py):
-    out = sdk_results(py)
+    out = sdk_results(py, "listing")
     for kp in ("0obj/", "zobj/"):
         want = [f"{kp}{n:03d}" for n in range(25)]
         assert out[f"list {kp} token-text"] == want, (out["boto3"], kp)
@@ -221,7 +257,7 @@ def test_list_v2_token_wins_over_start_after(sdk_results, py):
 
 @pytest.mark.parametrize("py", _interpreters())
 def test_encryption_refused_not_ignored(sdk_results, py):
-    out = sdk_results(py)
+    out = sdk_results(py, "refusals")
     for case in ("sse-s3 put", "sse-kms put", "sse-c put", "sse copy", "sse-c copy source",
                  "sse mpu", "sse-c part"):
         assert out[case] == NOT_IMPLEMENTED, (out["boto3"], case, out[case])
@@ -232,7 +268,7 @@ def test_encryption_refused_not_ignored(sdk_results, py):
 
 @pytest.mark.parametrize("py", _interpreters())
 def test_storage_class(sdk_results, py):
-    out = sdk_results(py)
+    out = sdk_results(py, "refusals")
     assert out["class STANDARD"] == ["ok", None]
     for sc, want in [("REDUCED_REDUNDANCY", NOT_IMPLEMENTED),
                      ("GLACIER", [400, "InvalidStorageClass"]),
@@ -245,7 +281,7 @@ def test_storage_class(sdk_results, py):
 
 @pytest.mark.parametrize("py", _interpreters())
 def test_unsupported_bucket_and_object_features(sdk_results, py):
-    out = sdk_results(py)
+    out = sdk_results(py, "refusals")
     assert out["object lock bucket"] == NOT_IMPLEMENTED
     assert out["object lock bucket stored"] == [404, "404"]
     assert out["object lock false"] == ["ok", None]
@@ -257,7 +293,7 @@ def test_unsupported_bucket_and_object_features(sdk_results, py):
 
 @pytest.mark.parametrize("py", _interpreters())
 def test_part_number(sdk_results, py):
-    out = sdk_results(py)
+    out = sdk_results(py, "part_numbers_and_complete_retry")
     assert out["part1 single"] == ["single body", True, 11]
     assert out["part2 single get"] == [400, "InvalidPartNumber"]
     assert out["part2 single head"] == [400, "400"]
@@ -268,7 +304,7 @@ def test_part_number(sdk_results, py):
 
 @pytest.mark.parametrize("py", _interpreters())
 def test_complete_multipart_retry(sdk_results, py):
-    out = sdk_results(py)
+    out = sdk_results(py, "part_numbers_and_complete_retry")
     first, second = out["complete retry"]
     assert first.endswith('-2"') and second == first, out["complete retry"]
     # A retry naming other parts is not the completed upload: it stays NoSuchUpload.
@@ -277,7 +313,7 @@ def test_complete_multipart_retry(sdk_results, py):
 
 @pytest.mark.parametrize("py", _interpreters())
 def test_create_bucket_existing_and_location(sdk_results, py):
-    out = sdk_results(py)
+    out = sdk_results(py, "create_bucket")
     assert out["create again"] == [409, "BucketAlreadyOwnedByYou"]
     assert out["location same"] == ["ok", None]
     assert out["location other"] == [400, "IllegalLocationConstraintException"]
@@ -402,7 +438,7 @@ def test_region_from_minio_region(server_factory):
 
 @pytest.mark.parametrize("py", _interpreters())
 def test_presigned_expiry(sdk_results, py):
-    out = sdk_results(py)
+    out = sdk_results(py, "presigned")
     assert out["presigned get 0"] == [403, "AccessDenied", "Request has expired"]
     code = out["presigned get 604801"]
     assert code[:2] == [403, "AuthorizationQueryParametersError"], code
