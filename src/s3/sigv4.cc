@@ -526,13 +526,19 @@ Result<AuthContext> VerifyPresigned(const HttpRequest& req,
     return MakeError(kQueryErr,
                      "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
   }
-  if (!IsDigits(*expires) || expires->size() > 7) {
-    return MakeError(kQueryErr, "X-Amz-Expires should be a number between 1 and 604800.");
+  // AWS answers an out-of-range expiry with 403 (not the 400 of the other parameter errors).
+  constexpr auto kExpiresErr = ErrorCode::kPresignExpiresOutOfRange;
+  if (expires->starts_with('-') && IsDigits(expires->substr(1)))
+    return MakeError(kExpiresErr, "X-Amz-Expires must be non-negative");
+  if (!IsDigits(*expires)) {
+    return MakeError(kQueryErr, "X-Amz-Expires should be a number");
+  }
+  if (expires->size() > 7 || ToInt(*expires) > kMaxPresignExpiresS) {
+    return MakeError(kExpiresErr,
+                     "X-Amz-Expires must be less than a week (in seconds); that is, the given "
+                     "X-Amz-Expires must be less than 604800 seconds");
   }
   int64_t expires_s = ToInt(*expires);
-  if (expires_s < 1 || expires_s > kMaxPresignExpiresS) {
-    return MakeError(kQueryErr, "X-Amz-Expires must be between 1 and 604800 seconds (one week).");
-  }
   if (date->substr(0, 8) != cred->date) {
     return MakeError(kQueryErr, "Invalid credential date. Date is not the same as X-Amz-Date.");
   }
@@ -549,7 +555,7 @@ Result<AuthContext> VerifyPresigned(const HttpRequest& req,
   if (!secret) return ErrorCode::kInvalidAccessKeyId;
 
   if (*req_time - now_unix > kMaxSkewS) return ErrorCode::kRequestTimeTooSkewed;
-  if (now_unix > *req_time + expires_s) {
+  if (expires_s == 0 || now_unix > *req_time + expires_s) {  // 0: valid for no time at all
     return MakeError(ErrorCode::kAccessDenied, "Request has expired");
   }
 

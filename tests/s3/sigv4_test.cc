@@ -221,13 +221,17 @@ TEST(SigV4Test, PresignedNegative) {
     r.raw_query.replace(pos, from.size(), to);
     return r;
   };
+  // Out of range is 403 (AWS), still AuthorizationQueryParametersError; 0 has expired at once.
   ExpectError(
       VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=604801"), Lookup(), kT),
-      ErrorCode::kAuthorizationQueryParametersError);
+      ErrorCode::kPresignExpiresOutOfRange);
+  ExpectError(
+      VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=99999999"), Lookup(), kT),
+      ErrorCode::kPresignExpiresOutOfRange);
   ExpectError(VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=0"), Lookup(), kT),
-              ErrorCode::kAuthorizationQueryParametersError);
+              ErrorCode::kAccessDenied);
   ExpectError(VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=-5"), Lookup(), kT),
-              ErrorCode::kAuthorizationQueryParametersError);
+              ErrorCode::kPresignExpiresOutOfRange);
   ExpectError(VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=abc"), Lookup(), kT),
               ErrorCode::kAuthorizationQueryParametersError);
   ExpectError(VerifyRequest(with_query("&X-Amz-Expires=86400", ""), Lookup(), kT),
