@@ -151,8 +151,20 @@ TEST_F(S3OverRdma, ProtocolHeadersAndEmptyBodies) {
   EXPECT_TRUE(r->body.empty());
   EXPECT_EQ(*r->FindHeader("x-amz-rdma-reply"), "200");
   EXPECT_EQ(*r->FindHeader("x-amz-rdma-bytes-transferred"), "100000");
+  ASSERT_TRUE(r->FindHeader("x-amz-rdma-agent"));  // echoed, as AIStor does
+  EXPECT_EQ(*r->FindHeader("x-amz-rdma-agent"), "cuobj");
   EXPECT_EQ(*r->FindHeader("etag"), Md5Etag(data.data(), data.size()));
   EXPECT_TRUE(r->FindHeader("last-modified"));
+  // PUT echoes it too; without one in the request, none in the reply.
+  auto pt = client_->TokenFor(data.data(), data.size(), false);
+  auto p = Raw("PUT", "k2", *pt, {{"x-amz-rdma-agent", "cuobj"}});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->status, 200);
+  ASSERT_TRUE(p->FindHeader("x-amz-rdma-agent"));
+  EXPECT_EQ(*p->FindHeader("x-amz-rdma-agent"), "cuobj");
+  auto plain = Raw("GET", "k", *token);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->FindHeader("x-amz-rdma-agent"));
   EXPECT_EQ(buf, data);
   // HEAD ignores the token.
   auto h = Raw("HEAD", "k", *token);
