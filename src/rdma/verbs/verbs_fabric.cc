@@ -173,6 +173,8 @@ class VerbsFabric final : public Fabric {
     if (!remote.has_gid && remote.lid == 0)
       return MakeError(ErrorCode::kRDMANotSupported, "verbs: the token has neither LID nor GID");
     ibv_ah_attr attr = AhAttrFor(remote, static_cast<uint8_t>(settings_.port), gid_index_);
+    attr.sl = static_cast<uint8_t>(settings_.service_level);
+    if (attr.is_global) attr.grh.traffic_class = static_cast<uint8_t>(settings_.traffic_class);
     AhPtr ah(ibv_create_ah(pd_.get(), &attr));
     if (!ah) return VerbsError("ibv_create_ah", errno);
     auto dci = Take();
@@ -241,7 +243,7 @@ class VerbsFabric final : public Fabric {
     // RESET -> INIT -> RTR -> RTS; a DCI has no remote peer of its own.
     ibv_qp_attr qa{};
     qa.qp_state = IBV_QPS_INIT;
-    qa.pkey_index = 0;
+    qa.pkey_index = static_cast<uint16_t>(settings_.pkey_index);
     qa.port_num = static_cast<uint8_t>(settings_.port);
     if (int e = ibv_modify_qp(d->qp.get(), &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT))
       return VerbsError("DCI to INIT", e);
@@ -254,7 +256,9 @@ class VerbsFabric final : public Fabric {
       return VerbsError("DCI to RTR", e);
     qa = {};
     qa.qp_state = IBV_QPS_RTS;
-    qa.timeout = 14;  // ~67 ms per try; with retry_cnt 7 a vanished peer fails in ~0.5 s
+    // MINIO_RDMA_TIMEOUT, default 14: ~67 ms per try; with retry_cnt 7 a vanished peer fails in
+    // ~0.5 s.
+    qa.timeout = static_cast<uint8_t>(settings_.timeout);
     qa.retry_cnt = 7;
     qa.rnr_retry = 7;
     qa.sq_psn = 0;
@@ -429,7 +433,7 @@ class VerbsDcTarget final : public Target {
     // RESET -> INIT -> RTR: a DCT only receives, so it never goes to RTS.
     ibv_qp_attr qa{};
     qa.qp_state = IBV_QPS_INIT;
-    qa.pkey_index = 0;
+    qa.pkey_index = static_cast<uint16_t>(s.pkey_index);
     qa.port_num = static_cast<uint8_t>(s.port);
     qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     if (int e = ibv_modify_qp(t->dct_.get(), &qa,
