@@ -1129,6 +1129,7 @@ void S3Api::GetObject(Context& ctx, bool head) {
     auto moved = RdmaGet(*opts_.rdma, *rdma_token, ctx.req, reader, start, length, resp.status);
     if (!moved.ok()) return SendError(ctx, moved.error());
     resp.Set("x-amz-rdma-reply", std::to_string(resp.status));
+    if (ctx.req.FindHeader("x-amz-rdma-agent")) resp.Set("x-amz-rdma-agent", "cuobj");
     resp.Set("x-amz-rdma-bytes-transferred", std::to_string(*moved));
     resp.content_length = 0;
     ctx.sink.SendHead(resp);

@@ -81,7 +81,9 @@ Result<std::unique_ptr<RdmaPutBody>> RdmaPutBodyFor(const HttpRequest& req, cons
     return token.error();
   }
   if (!*token) return std::unique_ptr<RdmaPutBody>();
-  return std::make_unique<RdmaPutBody>(*service, **token, req.remote_ip);
+  auto body = std::make_unique<RdmaPutBody>(*service, **token, req.remote_ip);
+  body->echo_agent = req.FindHeader("x-amz-rdma-agent") != nullptr;  // validated: cuobj
+  return body;
 }
 
 Error RdmaUploadError(const RdmaPutBody* body, const Error& store_error) {
@@ -94,6 +96,7 @@ Error RdmaUploadError(const RdmaPutBody* body, const Error& store_error) {
 void AddRdmaUploadReply(const RdmaPutBody* body, HeaderList& headers) {
   if (!body) return;
   headers.emplace_back("x-amz-rdma-reply", "200");
+  if (body->echo_agent) headers.emplace_back("x-amz-rdma-agent", "cuobj");
   headers.emplace_back("x-amz-rdma-bytes-transferred", std::to_string(body->bytes()));
   RecordRdmaOutcome(200, body->bytes(), 0, body->bytes());
 }
