@@ -4,6 +4,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -15,6 +16,18 @@ size_t ClusterHealth::online() const {
   size_t n = 0;
   for (const auto& d : drives) n += d.online ? 1 : 0;
   return n;
+}
+
+bool ClusterHealth::EverySetHas(size_t quorum) const {
+  const size_t per_set = set_size == 0 ? drives.size() : set_size;
+  if (per_set == 0) return false;
+  for (size_t first = 0; first < drives.size(); first += per_set) {
+    size_t n = 0;
+    for (size_t i = first; i < std::min(first + per_set, drives.size()); ++i)
+      n += drives[i].online ? 1 : 0;
+    if (n < quorum) return false;
+  }
+  return true;
 }
 
 DriveSample ProbeDrive(const std::string& path) {
@@ -38,21 +51,36 @@ DriveSample ProbeDrive(const std::string& path) {
   return s;
 }
 
-DriveMonitor::DriveMonitor(std::vector<std::string> drives, size_t read_quorum, size_t write_quorum)
-    : drives_(std::move(drives)), read_quorum_(read_quorum), write_quorum_(write_quorum) {}
+DriveMonitor::DriveMonitor(std::vector<std::string> drives, size_t read_quorum, size_t write_quorum,
+                           size_t set_size)
+    : DriveMonitor(
+          [drives = std::move(drives)] {
+            std::vector<DriveSample> out;
+            for (const auto& d : drives) out.push_back(ProbeDrive(d));
+            return out;
+          },
+          read_quorum, write_quorum, set_size) {}
+
+DriveMonitor::DriveMonitor(DriveProbe probe, size_t read_quorum, size_t write_quorum,
+                           size_t set_size)
+    : probe_(std::move(probe)),
+      read_quorum_(read_quorum),
+      write_quorum_(write_quorum),
+      set_size_(set_size) {}
 
 ClusterHealth DriveMonitor::Check() const {
   ClusterHealth h;
+  h.set_size = set_size_;
   h.read_quorum = read_quorum_;
   h.write_quorum = write_quorum_;
-  for (const auto& d : drives_) h.drives.push_back(ProbeDrive(d));
+  h.drives = probe_();
   return h;
 }
 
-void DriveMonitor::PublishMetrics() const {
-  GlobalRegistry().AddScrapeHook([this] {
+void DriveMonitor::PublishMetrics(const DriveMonitor* health) const {
+  GlobalRegistry().AddScrapeHook([this, health] {
     auto h = Check();
-    SetDriveSamples(h.drives, h.HasWriteQuorum());
+    SetDriveSamples(h.drives, health ? health->Check().HasWriteQuorum() : h.HasWriteQuorum());
   });
 }
 

@@ -4,7 +4,9 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/hash.h"
 
@@ -54,6 +56,15 @@ Error Denied(std::string why) {
   return MakeError(ErrorCode::kAccessDenied, "invalid metrics bearer token: " + std::move(why));
 }
 
+// A string member of a JSON object: "" when absent, nullopt when present with another type (the
+// token is attacker input: nothing may be assumed about its shape).
+std::optional<std::string> StringMember(const nlohmann::json& obj, const char* name) {
+  auto it = obj.find(name);
+  if (it == obj.end()) return std::string();
+  if (!it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
 }  // namespace
 
 std::string SignJwt(const JwtClaims& claims, std::string_view secret, std::string_view alg) {
@@ -79,10 +90,10 @@ Result<JwtClaims> VerifyJwt(std::string_view token, std::string_view secret, int
   auto header = nlohmann::json::parse(*header_raw, nullptr, /*allow_exceptions=*/false);
   auto payload = nlohmann::json::parse(*payload_raw, nullptr, /*allow_exceptions=*/false);
   if (!header.is_object() || !payload.is_object()) return Denied("header or claims not JSON");
-  auto alg = header.value("alg", std::string());
-  const EVP_MD* md = DigestFor(alg);
+  auto alg = StringMember(header, "alg");
+  const EVP_MD* md = alg ? DigestFor(*alg) : nullptr;
   // Only HMAC: "none" or a public-key algorithm must never be accepted with the shared secret.
-  if (!md) return Denied("unsupported algorithm '" + alg + "' (HS512 or HS256)");
+  if (!md) return Denied("unsupported algorithm (HS512 or HS256)");
   std::string expected = Hmac(md, secret, token.substr(0, dot2));
   if (sig->size() != expected.size() ||
       CRYPTO_memcmp(sig->data(), expected.data(), expected.size()) != 0)
@@ -90,10 +101,22 @@ Result<JwtClaims> VerifyJwt(std::string_view token, std::string_view secret, int
   JwtClaims claims;
   auto exp = payload.find("exp");
   if (exp == payload.end() || !exp->is_number()) return Denied("missing exp claim");
-  claims.exp = exp->get<int64_t>();
+  if (exp->is_number_float()) {
+    // A NumericDate may have a fraction; one outside int64 cannot be converted.
+    double d = exp->get<double>();
+    if (!(d > -9.0e18 && d < 9.0e18)) return Denied("exp claim out of range");
+    claims.exp = static_cast<int64_t>(d);
+  } else if (exp->is_number_unsigned() && exp->get<uint64_t>() > INT64_MAX) {
+    return Denied("exp claim out of range");
+  } else {
+    claims.exp = exp->get<int64_t>();
+  }
   if (claims.exp <= now_unix) return Denied("token expired");
-  claims.sub = payload.value("sub", std::string());
-  claims.iss = payload.value("iss", std::string());
+  auto sub = StringMember(payload, "sub");
+  auto iss = StringMember(payload, "iss");
+  if (!sub || !iss) return Denied("sub and iss claims must be strings");
+  claims.sub = std::move(*sub);
+  claims.iss = std::move(*iss);
   return claims;
 }
 

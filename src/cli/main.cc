@@ -18,6 +18,7 @@
 #include "cli/storage_setup.h"
 #include "cluster/namespace_lock.h"
 #include "cluster/node.h"
+#include "cluster/peer_server.h"
 #include "rdma/build_info.h"
 #include "rdma/settings.h"
 #include "s3/admin_api.h"
@@ -79,6 +80,14 @@ rdmastor::s3::HttpServerOptions HttpOptionsFor(const rdmastor::cli::ServerConfig
   o.port = cfg.port;
   o.tls_cert_file = cfg.tls_cert;
   o.tls_key_file = cfg.tls_key;
+  o.worker_threads = cfg.requests_max;
+  o.requests_per_client = cfg.requests_per_client;
+  o.max_connections = cfg.connections_max;
+  o.body_timeout = std::chrono::milliseconds(cfg.body_timeout_ms);
+  o.send_timeout = std::chrono::milliseconds(cfg.send_timeout_ms);
+  o.min_rate = cfg.min_rate;
+  // Peer RPC is authenticated before any body is read; one busy peer may use every worker.
+  if (cfg.distributed) o.uncapped = rdmastor::cluster::IsPeerPath;
   return o;
 }
 
@@ -116,6 +125,9 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   cc.storage_class = cfg.storage_class;
   cc.internode = cfg.internode;
   cc.peer_wait = std::chrono::milliseconds(cfg.peer_wait_ms);
+  cc.peer_ping_interval = std::chrono::milliseconds(cfg.peer_ping_interval_ms);
+  cc.peer_ping_timeout = std::chrono::milliseconds(cfg.peer_ping_timeout_ms);
+  cc.peer_quick_timeout = std::chrono::milliseconds(cfg.peer_quick_timeout_ms);
   // Peer TLS follows the node's own: https:// endpoints, peers verified against the system store
   // plus <certs-dir>/CAs (MinIO's layout).
   cc.tls = !cfg.tls_cert.empty();
@@ -147,10 +159,13 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
       std::make_shared<rdmastor::cluster::DsyncNamespaceLocker>((*node)->dsync()));
   (*store)->StartMonitor(cfg.drive_check_interval_ms);
   rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(cfg);
-  // Health and drive metrics cover this node's drives (the erasure layer keeps the quorums).
+  // Drive metrics cover this node's drives; health (endpoints and minio_cluster_health_status)
+  // covers every drive of the deployment against each set's quorum (a node that answers 200
+  // while every request gets 503 misleads load balancers).
   rdmastor::admin::DriveMonitor drive_monitor((*node)->local_drive_paths(), 1, 1);
-  drive_monitor.PublishMetrics();
-  api_opts.ops.cluster_health = [&drive_monitor] { return drive_monitor.Check(); };
+  auto deployment_monitor = rdmastor::cli::DeploymentMonitor(**store);
+  drive_monitor.PublishMetrics(deployment_monitor.get());
+  api_opts.ops.cluster_health = [&m = *deployment_monitor] { return m.Check(); };
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg.rdma);
   api_opts.rdma = rdma_service.get();
   // Admin heal on any node heals the whole deployment (every set, through peer RPC).
@@ -191,9 +206,11 @@ int RunServer(const std::vector<std::string>& args) {
   }
 
   rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(*cfg);
-  rdmastor::admin::DriveMonitor drive_monitor(cfg->drives, store->read_quorum, store->write_quorum);
-  drive_monitor.PublishMetrics();
-  api_opts.ops.cluster_health = [&drive_monitor] { return drive_monitor.Check(); };
+  auto drive_monitor = store->erasure
+                           ? rdmastor::cli::DeploymentMonitor(*store->erasure)
+                           : std::make_unique<rdmastor::admin::DriveMonitor>(cfg->drives, 1, 1);
+  drive_monitor->PublishMetrics();
+  api_opts.ops.cluster_health = [&m = *drive_monitor] { return m.Check(); };
   // S3 over RDMA (x-amz-rdma-token) on the fabric MINIO_RDMA_FABRIC selects; logs its state once.
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg->rdma);
   api_opts.rdma = rdma_service.get();

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <sstream>
 
@@ -152,6 +153,75 @@ Result<TlsFiles> ResolveCertsDir(const std::optional<std::string>& flag, const E
   return t;
 }
 
+std::optional<int64_t> ParseDurationMs(std::string_view v) {
+  const size_t digits = std::min(v.find_first_not_of("0123456789"), v.size());
+  const std::string_view num = v.substr(0, digits), unit = v.substr(digits);
+  if (num.empty() || num.size() >= 9) return std::nullopt;
+  const int64_t n = std::stoll(std::string(num));
+  int64_t ms = -1;
+  if (unit.empty() || unit == "s")
+    ms = n * 1000;
+  else if (unit == "ms")
+    ms = n;
+  else if (unit == "m")
+    ms = n * 60000;
+  if (ms < 0 || ms > 24LL * 3600 * 1000) return std::nullopt;
+  return ms;
+}
+
+namespace {
+
+// The S3 front end's limits against hostile or broken clients (http_server.h).
+Status ParseApiLimits(const EnvMap& env, ServerConfig& cfg) {
+  auto get = [&](const char* name) -> std::string {
+    auto it = env.find(name);
+    return it == env.end() ? std::string() : it->second;
+  };
+  auto count = [&](const char* name, uint64_t lo, uint64_t hi, auto& out) -> Status {
+    const std::string v = get(name);
+    if (v.empty()) return {};
+    uint64_t n = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || p != v.data() + v.size() || n < lo || n > hi)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       std::string(name) + "='" + v + "' is invalid: use a number from " +
+                           std::to_string(lo) + " to " + std::to_string(hi));
+    out = static_cast<std::remove_reference_t<decltype(out)>>(n);
+    return {};
+  };
+  auto duration = [&](const char* name, int& out) -> Status {
+    const std::string v = get(name);
+    if (v.empty()) return {};
+    auto ms = ParseDurationMs(v);
+    if (!ms || *ms < 100)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       std::string(name) + "='" + v +
+                           "' is invalid: use a duration such as 30s, 2m or 500ms (>= 100ms)");
+    out = static_cast<int>(*ms);
+    return {};
+  };
+  if (auto st = count("MINIO_API_REQUESTS_MAX", 1, 4096, cfg.requests_max); !st.ok()) return st;
+  if (auto st = count("RDMASTOR_API_REQUESTS_PER_CLIENT", 1, 4096, cfg.requests_per_client);
+      !st.ok())
+    return st;
+  if (auto st = count("RDMASTOR_API_CONNECTIONS_MAX", 1, 10'000'000, cfg.connections_max); !st.ok())
+    return st;
+  if (auto st = duration("RDMASTOR_API_BODY_TIMEOUT", cfg.body_timeout_ms); !st.ok()) return st;
+  if (auto st = duration("RDMASTOR_API_SEND_TIMEOUT", cfg.send_timeout_ms); !st.ok()) return st;
+  if (auto v = get("RDMASTOR_API_MIN_RATE"); !v.empty()) {
+    auto rate = v == "off" ? std::optional<uint64_t>(0) : ParseByteSize(v);
+    if (!rate)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "RDMASTOR_API_MIN_RATE='" + v +
+                           "' is invalid: use bytes per second (65536), a size such as 64KiB, "
+                           "or off");
+    cfg.min_rate = *rate;
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, const EnvMap& env) {
   ServerConfig cfg;
   std::string address = ":9000";
@@ -207,49 +277,37 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
     auto layout = erasure::PlanLayout(static_cast<int>(cfg.drives.size()), cfg.storage_class);
     if (!layout.ok()) return layout.error();
   }
-  if (auto it = env.find("RDMASTOR_DRIVE_CHECK_INTERVAL"); it != env.end() && !it->second.empty()) {
+  // A duration setting (ParseDurationMs) of at least min_ms; `off` (or 0) = 0 where allowed.
+  auto duration = [&](const char* name, int* out, int64_t min_ms, bool may_be_off,
+                      const char* example) -> Status {
+    auto it = env.find(name);
+    if (it == env.end() || it->second.empty()) return {};
     const std::string& v = it->second;
-    int ms = -1;
-    if (v == "0" || v == "off") {
+    std::optional<int64_t> ms;
+    if (may_be_off && (v == "off" || v == "0")) {
       ms = 0;
-    } else if (v.size() > 2 && v.size() < 9 && v.ends_with("ms") &&
-               v.find_first_not_of("0123456789") == v.size() - 2) {
-      ms = std::stoi(v.substr(0, v.size() - 2));
-    } else if (v.size() > 1 && v.size() < 7 && v.back() == 's' &&
-               v.find_first_not_of("0123456789") == v.size() - 1) {
-      ms = std::stoi(v.substr(0, v.size() - 1)) * 1000;
+    } else if (ms = ParseDurationMs(v); ms && *ms < min_ms) {
+      ms.reset();
     }
-    if (ms < 0 || (ms > 0 && ms < 100)) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "RDMASTOR_DRIVE_CHECK_INTERVAL='" + v +
-                           "' is invalid: use a duration such as 10s or 500ms (>= 100ms), or off");
-    }
-    cfg.drive_check_interval_ms = ms;
-  }
-  cfg.distributed = cfg.drives.front().find("://") != std::string::npos;
-  if (auto it = env.find("MINIO_PEER_WAIT"); it != env.end() && !it->second.empty()) {
-    // A duration: 120s, 2m, 500ms, or plain seconds.
-    const std::string& v = it->second;
-    long long ms = -1;
-    size_t digits = v.find_first_not_of("0123456789");
-    const std::string num = v.substr(0, digits);
-    const std::string unit = digits == std::string::npos ? "" : v.substr(digits);
-    if (!num.empty() && num.size() < 9) {
-      const long long n = std::stoll(num);
-      if (unit.empty() || unit == "s")
-        ms = n * 1000;
-      else if (unit == "ms")
-        ms = n;
-      else if (unit == "m")
-        ms = n * 60000;
-    }
-    if (ms < 0 || ms > 24LL * 3600 * 1000) {
+    if (!ms) {
       return MakeError(
           ErrorCode::kInvalidArgument,
-          "MINIO_PEER_WAIT='" + v + "' is invalid: use a duration such as 120s, 2m or 500ms");
+          std::string(name) + "='" + v + "' is invalid: use a duration such as " + example);
     }
-    cfg.peer_wait_ms = static_cast<int>(ms);
-  }
+    *out = static_cast<int>(*ms);
+    return {};
+  };
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_DRIVE_CHECK_INTERVAL", &cfg.drive_check_interval_ms, 100,
+                              true, "10s or 500ms (>= 100ms), or off"));
+  cfg.distributed = cfg.drives.front().find("://") != std::string::npos;
+  RS_RETURN_IF_ERROR(duration("MINIO_PEER_WAIT", &cfg.peer_wait_ms, 0, false, "120s, 2m or 500ms"));
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_PING_INTERVAL", &cfg.peer_ping_interval_ms, 100, true,
+                              "1s or 500ms (>= 100ms), or off"));
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_PING_TIMEOUT", &cfg.peer_ping_timeout_ms, 100, false,
+                              "2s or 500ms (>= 100ms)"));
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_QUICK_TIMEOUT", &cfg.peer_quick_timeout_ms, 100, false,
+                              "5s or 500ms (>= 100ms)"));
+  if (auto st = ParseApiLimits(env, cfg); !st.ok()) return st.error();
 
   auto get = [&](const char* name) -> std::string {
     auto it = env.find(name);

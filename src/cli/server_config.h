@@ -37,10 +37,20 @@ struct ServerConfig {
   int drive_check_interval_ms = 10000;     // RDMASTOR_DRIVE_CHECK_INTERVAL (replaced drives)
   bool distributed = false;                // drives are URLs (cluster/topology.h)
   int peer_wait_ms = 120000;               // MINIO_PEER_WAIT: start-up wait for the peers
+  int peer_ping_interval_ms = 1000;        // RDMASTOR_PEER_PING_INTERVAL (0: no health check)
+  int peer_ping_timeout_ms = 2000;         // RDMASTOR_PEER_PING_TIMEOUT
+  int peer_quick_timeout_ms = 5000;        // RDMASTOR_PEER_QUICK_TIMEOUT (quick metadata calls)
   // Inter-node shard transport (both builds; the standard one offers the soft fabric only):
   // MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE, MINIO_RDMA_INTERNODE_ADDRESS / _INFLIGHT / _RETRY,
   // and the fabric settings of `rdma`. bind_ip stays "" unless set: the node uses its own address.
   cluster::InternodeRdmaSettings internode;
+  // S3 front end limits (docs/runbook.md, "Limits and abuse"); 0 = derived default.
+  int requests_max = 64;         // MINIO_API_REQUESTS_MAX: request handler threads
+  int requests_per_client = 0;   // RDMASTOR_API_REQUESTS_PER_CLIENT (0: half the above)
+  uint64_t connections_max = 0;  // RDMASTOR_API_CONNECTIONS_MAX (0: from the fd limit)
+  int body_timeout_ms = 30000;   // RDMASTOR_API_BODY_TIMEOUT
+  int send_timeout_ms = 30000;   // RDMASTOR_API_SEND_TIMEOUT
+  uint64_t min_rate = 64 << 10;  // RDMASTOR_API_MIN_RATE, bytes/s (0: timeouts only)
 };
 
 struct TlsFiles {
@@ -58,6 +68,9 @@ struct RootCredentials {
 
 // MINIO_ROOT_USER / MINIO_ROOT_PASSWORD, validated (set together, minimum lengths).
 Result<RootCredentials> ParseRootCredentials(const EnvMap& env);
+
+// Parses a duration: "120s", "2m", "500ms", or plain seconds. nullopt when malformed or over 24 h.
+std::optional<int64_t> ParseDurationMs(std::string_view text);
 
 // Parses "[--address HOST:PORT] DIR..." plus the environment. Errors carry a message naming the
 // flag or variable and what it accepts.

@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <memory>
+#include <mutex>
+
 #include "admin/metrics.h"
 #include "storage/drive_store.h"
 #include "storage/erasure_store.h"
@@ -20,14 +24,49 @@ Result<OpenedStorage> OpenStorage(const ServerConfig& cfg) {
   }
   auto store = storage::ErasureStore::Open(cfg.drives, cfg.storage_class);
   if (!store.ok()) return store.error();
-  const auto& l = (*store)->layout();
-  // Health: every set must keep its quorum; reported over all drives as sets x per-set quorum.
-  out.read_quorum = static_cast<size_t>(l.set_count * erasure::ReadQuorum(l.data(), l.parity));
-  out.write_quorum = static_cast<size_t>(l.set_count * erasure::WriteQuorum(l.data(), l.parity));
   (*store)->StartMonitor(cfg.drive_check_interval_ms);
   out.erasure = store->get();
   out.layer = std::move(*store);
   return out;
+}
+
+std::unique_ptr<admin::DriveMonitor> DeploymentMonitor(storage::ErasureStore& store) {
+  const auto& l = store.layout();
+  // Health probes are unauthenticated and each sampling touches every drive (a file written per
+  // local drive, an RPC per remote one): at most one sampling per second, however often they come.
+  struct Cache {
+    std::mutex mu;
+    std::chrono::steady_clock::time_point at;
+    std::vector<admin::DriveSample> samples;
+  };
+  auto cache = std::make_shared<Cache>();
+  auto probe = [&store, cache] {
+    std::lock_guard lock(cache->mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (!cache->samples.empty() && now - cache->at < std::chrono::seconds(1)) return cache->samples;
+    std::vector<admin::DriveSample> out;
+    for (const auto& d : store.drives()) {
+      if (d->is_local()) {
+        out.push_back(admin::ProbeDrive(d->name()));
+        continue;
+      }
+      admin::DriveSample s;
+      s.path = d->name();
+      if (auto info = d->GetDiskInfo(); info.ok()) {
+        s.online = info->online;
+        s.total_bytes = info->total_bytes;
+        s.free_bytes = info->free_bytes;
+      }
+      out.push_back(std::move(s));
+    }
+    cache->samples = out;
+    cache->at = now;
+    return out;
+  };
+  return std::make_unique<admin::DriveMonitor>(
+      probe, static_cast<size_t>(erasure::ReadQuorum(l.data(), l.parity)),
+      static_cast<size_t>(erasure::WriteQuorum(l.data(), l.parity)),
+      static_cast<size_t>(l.set_size));
 }
 
 void PublishHealMetrics(storage::ErasureStore& store) {

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "admin/health.h"
 #include "cli/server_config.h"
 #include "common/result.h"
 #include "storage/object_layer.h"
@@ -17,11 +18,14 @@ namespace rdmastor::cli {
 struct OpenedStorage {
   std::unique_ptr<storage::ObjectLayer> layer;
   storage::ErasureStore* erasure = nullptr;  // = layer on 2+ drives (healing), else null
-  size_t read_quorum = 1;                    // drives (for health reporting)
-  size_t write_quorum = 1;
 };
 
 Result<OpenedStorage> OpenStorage(const ServerConfig& cfg);
+
+// Health of every drive of `store` (local ones probed with admin::ProbeDrive, remote ones asked
+// over peer RPC) against each erasure set's read and write quorum: what /minio/health/cluster and
+// /minio/health/cluster/read answer. The store must outlive the monitor.
+std::unique_ptr<admin::DriveMonitor> DeploymentMonitor(storage::ErasureStore& store);
 
 // Samples the store's heal state at every metrics scrape (rdmastor_heal_*, minio_heal_*,
 // rdmastor_healed_*, rdmastor_drives_replaced_total). The store must outlive every scrape.

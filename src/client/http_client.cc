@@ -355,6 +355,7 @@ HttpClient::HttpClient(HttpClient&& other) noexcept
       host_header_(std::move(other.host_header_)),
       options_(other.options_),
       fd_(std::exchange(other.fd_, -1)),
+      aborted_(other.aborted_.load()),
       ssl_(std::exchange(other.ssl_, nullptr)),
       connects_(other.connects_),
       buf_(std::move(other.buf_)),
@@ -369,6 +370,7 @@ HttpClient& HttpClient::operator=(HttpClient&& other) noexcept {
     host_header_ = std::move(other.host_header_);
     options_ = other.options_;
     fd_ = std::exchange(other.fd_, -1);
+    aborted_ = other.aborted_.load();
     ssl_ = std::exchange(other.ssl_, nullptr);
     connects_ = other.connects_;
     buf_ = std::move(other.buf_);
@@ -394,9 +396,18 @@ void HttpClient::Close() {
     ERR_clear_error();
     ssl_ = nullptr;
   }
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  if (fd_ >= 0) {
+    std::lock_guard lock(fd_mu_);
+    ::close(fd_);
+    fd_ = -1;
+  }
   buf_begin_ = buf_end_ = 0;
+}
+
+void HttpClient::Abort() {
+  std::lock_guard lock(fd_mu_);
+  aborted_ = true;
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
 }
 
 Error HttpClient::TransportError(std::string_view what, int err) const {
@@ -442,6 +453,7 @@ Status BindSource(int fd, int family, const std::string& local_ip) {
 
 Status HttpClient::Connect() {
   if (fd_ >= 0) return {};
+  if (aborted_) return MakeError(ErrorCode::kInternalError, Where() + ": connection aborted");
   if (buf_.size() != options_.read_buffer_size) buf_.assign(options_.read_buffer_size, 0);
   buf_begin_ = buf_end_ = 0;
 
@@ -516,7 +528,14 @@ Status HttpClient::Connect() {
       ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     };
     ::freeaddrinfo(list);
-    fd_ = fd;
+    {
+      std::lock_guard lock(fd_mu_);
+      if (aborted_) {  // Abort ran while connecting
+        ::close(fd);
+        return MakeError(ErrorCode::kInternalError, Where() + ": connection aborted");
+      }
+      fd_ = fd;
+    }
     if (options_.tls) {
       // The handshake is part of connecting: a peer that accepts TCP but never answers TLS (a
       // stopped process: the kernel still accepts) costs connect_timeout, not io_timeout.

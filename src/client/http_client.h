@@ -11,11 +11,13 @@
 // files that include it compile fast. No Boost: this compiles in well under a second.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -180,6 +182,11 @@ class HttpClient {
   // measurements.
   Status Connect();
   void Close();
+  // Thread-safe (the one call that is): fails the request in progress on this connection now (the
+  // socket is shut down, so a blocked send/recv returns) and every later Connect. For a caller
+  // that gave up on the server from another thread (a cluster peer found offline).
+  void Abort();
+  bool aborted() const { return aborted_.load(); }
   bool connected() const { return fd_ >= 0; }
   bool tls() const { return options_.tls != nullptr; }
 
@@ -216,6 +223,10 @@ class HttpClient {
   std::string host_header_;
   HttpClientOptions options_;
   int fd_ = -1;
+  // Held while fd_ changes and by Abort: Abort never shuts down a descriptor number that was
+  // closed and reused meanwhile.
+  std::mutex fd_mu_;
+  std::atomic<bool> aborted_{false};
   ::ssl_st* ssl_ = nullptr;  // OpenSSL's SSL on fd_ when options_.tls is set
   uint64_t connects_ = 0;
   std::vector<char> buf_;  // read buffer; [buf_begin_, buf_end_) holds unconsumed bytes

@@ -102,6 +102,28 @@ struct RdmaS3Client::Impl {
     return t;
   }
 
+  // Drops every registration overlapping [p, p+len), host (MR cache) and device (dma-buf): after
+  // it no rkey the library handed out for that memory is valid.
+  void Release(const void* p, size_t len) {
+    mrs->Invalidate(const_cast<void*>(p), std::max<size_t>(len, 1));
+    const char* lo = static_cast<const char*>(p);
+    const char* hi = lo + std::max<size_t>(len, 1);
+    std::erase_if(device_mrs, [&](const std::unique_ptr<rdma::MemoryRegion>& mr) {
+      return mr->addr() < hi && lo < mr->addr() + mr->length();
+    });
+  }
+
+  // A call that did not end in success (an error reply, a 501 even when retried over HTTP, a
+  // timeout, a reply the library does not trust) may leave the server holding the token: after
+  // an HTTP timeout its transfer can still be running. Deregistering the buffer first kills the
+  // rkey, so a late RDMA WRITE/READ fails on the NIC instead of touching memory the caller has
+  // been told is free again.
+  template <class T>
+  Result<T> ReleaseUnlessOk(Result<T> r, const void* p, size_t len) {
+    if (!r.ok()) Release(p, len);
+    return r;
+  }
+
   // Sends a payload-less signed request carrying the token; returns the raw response.
   Result<HttpResponse> Send(S3Request req, const rdma::RdmaToken& token) {
     req.headers.emplace_back("x-amz-rdma-token", rdma::FormatToken(token));
@@ -123,7 +145,9 @@ struct RdmaS3Client::Impl {
     auto resp = Send(req, *token);
     if (!resp.ok()) return resp.error();
     if (resp->status == 501 && config.allow_http_fallback) {
-      RS_RETURN_IF_ERROR(FallbackAllowed(data, len, what));
+      Status fallback = FallbackAllowed(data, len, what);
+      Release(data, len);
+      RS_RETURN_IF_ERROR(fallback);
       http_req.body = std::string_view(data, len);
       auto again = s3.Execute(http_req, ResponseTarget::String());
       if (!again.ok()) return again.error();
@@ -180,10 +204,12 @@ Result<std::unique_ptr<RdmaS3Client>> RdmaS3Client::Create(RdmaClientConfig conf
   return std::unique_ptr<RdmaS3Client>(new RdmaS3Client(std::move(impl)));
 }
 
-Result<TransferResult> RdmaS3Client::Get(std::string_view bucket, std::string_view key, char* dst,
-                                         size_t capacity, std::optional<ByteRange> range) {
+namespace {
+Result<TransferResult> GetOnce(RdmaS3Client::Impl& impl, std::string_view bucket,
+                               std::string_view key, char* dst, size_t capacity,
+                               std::optional<ByteRange> range) {
   std::string what = "GET " + S3ObjectPath(bucket, key);
-  auto token = impl_->Token(dst, capacity, /*remote_write=*/true);
+  auto token = impl.Token(dst, capacity, /*remote_write=*/true);
   if (!token.ok()) return token.error();
   S3Request req;
   req.bucket = std::string(bucket);
@@ -193,18 +219,21 @@ Result<TransferResult> RdmaS3Client::Get(std::string_view bucket, std::string_vi
     if (range->last) value += std::to_string(*range->last);
     req.headers.emplace_back("range", std::move(value));
   }
-  auto resp = impl_->Send(req, *token);
+  auto resp = impl.Send(req, *token);
   if (!resp.ok()) return resp.error();
-  if (resp->status == 501 && impl_->config.allow_http_fallback) {
-    RS_RETURN_IF_ERROR(impl_->FallbackAllowed(dst, capacity, what));
-    auto got = impl_->s3.GetObjectInto(bucket, key, range, dst, capacity);
+  if (resp->status == 501 && impl.config.allow_http_fallback) {
+    Status fallback = impl.FallbackAllowed(dst, capacity, what);
+    impl.Release(dst, capacity);
+    RS_RETURN_IF_ERROR(fallback);
+    auto got = impl.s3.GetObjectInto(bucket, key, range, dst, capacity);
     if (!got.ok()) return got.error();
     return TransferResult{Transport::kHttp, got->status,      got->bytes,
                           got->etag,        got->object_size, got->headers};
   }
   if (!resp->success()) return S3ErrorFromResponse(*resp, what);
-  TransferResult out{Transport::kRdma, resp->status, Impl::BytesTransferred(*resp), {}, {},
-                     resp->headers};
+  TransferResult out{
+      Transport::kRdma, resp->status, RdmaS3Client::Impl::BytesTransferred(*resp), {}, {},
+      resp->headers};
   if (const auto* e = resp->FindHeader("etag")) out.etag = *e;
   if (const auto* reply = resp->FindHeader("x-amz-rdma-reply");
       !reply || *reply != std::to_string(resp->status))
@@ -219,6 +248,12 @@ Result<TransferResult> RdmaS3Client::Get(std::string_view bucket, std::string_vi
   }
   return out;
 }
+}  // namespace
+
+Result<TransferResult> RdmaS3Client::Get(std::string_view bucket, std::string_view key, char* dst,
+                                         size_t capacity, std::optional<ByteRange> range) {
+  return impl_->ReleaseUnlessOk(GetOnce(*impl_, bucket, key, dst, capacity, range), dst, capacity);
+}
 
 Result<TransferResult> RdmaS3Client::Put(std::string_view bucket, std::string_view key,
                                          const char* data, size_t len,
@@ -228,7 +263,8 @@ Result<TransferResult> RdmaS3Client::Put(std::string_view bucket, std::string_vi
   req.bucket = std::string(bucket);
   req.key = std::string(key);
   req.headers = extra_headers;
-  return impl_->PutLike(std::move(req), data, len, "PUT " + S3ObjectPath(bucket, key));
+  return impl_->ReleaseUnlessOk(
+      impl_->PutLike(std::move(req), data, len, "PUT " + S3ObjectPath(bucket, key)), data, len);
 }
 
 Result<TransferResult> RdmaS3Client::UploadPart(std::string_view bucket, std::string_view key,
@@ -240,9 +276,10 @@ Result<TransferResult> RdmaS3Client::UploadPart(std::string_view bucket, std::st
   req.key = std::string(key);
   req.raw_query =
       "partNumber=" + std::to_string(part_number) + "&uploadId=" + std::string(upload_id);
-  return impl_->PutLike(
-      std::move(req), data, len,
-      "UploadPart " + S3ObjectPath(bucket, key) + " #" + std::to_string(part_number));
+  return impl_->ReleaseUnlessOk(impl_->PutLike(std::move(req), data, len,
+                                               "UploadPart " + S3ObjectPath(bucket, key) + " #" +
+                                                   std::to_string(part_number)),
+                                data, len);
 }
 
 Result<std::string> RdmaS3Client::CreateMultipartUpload(std::string_view bucket,
@@ -287,15 +324,7 @@ Result<std::string> RdmaS3Client::CompleteMultipartUpload(
   return Between(resp->body, "<ETag>", "</ETag>");
 }
 
-void RdmaS3Client::Forget(const void* p, size_t len) {
-  impl_->mrs->Invalidate(const_cast<void*>(p), std::max<size_t>(len, 1));
-  auto& dev = impl_->device_mrs;
-  const char* lo = static_cast<const char*>(p);
-  const char* hi = lo + std::max<size_t>(len, 1);
-  std::erase_if(dev, [&](const std::unique_ptr<rdma::MemoryRegion>& mr) {
-    return mr->addr() < hi && lo < mr->addr() + mr->length();
-  });
-}
+void RdmaS3Client::Forget(const void* p, size_t len) { impl_->Release(p, len); }
 
 Status RdmaS3Client::RegisterDeviceMemory(void* device_ptr, size_t len, int dmabuf_fd,
                                           uint64_t dmabuf_offset) {

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <random>
 #include <system_error>
@@ -12,6 +13,15 @@
 namespace rdmastor::cluster {
 
 using Clock = std::chrono::steady_clock;
+
+std::string NewLockInstance() {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  char start[17];
+  std::snprintf(start, sizeof(start), "%016llx", static_cast<unsigned long long>(us));
+  return std::string(start) + "-" + hash::RandomHex(8);
+}
 
 // ---------------------------------------------------------------------------------------------
 // LockServer
@@ -72,11 +82,49 @@ size_t LockServer::Expire() {
   return SweepLocked(Now());
 }
 
+bool LockServer::ObserveInstanceLocked(const std::string& owner, const std::string& instance,
+                                       Clock::time_point now, size_t* dropped) {
+  if (dropped) *dropped = 0;
+  if (owner.empty() || instance.empty()) return true;
+  auto [known, first] = instances_.try_emplace(owner, Instance{instance, now});
+  if (first) return true;
+  if (known->second.id == instance) {
+    known->second.seen = now;
+    return true;
+  }
+  // Ids start with the process's start time: a smaller one is an earlier process of the node.
+  if (instance < known->second.id && now - known->second.seen <= options_.ttl) return false;
+  size_t n = 0;
+  for (auto it = table_.begin(); it != table_.end();) {
+    auto& v = it->second;
+    const size_t before = v.size();
+    v.erase(
+        std::remove_if(v.begin(), v.end(),
+                       [&](const Entry& e) { return e.owner == owner && e.instance != instance; }),
+        v.end());
+    n += before - v.size();
+    it = v.empty() ? table_.erase(it) : std::next(it);
+  }
+  if (n > 0)
+    spdlog::info("dsync: {} restarted (process {} replaces {}): dropped its {} lock(s)", owner,
+                 instance, known->second.id, n);
+  known->second = Instance{instance, now};
+  if (dropped) *dropped = n;
+  return true;
+}
+
+bool LockServer::ObserveInstance(const std::string& owner, const std::string& instance,
+                                 size_t* dropped) {
+  std::lock_guard lock(mu_);
+  return ObserveInstanceLocked(owner, instance, Now(), dropped);
+}
+
 Result<bool> LockServer::Grant(const LockArgs& args, bool writer) {
   RS_RETURN_IF_ERROR(Validate(args, true));
   std::lock_guard lock(mu_);
   auto now = Now();
   MaybeSweepLocked(now);
+  if (!ObserveInstanceLocked(args.owner, args.instance, now, nullptr)) return false;
   for (const auto& r : args.resources) {
     ExpireResourceLocked(r, now);
     auto it = table_.find(r);
@@ -97,7 +145,7 @@ Result<bool> LockServer::Grant(const LockArgs& args, bool writer) {
       mine->refreshed = now;
       continue;
     }
-    v.push_back(Entry{args.uid, args.owner, args.source, writer, now});
+    v.push_back(Entry{args.uid, args.owner, args.instance, args.source, writer, now});
   }
   return true;
 }
@@ -130,6 +178,7 @@ Result<bool> LockServer::Refresh(const LockArgs& args) {
   RS_RETURN_IF_ERROR(Validate(args, true));
   std::lock_guard lock(mu_);
   auto now = Now();
+  if (!ObserveInstanceLocked(args.owner, args.instance, now, nullptr)) return false;
   // Every resource of the acquisition must still be held: a partly expired lock is a lost lock.
   std::vector<Entry*> mine;
   for (const auto& r : args.resources) {
@@ -171,7 +220,7 @@ std::vector<LockInfo> LockServer::Snapshot() const {
   std::vector<LockInfo> out;
   for (const auto& [resource, entries] : table_)
     for (const auto& e : entries)
-      out.push_back({resource, e.uid, e.owner, e.source, e.writer, now - e.refreshed});
+      out.push_back({resource, e.uid, e.owner, e.instance, e.source, e.writer, now - e.refreshed});
   return out;
 }
 
@@ -186,8 +235,11 @@ int WriteLockQuorum(int lockers) {
 }
 
 Dsync::Dsync(std::vector<std::shared_ptr<LockerClient>> lockers, std::string owner,
-             DsyncOptions options)
-    : lockers_(std::move(lockers)), owner_(std::move(owner)), options_(options) {}
+             DsyncOptions options, std::string instance)
+    : lockers_(std::move(lockers)),
+      owner_(std::move(owner)),
+      instance_(instance.empty() ? NewLockInstance() : std::move(instance)),
+      options_(options) {}
 
 // ---------------------------------------------------------------------------------------------
 // Parallel calls with a bounded wait
@@ -308,6 +360,7 @@ DistributedLock::DistributedLock(std::shared_ptr<const Dsync> dsync,
   resources.erase(std::unique(resources.begin(), resources.end()), resources.end());
   args_.resources = std::move(resources);
   args_.owner = dsync_->owner();
+  args_.instance = dsync_->instance();
   args_.source = std::move(source);
 }
 

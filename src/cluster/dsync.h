@@ -17,6 +17,12 @@
 // resource forever. When a refresh round confirms the lock on fewer than quorum servers, the lock
 // is lost: lost() turns true and the on_lost callback runs once (the holder must abort its
 // operation; another node may acquire the resource once the stale entries expire).
+//
+// A holder that dies does not refresh, so its entries would block their resources for the TTL.
+// Each process names itself with an instance id (LockArgs::instance, new at every start): a lock
+// server that learns a new instance for a node (from the node's start-up handshake or its first
+// lock call) drops every entry the node's previous process held, so a restarted node frees its
+// keys at once instead of after the TTL.
 #pragma once
 
 #include <atomic>
@@ -39,13 +45,18 @@ struct LockArgs {
   std::string uid;                     // one acquisition (unique per DistributedLock attempt)
   std::vector<std::string> resources;  // locked together, all or none
   std::string owner;                   // the requesting node (its id or address)
+  std::string instance;                // the owner's process (NewLockInstance); "" = not tracked
   std::string source;                  // for diagnostics: who asked ("PutObject bucket/key")
   int quorum = 0;                      // informational: the quorum the caller needs
 };
 
+// A new process instance id: the start time (16 hex digits of microseconds since the epoch, so a
+// later start sorts after an earlier one on the same clock) and 8 random bytes.
+std::string NewLockInstance();
+
 // One granted entry in a lock table (for diagnostics and tests).
 struct LockInfo {
-  std::string resource, uid, owner, source;
+  std::string resource, uid, owner, instance, source;
   bool writer = false;
   std::chrono::steady_clock::duration since_refresh{};
 };
@@ -73,6 +84,15 @@ class LockServer {
   // Drops every entry on args.resources (or, with no resources, every entry of args.uid).
   Result<bool> ForceUnlock(const LockArgs& args);
 
+  // Records that `owner` now runs as process `instance` (its start-up handshake; lock calls do
+  // the same). A new instance drops every entry of the owner's previous process (it died with
+  // them) and returns true; `dropped` gets how many. An instance that sorts before the known one
+  // (a request of a replaced process arriving late) is refused (false, and its lock calls are
+  // refused) while the known one was heard from within the TTL; after that it is taken as new
+  // (a clock that stepped back must not lock a node out). Empty owner or instance: true.
+  bool ObserveInstance(const std::string& owner, const std::string& instance,
+                       size_t* dropped = nullptr);
+
   // Drops expired entries now (calls do it lazily too); returns how many.
   size_t Expire();
   std::vector<LockInfo> Snapshot() const;
@@ -80,7 +100,7 @@ class LockServer {
 
  private:
   struct Entry {
-    std::string uid, owner, source;
+    std::string uid, owner, instance, source;
     bool writer = false;
     std::chrono::steady_clock::time_point refreshed;
   };
@@ -90,11 +110,19 @@ class LockServer {
   size_t SweepLocked(std::chrono::steady_clock::time_point now);
   Result<bool> Grant(const LockArgs& args, bool writer);
   Result<bool> Release(const LockArgs& args, bool writer);
+  bool ObserveInstanceLocked(const std::string& owner, const std::string& instance,
+                             std::chrono::steady_clock::time_point now, size_t* dropped);
+
+  struct Instance {
+    std::string id;
+    std::chrono::steady_clock::time_point seen;
+  };
 
   LockServerOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, std::vector<Entry>> table_;  // resource -> entries (no empty vectors)
   std::chrono::steady_clock::time_point last_sweep_;
+  std::map<std::string, Instance> instances_;  // owner -> its current process
 };
 
 // The calls a DistributedLock makes on one node's lock server. Implementations may block (an RPC
@@ -154,15 +182,18 @@ struct DsyncOptions {
 // identity. Shared by every DistributedLock of the node.
 class Dsync {
  public:
+  // `instance`: this process (NewLockInstance() when empty).
   Dsync(std::vector<std::shared_ptr<LockerClient>> lockers, std::string owner,
-        DsyncOptions options = {});
+        DsyncOptions options = {}, std::string instance = {});
   const std::vector<std::shared_ptr<LockerClient>>& lockers() const { return lockers_; }
   const std::string& owner() const { return owner_; }
+  const std::string& instance() const { return instance_; }
   const DsyncOptions& options() const { return options_; }
 
  private:
   std::vector<std::shared_ptr<LockerClient>> lockers_;
   std::string owner_;
+  std::string instance_;
   DsyncOptions options_;
 };
 

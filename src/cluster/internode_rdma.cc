@@ -123,6 +123,7 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdma
       // RC queue pairs connected with librdmacm (DESIGN.md §4), the same token addressing.
       rdma::RcSettings rc;
       rc.device = s.verbs.device;
+      rc.port = s.verbs.port;
       rc.cq_depth = s.verbs.cq_depth;
       rc.connect_timeout = s.connect_timeout;
       rc.allow = s.soft_allow;

@@ -151,6 +151,9 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterConfig& co
   PeerClientOptions peer_options;
   peer_options.local_ip = self_ip;
   peer_options.tls = peer_tls;
+  peer_options.ping_interval = config.peer_ping_interval;
+  peer_options.ping_timeout = config.peer_ping_timeout;
+  peer_options.quick_timeout = config.peer_quick_timeout;
   std::vector<std::shared_ptr<LockerClient>> lockers;
   node->locks_ = std::make_shared<LockServer>();
   for (size_t n = 0; n < t.nodes.size(); ++n) {
@@ -205,7 +208,10 @@ Status ClusterNode::WaitForPeers(Clock::time_point deadline) {
             (waiting.empty() ? "" : ", ") + t.nodes[n].address() + " (" + last_error[n] + ")";
         continue;
       }
-      auto r = peers_[n]->Call("GET", std::string(kPeerPrefix) + "config");
+      // Naming this process lets the peer drop locks a previous process of this node held.
+      auto r = peers_[n]->Call("GET", std::string(kPeerPrefix) + "config?" +
+                                          QueryParam("node", dsync_->owner()) + "&" +
+                                          QueryParam("instance", dsync_->instance()));
       if (!r.ok()) {
         // A peer that started just now refuses what was signed before it started (its replay
         // cache is new); a peer whose clock lags this one's a little is refused for that long:
@@ -286,6 +292,9 @@ Status ClusterNode::WaitForPeers(Clock::time_point deadline) {
 Result<std::unique_ptr<storage::ErasureStore>> ClusterNode::Start() {
   const auto deadline = Clock::now() + config_.peer_wait;
   RS_RETURN_IF_ERROR(WaitForPeers(deadline));
+  // From now on a peer that stops answering is found within a ping interval + timeout.
+  for (auto& p : peers_)
+    if (p) p->StartHealthCheck();
   const Topology& t = topology_;
   auto last_log = Clock::now();
   for (;;) {

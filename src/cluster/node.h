@@ -31,6 +31,11 @@ struct ClusterConfig {
   InternodeRdmaSettings internode;
   // MINIO_PEER_WAIT: how long start-up waits for the peers (and the first node's format).
   std::chrono::milliseconds peer_wait{120000};
+  // The peer health check and the deadline of quick metadata calls (PeerClientOptions):
+  // RDMASTOR_PEER_PING_INTERVAL (0: none), RDMASTOR_PEER_PING_TIMEOUT, RDMASTOR_PEER_QUICK_TIMEOUT.
+  std::chrono::milliseconds peer_ping_interval{1000};
+  std::chrono::milliseconds peer_ping_timeout{2000};
+  std::chrono::milliseconds peer_quick_timeout{5000};
   // TLS (--certs-dir). tls: this node serves HTTPS (public.crt / private.key). https://
   // endpoints need it, http:// endpoints refuse it (a node serving HTTPS only cannot be reached
   // by peers speaking HTTP). Peers' certificates are verified against the system store plus

@@ -2,6 +2,13 @@
 // derived from the root credentials, and a small pool of keep-alive connections per peer with
 // timeouts on every call.
 //
+// Health: a node cut off the network without a reset leaves the kept-alive connections to it
+// waiting out their I/O timeout. So every peer is pinged (a signed GET /minio/peer/v1/ping, which
+// touches no drive) every ping_interval; a ping not answered within ping_timeout marks the peer
+// offline at once: calls in flight to it are aborted and new ones fail at once until a ping is
+// answered again. Quick metadata calls (no payload, no fsync) also carry a deadline of their own
+// (quick_timeout), for a peer that answers pings but not its drive calls.
+//
 // Authentication: every request is signed (PeerAuth, cluster/peer_auth.h) over its method, the
 // peer it is meant for, target, time, a fresh nonce, its body and the RDMA-steering headers. On an
 // untrusted network run the nodes with https:// endpoints as well: the signature authenticates
@@ -10,12 +17,15 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "client/http_client.h"
@@ -24,6 +34,9 @@
 #include "s3/http_types.h"
 
 namespace rdmastor::cluster {
+
+// The health check's call (served by PeerServer).
+inline constexpr const char* kPeerPingTarget = "/minio/peer/v1/ping";
 
 struct PeerClientOptions {
   std::chrono::milliseconds connect_timeout{2000};
@@ -35,6 +48,14 @@ struct PeerClientOptions {
   // After a transport failure, calls fail at once for this long (a dead node costs one connect
   // attempt per window, not one per drive call).
   std::chrono::milliseconds down_for{1000};
+  // Health check (StartHealthCheck): one ping this often (0: none), failing after ping_timeout.
+  // The timeout must cover a busy peer: the ping waits for one of its 64 request workers (which
+  // may all be in fsync on a loaded machine). See docs/settings.md.
+  std::chrono::milliseconds ping_interval{1000};
+  std::chrono::milliseconds ping_timeout{2000};
+  // The I/O deadline of quick metadata calls (RemoteDrive says which): reads of small files and
+  // directory entries, no payload, no fsync.
+  std::chrono::milliseconds quick_timeout{5000};
   // This node's own address as the source of every connection ("" = the kernel's choice): the
   // soft RDMA fabric of a peer only connects back to the address a request came from.
   std::string local_ip;
@@ -62,12 +83,30 @@ class PeerClient {
   const std::string& address() const { return address_; }
   const std::string& host() const { return host_; }
   uint16_t port() const { return port_; }
-  // False inside the window after a transport failure.
+  // False inside the window after a transport failure, and while the health check finds the
+  // peer offline.
   bool reachable() const;
+  // False while the health check finds the peer offline (true before it started).
+  bool online() const;
+  std::chrono::milliseconds quick_timeout() const { return options_.quick_timeout; }
+
+  // Starts pinging the peer in the background (once; no-op when ping_interval is 0). Stopped by
+  // the destructor.
+  void StartHealthCheck();
 
  private:
   std::unique_ptr<client::HttpClient> Acquire(std::chrono::milliseconds timeout);
   void Release(std::unique_ptr<client::HttpClient> c, std::chrono::milliseconds timeout);
+  // One exchange, not refused while the peer is down: an error only for a transport failure
+  // (which opens the down window).
+  Result<client::HttpResponse> Exchange(std::string_view method, const std::string& target,
+                                        std::string_view body,
+                                        const client::ResponseTarget& response,
+                                        const s3::HeaderList& headers,
+                                        std::chrono::milliseconds timeout);
+  void HealthLoop();
+  // Marks the peer offline: aborts the calls in flight and drops the idle connections.
+  void MarkOfflineLocked(const std::string& why);
 
   std::string host_;
   uint16_t port_;
@@ -78,6 +117,11 @@ class PeerClient {
   // Kept-alive connections by the per-call timeout they were made with (0: the options').
   std::map<int64_t, std::vector<std::unique_ptr<client::HttpClient>>> idle_;
   std::chrono::steady_clock::time_point down_until_{};
+  bool offline_ = false;                     // the health check's verdict
+  std::set<client::HttpClient*> in_flight_;  // connections with a call in progress
+  std::thread health_;
+  std::condition_variable health_cv_;
+  bool stopping_ = false;
 };
 
 // "name=value&..." with percent-encoded values.

@@ -105,7 +105,20 @@ void PeerServer::Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::Re
   if (path.starts_with(kLockPrefix)) {
     return HandleLock(path.substr(std::string_view(kLockPrefix).size()), *data, sink);
   }
-  if (path == std::string(kPeerPrefix) + "config") return Send(sink, 200, config_json_);
+  if (path == std::string(kPeerPrefix) + "config") {
+    // A starting node names its lock owner and process: locks its previous process held here
+    // are dropped now rather than after their TTL (dsync.h).
+    std::string node, instance;
+    if (auto query = uri::ParseQuery(req.raw_query))
+      for (const auto& [k, v] : *query) {
+        if (k == "node") node = v;
+        if (k == "instance") instance = v;
+      }
+    locks_->ObserveInstance(node, instance);
+    return Send(sink, 200, config_json_);
+  }
+  // The peers' health check (PeerClient): answered as soon as the signature is checked.
+  if (path == kPeerPingTarget) return Send(sink, 200, "");
   SendError(sink, MakeError(ErrorCode::kInvalidRequest, "unknown peer RPC " + path), path);
 }
 

@@ -1,5 +1,6 @@
 #include "cluster/remote_drive.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -108,7 +109,15 @@ template <PeerCall C>
 Result<client::HttpResponse> RemoteDrive::Send(const typename CallOf<C>::Req& req,
                                                const client::ResponseTarget& target,
                                                const s3::HeaderList& headers) {
-  return peer_->Call("POST", StorageTarget(CallOf<C>::name), EncodeRequest(req), target, headers);
+  // Quick calls (small reads, no payload, no fsync) get a deadline of their own; the others may
+  // wait for a peer's busy disk up to the I/O timeout (a dead peer: the health check).
+  static constexpr std::string_view kQuick[] = {
+      "online", "diskinfo",   "statvol",  "readvolmeta",   "readfile", "exists",
+      "isdir",  "readformat", "listvols", "volhasobjects", "isempty"};
+  const bool quick =
+      std::find(std::begin(kQuick), std::end(kQuick), CallOf<C>::name) != std::end(kQuick);
+  return peer_->Call("POST", StorageTarget(CallOf<C>::name), EncodeRequest(req), target, headers,
+                     quick ? peer_->quick_timeout() : std::chrono::milliseconds(0));
 }
 
 template <PeerCall C>

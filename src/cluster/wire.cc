@@ -92,11 +92,8 @@ Result<storage::ListResult> DecodeListResult(const std::string& text) {
 }
 
 std::string EncodeLockArgs(const LockArgs& a) {
-  return json{{"uid", a.uid},
-              {"resources", a.resources},
-              {"owner", a.owner},
-              {"source", a.source},
-              {"quorum", a.quorum}}
+  return json{{"uid", a.uid},           {"resources", a.resources}, {"owner", a.owner},
+              {"instance", a.instance}, {"source", a.source},       {"quorum", a.quorum}}
       .dump();
 }
 
@@ -106,6 +103,7 @@ Result<LockArgs> DecodeLockArgs(const std::string& text) {
     a.uid = j.at("uid").get<std::string>();
     a.resources = j.at("resources").get<std::vector<std::string>>();
     a.owner = j.at("owner").get<std::string>();
+    a.instance = j.value("instance", std::string());
     a.source = j.at("source").get<std::string>();
     a.quorum = j.at("quorum").get<int>();
     return a;

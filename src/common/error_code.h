@@ -8,6 +8,8 @@ namespace rdmastor {
 // X(enum, "S3 Code", http_status, "default message")
 #define RDMASTOR_ERROR_CODES(X)                                                                    \
   X(kAccessDenied, "AccessDenied", 403, "Access Denied.")                                          \
+  X(kAllAccessDisabled, "AllAccessDisabled", 403,                                                  \
+    "All access to this Amazon S3 resource has been disabled.")                                    \
   X(kBadDigest, "BadDigest", 400, "The Content-MD5 you specified did not match what we received.") \
   X(kBucketAlreadyOwnedByYou, "BucketAlreadyOwnedByYou", 409,                                      \
     "Your previous request to create the named bucket succeeded and you already own it.")          \
@@ -20,6 +22,9 @@ namespace rdmastor {
   X(kIncompleteBody, "IncompleteBody", 400,                                                        \
     "You did not provide the number of bytes specified by the Content-Length HTTP header.")        \
   X(kInternalError, "InternalError", 500, "We encountered an internal error, please try again.")   \
+  X(kIllegalLocationConstraint, "IllegalLocationConstraintException", 400,                         \
+    "The location constraint is incompatible for the region specific endpoint this request was "   \
+    "sent to.")                                                                                    \
   X(kInvalidAccessKeyId, "InvalidAccessKeyId", 403,                                                \
     "The Access Key Id you provided does not exist in our records.")                               \
   X(kInvalidArgument, "InvalidArgument", 400, "Invalid Argument.")                                 \
@@ -30,6 +35,7 @@ namespace rdmastor {
   X(kInvalidPart, "InvalidPart", 400,                                                              \
     "One or more of the specified parts could not be found. The part may not have been "           \
     "uploaded, or the specified entity tag may not match the part's entity tag.")                  \
+  X(kInvalidPartNumber, "InvalidPartNumber", 400, "The requested partnumber is not satisfiable")   \
   X(kInvalidPartOrder, "InvalidPartOrder", 400,                                                    \
     "The list of parts was not in ascending order. The parts list must be specified in order "     \
     "by part number.")                                                                             \
@@ -41,6 +47,8 @@ namespace rdmastor {
     "The authorization header is malformed.")                                                      \
   X(kAuthorizationQueryParametersError, "AuthorizationQueryParametersError", 400,                  \
     "Error parsing the X-Amz-Credential parameter.")                                               \
+  X(kPresignExpiresOutOfRange, "AuthorizationQueryParametersError", 403,                           \
+    "X-Amz-Expires must be between 0 and 604800 seconds.")                                         \
   X(kKeyTooLong, "KeyTooLongError", 400, "Your key is too long")                                   \
   X(kMalformedXML, "MalformedXML", 400,                                                            \
     "The XML you provided was not well-formed or did not validate against our published "          \
@@ -91,7 +99,7 @@ namespace rdmastor {
   X(kDriveNotWritable, "XMinioStorageFull", 507, "Storage backend is not writable.")               \
   X(kInvalidRDMAToken, "InvalidRDMAToken", 400, "The x-amz-rdma-token header is malformed.")       \
   X(kRDMANotSupported, "RDMANotSupported", 501, "This request cannot be served over RDMA.")        \
-  X(kRDMATransferFailed, "RDMATransferFailed", 500, "The RDMA transfer failed.")                  \
+  X(kRDMATransferFailed, "RDMATransferFailed", 500, "The RDMA transfer failed.")                   \
   X(kHealNotImplemented, "XMinioHealNotImplemented", 501,                                          \
     "Nothing to heal: this deployment has no erasure coding.")                                     \
   X(kHealAlreadyRunning, "XMinioHealAlreadyRunning", 400, "A heal is already running.")            \

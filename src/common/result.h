@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "common/error_code.h"
 
@@ -14,10 +15,12 @@ namespace rdmastor {
 struct Error {
   ErrorCode code = ErrorCode::kInternalError;
   std::string message;  // human readable detail; empty means "use the code's default message"
+  // Extra elements of the S3 error document, in order (e.g. HeadersNotSigned for AccessDenied).
+  std::vector<std::pair<std::string, std::string>> details;
 };
 
 inline Error MakeError(ErrorCode code, std::string message = {}) {
-  return Error{code, std::move(message)};
+  return Error{code, std::move(message), {}};
 }
 
 template <class T>
@@ -25,7 +28,7 @@ class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}    // NOLINT(google-explicit-constructor)
-  Result(ErrorCode code) : v_(Error{code, {}}) {}  // NOLINT(google-explicit-constructor)
+  Result(ErrorCode code) : v_(Error{code, {}, {}}) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -61,7 +64,7 @@ class [[nodiscard]] Result<void> {
  public:
   Result() = default;
   Result(Error error) : err_(std::move(error)), ok_(false) {}    // NOLINT
-  Result(ErrorCode code) : err_(Error{code, {}}), ok_(false) {}  // NOLINT
+  Result(ErrorCode code) : err_(Error{code, {}, {}}), ok_(false) {}  // NOLINT
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
   const Error& error() const {

@@ -11,6 +11,7 @@
 
 #include "rdma/build_info.h"
 #include "rdma/settings.h"
+#include "rdma/verbs_plan.h"
 
 namespace rdmastor::rdma {
 
@@ -74,19 +75,6 @@ const char* kInstallRdmaBuild =
     "install the rdmastor-rdma package (same binary path, unit and /etc/default/rdmastor)";
 
 std::string MiB(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
-
-// The first active port, as the verbs fabric picks it when MINIO_RDMA_DEVICE is unset.
-const PortInfo* FirstActivePort(const std::vector<DeviceInfo>& devs, std::string* device) {
-  for (const auto& d : devs) {
-    for (const auto& p : d.ports) {
-      if (p.state == "ACTIVE") {
-        *device = d.name;
-        return &p;
-      }
-    }
-  }
-  return nullptr;
-}
 
 CheckItem PortItem(const DeviceInfo& d, const PortInfo& p) {
   std::string where = d.name + "/" + std::to_string(p.port);
@@ -199,8 +187,14 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
     items.push_back({"ports", CheckStatus::kSkipped, "not checked: no RDMA device", ""});
     items.push_back({"gid", CheckStatus::kSkipped, "not checked: no RDMA device", ""});
   }
-  std::string active_dev;
-  const PortInfo* active = devs ? FirstActivePort(*devs, &active_dev) : nullptr;
+  // The device and port the server would use: the same choice as the fabrics make (DC needs an
+  // mlx5 device; inter-node RC does not).
+  const auto& vs = settings->verbs;
+  const bool need_dc = settings->fabric == FabricKind::kVerbs;
+  Result<DevicePick> pick =
+      devs ? SelectDevice(*devs, vs.device, vs.port, need_dc)
+           : Result<DevicePick>(MakeError(ErrorCode::kRDMANotSupported, "no RDMA device"));
+  const bool rc_usable = devs && SelectDevice(*devs, vs.device, vs.port, false).ok();
 
   // 5. Locked memory: registered buffers are pinned.
   if (!f.verbs_built) {
@@ -220,7 +214,6 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
   }
 
   // 6. The configured device, port and GID index.
-  const auto& vs = settings->verbs;
   bool configured = !get("MINIO_RDMA_DEVICE").empty() || !get("MINIO_RDMA_PORT").empty() ||
                     !get("MINIO_RDMA_GID_INDEX").empty();
   if (!f.verbs_built) {
@@ -231,45 +224,39 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
                    : CheckItem{"configured", CheckStatus::kSkipped, "no verbs settings apply", ""});
   } else if (!configured) {
     items.push_back(
-        active ? CheckItem{"configured", CheckStatus::kOk,
-                           "automatic: " + active_dev + " port " + std::to_string(active->port), ""}
+        pick.ok()
+            ? CheckItem{"configured", CheckStatus::kOk,
+                        "automatic: " + pick->device + " port " + std::to_string(pick->port), ""}
+        : devs ? CheckItem{"configured", CheckStatus::kFailed, "automatic: " + pick.error().message,
+                           "bring a port up (see the port layers above), or set "
+                           "MINIO_RDMA_DEVICE / MINIO_RDMA_PORT to one that is"}
                : CheckItem{"configured", CheckStatus::kSkipped,
                            "automatic: first device with an active port (none)", ""});
   } else {
-    std::string want = (vs.device.empty() ? std::string("(first device)") : vs.device) + " port " +
-                       std::to_string(vs.port) +
+    std::string want = (vs.device.empty() ? std::string("(first usable device)") : vs.device) +
+                       " port " + std::to_string(vs.port) +
                        (vs.gid_index >= 0 ? " gid " + std::to_string(vs.gid_index) : "");
-    const DeviceInfo* dev = nullptr;
-    if (devs) {
-      for (const auto& d : *devs)
-        if (vs.device.empty() || d.name == vs.device) {
-          dev = &d;
-          break;
-        }
-    }
-    const PortInfo* port = nullptr;
-    if (dev) {
-      for (const auto& p : dev->ports)
-        if (p.port == vs.port) port = &p;
-    }
-    bool gid_ok = port && (vs.gid_index < 0 ||
-                           std::any_of(port->gids.begin(), port->gids.end(),
-                                       [&](const GidInfo& g) { return g.index == vs.gid_index; }));
-    if (!dev) {
+    const bool listed = devs && (vs.device.empty() ||
+                                 std::any_of(devs->begin(), devs->end(), [&](const DeviceInfo& d) {
+                                   return d.name == vs.device;
+                                 }));
+    if (!listed) {
       items.push_back({"configured", CheckStatus::kFailed, want + ": device not present",
                        "set MINIO_RDMA_DEVICE to a name `ibv_devices` lists"});
-    } else if (!port) {
-      items.push_back({"configured", CheckStatus::kFailed, want + ": no such port",
-                       "set MINIO_RDMA_PORT to a port `ibv_devinfo -d " + dev->name + "` lists"});
-    } else if (!gid_ok) {
+    } else if (!pick.ok()) {
+      items.push_back({"configured", CheckStatus::kFailed, want + ": " + pick.error().message,
+                       "set MINIO_RDMA_DEVICE / MINIO_RDMA_PORT to a port `ibv_devinfo` shows "
+                       "ACTIVE (see the port layers above)"});
+    } else if (vs.gid_index >= 0 &&
+               std::none_of(pick->port_info->gids.begin(), pick->port_info->gids.end(),
+                            [&](const GidInfo& g) { return g.index == vs.gid_index; })) {
       items.push_back({"configured", CheckStatus::kFailed, want + ": GID index not populated",
                        "pick an index `show_gids` lists (RoCE v2, IPv4-mapped), or unset "
                        "MINIO_RDMA_GID_INDEX to choose automatically"});
     } else {
-      items.push_back({"configured",
-                       port->state == "ACTIVE" ? CheckStatus::kOk : CheckStatus::kFailed,
-                       want + ": present, " + port->state,
-                       port->state == "ACTIVE" ? "" : "bring the configured port up"});
+      items.push_back(
+          {"configured", CheckStatus::kOk,
+           want + ": " + pick->device + " port " + std::to_string(pick->port) + ", ACTIVE", ""});
     }
   }
 
@@ -312,7 +299,7 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
                      f.verbs_built
                          ? "unset MINIO_RDMA_FABRIC (verbs) or set it to soft"
                          : "set MINIO_RDMA_FABRIC=soft, or " + std::string(kInstallRdmaBuild)});
-  } else if (!active) {
+  } else if (!rc_usable) {
     items.push_back({"inter-node", CheckStatus::kFailed,
                      "MINIO_RDMA_INTERNODE=on but no active RDMA port: peers fall back to TCP "
                      "(warned, counted in minio_system_network_internode_rdma_fallbacks_total)",
@@ -326,12 +313,17 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
   // 9. The fabric S3 over RDMA uses.
   switch (settings->fabric) {
     case FabricKind::kVerbs:
-      items.push_back(active ? CheckItem{"fabric", CheckStatus::kOk, "verbs (hardware RDMA)", ""}
-                             : CheckItem{"fabric", CheckStatus::kFailed,
-                                         "verbs selected but no active RDMA port: requests with "
-                                         "x-amz-rdma-token get 501",
-                                         "fix the layers above, or MINIO_RDMA_FABRIC=soft for "
-                                         "the TCP emulation"});
+      items.push_back(
+          pick.ok() ? CheckItem{"fabric", CheckStatus::kOk,
+                                "verbs (hardware RDMA) on " + pick->device + " port " +
+                                    std::to_string(pick->port),
+                                ""}
+                    : CheckItem{"fabric", CheckStatus::kFailed,
+                                "verbs selected but no active RDMA port" +
+                                    (devs ? " (" + pick.error().message + ")" : std::string()) +
+                                    ": requests with x-amz-rdma-token get 501",
+                                "fix the layers above, or MINIO_RDMA_FABRIC=soft for "
+                                "the TCP emulation"});
       break;
     case FabricKind::kSoft:
       items.push_back(

@@ -35,6 +35,7 @@ struct PortInfo {
 struct DeviceInfo {
   std::string name;
   std::vector<PortInfo> ports;
+  bool dc_capable = false;  // an mlx5 device: DC transport (mlx5dv_is_supported)
 };
 
 // Everything the check judges, gathered from the host (GatherCheckFacts) or made up in tests.

@@ -147,7 +147,9 @@ class Target {
                                                                unsigned access) = 0;
   // Registers device (GPU) memory exported as a dma-buf (ibv_reg_dmabuf_mr): `length` bytes at
   // `offset` of the dma-buf `fd`, addressed by initiators as [iova, iova + length) (the device
-  // pointer). Only the verbs target can: the others answer kRDMANotSupported.
+  // pointer): the region's addr() is the iova, whatever the registration reports as its address
+  // (DmabufRegionSpan). The verbs target can; the soft one maps CPU-mappable dma-bufs; the others
+  // answer kRDMANotSupported.
   virtual Result<std::unique_ptr<MemoryRegion>> RegisterDmabuf(int fd, uint64_t offset,
                                                                size_t length, uint64_t iova,
                                                                unsigned access);

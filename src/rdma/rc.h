@@ -28,8 +28,9 @@
 namespace rdmastor::rdma {
 
 struct RcSettings {
-  std::string device;   // MINIO_RDMA_DEVICE: "" = the device rdma_cm routes to
-  int cq_depth = 1024;  // MINIO_RDMA_CQ_DEPTH: send queue and CQ depth per QP
+  std::string device;  // MINIO_RDMA_DEVICE: "" = the first device with a usable port (SelectDevice)
+  int port = 1;        // MINIO_RDMA_PORT: the port that must be usable
+  int cq_depth = 1024;  // MINIO_RDMA_CQ_DEPTH: send queue per QP (clamped to the device's limits)
   std::chrono::milliseconds connect_timeout{3000};  // address/route resolution and connection
   std::vector<soft::Cidr> allow;  // targets reachable besides the requester's own address
 };

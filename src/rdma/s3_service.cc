@@ -1,5 +1,7 @@
 #include "rdma/s3_service.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -11,8 +13,20 @@ S3RdmaService::S3RdmaService(std::unique_ptr<Fabric> fabric, std::string unavail
       unavailable_reason_(std::move(unavailable_reason)),
       options_(options) {
   options_.slot_bytes = std::clamp<size_t>(options_.slot_bytes, 4096, options_.staging_bytes);
-  if (fabric_)
-    pool_ = std::make_unique<BufferPool>(*fabric_, options_.staging_bytes, options_.max_buffers);
+  if (!fabric_) return;
+  pool_ = std::make_unique<BufferPool>(*fabric_, options_.staging_bytes, options_.max_buffers);
+  // One staging buffer registered now (it stays in the pool): registration pins memory, so a low
+  // RLIMIT_MEMLOCK shows here, at start, with its fix in the message (RegistrationHint), instead
+  // of as a 501 on the first request.
+  if (auto first = pool_->Acquire(std::chrono::milliseconds(0)); !first.ok()) {
+    unavailable_reason_ = "cannot register an RDMA staging buffer of " +
+                          std::to_string(options_.staging_bytes) +
+                          " bytes: " + first.error().message;
+    spdlog::error("S3 over RDMA: unavailable, requests with x-amz-rdma-token get 501: {}",
+                  unavailable_reason_);
+    pool_.reset();
+    fabric_.reset();
+  }
 }
 
 S3RdmaService::~S3RdmaService() = default;

@@ -82,9 +82,11 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
   }
   if (!verbs_built) return s;  // the verbs knobs are compiled out (warned about by the caller)
 
-  s.live_names.insert(s.live_names.end(),
-                      {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX",
-                       "MINIO_RDMA_DC_KEY", "MINIO_RDMA_NUM_DCIS", "MINIO_RDMA_CQ_DEPTH"});
+  s.live_names.insert(
+      s.live_names.end(),
+      {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_DC_KEY",
+       "MINIO_RDMA_NUM_DCIS", "MINIO_RDMA_CQ_DEPTH", "MINIO_RDMA_TRAFFIC_CLASS",
+       "MINIO_RDMA_SERVICE_LEVEL", "MINIO_RDMA_PKEY_INDEX", "MINIO_RDMA_TIMEOUT"});
   auto& vs = s.verbs;
   if (const auto* v = get("MINIO_RDMA_DEVICE")) {
     bool ok = v->size() <= 64 && std::all_of(v->begin(), v->end(), [](char c) {
@@ -101,7 +103,11 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
   for (auto [name, out, lo, hi] : {IntKnob{"MINIO_RDMA_PORT", &vs.port, 1, 255},
                                    IntKnob{"MINIO_RDMA_GID_INDEX", &vs.gid_index, 0, 255},
                                    IntKnob{"MINIO_RDMA_NUM_DCIS", &vs.num_dcis, 1, 1024},
-                                   IntKnob{"MINIO_RDMA_CQ_DEPTH", &vs.cq_depth, 16, 65536}}) {
+                                   IntKnob{"MINIO_RDMA_CQ_DEPTH", &vs.cq_depth, 16, 65536},
+                                   IntKnob{"MINIO_RDMA_TRAFFIC_CLASS", &vs.traffic_class, 0, 255},
+                                   IntKnob{"MINIO_RDMA_SERVICE_LEVEL", &vs.service_level, 0, 15},
+                                   IntKnob{"MINIO_RDMA_PKEY_INDEX", &vs.pkey_index, 0, 65535},
+                                   IntKnob{"MINIO_RDMA_TIMEOUT", &vs.timeout, 1, 31}}) {
     if (const auto* v = get(name)) {
       auto n = ParseNumber(*v, lo, hi);
       if (!n)

@@ -20,7 +20,9 @@
 #include "s3/range.h"
 #include "s3/rdma_request.h"
 #include "s3/sigv4.h"
+#include "s3/unsupported.h"
 #include "s3/xml.h"
+#include "storage/object_meta.h"
 
 namespace rdmastor::s3 {
 
@@ -207,14 +209,21 @@ void SendErrorImpl(const HttpRequest& req, ResponseSink& sink, const std::string
     sink.SendHead(head);
     return;
   }
-  SendBody(sink, std::move(head), ErrorXml(info.code, message, resource, request_id),
+  SendBody(sink, std::move(head), ErrorXml(info.code, message, resource, request_id, err.details),
            "application/xml");
+}
+
+// At most `n` bytes of `s` for a log line: request targets and error details can carry client
+// input of many kilobytes.
+std::string Bounded(std::string s, size_t n = 512) {
+  if (s.size() > n) s = s.substr(0, n) + "...(" + std::to_string(s.size()) + " bytes)";
+  return s;
 }
 
 void SendError(S3Api::Context& ctx, const Error& err) {
   if (err.code == ErrorCode::kInternalError)
     spdlog::error("{} {} {} -> InternalError: {}", ctx.request_id, ctx.req.method,
-                  admin::RedactTarget(ctx.req.target), err.message);
+                  Bounded(admin::RedactTarget(ctx.req.target)), Bounded(err.message));
   SendErrorImpl(ctx.req, ctx.sink, ctx.request_id, ctx.Resource(), err);
 }
 
@@ -530,11 +539,22 @@ const char* UnsupportedSubresource(const S3Api::Context& ctx) {
   return nullptr;
 }
 
+// No credentials of any kind: no Authorization header, no presigned query (V4 or V2).
+bool IsAnonymous(const S3Api::Context& ctx) {
+  if (ctx.req.FindHeader("authorization")) return false;
+  for (const char* p :
+       {"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Signature", "AWSAccessKeyId", "Signature"})
+    if (ctx.Has(p)) return false;
+  return true;
+}
+
 // The route of a request, named as MinIO names its APIs (metrics labels, request log). Decided
 // before authentication so that rejected requests are counted under the API they tried. "unknown"
 // means no route (405 MethodNotAllowed) or an unsupported subresource.
 std::string_view ApiName(const S3Api::Context& ctx) {
   const std::string& m = ctx.req.method;
+  // MinIO's ListenBucketNotification (on a bucket or the root); refused by RefuseUnimplemented.
+  if (m == "GET" && !ctx.has_key && ctx.Has("events")) return "ListenNotification";
   if (ctx.bucket.empty()) return m == "GET" ? "ListBuckets" : "unknown";
   if (UnsupportedSubresource(ctx)) return "unknown";
   if (!ctx.has_key) {
@@ -592,8 +612,37 @@ void S3Api::Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink)
                          .count()});
 }
 
+namespace {
+
+constexpr std::string_view kReservedBucket = "minio";
+
+// The front end only removes the chunked coding; a body under any other transfer coding (gzip,
+// deflate, ...) would be stored still encoded, so it is refused as S3 does (501).
+Status CheckTransferCodings(const HttpRequest& req) {
+  for (const auto& [name, value] : req.headers) {
+    if (name != "transfer-encoding") continue;
+    size_t pos = 0;
+    while (pos <= value.size()) {
+      size_t comma = std::min(value.find(',', pos), value.size());
+      std::string coding = ToLower(value.substr(pos, comma - pos));
+      coding.erase(0, coding.find_first_not_of(" \t"));
+      coding.erase(coding.find_last_not_of(" \t") + 1);
+      if (!coding.empty() && coding != "chunked") {
+        Error e = MakeError(ErrorCode::kNotImplemented);
+        e.details.emplace_back("Header", "Transfer-Encoding");
+        return e;
+      }
+      pos = comma + 1;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 void S3Api::Dispatch(Context& ctx) {
   const auto& req = ctx.req;
+  if (auto st = CheckTransferCodings(req); !st.ok()) return SendError(ctx, st.error());
   // Health and metrics endpoints authenticate (or not) on their own and are not S3 requests.
   if (req.raw_path.starts_with("/minio/") && ServeOps(req, ctx.sink, ctx.request_id, opts_.ops)) {
     ctx.api = {};
@@ -647,6 +696,11 @@ void S3Api::Dispatch(Context& ctx) {
 
   ctx.api = ApiName(ctx);
 
+  // "minio" is reserved as in MinIO: its paths belong to the server's own endpoints (health,
+  // metrics, admin), so a bucket of that name could be created but not all its keys reached.
+  if (ctx.bucket == kReservedBucket)
+    return SendError(ctx, MakeError(ErrorCode::kAllAccessDisabled));
+
   auto auth = VerifyRequest(
       req,
       [this](std::string_view ak) -> std::optional<std::string> {
@@ -654,7 +708,15 @@ void S3Api::Dispatch(Context& ctx) {
         return std::nullopt;
       },
       static_cast<int64_t>(std::time(nullptr)));
-  if (!auth.ok()) return SendError(ctx, auth.error());
+  if (!auth.ok()) {
+    // AWS tells an anonymous caller that a bucket does not exist (404) before refusing access.
+    if (IsAnonymous(ctx) && IsValidBucketName(ctx.bucket)) {
+      auto info = store_.GetBucketInfo(ctx.bucket);
+      if (!info.ok() && info.error().code == ErrorCode::kNoSuchBucket)
+        return SendError(ctx, info.error());
+    }
+    return SendError(ctx, auth.error());
+  }
   ctx.auth = std::move(auth).value();
 
   if (!ctx.bucket.empty() && !IsValidBucketName(ctx.bucket)) {
@@ -673,6 +735,7 @@ void S3Api::Dispatch(Context& ctx) {
   if (!ctx.bucket.empty() && ctx.Has("versionId") && ctx.Q("versionId") != "null") {
     return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Invalid version id specified"));
   }
+  if (auto st = RefuseUnimplemented(ctx.api, req); !st.ok()) return SendError(ctx, st.error());
   if (ctx.api == "PutBucketVersioning") {
     return SendError(ctx, MakeError(ErrorCode::kNotImplemented,
                                     "Bucket versioning is not implemented by rdmastor."));
@@ -723,8 +786,10 @@ void S3Api::CreateBucket(Context& ctx) {
   auto location = ParseCreateBucketXml(*body);
   if (!location.ok()) return SendError(ctx, location.error());
   if (!location->empty() && *location != opts_.region) {
-    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
-                                    "The specified location-constraint is not valid"));
+    return SendError(ctx, MakeError(ErrorCode::kIllegalLocationConstraint,
+                                    "The " + *location +
+                                        " location constraint is incompatible for the region "
+                                        "specific endpoint this request was sent to."));
   }
   auto st = store_.MakeBucket(ctx.bucket);
   if (!st.ok()) return SendError(ctx, st.error());
@@ -779,13 +844,16 @@ void S3Api::ListObjectsV2(Context& ctx) {
   std::string token = ctx.Q("continuation-token");
   std::string start_after = ctx.Q("start-after");
   std::string marker = start_after;
-  if (ctx.Has("continuation-token")) {
+  if (!token.empty()) {
     // The token is the base64 of the last key returned: opaque to clients, stateless for us.
+    // As AWS, a token replaces start-after (minio-py sends both on later pages, start-after set
+    // to the token text): filtering by start-after too would hide every key sorting below it.
+    // An empty token is the first page.
     auto decoded = hash::Base64Decode(token);
-    if (!decoded || token.empty())
+    if (!decoded)
       return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
                                       "The continuation token provided is incorrect"));
-    if (*decoded > marker) marker = *decoded;
+    marker = *decoded;
   }
   storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), marker, *max_keys};
   auto res = store_.ListObjects(ctx.bucket, lo);
@@ -944,7 +1012,39 @@ void S3Api::CopyObject(Context& ctx) {
   SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns));
 }
 
+namespace {
+
+// The response-* query parameters S3 documents for GetObject / HeadObject, and the header each
+// overrides. No others are honoured.
+constexpr std::pair<const char*, const char*> kResponseOverrides[] = {
+    {"response-content-type", "Content-Type"},
+    {"response-content-language", "Content-Language"},
+    {"response-expires", "Expires"},
+    {"response-cache-control", "Cache-Control"},
+    {"response-content-disposition", "Content-Disposition"},
+    {"response-content-encoding", "Content-Encoding"}};
+
+// An override value becomes a response header verbatim: a control character (CR/LF above all)
+// would let the URL's author inject headers or a body, so such a value is refused outright.
+Status CheckResponseOverrides(const S3Api::Context& ctx) {
+  for (const auto& [param, header] : kResponseOverrides) {
+    if (!ctx.Has(param)) continue;
+    const std::string& v = ctx.Q(param);
+    if (std::any_of(v.begin(), v.end(),
+                    [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+      Error e = MakeError(ErrorCode::kInvalidArgument,
+                          std::string(param) + " must not contain control characters");
+      e.details.emplace_back("ArgumentName", param);
+      return e;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 void S3Api::GetObject(Context& ctx, bool head) {
+  if (auto st = CheckResponseOverrides(ctx); !st.ok()) return SendError(ctx, st.error());
   std::optional<rdma::RdmaToken> rdma_token;  // S3 over RDMA (HEAD ignores the token)
   if (!head) {
     auto token = RdmaTokenOf(ctx.req, ctx.auth, opts_.rdma, /*is_put=*/false);
@@ -964,17 +1064,23 @@ void S3Api::GetObject(Context& ctx, bool head) {
   }
 
   std::optional<ByteRange> range;
+  if (ctx.Has("partNumber") && ctx.req.FindHeader("range"))
+    return SendError(ctx, MakeError(ErrorCode::kInvalidRequest,
+                                    "Cannot specify both Range header and partNumber query "
+                                    "parameter"));
   if (ctx.Has("partNumber")) {
     auto pn = ParseInt(ctx.Q("partNumber"));
     if (!pn || *pn < 1 || *pn > 10000)
       return SendError(ctx,
                        MakeError(ErrorCode::kInvalidArgument,
                                  "Part number must be an integer between 1 and 10000, inclusive"));
+    // A part the object does not have is 400 InvalidPartNumber (AWS); a single-part object is
+    // its own part 1.
+    if (*pn > std::max(info.part_count, 1))
+      return SendError(ctx, MakeError(ErrorCode::kInvalidPartNumber));
     if (info.part_count == 0) {
-      if (*pn != 1) return SendError(ctx, MakeError(ErrorCode::kInvalidRange));
       if (info.size > 0) range = ByteRange{0, info.size};
     } else {
-      if (*pn > info.part_count) return SendError(ctx, MakeError(ErrorCode::kInvalidRange));
       uint64_t start = 0;
       for (int i = 0; i < *pn - 1; ++i) start += info.part_sizes[i];
       range = ByteRange{start, info.part_sizes[*pn - 1]};
@@ -1009,14 +1115,7 @@ void S3Api::GetObject(Context& ctx, bool head) {
                                   std::to_string(info.size));
   }
   // response-* query parameters override headers (signed requests only, as S3).
-  static const std::pair<const char*, const char*> kOverrides[] = {
-      {"response-content-type", "Content-Type"},
-      {"response-content-language", "Content-Language"},
-      {"response-expires", "Expires"},
-      {"response-cache-control", "Cache-Control"},
-      {"response-content-disposition", "Content-Disposition"},
-      {"response-content-encoding", "Content-Encoding"}};
-  for (const auto& [param, header] : kOverrides) {
+  for (const auto& [param, header] : kResponseOverrides) {
     if (!ctx.Has(param)) continue;
     std::string lower = ToLower(header);
     auto& hs = resp.headers;
@@ -1030,6 +1129,7 @@ void S3Api::GetObject(Context& ctx, bool head) {
     auto moved = RdmaGet(*opts_.rdma, *rdma_token, ctx.req, reader, start, length, resp.status);
     if (!moved.ok()) return SendError(ctx, moved.error());
     resp.Set("x-amz-rdma-reply", std::to_string(resp.status));
+    if (ctx.req.FindHeader("x-amz-rdma-agent")) resp.Set("x-amz-rdma-agent", "cuobj");
     resp.Set("x-amz-rdma-bytes-transferred", std::to_string(*moved));
     resp.content_length = 0;
     ctx.sink.SendHead(resp);
@@ -1158,6 +1258,16 @@ void S3Api::CompleteMultipartUpload(Context& ctx) {
   auto parts = ParseCompleteMultipartXml(*body);
   if (!parts.ok()) return SendError(ctx, parts.error());
   auto info = store_.CompleteMultipartUpload(ctx.bucket, ctx.key, ctx.Q("uploadId"), *parts);
+  if (!info.ok() && info.error().code == ErrorCode::kNoSuchUpload) {
+    // A retry (after a timeout) of a Complete that went through: the upload is gone, but the
+    // object made of exactly these parts is there. Answer as the first time (AWS does).
+    std::vector<std::string> etags;
+    for (const auto& p : *parts) etags.push_back(Unquote(p.etag));
+    auto current = store_.OpenObject(ctx.bucket, ctx.key);
+    if (!etags.empty() && current.ok() && (*current)->info().part_count > 0 &&
+        (*current)->info().etag == storage::MultipartEtag(etags))
+      info = (*current)->info();
+  }
   if (!info.ok()) return SendError(ctx, info.error());
   HeaderList extra;
   for (const auto& [algo, value] : info->checksums)

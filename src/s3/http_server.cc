@@ -1,6 +1,8 @@
 #include "s3/http_server.h"
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -8,9 +10,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <deque>
 #include <future>
 #include <limits>
+#include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include "admin/logging.h"
 #include "common/thread_pool.h"
@@ -26,7 +31,21 @@ using tcp = asio::ip::tcp;
 namespace {
 
 const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+// Read buffer while a request body streams in; between requests a connection keeps none, so an
+// idle or half-sent connection costs a few KiB, not this.
 constexpr size_t kReadBufferBytes = 64 * 1024;
+// Responses whose body is at most this are buffered and written by the I/O side after the
+// handler returned (error documents, HEAD, small listings and objects): a peer that does not read
+// them holds a connection, never a worker.
+constexpr uint64_t kBufferedResponseBytes = 64 * 1024;
+// Accept back-off while the process is out of file descriptors, and how often that is logged.
+constexpr auto kAcceptBackoffMin = std::chrono::milliseconds(50);
+constexpr auto kAcceptBackoffMax = std::chrono::milliseconds(1000);
+constexpr auto kAcceptReportEvery = std::chrono::seconds(60);
+// After a burst of connections closed (live count at most half its peak, peak at least this),
+// free heap memory goes back to the kernel.
+constexpr size_t kTrimAfterPeak = 256;
+constexpr auto kTrimDelay = std::chrono::milliseconds(500);
 // How long a stopping server lets requests in flight finish before closing their connections.
 constexpr auto kShutdownGrace = std::chrono::seconds(10);
 
@@ -35,6 +54,71 @@ std::string ToLower(std::string_view s) {
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
+}
+
+// Bounds the workers one client address holds at once. Requests over the bound wait, in order,
+// without a worker: their connection is simply not read further until their turn.
+class ClientGate {
+ public:
+  explicit ClientGate(size_t per_client) : per_client_(std::max<size_t>(1, per_client)) {}
+
+  // Runs `start` now, or later from Leave() once `ip` holds fewer than the bound.
+  void Enter(const std::string& ip, std::function<void()> start) {
+    {
+      std::lock_guard lock(mu_);
+      auto& c = clients_[ip];
+      if (c.active >= per_client_) {
+        c.waiting.push_back(std::move(start));
+        return;
+      }
+      ++c.active;
+    }
+    start();
+  }
+
+  void Leave(const std::string& ip) {
+    std::function<void()> next;
+    {
+      std::lock_guard lock(mu_);
+      auto it = clients_.find(ip);
+      if (it == clients_.end()) return;
+      auto& c = it->second;
+      if (!c.waiting.empty()) {  // the slot passes to the client's next request
+        next = std::move(c.waiting.front());
+        c.waiting.pop_front();
+      } else if (--c.active == 0) {
+        clients_.erase(it);
+      }
+    }
+    if (next) next();
+  }
+
+ private:
+  struct Client {
+    size_t active = 0;
+    std::deque<std::function<void()>> waiting;
+  };
+  const size_t per_client_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Client> clients_;
+};
+
+// What every session shares with the server.
+struct Shared {
+  const HttpServerOptions& opts;
+  RequestHandler& handler;
+  ThreadPool& workers;
+  const std::atomic<bool>& stopping;
+  ClientGate& gate;
+  std::atomic<size_t> live{0};              // open client connections
+  std::function<void()> connection_closed;  // after `live` dropped
+};
+
+// How long moving `bytes` may take: `base` plus the time at the minimum rate.
+std::chrono::milliseconds TransferDeadline(std::chrono::milliseconds base, uint64_t bytes,
+                                           uint64_t min_rate) {
+  if (min_rate == 0) return base;
+  return base + std::chrono::milliseconds(bytes * 1000 / min_rate);
 }
 
 // What the server needs of any connection, plain or TLS.
@@ -64,16 +148,19 @@ class Session final : public Connection,
  public:
   // `stream_args`: the accepted socket, plus the TLS context for HTTPS.
   template <class... StreamArgs>
-  Session(const HttpServerOptions& opts, RequestHandler& handler, ThreadPool& workers,
-          const std::atomic<bool>& stopping, StreamArgs&&... stream_args)
+  Session(Shared& shared, StreamArgs&&... stream_args)
       : stream_(std::forward<StreamArgs>(stream_args)...),
-        opts_(opts),
-        handler_(handler),
-        workers_(workers),
-        stopping_(stopping) {
-    // Beast sizes each socket read by the buffer's spare capacity (at least 512 bytes); without
-    // room reserved, request bodies would arrive 512 bytes per system call.
-    buffer_.reserve(kReadBufferBytes);
+        shared_(shared),
+        opts_(shared.opts),
+        handler_(shared.handler),
+        workers_(shared.workers),
+        stopping_(shared.stopping) {
+    shared_.live.fetch_add(1);
+  }
+
+  ~Session() override {
+    shared_.live.fetch_sub(1);
+    if (shared_.connection_closed) shared_.connection_closed();
   }
 
   void Shutdown(bool force) override {
@@ -106,23 +193,39 @@ class Session final : public Connection,
     if (parser_->is_done()) return size_t{0};
     if (expect_continue_ && !sent_continue_) {
       sent_continue_ = true;
-      auto ec = Blocking([this](auto done) {
+      auto ec = Blocking(opts_.send_timeout, [this](auto done) {
         asio::async_write(stream_, asio::buffer(kContinue),
                           [done](beast::error_code e, size_t) { done(e, 0); });
       });
       if (ec.first) return MakeError(ErrorCode::kIncompleteBody, ec.first.message());
     }
-    auto [ec, n] = Blocking([this, buf, len](auto done) {
-      auto& body = parser_->get().body();
-      body.data = buf;
-      body.size = len;
-      http::async_read(stream_, buffer_, *parser_, [this, done, len](beast::error_code e, size_t) {
-        if (e == http::error::need_buffer) e = {};
-        done(e, len - parser_->get().body().size);
-      });
-    });
+    // Beast sizes each socket read by the buffer's spare capacity (at least 512 bytes); without
+    // room reserved, request bodies would arrive 512 bytes per system call.
+    if (buffer_.capacity() < kReadBufferBytes) buffer_.reserve(kReadBufferBytes);
+    // A trickling client is cut off: this read must finish at the minimum rate (plus the
+    // timeout), counting only the bytes the body still owes when its length is known.
+    uint64_t want = len;
+    if (request_.content_length)
+      want = std::min<uint64_t>(want, *request_.content_length - body_bytes_read_);
+    auto deadline = TransferDeadline(opts_.body_timeout, want, opts_.min_rate);
+    auto [ec, n] = Blocking(
+        deadline,
+        [this, buf, len](auto done) {
+          auto& body = parser_->get().body();
+          body.data = buf;
+          body.size = len;
+          http::async_read(stream_, buffer_, *parser_,
+                           [this, done, len](beast::error_code e, size_t) {
+                             if (e == http::error::need_buffer) e = {};
+                             done(e, len - parser_->get().body().size);
+                           });
+        },
+        /*answer_on_timeout=*/true);
     if (ec) {
-      if (ec == beast::error::timeout) return MakeError(ErrorCode::kRequestTimeout);
+      if (ec == beast::error::timeout) {
+        keep_alive_ = false;  // as S3: answer 400 RequestTimeout, then close
+        return MakeError(ErrorCode::kRequestTimeout);
+      }
       if (ec == http::error::bad_chunk || ec == http::error::bad_chunk_extension)
         return MakeError(ErrorCode::kMalformedChunkedEncoding, ec.message());
       return MakeError(ErrorCode::kIncompleteBody, "reading request body: " + ec.message());
@@ -152,7 +255,16 @@ class Session final : public Connection,
     bool interim = expect_continue_ && !sent_continue_ && request_.content_length &&
                    *request_.content_length == 0;
     sent_continue_ = sent_continue_ || interim;
-    auto ec = Blocking([this, res, interim](auto done) {
+    if (is_head_request_ || head.content_length <= kBufferedResponseBytes) {
+      // Buffered: AfterHandler writes it once the handler returned.
+      std::ostringstream os;
+      os << res->base();
+      out_ = interim ? kContinue : std::string();
+      out_ += os.str();
+      if (is_head_request_) response_length_ = 0;
+      return true;
+    }
+    auto ec = Blocking(opts_.send_timeout, [this, res, interim](auto done) {
       auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
       if (interim) {
         asio::async_write(stream_, asio::buffer(kContinue),
@@ -179,7 +291,13 @@ class Session final : public Connection,
     if (!head_sent_ || client_gone_) return false;
     if (len == 0) return true;
     if (response_written_ + len > response_length_) return false;  // would corrupt framing
-    auto ec = Blocking([this, data, len](auto done) {
+    if (!out_.empty()) {                                           // a buffered response (SendHead)
+      out_.append(data, len);
+      response_written_ += len;
+      return true;
+    }
+    auto deadline = TransferDeadline(opts_.send_timeout, len, opts_.min_rate);
+    auto ec = Blocking(deadline, [this, data, len](auto done) {
       asio::async_write(stream_, asio::buffer(data, len),
                         [done](beast::error_code e, size_t n) { done(e, n); });
     });
@@ -196,19 +314,42 @@ class Session final : public Connection,
  private:
   using Done = std::function<void(beast::error_code, size_t)>;
 
-  // Runs `start(done)` on the strand with an I/O timeout and waits for `done` on this thread.
+  // Runs `start(done)` on the strand with a timeout and waits for `done` on this thread. A timeout
+  // closes the socket (Beast's stream timeout), or with `answer_on_timeout` only cancels the
+  // operation (beast::error::timeout) so the handler can still send its error response.
   template <class Start>
-  std::pair<beast::error_code, size_t> Blocking(Start start) {
+  std::pair<beast::error_code, size_t> Blocking(std::chrono::milliseconds timeout, Start start,
+                                                bool answer_on_timeout = false) {
     std::promise<std::pair<beast::error_code, size_t>> promise;
     auto future = promise.get_future();
-    asio::post(stream_.get_executor(), [this, &promise, &start] {
-      Lowest().expires_after(opts_.io_timeout);
-      start(Done([&promise](beast::error_code e, size_t n) { promise.set_value({e, n}); }));
+    asio::post(stream_.get_executor(), [this, &promise, &start, timeout, answer_on_timeout] {
+      if (!answer_on_timeout) {
+        Lowest().expires_after(timeout);
+        start(Done([&promise](beast::error_code e, size_t n) { promise.set_value({e, n}); }));
+        return;
+      }
+      Lowest().expires_never();
+      op_timed_out_ = false;
+      op_timer_.expires_after(timeout);
+      op_timer_.async_wait([self = this->shared_from_this()](beast::error_code e) {
+        if (e) return;  // the operation finished first
+        self->op_timed_out_ = true;
+        self->Lowest().socket().cancel(e);
+      });
+      start(Done([this, &promise](beast::error_code e, size_t n) {
+        op_timer_.cancel();
+        if (op_timed_out_ && e == asio::error::operation_aborted) e = beast::error::timeout;
+        promise.set_value({e, n});
+      }));
     });
     return future.get();
   }
 
   void ReadHeader() {
+    // Between requests a connection keeps no large buffer (pipelined bytes stay).
+    if (buffer_.size() == 0 && buffer_.capacity() > 0) buffer_.shrink_to_fit();
+    std::vector<char>().swap(drain_buf_);
+    std::string().swap(out_);
     parser_.emplace();
     parser_->header_limit(opts_.header_limit);
     // Not boost::none: Boost 1.74 compares the length against the empty optional and always fails.
@@ -262,9 +403,17 @@ class Session final : public Connection,
     auto expect = msg[http::field::expect];
     expect_continue_ = beast::iequals(expect, "100-continue");
 
-    // Hand the request to a worker; the strand stays idle until the worker posts back.
+    // Hand the request to a worker (once its client holds fewer than its share); the strand stays
+    // idle until the worker posts back.
     in_handler_ = true;
-    workers_.Submit([self = this->shared_from_this()] { self->RunHandler(); });
+    gated_ = !(opts_.uncapped && opts_.uncapped(request_.raw_path));
+    auto run = [self = this->shared_from_this()] {
+      self->workers_.Submit([self] { self->RunHandler(); });
+    };
+    if (gated_)
+      shared_.gate.Enter(request_.remote_ip, std::move(run));
+    else
+      run();
   }
 
   void RunHandler() {
@@ -282,10 +431,23 @@ class Session final : public Connection,
         if (SendHead(head)) Write(body.data(), body.size());
       }
     }
+    if (gated_) shared_.gate.Leave(request_.remote_ip);
     asio::post(stream_.get_executor(), [self = this->shared_from_this()] { self->AfterHandler(); });
   }
 
+  // On the strand: writes a buffered response (no worker waits for it), then goes on.
   void AfterHandler() {
+    if (out_.empty()) return FinishRequest();
+    Lowest().expires_after(TransferDeadline(opts_.send_timeout, out_.size(), opts_.min_rate));
+    asio::async_write(stream_, asio::buffer(out_),
+                      [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                        std::string().swap(self->out_);
+                        if (ec) self->client_gone_ = true;
+                        self->FinishRequest();
+                      });
+  }
+
+  void FinishRequest() {
     in_handler_ = false;
     if (stopping_) return Close();
     bool complete_response = head_sent_ && !client_gone_ && response_written_ == response_length_;
@@ -375,15 +537,20 @@ class Session final : public Connection,
   }
 
   Stream stream_;
+  asio::steady_timer op_timer_{stream_.get_executor()};  // Blocking(..., answer_on_timeout)
+  bool op_timed_out_ = false;                            // strand-only
+  Shared& shared_;
   const HttpServerOptions& opts_;
   RequestHandler& handler_;
   ThreadPool& workers_;
   const std::atomic<bool>& stopping_;
   bool in_handler_ = false;  // strand-only
+  bool gated_ = false;       // the request counts against its client's share of workers
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::buffer_body>> parser_;
   HttpRequest request_;
   std::vector<char> drain_buf_;
+  std::string out_;  // a buffered response: head (+ interim 100 Continue) and body
   size_t drained_ = 0;
   std::chrono::steady_clock::time_point linger_deadline_;
   bool keep_alive_ = true;
@@ -405,13 +572,24 @@ class BeastHttpServer final : public HttpServer {
         handler_(handler),
         io_threads_(opts.io_threads > 0 ? opts.io_threads
                                         : std::max(1u, std::thread::hardware_concurrency())),
+        gate_(opts.requests_per_client > 0 ? size_t(opts.requests_per_client)
+                                           : size_t(std::max(1, opts.worker_threads / 2))),
+        max_connections_(opts.max_connections > 0 ? opts.max_connections : DefaultMaxConnections()),
+        shared_{opts_, handler_, workers_, stopped_, gate_, {}, {}},
         ioc_(io_threads_),
-        acceptor_(ioc_),
-        workers_(opts.worker_threads) {}
+        acceptor_(asio::make_strand(ioc_)),
+        workers_(opts.worker_threads),
+        accept_timer_(acceptor_.get_executor()) {
+    // Runs wherever the last reference to a session drops; the accept strand does the rest.
+    shared_.connection_closed = [this] {
+      asio::post(acceptor_.get_executor(), [this] { OnConnectionClosed(); });
+    };
+  }
 
   ~BeastHttpServer() override {
     Stop();
     workers_.Shutdown();
+    shared_.connection_closed = nullptr;  // sessions still in the io_context die with it
   }
 
   // HTTPS when the options name a certificate and key (PEM); TLS 1.2 or newer.
@@ -480,9 +658,11 @@ class BeastHttpServer final : public HttpServer {
   // session is gone.
   void Stop() override {
     if (stopped_.exchange(true)) return;
-    asio::post(ioc_, [this] {
+    asio::post(acceptor_.get_executor(), [this] {
       beast::error_code ec;
       acceptor_.close(ec);
+      accept_timer_.cancel();
+      trim_timer_.cancel();
       ForEachSession([](Connection& s) { s.Shutdown(false); });
       shutdown_deadline_ = std::chrono::steady_clock::now() + kShutdownGrace;
       PollShutdown();
@@ -528,36 +708,113 @@ class BeastHttpServer final : public HttpServer {
     for (auto& s : live) f(*s);
   }
 
+  // 0 = auto: most of the open-file limit, keeping room for drives, peers and logs.
+  static size_t DefaultMaxConnections() {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 65536;
+    const size_t fds = rl.rlim_cur;
+    return std::max<size_t>(16, fds - std::min<size_t>(fds / 4, 1024));
+  }
+
+  // Accept strand from here on.
   void Accept() {
-    acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket s) {
-      if (ec == asio::error::operation_aborted) return;
-      if (!ec) {
-        s.set_option(tcp::no_delay(true), ec);
-        std::shared_ptr<Connection> session;
-        if (tls_) {
-          session = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
-              opts_, handler_, workers_, stopped_, std::move(s), *tls_);
-        } else {
-          session = std::make_shared<Session<beast::tcp_stream>>(opts_, handler_, workers_,
-                                                                 stopped_, std::move(s));
-        }
-        {
-          std::lock_guard lock(sessions_mu_);
-          if (sessions_.size() > 64 && sessions_.size() % 64 == 0)
-            std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
-          sessions_.push_back(session);
-        }
-        session->Start();
-      } else {
-        spdlog::warn("accept failed: {}", ec.message());
+    if (stopped_) return;
+    if (shared_.live >= max_connections_) {
+      // New connections wait in the listen backlog until one closes (OnConnectionClosed).
+      accept_state_ = AcceptState::kAtLimit;
+      if (std::chrono::steady_clock::now() >= next_limit_report_) {
+        next_limit_report_ = std::chrono::steady_clock::now() + kAcceptReportEvery;
+        spdlog::warn(
+            "{} connections open, the limit (RDMASTOR_API_CONNECTIONS_MAX): new connections wait",
+            max_connections_);
       }
+      return;
+    }
+    accept_state_ = AcceptState::kAccepting;
+    acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket s) {
+      accept_state_ = AcceptState::kIdle;
+      if (ec == asio::error::operation_aborted || stopped_) return;
+      if (ec) return AcceptFailed(ec);
+      accept_backoff_ = {};
+      s.set_option(tcp::no_delay(true), ec);
+      std::shared_ptr<Connection> session;
+      if (tls_) {
+        session = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+            shared_, std::move(s), *tls_);
+      } else {
+        session = std::make_shared<Session<beast::tcp_stream>>(shared_, std::move(s));
+      }
+      peak_connections_ = std::max<size_t>(peak_connections_, shared_.live);
+      {
+        std::lock_guard lock(sessions_mu_);
+        if (sessions_.size() > 64 && sessions_.size() % 64 == 0)
+          std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
+        sessions_.push_back(session);
+      }
+      session->Start();
       Accept();
     });
+  }
+
+  // Out of descriptors (EMFILE/ENFILE) or memory: the pending connection stays in the backlog, so
+  // retrying at once would spin. Back off, and say so at most once a minute.
+  void AcceptFailed(beast::error_code ec) {
+    const bool exhausted = ec == asio::error::no_descriptors || ec.value() == ENFILE ||
+                           ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
+    if (!exhausted) {
+      spdlog::debug("accept failed: {}", ec.message());  // e.g. a connection reset in the backlog
+      return Accept();
+    }
+    ++accept_failures_;
+    auto now = std::chrono::steady_clock::now();
+    if (now >= next_accept_report_) {
+      next_accept_report_ = now + kAcceptReportEvery;
+      spdlog::warn(
+          "accept failed: {} ({} time(s) since the last report, {} connections open); retrying "
+          "with back-off. Raise the open-file limit (LimitNOFILE, ulimit -n) or lower "
+          "RDMASTOR_API_CONNECTIONS_MAX",
+          ec.message(), accept_failures_, shared_.live.load());
+      accept_failures_ = 0;
+    }
+    accept_backoff_ = std::clamp(accept_backoff_ * 2, std::chrono::milliseconds(kAcceptBackoffMin),
+                                 std::chrono::milliseconds(kAcceptBackoffMax));
+    accept_state_ = AcceptState::kBackingOff;
+    accept_timer_.expires_after(accept_backoff_);
+    accept_timer_.async_wait([this](beast::error_code e) {
+      if (e || accept_state_ != AcceptState::kBackingOff) return;
+      Accept();
+    });
+  }
+
+  void OnConnectionClosed() {
+    const size_t live = shared_.live;
+    if (accept_state_ == AcceptState::kAtLimit && live < max_connections_) Accept();
+    {
+      // A session's memory (make_shared: one block with its control block) is freed only when
+      // its weak_ptr here goes too; prune once half the entries are dead (amortised O(1)).
+      std::lock_guard lock(sessions_mu_);
+      if (sessions_.size() > 2 * live + 64)
+        std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
+    }
+    // A burst of connections closed: hand the freed heap back (glibc keeps it otherwise), once,
+    // a moment later, when the rest of the burst has closed too.
+    if (peak_connections_ >= kTrimAfterPeak && live <= peak_connections_ / 2 && !trim_pending_) {
+      trim_pending_ = true;
+      trim_timer_.expires_after(kTrimDelay);
+      trim_timer_.async_wait([this](beast::error_code) {
+        trim_pending_ = false;
+        peak_connections_ = shared_.live;
+        malloc_trim(0);
+      });
+    }
   }
 
   HttpServerOptions opts_;
   RequestHandler& handler_;
   int io_threads_;
+  ClientGate gate_;
+  const size_t max_connections_;
+  Shared shared_;  // outlives the io_context, whose pending handlers may hold the last sessions
   asio::io_context ioc_;
   tcp::acceptor acceptor_;
   ThreadPool workers_;
@@ -569,6 +826,16 @@ class BeastHttpServer final : public HttpServer {
   bool forced_ = false;
   std::mutex sessions_mu_;
   std::vector<std::weak_ptr<Connection>> sessions_;
+  // Accept strand only.
+  enum class AcceptState { kIdle, kAccepting, kAtLimit, kBackingOff };
+  AcceptState accept_state_ = AcceptState::kIdle;
+  asio::steady_timer accept_timer_;
+  std::chrono::milliseconds accept_backoff_{0};
+  size_t accept_failures_ = 0;
+  std::chrono::steady_clock::time_point next_accept_report_, next_limit_report_;
+  size_t peak_connections_ = 0;
+  bool trim_pending_ = false;
+  asio::steady_timer trim_timer_{acceptor_.get_executor()};
 };
 
 }  // namespace

@@ -1,13 +1,16 @@
 // HTTP/1.1 front end on Boost.Beast. Sockets are served asynchronously by a small io_context pool
 // (one thread per core); each parsed request header is handed to a blocking RequestHandler on a
 // worker pool, whose body reads and response writes are bridged back onto the connection's strand.
-// Only http_server.cc includes Beast/Asio.
+// Small responses are buffered and written after the handler returned, so a client that does not
+// read never holds a worker for them. Only http_server.cc includes Beast/Asio.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "s3/http_types.h"
@@ -29,11 +32,26 @@ struct HttpServerOptions {
   std::string host = "0.0.0.0";
   uint16_t port = 9000;
   int io_threads = 0;                     // 0 = one per core
-  int worker_threads = 64;                // blocking request handlers
+  int worker_threads = 64;                // blocking request handlers (MINIO_API_REQUESTS_MAX)
   uint32_t header_limit = 32 * 1024;      // bytes of request line + headers
-  std::chrono::seconds idle_timeout{90};  // keep-alive wait for the next request
-  std::chrono::seconds io_timeout{120};   // any single read/write making no progress
+  std::chrono::seconds idle_timeout{90};  // keep-alive wait for the next request (and its header)
+  std::chrono::seconds io_timeout{120};   // TLS handshake
   size_t drain_limit = 8 << 20;           // unread body bytes we swallow to keep a connection alive
+  // Abuse limits (docs/runbook.md, "Limits and abuse"). A handler's body read of N bytes must
+  // finish within body_timeout + N / min_rate, a blocking response write within
+  // send_timeout + N / min_rate (min_rate 0: the timeouts alone), else 400 RequestTimeout / close.
+  std::chrono::milliseconds body_timeout{30000};  // RDMASTOR_API_BODY_TIMEOUT
+  std::chrono::milliseconds send_timeout{30000};  // RDMASTOR_API_SEND_TIMEOUT
+  uint64_t min_rate = 64 << 10;                   // RDMASTOR_API_MIN_RATE, bytes per second
+  // Open client connections at most (RDMASTOR_API_CONNECTIONS_MAX); more wait in the listen
+  // backlog. 0 = derived from the open-file limit.
+  size_t max_connections = 0;
+  // Workers one client address may hold at once (RDMASTOR_API_REQUESTS_PER_CLIENT); its further
+  // requests wait without a worker. 0 = half of worker_threads (at least 1).
+  int requests_per_client = 0;
+  // Requests that the per-client bound does not count (peer RPC between cluster nodes, which is
+  // authenticated before any body is read). Empty: all are counted.
+  std::function<bool(std::string_view path)> uncapped;
   // HTTPS: PEM certificate chain and private key; both empty = plain HTTP. Never both protocols
   // on one port (as MinIO).
   std::string tls_cert_file, tls_key_file;

@@ -32,7 +32,7 @@ void SendError(const HttpRequest& req, ResponseSink& sink, const std::string& re
   std::string body;
   if (req.method != "HEAD") {
     body = ErrorXml(info.code, err.message.empty() ? std::string(info.message) : err.message,
-                    req.raw_path, request_id);
+                    req.raw_path, request_id, err.details);
   }
   Send(sink, std::move(head), body, "application/xml");
 }

@@ -1,7 +1,5 @@
 #include "s3/rdma_request.h"
 
-#include <algorithm>
-
 #include "admin/metrics.h"
 
 namespace rdmastor::s3 {
@@ -11,12 +9,8 @@ Result<std::optional<rdma::RdmaToken>> RdmaTokenOf(const HttpRequest& req, const
                                                    bool is_put) {
   const std::string* text = req.FindHeader(kRdmaTokenHeader);
   if (!text) return std::optional<rdma::RdmaToken>();
-  // The token steers server writes into client memory: it must be covered by the signature.
-  const auto& signed_headers = auth.signed_headers;
-  if (std::find(signed_headers.begin(), signed_headers.end(), kRdmaTokenHeader) ==
-      signed_headers.end())
-    return MakeError(ErrorCode::kAccessDenied,
-                     "x-amz-rdma-token must be among the signed headers (SignedHeaders)");
+  // The token steers server writes into client memory: VerifyRequest has already refused it
+  // unless it is among the signed headers (as every x-amz-* header).
   auto token = rdma::ParseToken(*text);
   if (!token.ok()) return token.error();
   if (const auto* agent = req.FindHeader("x-amz-rdma-agent"); agent && *agent != "cuobj")
@@ -87,7 +81,9 @@ Result<std::unique_ptr<RdmaPutBody>> RdmaPutBodyFor(const HttpRequest& req, cons
     return token.error();
   }
   if (!*token) return std::unique_ptr<RdmaPutBody>();
-  return std::make_unique<RdmaPutBody>(*service, **token, req.remote_ip);
+  auto body = std::make_unique<RdmaPutBody>(*service, **token, req.remote_ip);
+  body->echo_agent = req.FindHeader("x-amz-rdma-agent") != nullptr;  // validated: cuobj
+  return body;
 }
 
 Error RdmaUploadError(const RdmaPutBody* body, const Error& store_error) {
@@ -100,6 +96,7 @@ Error RdmaUploadError(const RdmaPutBody* body, const Error& store_error) {
 void AddRdmaUploadReply(const RdmaPutBody* body, HeaderList& headers) {
   if (!body) return;
   headers.emplace_back("x-amz-rdma-reply", "200");
+  if (body->echo_agent) headers.emplace_back("x-amz-rdma-agent", "cuobj");
   headers.emplace_back("x-amz-rdma-bytes-transferred", std::to_string(body->bytes()));
   RecordRdmaOutcome(200, body->bytes(), 0, body->bytes());
 }

@@ -45,6 +45,8 @@ class RdmaPutBody final : public BodySource {
   // The transfer's own error, when the upload failed because of it (preferred over whatever
   // error the object layer made of it).
   const std::optional<Error>& failure() const { return failure_; }
+  // The request carried x-amz-rdma-agent (cuobj): the reply echoes it.
+  bool echo_agent = false;
 
  private:
   rdma::S3RdmaService& service_;

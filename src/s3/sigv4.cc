@@ -23,6 +23,7 @@ constexpr std::string_view kEmptySha256 =
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 constexpr int64_t kMaxSkewS = 15 * 60;
 constexpr int64_t kMaxPresignExpiresS = 7 * 24 * 3600;
+constexpr size_t kMaxHeadersNotSignedLength = 512;
 
 // Headers a client must not sign because proxies and HTTP stacks add, drop or rewrite them
 // (the same list botocore uses).
@@ -282,6 +283,14 @@ Result<Credential> ParseCredential(std::string_view cred, ErrorCode err) {
   return c;
 }
 
+// S3's answer to a request with headers outside its signature (names: comma separated).
+Error HeadersNotSigned(std::string names) {
+  Error e = MakeError(ErrorCode::kAccessDenied,
+                      "There were headers present in the request which were not signed");
+  e.details.emplace_back("HeadersNotSigned", std::move(names));
+  return e;
+}
+
 Result<std::vector<std::string>> ParseSignedHeaders(std::string_view list, ErrorCode err) {
   std::vector<std::string> out;
   size_t pos = 0;
@@ -293,12 +302,32 @@ Result<std::vector<std::string>> ParseSignedHeaders(std::string_view list, Error
     if (name.empty()) return MakeError(err, "SignedHeaders contains an empty header name.");
     out.push_back(ToLower(name));
   }
-  if (std::find(out.begin(), out.end(), "host") == out.end()) {
-    // What S3 answers when host is left out of the signature (HeadersNotSigned: host).
-    return MakeError(ErrorCode::kAccessDenied,
-                     "There were headers present in the request which were not signed: host");
-  }
+  if (std::find(out.begin(), out.end(), "host") == out.end()) return HeadersNotSigned("host");
   return out;
+}
+
+// S3 requires every x-amz-* header a request carries to be signed: otherwise whoever holds a
+// presigned URL could add headers that change what it does (x-amz-copy-source turns a PUT into a
+// copy of another bucket's object). Exempt are the headers whose value the signature covers anyway:
+// x-amz-content-sha256 is the canonical request's payload line, and with header auth x-amz-date is
+// in the string to sign.
+Status CheckAmzHeadersSigned(const HeaderList& headers,
+                             const std::vector<std::string>& signed_names, bool presigned) {
+  std::string unsigned_names;
+  for (const auto& [name, value] : headers) {
+    if (!name.starts_with("x-amz-") || name == "x-amz-content-sha256") continue;
+    if (!presigned && name == "x-amz-date") continue;
+    if (std::find(signed_names.begin(), signed_names.end(), name) != signed_names.end()) continue;
+    if (!unsigned_names.empty()) unsigned_names += ", ";
+    // The list goes back in the error document: bounded, whatever the client piles up.
+    if (unsigned_names.size() + name.size() > kMaxHeadersNotSignedLength) {
+      unsigned_names += "...";
+      break;
+    }
+    unsigned_names += name;
+  }
+  if (unsigned_names.empty()) return Status();
+  return HeadersNotSigned(std::move(unsigned_names));
 }
 
 Result<PayloadMode> ModeFromContentSha(std::string_view v, std::string* content_sha256) {
@@ -403,6 +432,8 @@ Result<AuthContext> VerifyHeaderAuth(const HttpRequest& req, std::string_view au
   if (!cred.ok()) return cred.error();
   auto signed_headers = ParseSignedHeaders(fields->signed_headers, kMalformed);
   if (!signed_headers.ok()) return signed_headers.error();
+  if (auto st = CheckAmzHeadersSigned(req.headers, *signed_headers, false); !st.ok())
+    return st.error();
   std::string provided = ToLower(fields->signature);
   if (provided.size() != 64 || !IsHex(provided)) {
     return MakeError(kMalformed, "Signature must be 64 hexadecimal characters.");
@@ -484,6 +515,8 @@ Result<AuthContext> VerifyPresigned(const HttpRequest& req,
   if (!cred.ok()) return cred.error();
   auto signed_headers = ParseSignedHeaders(*signed_list, kQueryErr);
   if (!signed_headers.ok()) return signed_headers.error();
+  if (auto st = CheckAmzHeadersSigned(req.headers, *signed_headers, true); !st.ok())
+    return st.error();
   std::string provided = ToLower(*signature);
   if (provided.size() != 64 || !IsHex(provided)) {
     return MakeError(kQueryErr, "X-Amz-Signature must be 64 hexadecimal characters.");
@@ -493,13 +526,19 @@ Result<AuthContext> VerifyPresigned(const HttpRequest& req,
     return MakeError(kQueryErr,
                      "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
   }
-  if (!IsDigits(*expires) || expires->size() > 7) {
-    return MakeError(kQueryErr, "X-Amz-Expires should be a number between 1 and 604800.");
+  // AWS answers an out-of-range expiry with 403 (not the 400 of the other parameter errors).
+  constexpr auto kExpiresErr = ErrorCode::kPresignExpiresOutOfRange;
+  if (expires->starts_with('-') && IsDigits(expires->substr(1)))
+    return MakeError(kExpiresErr, "X-Amz-Expires must be non-negative");
+  if (!IsDigits(*expires)) {
+    return MakeError(kQueryErr, "X-Amz-Expires should be a number");
+  }
+  if (expires->size() > 7 || ToInt(*expires) > kMaxPresignExpiresS) {
+    return MakeError(kExpiresErr,
+                     "X-Amz-Expires must be less than a week (in seconds); that is, the given "
+                     "X-Amz-Expires must be less than 604800 seconds");
   }
   int64_t expires_s = ToInt(*expires);
-  if (expires_s < 1 || expires_s > kMaxPresignExpiresS) {
-    return MakeError(kQueryErr, "X-Amz-Expires must be between 1 and 604800 seconds (one week).");
-  }
   if (date->substr(0, 8) != cred->date) {
     return MakeError(kQueryErr, "Invalid credential date. Date is not the same as X-Amz-Date.");
   }
@@ -516,7 +555,7 @@ Result<AuthContext> VerifyPresigned(const HttpRequest& req,
   if (!secret) return ErrorCode::kInvalidAccessKeyId;
 
   if (*req_time - now_unix > kMaxSkewS) return ErrorCode::kRequestTimeTooSkewed;
-  if (now_unix > *req_time + expires_s) {
+  if (expires_s == 0 || now_unix > *req_time + expires_s) {  // 0: valid for no time at all
     return MakeError(ErrorCode::kAccessDenied, "Request has expired");
   }
 

@@ -40,7 +40,9 @@ struct AuthContext {
 
 // Verifies the request's signature (Authorization header or X-Amz-* query parameters).
 // now_unix is the server clock (tests inject it). Errors: AccessDenied (no auth at all:
-// "anonymous access denied"; no valid date; host not signed), AuthorizationHeaderMalformed /
+// "anonymous access denied"; no valid date; host or another x-amz-* header present but not signed,
+// with HeadersNotSigned in Error::details; x-amz-content-sha256 is exempt, and x-amz-date with
+// header auth), AuthorizationHeaderMalformed /
 // AuthorizationQueryParametersError, InvalidRequest (other auth schemes such as SigV2; header auth
 // without x-amz-content-sha256), InvalidAccessKeyId, SignatureDoesNotMatch (also a signed header
 // missing from the request), RequestTimeTooSkewed (|skew| > 15 min; presigned: dated > 15 min

@@ -362,6 +362,18 @@ Error Malformed(std::string detail = {}) {
   return MakeError(ErrorCode::kMalformedXML, std::move(detail));
 }
 
+// What an error document echoes of the request is cut to this many bytes (at a UTF-8 character
+// boundary): the longest real resource is /bucket(63)/key(1024), and a 16 KiB request path must
+// not buy a 16 KiB answer (amplification, and a client that never reads fills our socket faster).
+constexpr size_t kMaxEchoBytes = 1100;
+
+std::string_view CapEcho(std::string_view s) {
+  if (s.size() <= kMaxEchoBytes) return s;
+  size_t n = kMaxEchoBytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // continuation byte
+  return s.substr(0, n);
+}
+
 }  // namespace
 
 // -----------------------------------------------------------------------------------------------
@@ -432,12 +444,14 @@ std::optional<int64_t> ParseHttpDate(std::string_view s) {
 // Response documents.
 
 std::string ErrorXml(std::string_view code, std::string_view message, std::string_view resource,
-                     std::string_view request_id) {
+                     std::string_view request_id,
+                     const std::vector<std::pair<std::string, std::string>>& details) {
   Doc d("Error", /*with_namespace=*/false);  // S3 error documents carry no namespace
   pugi::xml_node r = d.root();
   Add(r, "Code", code);
-  Add(r, "Message", message);
-  Add(r, "Resource", resource);
+  Add(r, "Message", CapEcho(message));
+  for (const auto& [name, value] : details) Add(r, name.c_str(), value);
+  Add(r, "Resource", CapEcho(resource));
   Add(r, "RequestId", request_id);
   Add(r, "HostId", HostId());
   return d.str();

@@ -12,8 +12,10 @@
 
 namespace rdmastor::s3 {
 
+// `details` are extra elements placed after Message (Error::details).
 std::string ErrorXml(std::string_view code, std::string_view message, std::string_view resource,
-                     std::string_view request_id);
+                     std::string_view request_id,
+                     const std::vector<std::pair<std::string, std::string>>& details = {});
 
 // ISO-8601 with milliseconds, UTC: 2024-01-02T03:04:05.678Z
 std::string Iso8601(int64_t unix_ns);

@@ -837,12 +837,9 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
   // every algorithm all parts carry.
   ObjectMeta meta;
   const std::string suffix = "-" + std::to_string(records.size());
-  std::string md5s;
-  for (const auto& r : records) {
-    auto bin = hash::HexDecode(r.info.etag);
-    md5s += bin ? *bin : r.info.etag;  // not hex (foreign ETag): hash it as text
-  }
-  meta.etag = hash::Md5Hex(md5s) + suffix;
+  std::vector<std::string> etags;
+  for (const auto& r : records) etags.push_back(r.info.etag);
+  meta.etag = MultipartEtag(etags);
   for (const auto& [name, unused] : records.front().info.checksums) {
     auto algo = hash::ChecksumAlgoFromName(name);
     if (!algo) continue;

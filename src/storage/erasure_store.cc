@@ -1183,12 +1183,9 @@ class ErasureSet {
 
     ObjectMeta meta = NewMeta(key, *loc);
     const std::string suffix = "-" + std::to_string(infos.size());
-    std::string md5s;
-    for (const auto& r : infos) {
-      auto bin = hash::HexDecode(r.etag);
-      md5s += bin ? *bin : r.etag;
-    }
-    meta.etag = hash::Md5Hex(md5s) + suffix;
+    std::vector<std::string> etags;
+    for (const auto& r : infos) etags.push_back(r.etag);
+    meta.etag = MultipartEtag(etags);
     for (const auto& [name, unused] : infos.front().checksums) {
       auto algo = hash::ChecksumAlgoFromName(name);
       if (!algo) continue;

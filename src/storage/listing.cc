@@ -32,6 +32,9 @@ class Lister {
 
   Result<ListResult> Run() {
     if (o_.max_keys <= 0) return res_;
+    // No key is longer than kMaxKeyLength, so a longer prefix matches nothing (as S3 answers); its
+    // directory path could also exceed PATH_MAX.
+    if (o_.prefix.size() > paths::kMaxKeyLength) return res_;
     // Start in the deepest directory the prefix names completely ("a/b/" for "a/b/c").
     size_t slash = o_.prefix.rfind('/');
     if (slash == std::string::npos) {

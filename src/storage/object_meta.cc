@@ -8,6 +8,15 @@
 
 namespace rdmastor::storage {
 
+std::string MultipartEtag(const std::vector<std::string>& part_etags) {
+  std::string md5s;
+  for (const auto& etag : part_etags) {
+    auto bin = hash::HexDecode(etag);
+    md5s += bin ? *bin : etag;
+  }
+  return hash::Md5Hex(md5s) + "-" + std::to_string(part_etags.size());
+}
+
 namespace {
 
 using nlohmann::json;

@@ -16,6 +16,10 @@ namespace rdmastor::storage {
 
 inline constexpr int kMetaFormatVersion = 1;
 
+// A multipart object's ETag from its parts' ETags (hex MD5s, unquoted): the MD5 of the
+// concatenated binary MD5s, "-N". A part ETag that is not hex (foreign) is hashed as text.
+std::string MultipartEtag(const std::vector<std::string>& part_etags);
+
 struct PartMeta {
   int number = 0;  // 1..N: position in the object (multipart objects are renumbered densely)
   uint64_t size = 0;

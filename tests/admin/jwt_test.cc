@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/hash.h"
+
 namespace rdmastor::admin {
 namespace {
 
@@ -56,6 +58,43 @@ TEST(Jwt, RejectsAlgNoneAndMissingExp) {
   EXPECT_FALSE(VerifyJwt(none, "secret-key-123", kNow).ok());
   JwtClaims no_exp{"admin", "", 0};
   EXPECT_FALSE(VerifyJwt(SignJwt(no_exp, "secret-key-123"), "secret-key-123", kNow).ok());
+}
+
+// An HS256 token over arbitrary header and claims JSON, correctly signed.
+std::string Hs256Token(const std::string& header, const std::string& claims,
+                       const std::string& secret) {
+  auto b64url = [](std::string_view bytes) {
+    std::string s = hash::Base64Encode(bytes);
+    for (auto& c : s) c = c == '+' ? '-' : c == '/' ? '_' : c;
+    while (!s.empty() && s.back() == '=') s.pop_back();
+    return s;
+  };
+  std::string input = b64url(header) + "." + b64url(claims);
+  return input + "." + b64url(hash::HmacSha256(secret, input));
+}
+
+// Claims of the wrong JSON type are refused (403), never an exception (a 500 for anyone).
+TEST(Jwt, RejectsClaimsOfTheWrongType) {
+  const std::string k = "secret-key-123";
+  const std::string good_claims = R"({"exp":4102444800,"sub":"admin"})";
+  ASSERT_TRUE(VerifyJwt(Hs256Token(R"({"alg":"HS256"})", good_claims, k), k, kNow).ok());
+  for (const char* header : {R"({"alg":5})", R"({"alg":["HS256"]})", R"({"alg":null})"}) {
+    auto r = VerifyJwt(Hs256Token(header, good_claims, k), k, kNow);
+    ASSERT_FALSE(r.ok()) << header;
+    EXPECT_EQ(r.error().code, ErrorCode::kAccessDenied);
+  }
+  for (const char* claims :
+       {R"({"exp":4102444800,"sub":7})", R"({"exp":4102444800,"sub":{"a":1}})",
+        R"({"exp":4102444800,"sub":"admin","iss":[]})", R"({"exp":1e300,"sub":"admin"})",
+        R"({"exp":18446744073709551615,"sub":"admin"})", R"({"exp":"4102444800","sub":"a"})"}) {
+    auto r = VerifyJwt(Hs256Token(R"({"alg":"HS256"})", claims, k), k, kNow);
+    ASSERT_FALSE(r.ok()) << claims;
+    EXPECT_EQ(r.error().code, ErrorCode::kAccessDenied);
+  }
+  auto frac =
+      VerifyJwt(Hs256Token(R"({"alg":"HS256"})", R"({"exp":4102444800.5,"sub":"a"})", k), k, kNow);
+  ASSERT_TRUE(frac.ok());
+  EXPECT_EQ(frac->exp, 4102444800);
 }
 
 TEST(Jwt, PrometheusBearer) {

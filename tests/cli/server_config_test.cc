@@ -126,6 +126,54 @@ TEST(ParseByteSize, UnitsAndErrors) {
   }
 }
 
+TEST(ParseDurationMs, UnitsAndErrors) {
+  EXPECT_EQ(ParseDurationMs("30s"), 30000);
+  EXPECT_EQ(ParseDurationMs("2m"), 120000);
+  EXPECT_EQ(ParseDurationMs("500ms"), 500);
+  EXPECT_EQ(ParseDurationMs("7"), 7000);
+  for (const char* bad : {"", "s", "1h", "-1s", "10 s", "1.5s", "25h", "100000000s"})
+    EXPECT_FALSE(ParseDurationMs(bad)) << bad;
+}
+
+TEST(ParseServerConfig, ApiLimits) {
+  auto d = ParseServerConfig({"/d"}, {});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->requests_max, 64);
+  EXPECT_EQ(d->requests_per_client, 0);
+  EXPECT_EQ(d->connections_max, 0u);
+  EXPECT_EQ(d->body_timeout_ms, 30000);
+  EXPECT_EQ(d->send_timeout_ms, 30000);
+  EXPECT_EQ(d->min_rate, 64u << 10);
+  auto c = ParseServerConfig({"/d"}, {{"MINIO_API_REQUESTS_MAX", "8"},
+                                      {"RDMASTOR_API_REQUESTS_PER_CLIENT", "2"},
+                                      {"RDMASTOR_API_CONNECTIONS_MAX", "500"},
+                                      {"RDMASTOR_API_BODY_TIMEOUT", "2s"},
+                                      {"RDMASTOR_API_SEND_TIMEOUT", "1m"},
+                                      {"RDMASTOR_API_MIN_RATE", "1MiB"}});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->requests_max, 8);
+  EXPECT_EQ(c->requests_per_client, 2);
+  EXPECT_EQ(c->connections_max, 500u);
+  EXPECT_EQ(c->body_timeout_ms, 2000);
+  EXPECT_EQ(c->send_timeout_ms, 60000);
+  EXPECT_EQ(c->min_rate, 1u << 20);
+  auto off = ParseServerConfig({"/d"}, {{"RDMASTOR_API_MIN_RATE", "off"}});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->min_rate, 0u);
+  for (auto [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"MINIO_API_REQUESTS_MAX", "0"},
+                                                        {"MINIO_API_REQUESTS_MAX", "lots"},
+                                                        {"RDMASTOR_API_REQUESTS_PER_CLIENT", "-1"},
+                                                        {"RDMASTOR_API_CONNECTIONS_MAX", "0"},
+                                                        {"RDMASTOR_API_BODY_TIMEOUT", "50ms"},
+                                                        {"RDMASTOR_API_SEND_TIMEOUT", "soon"},
+                                                        {"RDMASTOR_API_MIN_RATE", "fast"}}) {
+    auto bad = ParseServerConfig({"/d"}, {{name, value}});
+    ASSERT_FALSE(bad.ok()) << name << "=" << value;
+    EXPECT_NE(bad.error().message.find(name), std::string::npos) << bad.error().message;
+  }
+}
+
 TEST(ParseServerConfig, InternodeSettingsValidatedInBothBuilds) {
   // Both builds move shards over RDMA (the standard one over the soft fabric), so both refuse a
   // bad value at start, naming it.

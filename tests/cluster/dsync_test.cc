@@ -170,6 +170,70 @@ TEST(LockServerTest, ForceUnlockByResourceOrUid) {
   EXPECT_TRUE(s.Snapshot().empty());
 }
 
+LockArgs Of(std::string uid, std::vector<std::string> resources, std::string owner,
+            std::string instance) {
+  LockArgs a = Args(std::move(uid), std::move(resources), std::move(owner));
+  a.instance = std::move(instance);
+  return a;
+}
+
+TEST(LockInstanceTest, NewInstancesSortByStartTime) {
+  const std::string a = NewLockInstance();
+  std::this_thread::sleep_for(2ms);
+  const std::string b = NewLockInstance();
+  EXPECT_EQ(a.size(), 16u + 1 + 16);
+  EXPECT_LT(a, b);
+  EXPECT_NE(a.substr(17), b.substr(17));
+}
+
+TEST(LockServerTest, RestartedOwnersLocksAreDroppedByHandshake) {
+  LockServer s;
+  const std::string old_process = "0000000000000001-aa", new_process = "0000000000000002-bb";
+  ASSERT_TRUE(*s.Lock(Of("w", {"b/k", "b/k2"}, "node4", old_process)));
+  ASSERT_TRUE(*s.RLock(Of("r", {"b/r"}, "node4", old_process)));
+  ASSERT_TRUE(*s.Lock(Of("other", {"b/o"}, "node2", "0000000000000001-cc")));
+  EXPECT_FALSE(*s.Lock(Of("w2", {"b/k"}, "node1", "0000000000000001-dd")));
+  size_t dropped = 0;
+  EXPECT_TRUE(s.ObserveInstance("node4", new_process, &dropped));
+  EXPECT_EQ(dropped, 3u);  // two resources of the writer, one reader; node2's stays
+  ASSERT_EQ(s.Snapshot().size(), 1u);
+  EXPECT_EQ(s.Snapshot()[0].owner, "node2");
+  EXPECT_TRUE(*s.Lock(Of("w2", {"b/k"}, "node1", "0000000000000001-dd")));
+  // The same instance again drops nothing.
+  EXPECT_TRUE(s.ObserveInstance("node4", new_process, &dropped));
+  EXPECT_EQ(dropped, 0u);
+}
+
+TEST(LockServerTest, RestartedOwnersFirstLockCallDropsItsOldLocks) {
+  LockServer s;
+  ASSERT_TRUE(*s.Lock(Of("w", {"b/k"}, "node4", "0000000000000001-aa")));
+  // node4 came back (this server missed its handshake) and locks another key: its old entry goes.
+  ASSERT_TRUE(*s.Lock(Of("w-new", {"b/other"}, "node4", "0000000000000002-bb")));
+  EXPECT_TRUE(*s.Lock(Of("w2", {"b/k"}, "node1", "0000000000000001-dd")));
+}
+
+TEST(LockServerTest, LateCallOfReplacedProcessIsRefused) {
+  ManualClock clock;
+  LockServer s({.ttl = 30000ms, .now = clock.fn()});
+  ASSERT_TRUE(s.ObserveInstance("node4", "0000000000000002-bb"));
+  ASSERT_TRUE(*s.Lock(Of("new", {"b/n"}, "node4", "0000000000000002-bb")));
+  // A request of the process it replaced, arriving late: refused, and the new one's lock stays.
+  EXPECT_FALSE(*s.Lock(Of("late", {"b/k"}, "node4", "0000000000000001-aa")));
+  EXPECT_FALSE(s.ObserveInstance("node4", "0000000000000001-aa"));
+  EXPECT_EQ(s.Snapshot().size(), 1u);
+  // Unheard of for over the TTL (a clock that stepped back on restart): the earlier id is taken.
+  clock.Advance(31000ms);
+  EXPECT_TRUE(*s.Lock(Of("again", {"b/k"}, "node4", "0000000000000001-aa")));
+}
+
+TEST(LockServerTest, UntrackedOwnersAreLeftAlone) {
+  LockServer s;
+  ASSERT_TRUE(*s.Lock(Args("w", {"b/k"}, "node4")));  // no instance
+  EXPECT_TRUE(s.ObserveInstance("node4", "0000000000000002-bb"));
+  EXPECT_FALSE(*s.Lock(Args("w2", {"b/k"}, "node1")));  // still held (expires by TTL only)
+  EXPECT_TRUE(s.ObserveInstance("", "x"));
+}
+
 struct Cluster {
   explicit Cluster(int live, int down = 0, DsyncOptions opt = Fast(),
                    std::chrono::milliseconds ttl = 30000ms) {
@@ -440,6 +504,30 @@ TEST(DsyncNamespaceLockerTest, HungNodeDoesNotHoldEveryLock) {
     ASSERT_TRUE(w.ok()) << w.error().message;
     EXPECT_LT(std::chrono::steady_clock::now() - start, 400ms);  // not the 1 s call timeout
   }
+}
+
+TEST(DistributedLockTest, RestartedHolderFreesItsKeysAtOnce) {
+  std::vector<std::shared_ptr<LockServer>> servers;
+  std::vector<std::shared_ptr<LockerClient>> lockers;
+  for (int i = 0; i < 4; ++i) {
+    servers.push_back(std::make_shared<LockServer>());
+    lockers.push_back(std::make_shared<LocalLockerClient>(servers.back()));
+  }
+  // node4's first process takes the lock and "dies" holding it (not released, and not refreshed
+  // within the test: the refresh interval is 10 s).
+  auto first = std::make_shared<Dsync>(lockers, "node4", Cluster::Fast());
+  DistributedLock dead(first, {"bucket/key"}, "PutObject");
+  ASSERT_TRUE(dead.Lock(1000ms).ok());
+  auto other = std::make_shared<Dsync>(lockers, "node1", Cluster::Fast());
+  DistributedLock blocked(other, {"bucket/key"});
+  EXPECT_EQ(blocked.Lock(100ms).error().code, ErrorCode::kSlowDown);
+  // node4 restarts: a new process (a later instance) greets every lock server.
+  std::this_thread::sleep_for(2ms);
+  auto second = std::make_shared<Dsync>(lockers, "node4", Cluster::Fast());
+  ASSERT_NE(first->instance(), second->instance());
+  for (auto& s : servers) EXPECT_TRUE(s->ObserveInstance("node4", second->instance()));
+  DistributedLock writer(other, {"bucket/key"});
+  EXPECT_TRUE(writer.Lock(100ms).ok());
 }
 
 }  // namespace

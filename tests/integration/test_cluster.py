@@ -4,8 +4,10 @@
 - PUT/GET/LIST/multipart through every node with boto3; objects written through one node read
   back byte-identical (SHA-256) through another; listings agree on every node and paginate.
 - Peer RPC without (or with a wrong) signature is refused with 403 and an S3 error document.
-- Kill one node (SIGKILL): reads and writes continue (12 drives left = quorum).
-- Kill a second node: writes fail cleanly with 503 and leave nothing visible (no listing entry,
+- Kill one node (SIGKILL): reads and writes continue (12 drives left = quorum), and
+  /minio/health/cluster and /cluster/read answer 200 with X-Minio-Write-Quorum: 12.
+- Kill a second node: the health endpoints answer 503 (minio_cluster_health_status 0) on the
+  survivors; writes fail cleanly with 503 and leave nothing visible (no listing entry,
   no metadata file on any surviving drive); reads of old objects fail cleanly too (below read
   quorum) rather than returning wrong bytes.
 - Restart both, heal (`rdmastor admin heal` through one node): the objects written while a node
@@ -27,6 +29,22 @@ from botocore.exceptions import ClientError
 from cluster_util import (DRIVES, MiB, NODES, Cluster, get_bytes, list_keys, meta_files, retry,
                           settle_peers, sha)
 from conftest import Server, admin_heal, seeded_bytes
+
+
+def expect_health(node, want, timeout=5):
+    """The node's health_status() becomes `want` (drive state is sampled at most once a second)."""
+    def check():
+        assert health_status(node) == want
+    retry(check, timeout=timeout, exceptions=(AssertionError,))
+
+
+def health_status(node):
+    """(status of /minio/health/cluster, its X-Minio-Write-Quorum, status of .../cluster/read,
+    minio_cluster_health_status)."""
+    w = requests.get(node.url("/minio/health/cluster"), timeout=10)
+    r = requests.get(node.url("/minio/health/cluster/read"), timeout=10)
+    gauge = node.metrics("cluster").get("minio_cluster_health_status")
+    return w.status_code, w.headers.get("X-Minio-Write-Quorum"), r.status_code, gauge
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +118,14 @@ def test_cluster_end_to_end(cluster):
     assert r.status_code == 403 and "AccessDenied" in r.text
     assert os.path.isdir(os.path.join(disk, bucket))
 
+    # Health covers every drive of the set against its real quorum (12 of 16), not this node's.
+    for i in range(NODES):
+        assert health_status(c.nodes[i]) == (200, "12", 200, 1.0), i
+
     # One node down: reads and writes continue.
     c.nodes[3].kill()
+    for i in range(3):
+        expect_health(c.nodes[i], (200, "12", 200, 1.0))
     for key, digest in objects.items():
         assert sha(get_bytes(clients[(hash(key) % 3)], bucket, key)) == digest, key
     down1 = seeded_bytes(3 * MiB + 5, seed=77)
@@ -124,6 +148,9 @@ def test_cluster_end_to_end(cluster):
     with pytest.raises(ClientError) as err:  # below read quorum: an error, never wrong bytes
         get_bytes(clients[1], bucket, big)
     assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] in (404, 503)
+    # ... and the health endpoints say so, on every surviving node (8 of 16 drives < 12).
+    for i in range(2):
+        expect_health(c.nodes[i], (503, "12", 503, 0.0))
 
     # Restart both and heal: the object written with node 4 down gets its copies there.
     c.start([2, 3])
@@ -145,6 +172,7 @@ def test_cluster_end_to_end(cluster):
         assert "while-down/two" not in keys and "while-down/small" not in keys
         assert "while-down/one" in keys
     assert meta_files(c, bucket, "while-down/one", [3]) == []
+    expect_health(c.nodes[0], (200, "12", 200, 1.0), timeout=15)
     settle_peers()
     heal = admin_heal(c.nodes[1])
     assert heal.returncode == 0, heal.stderr + heal.stdout

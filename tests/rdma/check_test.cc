@@ -26,7 +26,7 @@ CheckFacts HealthyRoce() {
              {{0, "fe80::1", "RoCE v1", "eth0"},
               {1, "fe80::1", "RoCE v2", "eth0"},
               {3, "::ffff:10.0.0.5", "RoCE v2", "eth0"}}};
-  f.devices = std::vector<DeviceInfo>{{"mlx5_0", {p}}};
+  f.devices = std::vector<DeviceInfo>{{"mlx5_0", {p}, /*dc_capable=*/true}};
   f.memlock_bytes = std::nullopt;
   f.nvidia_driver = true;
   f.nvidia_peermem = true;
@@ -90,6 +90,46 @@ TEST(RdmaCheck, ConfiguredDeviceMustExist) {
   f.env = {{"MINIO_RDMA_DEVICE", "mlx5_0"}, {"MINIO_RDMA_GID_INDEX", "3"}};
   items = RunRdmaCheck(f);
   EXPECT_EQ(Find(*items, "configured")->status, CheckStatus::kOk);
+}
+
+TEST(RdmaCheck, ReportsTheDeviceTheServerWouldUse) {
+  if (!BuiltWithVerbs()) GTEST_SKIP() << "verbs settings are compiled out of the standard build";
+  auto f = HealthyRoce();
+  PortInfo healthy = (*f.devices)[0].ports[0];
+  PortInfo down = healthy;
+  down.state = "DOWN";
+  PortInfo port2 = healthy;
+  port2.port = 2;
+  // Listed first: a non-mlx5 device (no DC) and an mlx5 whose port 1 is down (port 2 is up).
+  f.devices = std::vector<DeviceInfo>{
+      {"irdma0", {healthy}, false}, {"mlx5_0", {down, port2}, true}, {"mlx5_1", {healthy}, true}};
+  auto items = RunRdmaCheck(f);
+  ASSERT_TRUE(items.ok()) << items.error().message;
+  EXPECT_EQ(Find(*items, "configured")->detail, "automatic: mlx5_1 port 1");
+  EXPECT_EQ(Find(*items, "fabric")->status, CheckStatus::kOk);
+  EXPECT_NE(Find(*items, "fabric")->detail.find("mlx5_1 port 1"), std::string::npos)
+      << Find(*items, "fabric")->detail;
+  // Naming the device whose port 1 is down: not ready, and no other device is substituted.
+  f.env = {{"MINIO_RDMA_DEVICE", "mlx5_0"}};
+  items = RunRdmaCheck(f);
+  ASSERT_TRUE(items.ok());
+  EXPECT_EQ(Find(*items, "configured")->status, CheckStatus::kFailed);
+  EXPECT_NE(Find(*items, "configured")->detail.find("DOWN"), std::string::npos);
+  EXPECT_EQ(Find(*items, "fabric")->status, CheckStatus::kFailed);
+  EXPECT_EQ(CheckExitCode(*items), 1);
+  // ... and its port 2: ready on mlx5_0 port 2.
+  f.env = {{"MINIO_RDMA_DEVICE", "mlx5_0"}, {"MINIO_RDMA_PORT", "2"}};
+  items = RunRdmaCheck(f);
+  ASSERT_TRUE(items.ok());
+  EXPECT_EQ(Find(*items, "configured")->status, CheckStatus::kOk);
+  EXPECT_NE(Find(*items, "fabric")->detail.find("mlx5_0 port 2"), std::string::npos);
+  // No mlx5 device usable: S3 over RDMA (DC) cannot start, whatever else is up.
+  f.env = {};
+  f.devices = std::vector<DeviceInfo>{{"irdma0", {healthy}, false}};
+  items = RunRdmaCheck(f);
+  ASSERT_TRUE(items.ok());
+  EXPECT_EQ(Find(*items, "fabric")->status, CheckStatus::kFailed);
+  EXPECT_NE(Find(*items, "fabric")->detail.find("not an mlx5 device"), std::string::npos);
 }
 
 TEST(RdmaCheck, InternodeAndFabricSettings) {

@@ -38,8 +38,17 @@ TEST(RdmaSettingsTest, VerbsKnobsValidatedOnTheRdmaBuild) {
                               {"MINIO_RDMA_GID_INDEX", "3"},
                               {"MINIO_RDMA_DC_KEY", "0x1234"},
                               {"MINIO_RDMA_NUM_DCIS", "4"},
-                              {"MINIO_RDMA_CQ_DEPTH", "256"}});
+                              {"MINIO_RDMA_CQ_DEPTH", "256"},
+                              {"MINIO_RDMA_TRAFFIC_CLASS", "106"},
+                              {"MINIO_RDMA_SERVICE_LEVEL", "3"},
+                              {"MINIO_RDMA_PKEY_INDEX", "1"},
+                              {"MINIO_RDMA_TIMEOUT", "18"}});
   ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->verbs.traffic_class, 106);
+  EXPECT_EQ(s->verbs.service_level, 3);
+  EXPECT_EQ(s->verbs.pkey_index, 1);
+  EXPECT_EQ(s->verbs.timeout, 18);
+  EXPECT_EQ(ParseRdmaSettings({})->verbs.timeout, 14);
   EXPECT_EQ(s->verbs.device, "mlx5_1");
   EXPECT_EQ(s->verbs.port, 2);
   EXPECT_EQ(s->verbs.gid_index, 3);
@@ -55,6 +64,11 @@ TEST(RdmaSettingsTest, VerbsKnobsValidatedOnTheRdmaBuild) {
                                                         {"MINIO_RDMA_NUM_DCIS", "5000"},
                                                         {"MINIO_RDMA_CQ_DEPTH", "8"},
                                                         {"MINIO_RDMA_DC_KEY", "0xzz"},
+                                                        {"MINIO_RDMA_TRAFFIC_CLASS", "256"},
+                                                        {"MINIO_RDMA_SERVICE_LEVEL", "16"},
+                                                        {"MINIO_RDMA_PKEY_INDEX", "65536"},
+                                                        {"MINIO_RDMA_TIMEOUT", "0"},
+                                                        {"MINIO_RDMA_TIMEOUT", "32"},
                                                         {"MINIO_RDMA_DEVICE", "../etc"}}) {
     auto r = ParseRdmaSettings({{name, value}});
     ASSERT_FALSE(r.ok()) << name << "=" << value;

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -326,14 +327,65 @@ TEST(SoftFabricTest, FrozenPeerFailsWithinTimeout) {
   close(ls);
 }
 
-TEST(SoftFabricTest, DmabufRegistrationIsRefusedClearly) {
-  // GPU memory (dma-buf) needs the verbs target; the soft one cannot map device memory.
+TEST(SoftFabricTest, DmabufThatTheCpuCannotMapIsRefusedClearly) {
   auto target = soft::SoftTarget::Start();
   ASSERT_TRUE(target.ok()) << target.error().message;
-  auto mr = (*target)->RegisterDmabuf(3, 0, 4096, 0x7f0000000000, kRemoteWrite);
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);  // not mappable, like a GPU dma-buf without CPU access
+  auto mr = (*target)->RegisterDmabuf(p[0], 0, 4096, 0x7f0000000000, kRemoteWrite);
+  close(p[0]);
+  close(p[1]);
   ASSERT_FALSE(mr.ok());
   EXPECT_EQ(mr.error().code, ErrorCode::kRDMANotSupported);
   EXPECT_NE(mr.error().message.find("verbs"), std::string::npos) << mr.error().message;
+}
+
+TEST_F(Fixture, DmabufRegionIsAddressedByItsIovaAndReleasedOnDeregistration) {
+  // A memfd stands in for a dma-buf; the "device pointer" is an address range the CPU cannot
+  // touch (PROT_NONE), so a byte written through it rather than through the dma-buf would crash.
+  const size_t len = 256 * 1024 + 100, offset = 3 * 4096 + 8;
+  int fd = memfd_create("dmabuf", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(offset + len)), 0);
+  void* device = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(device, MAP_FAILED);
+  const uint64_t iova = reinterpret_cast<uint64_t>(device);
+  auto rmr = target->RegisterDmabuf(fd, offset, len, iova, kRemoteWrite | kRemoteRead);
+  ASSERT_TRUE(rmr.ok()) << rmr.error().message;
+  // What libibverbs reports as the address is the offset; the region is where initiators aim.
+  EXPECT_EQ(reinterpret_cast<uint64_t>((*rmr)->addr()), iova);
+  EXPECT_EQ((*rmr)->length(), len);
+  EXPECT_TRUE((*rmr)->Contains(static_cast<char*>(device) + 100, 10));
+
+  auto src = Pattern(len, 5);
+  auto lmr = fabric.RegisterMemory(src.data(), len, kLocalWrite);
+  auto ep = Connect();
+  ASSERT_TRUE(ep.ok()) << ep.error().message;
+  RemoteBuffer rb{iova, len, (*rmr)->rkey()};
+  {
+    Transfer w(**ep, Opcode::kWrite, rb);
+    ASSERT_TRUE(w.Post(**lmr, src.data(), len, 0).ok());
+    ASSERT_TRUE(w.Finish().ok());
+  }
+  std::vector<char> seen(len);
+  ASSERT_EQ(pread(fd, seen.data(), len, static_cast<off_t>(offset)), static_cast<ssize_t>(len));
+  EXPECT_EQ(seen, src);
+  // Addressing it by the reported offset (the old VerbsMr's view) is out of bounds.
+  {
+    auto ep2 = Connect();
+    Transfer w(**ep2, Opcode::kWrite, RemoteBuffer{offset, len, (*rmr)->rkey()});
+    (void)w.Post(**lmr, src.data(), 4096, 0);
+    auto st = w.Finish();
+    ASSERT_FALSE(st.ok());
+  }
+  // Deregistered: the rkey is dead.
+  rmr->reset();
+  auto ep3 = Connect();
+  Transfer late(**ep3, Opcode::kWrite, rb);
+  (void)late.Post(**lmr, src.data(), 4096, 0);
+  EXPECT_FALSE(late.Finish().ok());
+  munmap(device, len);
+  close(fd);
 }
 
 TEST(MrCacheTest, HitsContainedRangesAndEvicts) {

@@ -7,8 +7,10 @@
 
 #include "common/hash.h"
 #include "rdma/build_info.h"
+#include "rdma/soft/soft_fabric.h"
 #include "rdma/soft/soft_wire.h"
 #include "rdma/token.h"
+#include "rdma/transfer.h"
 #include "rdmastor/rdma_client.h"
 #include "s3/sigv4.h"
 #include "server_process.h"
@@ -149,8 +151,20 @@ TEST_F(S3OverRdma, ProtocolHeadersAndEmptyBodies) {
   EXPECT_TRUE(r->body.empty());
   EXPECT_EQ(*r->FindHeader("x-amz-rdma-reply"), "200");
   EXPECT_EQ(*r->FindHeader("x-amz-rdma-bytes-transferred"), "100000");
+  ASSERT_TRUE(r->FindHeader("x-amz-rdma-agent"));  // echoed, as AIStor does
+  EXPECT_EQ(*r->FindHeader("x-amz-rdma-agent"), "cuobj");
   EXPECT_EQ(*r->FindHeader("etag"), Md5Etag(data.data(), data.size()));
   EXPECT_TRUE(r->FindHeader("last-modified"));
+  // PUT echoes it too; without one in the request, none in the reply.
+  auto pt = client_->TokenFor(data.data(), data.size(), false);
+  auto p = Raw("PUT", "k2", *pt, {{"x-amz-rdma-agent", "cuobj"}});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->status, 200);
+  ASSERT_TRUE(p->FindHeader("x-amz-rdma-agent"));
+  EXPECT_EQ(*p->FindHeader("x-amz-rdma-agent"), "cuobj");
+  auto plain = Raw("GET", "k", *token);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->FindHeader("x-amz-rdma-agent"));
   EXPECT_EQ(buf, data);
   // HEAD ignores the token.
   auto h = Raw("HEAD", "k", *token);
@@ -286,7 +300,8 @@ TEST_F(S3OverRdma, MalformedAndUnsignedTokens) {
   auto r = client_->http().http().Send(http);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 403);
-  EXPECT_NE(r->body.find("SignedHeaders"), std::string::npos);
+  EXPECT_NE(r->body.find("<HeadersNotSigned>x-amz-rdma-token</HeadersNotSigned>"),
+            std::string::npos);
 
   // An agent other than cuobj is declined with 501.
   auto agent = Raw("GET", "m", *token, {{"x-amz-rdma-agent", "other"}});
@@ -642,6 +657,151 @@ TEST_F(S3OverRdma, OneGibRoundTripInBoundedMemory) {
   client_->Forget(p, n);
   munmap(p, n);
   EXPECT_LT(server_->PeakRssKiB(), 512u * 1024) << "server peak RSS (KiB)";
+}
+
+// What a server still holding `token` could do after the client moved on: one RDMA WRITE of
+// 4 KiB at its start, from an initiator of our own.
+Status LateWrite(const std::string& token) {
+  auto t = rdma::ParseToken(token);
+  if (!t.ok()) return t.error();
+  rdma::soft::SoftFabric fabric;
+  auto ep = fabric.Connect(rdma::RemoteAddress::FromToken(*t), {"127.0.0.1"});
+  if (!ep.ok()) return ep.error();
+  std::vector<char> junk(4096, 'L');
+  auto mr = fabric.RegisterMemory(junk.data(), junk.size(), rdma::kLocalWrite);
+  if (!mr.ok()) return mr.error();
+  rdma::Transfer w(**ep, rdma::Opcode::kWrite, rdma::RemoteBuffer::FromToken(*t));
+  auto posted = w.Post(**mr, junk.data(), std::min<size_t>(junk.size(), t->rsize), 0);
+  if (!posted.ok()) return posted.error();
+  return w.Finish();
+}
+
+// Device memory registered through dma-buf: a memfd stands in for the dma-buf, and the "device
+// pointer" is a PROT_NONE range, so any CPU access through it (an HTTP fallback, a host
+// registration that touches it) would crash the test. The soft target reports the registration as
+// libibverbs does (addr = the dma-buf offset); the client must still find it by device pointer.
+struct FakeDeviceMemory {
+  explicit FakeDeviceMemory(size_t n, size_t off = 2 * 4096 + 64) : len(n), offset(off) {
+    fd = memfd_create("dmabuf", MFD_CLOEXEC);
+    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(offset + len)) != 0) fd = -1;
+    device = static_cast<char*>(mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  }
+  ~FakeDeviceMemory() {
+    munmap(device, len);
+    if (fd >= 0) close(fd);
+  }
+  std::vector<char> Read() const {
+    std::vector<char> v(len);
+    if (pread(fd, v.data(), len, static_cast<off_t>(offset)) != static_cast<ssize_t>(len))
+      v.clear();
+    return v;
+  }
+  bool Write(const std::vector<char>& v) const {
+    return pwrite(fd, v.data(), v.size(), static_cast<off_t>(offset)) ==
+           static_cast<ssize_t>(v.size());
+  }
+  size_t len, offset;
+  int fd = -1;
+  char* device = nullptr;
+};
+
+TEST_F(S3OverRdma, DmabufDeviceMemoryIsFoundByItsDevicePointer) {
+  FakeDeviceMemory gpu(300000);
+  ASSERT_GE(gpu.fd, 0);
+  ASSERT_NE(gpu.device, MAP_FAILED);
+  ASSERT_TRUE(client_->RegisterDeviceMemory(gpu.device, gpu.len, gpu.fd, gpu.offset).ok());
+  // The token names the device registration (same rkey every time: nothing new registered).
+  auto t1 = rdma::ParseToken(*client_->TokenFor(gpu.device, gpu.len, true));
+  auto t2 = rdma::ParseToken(*client_->TokenFor(gpu.device + 1000, 5000, false));
+  ASSERT_TRUE(t1.ok() && t2.ok());
+  EXPECT_EQ(t1->rkey, t2->rkey);
+  EXPECT_EQ(t1->raddr, reinterpret_cast<uint64_t>(gpu.device));
+
+  auto data = Pattern(gpu.len, 21);
+  ASSERT_TRUE(client_->Put(bucket_, "obj", data.data(), data.size()).ok());
+  auto got = client_->Get(bucket_, "obj", gpu.device, gpu.len);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(got->transport, Transport::kRdma);
+  EXPECT_EQ(got->bytes, gpu.len);
+  EXPECT_EQ(gpu.Read(), data);
+
+  // PUT from device memory.
+  auto other = Pattern(gpu.len, 22);
+  ASSERT_TRUE(gpu.Write(other));
+  auto put = client_->Put(bucket_, "from-gpu", gpu.device, gpu.len);
+  ASSERT_TRUE(put.ok()) << put.error().message;
+  std::vector<char> back(gpu.len);
+  ASSERT_TRUE(client_->Get(bucket_, "from-gpu", back.data(), back.size()).ok());
+  EXPECT_EQ(back, other);
+
+  // Forget releases the device registration: its rkey is dead.
+  std::string token = *client_->TokenFor(gpu.device, gpu.len, true);
+  EXPECT_TRUE(LateWrite(token).ok());  // alive before
+  client_->Forget(gpu.device, gpu.len);
+  EXPECT_FALSE(LateWrite(token).ok());
+  std::fill(other.begin(), other.begin() + 4096, 'L');  // the one write made while alive
+  EXPECT_EQ(gpu.Read(), other);
+}
+
+TEST_F(S3OverRdma, DeviceMemoryNeverTakesTheHttpFallbackAndIsReleased) {
+  auto c = NewClient("", /*fallback=*/true);
+  FakeDeviceMemory gpu(4096);
+  ASSERT_TRUE(c->RegisterDeviceMemory(gpu.device, gpu.len, gpu.fd, gpu.offset).ok());
+  auto data = Pattern(10000, 23);  // larger than the device buffer: the server answers 501
+  ASSERT_TRUE(c->Put(bucket_, "big", data.data(), data.size()).ok());
+  std::string token = *c->TokenFor(gpu.device, gpu.len, true);
+  auto got = c->Get(bucket_, "big", gpu.device, gpu.len);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, ErrorCode::kRDMANotSupported);
+  EXPECT_NE(got.error().message.find("device memory"), std::string::npos) << got.error().message;
+  EXPECT_FALSE(LateWrite(token).ok());  // deregistered after the non-success reply
+  EXPECT_EQ(gpu.Read(), std::vector<char>(gpu.len, 0));
+}
+
+TEST_F(S3OverRdma, ANonSuccessReplyDeregistersTheBuffer) {
+  std::vector<char> buf(8192, 'B');
+  std::string token = *client_->TokenFor(buf.data(), buf.size(), true);
+  auto missing = client_->Get(bucket_, "no-such-key", buf.data(), buf.size());
+  ASSERT_FALSE(missing.ok());
+  // The registration the token named is gone: a late WRITE fails and changes nothing.
+  EXPECT_FALSE(LateWrite(token).ok());
+  EXPECT_EQ(buf, std::vector<char>(8192, 'B'));
+  // A PUT answered with an error (no such bucket) too.
+  std::string ptoken = *client_->TokenFor(buf.data(), buf.size(), false);
+  ASSERT_FALSE(client_->Put("no-such-bucket-x", "k", buf.data(), buf.size()).ok());
+  EXPECT_FALSE(LateWrite(ptoken).ok());
+  // A successful call keeps its registration cached (the point of the cache).
+  auto data = Pattern(8192, 24);
+  ASSERT_TRUE(client_->Put(bucket_, "ok", data.data(), data.size()).ok());
+  ASSERT_TRUE(client_->Get(bucket_, "ok", buf.data(), buf.size()).ok());
+  std::string kept = *client_->TokenFor(buf.data(), buf.size(), true);
+  ASSERT_TRUE(client_->Get(bucket_, "ok", buf.data(), buf.size()).ok());
+  EXPECT_EQ(*client_->TokenFor(buf.data(), buf.size(), true), kept);
+}
+
+TEST(S3OverRdmaTimeout, AnHttpTimeoutDeregistersTheBuffer) {
+  // A server that accepts the request and never answers: the client gives up after io_timeout,
+  // while such a server could still write into the buffer later.
+  uint16_t port = 0;
+  int ls = ListenLoopback(port);
+  ASSERT_GE(ls, 0);
+  RdmaClientConfig cfg;
+  cfg.s3 = *client::S3ConfigFromEndpoint("http://127.0.0.1:" + std::to_string(port), "user",
+                                         "password1234");
+  cfg.s3.http.io_timeout = std::chrono::milliseconds(500);
+  cfg.soft_bind_ip = "127.0.0.1";
+  auto c = RdmaS3Client::Create(cfg);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  std::vector<char> buf(8192, 'B');
+  std::string token = *(*c)->TokenFor(buf.data(), buf.size(), true);
+  ASSERT_TRUE(LateWrite(token).ok());  // the token works while the call is in flight...
+  std::fill(buf.begin(), buf.end(), 'B');
+  auto got = (*c)->Get("b", "k", buf.data(), buf.size());
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, ErrorCode::kRequestTimeout) << got.error().message;
+  EXPECT_FALSE(LateWrite(token).ok());  // ... and not after the client gave up
+  EXPECT_EQ(buf, std::vector<char>(8192, 'B'));
+  close(ls);
 }
 
 }  // namespace

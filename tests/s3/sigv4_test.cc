@@ -221,13 +221,17 @@ TEST(SigV4Test, PresignedNegative) {
     r.raw_query.replace(pos, from.size(), to);
     return r;
   };
+  // Out of range is 403 (AWS), still AuthorizationQueryParametersError; 0 has expired at once.
   ExpectError(
       VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=604801"), Lookup(), kT),
-      ErrorCode::kAuthorizationQueryParametersError);
+      ErrorCode::kPresignExpiresOutOfRange);
+  ExpectError(
+      VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=99999999"), Lookup(), kT),
+      ErrorCode::kPresignExpiresOutOfRange);
   ExpectError(VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=0"), Lookup(), kT),
-              ErrorCode::kAuthorizationQueryParametersError);
+              ErrorCode::kAccessDenied);
   ExpectError(VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=-5"), Lookup(), kT),
-              ErrorCode::kAuthorizationQueryParametersError);
+              ErrorCode::kPresignExpiresOutOfRange);
   ExpectError(VerifyRequest(with_query("X-Amz-Expires=86400", "X-Amz-Expires=abc"), Lookup(), kT),
               ErrorCode::kAuthorizationQueryParametersError);
   ExpectError(VerifyRequest(with_query("&X-Amz-Expires=86400", ""), Lookup(), kT),
@@ -430,7 +434,54 @@ TEST(SigV4Test, HostMustBeSigned) {
   HttpRequest req = AwsGetObject();
   SetHeader(req, "authorization",
             Authz("range;x-amz-content-sha256;x-amz-date", std::string(64, 'a')));
-  ExpectError(VerifyRequest(req, Lookup(), kT), ErrorCode::kAccessDenied);
+  auto r = VerifyRequest(req, Lookup(), kT);
+  ExpectError(r, ErrorCode::kAccessDenied);
+  ASSERT_EQ(r.error().details.size(), 1u);
+  EXPECT_EQ(r.error().details[0],
+            (std::pair<std::string, std::string>("HeadersNotSigned", "host")));
+}
+
+// Every x-amz-* header must be signed: a presigned URL (host only) plus an added
+// x-amz-copy-source, or a header-signed request with extra x-amz-* headers, is refused.
+TEST(SigV4Test, UnsignedAmzHeadersAreRefused) {
+  HttpRequest presigned = AwsPresigned();
+  presigned.headers.emplace_back("x-amz-copy-source", "/other/secret");
+  presigned.headers.emplace_back("x-amz-meta-a", "1");
+  auto r = VerifyRequest(presigned, Lookup(), kT + 10);
+  ExpectError(r, ErrorCode::kAccessDenied);
+  EXPECT_EQ(r.error().message, "There were headers present in the request which were not signed");
+  ASSERT_EQ(r.error().details.size(), 1u);
+  EXPECT_EQ(r.error().details[0].first, "HeadersNotSigned");
+  EXPECT_EQ(r.error().details[0].second, "x-amz-copy-source, x-amz-meta-a");
+
+  // However many headers a client adds, the list echoed back stays bounded.
+  HttpRequest many = AwsPresigned();
+  for (int i = 0; i < 500; ++i)
+    many.headers.emplace_back("x-amz-meta-" + std::to_string(i) + std::string(40, 'x'), "v");
+  r = VerifyRequest(many, Lookup(), kT + 10);
+  ExpectError(r, ErrorCode::kAccessDenied);
+  EXPECT_LE(r.error().details.at(0).second.size(), 600u);
+  EXPECT_TRUE(r.error().details.at(0).second.ends_with(", ..."));
+
+  // x-amz-content-sha256 is exempt (its value is the payload line of the canonical request); an
+  // x-amz-date header is not (a presigned request is dated by its query).
+  HttpRequest with_sha = AwsPresigned();
+  with_sha.headers.emplace_back("x-amz-content-sha256", "UNSIGNED-PAYLOAD");
+  EXPECT_TRUE(VerifyRequest(with_sha, Lookup(), kT + 10).ok());
+  HttpRequest with_date = AwsPresigned();
+  with_date.headers.emplace_back("x-amz-date", "20130524T000000Z");
+  ExpectError(VerifyRequest(with_date, Lookup(), kT + 10), ErrorCode::kAccessDenied);
+
+  // Header auth: x-amz-content-sha256 and x-amz-date are covered by the signature either way.
+  HttpRequest get = AwsGetObject();
+  SetHeader(
+      get, "authorization",
+      Authz("host;range", "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"));
+  EXPECT_EQ(VerifyRequest(get, Lookup(), kT).error().code, ErrorCode::kSignatureDoesNotMatch);
+  get.headers.emplace_back("x-amz-rdma-token", "t");
+  r = VerifyRequest(get, Lookup(), kT);
+  ExpectError(r, ErrorCode::kAccessDenied);
+  EXPECT_EQ(r.error().details.at(0).second, "x-amz-rdma-token");
 }
 
 TEST(SigV4Test, MissingAuthAndDates) {

@@ -131,6 +131,18 @@ TEST(XmlTest, ErrorDocument) {
   EXPECT_FALSE(Text(root, "HostId").empty());
 }
 
+// A request path of any length echoes at most ~1 KiB, cut before a multi-byte character.
+TEST(XmlTest, ErrorDocumentCapsEchoedInput) {
+  const std::string resource =
+      "/b/" + std::string(1096, 'k') + "\xC3\xA9" + std::string(16384, 'x');
+  const std::string xml = ErrorXml("AccessDenied", std::string(20000, 'm'), resource, "REQ");
+  EXPECT_LT(xml.size(), 3000u);
+  pugi::xml_document doc;
+  pugi::xml_node root = ParseDoc(xml, doc, "Error", /*namespaced=*/false);
+  EXPECT_EQ(Text(root, "Resource"), "/b/" + std::string(1096, 'k'));
+  EXPECT_EQ(Text(root, "Message").size(), 1100u);
+}
+
 TEST(XmlTest, ListBuckets) {
   Owner owner;
   const std::string xml = ListBucketsXml({{"alpha", kT}, {"beta", 0}}, owner);

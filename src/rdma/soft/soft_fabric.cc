@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -328,11 +329,17 @@ Result<std::unique_ptr<Endpoint>> SoftFabric::Connect(const RemoteAddress& remot
   Pool::Key key{*ip, remote.lid, remote.qpn};
   if (int idle = pool_->Take(key); idle >= 0)
     return std::unique_ptr<Endpoint>(new SoftEndpoint(idle, registry_, pool_, key));
+  // One answer for every way of failing (refused, timed out, answered but not a soft-fabric
+  // target): telling them apart would make a token a port scanner of the requester's network. The
+  // detail goes to the server log only.
   std::string where = net::Ipv4String(*ip) + ":" + std::to_string(remote.lid);
-  auto fd = net::ConnectTcp(*ip, remote.lid, options_.connect_timeout);
-  if (!fd.ok())
+  auto unreachable = [&](const std::string& why) {
+    spdlog::debug("soft fabric: {} endpoint {}: {}", where, remote.qpn, why);
     return MakeError(ErrorCode::kRDMANotSupported,
-                     "soft fabric: cannot reach " + where + ": " + fd.error().message);
+                     "soft fabric: cannot reach the target the token names");
+  };
+  auto fd = net::ConnectTcp(*ip, remote.lid, options_.connect_timeout);
+  if (!fd.ok()) return unreachable(fd.error().message);
   net::SetTimeouts(*fd, options_.io_timeout);
   wire::Hello hello;
   hello.qpn = remote.qpn;
@@ -341,9 +348,7 @@ Result<std::unique_ptr<Endpoint>> SoftFabric::Connect(const RemoteAddress& remot
   if (st.ok()) st = net::RecvAll(*fd, &reply, sizeof(reply));
   if (!st.ok() || reply.magic != wire::kMagic || reply.status != 0) {
     close(*fd);
-    return MakeError(ErrorCode::kRDMANotSupported,
-                     "soft fabric: " + where + " refused endpoint " + std::to_string(remote.qpn) +
-                         (st.ok() ? std::string() : ": " + st.error().message));
+    return unreachable(st.ok() ? "endpoint refused" : st.error().message);
   }
   pool_->opened.fetch_add(1, std::memory_order_relaxed);
   return std::unique_ptr<Endpoint>(new SoftEndpoint(*fd, registry_, pool_, key));

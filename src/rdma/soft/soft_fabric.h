@@ -82,6 +82,9 @@ class SoftTarget final : public Target {
   RemoteAddress address() const override;
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override;
+  // Maps the dma-buf (CPU-mappable exporters only) and serves it at [iova, iova + length).
+  Result<std::unique_ptr<MemoryRegion>> RegisterDmabuf(int fd, uint64_t offset, size_t length,
+                                                       uint64_t iova, unsigned access) override;
   uint64_t requests_served() const;
   uint64_t connections_accepted() const;
 

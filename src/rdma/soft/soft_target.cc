@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,12 +22,14 @@
 #include "rdma/soft/net.h"
 #include "rdma/soft/soft_fabric.h"
 #include "rdma/soft/soft_wire.h"
+#include "rdma/verbs_plan.h"
 
 namespace rdmastor::rdma::soft {
 
 struct SoftTarget::Impl {
   struct Region {
-    char* addr;
+    uint64_t base;  // the address initiators name it by (the iova of a dma-buf region)
+    char* local;    // where its bytes are here
     size_t length;
     unsigned access;
   };
@@ -55,18 +58,17 @@ struct SoftTarget::Impl {
 
   void AcceptLoop();
   void Serve(int fd);
-  WcStatus Check(uint32_t rkey, uint64_t addr, uint32_t len, unsigned need);
+  // The local bytes for [addr, addr+len) of region `rkey`, or nullptr (kRemoteAccessError).
+  char* Check(uint32_t rkey, uint64_t addr, uint32_t len, unsigned need);
   void Stop();
 };
 
-WcStatus SoftTarget::Impl::Check(uint32_t rkey, uint64_t addr, uint32_t len, unsigned need) {
+char* SoftTarget::Impl::Check(uint32_t rkey, uint64_t addr, uint32_t len, unsigned need) {
   auto it = regions.find(rkey);
-  if (it == regions.end() || (it->second.access & need) != need)
-    return WcStatus::kRemoteAccessError;
-  auto base = reinterpret_cast<uint64_t>(it->second.addr);
-  if (addr < base || len > it->second.length || addr - base > it->second.length - len)
-    return WcStatus::kRemoteAccessError;
-  return WcStatus::kSuccess;
+  if (it == regions.end() || (it->second.access & need) != need) return nullptr;
+  const Region& r = it->second;
+  if (addr < r.base || len > r.length || addr - r.base > r.length - len) return nullptr;
+  return r.local + (addr - r.base);
 }
 
 void SoftTarget::Impl::Serve(int fd) {
@@ -88,22 +90,21 @@ void SoftTarget::Impl::Serve(int fd) {
     reply.wr_id = req.wr_id;
     std::shared_lock lock(regions_mu);
     if (req.op == wire::kOpWrite) {
-      auto st =
-          errored ? WcStatus::kFlushed : Check(req.rkey, req.remote_addr, req.length, kRemoteWrite);
+      char* local = errored ? nullptr : Check(req.rkey, req.remote_addr, req.length, kRemoteWrite);
+      auto st = errored ? WcStatus::kFlushed
+                        : (local ? WcStatus::kSuccess : WcStatus::kRemoteAccessError);
       reply.status = static_cast<uint32_t>(st);
-      Status io = st == WcStatus::kSuccess
-                      ? net::RecvAll(fd, reinterpret_cast<char*>(req.remote_addr), req.length)
-                      : net::Discard(fd, req.length);
+      Status io = local ? net::RecvAll(fd, local, req.length) : net::Discard(fd, req.length);
       lock.unlock();
       if (!io.ok() || (!errored && !net::SendAll(fd, &reply, sizeof(reply)).ok())) return;
       errored = errored || st != WcStatus::kSuccess;
     } else if (req.op == wire::kOpRead) {
-      auto st =
-          errored ? WcStatus::kFlushed : Check(req.rkey, req.remote_addr, req.length, kRemoteRead);
+      char* local = errored ? nullptr : Check(req.rkey, req.remote_addr, req.length, kRemoteRead);
+      auto st = errored ? WcStatus::kFlushed
+                        : (local ? WcStatus::kSuccess : WcStatus::kRemoteAccessError);
       reply.status = static_cast<uint32_t>(st);
-      reply.length = st == WcStatus::kSuccess ? req.length : 0;
-      iovec iov[2] = {{&reply, sizeof(reply)},
-                      {reinterpret_cast<char*>(req.remote_addr), reply.length}};
+      reply.length = local ? req.length : 0;
+      iovec iov[2] = {{&reply, sizeof(reply)}, {local, reply.length}};
       if (!errored && !net::SendAll(fd, iov, reply.length ? 2 : 1).ok()) return;
       errored = errored || st != WcStatus::kSuccess;
     } else {
@@ -170,17 +171,34 @@ void SoftTarget::Impl::Stop() {
 namespace {
 class SoftTargetMr final : public MemoryRegion {
  public:
-  SoftTargetMr(std::shared_ptr<SoftTarget::Impl> impl, char* addr, size_t len, uint32_t key)
-      : MemoryRegion(addr, len, key, key), impl_(std::move(impl)) {}
+  SoftTargetMr(std::shared_ptr<SoftTarget::Impl> impl, RegionSpan span, uint32_t key,
+               void* mapping = nullptr, size_t mapping_len = 0)
+      : MemoryRegion(reinterpret_cast<char*>(span.addr), span.length, key, key),
+        impl_(std::move(impl)),
+        mapping_(mapping),
+        mapping_len_(mapping_len) {}
   ~SoftTargetMr() override {
-    // Waits for any request touching the region to finish: after this no byte moves.
-    std::unique_lock lock(impl_->regions_mu);
-    impl_->regions.erase(rkey());
+    {
+      // Waits for any request touching the region to finish: after this no byte moves.
+      std::unique_lock lock(impl_->regions_mu);
+      impl_->regions.erase(rkey());
+    }
+    if (mapping_) munmap(mapping_, mapping_len_);
   }
 
  private:
   std::shared_ptr<SoftTarget::Impl> impl_;
+  void* mapping_;  // a dma-buf region's mapping, unmapped after deregistration
+  size_t mapping_len_;
 };
+
+uint32_t NewKey(SoftTarget::Impl& impl) {
+  uint32_t key = 0;
+  do {
+    key = impl.rng();
+  } while (key == 0 || impl.regions.count(key));
+  return key;
+}
 }  // namespace
 
 Result<std::unique_ptr<SoftTarget>> SoftTarget::Start(SoftTargetOptions options) {
@@ -225,13 +243,38 @@ RemoteAddress SoftTarget::address() const {
 Result<std::unique_ptr<MemoryRegion>> SoftTarget::RegisterMemory(void* addr, size_t length,
                                                                  unsigned access) {
   std::unique_lock lock(impl_->regions_mu);
-  uint32_t key = 0;
-  do {
-    key = impl_->rng();
-  } while (key == 0 || impl_->regions.count(key));
-  impl_->regions[key] = {static_cast<char*>(addr), length, access};
+  uint32_t key = NewKey(*impl_);
+  impl_->regions[key] = {reinterpret_cast<uint64_t>(addr), static_cast<char*>(addr), length,
+                         access};
+  Registration reg{reinterpret_cast<uint64_t>(addr), length, key, key};
+  return std::unique_ptr<MemoryRegion>(new SoftTargetMr(impl_, HostRegionSpan(reg), key));
+}
+
+Result<std::unique_ptr<MemoryRegion>> SoftTarget::RegisterDmabuf(int fd, uint64_t offset,
+                                                                 size_t length, uint64_t iova,
+                                                                 unsigned access) {
+  // Where the NIC reaches the dma-buf's pages through its own translation, the emulation maps
+  // them: exporters that allow CPU mappings (udmabuf; a memfd stands in for one in tests) work,
+  // others are refused like a NIC without dma-buf support.
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t start = offset / page * page;
+  const size_t map_len = static_cast<size_t>(offset - start) + length;
+  void* map = length ? mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                            static_cast<off_t>(start))
+                     : MAP_FAILED;
+  if (map == MAP_FAILED)
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     std::string("soft target: cannot map dma-buf fd ") + std::to_string(fd) +
+                         ": " + std::strerror(length ? errno : EINVAL) +
+                         " (GPU memory that the CPU cannot map needs the verbs target)");
+  std::unique_lock lock(impl_->regions_mu);
+  uint32_t key = NewKey(*impl_);
+  char* local = static_cast<char*>(map) + (offset - start);
+  impl_->regions[key] = {iova, local, length, access};
+  // Reported as ibv_reg_dmabuf_mr reports it: addr = the offset into the dma-buf.
+  Registration reg{offset, length, key, key};
   return std::unique_ptr<MemoryRegion>(
-      new SoftTargetMr(impl_, static_cast<char*>(addr), length, key));
+      new SoftTargetMr(impl_, DmabufRegionSpan(reg, iova), key, map, map_len));
 }
 
 uint64_t SoftTarget::requests_served() const { return impl_->served.load(); }

@@ -1,5 +1,6 @@
 // RDMA build only: the device, port and GID details `rdmastor rdma check` judges.
 #include <arpa/inet.h>
+#include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 #include <net/if.h>
 
@@ -8,6 +9,7 @@
 #include <memory>
 
 #include "rdma/check.h"
+#include "rdma/verbs_plan.h"
 
 namespace rdmastor::rdma {
 
@@ -62,6 +64,7 @@ Result<std::vector<DeviceInfo>> QueryDevices() {
   for (int i = 0; i < count; ++i) {
     DeviceInfo dev;
     dev.name = ibv_get_device_name(list.get()[i]);
+    dev.dc_capable = mlx5dv_is_supported(list.get()[i]);
     std::unique_ptr<ibv_context, decltype(&ibv_close_device)> ctx(ibv_open_device(list.get()[i]),
                                                                   &ibv_close_device);
     ibv_device_attr attr{};
@@ -69,9 +72,19 @@ Result<std::vector<DeviceInfo>> QueryDevices() {
       out.push_back(std::move(dev));  // listed but unusable: no ports shown
       continue;
     }
+    // ibv_query_gid_table fills entries of every port: it needs room for the whole device's
+    // table (the sum of the ports' gid_tbl_len), or it fails with EINVAL.
+    std::vector<ibv_port_attr> pattrs(attr.phys_port_cnt + 1u);
+    std::vector<int> queried(attr.phys_port_cnt + 1u, 0), table_lens;
     for (int p = 1; p <= attr.phys_port_cnt; ++p) {
-      ibv_port_attr pa{};
-      if (ibv_query_port(ctx.get(), static_cast<uint8_t>(p), &pa) != 0) continue;
+      queried[p] = ibv_query_port(ctx.get(), static_cast<uint8_t>(p), &pattrs[p]) == 0;
+      table_lens.push_back(queried[p] ? pattrs[p].gid_tbl_len : 0);
+    }
+    std::vector<ibv_gid_entry> gids(GidTableEntries(table_lens));
+    ssize_t n = ibv_query_gid_table(ctx.get(), gids.data(), gids.size(), 0);
+    for (int p = 1; p <= attr.phys_port_cnt; ++p) {
+      if (!queried[p]) continue;
+      const ibv_port_attr& pa = pattrs[p];
       PortInfo port;
       port.port = p;
       port.state = ibv_port_state_str(pa.state);
@@ -80,8 +93,6 @@ Result<std::vector<DeviceInfo>> QueryDevices() {
       port.link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand";
       port.active_mtu = MtuBytes(pa.active_mtu);
       port.max_mtu = MtuBytes(pa.max_mtu);
-      std::vector<ibv_gid_entry> gids(static_cast<size_t>(std::max(pa.gid_tbl_len, 1)));
-      ssize_t n = ibv_query_gid_table(ctx.get(), gids.data(), gids.size(), 0);
       for (ssize_t g = 0; g < n; ++g) {
         const auto& e = gids[static_cast<size_t>(g)];
         if (e.port_num != static_cast<uint32_t>(p)) continue;

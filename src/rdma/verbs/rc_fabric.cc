@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "rdma/check.h"
 #include "rdma/rc.h"
 #include "rdma/soft/net.h"
 #include "rdma/token.h"
@@ -69,9 +70,15 @@ Status Expect(rdma_event_channel* ch, rdma_cm_event_type want, std::chrono::mill
                        (status ? " (status " + std::to_string(status) + ")" : std::string()));
 }
 
-// The device context rdma_cm uses for `name` ("" = the first): QPs on rdma_cm ids must be created
-// in a protection domain of that very context.
-Result<ibv_context*> CmDevice(const std::string& name) {
+// The device context rdma_cm uses, chosen as every fabric chooses (SelectDevice: `name`, or the
+// first device whose `port` is usable): QPs on rdma_cm ids must be created in a protection domain
+// of that very context.
+Result<ibv_context*> CmDevice(const std::string& name, int port) {
+  auto devices = QueryDevices();
+  if (!devices.ok())
+    return MakeError(ErrorCode::kRDMANotSupported, "no RDMA device: " + devices.error().message);
+  auto pick = SelectDevice(*devices, name, port, /*need_dc=*/false);
+  if (!pick.ok()) return pick.error();
   int n = 0;
   errno = 0;
   ibv_context** list = rdma_get_devices(&n);
@@ -79,14 +86,20 @@ Result<ibv_context*> CmDevice(const std::string& name) {
     return MakeError(
         ErrorCode::kRDMANotSupported,
         std::string("no RDMA device: rdma_get_devices: ") + std::strerror(errno ? errno : ENODEV));
-  ibv_context* pick = nullptr;
-  for (int i = 0; i < n && !pick; ++i)
-    if (name.empty() || name == ibv_get_device_name(list[i]->device)) pick = list[i];
+  ibv_context* ctx = nullptr;
+  for (int i = 0; i < n && !ctx; ++i)
+    if (pick->device == ibv_get_device_name(list[i]->device)) ctx = list[i];
   rdma_free_devices(list);  // frees the array; the contexts stay open for rdma_cm
-  if (!pick)
+  if (!ctx)
     return MakeError(ErrorCode::kRDMANotSupported,
-                     n == 0 ? "no RDMA device found" : "MINIO_RDMA_DEVICE=" + name + " not found");
-  return pick;
+                     "rdma_cm does not list " + pick->device + " (MINIO_RDMA_DEVICE)");
+  return ctx;
+}
+
+DeviceLimits Limits(ibv_context* ctx) {
+  ibv_device_attr attr{};
+  if (ibv_query_device(ctx, &attr) != 0) return {};
+  return {attr.max_qp_wr, attr.max_cqe};
 }
 
 int MaxReadAtomic(ibv_context* ctx, bool initiator) {
@@ -97,8 +110,9 @@ int MaxReadAtomic(ibv_context* ctx, bool initiator) {
 
 class RcMr final : public MemoryRegion {
  public:
-  explicit RcMr(ibv_mr* mr)
-      : MemoryRegion(static_cast<char*>(mr->addr), mr->length, mr->lkey, mr->rkey), mr_(mr) {}
+  explicit RcMr(ibv_mr* mr, RegionSpan span)
+      : MemoryRegion(reinterpret_cast<char*>(span.addr), span.length, mr->lkey, mr->rkey),
+        mr_(mr) {}
   ~RcMr() override { ibv_dereg_mr(mr_); }
 
  private:
@@ -108,8 +122,8 @@ class RcMr final : public MemoryRegion {
 Result<std::unique_ptr<MemoryRegion>> Register(ibv_pd* pd, void* addr, size_t len,
                                                unsigned access) {
   ibv_mr* mr = ibv_reg_mr(pd, addr, len, IbvAccess(access));
-  if (!mr) return RcError("ibv_reg_mr", errno);
-  return std::unique_ptr<MemoryRegion>(new RcMr(mr));
+  if (!mr) return RegistrationError("ibv_reg_mr", errno);
+  return std::unique_ptr<MemoryRegion>(new RcMr(mr, HostRegionSpan(Reported(*mr))));
 }
 
 // One RC QP toward one target, with its own CQ and event channel.
@@ -180,7 +194,11 @@ class RcEndpoint final : public Endpoint {
 class RcFabric final : public Fabric {
  public:
   RcFabric(ibv_context* ctx, ibv_pd* pd, RcSettings s)
-      : ctx_(ctx), pd_(pd), settings_(std::move(s)), rd_atomic_(MaxReadAtomic(ctx, true)) {}
+      : ctx_(ctx),
+        pd_(pd),
+        settings_(std::move(s)),
+        rd_atomic_(MaxReadAtomic(ctx, true)),
+        queues_(ClampQueues(settings_.cq_depth, 0, /*recv_wr=*/1, Limits(ctx))) {}
   ~RcFabric() override { ibv_dealloc_pd(pd_); }
   std::string_view name() const override { return "verbs"; }
 
@@ -217,14 +235,14 @@ class RcFabric final : public Fabric {
                        "verbs RC: the route to " + name + " leaves through " +
                            ibv_get_device_name(id->verbs->device) + ", not " +
                            ibv_get_device_name(ctx_->device) + " (MINIO_RDMA_DEVICE)");
-    ibv_cq* cq = ibv_create_cq(ctx_, settings_.cq_depth, nullptr, nullptr, 0);
+    ibv_cq* cq = ibv_create_cq(ctx_, queues_.cqe, nullptr, nullptr, 0);
     if (!cq) return RcError("ibv_create_cq", errno);
     ep->set_cq(cq);
     ibv_qp_init_attr qa{};
     qa.send_cq = cq;
     qa.recv_cq = cq;
     qa.qp_type = IBV_QPT_RC;
-    qa.cap.max_send_wr = static_cast<uint32_t>(settings_.cq_depth);
+    qa.cap.max_send_wr = queues_.send_wr;
     qa.cap.max_recv_wr = 1;
     qa.cap.max_send_sge = 1;
     qa.cap.max_recv_sge = 1;
@@ -249,6 +267,7 @@ class RcFabric final : public Fabric {
   ibv_pd* pd_;
   RcSettings settings_;
   int rd_atomic_;
+  QueueSizes queues_;  // per QP; its CQ holds every completion that can be outstanding
 };
 
 // The target: an rdma_cm listener on one IPv4 address; every accepted connection is a
@@ -422,7 +441,7 @@ class RcTarget final : public Target {
 }  // namespace verbs
 
 Result<std::unique_ptr<Fabric>> CreateVerbsRcFabric(const RcSettings& settings) {
-  auto ctx = verbs::CmDevice(settings.device);
+  auto ctx = verbs::CmDevice(settings.device, settings.port);
   if (!ctx.ok()) return ctx.error();
   ibv_pd* pd = ibv_alloc_pd(*ctx);
   if (!pd) return verbs::RcError("ibv_alloc_pd", errno);

@@ -3,6 +3,7 @@
 #include <infiniband/mlx5dv.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <condition_variable>
@@ -13,9 +14,13 @@
 #include <vector>
 
 #include "rdma/build_info.h"
+#include "rdma/check.h"
 
 namespace rdmastor::rdma {
 namespace verbs {
+
+static_assert(static_cast<int>(PathMtu::k256) == IBV_MTU_256 &&
+              static_cast<int>(PathMtu::k4096) == IBV_MTU_4096);
 
 WcStatus FromIbvStatus(ibv_wc_status s) {
   switch (s) {
@@ -66,6 +71,16 @@ int IbvAccess(unsigned access) {
   return f;
 }
 
+Registration Reported(const ibv_mr& mr) {
+  return {reinterpret_cast<uint64_t>(mr.addr), mr.length, mr.lkey, mr.rkey};
+}
+
+Error RegistrationError(const std::string& what, int err) {
+  if (!err) err = EIO;
+  return MakeError(ErrorCode::kRDMANotSupported,
+                   "verbs: " + what + ": " + std::strerror(err) + RegistrationHint(err));
+}
+
 namespace {
 
 template <class T, int (*F)(T*)>
@@ -88,8 +103,9 @@ Error VerbsError(std::string what, int err) {
 
 class VerbsMr final : public MemoryRegion {
  public:
-  explicit VerbsMr(MrPtr mr)
-      : MemoryRegion(static_cast<char*>(mr->addr), mr->length, mr->lkey, mr->rkey),
+  // `span`: HostRegionSpan for ibv_reg_mr, DmabufRegionSpan for ibv_reg_dmabuf_mr.
+  VerbsMr(MrPtr mr, RegionSpan span)
+      : MemoryRegion(reinterpret_cast<char*>(span.addr), span.length, mr->lkey, mr->rkey),
         mr_(std::move(mr)) {}
 
  private:
@@ -105,6 +121,13 @@ struct Dci {
 };
 
 class VerbsFabric;
+
+// What the opened device allows, applied to every DCI (and the DCT): from the pure rules.
+struct PortPlan {
+  PathMtu mtu = PathMtu::k4096;
+  QueueSizes dci_queues;
+  int max_rd_atomic = 1;
+};
 
 class DciEndpoint final : public Endpoint {
  public:
@@ -125,8 +148,12 @@ class DciEndpoint final : public Endpoint {
 
 class VerbsFabric final : public Fabric {
  public:
-  VerbsFabric(ContextPtr ctx, PdPtr pd, const VerbsSettings& s, uint8_t gid_index)
-      : ctx_(std::move(ctx)), pd_(std::move(pd)), settings_(s), gid_index_(gid_index) {}
+  VerbsFabric(ContextPtr ctx, PdPtr pd, const VerbsSettings& s, uint8_t gid_index, PortPlan plan)
+      : ctx_(std::move(ctx)),
+        pd_(std::move(pd)),
+        settings_(s),
+        gid_index_(gid_index),
+        plan_(plan) {}
   ~VerbsFabric() override {
     pool_.clear();  // QPs and CQs before the PD and context
     pd_.reset();
@@ -136,8 +163,9 @@ class VerbsFabric final : public Fabric {
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override {
     MrPtr mr(ibv_reg_mr(pd_.get(), addr, length, IbvAccess(access)));
-    if (!mr) return VerbsError("ibv_reg_mr", errno);
-    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr)));
+    if (!mr) return RegistrationError("ibv_reg_mr", errno);
+    RegionSpan span = HostRegionSpan(Reported(*mr));
+    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr), span));
   }
 
   Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
@@ -145,6 +173,8 @@ class VerbsFabric final : public Fabric {
     if (!remote.has_gid && remote.lid == 0)
       return MakeError(ErrorCode::kRDMANotSupported, "verbs: the token has neither LID nor GID");
     ibv_ah_attr attr = AhAttrFor(remote, static_cast<uint8_t>(settings_.port), gid_index_);
+    attr.sl = static_cast<uint8_t>(settings_.service_level);
+    if (attr.is_global) attr.grh.traffic_class = static_cast<uint8_t>(settings_.traffic_class);
     AhPtr ah(ibv_create_ah(pd_.get(), &attr));
     if (!ah) return VerbsError("ibv_create_ah", errno);
     auto dci = Take();
@@ -192,7 +222,7 @@ class VerbsFabric final : public Fabric {
 
   Result<std::unique_ptr<Dci>> CreateDci() {
     auto d = std::make_unique<Dci>();
-    d->cq.reset(ibv_create_cq(ctx_.get(), settings_.cq_depth, nullptr, nullptr, 0));
+    d->cq.reset(ibv_create_cq(ctx_.get(), plan_.dci_queues.cqe, nullptr, nullptr, 0));
     if (!d->cq) return VerbsError("ibv_create_cq", errno);
     ibv_qp_init_attr_ex attr{};
     attr.qp_type = IBV_QPT_DRIVER;
@@ -201,7 +231,7 @@ class VerbsFabric final : public Fabric {
     attr.pd = pd_.get();
     attr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     attr.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ;
-    attr.cap.max_send_wr = static_cast<uint32_t>(std::min(settings_.cq_depth, 1024));
+    attr.cap.max_send_wr = plan_.dci_queues.send_wr;
     attr.cap.max_send_sge = 1;
     mlx5dv_qp_init_attr dv{};
     dv.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
@@ -213,26 +243,26 @@ class VerbsFabric final : public Fabric {
     // RESET -> INIT -> RTR -> RTS; a DCI has no remote peer of its own.
     ibv_qp_attr qa{};
     qa.qp_state = IBV_QPS_INIT;
-    qa.pkey_index = 0;
+    qa.pkey_index = static_cast<uint16_t>(settings_.pkey_index);
     qa.port_num = static_cast<uint8_t>(settings_.port);
     if (int e = ibv_modify_qp(d->qp.get(), &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT))
       return VerbsError("DCI to INIT", e);
+    // RTR: the path MTU only. A DCI's address vector comes with each work request
+    // (mlx5dv_wr_set_dc_addr); older kernels reject IBV_QP_AV here, and pyverbs omits it.
     qa = {};
     qa.qp_state = IBV_QPS_RTR;
-    qa.path_mtu = IBV_MTU_4096;
-    qa.ah_attr.port_num = static_cast<uint8_t>(settings_.port);
-    qa.ah_attr.is_global = 1;
-    qa.ah_attr.grh.sgid_index = gid_index_;
-    qa.ah_attr.grh.hop_limit = 64;
-    if (int e = ibv_modify_qp(d->qp.get(), &qa, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV))
+    qa.path_mtu = static_cast<ibv_mtu>(plan_.mtu);
+    if (int e = ibv_modify_qp(d->qp.get(), &qa, IBV_QP_STATE | IBV_QP_PATH_MTU))
       return VerbsError("DCI to RTR", e);
     qa = {};
     qa.qp_state = IBV_QPS_RTS;
-    qa.timeout = 14;  // ~67 ms per try; with retry_cnt 7 a vanished peer fails in ~0.5 s
+    // MINIO_RDMA_TIMEOUT, default 14: ~67 ms per try; with retry_cnt 7 a vanished peer fails in
+    // ~0.5 s.
+    qa.timeout = static_cast<uint8_t>(settings_.timeout);
     qa.retry_cnt = 7;
     qa.rnr_retry = 7;
     qa.sq_psn = 0;
-    qa.max_rd_atomic = 16;
+    qa.max_rd_atomic = static_cast<uint8_t>(plan_.max_rd_atomic);  // the device's, as RC does
     if (int e = ibv_modify_qp(d->qp.get(), &qa,
                               IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
@@ -244,6 +274,7 @@ class VerbsFabric final : public Fabric {
   PdPtr pd_;
   VerbsSettings settings_;
   uint8_t gid_index_;
+  PortPlan plan_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Dci>> pool_;
@@ -310,35 +341,30 @@ struct OpenedPort {
   ibv_port_attr attr{};
   uint8_t gid_index = 0;
   std::string device;
+  DeviceLimits limits;
+  int max_rd_atomic = 1;
+  PathMtu mtu = PathMtu::k4096;  // the port's active MTU, at most 4096
 };
 
-// Picks the device (MINIO_RDMA_DEVICE or the first), checks it is mlx5 (DC) and the port is
-// active, chooses the GID index (a RoCE v2 IPv4-mapped entry unless set) and allocates a PD.
+// Picks the device and port (SelectDevice: MINIO_RDMA_DEVICE, or the first mlx5 device whose
+// port is usable; the same choice `rdma check` reports), chooses the GID index (a RoCE v2
+// IPv4-mapped entry unless set), reads the limits the plan is made from and allocates a PD.
 Result<OpenedPort> OpenPort(const VerbsSettings& s) {
+  auto devices = QueryDevices();
+  if (!devices.ok())
+    return MakeError(ErrorCode::kRDMANotSupported, "no RDMA device: " + devices.error().message);
+  auto pick = SelectDevice(*devices, s.device, s.port, /*need_dc=*/true);
+  if (!pick.ok()) return pick.error();
   int count = 0;
-  errno = 0;
   std::unique_ptr<ibv_device*, decltype(&ibv_free_device_list)> list(ibv_get_device_list(&count),
                                                                      &ibv_free_device_list);
-  if (!list)
-    return MakeError(ErrorCode::kRDMANotSupported,
-                     std::string("no RDMA device: ibv_get_device_list: ") +
-                         std::strerror(errno ? errno : ENODEV));
   ibv_device* dev = nullptr;
-  for (int i = 0; i < count; ++i)
-    if (s.device.empty() || s.device == ibv_get_device_name(list.get()[i])) {
-      dev = list.get()[i];
-      break;
-    }
+  for (int i = 0; list && i < count && !dev; ++i)
+    if (pick->device == ibv_get_device_name(list.get()[i])) dev = list.get()[i];
   if (!dev)
-    return MakeError(
-        ErrorCode::kRDMANotSupported,
-        count == 0 ? "no RDMA device found" : "MINIO_RDMA_DEVICE=" + s.device + " not found");
-  if (!mlx5dv_is_supported(dev))
-    return MakeError(ErrorCode::kRDMANotSupported,
-                     std::string("device ") + ibv_get_device_name(dev) +
-                         " is not an mlx5 device: DC transport unavailable");
+    return MakeError(ErrorCode::kRDMANotSupported, "device " + pick->device + " disappeared");
   OpenedPort out;
-  out.device = ibv_get_device_name(dev);
+  out.device = pick->device;
   out.ctx.reset(ibv_open_device(dev));
   if (!out.ctx) return VerbsError("ibv_open_device", errno);
   if (int e = ibv_query_port(out.ctx.get(), static_cast<uint8_t>(s.port), &out.attr))
@@ -347,6 +373,11 @@ Result<OpenedPort> OpenPort(const VerbsSettings& s) {
     return MakeError(ErrorCode::kRDMANotSupported, "port " + std::to_string(s.port) + " of " +
                                                        out.device +
                                                        " is not active (MINIO_RDMA_PORT)");
+  ibv_device_attr dattr{};
+  if (int e = ibv_query_device(out.ctx.get(), &dattr)) return VerbsError("ibv_query_device", e);
+  out.limits = {dattr.max_qp_wr, dattr.max_cqe};
+  out.max_rd_atomic = std::clamp(dattr.max_qp_init_rd_atom, 1, 16);
+  out.mtu = ClampPathMtu(static_cast<PathMtu>(out.attr.active_mtu), PathMtu::k4096);
   int gid_index = s.gid_index;
   if (gid_index < 0) {
     // Pick a RoCE v2 entry holding an IPv4-mapped address (what cuObject tokens carry); IB uses 0.
@@ -402,7 +433,7 @@ class VerbsDcTarget final : public Target {
     // RESET -> INIT -> RTR: a DCT only receives, so it never goes to RTS.
     ibv_qp_attr qa{};
     qa.qp_state = IBV_QPS_INIT;
-    qa.pkey_index = 0;
+    qa.pkey_index = static_cast<uint16_t>(s.pkey_index);
     qa.port_num = static_cast<uint8_t>(s.port);
     qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     if (int e = ibv_modify_qp(t->dct_.get(), &qa,
@@ -410,7 +441,7 @@ class VerbsDcTarget final : public Target {
       return VerbsError("DCT to INIT", e);
     qa = {};
     qa.qp_state = IBV_QPS_RTR;
-    qa.path_mtu = IBV_MTU_4096;
+    qa.path_mtu = static_cast<ibv_mtu>(port.mtu);
     qa.min_rnr_timer = 12;
     qa.ah_attr.port_num = static_cast<uint8_t>(s.port);
     qa.ah_attr.is_global = 1;
@@ -443,15 +474,18 @@ class VerbsDcTarget final : public Target {
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override {
     MrPtr mr(ibv_reg_mr(pd_.get(), addr, length, IbvAccess(access)));
-    if (!mr) return VerbsError("ibv_reg_mr", errno);
-    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr)));
+    if (!mr) return RegistrationError("ibv_reg_mr", errno);
+    RegionSpan span = HostRegionSpan(Reported(*mr));
+    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr), span));
   }
 
   Result<std::unique_ptr<MemoryRegion>> RegisterDmabuf(int fd, uint64_t offset, size_t length,
                                                        uint64_t iova, unsigned access) override {
     MrPtr mr(ibv_reg_dmabuf_mr(pd_.get(), offset, length, iova, fd, IbvAccess(access)));
-    if (!mr) return VerbsError("ibv_reg_dmabuf_mr", errno);
-    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr)));
+    if (!mr) return RegistrationError("ibv_reg_dmabuf_mr", errno);
+    // mr->addr is `offset` here: the region is where initiators address it, at the iova.
+    RegionSpan span = DmabufRegionSpan(Reported(*mr), iova);
+    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr), span));
   }
 
  private:
@@ -472,11 +506,18 @@ Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& s) {
   if (!port.ok()) return port.error();
   const std::string device = port->device;
   const uint8_t gid_index = port->gid_index;
-  auto fabric =
-      std::make_unique<verbs::VerbsFabric>(std::move(port->ctx), std::move(port->pd), s, gid_index);
+  verbs::PortPlan plan;
+  plan.mtu = port->mtu;
+  plan.dci_queues = ClampQueues(s.cq_depth, 1024, 0, port->limits);
+  plan.max_rd_atomic = port->max_rd_atomic;
+  auto fabric = std::make_unique<verbs::VerbsFabric>(std::move(port->ctx), std::move(port->pd), s,
+                                                     gid_index, plan);
   if (auto st = fabric->Init(); !st.ok()) return st.error();
-  spdlog::info("verbs fabric: {} port {} GID index {}, {} DC initiators, DC key {:#x}", device,
-               s.port, gid_index, s.num_dcis, s.dc_key);
+  spdlog::info(
+      "verbs fabric: {} port {} GID index {}, path MTU {}, {} DC initiators ({} send WRs, CQ {}), "
+      "DC key {:#x}",
+      device, s.port, gid_index, PathMtuBytes(plan.mtu), s.num_dcis, plan.dci_queues.send_wr,
+      plan.dci_queues.cqe, s.dc_key);
   return std::unique_ptr<Fabric>(std::move(fabric));
 }
 

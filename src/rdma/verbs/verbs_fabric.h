@@ -9,6 +9,7 @@
 
 #include "rdma/fabric.h"
 #include "rdma/settings.h"
+#include "rdma/verbs_plan.h"
 
 namespace rdmastor::rdma::verbs {
 
@@ -20,5 +21,11 @@ ibv_ah_attr AhAttrFor(const RemoteAddress& remote, uint8_t port, uint8_t sgid_in
 
 // Access flags for ibv_reg_mr.
 int IbvAccess(unsigned access);
+
+// What a registration returned, for DmabufRegionSpan / HostRegionSpan.
+Registration Reported(const ibv_mr& mr);
+
+// A registration failure; ENOMEM names the locked-memory limit (RegistrationHint).
+Error RegistrationError(const std::string& what, int err);
 
 }  // namespace rdmastor::rdma::verbs

@@ -1,0 +1,83 @@
+#include "rdma/verbs_plan.h"
+
+#include <algorithm>
+#include <cerrno>
+
+namespace rdmastor::rdma {
+
+RegionSpan HostRegionSpan(const Registration& reg) { return {reg.addr, reg.length}; }
+
+RegionSpan DmabufRegionSpan(const Registration& reg, uint64_t iova) { return {iova, reg.length}; }
+
+int PathMtuBytes(PathMtu m) { return 128 << static_cast<int>(m); }
+
+PathMtu ClampPathMtu(PathMtu active, PathMtu wanted) {
+  int a = static_cast<int>(active);
+  if (a < static_cast<int>(PathMtu::k256) || a > static_cast<int>(PathMtu::k4096)) return wanted;
+  return static_cast<PathMtu>(std::min(a, static_cast<int>(wanted)));
+}
+
+std::string PortUnusableReason(const PortInfo& p) {
+  if (p.state != "ACTIVE") return "port " + std::to_string(p.port) + " is " + p.state;
+  if (p.link_layer == "Ethernet" &&
+      std::none_of(p.gids.begin(), p.gids.end(),
+                   [](const GidInfo& g) { return g.type == "RoCE v2"; }))
+    return "port " + std::to_string(p.port) +
+           " (Ethernet) has no RoCE v2 GID: no IP address on its netdev";
+  return "";
+}
+
+Result<DevicePick> SelectDevice(const std::vector<DeviceInfo>& devices, const std::string& wanted,
+                                int port, bool need_dc) {
+  if (devices.empty()) return MakeError(ErrorCode::kRDMANotSupported, "no RDMA device found");
+  std::string seen;  // why each candidate was passed over
+  for (const auto& d : devices) {
+    if (!wanted.empty() && d.name != wanted) continue;
+    std::string why;
+    const PortInfo* p = nullptr;
+    for (const auto& candidate : d.ports)
+      if (candidate.port == port) p = &candidate;
+    if (need_dc && !d.dc_capable)
+      why = "not an mlx5 device: DC transport unavailable";
+    else if (!p)
+      why = "no port " + std::to_string(port) + " (MINIO_RDMA_PORT)";
+    else
+      why = PortUnusableReason(*p);
+    if (why.empty()) return DevicePick{d.name, port, &d, p};
+    if (!wanted.empty())
+      return MakeError(ErrorCode::kRDMANotSupported,
+                       "MINIO_RDMA_DEVICE=" + wanted + " cannot be used: " + why);
+    seen += (seen.empty() ? "" : "; ") + d.name + ": " + why;
+  }
+  if (!wanted.empty())
+    return MakeError(ErrorCode::kRDMANotSupported, "MINIO_RDMA_DEVICE=" + wanted + " not found");
+  return MakeError(ErrorCode::kRDMANotSupported, "no RDMA device with an active port " +
+                                                     std::to_string(port) + " (" + seen + ")");
+}
+
+QueueSizes ClampQueues(int wanted, int cap, int recv_wr, const DeviceLimits& limits) {
+  int send = std::max(1, cap > 0 ? std::min(wanted, cap) : wanted);
+  if (limits.max_qp_wr > 0) send = std::min(send, limits.max_qp_wr);
+  // Every send request may be signalled (and complete in error); the recv side adds its own.
+  int cqe = send + std::max(0, recv_wr);
+  if (limits.max_cqe > 0 && cqe > limits.max_cqe) {
+    cqe = limits.max_cqe;
+    // The CQ bounds what may be outstanding: never post more than it can hold.
+    send = std::max(1, std::min(send, cqe - std::max(0, recv_wr)));
+  }
+  return {static_cast<uint32_t>(send), cqe};
+}
+
+size_t GidTableEntries(const std::vector<int>& port_table_lengths) {
+  size_t n = 0;
+  for (int len : port_table_lengths) n += static_cast<size_t>(std::max(len, 0));
+  return std::max<size_t>(n, 1);
+}
+
+std::string RegistrationHint(int err) {
+  if (err != ENOMEM) return "";
+  return " (registered memory is locked memory: raise RLIMIT_MEMLOCK, LimitMEMLOCK=infinity in "
+         "the systemd unit or `ulimit -l unlimited` before starting)";
+}
+
+}  // namespace rdmastor::rdma

@@ -1,0 +1,92 @@
+#include "s3/unsupported.h"
+
+#include <string>
+
+namespace rdmastor::s3 {
+
+namespace {
+
+bool EqualsNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+bool HeaderIsTrue(const HttpRequest& req, std::string_view name) {
+  const std::string* v = req.FindHeader(name);
+  return v && EqualsNoCase(*v, "true");
+}
+
+Error NotImplemented(std::string message) {
+  return MakeError(ErrorCode::kNotImplemented, std::move(message));
+}
+
+bool WritesObject(std::string_view api) {
+  return api == "PutObject" || api == "CopyObject" || api == "NewMultipartUpload" ||
+         api == "PutObjectPart" || api == "CopyObjectPart";
+}
+
+// The requests that create an object version and so carry its properties (class, lock, tags).
+bool CreatesObject(std::string_view api) {
+  return api == "PutObject" || api == "CopyObject" || api == "NewMultipartUpload";
+}
+
+}  // namespace
+
+Status CheckEncryptionHeaders(const HttpRequest& req) {
+  if (const std::string* sse = req.FindHeader("x-amz-server-side-encryption")) {
+    if (*sse != "AES256" && *sse != "aws:kms" && *sse != "aws:kms:dsse")
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "The encryption method specified is not supported");
+  }
+  for (const auto& [name, value] : req.headers) {
+    if (name.starts_with("x-amz-server-side-encryption") ||
+        name.starts_with("x-amz-copy-source-server-side-encryption")) {
+      return NotImplemented("Server-side encryption (" + name +
+                            ") is not implemented by rdmastor; the object was not stored.");
+    }
+  }
+  return {};
+}
+
+Status CheckStorageClass(const HttpRequest& req) {
+  const std::string* sc = req.FindHeader("x-amz-storage-class");
+  if (!sc || sc->empty() || *sc == "STANDARD") return {};
+  if (*sc == "REDUCED_REDUNDANCY")
+    return NotImplemented("The REDUCED_REDUNDANCY storage class is not implemented by rdmastor.");
+  return MakeError(ErrorCode::kInvalidStorageClass);
+}
+
+Status RefuseUnimplemented(std::string_view api, const HttpRequest& req) {
+  if (WritesObject(api)) {
+    if (auto st = CheckEncryptionHeaders(req); !st.ok()) return st;
+  }
+  if (CreatesObject(api)) {
+    if (auto st = CheckStorageClass(req); !st.ok()) return st;
+    // No bucket can have Object Lock enabled (CreateBucket refuses it), so AWS's answer for a
+    // bucket without the configuration applies to every request.
+    for (const char* h : {"x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
+                          "x-amz-object-lock-legal-hold"}) {
+      if (req.FindHeader(h))
+        return MakeError(ErrorCode::kInvalidRequest, "Bucket is missing Object Lock Configuration");
+    }
+    if (req.FindHeader("x-amz-tagging"))
+      return NotImplemented("Object tagging (x-amz-tagging) is not implemented by rdmastor.");
+  }
+  if (api == "PutObject" && HeaderIsTrue(req, "x-amz-meta-snowball-auto-extract"))
+    return NotImplemented("Snowball auto-extract of archives is not implemented by rdmastor.");
+  if (api == "ListenNotification")
+    return NotImplemented("Listening for bucket notifications is not implemented by rdmastor.");
+  if (api == "PutBucket" && HeaderIsTrue(req, "x-amz-bucket-object-lock-enabled"))
+    return NotImplemented("Object Lock is not implemented by rdmastor.");
+  if (api == "DeleteBucket" && HeaderIsTrue(req, "x-minio-force-delete"))
+    return NotImplemented(
+        "Force-deleting a bucket (x-minio-force-delete) is not implemented by rdmastor; delete "
+        "its objects first.");
+  return {};
+}
+
+}  // namespace rdmastor::s3

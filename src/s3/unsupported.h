@@ -1,0 +1,26 @@
+// Requests for features rdmastor does not have. Each is refused the way AWS / MinIO refuse an
+// unsupported feature (501 NotImplemented, 400 for an invalid value) instead of being accepted
+// and silently dropped, so a client never believes something happened that did not.
+#pragma once
+
+#include <string_view>
+
+#include "common/result.h"
+#include "s3/http_types.h"
+
+namespace rdmastor::s3 {
+
+// Server-side encryption headers (SSE-S3, SSE-KMS, SSE-C, and SSE-C on a copy source) on the
+// requests that write objects. The one place the encryption work replaces.
+Status CheckEncryptionHeaders(const HttpRequest& req);
+
+// x-amz-storage-class: STANDARD is what every object gets. REDUCED_REDUNDANCY (MinIO's RRS
+// parity) is not implemented yet: 501. Any other value, including AWS classes such as GLACIER
+// this server does not offer, is 400 InvalidStorageClass, as MinIO answers.
+Status CheckStorageClass(const HttpRequest& req);
+
+// Every refusal for the request routed to `api` (MinIO's API name: "PutObject", "PutBucket",
+// "DeleteBucket", "ListenNotification", ...); ok when nothing unsupported was asked for.
+Status RefuseUnimplemented(std::string_view api, const HttpRequest& req);
+
+}  // namespace rdmastor::s3

@@ -1,0 +1,143 @@
+// The verbs backend's decisions (rdma/verbs_plan.h), over made-up device facts: they run on both
+// builds, with or without a device.
+#include "rdma/verbs_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+namespace rdmastor::rdma {
+namespace {
+
+TEST(VerbsPlanTest, DmabufRegionIsAddressedByIovaNotByTheReportedOffset) {
+  // ibv_reg_dmabuf_mr(pd, offset = 8192, length, iova = device pointer, fd, access): libibverbs
+  // fills mr->addr with the offset.
+  const uint64_t iova = 0x7f3a00200000;
+  Registration reg{/*addr=*/8192, /*length=*/1 << 20, 0x11, 0x22};
+  RegionSpan span = DmabufRegionSpan(reg, iova);
+  EXPECT_EQ(span.addr, iova);
+  EXPECT_EQ(span.length, 1u << 20);
+  // Host memory is where ibv_reg_mr says.
+  Registration host{0x5000, 4096, 1, 2};
+  EXPECT_EQ(HostRegionSpan(host).addr, 0x5000u);
+  EXPECT_EQ(HostRegionSpan(host).length, 4096u);
+}
+
+TEST(VerbsPlanTest, PathMtuIsClampedToThePortsActiveMtu) {
+  // RoCE on a 1500-byte netdev: active MTU 1024.
+  EXPECT_EQ(ClampPathMtu(PathMtu::k1024, PathMtu::k4096), PathMtu::k1024);
+  EXPECT_EQ(ClampPathMtu(PathMtu::k2048, PathMtu::k4096), PathMtu::k2048);
+  EXPECT_EQ(ClampPathMtu(PathMtu::k4096, PathMtu::k4096), PathMtu::k4096);
+  EXPECT_EQ(ClampPathMtu(PathMtu::k4096, PathMtu::k1024), PathMtu::k1024);  // never raised
+  EXPECT_EQ(ClampPathMtu(static_cast<PathMtu>(0), PathMtu::k4096), PathMtu::k4096);
+  EXPECT_EQ(PathMtuBytes(PathMtu::k256), 256);
+  EXPECT_EQ(PathMtuBytes(PathMtu::k4096), 4096);
+}
+
+PortInfo Port(int n, std::string state, std::string link = "InfiniBand", bool roce_v2 = true) {
+  PortInfo p;
+  p.port = n;
+  p.state = std::move(state);
+  p.link_layer = link;
+  p.active_mtu = 4096;
+  p.max_mtu = 4096;
+  if (link == "InfiniBand") p.gids.push_back({0, "fe80::1", "IB", ""});
+  if (link == "Ethernet") {
+    p.gids.push_back({0, "fe80::1", "RoCE v1", "eth0"});
+    if (roce_v2) p.gids.push_back({3, "::ffff:10.0.0.1", "RoCE v2", "eth0"});
+  }
+  return p;
+}
+
+DeviceInfo Dev(std::string name, bool dc, std::vector<PortInfo> ports) {
+  return {std::move(name), std::move(ports), dc};
+}
+
+TEST(VerbsPlanTest, AutomaticSelectionTakesTheFirstDeviceWithAnActiveUsablePort) {
+  std::vector<DeviceInfo> devs = {
+      Dev("mlx5_0", true, {Port(1, "DOWN")}),
+      Dev("mlx5_1", true, {Port(1, "ACTIVE", "Ethernet", /*roce_v2=*/false)}),  // no IP yet
+      Dev("irdma0", false, {Port(1, "ACTIVE", "Ethernet")}),                    // not mlx5
+      Dev("mlx5_2", true, {Port(1, "ACTIVE", "Ethernet")}),
+      Dev("mlx5_3", true, {Port(1, "ACTIVE")}),
+  };
+  auto dc = SelectDevice(devs, "", 1, /*need_dc=*/true);
+  ASSERT_TRUE(dc.ok()) << dc.error().message;
+  EXPECT_EQ(dc->device, "mlx5_2");
+  EXPECT_EQ(dc->port_info, &devs[3].ports[0]);
+  // RC (rdma_cm) needs no mlx5: the first usable device whatever its vendor.
+  auto rc = SelectDevice(devs, "", 1, /*need_dc=*/false);
+  ASSERT_TRUE(rc.ok());
+  EXPECT_EQ(rc->device, "irdma0");
+}
+
+TEST(VerbsPlanTest, ANamedDeviceMustBeUsableAndIsNeverSubstituted) {
+  std::vector<DeviceInfo> devs = {Dev("mlx5_0", true, {Port(1, "ACTIVE")}),
+                                  Dev("mlx5_1", true, {Port(1, "DOWN"), Port(2, "ACTIVE")})};
+  auto down = SelectDevice(devs, "mlx5_1", 1, true);
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.error().code, ErrorCode::kRDMANotSupported);
+  EXPECT_NE(down.error().message.find("MINIO_RDMA_DEVICE=mlx5_1"), std::string::npos);
+  EXPECT_NE(down.error().message.find("DOWN"), std::string::npos) << down.error().message;
+  auto port2 = SelectDevice(devs, "mlx5_1", 2, true);
+  ASSERT_TRUE(port2.ok());
+  EXPECT_EQ(port2->device, "mlx5_1");
+  EXPECT_EQ(port2->port, 2);
+  auto missing = SelectDevice(devs, "mlx5_9", 1, true);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("not found"), std::string::npos);
+  auto no_port = SelectDevice(devs, "mlx5_0", 2, true);
+  ASSERT_FALSE(no_port.ok());
+  EXPECT_NE(no_port.error().message.find("MINIO_RDMA_PORT"), std::string::npos);
+}
+
+TEST(VerbsPlanTest, NoUsableDeviceSaysWhyForEach) {
+  auto none = SelectDevice({}, "", 1, true);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("no RDMA device"), std::string::npos);
+  std::vector<DeviceInfo> devs = {Dev("mlx5_0", true, {Port(1, "INIT")}),
+                                  Dev("rxe0", false, {Port(1, "ACTIVE", "Ethernet")})};
+  auto dc = SelectDevice(devs, "", 1, true);
+  ASSERT_FALSE(dc.ok());
+  EXPECT_NE(dc.error().message.find("mlx5_0: port 1 is INIT"), std::string::npos)
+      << dc.error().message;
+  EXPECT_NE(dc.error().message.find("rxe0: not an mlx5 device"), std::string::npos);
+}
+
+TEST(VerbsPlanTest, QueuesAreClampedToDeviceLimitsAndCqsHoldWhatCanBeOutstanding) {
+  // MINIO_RDMA_CQ_DEPTH=65536 on a ConnectX (max_qp_wr 32768, max_cqe 4194303): the RC QP.
+  auto rc = ClampQueues(65536, 0, 1, {32768, 4194303});
+  EXPECT_EQ(rc.send_wr, 32768u);
+  EXPECT_EQ(rc.cqe, 32769);
+  // A DCI needs no more than 1024 send requests.
+  auto dci = ClampQueues(65536, 1024, 0, {32768, 4194303});
+  EXPECT_EQ(dci.send_wr, 1024u);
+  EXPECT_EQ(dci.cqe, 1024);
+  // A small device: the CQ limit bounds the send queue too.
+  auto small = ClampQueues(4096, 0, 1, {16384, 2048});
+  EXPECT_EQ(small.cqe, 2048);
+  EXPECT_EQ(small.send_wr, 2047u);
+  // Unknown limits: what was asked.
+  auto unknown = ClampQueues(1024, 0, 1, {});
+  EXPECT_EQ(unknown.send_wr, 1024u);
+  EXPECT_EQ(unknown.cqe, 1025);
+}
+
+TEST(VerbsPlanTest, GidTableQueryHasRoomForEveryPortsEntries) {
+  // A dual-port ConnectX: 255 entries per port; the query fills both ports' entries.
+  EXPECT_EQ(GidTableEntries({255, 255}), 510u);
+  EXPECT_EQ(GidTableEntries({128, 0, 16}), 144u);
+  EXPECT_EQ(GidTableEntries({}), 1u);
+  EXPECT_EQ(GidTableEntries({-1}), 1u);
+}
+
+TEST(VerbsPlanTest, RegistrationEnomemNamesTheMemlockLimit) {
+  std::string hint = RegistrationHint(ENOMEM);
+  EXPECT_NE(hint.find("LimitMEMLOCK"), std::string::npos);
+  EXPECT_NE(hint.find("ulimit -l"), std::string::npos);
+  EXPECT_EQ(RegistrationHint(EINVAL), "");
+  EXPECT_EQ(RegistrationHint(EFAULT), "");
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma

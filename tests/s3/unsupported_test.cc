@@ -1,0 +1,71 @@
+#include "s3/unsupported.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+namespace rdmastor::s3 {
+namespace {
+
+HttpRequest With(std::initializer_list<std::pair<std::string, std::string>> headers) {
+  HttpRequest req;
+  req.method = "PUT";
+  for (const auto& h : headers) req.headers.push_back(h);
+  return req;
+}
+
+std::optional<ErrorCode> Refusal(std::string_view api, const HttpRequest& req) {
+  auto st = RefuseUnimplemented(api, req);
+  if (st.ok()) return std::nullopt;
+  return st.error().code;
+}
+
+TEST(UnsupportedTest, EncryptionOnEveryWrite) {
+  for (const char* api :
+       {"PutObject", "CopyObject", "NewMultipartUpload", "PutObjectPart", "CopyObjectPart"}) {
+    EXPECT_EQ(Refusal(api, With({{"x-amz-server-side-encryption", "AES256"}})),
+              ErrorCode::kNotImplemented)
+        << api;
+    EXPECT_EQ(Refusal(api, With({{"x-amz-server-side-encryption-customer-algorithm", "AES256"}})),
+              ErrorCode::kNotImplemented)
+        << api;
+    EXPECT_EQ(Refusal(api, With({{"x-amz-server-side-encryption", "rot13"}})),
+              ErrorCode::kInvalidArgument)
+        << api;
+  }
+  EXPECT_EQ(
+      Refusal("CopyObject", With({{"x-amz-copy-source-server-side-encryption-customer-key", "k"}})),
+      ErrorCode::kNotImplemented);
+  EXPECT_EQ(Refusal("PutObject", With({{"content-type", "text/plain"}})), std::nullopt);
+}
+
+TEST(UnsupportedTest, StorageClass) {
+  EXPECT_EQ(Refusal("PutObject", With({{"x-amz-storage-class", "STANDARD"}})), std::nullopt);
+  EXPECT_EQ(Refusal("PutObject", With({{"x-amz-storage-class", "REDUCED_REDUNDANCY"}})),
+            ErrorCode::kNotImplemented);
+  EXPECT_EQ(Refusal("NewMultipartUpload", With({{"x-amz-storage-class", "GLACIER"}})),
+            ErrorCode::kInvalidStorageClass);
+  EXPECT_EQ(Refusal("CopyObject", With({{"x-amz-storage-class", "standard"}})),
+            ErrorCode::kInvalidStorageClass);
+  // Parts inherit the upload's class: UploadPart does not look at it.
+  EXPECT_EQ(Refusal("PutObjectPart", With({{"x-amz-storage-class", "GLACIER"}})), std::nullopt);
+}
+
+TEST(UnsupportedTest, BucketAndMinioFeatures) {
+  EXPECT_EQ(Refusal("PutBucket", With({{"x-amz-bucket-object-lock-enabled", "True"}})),
+            ErrorCode::kNotImplemented);
+  EXPECT_EQ(Refusal("PutBucket", With({{"x-amz-bucket-object-lock-enabled", "false"}})),
+            std::nullopt);
+  EXPECT_EQ(Refusal("DeleteBucket", With({{"x-minio-force-delete", "true"}})),
+            ErrorCode::kNotImplemented);
+  EXPECT_EQ(Refusal("PutObject", With({{"x-amz-meta-snowball-auto-extract", "true"}})),
+            ErrorCode::kNotImplemented);
+  EXPECT_EQ(Refusal("ListenNotification", With({})), ErrorCode::kNotImplemented);
+  EXPECT_EQ(Refusal("PutObject", With({{"x-amz-tagging", "a=b"}})), ErrorCode::kNotImplemented);
+  EXPECT_EQ(Refusal("PutObject", With({{"x-amz-object-lock-mode", "GOVERNANCE"}})),
+            ErrorCode::kInvalidRequest);
+}
+
+}  // namespace
+}  // namespace rdmastor::s3
