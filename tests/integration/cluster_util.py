@@ -539,6 +539,32 @@ class Cluster:
                 self.nodes[i].wait_ready(timeout)
             except RuntimeError as e:
                 pytest.fail(f"node{i + 1}: {e}\n{self.nodes[i].log_tail(40)}")
+        self.wait_peers_see_online(idxs)
+
+    _PEER_STATE = re.compile(r"peer (\S+) is (offline|online again)")
+
+    def wait_peers_see_online(self, idxs, timeout=15):
+        """Bounded wait until no other running node's peer health check still counts a node of
+        `idxs` offline (it did while the node was down; a ping every second brings it back). Until
+        then that node skips the started ones' drives: a bucket created meanwhile would miss them."""
+        targets = {self.nodes[i].address for i in idxs}
+        deadline = time.monotonic() + timeout
+        for _ in range(100000):
+            pending = []
+            for j, node in enumerate(self.nodes):
+                if j in idxs or node.proc is None or node.proc.poll() is not None:
+                    continue
+                text = node.log_text()
+                text = text[max(text.rfind("==== launch:"), 0):]  # this process's lines only
+                state = {}
+                for m in self._PEER_STATE.finditer(text):
+                    state[m.group(1)] = m.group(2)
+                pending += [(node.name, a) for a in targets if state.get(a) == "offline"]
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                pytest.fail(f"peers still count these offline after {timeout} s: {pending}")
+            time.sleep(0.1)
 
     def kill(self, idx, sig=signal.SIGKILL):
         return self.nodes[idx].kill(sig)
