@@ -206,6 +206,9 @@ struct ServerFamilies {
   CounterFamily& peer_fallbacks = r.AddCounter(
       "minio_system_network_internode_rdma_peer_fallbacks_total",
       "Inter-node transfers with a peer that should have used RDMA but went over TCP", {"peer"});
+  CounterFamily& connections_opened = r.AddCounter(
+      "rdmastor_rdma_internode_connections_opened_total",
+      "Inter-node RDMA channels this node opened toward a peer's target, by peer", {"peer"});
   CounterFamily& peer_calls =
       r.AddCounter("rdmastor_peer_calls_total",
                    "Peer RPC calls this node sent to other nodes, by call", {"call"});
@@ -365,6 +368,10 @@ void RecordInternodeFallback(std::string_view peer) {
   auto& f = Families();
   f.fallbacks.With().Inc();
   f.peer_fallbacks.With({peer}).Inc();
+}
+
+void RecordInternodeConnectionOpened(std::string_view peer) {
+  Families().connections_opened.With({peer}).Inc();
 }
 
 void AddInternodePeerShard(std::string_view peer, Transport t, uint64_t sent, uint64_t received) {

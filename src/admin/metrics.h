@@ -138,6 +138,10 @@ void RecordInternodeFallback(std::string_view peer);
 // One shard exchanged with `peer` over transport `t` (the caller of a peer RPC counts it): bytes
 // and shards per peer and transport, and the node totals of AddInternodeTraffic.
 void AddInternodePeerShard(std::string_view peer, Transport t, uint64_t sent, uint64_t received);
+// An inter-node RDMA channel opened toward `peer` (the serving side connects to the calling
+// node's target): with persistent channels this stays at most peers x MINIO_RDMA_CHANNELS unless
+// channels fail or idle out.
+void RecordInternodeConnectionOpened(std::string_view peer);
 // A failed inter-node RDMA transfer with `peer` (either role).
 void RecordInternodeRdmaError(std::string_view peer);
 // One peer RPC this node sent (storage call of the table in cluster/wire.h, lock call, config),

@@ -369,13 +369,22 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
                            "' is invalid: use an IP address of this node's RDMA interface");
     in.bind_ip = v;
   }
+  if (auto v = get("MINIO_RDMA_INTERNODE_INFLIGHT_BYTES"); !v.empty()) {
+    auto size = ParseByteSize(v);
+    if (!size || *size < (uint64_t{1} << 20) || *size > (uint64_t{64} << 30))
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "MINIO_RDMA_INTERNODE_INFLIGHT_BYTES='" + v +
+                           "' is invalid: use a size from 1MiB to 64GiB such as 256MiB");
+    in.inflight_bytes = *size;
+  }
   if (auto st = cluster::ApplyInternodeRdmaEnv(env, in); !st.ok()) return st.error();
   in.fabric = cfg.rdma.fabric;
   in.verbs = cfg.rdma.verbs;
   in.soft_allow = cfg.rdma.soft_allow;
   for (const char* name :
        {"MINIO_RDMA_INTERNODE", "MINIO_RDMA_MIN_SIZE", "MINIO_RDMA_INTERNODE_ADDRESS",
-        "MINIO_RDMA_INTERNODE_INFLIGHT", "MINIO_RDMA_INTERNODE_RETRY"})
+        "MINIO_RDMA_INTERNODE_INFLIGHT", "MINIO_RDMA_INTERNODE_RETRY", "MINIO_RDMA_CHANNELS",
+        "MINIO_RDMA_INTERNODE_INFLIGHT_BYTES", "MINIO_RDMA_INTERNODE_TRAFFIC_CLASS"})
     cfg.rdma.live_names.push_back(name);
   if (!cfg.rdma_settings.empty() && !rdma::BuiltWithVerbs()) {
     // One warning whenever MINIO_RDMA_* is set on the standard build: no hardware RDMA here. The

@@ -85,6 +85,19 @@ Status ApplyInternodeRdmaEnv(const std::map<std::string, std::string>& env,
       return Invalid("MINIO_RDMA_INTERNODE_INFLIGHT", *v, "use an integer from 1 to 1024");
     s.inflight_per_peer = n;
   }
+  if (const auto* v = get("MINIO_RDMA_CHANNELS")) {
+    auto n = ParseChannelCount(*v);
+    if (!n) return Invalid("MINIO_RDMA_CHANNELS", *v, "use an integer from 1 to 64");
+    s.channels = *n;
+  }
+  if (const auto* v = get("MINIO_RDMA_INTERNODE_TRAFFIC_CLASS")) {
+    bool ok = v->size() <= 3 && v->find_first_not_of("0123456789") == std::string::npos;
+    int n = ok ? std::stoi(*v) : -1;
+    if (n < 0 || n > 255)
+      return Invalid("MINIO_RDMA_INTERNODE_TRAFFIC_CLASS", *v,
+                     "use an integer from 0 to 255 (the IP ToS / traffic class byte)");
+    s.traffic_class = n;
+  }
   if (const auto* v = get("MINIO_RDMA_INTERNODE_RETRY")) {
     auto d = ParseDuration(*v);
     if (!d || *d < std::chrono::milliseconds(100) || *d > std::chrono::hours(24))
@@ -104,6 +117,9 @@ std::string InternodeRdmaStatus::state() const {
 Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdmaSettings& s) {
   if (s.inflight_per_peer < 1)
     return MakeError(ErrorCode::kInvalidArgument, "inter-node RDMA: in-flight bound must be >= 1");
+  if (s.channels < 1 || s.channels > kMaxChannels)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "inter-node RDMA: MINIO_RDMA_CHANNELS must be from 1 to 64");
   if (s.staging_bytes < 4096 || s.slot_bytes < 4096 || s.slot_bytes > s.staging_bytes ||
       s.max_buffers < 1)
     return MakeError(ErrorCode::kInvalidArgument,
@@ -127,6 +143,7 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdma
       rc.cq_depth = s.verbs.cq_depth;
       rc.connect_timeout = s.connect_timeout;
       rc.allow = s.soft_allow;
+      rc.tos = s.traffic_class;
       auto fabric = rdma::CreateVerbsRcFabric(rc);
       if (!fabric.ok()) {
         self->unavailable_reason_ = fabric.error().message;
@@ -148,9 +165,12 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdma
       fo.allow = s.soft_allow;
       fo.connect_timeout = s.connect_timeout;
       fo.io_timeout = s.transfer.timeout;
+      fo.tos = s.traffic_class;
+      fo.max_idle_connections = 0;  // the channel pool keeps the connections
       rdma::soft::SoftTargetOptions to;
       to.bind_ip = s.bind_ip;
       to.io_timeout = s.transfer.timeout;
+      to.tos = s.traffic_class;
       auto target = rdma::soft::SoftTarget::Start(to);
       if (!target.ok()) {
         self->unavailable_reason_ =
@@ -171,14 +191,45 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdma
         self->unavailable_reason_);
     return self;
   }
+  {
+    // Piece-sized buffers registered once with the target (issue 10 item 4: no registration per
+    // RPC), at most inflight_bytes in all, half per direction.
+    rdma::Target* target = self->target_.get();
+    auto reg = [target](void* a, size_t n, unsigned acc) {
+      return target->RegisterMemory(a, n, acc);
+    };
+    const size_t piece = self->piece_bytes();
+    const size_t per_dir = static_cast<size_t>(
+        std::max<uint64_t>(1, s.inflight_bytes / 2 / std::max<size_t>(piece, 1)));
+    self->send_bufs_ = std::make_unique<rdma::BufferPool>(reg, piece, per_dir, rdma::kRemoteRead);
+    self->recv_bufs_ = std::make_unique<rdma::BufferPool>(reg, piece, per_dir,
+                                                          rdma::kRemoteWrite | rdma::kLocalWrite);
+  }
+  ChannelPoolOptions co;
+  co.channels = s.channels;
+  co.wait = s.channel_wait;
+  co.idle_close = s.channel_idle_close;
+  co.sweep_interval = s.channel_sweep;
+  rdma::Fabric* fabric = self->fabric_.get();
+  self->channels_ = std::make_unique<ChannelPool>(
+      [fabric](const rdma::RemoteAddress& remote, const rdma::RequestOrigin& origin) {
+        return fabric->Connect(remote, origin);
+      },
+      co, [](std::string_view peer) { admin::RecordInternodeConnectionOpened(peer); });
   auto addr = self->target_->address();
-  spdlog::info("inter-node RDMA: on, {} fabric, target port {} on {}, shards >= {} bytes",
-               self->fabric_->name(), addr.lid, s.bind_ip, s.min_size);
+  spdlog::info(
+      "inter-node RDMA: on, {} fabric, target port {} on {}, shards >= {} bytes, {} channels per "
+      "peer",
+      self->fabric_->name(), addr.lid, s.bind_ip, s.min_size, s.channels);
   return self;
 }
 
 InternodeRdma::InternodeRdma(InternodeRdmaSettings settings) : settings_(std::move(settings)) {}
-InternodeRdma::~InternodeRdma() = default;
+InternodeRdma::~InternodeRdma() {
+  channels_.reset();   // endpoints go before the fabric that made them
+  send_bufs_.reset();  // and registered buffers before the target
+  recv_bufs_.reset();
+}
 
 InternodeRdma::Peer& InternodeRdma::GetPeer(std::string_view peer) {
   std::lock_guard lock(mu_);
@@ -220,7 +271,17 @@ void InternodeRdma::RecordFallback(std::string_view peer) {
 
 InternodeRdma::Exposed::~Exposed() {
   mr_.reset();  // deregister before the in-flight slot frees up
+  if (buffer_) {
+    if (answered_)
+      buffer_ = rdma::BufferPool::Buffer();  // back to the pool, still registered
+    else
+      buffer_.Discard();
+  }
   slot_.reset();
+}
+
+void InternodeRdma::Exposed::CopyOut(size_t n) {
+  if (buffer_ && dst_ != nullptr) std::memcpy(dst_, buffer_.data(), std::min(n, len_));
 }
 
 Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void* buf, size_t len,
@@ -235,15 +296,37 @@ Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void
     return MakeError(ErrorCode::kSlowDown,
                      "inter-node RDMA: " + std::to_string(settings_.inflight_per_peer) +
                          " transfers with " + std::string(peer) + " already in flight");
-  unsigned access = for_remote_write ? (rdma::kRemoteWrite | rdma::kLocalWrite) : rdma::kRemoteRead;
-  auto mr = target_->RegisterMemory(buf, len, access);
-  if (!mr.ok()) return mr.error();
-  e.mr_ = std::move(mr).value();
+  rdma::BufferPool& pool = for_remote_write ? *recv_bufs_ : *send_bufs_;
+  uint64_t raddr = 0;
+  uint32_t rkey = 0;
+  if (len <= pool.buffer_size()) {
+    // A pre-registered buffer: the piece is copied in (send) or out after the answer (receive).
+    auto b = pool.Acquire(settings_.inflight_wait);
+    if (!b.ok())
+      return MakeError(ErrorCode::kSlowDown,
+                       "inter-node RDMA: all " + std::to_string(pool.max_buffers()) +
+                           " registered buffers (MINIO_RDMA_INTERNODE_INFLIGHT_BYTES) are busy");
+    e.buffer_ = std::move(b).value();
+    if (!for_remote_write) std::memcpy(e.buffer_.data(), buf, len);
+    e.dst_ = for_remote_write ? static_cast<char*>(buf) : nullptr;
+    raddr = reinterpret_cast<uint64_t>(e.buffer_.data());
+    rkey = e.buffer_.mr().rkey();
+  } else {
+    // Larger than a piece (not what RemoteDrive sends): registered for this RPC only.
+    unsigned access =
+        for_remote_write ? (rdma::kRemoteWrite | rdma::kLocalWrite) : rdma::kRemoteRead;
+    auto mr = target_->RegisterMemory(buf, len, access);
+    if (!mr.ok()) return mr.error();
+    e.mr_ = std::move(mr).value();
+    raddr = reinterpret_cast<uint64_t>(buf);
+    rkey = e.mr_->rkey();
+  }
+  e.len_ = len;
   auto addr = target_->address();
   rdma::RdmaToken t;
-  t.raddr = reinterpret_cast<uint64_t>(buf);
+  t.raddr = raddr;
   t.rsize = static_cast<uint32_t>(len);
-  t.rkey = e.mr_->rkey();
+  t.rkey = rkey;
   t.lid = addr.lid;
   t.qpn = addr.qpn;
   t.has_gid = addr.has_gid;
@@ -293,11 +376,24 @@ Status InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::string_v
                          " transfers with " + std::string(peer) + " already in flight");
   auto buffer = pool_->Acquire(settings_.inflight_wait);
   if (!buffer.ok()) return buffer.error();
-  auto ep = fabric_->Connect(rdma::RemoteAddress::FromToken(t),
-                             rdma::RequestOrigin{std::string(origin_ip)});
-  if (!ep.ok()) return fail(ep.error());
+  auto lease = channels_->Acquire(peer, rdma::RemoteAddress::FromToken(t),
+                                  rdma::RequestOrigin{std::string(origin_ip)});
+  if (!lease.ok()) {
+    if (lease.error().code != ErrorCode::kSlowDown) return fail(lease.error());
+    // Every channel stayed busy: the caller sends this piece over TCP and counts the fallback.
+    spdlog::warn("{}; that piece goes over TCP", lease.error().message);
+    return lease.error();
+  }
   {
-    rdma::Transfer tr(**ep, op, rdma::RemoteBuffer::FromToken(t), settings_.transfer);
+    // A transfer that does not finish cleanly leaves the channel unusable: dropped, not reused.
+    struct FailUnlessDone {
+      ChannelPool::Lease& l;
+      bool done = false;
+      ~FailUnlessDone() {
+        if (!done) l.Fail();
+      }
+    } guard{*lease};
+    rdma::Transfer tr(lease->endpoint(), op, rdma::RemoteBuffer::FromToken(t), settings_.transfer);
     const size_t slot_bytes = settings_.slot_bytes;
     const size_t slots = std::max<size_t>(1, buffer->size() / slot_bytes);
     std::vector<uint64_t> ticket(slots, 0), start(slots, 0), count(slots, 0);
@@ -328,6 +424,7 @@ Status InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::string_v
         if (auto st = post(s); !st.ok()) return fail(st.error());
     }
     if (auto st = tr.Finish(); !st.ok()) return fail(st.error());
+    guard.done = true;
   }
   // The serving side's own view: bytes received from (READ) or sent to (WRITE) the caller.
   bool read = op == rdma::Opcode::kRead;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "admin/metrics.h"
+#include "cluster/channel_pool.h"
 #include "common/result.h"
 #include "rdma/fabric.h"
 #include "rdma/memory.h"
@@ -57,12 +58,28 @@ struct InternodeRdmaSettings {
   int inflight_per_peer = 8;  // MINIO_RDMA_INTERNODE_INFLIGHT
   std::chrono::milliseconds inflight_wait{5000};
   std::chrono::milliseconds retry_after{30000};  // MINIO_RDMA_INTERNODE_RETRY
+  // Persistent channels (channel_pool.h): per peer target, at most `channels` long-lived
+  // endpoints (MINIO_RDMA_CHANNELS); a piece waits channel_wait for a busy one, then goes over
+  // TCP; idle ones close after channel_idle_close; the sweep runs every channel_sweep.
+  int channels = 4;
+  std::chrono::milliseconds channel_wait{5000};
+  std::chrono::milliseconds channel_idle_close{300000};
+  std::chrono::milliseconds channel_sweep{1000};
+  // MINIO_RDMA_INTERNODE_TRAFFIC_CLASS: rdma_cm ToS on verbs, IP_TOS on the soft fabric's
+  // sockets; -1 leaves the default.
+  int traffic_class = -1;
+  // Caller side: shard pieces move through buffers registered once, when first allocated (send:
+  // remote-read; receive: remote-write), never per RPC. Together they hold at most
+  // inflight_bytes (MINIO_RDMA_INTERNODE_INFLIGHT_BYTES), half for each direction; a piece that
+  // finds them all busy for inflight_wait goes over TCP (counted as a fallback).
+  uint64_t inflight_bytes = uint64_t{256} << 20;
   rdma::TransferOptions transfer;                // transfer.timeout bounds a vanished peer
   std::chrono::milliseconds connect_timeout{3000};
 };
 
-// Reads MINIO_RDMA_INTERNODE_INFLIGHT (1..1024) and MINIO_RDMA_INTERNODE_RETRY (a duration: "30s",
-// "500ms", "2m", or seconds) into `s`; an invalid value is an error naming the variable. The
+// Reads MINIO_RDMA_INTERNODE_INFLIGHT (1..1024), MINIO_RDMA_INTERNODE_RETRY (a duration: "30s",
+// "500ms", "2m", or seconds), MINIO_RDMA_CHANNELS (1..64) and MINIO_RDMA_INTERNODE_TRAFFIC_CLASS
+// (0..255) into `s`; an invalid value is an error naming the variable. The
 // other fields come from the server configuration (MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE,
 // MINIO_RDMA_FABRIC, ...).
 Status ApplyInternodeRdmaEnv(const std::map<std::string, std::string>& env,
@@ -132,12 +149,23 @@ class InternodeRdma {
     Exposed& operator=(Exposed&&) noexcept = default;
     ~Exposed();
     const std::string& token() const { return token_; }  // for the request header
-    explicit operator bool() const { return mr_ != nullptr; }
+    explicit operator bool() const { return mr_ != nullptr || static_cast<bool>(buffer_); }
+    // The peer answered the RPC (success or an RDMA error it reported): it no longer touches
+    // the buffer, which may go back to the pool. Without it the pooled buffer is discarded
+    // (deregistered) instead: a peer that did not answer might still be moving bytes.
+    void Answered() { answered_ = true; }
+    // A receive exposure: copies the first n bytes the peer wrote into the caller's buffer
+    // (a pooled buffer holds them until then; a per-RPC registration already has them there).
+    void CopyOut(size_t n);
 
    private:
     friend class InternodeRdma;
     std::string token_;
-    std::unique_ptr<rdma::MemoryRegion> mr_;
+    std::unique_ptr<rdma::MemoryRegion> mr_;  // per-RPC registration (pieces above the pool's)
+    rdma::BufferPool::Buffer buffer_;         // or a pooled pre-registered buffer
+    char* dst_ = nullptr;                     // receive: where CopyOut puts the bytes
+    size_t len_ = 0;
+    bool answered_ = false;
     std::shared_ptr<void> slot_;  // releases the peer's in-flight slot
   };
   // Exposes [buf, buf+len) to `peer`: for_remote_write = false lets the peer read it (the caller
@@ -165,6 +193,15 @@ class InternodeRdma {
   void ReportFailure(std::string_view peer, const Error& error);
 
   InternodePeerCounters counters(std::string_view peer) const;
+  // Caller-side buffer registrations so far (send + receive pools): grows with the pools, not
+  // with the pieces moved.
+  uint64_t buffer_registrations() const {
+    return (send_bufs_ ? send_bufs_->registrations() : 0) +
+           (recv_bufs_ ? recv_bufs_->registrations() : 0);
+  }
+  // Channels opened so far (serving side) and channels open now; nullptr-safe when unavailable.
+  uint64_t channels_opened() const { return channels_ ? channels_->opened() : 0; }
+  size_t channels_open() const { return channels_ ? channels_->open_channels() : 0; }
   InternodeRdmaStatus status() const;
 
  private:
@@ -179,6 +216,10 @@ class InternodeRdma {
   std::unique_ptr<rdma::Fabric> fabric_;  // serving side: connects to callers' targets
   std::unique_ptr<rdma::Target> target_;  // caller side: exposes shard buffers
   std::unique_ptr<rdma::BufferPool> pool_;
+  std::unique_ptr<ChannelPool> channels_;  // serving side: endpoints toward callers' targets
+  // Caller side: pre-registered buffers with the target (send: remote-read; receive:
+  // remote-write), piece-sized.
+  std::unique_ptr<rdma::BufferPool> send_bufs_, recv_bufs_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Peer>, std::less<>> peers_;
 };

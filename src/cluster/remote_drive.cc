@@ -291,7 +291,7 @@ uint64_t RemoteDrive::TransportBasis(uint64_t shard_size, uint64_t offset, size_
 }
 
 template <PeerCall C>
-Result<std::optional<client::HttpResponse>> RemoteDrive::RdmaPiece(
+Result<std::optional<RemoteDrive::RdmaReply>> RemoteDrive::RdmaPiece(
     const typename CallOf<C>::Req& req, char* buf, size_t len, bool remote_write) {
   const std::string& peer = peer_->address();
   auto exposed = internode_->Expose(peer, buf, len, remote_write);
@@ -301,7 +301,11 @@ Result<std::optional<client::HttpResponse>> RemoteDrive::RdmaPiece(
                      {{kInternodeTokenHeader, exposed->token()},
                       {kInternodeLengthHeader, std::to_string(len)},
                       {kPeerNodeHeader, self_}});
-    if (r.ok()) return std::optional<client::HttpResponse>(std::move(r).value());
+    // The peer answered (whatever it said): it is done with the buffer, which may be reused. A
+    // call that got no answer (kServiceUnavailable: unreachable, timed out) leaves it discarded.
+    if (r.ok() || r.error().code != ErrorCode::kServiceUnavailable) exposed->Answered();
+    if (r.ok())
+      return std::optional<RdmaReply>(RdmaReply{std::move(r).value(), std::move(exposed).value()});
     if (!IsRdmaFailure(r.error())) return r.error();
     miss = r.error();
   }
@@ -310,7 +314,7 @@ Result<std::optional<client::HttpResponse>> RemoteDrive::RdmaPiece(
     internode_->RecordFallback(peer);
   else
     internode_->ReportFailure(peer, miss);
-  return std::optional<client::HttpResponse>();
+  return std::optional<RdmaReply>();
 }
 
 Status RemoteDrive::SendShardBytes(const std::string& path, uint64_t offset, std::string_view data,
@@ -345,12 +349,13 @@ Result<size_t> RemoteDrive::FetchShardBytes(const std::string& path, uint64_t of
     auto r = RdmaPiece<PeerCall::kShardRead>(args, buf, len, /*remote_write=*/true);
     if (!r.ok()) return r.error();
     if (r->has_value()) {
-      const std::string* head = (*r)->FindHeader(kReplyHeader);
+      const std::string* head = (*r)->response.FindHeader(kReplyHeader);
       auto got = head ? Wire<peer::ShardBytes>::Decode(Frame{*head, {}})
                       : Result<peer::ShardBytes>(ErrorCode::kInternalError);
       if (!got.ok() || got->rdma_bytes > len)
         return MakeError(ErrorCode::kInternalError,
                          "peer " + peer + " sent a shardread reply without a valid byte count");
+      (*r)->exposed.CopyOut(static_cast<size_t>(got->rdma_bytes));
       internode_->RecordShard(peer, admin::Transport::kRdma, 0, got->rdma_bytes);
       return static_cast<size_t>(got->rdma_bytes);
     }

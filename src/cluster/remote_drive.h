@@ -108,9 +108,14 @@ class RemoteDrive final : public storage::Drive {
   // One piece over RDMA: exposes buf to the peer and sends `call` with the token. The reply, or
   // nullopt when the piece must go over TCP (the miss is counted, a failure degrades the peer),
   // or the error of a failure that is not the RDMA path's (the drive's, the peer's).
+  // The reply of an RDMA piece and the exposure it used (a receive copies the bytes out of it).
+  struct RdmaReply {
+    client::HttpResponse response;
+    InternodeRdma::Exposed exposed;
+  };
   template <PeerCall C>
-  Result<std::optional<client::HttpResponse>> RdmaPiece(const typename CallOf<C>::Req& req,
-                                                        char* buf, size_t len, bool remote_write);
+  Result<std::optional<RdmaReply>> RdmaPiece(const typename CallOf<C>::Req& req, char* buf,
+                                             size_t len, bool remote_write);
   static uint64_t TransportBasis(uint64_t shard_size, uint64_t offset, size_t piece);
   std::string StorageTarget(std::string_view call) const;
 

@@ -117,6 +117,10 @@ class Endpoint {
   // Returns up to `max` completions, waiting up to `wait` for the first (ibv_poll_cq + a
   // completion channel or busy poll). 0 when none arrived in time.
   virtual Result<int> PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) = 0;
+  // Whether the endpoint can still carry work requests, as far as it can tell without posting
+  // one: false once it is in the error state or the remote closed, reset or disconnected it.
+  // Meant for an idle endpoint (nothing outstanding) that is kept for reuse. Never blocks.
+  virtual bool Alive() { return true; }
 };
 
 // What the server knows about the request a token arrived with.

@@ -54,6 +54,11 @@ void BufferPool::Buffer::Release() {
   pool_ = nullptr;
 }
 
+void BufferPool::Buffer::Discard() {
+  if (pool_) pool_->Put(index_, /*discard=*/true);
+  pool_ = nullptr;
+}
+
 char* BufferPool::Buffer::data() const {
   std::lock_guard lock(pool_->mu_);  // slots_ may reallocate while another thread grows it
   return pool_->slots_[index_].mem;
@@ -77,7 +82,8 @@ Result<BufferPool::Buffer> BufferPool::Acquire(std::chrono::milliseconds wait) {
     void* mem = nullptr;
     if (posix_memalign(&mem, 4096, buffer_size_) != 0)
       return MakeError(ErrorCode::kSlowDown, "cannot allocate an RDMA staging buffer");
-    auto mr = fabric_.RegisterMemory(mem, buffer_size_, kLocalWrite);
+    ++registrations_;
+    auto mr = register_(mem, buffer_size_, access_);
     if (!mr.ok()) {
       std::free(mem);
       return mr.error();
@@ -89,15 +95,46 @@ Result<BufferPool::Buffer> BufferPool::Acquire(std::chrono::milliseconds wait) {
     return MakeError(ErrorCode::kSlowDown, "all RDMA staging buffers are busy");
   size_t index = free_.back();
   free_.pop_back();
+  Slot& slot = slots_[index];
+  if (slot.mem == nullptr) {  // discarded: allocate and register a fresh one in its place
+    void* mem = nullptr;
+    if (posix_memalign(&mem, 4096, buffer_size_) != 0) {
+      free_.push_back(index);
+      return MakeError(ErrorCode::kSlowDown, "cannot allocate an RDMA staging buffer");
+    }
+    ++registrations_;
+    auto mr = register_(mem, buffer_size_, access_);
+    if (!mr.ok()) {
+      std::free(mem);
+      free_.push_back(index);
+      return mr.error();
+    }
+    slot.mem = static_cast<char*>(mem);
+    slot.mr = std::move(mr).value();
+  }
   return Buffer(this, index);
 }
 
-void BufferPool::Put(size_t index) {
+void BufferPool::Put(size_t index, bool discard) {
+  std::unique_ptr<MemoryRegion> mr;
+  char* mem = nullptr;
   {
     std::lock_guard lock(mu_);
+    if (discard) {
+      mr = std::move(slots_[index].mr);
+      mem = slots_[index].mem;
+      slots_[index].mem = nullptr;
+    }
     free_.push_back(index);
   }
   cv_.notify_one();
+  mr.reset();  // deregistered before the memory goes: nobody reaches it any more
+  std::free(mem);
+}
+
+uint64_t BufferPool::registrations() const {
+  std::lock_guard lock(mu_);
+  return registrations_;
 }
 
 size_t BufferPool::allocated() const {

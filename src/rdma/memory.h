@@ -59,6 +59,10 @@ class BufferPool {
     size_t size() const;
     const MemoryRegion& mr() const;
     explicit operator bool() const { return pool_ != nullptr; }
+    // Gives the buffer back deregistered and freed instead of for reuse: for a buffer a remote
+    // peer may still be reaching (its RPC ended without an answer). The pool allocates and
+    // registers a new one in its place when needed.
+    void Discard();
 
    private:
     friend class BufferPool;
@@ -68,8 +72,19 @@ class BufferPool {
     size_t index_ = 0;
   };
 
+  using RegisterFn = MrCache::RegisterFn;
+  // Staging buffers of a fabric (local access only).
   BufferPool(Fabric& fabric, size_t buffer_size, size_t max_buffers)
-      : fabric_(fabric), buffer_size_(buffer_size), max_buffers_(max_buffers) {}
+      : BufferPool(
+            [&fabric](void* a, size_t n, unsigned acc) { return fabric.RegisterMemory(a, n, acc); },
+            buffer_size, max_buffers, kLocalWrite) {}
+  // Buffers registered once, at allocation, with `reg` (a fabric's or a target's) for `access`:
+  // the 3FS RDMABuf model, for buffers a peer reaches remotely (inter-node caller side).
+  BufferPool(RegisterFn reg, size_t buffer_size, size_t max_buffers, unsigned access)
+      : register_(std::move(reg)),
+        access_(access),
+        buffer_size_(buffer_size),
+        max_buffers_(max_buffers) {}
   ~BufferPool();
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
@@ -77,21 +92,25 @@ class BufferPool {
   // kSlowDown when none became free within `wait`.
   Result<Buffer> Acquire(std::chrono::milliseconds wait);
   size_t buffer_size() const { return buffer_size_; }
+  size_t max_buffers() const { return max_buffers_; }
   size_t allocated() const;
+  uint64_t registrations() const;  // buffers registered so far (allocations and replacements)
 
  private:
   struct Slot {
     char* mem = nullptr;
     std::unique_ptr<MemoryRegion> mr;
   };
-  void Put(size_t index);
+  void Put(size_t index, bool discard = false);
 
-  Fabric& fabric_;
+  RegisterFn register_;
+  const unsigned access_;
   const size_t buffer_size_, max_buffers_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Slot> slots_;   // grows up to max_buffers_; never shrinks while the pool lives
   std::vector<size_t> free_;  // indices into slots_
+  uint64_t registrations_ = 0;
 };
 
 }  // namespace rdmastor::rdma

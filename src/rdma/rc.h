@@ -33,6 +33,7 @@ struct RcSettings {
   int cq_depth = 1024;  // MINIO_RDMA_CQ_DEPTH: send queue per QP (clamped to the device's limits)
   std::chrono::milliseconds connect_timeout{3000};  // address/route resolution and connection
   std::vector<soft::Cidr> allow;  // targets reachable besides the requester's own address
+  int tos = -1;  // MINIO_RDMA_INTERNODE_TRAFFIC_CLASS (0-255, rdma_cm ToS); -1: the default
 };
 
 // Connection private data: magic + the endpoint id from the token (8 bytes, little endian).

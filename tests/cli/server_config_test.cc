@@ -182,7 +182,12 @@ TEST(ParseServerConfig, InternodeSettingsValidatedInBothBuilds) {
            {"MINIO_RDMA_INTERNODE", "yes"},
            {"MINIO_RDMA_INTERNODE_ADDRESS", "node1"},
            {"MINIO_RDMA_INTERNODE_INFLIGHT", "0"},
-           {"MINIO_RDMA_INTERNODE_RETRY", "forever"}}) {
+           {"MINIO_RDMA_INTERNODE_RETRY", "forever"},
+           {"MINIO_RDMA_CHANNELS", "0"},
+           {"MINIO_RDMA_CHANNELS", "65"},
+           {"MINIO_RDMA_INTERNODE_INFLIGHT_BYTES", "lots"},
+           {"MINIO_RDMA_INTERNODE_INFLIGHT_BYTES", "4KiB"},
+           {"MINIO_RDMA_INTERNODE_TRAFFIC_CLASS", "300"}}) {
     auto bad = ParseServerConfig({"/d"}, {{name, value}});
     ASSERT_FALSE(bad.ok()) << name;
     EXPECT_NE(bad.error().message.find(name), std::string::npos) << bad.error().message;
@@ -191,8 +196,14 @@ TEST(ParseServerConfig, InternodeSettingsValidatedInBothBuilds) {
                                          {"MINIO_RDMA_INTERNODE", "ON"},
                                          {"MINIO_RDMA_FABRIC", "soft"},
                                          {"MINIO_RDMA_INTERNODE_ADDRESS", "127.0.0.9"},
-                                         {"MINIO_RDMA_INTERNODE_INFLIGHT", "4"}});
+                                         {"MINIO_RDMA_INTERNODE_INFLIGHT", "4"},
+                                         {"MINIO_RDMA_CHANNELS", "8"},
+                                         {"MINIO_RDMA_INTERNODE_INFLIGHT_BYTES", "64MiB"},
+                                         {"MINIO_RDMA_INTERNODE_TRAFFIC_CLASS", "104"}});
   ASSERT_TRUE(good.ok()) << good.error().message;
+  EXPECT_EQ(good->internode.channels, 8);
+  EXPECT_EQ(good->internode.inflight_bytes, uint64_t{64} << 20);
+  EXPECT_EQ(good->internode.traffic_class, 104);
   EXPECT_EQ(good->internode.min_size, 512u << 10);
   EXPECT_TRUE(good->internode.enabled);
   EXPECT_EQ(good->internode.fabric, rdma::FabricKind::kSoft);

@@ -165,6 +165,8 @@ TEST_F(Pair, ShardWriteAndReadRoundTripOddSizes) {
     ASSERT_TRUE(dst.ok()) << dst.error().message;
     st = server->Push(peer_of_server, dst->token(), "127.0.0.1", stored.data(), n);
     ASSERT_TRUE(st.ok()) << st.error().message;
+    dst->Answered();
+    dst->CopyOut(n);
     EXPECT_EQ(0, std::memcmp(into.data(), stored.data(), n));
     EXPECT_EQ(std::string(into.data() + n, 64), std::string(64, 'G'));
   }
@@ -178,6 +180,33 @@ TEST_F(Pair, ShardWriteAndReadRoundTripOddSizes) {
                    "transport=\"rdma\"}"),
             std::max(0.0, before) + static_cast<double>(total));
   EXPECT_EQ(Sample(shards_sent), shards_before + 4);
+}
+
+// Persistent channels: every piece between two nodes reuses the serving node's channels toward
+// the caller's target instead of connecting per piece (issue 10 item 4).
+TEST_F(Pair, PiecesReuseThePeersChannels) {
+  const std::string series =
+      "rdmastor_rdma_internode_connections_opened_total{peer=\"node-a-channels\"}";
+  const double before = std::max(0.0, Sample(series));
+  auto shard = Pattern(1 << 20, 5);
+  std::vector<char> landed(shard.size());
+  for (int i = 0; i < 40; ++i) {
+    auto exposed = caller->Expose("node-b-channels", shard.data(), shard.size(), i % 2 == 1);
+    ASSERT_TRUE(exposed.ok()) << exposed.error().message;
+    auto st = i % 2 == 0 ? server->Pull("node-a-channels", exposed->token(), "127.0.0.1",
+                                        landed.data(), landed.size())
+                         : server->Push("node-a-channels", exposed->token(), "127.0.0.1",
+                                        landed.data(), landed.size());
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    exposed->Answered();  // the RPC's reply came: the buffer goes back to the pool
+  }
+  EXPECT_TRUE(landed == shard);
+  // The caller's buffers were registered once (one per direction), not per piece.
+  EXPECT_EQ(caller->buffer_registrations(), 2u);
+  // Sequential pieces: one channel, opened once, counted once on the metric.
+  EXPECT_EQ(server->channels_opened(), 1u);
+  EXPECT_EQ(server->channels_open(), 1u);
+  EXPECT_EQ(Sample(series), before + 1);
 }
 
 TEST_F(Pair, TokenOnlyGrantsTheExposedDirectionAndSize) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <numeric>
 #include <thread>
 
@@ -248,7 +249,7 @@ TEST_F(Fixture, ReusesCleanConnectionsOnly) {
 
 TEST(SoftFabricTest, ConnectionClosedByTheTargetWhileIdleIsReplaced) {
   soft::SoftTargetOptions to;
-  to.io_timeout = 200ms;  // the target drops connections idle this long
+  to.idle_timeout = 200ms;  // the target drops connections idle this long
   auto target = soft::SoftTarget::Start(to);
   ASSERT_TRUE(target.ok());
   soft::SoftFabric fabric;
@@ -278,6 +279,41 @@ TEST(SoftFabricTest, ConnectionClosedByTheTargetWhileIdleIsReplaced) {
   }
   EXPECT_EQ(no_reuse.connections_opened(), 2u);
   EXPECT_EQ(no_reuse.connections_reused(), 0u);
+}
+
+// A connection that ends (its initiator closed it, or died) is closed by the target at once, not
+// when the next connection is accepted: a survivor of a dead peer keeps no descriptor of it.
+TEST(SoftFabricTest, TargetClosesEndedConnectionsAtOnce) {
+  auto open_fds = [] {
+    size_t n = 0;
+    for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+  };
+  auto target = soft::SoftTarget::Start({});
+  ASSERT_TRUE(target.ok());
+  std::vector<char> remote(64 * 1024);
+  auto rmr = (*target)->RegisterMemory(remote.data(), remote.size(), kRemoteWrite | kRemoteRead);
+  auto data = Pattern(remote.size(), 5);
+  soft::SoftFabricOptions fo;
+  fo.max_idle_connections = 0;
+  soft::SoftFabric fabric(fo);
+  const size_t before = open_fds();
+  {
+    std::vector<std::unique_ptr<Endpoint>> eps;
+    for (int i = 0; i < 5; ++i) {
+      auto ep = fabric.Connect((*target)->address(), {"127.0.0.1"});
+      ASSERT_TRUE(ep.ok());
+      ASSERT_TRUE(RoundTrip(fabric, **ep, **rmr, data));
+      eps.push_back(std::move(ep).value());
+    }
+    EXPECT_GE(open_fds(), before + 10);  // both ends of 5 connections live in this process
+  }
+  // The initiator ends are closed; the target's follow without another accept (bounded wait).
+  auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (open_fds() > before && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(open_fds(), before);
+  EXPECT_EQ((*target)->connections_accepted(), 5u);
 }
 
 // A peer that accepts the endpoint and then stops answering: the transfer fails within its

@@ -33,6 +33,20 @@ void SetTimeouts(int fd, std::chrono::milliseconds io_timeout) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+void SetTos(int fd, int tos) {
+  if (tos < 0) return;
+  int v = tos;
+  setsockopt(fd, IPPROTO_IP, IP_TOS, &v, sizeof(v));
+}
+
+void SetKeepAlive(int fd) {
+  int one = 1, idle = 30, interval = 10, count = 3;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+}
+
 Status SendAll(int fd, iovec* iov, int iovcnt) {
   while (iovcnt > 0) {
     msghdr msg{};

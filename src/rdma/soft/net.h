@@ -13,6 +13,11 @@
 namespace rdmastor::rdma::soft::net {
 
 void SetTimeouts(int fd, std::chrono::milliseconds io_timeout);
+// IP_TOS on the socket (MINIO_RDMA_INTERNODE_TRAFFIC_CLASS); tos < 0 leaves the default.
+void SetTos(int fd, int tos);
+// TCP keepalive probes so a connection whose peer vanished without a FIN or RST ends within about
+// a minute even while it idles (a long-lived channel).
+void SetKeepAlive(int fd);
 // Sends every byte of the iovec array (modified in place). Error message names what failed.
 Status SendAll(int fd, iovec* iov, int iovcnt);
 Status SendAll(int fd, const void* data, size_t len);

@@ -206,6 +206,15 @@ class SoftEndpoint final : public Endpoint {
     return {};
   }
 
+  bool Alive() override {
+    if (error_ || fd_ < 0) return false;
+    if (!outstanding_.empty() || !ready_.empty()) return true;
+    // Nothing is owed on an idle connection: readable means the target closed it (EOF), reset
+    // it, or broke the protocol.
+    pollfd pfd{fd_, POLLIN, 0};
+    return poll(&pfd, 1, 0) == 0;
+  }
+
   Result<int> PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) override {
     int n = 0;
     auto deadline = std::chrono::steady_clock::now() + wait;
@@ -341,6 +350,7 @@ Result<std::unique_ptr<Endpoint>> SoftFabric::Connect(const RemoteAddress& remot
   auto fd = net::ConnectTcp(*ip, remote.lid, options_.connect_timeout);
   if (!fd.ok()) return unreachable(fd.error().message);
   net::SetTimeouts(*fd, options_.io_timeout);
+  net::SetTos(*fd, options_.tos);
   wire::Hello hello;
   hello.qpn = remote.qpn;
   wire::HelloReply reply;

@@ -43,6 +43,7 @@ struct SoftFabricOptions {
   // replaced before use.
   size_t max_idle_connections = 64;
   std::chrono::milliseconds idle_timeout{10000};
+  int tos = -1;  // IP_TOS of its connections (MINIO_RDMA_INTERNODE_TRAFFIC_CLASS); -1: default
 };
 
 // The initiator side (the server).
@@ -71,7 +72,14 @@ class SoftFabric final : public Fabric {
 
 struct SoftTargetOptions {
   std::string bind_ip = "127.0.0.1";  // IPv4 the listener binds to and advertises in the GID
+  // Longest a request may take to arrive or be answered once it started.
   std::chrono::milliseconds io_timeout{30000};
+  // Longest a connection may wait for its next request: above the initiators' own idle limit
+  // (persistent inter-node channels close after 5 minutes idle), so a kept connection is not
+  // closed under them. Keepalive probes end one whose initiator vanished sooner. A connection
+  // that ends (EOF, error, idle) is closed at once: no descriptor lingers in CLOSE_WAIT.
+  std::chrono::milliseconds idle_timeout{360000};
+  int tos = -1;  // IP_TOS of accepted connections; -1: default
 };
 
 // The target side (the client): serves one-sided operations on its registered regions.

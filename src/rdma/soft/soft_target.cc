@@ -34,7 +34,9 @@ struct SoftTarget::Impl {
     unsigned access;
   };
   struct Conn {
-    int fd;
+    // The serving thread closes fd (under conns_mu, setting it to -1) as soon as the connection
+    // ends, so a connection whose initiator died does not keep a descriptor until the next accept.
+    std::shared_ptr<int> fd;
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
   };
@@ -73,6 +75,8 @@ char* SoftTarget::Impl::Check(uint32_t rkey, uint64_t addr, uint32_t len, unsign
 
 void SoftTarget::Impl::Serve(int fd) {
   net::SetTimeouts(fd, options.io_timeout);
+  net::SetKeepAlive(fd);
+  net::SetTos(fd, options.tos);
   wire::Hello hello;
   if (!net::RecvAll(fd, &hello, sizeof(hello)).ok()) return;
   wire::HelloReply hr;
@@ -84,6 +88,12 @@ void SoftTarget::Impl::Serve(int fd) {
   // connection and could destroy the error reply before the initiator read it.
   bool errored = false;
   for (;;) {
+    // Between requests a kept connection may idle far longer than io_timeout; Stop() shuts the
+    // socket down, which wakes this poll.
+    pollfd pfd{fd, POLLIN, 0};
+    int rc = poll(&pfd, 1, static_cast<int>(options.idle_timeout.count()));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) return;
     wire::Request req;
     if (!net::RecvAll(fd, &req, sizeof(req)).ok()) return;
     wire::Reply reply;
@@ -133,18 +143,22 @@ void SoftTarget::Impl::AcceptLoop() {
     for (auto it = conns.begin(); it != conns.end();) {
       if (it->done->load()) {
         it->thread.join();
-        close(it->fd);
         it = conns.erase(it);
       } else {
         ++it;
       }
     }
     auto done = std::make_shared<std::atomic<bool>>(false);
-    conns.push_back({fd, std::thread([this, fd, done] {
+    auto shared_fd = std::make_shared<int>(fd);
+    conns.push_back({shared_fd, std::thread([this, fd, shared_fd, done] {
                        Serve(fd);
-                       // The peer sees the end now (a pooled initiator connection must not
-                       // linger half-dead); the descriptor itself is closed when reaped.
-                       shutdown(fd, SHUT_RDWR);
+                       {
+                         // Closed here, when the connection ends: the initiator sees the end
+                         // now and no descriptor is left in CLOSE_WAIT.
+                         std::lock_guard l(conns_mu);
+                         close(fd);
+                         *shared_fd = -1;
+                       }
                        done->store(true);
                      }),
                      done});
@@ -157,13 +171,16 @@ void SoftTarget::Impl::Stop() {
     (void)!write(wake[1], &c, 1);
   }
   if (acceptor.joinable()) acceptor.join();
-  std::lock_guard lock(conns_mu);
-  for (auto& c : conns) shutdown(c.fd, SHUT_RDWR);
-  for (auto& c : conns) {
-    c.thread.join();
-    close(c.fd);
+  std::list<Conn> ending;
+  {
+    // Shut down (not closed: the serving thread closes its own descriptor) under the lock, so a
+    // descriptor number is never touched after its thread closed it.
+    std::lock_guard lock(conns_mu);
+    for (auto& c : conns)
+      if (*c.fd >= 0) shutdown(*c.fd, SHUT_RDWR);
+    ending.swap(conns);
   }
-  conns.clear();
+  for (auto& c : ending) c.thread.join();
   for (int fd : {listen_fd, wake[0], wake[1]})
     if (fd >= 0) close(fd);
 }

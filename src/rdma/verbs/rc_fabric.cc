@@ -42,6 +42,17 @@ struct ChannelDeleter {
 };
 using ChannelPtr = std::unique_ptr<rdma_event_channel, ChannelDeleter>;
 
+// MINIO_RDMA_INTERNODE_TRAFFIC_CLASS: the ToS rdma_cm puts in the path it resolves (the GRH
+// traffic class on RoCE). Set before the route is resolved; a listening id passes it to the ids
+// it accepts. tos < 0: the default.
+Status SetTos(rdma_cm_id* id, int tos) {
+  if (tos < 0) return {};
+  uint8_t v = static_cast<uint8_t>(tos);
+  if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &v, sizeof(v)))
+    return RcError("rdma_set_option(RDMA_OPTION_ID_TOS)", errno);
+  return {};
+}
+
 // Waits (bounded) for the next CM event on `ch`, acknowledges it and returns its type.
 Result<rdma_cm_event_type> NextEvent(rdma_event_channel* ch, std::chrono::milliseconds timeout,
                                      int* status = nullptr) {
@@ -178,6 +189,18 @@ class RcEndpoint final : public Endpoint {
     }
   }
 
+  bool Alive() override {
+    if (!connected_ || dead_) return false;
+    // The connection's cm events arrive on its own channel: a DISCONNECTED (the target went
+    // away or disconnected) or any other event after ESTABLISHED ends the channel's life.
+    pollfd pfd{ch_->fd, POLLIN, 0};
+    if (poll(&pfd, 1, 0) == 0) return true;
+    rdma_cm_event* ev = nullptr;
+    if (rdma_get_cm_event(ch_.get(), &ev) == 0) rdma_ack_cm_event(ev);
+    dead_ = true;  // the QP is (or will be) in the error state: never reused
+    return false;
+  }
+
   rdma_event_channel* channel() { return ch_.get(); }
   rdma_cm_id* id() { return id_; }
   void set_cq(ibv_cq* cq) { cq_ = cq; }
@@ -188,6 +211,7 @@ class RcEndpoint final : public Endpoint {
   rdma_cm_id* id_;
   ibv_cq* cq_ = nullptr;
   bool connected_ = false;
+  bool dead_ = false;
   int outstanding_ = 0;
 };
 
@@ -218,6 +242,7 @@ class RcFabric final : public Fabric {
     if (rdma_create_id(ch.get(), &id, nullptr, RDMA_PS_TCP))
       return RcError("rdma_create_id", errno);
     auto ep = std::make_unique<RcEndpoint>(std::move(ch), id);  // owns id from here on
+    RS_RETURN_IF_ERROR(SetTos(id, settings_.tos));
     const auto t = settings_.connect_timeout;
     sockaddr_in dst{};
     dst.sin_family = AF_INET;
@@ -299,6 +324,7 @@ class RcTarget final : public Target {
     if (!t->ch_) return RcError("rdma_create_event_channel", errno);
     if (rdma_create_id(t->ch_.get(), &t->listen_, nullptr, RDMA_PS_TCP))
       return RcError("rdma_create_id", errno);
+    RS_RETURN_IF_ERROR(SetTos(t->listen_, s.tos));
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(*ip);
