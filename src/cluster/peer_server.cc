@@ -222,6 +222,8 @@ std::string CallerOf(const s3::HttpRequest& req) {
 struct ShardServer {
   const s3::HttpRequest& req;
   InternodeRdma* internode;
+  OpenShards* open;
+  const std::string& disk;
 
   Status ShardWrite(storage::LocalDrive& d, peer::ShardWriteArgs& in) {
     auto piece = RdmaPieceOf(req, internode);
@@ -252,13 +254,31 @@ struct ShardServer {
     if (!piece.ok()) return piece.error();
     if (piece->has_value() && (*piece)->length != in.len)
       return MakeError(ErrorCode::kInvalidRDMAToken, "RDMA piece length differs from len");
-    auto f = d.OpenShard(in.path, 0);
-    if (!f.ok()) return f.error();
+    // The file an earlier piece of this read kept open (the same version, even if an overwrite
+    // retired its data directory since), else the file at the path now.
+    std::shared_ptr<storage::ShardFile> file;
+    uint64_t handle = 0;
+    if (in.handle != 0 && (file = open->Find(in.handle, disk, in.path))) handle = in.handle;
+    if (!file) {
+      auto f = d.OpenShard(in.path, 0);
+      if (!f.ok()) return f.error();
+      file = std::move(f).value();
+    }
     peer::ShardBytes out;
     out.payload.resize(in.len);
-    auto n = (*f)->ReadAt(in.offset, out.payload.data(), out.payload.size());
+    auto n = file->ReadAt(in.offset, out.payload.data(), out.payload.size());
     if (!n.ok()) return n.error();
     out.payload.resize(*n);
+    // Once the piece went out (a failed push is resent over TCP, which must find the handle).
+    auto settle = [&] {
+      if (in.keep && handle == 0) {
+        handle = open->Keep(std::move(file), disk, in.path);
+      } else if (!in.keep && handle != 0) {
+        open->Release(handle, disk, in.path);  // the read's last piece
+        handle = 0;
+      }
+      out.handle = handle;
+    };
     const std::string caller = CallerOf(req);
     if (piece->has_value()) {
       auto st = internode->Push(caller, (*piece)->token, req.remote_ip, out.payload.data(),
@@ -269,10 +289,12 @@ struct ShardServer {
       }
       out.rdma_bytes = out.payload.size();
       out.payload.clear();
+      settle();
       return out;
     }
     if (internode && !out.payload.empty())
       internode->RecordShard(caller, admin::Transport::kTcp, out.payload.size(), 0);
+    settle();
     return out;
   }
 };
@@ -314,7 +336,7 @@ void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& r
   if (h == Handlers().end())
     return SendError(sink, MakeError(ErrorCode::kInvalidRequest, "unknown storage call " + call),
                      call);
-  ShardServer srv{req, internode_.get()};
+  ShardServer srv{req, internode_.get(), &open_shards_, disk};
   h->second(*it->second, srv, std::move(body), sink);
 }
 

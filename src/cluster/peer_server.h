@@ -15,6 +15,7 @@
 
 #include "cluster/dsync.h"
 #include "cluster/internode_rdma.h"
+#include "cluster/open_shards.h"
 #include "cluster/peer_client.h"
 #include "s3/http_server.h"
 #include "storage/local_drive.h"
@@ -51,6 +52,7 @@ class PeerServer {
   std::shared_ptr<LockServer> locks_;
   std::string config_json_;
   std::shared_ptr<InternodeRdma> internode_;
+  OpenShards open_shards_;  // shard files kept open across the pieces of one read
 };
 
 // Routes peer RPC to a PeerServer and everything else to the S3 handler once it is set.

@@ -48,13 +48,14 @@ class RemoteShardWriter final : public storage::ShardWriter {
 
 // Fetches windows of the piece size and serves the erasure layer's smaller block reads from the
 // last one. Shard files are immutable once written (a new version writes a new data directory),
-// so a window never goes stale.
+// so a window never goes stale; the peer keeps the file open across the pieces (handle_), so an
+// overwrite that retires the data directory meanwhile does not break the read.
 class RemoteShardFile final : public storage::ShardFile {
  public:
   RemoteShardFile(RemoteDrive& drive, std::string path, uint64_t size)
       : drive_(drive), path_(std::move(path)), size_(size), window_(drive.piece_bytes()) {}
   Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) override {
-    if (len >= window_) return drive_.FetchShardBytes(path_, off, buf, len, size_);
+    if (len >= window_) return drive_.FetchShardBytes(path_, off, buf, len, size_, &handle_);
     const bool inside = off >= cache_off_ && off - cache_off_ <= cache_.size();
     if (!inside || (off + len > cache_off_ + cache_.size() && !cache_eof_)) {
       // A window, never past the end of a file of known size.
@@ -62,7 +63,7 @@ class RemoteShardFile final : public storage::ShardFile {
       if (size_ > off) want = static_cast<size_t>(std::min<uint64_t>(want, size_ - off));
       want = std::max(want, len);
       cache_.resize(want);
-      auto n = drive_.FetchShardBytes(path_, off, cache_.data(), want, size_);
+      auto n = drive_.FetchShardBytes(path_, off, cache_.data(), want, size_, &handle_);
       if (!n.ok()) {
         cache_.clear();
         return n.error();
@@ -85,6 +86,7 @@ class RemoteShardFile final : public storage::ShardFile {
   std::string cache_;
   uint64_t cache_off_ = 0;
   bool cache_eof_ = false;
+  uint64_t handle_ = 0;  // the peer's open file for this read (0: none yet, or released)
 };
 
 }  // namespace
@@ -341,9 +343,22 @@ Status RemoteDrive::SendShardBytes(const std::string& path, uint64_t offset, std
 }
 
 Result<size_t> RemoteDrive::FetchShardBytes(const std::string& path, uint64_t offset, char* buf,
-                                            size_t len, uint64_t shard_size) {
-  const peer::ShardReadArgs args{path, offset, len};
+                                            size_t len, uint64_t shard_size, uint64_t* handle) {
+  // Keep the file open on the peer unless this piece reaches the shard's end (then release it).
+  const bool last = shard_size != 0 && offset + len >= shard_size;
+  const peer::ShardReadArgs args{path, offset, len, handle ? *handle : 0, handle && !last};
   const std::string& peer = peer_->address();
+  // The handle the peer answered with (the same, a new one, or 0 once released).
+  auto note_handle = [&](const client::HttpResponse& r) -> Status {
+    const std::string* head = r.FindHeader(kReplyHeader);
+    auto got = head ? Wire<peer::ShardBytes>::Decode(Frame{*head, {}})
+                    : Result<peer::ShardBytes>(ErrorCode::kInternalError);
+    if (!got.ok())
+      return MakeError(ErrorCode::kInternalError,
+                       "peer " + peer + " sent a shardread reply without a valid header");
+    if (handle) *handle = got->handle;
+    return {};
+  };
   if (internode_ && internode_->ShouldUse(peer, TransportBasis(shard_size, offset, len))) {
     // The peer RDMA-WRITEs what it read into `buf` and says how many bytes that was.
     auto r = RdmaPiece<PeerCall::kShardRead>(args, buf, len, /*remote_write=*/true);
@@ -356,6 +371,7 @@ Result<size_t> RemoteDrive::FetchShardBytes(const std::string& path, uint64_t of
         return MakeError(ErrorCode::kInternalError,
                          "peer " + peer + " sent a shardread reply without a valid byte count");
       (*r)->exposed.CopyOut(static_cast<size_t>(got->rdma_bytes));
+      if (handle) *handle = got->handle;
       internode_->RecordShard(peer, admin::Transport::kRdma, 0, got->rdma_bytes);
       return static_cast<size_t>(got->rdma_bytes);
     }
@@ -363,6 +379,7 @@ Result<size_t> RemoteDrive::FetchShardBytes(const std::string& path, uint64_t of
   auto r = Send<PeerCall::kShardRead>(args, client::ResponseTarget::Buffer(buf, len),
                                       {{kPeerNodeHeader, self_}});
   if (!r.ok()) return r.error();
+  RS_RETURN_IF_ERROR(note_handle(*r));
   if (internode_ && r->body_bytes > 0)
     internode_->RecordShard(peer, admin::Transport::kTcp, 0, r->body_bytes);
   return static_cast<size_t>(r->body_bytes);

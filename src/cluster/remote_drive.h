@@ -86,8 +86,11 @@ class RemoteDrive final : public storage::Drive {
   // `shard_size`: the whole shard file's expected size (0 = unknown: the shard so far counts).
   Status SendShardBytes(const std::string& path, uint64_t offset, std::string_view data,
                         bool create, bool sync, uint64_t shard_size);
+  // `handle` (in/out, optional): the file the peer kept open for this read's earlier pieces
+  // (open_shards.h); the peer keeps it open until a piece reaches the shard's end, so every piece
+  // reads the version the first one opened, even while an overwrite retires it.
   Result<size_t> FetchShardBytes(const std::string& path, uint64_t offset, char* buf, size_t len,
-                                 uint64_t shard_size);
+                                 uint64_t shard_size, uint64_t* handle = nullptr);
   // Size of the pieces shard writers send and readers fetch.
   size_t piece_bytes() const;
 

@@ -232,15 +232,26 @@ RDMASTOR_WIRE_JSON(
       j["path"] = v.path;
       j["offset"] = v.offset;
       j["len"] = v.len;
+      j["handle"] = v.handle;
+      j["keep"] = v.keep;
     },
     [](const json& j, peer::ShardReadArgs& v) {
       v.path = j.at("path").get<std::string>();
       v.offset = j.at("offset").get<uint64_t>();
       v.len = j.at("len").get<uint64_t>();
+      v.handle = j.at("handle").get<uint64_t>();
+      v.keep = j.at("keep").get<bool>();
     })
 RDMASTOR_WIRE_JSON_PAYLOAD(
-    peer::ShardBytes, [](json& j, const peer::ShardBytes& v) { j["rdma_bytes"] = v.rdma_bytes; },
-    [](const json& j, peer::ShardBytes& v) { v.rdma_bytes = j.at("rdma_bytes").get<uint64_t>(); })
+    peer::ShardBytes,
+    [](json& j, const peer::ShardBytes& v) {
+      j["rdma_bytes"] = v.rdma_bytes;
+      j["handle"] = v.handle;
+    },
+    [](const json& j, peer::ShardBytes& v) {
+      v.rdma_bytes = j.at("rdma_bytes").get<uint64_t>();
+      v.handle = j.at("handle").get<uint64_t>();
+    })
 RDMASTOR_WIRE_JSON(
     storage::DiskInfo,
     [](json& j, const storage::DiskInfo& v) {

@@ -74,14 +74,21 @@ struct ShardWriteArgs {
   bool sync = false;
   std::string payload;
 };
+// handle: a file the serving node kept open for an earlier piece of this read (open_shards.h), 0
+// for none; keep: keep the file open after this piece (the reply names its handle); a piece
+// without keep that names a handle releases it.
 struct ShardReadArgs {
   std::string path;
   uint64_t offset = 0;
   uint64_t len = 0;
+  uint64_t handle = 0;
+  bool keep = false;
 };
-// What a shard read returns: the bytes (TCP), or how many the server pushed (inter-node RDMA).
+// What a shard read returns: the bytes (TCP), or how many the server pushed (inter-node RDMA);
+// and the handle of the file kept open for the next piece (0: none).
 struct ShardBytes {
   uint64_t rdma_bytes = 0;
+  uint64_t handle = 0;
   std::string payload;
 };
 using Names = std::vector<std::string>;

@@ -67,11 +67,11 @@ peer::ShardWriteArgs Sample() {
 }
 template <>
 peer::ShardReadArgs Sample() {
-  return {"b/k/d0123/part.1", 4096, 1 << 20};
+  return {"b/k/d0123/part.1", 4096, 1 << 20, 0x1234567890abcdefull, true};
 }
 template <>
 peer::ShardBytes Sample() {
-  return {77, kBinary};
+  return {77, 0xfedcba9876543210ull, kBinary};
 }
 template <>
 peer::OptBytes Sample() {
