@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -14,6 +15,7 @@
 #include "admin/metrics.h"
 #include "common/hash.h"
 #include "common/uri.h"
+#include "common/utf8.h"
 #include "s3/admin_api.h"
 #include "s3/aws_chunked.h"
 #include "s3/names.h"
@@ -374,40 +376,64 @@ Result<std::string> ReadXmlBody(S3Api::Context& ctx) {
   return body;
 }
 
+// Every line of a header, joined by commas (RFC 9110 5.3); nullopt when absent.
+std::optional<std::string> JoinedHeader(const HttpRequest& req, std::string_view name) {
+  std::optional<std::string> out;
+  for (const auto& [k, v] : req.headers) {
+    if (k != name) continue;
+    if (out)
+      *out += "," + v;
+    else
+      out = v;
+  }
+  return out;
+}
+
+// Content-Encoding without aws-chunked, which is transfer framing, not a property of the object;
+// the rest stays exactly as sent ("deflate, gzip" comes back as such).
+std::string WithoutAwsChunked(const std::string& value) {
+  std::string kept;
+  bool dropped = false;
+  size_t pos = 0;
+  while (pos <= value.size()) {
+    size_t comma = std::min(value.find(',', pos), value.size());
+    std::string item = value.substr(pos, comma - pos);
+    std::string trimmed = item;
+    trimmed.erase(0, trimmed.find_first_not_of(" \t"));
+    trimmed.erase(trimmed.find_last_not_of(" \t") + 1);
+    if (ToLower(trimmed) == "aws-chunked") {
+      dropped = true;
+    } else if (!trimmed.empty()) {
+      kept += (kept.empty() ? "" : ",") + item;
+    }
+    pos = comma + 1;
+  }
+  if (!dropped) return value;
+  kept.erase(0, kept.find_first_not_of(" \t"));
+  return kept;
+}
+
 // Content-Type, stored headers and user metadata from a PUT / CreateMultipartUpload / REPLACE copy.
+// Values are kept byte for byte; a header sent on several lines is joined with commas.
 Result<storage::PutOptions> ObjectOptionsFromHeaders(const HttpRequest& req) {
   storage::PutOptions opts;
   opts.content_type = req.HeaderOr("content-type", "binary/octet-stream");
   size_t meta_bytes = 0;
   for (const auto& [name, value] : req.headers) {
-    if (name.rfind("x-amz-meta-", 0) == 0) {
-      meta_bytes += name.size() - 11 + value.size();
-      opts.user_metadata[name] = value;
+    if (name.rfind("x-amz-meta-", 0) == 0 && !opts.user_metadata.count(name)) {
+      std::string joined = *JoinedHeader(req, name);
+      meta_bytes += name.size() - 11 + joined.size();
+      opts.user_metadata[name] = std::move(joined);
     }
   }
   for (auto stored : kStoredHeaders) {
-    if (const auto* v = req.FindHeader(stored)) {
-      std::string value = *v;
-      if (stored == "content-encoding") {
-        // aws-chunked is transfer framing, not a property of the object.
-        std::string kept;
-        size_t pos = 0;
-        while (pos <= value.size()) {
-          size_t comma = value.find(',', pos);
-          std::string item =
-              value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-          item.erase(0, item.find_first_not_of(' '));
-          item.erase(item.find_last_not_of(' ') + 1);
-          if (!item.empty() && ToLower(item) != "aws-chunked")
-            kept += (kept.empty() ? "" : ",") + item;
-          if (comma == std::string::npos) break;
-          pos = comma + 1;
-        }
-        value = kept;
-        if (value.empty()) continue;
-      }
-      opts.user_metadata[std::string(stored)] = value;
+    auto value = JoinedHeader(req, stored);
+    if (!value) continue;
+    if (stored == "content-encoding") {
+      *value = WithoutAwsChunked(*value);
+      if (value->empty()) continue;
     }
+    opts.user_metadata[std::string(stored)] = std::move(*value);
   }
   if (meta_bytes > kMaxUserMetadata) return MakeError(ErrorCode::kMetadataTooLarge);
   return opts;
@@ -448,6 +474,27 @@ Status CheckPreconditions(const HttpRequest& req, const storage::ObjectInfo& inf
     if (t && mtime_s <= *t) return MakeError(ErrorCode::kNotModified);
   }
   return {};
+}
+
+// If-Match / If-None-Match on a write (PutObject, CompleteMultipartUpload), checked by the object
+// layer under the key's lock against the object the write would replace. If-Match on a missing key
+// is NoSuchKey (AWS); If-None-Match: * fails on any existing object.
+storage::WritePrecondition ConditionalWrite(const HttpRequest& req) {
+  const auto* if_match = req.FindHeader("if-match");
+  const auto* if_none_match = req.FindHeader("if-none-match");
+  if (!if_match && !if_none_match) return {};
+  std::optional<std::string> match, none_match;
+  if (if_match) match = *if_match;
+  if (if_none_match) none_match = *if_none_match;
+  return [match, none_match](const storage::ObjectInfo* current) -> Status {
+    if (match) {
+      if (!current) return MakeError(ErrorCode::kNoSuchKey);
+      if (!EtagMatches(*match, current->etag)) return MakeError(ErrorCode::kPreconditionFailed);
+    }
+    if (none_match && current && EtagMatches(*none_match, current->etag))
+      return MakeError(ErrorCode::kPreconditionFailed);
+    return {};
+  };
 }
 
 Status CheckCopyPreconditions(const HttpRequest& req, const storage::ObjectInfo& info) {
@@ -531,8 +578,7 @@ const char* UnsupportedSubresource(const S3Api::Context& ctx) {
                                        "select",
                                        "ownershipControls",
                                        "publicAccessBlock",
-                                       "intelligent-tiering",
-                                       "attributes"};
+                                       "intelligent-tiering"};
   for (const char* sub : kUnsupported) {
     if (ctx.Has(sub)) return sub;
   }
@@ -573,7 +619,10 @@ std::string_view ApiName(const S3Api::Context& ctx) {
     return "unknown";
   }
   bool copy = ctx.req.FindHeader("x-amz-copy-source") != nullptr;
-  if (m == "GET") return ctx.Has("uploadId") ? "ListObjectParts" : "GetObject";
+  if (m == "GET") {
+    if (ctx.Has("attributes")) return "GetObjectAttributes";
+    return ctx.Has("uploadId") ? "ListObjectParts" : "GetObject";
+  }
   if (m == "HEAD") return "HeadObject";
   if (m == "PUT") {
     if (ctx.Has("uploadId") || ctx.Has("partNumber"))
@@ -663,6 +712,9 @@ void S3Api::Dispatch(Context& ctx) {
   auto path = uri::Decode(req.raw_path);
   if (!path || path->empty() || (*path)[0] != '/')
     return SendError(ctx, MakeError(ErrorCode::kInvalidRequest, "malformed request path"));
+  // A path that is not UTF-8 once decoded names no bucket or key: AWS refuses it before
+  // authentication, whoever asks.
+  if (!IsValidUtf8(*path)) return SendError(ctx, MakeError(ErrorCode::kInvalidURI));
 
   // Virtual-host style: bucket.<MINIO_DOMAIN>.
   std::string host = ToLower(req.HeaderOr("host"));
@@ -756,6 +808,7 @@ void S3Api::Dispatch(Context& ctx) {
       {"ListObjectParts", [](S3Api& a, Context& c) { a.ListParts(c); }},
       {"GetObject", [](S3Api& a, Context& c) { a.GetObject(c, false); }},
       {"HeadObject", [](S3Api& a, Context& c) { a.GetObject(c, true); }},
+      {"GetObjectAttributes", [](S3Api& a, Context& c) { a.GetObjectAttributes(c); }},
       {"CopyObjectPart", [](S3Api& a, Context& c) { a.UploadPartCopy(c); }},
       {"PutObjectPart", [](S3Api& a, Context& c) { a.UploadPart(c); }},
       {"CopyObject", [](S3Api& a, Context& c) { a.CopyObject(c); }},
@@ -775,9 +828,46 @@ void S3Api::Dispatch(Context& ctx) {
 // Service and bucket operations
 
 void S3Api::ListBuckets(Context& ctx) {
+  // Pages as current SDKs ask for them: max-buckets, continuation-token (the base64 of the last
+  // name listed: stateless, opaque to clients), prefix, bucket-region (every bucket is in ours).
+  size_t max_buckets = SIZE_MAX;
+  if (ctx.Has("max-buckets")) {
+    auto v = ParseInt(ctx.Q("max-buckets"));
+    if (!v || *v < 1 || *v > 10000) {
+      Error e = MakeError(ErrorCode::kInvalidArgument,
+                          "max-buckets must be an integer between 1 and 10000");
+      e.details.emplace_back("ArgumentName", "max-buckets");
+      return SendError(ctx, e);
+    }
+    max_buckets = static_cast<size_t>(*v);
+  }
+  std::string after;
+  if (!ctx.Q("continuation-token").empty()) {
+    auto decoded = hash::Base64Decode(ctx.Q("continuation-token"));
+    if (!decoded)
+      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                      "The continuation token provided is incorrect"));
+    after = *decoded;
+  }
+  const std::string prefix = ctx.Q("prefix");
   auto buckets = store_.ListBuckets();
   if (!buckets.ok()) return SendError(ctx, buckets.error());
-  SendXml(ctx, ListBucketsXml(*buckets, Owner{}));
+  std::sort(buckets->begin(), buckets->end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  ListBucketsParams p;
+  if (ctx.Has("prefix")) p.prefix = prefix;
+  p.region = opts_.region;
+  std::vector<storage::BucketInfo> page;
+  const bool other_region = ctx.Has("bucket-region") && ctx.Q("bucket-region") != opts_.region;
+  for (auto& b : *buckets) {
+    if (other_region || b.name <= after || !b.name.starts_with(prefix)) continue;
+    if (page.size() == max_buckets) {
+      p.continuation_token = hash::Base64Encode(page.back().name);
+      break;
+    }
+    page.push_back(std::move(b));
+  }
+  SendXml(ctx, ListBucketsXml(page, Owner{}, p));
 }
 
 void S3Api::CreateBucket(Context& ctx) {
@@ -864,6 +954,7 @@ void S3Api::ListObjectsV2(Context& ctx) {
   p.delimiter = lo.delimiter;
   p.start_after = start_after;
   p.continuation_token = token;
+  p.continuation_token_sent = ctx.Has("continuation-token");
   p.max_keys = *max_keys;
   p.encode_url = encoding == "url";
   p.fetch_owner = ctx.Q("fetch-owner") == "true";
@@ -941,6 +1032,7 @@ void S3Api::PutObject(Context& ctx) {
   auto up = PrepareUpload(ctx, rdma->get());
   if (!up.ok()) return SendError(ctx, up.error());
   opts->size = up->size;
+  opts->precondition = ConditionalWrite(ctx.req);
   auto info = store_.PutObject(ctx.bucket, ctx.key, *up->digest, *opts,
                                [&](uint64_t) { return FinishUpload(ctx, *up); });
   if (!info.ok()) return SendError(ctx, RdmaUploadError(rdma->get(), info.error()));
@@ -1153,6 +1245,65 @@ void S3Api::GetObject(Context& ctx, bool head) {
   }
 }
 
+void S3Api::GetObjectAttributes(Context& ctx) {
+  ObjectAttributesParams p;
+  auto names = JoinedHeader(ctx.req, "x-amz-object-attributes");
+  bool any = false;
+  size_t pos = 0;
+  while (names && pos <= names->size()) {
+    size_t comma = std::min(names->find(',', pos), names->size());
+    std::string name = names->substr(pos, comma - pos);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    pos = comma + 1;
+    if (name.empty()) continue;
+    if (name == "ETag") {
+      p.etag = true;
+    } else if (name == "Checksum") {
+      p.checksum = true;
+    } else if (name == "ObjectParts") {
+      p.object_parts = true;
+    } else if (name == "StorageClass") {
+      p.storage_class = true;
+    } else if (name == "ObjectSize") {
+      p.object_size = true;
+    } else {
+      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                      "Invalid attribute name specified."));
+    }
+    any = true;
+  }
+  if (!any)
+    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                    "The x-amz-object-attributes header specifying the attributes "
+                                    "to be retrieved is either missing or empty"));
+  if (const auto* v = ctx.req.FindHeader("x-amz-max-parts")) {
+    auto n = ParseInt(*v);
+    if (!n || *n < 0)
+      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                      "Argument max-parts must be an integer between 0 and "
+                                      "2147483647"));
+    p.max_parts = static_cast<int>(std::min<int64_t>(*n, 1000));
+  }
+  if (const auto* v = ctx.req.FindHeader("x-amz-part-number-marker")) {
+    auto n = ParseInt(*v);
+    if (!n || *n < 0)
+      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                      "Argument part-number-marker must be an integer between 0 "
+                                      "and 2147483647"));
+    p.part_number_marker = static_cast<int>(std::min<int64_t>(*n, 10000));
+  }
+  auto info = store_.StatObject(ctx.bucket, ctx.key);
+  if (!info.ok()) return SendError(ctx, info.error());
+  if (auto st = CheckPreconditions(ctx.req, *info); !st.ok()) {
+    if (st.error().code == ErrorCode::kNotModified)
+      return SendEmpty(ctx, 304, {{"ETag", Quote(info->etag)}});
+    return SendError(ctx, st.error());
+  }
+  SendXml(ctx, GetObjectAttributesXml(p, *info), 200,
+          {{"Last-Modified", HttpDate(info->mtime_ns)}});
+}
+
 void S3Api::DeleteObject(Context& ctx) {
   auto st = store_.DeleteObject(ctx.bucket, ctx.key);
   if (!st.ok() && st.error().code != ErrorCode::kNoSuchKey) return SendError(ctx, st.error());
@@ -1234,9 +1385,14 @@ void S3Api::UploadPartCopy(Context& ctx) {
     auto first = ParseInt(r.substr(6, dash - 6));
     auto last = ParseInt(r.substr(dash + 1));
     if (!first || !last || *first < 0 || *last < *first ||
-        static_cast<uint64_t>(*last) >= src_info.size)
-      return SendError(
-          ctx, MakeError(ErrorCode::kInvalidRange, "The requested range is not satisfiable"));
+        static_cast<uint64_t>(*last) >= src_info.size) {
+      // AWS: 400 InvalidArgument naming the source's size (not GET's 416 InvalidRange).
+      Error e = MakeError(ErrorCode::kInvalidArgument,
+                          "Range specified is not valid for source object of size: " +
+                              std::to_string(src_info.size));
+      e.details.emplace_back("ArgumentName", "x-amz-copy-source-range");
+      return SendError(ctx, e);
+    }
     start = static_cast<uint64_t>(*first);
     length = static_cast<uint64_t>(*last - *first + 1);
   }
@@ -1252,12 +1408,33 @@ void S3Api::UploadPartCopy(Context& ctx) {
   SendXml(ctx, CopyPartResultXml(part->etag, part->mtime_ns));
 }
 
+namespace {
+// Part numbers must not go down. A number listed more than once is a part uploaded again while an
+// earlier upload of it was still in flight: clients list the uploads in the order they finished,
+// and the one that finished last is the part stored, so the last entry of the run stands.
+Status CollapseRepeatedParts(std::vector<storage::CompletePart>& parts) {
+  std::vector<storage::CompletePart> out;
+  for (auto& p : parts) {
+    if (!out.empty() && p.number < out.back().number)
+      return MakeError(ErrorCode::kInvalidPartOrder);
+    if (!out.empty() && p.number == out.back().number)
+      out.back() = std::move(p);
+    else
+      out.push_back(std::move(p));
+  }
+  parts = std::move(out);
+  return {};
+}
+}  // namespace
+
 void S3Api::CompleteMultipartUpload(Context& ctx) {
   auto body = ReadXmlBody(ctx);
   if (!body.ok()) return SendError(ctx, body.error());
   auto parts = ParseCompleteMultipartXml(*body);
   if (!parts.ok()) return SendError(ctx, parts.error());
-  auto info = store_.CompleteMultipartUpload(ctx.bucket, ctx.key, ctx.Q("uploadId"), *parts);
+  if (auto st = CollapseRepeatedParts(*parts); !st.ok()) return SendError(ctx, st.error());
+  auto info = store_.CompleteMultipartUpload(ctx.bucket, ctx.key, ctx.Q("uploadId"), *parts,
+                                             ConditionalWrite(ctx.req));
   if (!info.ok() && info.error().code == ErrorCode::kNoSuchUpload) {
     // A retry (after a timeout) of a Complete that went through: the upload is gone, but the
     // object made of exactly these parts is there. Answer as the first time (AWS does).

@@ -58,6 +58,7 @@ class S3Api final : public RequestHandler {
   void PutObject(Context& ctx);
   void CopyObject(Context& ctx);
   void GetObject(Context& ctx, bool head);
+  void GetObjectAttributes(Context& ctx);
   void DeleteObject(Context& ctx);
   void CreateMultipartUpload(Context& ctx);
   void UploadPart(Context& ctx);

@@ -9,6 +9,7 @@
 
 #include "common/hash.h"
 #include "common/uri.h"
+#include "common/utf8.h"
 
 namespace rdmastor::s3 {
 
@@ -179,6 +180,30 @@ std::optional<std::string> CanonicalHeaderValue(const HeaderList& headers, std::
     } else {
       out = TrimAll(v);
     }
+  }
+  return out;
+}
+
+// Python's http.client (under botocore) puts a non-ASCII header value on the wire as ISO-8859-1
+// but the SDK signs its UTF-8 form. A value that is not valid UTF-8 cannot have been signed as the
+// bytes themselves by such a client, so it is also tried that way (the bytes stored are the ones
+// sent either way). nullopt: every value is UTF-8 already.
+std::optional<HeaderList> Latin1HeadersAsUtf8(const HeaderList& headers) {
+  std::optional<HeaderList> out;
+  for (size_t i = 0; i < headers.size(); ++i) {
+    const std::string& v = headers[i].second;
+    if (IsValidUtf8(v)) continue;
+    if (!out) out = headers;
+    std::string utf8;
+    for (unsigned char c : v) {
+      if (c < 0x80) {
+        utf8 += static_cast<char>(c);
+      } else {
+        utf8 += static_cast<char>(0xC0 | (c >> 6));
+        utf8 += static_cast<char>(0x80 | (c & 0x3F));
+      }
+    }
+    (*out)[i].second = std::move(utf8);
   }
   return out;
 }
@@ -473,13 +498,21 @@ Result<AuthContext> VerifyHeaderAuth(const HttpRequest& req, std::string_view au
   int64_t skew = *req_time - now_unix;
   if (skew > kMaxSkewS || skew < -kMaxSkewS) return ErrorCode::kRequestTimeTooSkewed;
 
-  auto cr =
-      CanonicalRequest(req.method, req.raw_path, CanonicalQuery(req.raw_query, false),
-                       WithRestoredHeaders(req, *signed_headers), *signed_headers, *content_sha);
+  const HeaderList headers = WithRestoredHeaders(req, *signed_headers);
+  const std::string query = CanonicalQuery(req.raw_query, false);
+  auto cr = CanonicalRequest(req.method, req.raw_path, query, headers, *signed_headers,
+                             *content_sha);
   if (!cr.ok()) return cr.error();
   std::string key = DeriveSigningKey(*secret, cred->date, cred->region, "s3");
   std::string expected = SignHex(key, StringToSign(amz_date, cred->scope, *cr));
-  if (!ConstantTimeEquals(expected, provided)) return ErrorCode::kSignatureDoesNotMatch;
+  if (!ConstantTimeEquals(expected, provided)) {
+    auto latin1 = Latin1HeadersAsUtf8(headers);
+    if (!latin1) return ErrorCode::kSignatureDoesNotMatch;
+    cr = CanonicalRequest(req.method, req.raw_path, query, *latin1, *signed_headers, *content_sha);
+    if (!cr.ok()) return cr.error();
+    expected = SignHex(key, StringToSign(amz_date, cred->scope, *cr));
+    if (!ConstantTimeEquals(expected, provided)) return ErrorCode::kSignatureDoesNotMatch;
+  }
 
   ctx.access_key = std::move(cred->access_key);
   ctx.payload_mode = *mode;

@@ -457,7 +457,8 @@ std::string ErrorXml(std::string_view code, std::string_view message, std::strin
   return d.str();
 }
 
-std::string ListBucketsXml(const std::vector<storage::BucketInfo>& buckets, const Owner& owner) {
+std::string ListBucketsXml(const std::vector<storage::BucketInfo>& buckets, const Owner& owner,
+                           const ListBucketsParams& p) {
   Doc d("ListAllMyBucketsResult");
   AddOwner(d.root(), "Owner", owner);
   pugi::xml_node list = d.root().append_child("Buckets");
@@ -465,7 +466,10 @@ std::string ListBucketsXml(const std::vector<storage::BucketInfo>& buckets, cons
     pugi::xml_node n = list.append_child("Bucket");
     Add(n, "Name", b.name);
     Add(n, "CreationDate", Iso8601(b.created_ns));
+    if (!p.region.empty()) Add(n, "BucketRegion", p.region);
   }
+  if (!p.continuation_token.empty()) Add(d.root(), "ContinuationToken", p.continuation_token);
+  if (p.prefix) Add(d.root(), "Prefix", *p.prefix);
   return d.str();
 }
 
@@ -506,7 +510,8 @@ std::string ListObjectsV2Xml(const ListV2Params& p, const storage::ListResult& r
   Add(root, "MaxKeys", p.max_keys);
   if (!p.delimiter.empty()) Add(root, "Delimiter", MaybeEncode(p.delimiter, enc));
   AddBool(root, "IsTruncated", r.truncated);
-  if (!p.continuation_token.empty()) Add(root, "ContinuationToken", p.continuation_token);
+  if (p.continuation_token_sent || !p.continuation_token.empty())
+    Add(root, "ContinuationToken", p.continuation_token);
   if (r.truncated) Add(root, "NextContinuationToken", p.next_continuation_token);
   if (!p.start_after.empty()) Add(root, "StartAfter", MaybeEncode(p.start_after, enc));
   for (const auto& o : r.objects) {
@@ -609,6 +614,40 @@ std::string ListPartsXml(const ListPartsParams& p, const std::vector<storage::Pa
       if (!el.empty()) Add(n, std::string(el).c_str(), value);
     }
   }
+  return d.str();
+}
+
+std::string GetObjectAttributesXml(const ObjectAttributesParams& p,
+                                   const storage::ObjectInfo& info) {
+  Doc d("GetObjectAttributesResponse");
+  pugi::xml_node root = d.root();
+  if (p.etag) Add(root, "ETag", info.etag);  // unquoted, as AWS writes it here
+  if (p.checksum && !info.checksums.empty()) {
+    pugi::xml_node c = root.append_child("Checksum");
+    for (const auto& [algo, value] : info.checksums) {
+      const std::string_view el = ChecksumElement(algo);
+      if (!el.empty()) Add(c, std::string(el).c_str(), value);
+    }
+  }
+  if (p.object_parts && info.part_count > 0) {
+    pugi::xml_node parts = root.append_child("ObjectParts");
+    const int total = info.part_count;
+    const int first = std::max(p.part_number_marker, 0) + 1;
+    const int last = std::min(total, first + std::max(p.max_parts, 0) - 1);
+    const bool truncated = p.max_parts > 0 && last < total;
+    Add(parts, "PartsCount", total);
+    Add(parts, "PartNumberMarker", p.part_number_marker);
+    Add(parts, "NextPartNumberMarker", last >= first ? last : p.part_number_marker);
+    Add(parts, "MaxParts", p.max_parts);
+    AddBool(parts, "IsTruncated", truncated);
+    for (int n = first; n <= last; ++n) {
+      pugi::xml_node part = parts.append_child("Part");
+      Add(part, "PartNumber", n);
+      Add(part, "Size", info.part_sizes[static_cast<size_t>(n - 1)]);
+    }
+  }
+  if (p.storage_class) Add(root, "StorageClass", p.storage_class_name);
+  if (p.object_size) Add(root, "ObjectSize", info.size);
   return d.str();
 }
 

@@ -29,7 +29,14 @@ struct Owner {
   std::string display_name = "rdmastor";
 };
 
-std::string ListBucketsXml(const std::vector<storage::BucketInfo>& buckets, const Owner& owner);
+// ListBuckets: `buckets` is the page to list; the rest describes the page.
+struct ListBucketsParams {
+  std::optional<std::string> prefix;  // echoed when the request had one
+  std::string continuation_token;     // the next page's token; empty on the last page
+  std::string region;                 // every bucket's BucketRegion; empty: none written
+};
+std::string ListBucketsXml(const std::vector<storage::BucketInfo>& buckets, const Owner& owner,
+                           const ListBucketsParams& p = {});
 std::string LocationXml(std::string_view region);  // <LocationConstraint>; "" for us-east-1
 
 // encode_url: keys, prefixes, delimiter, markers are URL-encoded (encoding-type=url).
@@ -47,6 +54,7 @@ struct ListV2Params {
   bool encode_url = false;
   bool fetch_owner = false;
   std::string next_continuation_token;  // set by the caller when r.truncated
+  bool continuation_token_sent = false;  // echo continuation_token even when empty (as AWS)
 };
 std::string ListObjectsV2Xml(const ListV2Params& p, const storage::ListResult& r,
                              const Owner& owner);
@@ -115,6 +123,18 @@ Result<std::vector<storage::CompletePart>> ParseCompleteMultipartXml(std::string
 // Parses an optional <CreateBucketConfiguration><LocationConstraint>; empty body -> "".
 // kMalformedXML on bad XML.
 Result<std::string> ParseCreateBucketXml(std::string_view body);
+
+// GetObjectAttributes: the attributes asked for (x-amz-object-attributes), parts paged like
+// ListParts (ObjectParts only for a multipart object).
+struct ObjectAttributesParams {
+  bool etag = false, checksum = false, object_parts = false, storage_class = false,
+       object_size = false;
+  std::string storage_class_name = "STANDARD";
+  int part_number_marker = 0;
+  int max_parts = 1000;
+};
+std::string GetObjectAttributesXml(const ObjectAttributesParams& p,
+                                   const storage::ObjectInfo& info);
 
 std::string VersioningConfigurationXml();  // unversioned bucket: empty configuration
 

@@ -300,12 +300,19 @@ Result<uint64_t> DriveStore::ReceiveBody(s3::BodySource& body, std::optional<uin
 
 Status DriveStore::PublishObject(const std::string& bucket, const std::string& key,
                                  const paths::KeyLocation& loc, const std::string& staging,
-                                 ObjectMeta& meta) {
+                                 ObjectMeta& meta, const WritePrecondition& precondition) {
   // Caller holds the bucket lock (shared) and has checked the bucket exists.
   meta.data_dir = std::string(loc.data_prefix) + hash::RandomHex(16);
   RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(Join(staging, "meta"), SerializeObjectMeta(meta)));
   std::lock_guard key_lock(KeyLock(bucket, key));
   const std::string key_dir = KeyDir(bucket, loc);
+  if (precondition) {
+    auto current = ReadMeta(Join(key_dir, loc.meta_name));
+    if (!current.ok() && current.error().code != ErrorCode::kNoSuchKey) return current.error();
+    std::optional<ObjectInfo> info;
+    if (current.ok()) info = current->ToInfo(bucket, key);
+    RS_RETURN_IF_ERROR(precondition(info ? &*info : nullptr));
+  }
   auto old = DataDirOfMetaFile(Join(key_dir, loc.meta_name));
   if (!old.ok()) spdlog::warn("storage: overwriting unreadable metadata of {}/{}", bucket, key);
   fsutil::CommitPlan plan{
@@ -444,7 +451,7 @@ Result<ObjectInfo> DriveStore::PutObject(const std::string& bucket, const std::s
 
   std::shared_lock bucket_lock(BucketLock(bucket));
   RS_RETURN_IF_ERROR(CheckBucket(bucket));  // deleted while the body streamed?
-  RS_RETURN_IF_ERROR(PublishObject(bucket, key, *loc, *staging, meta));
+  RS_RETURN_IF_ERROR(PublishObject(bucket, key, *loc, *staging, meta, opts.precondition));
   return meta.ToInfo(bucket, key);
 }
 
@@ -776,7 +783,8 @@ Status DriveStore::AbortMultipartUpload(const std::string& bucket, const std::st
 Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket,
                                                        const std::string& key,
                                                        const std::string& upload_id,
-                                                       const std::vector<CompletePart>& parts) {
+                                                       const std::vector<CompletePart>& parts,
+                                                       const WritePrecondition& precondition) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
@@ -881,7 +889,7 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
         PartMeta{static_cast<int>(i + 1), records[i].info.size, records[i].info.etag});
   }
   RS_RETURN_IF_ERROR(fsutil::FsyncDir(data));
-  RS_RETURN_IF_ERROR(PublishObject(bucket, key, *loc, *staging, meta));
+  RS_RETURN_IF_ERROR(PublishObject(bucket, key, *loc, *staging, meta, precondition));
   if (::rename(upload_dir.c_str(), Join(*staging, "upload").c_str()) != 0) {
     spdlog::warn("storage: completed upload {} not removed: {}", upload_dir, std::strerror(errno));
   }

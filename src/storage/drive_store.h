@@ -87,7 +87,8 @@ class DriveStore final : public ObjectLayer {
                               const std::string& upload_id) override;
   Result<ObjectInfo> CompleteMultipartUpload(const std::string& bucket, const std::string& key,
                                              const std::string& upload_id,
-                                             const std::vector<CompletePart>& parts) override;
+                                             const std::vector<CompletePart>& parts,
+      const WritePrecondition& precondition = {}) override;
   Result<PutOptions> GetUploadOptions(const std::string& bucket, const std::string& key,
                                       const std::string& upload_id) override;
 
@@ -106,9 +107,11 @@ class DriveStore final : public ObjectLayer {
   // `md5_out` receives the hex MD5 when non-null (used when no CommitCheck computes the ETag).
   Result<uint64_t> ReceiveBody(s3::BodySource& body, std::optional<uint64_t> declared,
                                uint64_t limit, const std::string& file, std::string* md5_out);
-  // Publishes <staging>/data + <staging>/meta as the object `key` (holds the key lock).
+  // Publishes <staging>/data + <staging>/meta as the object `key` (holds the key lock; checks
+  // `precondition` under it when set).
   Status PublishObject(const std::string& bucket, const std::string& key,
-                       const paths::KeyLocation& loc, const std::string& staging, ObjectMeta& meta);
+                       const paths::KeyLocation& loc, const std::string& staging, ObjectMeta& meta,
+                       const WritePrecondition& precondition);
 
   Result<UploadRecord> LoadUpload(const std::string& bucket, const std::string& key,
                                   const std::string& upload_id, std::string* upload_dir);

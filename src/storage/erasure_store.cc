@@ -555,7 +555,7 @@ class ErasureSet {
   // unless inline.
   Status Publish(const std::string& bucket, const std::string& key, const paths::KeyLocation& loc,
                  const Stagings& st, std::vector<bool>& alive, const std::vector<ObjectMeta>& metas,
-                 int quorum) {
+                 int quorum, const WritePrecondition& precondition) {
     // The key's lock covers the commit only: staging is private to this write, so the body can
     // stream in unlocked, and a slow client never holds up other writers of the key.
     auto lock = LockObject(bucket, key, LockMode::kExclusive, "PutObject");
@@ -563,7 +563,20 @@ class ErasureSet {
     std::shared_lock bucket_lock(BucketLock(bucket));
     // Cached: RenameData refuses a bucket deleted meanwhile (kNoSuchBucket from CommitAll).
     RS_RETURN_IF_ERROR(CheckBucket(bucket, /*cached=*/true));
+    RS_RETURN_IF_ERROR(CheckPrecondition(bucket, key, loc, precondition));
     return CommitAll(bucket, loc, st, alive, metas, quorum, **lock);
+  }
+
+  // A conditional write's check against the version it would replace; the caller holds the key's
+  // exclusive lock (on a quorum of nodes in a cluster), so no other commit can come in between.
+  Status CheckPrecondition(const std::string& bucket, const std::string& key,
+                           const paths::KeyLocation& loc, const WritePrecondition& precondition) {
+    if (!precondition) return {};
+    auto current = Resolve(bucket, loc);
+    if (!current.ok() && current.error().code != ErrorCode::kNoSuchKey) return current.error();
+    std::optional<ObjectInfo> info;
+    if (current.ok()) info = current->meta.ToInfo(bucket, key);
+    return precondition(info ? &*info : nullptr);
   }
 
   // Commits the staged version on every alive drive with one RenameData call each (it writes
@@ -698,7 +711,8 @@ class ErasureSet {
     for (size_t p = 0; p < roots_.size(); ++p) {
       metas.push_back(MetaFor(meta, dist, p, meta.erasure->is_inline ? &inline_shards : nullptr));
     }
-    RS_RETURN_IF_ERROR(Publish(bucket, key, *loc, st, alive, metas, write_quorum()));
+    RS_RETURN_IF_ERROR(
+        Publish(bucket, key, *loc, st, alive, metas, write_quorum(), opts.precondition));
     return meta.ToInfo(bucket, key);
   }
 
@@ -1124,7 +1138,8 @@ class ErasureSet {
 
   Result<ObjectInfo> CompleteMultipartUpload(const std::string& bucket, const std::string& key,
                                              const std::string& upload_id,
-                                             const std::vector<CompletePart>& parts) {
+                                             const std::vector<CompletePart>& parts,
+                                             const WritePrecondition& precondition) {
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
     auto loc = paths::MapKey(key);
     if (!loc.ok()) return loc.error();
@@ -1150,6 +1165,7 @@ class ErasureSet {
     std::shared_lock bucket_lock(BucketLock(bucket));
     auto rec = LoadUpload(bucket, key, upload_id);
     if (!rec.ok()) return rec.error();
+    RS_RETURN_IF_ERROR(CheckPrecondition(bucket, key, *loc, precondition));
     auto all = LoadParts(bucket, upload_id);
     std::vector<const std::vector<std::optional<PartRecord>>*> chosen;
     std::vector<PartInfo> infos;
@@ -2023,8 +2039,9 @@ Status ErasureStore::AbortMultipartUpload(const std::string& bucket, const std::
 Result<ObjectInfo> ErasureStore::CompleteMultipartUpload(const std::string& bucket,
                                                          const std::string& key,
                                                          const std::string& upload_id,
-                                                         const std::vector<CompletePart>& parts) {
-  return SetFor(key).CompleteMultipartUpload(bucket, key, upload_id, parts);
+                                                         const std::vector<CompletePart>& parts,
+                                                         const WritePrecondition& precondition) {
+  return SetFor(key).CompleteMultipartUpload(bucket, key, upload_id, parts, precondition);
 }
 
 Result<PutOptions> ErasureStore::GetUploadOptions(const std::string& bucket, const std::string& key,

@@ -167,7 +167,8 @@ class ErasureStore final : public ObjectLayer {
                               const std::string& upload_id) override;
   Result<ObjectInfo> CompleteMultipartUpload(const std::string& bucket, const std::string& key,
                                              const std::string& upload_id,
-                                             const std::vector<CompletePart>& parts) override;
+                                             const std::vector<CompletePart>& parts,
+      const WritePrecondition& precondition = {}) override;
   Result<PutOptions> GetUploadOptions(const std::string& bucket, const std::string& key,
                                       const std::string& upload_id) override;
 

@@ -38,11 +38,18 @@ struct BucketInfo {
   int64_t created_ns = 0;
 };
 
+// Conditional writes (If-Match / If-None-Match on PutObject and CompleteMultipartUpload): run under
+// the key's write lock right before the commit, with the object the write would replace (nullptr:
+// there is none), so that racing writers see each other's commits. An error aborts the write and
+// nothing becomes visible.
+using WritePrecondition = std::function<Status(const ObjectInfo* current)>;
+
 // What PutObject knows before the body is read.
 struct PutOptions {
   std::string content_type;
   std::map<std::string, std::string> user_metadata;
   std::optional<uint64_t> size;  // declared decoded size, when known (checked against what arrived)
+  WritePrecondition precondition;  // PutObject only; empty: unconditional
 };
 
 // Finishing hook run after the body was fully received (and written, fsynced) but before the
@@ -142,7 +149,8 @@ class ObjectLayer {
   virtual Result<ObjectInfo> CompleteMultipartUpload(const std::string& bucket,
                                                      const std::string& key,
                                                      const std::string& upload_id,
-                                                     const std::vector<CompletePart>& parts) = 0;
+                                                     const std::vector<CompletePart>& parts,
+                                                     const WritePrecondition& precondition = {}) = 0;
   // Metadata recorded at NewMultipartUpload (content type, user metadata, checksum algorithm).
   virtual Result<PutOptions> GetUploadOptions(const std::string& bucket, const std::string& key,
                                               const std::string& upload_id) = 0;

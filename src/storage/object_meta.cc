@@ -1,9 +1,11 @@
 #include "storage/object_meta.h"
 
 #include <exception>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
+#include "common/utf8.h"
 #include "storage/paths.h"
 
 namespace rdmastor::storage {
@@ -28,6 +30,32 @@ std::map<std::string, std::string> StringMap(const json& j, const char* name) {
   std::map<std::string, std::string> out;
   if (auto it = j.find(name); it != j.end() && it->is_object()) {
     for (const auto& [k, v] : it->items()) out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+// User metadata values are bytes as the client sent them; JSON strings hold only UTF-8, so a value
+// that is not valid UTF-8 (e.g. ISO-8859-1 from an HTTP library) is kept base64-encoded under
+// "<name>_b64" and comes back byte for byte.
+void PutMetadata(json& j, const char* name, const std::map<std::string, std::string>& values) {
+  json plain = json::object(), b64 = json::object();
+  for (const auto& [k, v] : values) {
+    if (IsValidUtf8(k) && IsValidUtf8(v))
+      plain[k] = v;
+    else
+      b64[hash::Base64Encode(k)] = hash::Base64Encode(v);
+  }
+  j[name] = std::move(plain);
+  if (!b64.empty()) j[std::string(name) + "_b64"] = std::move(b64);
+}
+
+std::map<std::string, std::string> GetMetadata(const json& j, const char* name) {
+  auto out = StringMap(j, name);
+  for (const auto& [k, v] : StringMap(j, (std::string(name) + "_b64").c_str())) {
+    auto key = hash::Base64Decode(k);
+    auto value = hash::Base64Decode(v);
+    if (!key || !value) throw std::runtime_error("bad base64 in " + std::string(name) + "_b64");
+    out[*key] = *value;
   }
   return out;
 }
@@ -70,11 +98,11 @@ std::string SerializeObjectMeta(const ObjectMeta& m) {
             {"etag", m.etag},
             {"mtime_ns", m.mtime_ns},
             {"content_type", m.content_type},
-            {"user_metadata", m.user_metadata},
             {"checksums", m.checksums},
             {"multipart", m.multipart},
             {"parts", parts},
             {"data_dir", m.data_dir}};
+  PutMetadata(j, "user_metadata", m.user_metadata);
   if (m.erasure) {
     const ErasureMeta& e = *m.erasure;
     j["erasure"] = {{"data", e.data},
@@ -112,7 +140,7 @@ Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& p
     m.etag = j.at("etag").get<std::string>();
     m.mtime_ns = j.at("mtime_ns").get<int64_t>();
     m.content_type = j.value("content_type", std::string());
-    m.user_metadata = StringMap(j, "user_metadata");
+    m.user_metadata = GetMetadata(j, "user_metadata");
     m.checksums = StringMap(j, "checksums");
     m.multipart = j.value("multipart", false);
     uint64_t total = 0;
@@ -161,8 +189,8 @@ std::string SerializeUploadRecord(const UploadRecord& r) {
             {"key", r.key},
             {"initiated_ns", r.initiated_ns},
             {"content_type", r.content_type},
-            {"user_metadata", r.user_metadata},
             {"checksum_algorithm", r.checksum_algorithm}};
+  PutMetadata(j, "user_metadata", r.user_metadata);
   return Dump(j);
 }
 
@@ -173,7 +201,7 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
     r.key = j.at("key").get<std::string>();
     r.initiated_ns = j.at("initiated_ns").get<int64_t>();
     r.content_type = j.value("content_type", std::string());
-    r.user_metadata = StringMap(j, "user_metadata");
+    r.user_metadata = GetMetadata(j, "user_metadata");
     r.checksum_algorithm = j.value("checksum_algorithm", std::string());
     return r;
   } catch (const std::exception& e) {
