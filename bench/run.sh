@@ -106,7 +106,7 @@ if [ "$drives" -gt 1 ]; then
 fi
 server_port="$(free_port)"
 log "starting rdmastor on 127.0.0.1:$server_port (data $tmp/data, $drives drive(s))"
-MINIO_ROOT_USER="$access_key" MINIO_ROOT_PASSWORD="$secret_key" \
+MINIO_ROOT_USER="$access_key" MINIO_ROOT_PASSWORD="$secret_key" MINIO_PROMETHEUS_AUTH_TYPE=public \
   "$server_bin" server --address "127.0.0.1:$server_port" "${drive_args[@]}" >"$tmp/server.log" 2>&1 &
 server_pid=$!
 wait_http "http://127.0.0.1:$server_port/minio/health/live" "$server_pid" rdmastor
@@ -165,9 +165,13 @@ if [ "$nginx_bin" != none ]; then
 fi
 echo "machine: $(nproc) CPUs, $(uname -sr); rdmastor on $drives drive(s)"
 rc=0
+# Server CPU per GiB always; storage syncs per PUT when this s3bench reads them (older builds do
+# not: the same script then measures a baseline binary).
+extra=(--server-pids "$server_pid")
+"$bench_bin" --help 2>/dev/null | grep -q -- '--syncs' && extra+=(--syncs)
 "$bench_bin" --endpoint "http://127.0.0.1:$server_port" \
   --access-key "$access_key" --secret-key "$secret_key" \
-  --ref-file-dir "$tmp/ref" "${nginx_args[@]}" "$@" || rc=$?
+  --ref-file-dir "$tmp/ref" "${nginx_args[@]}" "${extra[@]}" "$@" || rc=$?
 if ! kill -0 "$server_pid" 2>/dev/null; then
   log "rdmastor died during the run; last lines of its log:"
   tail -20 "$tmp/server.log" >&2 || true

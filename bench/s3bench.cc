@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <functional>
 #include <latch>
 #include <memory>
@@ -68,6 +69,7 @@ struct Options {
   std::vector<std::string> endpoints;  // --endpoint A,B,...: thread t uses endpoints[t % n]
   std::vector<int> server_pids;        // CPU time (utime+stime) per PUT/GET phase
   bool file_ref = true;                // --no-file-ref: no local-file phase
+  bool syncs = false;                  // --syncs: storage syncs per PUT from the server metric
 };
 
 void PrintUsage(FILE* out) {
@@ -77,7 +79,7 @@ void PrintUsage(FILE* out) {
                [--duration-s SECONDS] [--max-phase-s SECONDS] [--ops N] [--ref-file-dir DIR]
                [--nginx-url http://HOST:PORT/PREFIX] [--json FILE]
                [--bucket NAME] [--region REGION] [--verify sample|full] [--io-timeout-s S]
-               [--server-pids PID,...] [--no-file-ref]
+               [--server-pids PID,...] [--no-file-ref] [--syncs]
 
 For each size and concurrency: a PUT phase (one connection per thread), a GET phase over the
 objects written, a local-file phase (pread of the same bytes) and, with --nginx-url, a GET phase
@@ -92,6 +94,8 @@ of a phase uses endpoint t mod n.
 --server-pids: server processes whose CPU time (utime+stime, /proc/PID/stat) is measured over
 each PUT and GET phase (JSON: server_cpu_s per pid; table: CPU s/GiB summed over them).
 --no-file-ref: skip the local-file reference phase (no reference file is written).
+--syncs: read rdmastor_storage_syncs_total (every endpoint's /minio/v2/metrics/node, which needs
+MINIO_PROMETHEUS_AUTH_TYPE=public) before and after each PUT phase; the table shows syncs per PUT.
 --access-key/--secret-key default to $MINIO_ROOT_USER/$MINIO_ROOT_PASSWORD.
 Exit status: 0 all verified, 1 an operation failed or returned wrong data, 2 bad usage.
 )");
@@ -160,6 +164,10 @@ Result<Options> ParseArgs(int argc, char** argv) {
     }
     if (arg == "--no-file-ref") {
       o.file_ref = false;
+      continue;
+    }
+    if (arg == "--syncs") {
+      o.syncs = true;
       continue;
     }
     std::string_view value;
@@ -376,6 +384,7 @@ struct PhaseResult {
   std::optional<std::string> error;
 
   std::vector<double> server_cpu_s;  // per --server-pids entry, over the phase
+  double syncs = -1;                 // --syncs: storage syncs on all endpoints over the phase
 
   double MiBps() const { return seconds > 0 ? static_cast<double>(bytes) / kMiB / seconds : 0; }
   double OpsPerSec() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0; }
@@ -405,6 +414,29 @@ double ProcessCpuSeconds(int pid) {
     pos = end + 1;
   }
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Sum of rdmastor_storage_syncs_total over the endpoints' node metrics; -1 when unreadable.
+double ScrapeSyncs(const std::vector<client::S3ClientConfig>& endpoints) {
+  double sum = 0;
+  for (const auto& e : endpoints) {
+    client::HttpClient http(e.host, e.port, e.http);
+    client::HttpRequest req;
+    req.target = "/minio/v2/metrics/node";
+    auto r = http.Send(req);
+    if (!r.ok() || !r->success()) return -1;
+    bool found = false;
+    std::istringstream in(r->body);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.starts_with("rdmastor_storage_syncs_total")) continue;
+      size_t sp = line.rfind(' ');
+      if (sp == std::string::npos) continue;
+      sum += std::strtod(line.c_str() + sp + 1, nullptr);
+      found = true;
+    }
+    if (!found) return -1;
+  }
+  return sum;
 }
 
 // Runs `phase` and records the CPU time each pid used meanwhile into the result.
@@ -663,6 +695,7 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
 
   // PUT.
   std::vector<uint8_t> stored(ops, 0);  // by index; each written by one thread, read after join
+  const double syncs_before = o_.syncs ? ScrapeSyncs(s3_configs_) : -1;
   cell->put = WithServerCpu(o_.server_pids, [&] { return RunPhase(
       conc, ops, o_.duration_s, HardLimit(),
       [&](int t, uint64_t i, OpCtx& ctx) -> Result<uint64_t> {
@@ -691,6 +724,10 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
         stored[i] = 1;
         return size;
       }); });
+  if (o_.syncs) {
+    const double after = ScrapeSyncs(s3_configs_);
+    if (syncs_before >= 0 && after >= 0) cell->put.syncs = after - syncs_before;
+  }
   PrintProgress(*cell, "PUT", cell->put);
   std::vector<uint64_t> written;
   for (uint64_t i = 0; i < ops; ++i)
@@ -895,19 +932,27 @@ void Bench::PrintTable() const {
                 Ratio(c.get, c.file).c_str(), Ratio(c.get, c.nginx).c_str());
     for (const PhaseResult* p : {&c.put, &c.get, &c.file, &c.nginx}) any_limited |= p->time_limited;
   }
-  if (!o_.server_pids.empty()) {
-    std::printf("\nserver CPU seconds per GiB moved (utime+stime of %zu process(es), summed):\n",
+  if (!o_.server_pids.empty() || o_.syncs) {
+    std::printf("\nserver CPU seconds per GiB moved (utime+stime of %zu process(es), summed);"
+                " storage syncs per PUT (rdmastor_storage_syncs_total, all kinds):\n",
                 o_.server_pids.size());
-    std::printf("%-7s %5s %13s %13s\n", "size", "conc", "PUT cpu s/GiB", "GET cpu s/GiB");
+    std::printf("%-7s %5s %13s %13s %10s\n", "size", "conc", "PUT cpu s/GiB", "GET cpu s/GiB",
+                "syncs/PUT");
     auto cpu = [](const PhaseResult& p) -> std::string {
       if (!p.ran || p.CpuPerGiB() < 0) return "-";
       char buf[32];
       std::snprintf(buf, sizeof(buf), "%.2f", p.CpuPerGiB());
       return buf;
     };
+    auto syncs = [](const PhaseResult& p) -> std::string {
+      if (!p.ran || p.syncs < 0 || p.ops == 0) return "-";
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.2f", p.syncs / static_cast<double>(p.ops));
+      return buf;
+    };
     for (const auto& c : cells_) {
-      std::printf("%-7s %5d %13s %13s\n", FormatSize(c.size).c_str(), c.conc, cpu(c.put).c_str(),
-                  cpu(c.get).c_str());
+      std::printf("%-7s %5d %13s %13s %10s\n", FormatSize(c.size).c_str(), c.conc,
+                  cpu(c.put).c_str(), cpu(c.get).c_str(), syncs(c.put).c_str());
     }
   }
   if (any_limited) {
@@ -939,6 +984,10 @@ nlohmann::json PhaseJson(const PhaseResult& p) {
   if (!p.server_cpu_s.empty()) {
     j["server_cpu_s"] = p.server_cpu_s;
     j["server_cpu_s_per_gib"] = p.CpuPerGiB();
+  }
+  if (p.syncs >= 0) {
+    j["storage_syncs"] = p.syncs;
+    if (p.ops > 0) j["storage_syncs_per_op"] = p.syncs / static_cast<double>(p.ops);
   }
   return j;
 }

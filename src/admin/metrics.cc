@@ -212,6 +212,11 @@ struct ServerFamilies {
   CounterFamily& peer_calls =
       r.AddCounter("rdmastor_peer_calls_total",
                    "Peer RPC calls this node sent to other nodes, by call", {"call"});
+  CounterFamily& storage_syncs = r.AddCounter(
+      "rdmastor_storage_syncs_total",
+      "Syncs the storage layer issued on this node's drives, by kind (file: fsync of a file, dir: "
+      "fsync of a directory, fs: syncfs of a file system, one per group commit)",
+      {"kind"});
   CounterFamily& rdma_errors = r.AddCounter("minio_system_network_internode_rdma_errors_total",
                                             "Failed inter-node RDMA transfers, by peer", {"peer"});
   GaugeFamily& rdma_degraded =
@@ -389,6 +394,16 @@ void AddInternodePeerShard(std::string_view peer, Transport t, uint64_t sent, ui
 }
 
 void RecordPeerCall(std::string_view call) { Families().peer_calls.With({call}).Inc(); }
+
+void SetStorageSyncs(uint64_t file, uint64_t dir, uint64_t fs) {
+  auto& f = Families();
+  // Counters move by the difference to what they show (the storage layer's totals only grow).
+  for (auto [kind, total] : {std::pair{"file", file}, std::pair{"dir", dir}, std::pair{"fs", fs}}) {
+    Counter& c = f.storage_syncs.With({kind});
+    const uint64_t shown = c.value();
+    if (total > shown) c.Inc(total - shown);
+  }
+}
 
 void RecordInternodeRdmaError(std::string_view peer) { Families().rdma_errors.With({peer}).Inc(); }
 

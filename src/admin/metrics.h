@@ -147,6 +147,9 @@ void RecordInternodeRdmaError(std::string_view peer);
 // One peer RPC this node sent (storage call of the table in cluster/wire.h, lock call, config),
 // by its wire name: calls per PUT/GET are counted from it.
 void RecordPeerCall(std::string_view call);
+
+// The storage layer's sync totals (storage::fsutil::GetSyncCounts), set before every scrape.
+void SetStorageSyncs(uint64_t file, uint64_t dir, uint64_t fs);
 // Whether `peer`'s RDMA path is down (traffic to it falls back to TCP); also keeps the count of
 // degraded peers.
 void SetInternodeRdmaDegraded(std::string_view peer, bool degraded);

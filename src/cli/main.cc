@@ -172,6 +172,7 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   rdmastor::s3::HealService heal_service(store->get());
   api_opts.heal = &heal_service;
   rdmastor::cli::PublishHealMetrics(**store);
+  rdmastor::cli::PublishStorageMetrics();
   rdmastor::s3::S3Api api(api_opts, **store);
   (*node)->node_handler().SetS3(&api);
   spdlog::info("cluster: ready; serving S3 for the whole deployment");
@@ -218,6 +219,7 @@ int RunServer(const std::vector<std::string>& args) {
   rdmastor::s3::HealService heal_service(store->erasure);
   api_opts.heal = &heal_service;
   if (store->erasure) rdmastor::cli::PublishHealMetrics(*store->erasure);
+  rdmastor::cli::PublishStorageMetrics();
   rdmastor::s3::S3Api api(api_opts, *store->layer);
 
   auto server = rdmastor::s3::HttpServer::Create(HttpOptionsFor(*cfg), api);

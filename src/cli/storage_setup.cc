@@ -69,6 +69,13 @@ std::unique_ptr<admin::DriveMonitor> DeploymentMonitor(storage::ErasureStore& st
       static_cast<size_t>(l.set_size));
 }
 
+void PublishStorageMetrics() {
+  admin::GlobalRegistry().AddScrapeHook([] {
+    const auto c = storage::fsutil::GetSyncCounts();
+    admin::SetStorageSyncs(c.file, c.dir, c.fs);
+  });
+}
+
 void PublishHealMetrics(storage::ErasureStore& store) {
   admin::GlobalRegistry().AddScrapeHook([&store] {
     const auto s = store.heal_status();

@@ -30,5 +30,7 @@ std::unique_ptr<admin::DriveMonitor> DeploymentMonitor(storage::ErasureStore& st
 // Samples the store's heal state at every metrics scrape (rdmastor_heal_*, minio_heal_*,
 // rdmastor_healed_*, rdmastor_drives_replaced_total). The store must outlive every scrape.
 void PublishHealMetrics(storage::ErasureStore& store);
+// rdmastor_storage_syncs_total from the storage layer's counters, refreshed on every scrape.
+void PublishStorageMetrics();
 
 }  // namespace rdmastor::cli

@@ -48,12 +48,15 @@ struct DiskInfo {
 };
 
 // Appends to one new shard file (created exclusively). Finish() fsyncs; a writer dropped without
-// Finish() leaves a partial file in staging, which the staging removal takes away.
+// Finish() leaves a partial file in staging, which the staging removal takes away. Close()
+// completes the file for a RenameData that follows, whose first barrier makes it durable (a
+// local drive then skips the file's own fsync; the default is Finish()).
 class ShardWriter {
  public:
   virtual ~ShardWriter() = default;
   virtual Status Append(std::string_view data) = 0;
   virtual Status Finish() = 0;
+  virtual Status Close() { return Finish(); }
 };
 
 // Reads ranges of one shard file. A local file is opened once (a concurrent overwrite cannot take

@@ -157,7 +157,7 @@ Result<std::unique_ptr<DriveStore>> DriveStore::Open(const std::string& dir) {
   auto store = std::unique_ptr<DriveStore>(new DriveStore(root));
   for (const std::string& d : {paths::SysDir(root), store->tmp_, paths::MultipartRoot(root),
                                paths::BucketsMetaDir(root)}) {
-    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) return NotWritable(d, "mkdir", errno);
+    if (fsutil::Mkdir(d, 0755) != 0 && errno != EEXIST) return NotWritable(d, "mkdir", errno);
     if (!fsutil::IsDir(d)) return NotWritable(d, "not a directory", ENOTDIR);
   }
   // access() passes on some read-only setups (root, network file systems): really write.
@@ -168,11 +168,11 @@ Result<std::unique_ptr<DriveStore>> DriveStore::Open(const std::string& dir) {
     UniqueFd guard(fd);
     if (::write(fd, "ok", 2) != 2 || ::fsync(fd) != 0) {
       int err = errno;
-      ::unlink(probe.c_str());
+      fsutil::Unlink(probe);
       return NotWritable(root, "cannot write a file", err);
     }
   }
-  ::unlink(probe.c_str());
+  fsutil::Unlink(probe);
 
   // Crash recovery: settle interrupted commits, then wipe the staging area.
   auto entries = fsutil::ListDir(store->tmp_, /*dirs_only=*/false);
@@ -192,7 +192,7 @@ Result<std::unique_ptr<DriveStore>> DriveStore::Open(const std::string& dir) {
     if (!r.ends_with(".json")) continue;
     std::string bucket = r.substr(0, r.size() - 5);
     if (!fsutil::IsDir(paths::BucketDir(root, bucket))) {
-      ::unlink(Join(paths::BucketsMetaDir(root), r).c_str());
+      fsutil::Unlink(Join(paths::BucketsMetaDir(root), r));
     }
   }
   return store;
@@ -215,7 +215,7 @@ std::shared_mutex& DriveStore::BucketLock(const std::string& bucket) {
 
 Result<std::string> DriveStore::NewStaging() {
   std::string dir = Join(tmp_, hash::RandomHex(16));
-  if (::mkdir(dir.c_str(), 0700) != 0) return fsutil::ErrnoError("mkdir", dir, errno);
+  if (fsutil::Mkdir(dir, 0700) != 0) return fsutil::ErrnoError("mkdir", dir, errno);
   return dir;
 }
 
@@ -260,7 +260,7 @@ Result<ObjectMeta> DriveStore::ReadMeta(const std::string& meta_path) {
 
 Result<uint64_t> DriveStore::ReceiveBody(s3::BodySource& body, std::optional<uint64_t> declared,
                                          uint64_t limit, const std::string& file,
-                                         std::string* md5_out) {
+                                         std::string* md5_out, bool sync) {
   if (declared && *declared > limit) {
     return MakeError(ErrorCode::kEntityTooLarge, "declared size " + std::to_string(*declared) +
                                                      " exceeds the limit of " +
@@ -293,7 +293,7 @@ Result<uint64_t> DriveStore::ReceiveBody(s3::BodySource& body, std::optional<uin
     return MakeError(ErrorCode::kIncompleteBody, "received " + std::to_string(total) + " of " +
                                                      std::to_string(*declared) + " bytes");
   }
-  RS_RETURN_IF_ERROR(fsutil::Fsync(fd->get(), file));
+  if (sync) RS_RETURN_IF_ERROR(fsutil::Fsync(fd->get(), file));
   if (md5_out) *md5_out = hash::HexEncode(md5->Final());
   return total;
 }
@@ -303,7 +303,8 @@ Status DriveStore::PublishObject(const std::string& bucket, const std::string& k
                                  ObjectMeta& meta, const WritePrecondition& precondition) {
   // Caller holds the bucket lock (shared) and has checked the bucket exists.
   meta.data_dir = std::string(loc.data_prefix) + hash::RandomHex(16);
-  RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(Join(staging, "meta"), SerializeObjectMeta(meta)));
+  // Not synced here: the commit's first barrier makes it durable with the data.
+  RS_RETURN_IF_ERROR(fsutil::WriteFile(Join(staging, "meta"), SerializeObjectMeta(meta)));
   std::lock_guard key_lock(KeyLock(bucket, key));
   const std::string key_dir = KeyDir(bucket, loc);
   if (precondition) {
@@ -339,12 +340,12 @@ Status DriveStore::MakeBucket(const std::string& bucket) {
 
   std::unique_lock lock(BucketLock(bucket));
   const std::string dir = paths::BucketDir(root_, bucket);
-  if (::mkdir(dir.c_str(), 0755) != 0) {
+  if (fsutil::Mkdir(dir, 0755) != 0) {
     if (errno == EEXIST) return MakeError(ErrorCode::kBucketAlreadyOwnedByYou);
     return fsutil::ErrnoError("mkdir", dir, errno);
   }
   const std::string meta = paths::BucketMetaFile(root_, bucket);
-  if (::rename(staged.c_str(), meta.c_str()) != 0) {
+  if (fsutil::Rename(staged, meta) != 0) {
     spdlog::warn("storage: bucket {} has no creation record: {}", bucket, std::strerror(errno));
   }
   (void)fsutil::FsyncDir(paths::BucketsMetaDir(root_));
@@ -399,15 +400,15 @@ Status DriveStore::DeleteBucket(const std::string& bucket) {
   if (!has.ok()) return has.error();
   if (*has) return MakeError(ErrorCode::kBucketNotEmpty);
   // Pending multipart uploads do not keep a bucket alive (as in MinIO): they go with it.
-  if (::rename(dir.c_str(), Join(*staging, "bucket").c_str()) != 0) {
+  if (fsutil::Rename(dir, Join(*staging, "bucket")) != 0) {
     return fsutil::ErrnoError("rename", dir, errno);
   }
   const std::string mp = paths::MultipartBucketDir(root_, bucket);
-  if (::rename(mp.c_str(), Join(*staging, "multipart").c_str()) != 0 && errno != ENOENT) {
+  if (fsutil::Rename(mp, Join(*staging, "multipart")) != 0 && errno != ENOENT) {
     spdlog::warn("storage: cannot remove uploads of deleted bucket {}: {}", bucket,
                  std::strerror(errno));
   }
-  ::unlink(paths::BucketMetaFile(root_, bucket).c_str());
+  fsutil::Unlink(paths::BucketMetaFile(root_, bucket));
   return fsutil::FsyncDir(root_);
 }
 
@@ -424,12 +425,12 @@ Result<ObjectInfo> DriveStore::PutObject(const std::string& bucket, const std::s
   StagingGuard guard([&] { DropStaging(*staging); });
 
   const std::string data = Join(*staging, "data");
-  if (::mkdir(data.c_str(), 0755) != 0) return fsutil::ErrnoError("mkdir", data, errno);
+  if (fsutil::Mkdir(data, 0755) != 0) return fsutil::ErrnoError("mkdir", data, errno);
   std::string md5;
+  // The commit's first barrier makes the file and its directory durable (group commit).
   auto size = ReceiveBody(body, opts.size, kMaxPutSize, Join(data, PartFileName(1)),
-                          check ? nullptr : &md5);
+                          check ? nullptr : &md5, /*sync=*/false);
   if (!size.ok()) return size.error();
-  RS_RETURN_IF_ERROR(fsutil::FsyncDir(data));
 
   CommitInfo ci;
   if (check) {
@@ -628,7 +629,7 @@ Result<std::string> DriveStore::NewMultipartUpload(const std::string& bucket,
   if (!staging.ok()) return staging.error();
   StagingGuard guard([&] { DropStaging(*staging); });
   const std::string staged = Join(*staging, "upload");
-  if (::mkdir(staged.c_str(), 0755) != 0) return fsutil::ErrnoError("mkdir", staged, errno);
+  if (fsutil::Mkdir(staged, 0755) != 0) return fsutil::ErrnoError("mkdir", staged, errno);
   RS_RETURN_IF_ERROR(
       fsutil::WriteFileDurable(Join(staged, kUploadFile), SerializeUploadRecord(rec)));
   RS_RETURN_IF_ERROR(fsutil::FsyncDir(staged));
@@ -639,7 +640,7 @@ Result<std::string> DriveStore::NewMultipartUpload(const std::string& bucket,
   const std::string mp_dir = paths::MultipartBucketDir(root_, bucket);
   RS_RETURN_IF_ERROR(fsutil::MkdirAll(paths::MultipartRoot(root_), mp_dir));
   const std::string dest = Join(mp_dir, id);
-  if (::rename(staged.c_str(), dest.c_str()) != 0) {
+  if (fsutil::Rename(staged, dest) != 0) {
     return fsutil::ErrnoError("rename", dest, errno);
   }
   RS_RETURN_IF_ERROR(fsutil::FsyncDir(mp_dir));
@@ -695,17 +696,17 @@ Result<PartInfo> DriveStore::PutObjectPart(const std::string& bucket, const std:
     if (auto old = ParsePartRecord(**raw, rec_path); old.ok()) old_data = old->data_file;
   }
   const std::string dest = Join(upload_dir, part.data_file);
-  if (::rename(staged_data.c_str(), dest.c_str()) != 0) {
+  if (fsutil::Rename(staged_data, dest) != 0) {
     return fsutil::ErrnoError("rename", dest, errno);
   }
-  if (::rename(staged_rec.c_str(), rec_path.c_str()) != 0) {
+  if (fsutil::Rename(staged_rec, rec_path) != 0) {
     int err = errno;
-    ::unlink(dest.c_str());
+    fsutil::Unlink(dest);
     return fsutil::ErrnoError("rename", rec_path, err);
   }
   RS_RETURN_IF_ERROR(fsutil::FsyncDir(upload_dir));
   if (!old_data.empty() && old_data != part.data_file) {
-    ::unlink(Join(upload_dir, old_data).c_str());
+    fsutil::Unlink(Join(upload_dir, old_data));
   }
   return part.info;
 }
@@ -774,7 +775,7 @@ Status DriveStore::AbortMultipartUpload(const std::string& bucket, const std::st
   auto rec = LoadUpload(bucket, key, upload_id, &upload_dir);
   if (!rec.ok()) return rec.error();
   // One rename makes the upload disappear; the files are deleted with the staging dir.
-  if (::rename(upload_dir.c_str(), Join(*staging, "upload").c_str()) != 0) {
+  if (fsutil::Rename(upload_dir, Join(*staging, "upload")) != 0) {
     return fsutil::ErrnoError("rename", upload_dir, errno);
   }
   return {};
@@ -804,7 +805,7 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
   if (!staging.ok()) return staging.error();
   StagingGuard guard([&] { DropStaging(*staging); });
   const std::string data = Join(*staging, "data");
-  if (::mkdir(data.c_str(), 0755) != 0) return fsutil::ErrnoError("mkdir", data, errno);
+  if (fsutil::Mkdir(data, 0755) != 0) return fsutil::ErrnoError("mkdir", data, errno);
 
   std::shared_lock bucket_lock(BucketLock(bucket));
   std::lock_guard upload_lock(UploadLock(upload_id));
@@ -876,12 +877,12 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
   for (size_t i = 0; i < records.size(); ++i) {
     const std::string src = Join(upload_dir, records[i].data_file);
     const std::string dst = Join(data, PartFileName(i + 1));
-    if (::link(src.c_str(), dst.c_str()) != 0) {
+    if (fsutil::Link(src, dst) != 0) {
       if (errno == ENOENT) {
         return MakeError(ErrorCode::kInvalidPart,
                          "part " + std::to_string(records[i].info.number) + " data is missing");
       }
-      if (::rename(src.c_str(), dst.c_str()) != 0) {  // file system without hard links
+      if (fsutil::Rename(src, dst) != 0) {  // file system without hard links
         return fsutil::ErrnoError("rename", src, errno);
       }
     }
@@ -890,7 +891,7 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
   }
   RS_RETURN_IF_ERROR(fsutil::FsyncDir(data));
   RS_RETURN_IF_ERROR(PublishObject(bucket, key, *loc, *staging, meta, precondition));
-  if (::rename(upload_dir.c_str(), Join(*staging, "upload").c_str()) != 0) {
+  if (fsutil::Rename(upload_dir, Join(*staging, "upload")) != 0) {
     spdlog::warn("storage: completed upload {} not removed: {}", upload_dir, std::strerror(errno));
   }
   return meta.ToInfo(bucket, key);

@@ -478,7 +478,8 @@ class ErasureSet {
   Result<uint64_t> Encode(s3::BodySource& body, std::optional<uint64_t> declared, uint64_t limit,
                           const Codec& codec, const std::vector<int>& dist, const Stagings& st,
                           std::vector<bool>& alive, const std::string& rel, bool allow_inline,
-                          std::vector<std::string>* inline_out, std::string* md5_out) {
+                          std::vector<std::string>* inline_out, std::string* md5_out,
+                          bool committed_by_rename_data = false) {
     if (declared && *declared > limit) {
       return MakeError(ErrorCode::kEntityTooLarge, "declared size " + std::to_string(*declared) +
                                                        " exceeds the limit of " +
@@ -540,7 +541,11 @@ class ErasureSet {
                                                        std::to_string(*declared) + " bytes");
     }
     if (files) {
-      alive = ForEachDrive(alive, [&](size_t p) { return fds[p]->Finish().ok(); });
+      // Files a RenameData commits are made durable by its first barrier (group commit); others
+      // (multipart parts) are synced here.
+      alive = ForEachDrive(alive, [&](size_t p) {
+        return (committed_by_rename_data ? fds[p]->Close() : fds[p]->Finish()).ok();
+      });
     } else {
       inline_out->assign(n, std::string());
       for (size_t p = 0; p < n; ++p) (*inline_out)[p] = pending[static_cast<size_t>(dist[p])];
@@ -689,7 +694,8 @@ class ErasureSet {
     std::string md5;
     auto size =
         Encode(body, opts.size, kMaxPutSize, **codec, dist, st, alive, "data/" + PartFileName(1),
-               /*allow_inline=*/true, &inline_shards, check ? nullptr : &md5);
+               /*allow_inline=*/true, &inline_shards, check ? nullptr : &md5,
+               /*committed_by_rename_data=*/true);
     if (!size.ok()) return size.error();
     CommitInfo ci;
     if (check) {
@@ -1587,7 +1593,8 @@ Result<ObjectHealResult> ErasureSet::HealObject(const std::string& bucket,
       }
     }
     for (size_t p = 0; p < n; ++p) {
-      if (need[p] && fds[p] && !fds[p]->Finish().ok()) need[p] = false;
+      // CommitAll's RenameData makes the files durable (its first barrier).
+      if (need[p] && fds[p] && !fds[p]->Close().ok()) need[p] = false;
     }
   }
   std::vector<ObjectMeta> metas(n);

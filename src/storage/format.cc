@@ -36,7 +36,7 @@ Status WriteFormatFile(const std::string& root, const DriveFormat& f) {
   // A unique temporary name: two nodes may format the same drive at once (same contents).
   const std::string tmp = FormatPath(root) + "." + hash::RandomHex(8) + ".tmp";
   RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(tmp, SerializeFormat(f)));
-  if (::rename(tmp.c_str(), FormatPath(root).c_str()) != 0) {
+  if (fsutil::Rename(tmp, FormatPath(root)) != 0) {
     return fsutil::ErrnoError("rename", tmp, errno);
   }
   return fsutil::FsyncDir(paths::SysDir(root));

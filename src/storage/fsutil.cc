@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -21,6 +22,36 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kIntentFile = "intent.json";
+
+std::atomic<uint64_t> g_file_syncs{0};
+std::atomic<uint64_t> g_dir_syncs{0};
+std::atomic<uint64_t> g_fs_syncs{0};
+std::atomic<Recorder*> g_recorder{nullptr};
+
+FsOp NewOp(FsOp::Kind kind, const std::string& path, const std::string& path2 = std::string()) {
+  FsOp op;
+  op.kind = kind;
+  op.path = path;
+  op.path2 = path2;
+  return op;
+}
+
+void Report(FsOp::Kind kind, const std::string& path, const std::string& path2 = std::string()) {
+  if (Recorder* r = g_recorder.load(std::memory_order_acquire)) r->Record(NewOp(kind, path, path2));
+}
+
+// fsync of a directory by path, counted and reported (errno kept on failure).
+int SyncDirPath(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  Report(FsOp::kFsyncDir, dir);
+  g_dir_syncs.fetch_add(1, std::memory_order_relaxed);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  errno = err;
+  return rc;
+}
 
 std::string Join(const std::string& dir, std::string_view name) {
   std::string out = dir;
@@ -44,7 +75,9 @@ bool IsUnder(const std::string& path, const std::string& base) {
 }
 
 // mkdir -p below `base`; returns 0 or the errno of the failing step, with the path in *where.
-int MkdirAllErrno(const std::string& base, const std::string& path, std::string* where) {
+// sync: fsync the parent of every directory created (false: a later group commit covers them).
+int MkdirAllErrno(const std::string& base, const std::string& path, std::string* where,
+                  bool sync = true) {
   if (path == base) return 0;
   if (!IsUnder(path, base)) {
     *where = path;
@@ -55,13 +88,9 @@ int MkdirAllErrno(const std::string& base, const std::string& path, std::string*
     size_t next = path.find('/', pos + 1);
     if (next == std::string::npos) next = path.size();
     std::string cur = path.substr(0, next);
-    if (::mkdir(cur.c_str(), 0755) == 0) {
+    if (Mkdir(cur, 0755) == 0) {
       // Make the new entry durable in its parent.
-      int dfd = ::open(Parent(cur).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-      }
+      if (sync) (void)SyncDirPath(Parent(cur));
     } else if (errno != EEXIST) {
       *where = cur;
       return errno;
@@ -72,6 +101,44 @@ int MkdirAllErrno(const std::string& base, const std::string& path, std::string*
 }
 
 }  // namespace
+
+SyncCounts GetSyncCounts() {
+  return SyncCounts{g_file_syncs.load(std::memory_order_relaxed),
+                    g_dir_syncs.load(std::memory_order_relaxed),
+                    g_fs_syncs.load(std::memory_order_relaxed)};
+}
+
+void SetRecorder(Recorder* r) { g_recorder.store(r, std::memory_order_release); }
+
+int Mkdir(const std::string& path, mode_t mode) {
+  int rc = ::mkdir(path.c_str(), mode);
+  if (rc == 0) Report(FsOp::kMkdir, path);
+  return rc;
+}
+
+int Rename(const std::string& from, const std::string& to) {
+  int rc = ::rename(from.c_str(), to.c_str());
+  if (rc == 0) Report(FsOp::kRename, from, to);
+  return rc;
+}
+
+int Link(const std::string& from, const std::string& to) {
+  int rc = ::link(from.c_str(), to.c_str());
+  if (rc == 0) Report(FsOp::kLink, from, to);
+  return rc;
+}
+
+int Unlink(const std::string& path) {
+  int rc = ::unlink(path.c_str());
+  if (rc == 0) Report(FsOp::kUnlink, path);
+  return rc;
+}
+
+int Rmdir(const std::string& path) {
+  int rc = ::rmdir(path.c_str());
+  if (rc == 0) Report(FsOp::kRmdir, path);
+  return rc;
+}
 
 void UniqueFd::Reset() {
   if (fd_ >= 0) ::close(fd_);
@@ -97,10 +164,32 @@ Result<UniqueFd> Open(const std::string& path, int flags, mode_t mode, int* err_
     return ErrnoError("open", path, err);
   }
   if (err_out) *err_out = 0;
+  if (flags & O_CREAT) {
+    if (Recorder* r = g_recorder.load(std::memory_order_acquire)) {
+      FsOp op = NewOp(FsOp::kCreate, path);
+      op.truncate = (flags & O_TRUNC) != 0;
+      r->Record(std::move(op));
+    }
+  }
   return UniqueFd(fd);
 }
 
+// WriteAll without reporting.
+Status WriteAllQuiet(int fd, const char* data, size_t len, const std::string& path_for_errors);
+
 Status WriteAll(int fd, const char* data, size_t len, const std::string& path_for_errors) {
+  // Reported after the write, so a sync reported later started after it (see Recorder).
+  if (Recorder* r = g_recorder.load(std::memory_order_acquire); r && len > 0) {
+    RS_RETURN_IF_ERROR(WriteAllQuiet(fd, data, len, path_for_errors));
+    FsOp op = NewOp(FsOp::kWrite, path_for_errors);
+    op.data.assign(data, len);
+    r->Record(std::move(op));
+    return {};
+  }
+  return WriteAllQuiet(fd, data, len, path_for_errors);
+}
+
+Status WriteAllQuiet(int fd, const char* data, size_t len, const std::string& path_for_errors) {
   while (len > 0) {
     ssize_t n = ::write(fd, data, len);
     if (n < 0) {
@@ -128,16 +217,41 @@ Result<size_t> PreadFull(int fd, char* buf, size_t len, uint64_t off,
   return got;
 }
 
+Status Pwrite(int fd, const char* data, size_t len, uint64_t off, const std::string& path) {
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = ::pwrite(fd, data + done, len - done, static_cast<off_t>(off + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("pwrite", path, errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (Recorder* r = g_recorder.load(std::memory_order_acquire); r && len > 0) {
+    FsOp op = NewOp(FsOp::kWrite, path);
+    op.offset = static_cast<int64_t>(off);
+    op.data.assign(data, len);
+    r->Record(std::move(op));
+  }
+  return {};
+}
+
 Status Fsync(int fd, const std::string& path_for_errors) {
+  Report(FsOp::kFsyncFile, path_for_errors);
+  g_file_syncs.fetch_add(1, std::memory_order_relaxed);
   if (::fsync(fd) != 0) return ErrnoError("fsync", path_for_errors, errno);
   return {};
 }
 
 Status FsyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open dir", dir, errno);
-  UniqueFd guard(fd);
-  return Fsync(fd, dir);
+  if (SyncDirPath(dir) != 0) return ErrnoError("fsync dir", dir, errno);
+  return {};
+}
+
+Status WriteFile(const std::string& path, std::string_view data) {
+  auto fd = Open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!fd.ok()) return fd.error();
+  return WriteAll(fd->get(), data.data(), data.size(), path);
 }
 
 Status WriteFileDurable(const std::string& path, std::string_view data) {
@@ -145,6 +259,52 @@ Status WriteFileDurable(const std::string& path, std::string_view data) {
   if (!fd.ok()) return fd.error();
   RS_RETURN_IF_ERROR(WriteAll(fd->get(), data.data(), data.size(), path));
   return Fsync(fd->get(), path);
+}
+
+Result<std::shared_ptr<SyncBatcher>> SyncBatcher::For(const std::string& dir) {
+  static std::mutex mu;
+  static std::map<dev_t, std::weak_ptr<SyncBatcher>> by_dev;
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open dir", dir, errno);
+  UniqueFd guard(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoError("stat", dir, errno);
+  std::lock_guard lock(mu);
+  if (auto b = by_dev[st.st_dev].lock()) return b;
+  auto b = std::make_shared<SyncBatcher>(std::move(guard), st.st_dev, dir);
+  by_dev[st.st_dev] = b;
+  return b;
+}
+
+Status SyncBatcher::Sync() {
+  std::unique_lock lock(mu_);
+  // The first generation that starts after this call covers everything written before it.
+  const uint64_t need = started_ + 1;
+  while (done_ < need) {
+    if (running_) {
+      cv_.wait(lock);
+      continue;
+    }
+    running_ = true;
+    const uint64_t gen = ++started_;
+    lock.unlock();
+    Report(FsOp::kSyncFs, dir_);
+    g_fs_syncs.fetch_add(1, std::memory_order_relaxed);
+    const int rc = ::syncfs(fd_.get());
+    const int err = errno;
+    lock.lock();
+    running_ = false;
+    done_ = gen;
+    if (rc != 0) {
+      failed_.emplace_back(gen, ErrnoError("syncfs", dir_, err));
+      if (failed_.size() > 64) failed_.erase(failed_.begin());
+    }
+    cv_.notify_all();
+  }
+  for (const auto& [gen, error] : failed_) {
+    if (gen == need) return error;
+  }
+  return {};
 }
 
 Result<std::optional<std::string>> ReadFileIfExists(const std::string& path) {
@@ -178,19 +338,20 @@ bool IsDir(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-Status MkdirAll(const std::string& base, const std::string& path) {
+Status MkdirAll(const std::string& base, const std::string& path, bool sync) {
   std::string where;
-  int err = MkdirAllErrno(base, path, &where);
+  int err = MkdirAllErrno(base, path, &where, sync);
   if (err != 0) return ErrnoError("mkdir", where, err);
   return {};
 }
 
 Status RemoveAll(const std::string& path) {
   std::error_code ec;
-  std::filesystem::remove_all(path, ec);
+  const auto removed = std::filesystem::remove_all(path, ec);
   if (ec && ec != std::errc::no_such_file_or_directory) {
     return ErrnoError("remove", path, ec.value());
   }
+  if (removed > 0 && removed != static_cast<std::uintmax_t>(-1)) Report(FsOp::kRemoveAll, path);
   return {};
 }
 
@@ -198,7 +359,7 @@ void PruneEmptyDirs(const std::string& dir, const std::string& stop) {
   std::string cur = dir;
   while (IsUnder(cur, stop)) {
     // Not empty: someone else's entries. Missing (a crash hit mkdir -p midway): go on upwards.
-    if (::rmdir(cur.c_str()) != 0 && errno != ENOENT) return;
+    if (Rmdir(cur) != 0 && errno != ENOENT) return;
     cur = Parent(cur);
   }
 }
@@ -232,7 +393,7 @@ Result<std::vector<std::string>> ListDir(const std::string& dir, bool dirs_only)
   return out;
 }
 
-Status Commit(const CommitPlan& plan) {
+Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
   // The names are joined to the target: a name that is not the layout's own could leave the drive
   // (old data is retired by rename, or removed in place) or take a neighbouring key's directory.
   if (!paths::IsMetaFileName(plan.meta_name) ||
@@ -247,11 +408,20 @@ Status Commit(const CommitPlan& plan) {
       !IsUnder(plan.staging, plan.root)) {
     return MakeError(ErrorCode::kInternalError, "commit target outside drive: " + plan.target);
   }
+  std::shared_ptr<SyncBatcher> own;
+  if (!sync) {
+    auto b = SyncBatcher::For(plan.root);
+    if (!b.ok()) return b.error();
+    own = std::move(*b);
+    sync = own.get();
+  }
   const std::string staged_data = Join(plan.staging, "data");
   const std::string staged_meta = Join(plan.staging, "meta");
   const std::string target_meta = Join(plan.target, plan.meta_name);
 
-  // 1. Journal what this commit may orphan, before anything becomes visible in the target.
+  // 1. Journal what this commit may orphan. Not synced by itself: barrier 1 below makes it
+  // durable together with the staged data and metadata, before anything touches the target (so a
+  // torn journal after a crash means the target was never touched).
   try {
     json intent = {{"version", 1},
                    {"base", plan.base.substr(plan.root.size() + 1)},
@@ -260,33 +430,30 @@ Status Commit(const CommitPlan& plan) {
                    {"data", json::array()}};
     if (!plan.new_data_name.empty()) intent["data"].push_back(plan.new_data_name);
     if (!plan.old_data_name.empty()) intent["data"].push_back(plan.old_data_name);
-    // Written under a temporary name so recovery never sees a half-written journal.
-    const std::string tmp = Join(plan.staging, "intent.tmp");
-    RS_RETURN_IF_ERROR(WriteFileDurable(tmp, intent.dump()));
-    if (::rename(tmp.c_str(), Join(plan.staging, kIntentFile).c_str()) != 0) {
-      return ErrnoError("rename", tmp, errno);
-    }
+    RS_RETURN_IF_ERROR(WriteFile(Join(plan.staging, kIntentFile), intent.dump()));
   } catch (const std::exception& e) {
     return MakeError(ErrorCode::kInternalError, std::string("commit intent: ") + e.what());
   }
-  RS_RETURN_IF_ERROR(FsyncDir(plan.staging));
+  // Barrier 1 (group commit): staged files, their directories and the journal are durable.
+  RS_RETURN_IF_ERROR(sync->Sync());
 
   const bool has_meta = Exists(staged_meta);
   bool data_moved = false;
   auto rollback = [&] {
-    if (data_moved) ::rename(Join(plan.target, plan.new_data_name).c_str(), staged_data.c_str());
+    if (data_moved) (void)Rename(Join(plan.target, plan.new_data_name), staged_data);
   };
 
   // 2. Create the target and move the data in. A concurrent delete of a neighbouring key may
-  // prune a freshly created (still empty) target between the two steps: retry then.
+  // prune a freshly created (still empty) target between the two steps: retry then. The new
+  // directories need no sync of their own: barrier 2 covers them.
   if (!plan.new_data_name.empty()) {
     const std::string dest = Join(plan.target, plan.new_data_name);
     for (int attempt = 0;; ++attempt) {
       std::string where;
       const char* op = "mkdir";
-      int err = MkdirAllErrno(plan.base, plan.target, &where);
+      int err = MkdirAllErrno(plan.base, plan.target, &where, /*sync=*/false);
       if (err == 0) {
-        if (::rename(staged_data.c_str(), dest.c_str()) == 0) break;
+        if (Rename(staged_data, dest) == 0) break;
         err = errno;
         where = dest;
         op = "rename";
@@ -296,30 +463,31 @@ Status Commit(const CommitPlan& plan) {
     }
     data_moved = true;
   } else if (has_meta && !IsDir(plan.target)) {
-    RS_RETURN_IF_ERROR(MkdirAll(plan.base, plan.target));
+    RS_RETURN_IF_ERROR(MkdirAll(plan.base, plan.target, /*sync=*/false));
   }
 
   // 3. The commit point: the metadata file is replaced (or removed) atomically.
   if (has_meta) {
-    if (::rename(staged_meta.c_str(), target_meta.c_str()) != 0) {
+    if (Rename(staged_meta, target_meta) != 0) {
       int err = errno;
       rollback();
       return ErrnoError("rename", target_meta, err);
     }
-  } else if (::unlink(target_meta.c_str()) != 0 && errno != ENOENT) {
+  } else if (Unlink(target_meta) != 0 && errno != ENOENT) {
     int err = errno;
     rollback();
     return ErrnoError("unlink", target_meta, err);
   }
-  if (auto st = FsyncDir(plan.target); !st.ok()) {
-    // The rename happened; durability is uncertain but the new version is what readers see.
-    spdlog::warn("storage: commit of {} may not be durable: {}", target_meta, st.error().message);
-  }
+  // Barrier 2 (group commit): the renames are durable; only now may the write be acknowledged.
+  // A failure leaves the new version visible but maybe not durable: this drive does not count
+  // towards the write's quorum.
+  RS_RETURN_IF_ERROR(sync->Sync());
 
-  // 4. Retire the old data into the staging area, where the caller (or recovery) deletes it.
+  // 4. Retire the old data into the staging area, where the caller (or recovery) deletes it. Not
+  // synced: after a crash recovery finds the journal and removes it again.
   if (!plan.old_data_name.empty() && plan.old_data_name != plan.new_data_name) {
     const std::string old = Join(plan.target, plan.old_data_name);
-    if (::rename(old.c_str(), Join(plan.staging, "old").c_str()) != 0 && errno != ENOENT) {
+    if (Rename(old, Join(plan.staging, "old")) != 0 && errno != ENOENT) {
       spdlog::warn("storage: cannot retire {}: {}; removing in place", old, std::strerror(errno));
       (void)RemoveAll(old);
     }
@@ -332,8 +500,14 @@ Status RecoverStaging(const std::string& root, const std::string& staging,
   auto raw = ReadFileIfExists(Join(staging, kIntentFile));
   if (!raw.ok()) return raw.error();
   if (!raw->has_value()) return {};  // crashed before journaling: nothing reached the target
+  // The journal is made durable (barrier 1) before the target is touched: a torn or empty one
+  // means the crash came first, and nothing reached the target.
+  json intent = json::parse(**raw, nullptr, /*allow_exceptions=*/false);
+  if (intent.is_discarded() || !intent.is_object()) {
+    spdlog::info("storage: recovery ignores the unfinished journal in {}", staging);
+    return {};
+  }
   try {
-    json intent = json::parse(**raw);
     std::string rel = intent.at("target").get<std::string>();
     std::string base_rel = intent.value("base", std::string());
     std::string meta = intent.at("meta").get<std::string>();

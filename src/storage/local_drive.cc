@@ -28,6 +28,11 @@ class LocalShardWriter final : public ShardWriter {
     return fsutil::WriteAll(fd_.get(), data.data(), data.size(), path_);
   }
   Status Finish() override { return fsutil::Fsync(fd_.get(), path_); }
+  // The commit's barrier makes the file durable (see Drive::RenameData).
+  Status Close() override {
+    fd_.Reset();
+    return {};
+  }
 
  private:
   UniqueFd fd_;
@@ -94,7 +99,7 @@ Result<bool> LocalDrive::EnsureRoot() {
 Status LocalDrive::Prepare() {
   for (const std::string& d : {paths::SysDir(root_), paths::TmpDir(root_),
                                paths::MultipartRoot(root_), paths::BucketsMetaDir(root_)}) {
-    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
+    if (fsutil::Mkdir(d, 0755) != 0 && errno != EEXIST)
       return fsutil::ErrnoError("mkdir", d, errno);
   }
   auto entries = fsutil::ListDir(paths::TmpDir(root_), /*dirs_only=*/false);
@@ -123,7 +128,7 @@ Result<bool> LocalDrive::MakeVol(const std::string& bucket, const std::string& r
   }
   bool existed = false;
   const std::string dir = paths::BucketDir(root_, bucket);
-  if (::mkdir(dir.c_str(), 0755) != 0) {
+  if (fsutil::Mkdir(dir, 0755) != 0) {
     if (errno != EEXIST) return fsutil::ErrnoError("mkdir", dir, errno);
     existed = true;
   } else {
@@ -158,14 +163,14 @@ Result<bool> LocalDrive::VolHasObjects(const std::string& bucket) {
 Status LocalDrive::DeleteVol(const std::string& bucket) {
   RS_RETURN_IF_ERROR(paths::ValidateBucketName(bucket));
   const std::string staging = Join(paths::TmpDir(root_), hash::RandomHex(16));
-  if (::mkdir(staging.c_str(), 0700) != 0) {
+  if (fsutil::Mkdir(staging, 0700) != 0) {
     (void)fsutil::RemoveAll(paths::BucketDir(root_, bucket));
   } else {
-    ::rename(paths::BucketDir(root_, bucket).c_str(), Join(staging, "bucket").c_str());
-    ::rename(paths::MultipartBucketDir(root_, bucket).c_str(), Join(staging, "mp").c_str());
+    (void)fsutil::Rename(paths::BucketDir(root_, bucket), Join(staging, "bucket"));
+    (void)fsutil::Rename(paths::MultipartBucketDir(root_, bucket), Join(staging, "mp"));
     (void)fsutil::RemoveAll(staging);
   }
-  ::unlink(paths::BucketMetaFile(root_, bucket).c_str());
+  (void)fsutil::Unlink(paths::BucketMetaFile(root_, bucket));
   return fsutil::FsyncDir(root_);
 }
 
@@ -196,7 +201,7 @@ Result<std::vector<std::string>> LocalDrive::ListDir(const std::string& path, bo
 
 Status LocalDrive::MakeDir(const std::string& path) {
   RS_ABS(abs, path);
-  if (::mkdir(abs.c_str(), 0755) != 0) return fsutil::ErrnoError("mkdir", abs, errno);
+  if (fsutil::Mkdir(abs, 0755) != 0) return fsutil::ErrnoError("mkdir", abs, errno);
   return {};
 }
 
@@ -209,20 +214,20 @@ Status LocalDrive::MakeDirAll(const std::string& base, const std::string& path) 
 Status LocalDrive::Rename(const std::string& from, const std::string& to) {
   RS_ABS(a, from);
   RS_ABS(b, to);
-  if (::rename(a.c_str(), b.c_str()) != 0) return fsutil::ErrnoError("rename", a, errno);
+  if (fsutil::Rename(a, b) != 0) return fsutil::ErrnoError("rename", a, errno);
   return {};
 }
 
 Status LocalDrive::Link(const std::string& from, const std::string& to) {
   RS_ABS(a, from);
   RS_ABS(b, to);
-  if (::link(a.c_str(), b.c_str()) != 0) return fsutil::ErrnoError("link", a, errno);
+  if (fsutil::Link(a, b) != 0) return fsutil::ErrnoError("link", a, errno);
   return {};
 }
 
 Status LocalDrive::Unlink(const std::string& path) {
   RS_ABS(abs, path);
-  if (::unlink(abs.c_str()) != 0 && errno != ENOENT)
+  if (fsutil::Unlink(abs) != 0 && errno != ENOENT)
     return fsutil::ErrnoError("unlink", abs, errno);
   return {};
 }
@@ -258,9 +263,10 @@ Result<fsutil::UniqueFd> LocalDrive::CreateShardFile(const std::string& path,
   int err = 0;
   auto fd = fsutil::Open(abs, kFlags, 0644, &err);
   if (fd.ok() || err != ENOENT || !InStaging(path)) return fd;
-  // The staging directory (and the shard's parent in it) is made by the first shard write.
+  // The staging directory (and the shard's parent in it) is made by the first shard write; the
+  // commit's first barrier makes the new entries durable.
   const std::string parent = abs.substr(0, abs.rfind('/'));
-  RS_RETURN_IF_ERROR(fsutil::MkdirAll(paths::TmpDir(root_), parent));
+  RS_RETURN_IF_ERROR(fsutil::MkdirAll(paths::TmpDir(root_), parent, /*sync=*/false));
   return fsutil::Open(abs, kFlags, 0644);
 }
 
@@ -286,18 +292,21 @@ Status LocalDrive::WriteShardAt(const std::string& path, uint64_t offset, std::s
   RS_ABS(abs, path);
   auto fd = create ? CreateShardFile(path, abs) : fsutil::Open(abs, O_WRONLY, 0644);
   if (!fd.ok()) return fd.error();
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::pwrite(fd->get(), data.data() + done, data.size() - done,
-                         static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fsutil::ErrnoError("pwrite", abs, errno);
-    }
-    done += static_cast<size_t>(n);
-  }
+  RS_RETURN_IF_ERROR(fsutil::Pwrite(fd->get(), data.data(), data.size(), offset, abs));
   if (sync) return fsutil::Fsync(fd->get(), abs);
   return {};
+}
+
+Result<std::shared_ptr<fsutil::SyncBatcher>> LocalDrive::Batcher() {
+  struct stat st;
+  if (::stat(root_.c_str(), &st) != 0) return fsutil::ErrnoError("stat", root_, errno);
+  std::lock_guard lock(batcher_mu_);
+  if (!batcher_ || batcher_->dev() != st.st_dev) {
+    auto b = fsutil::SyncBatcher::For(root_);
+    if (!b.ok()) return b.error();
+    batcher_ = std::move(*b);
+  }
+  return batcher_;
 }
 
 Status LocalDrive::Commit(const fsutil::CommitPlan& plan) {
@@ -309,7 +318,9 @@ Status LocalDrive::Commit(const fsutil::CommitPlan& plan) {
   abs.base = base;
   abs.staging = staging;
   abs.target = target;
-  return fsutil::Commit(abs);
+  auto batcher = Batcher();
+  if (!batcher.ok()) return batcher.error();
+  return fsutil::Commit(abs, batcher->get());
 }
 
 Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
@@ -326,7 +337,7 @@ Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
   RS_ABS(target, req.key_dir);
   const std::string base = paths::BucketDir(root_, req.bucket);
   if (!fsutil::IsDir(base)) return MakeError(ErrorCode::kNoSuchBucket);
-  if (::mkdir(staging.c_str(), 0755) != 0 && errno != EEXIST)
+  if (fsutil::Mkdir(staging, 0755) != 0 && errno != EEXIST)
     return fsutil::ErrnoError("mkdir", staging, errno);
   RenameDataResult out;
   const std::string meta_path = Join(target, req.meta_name);
@@ -340,9 +351,12 @@ Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
     }
     out.old_meta = std::move(*old);
   }
-  if (req.meta) RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(Join(staging, "meta"), *req.meta));
+  // Not synced here: the commit's first barrier makes it durable with the data.
+  if (req.meta) RS_RETURN_IF_ERROR(fsutil::WriteFile(Join(staging, "meta"), *req.meta));
+  auto batcher = Batcher();
+  if (!batcher.ok()) return batcher.error();
   fsutil::CommitPlan plan{root_, base, staging, target, req.meta_name, req.data_name, old_data};
-  RS_RETURN_IF_ERROR(fsutil::Commit(plan));
+  RS_RETURN_IF_ERROR(fsutil::Commit(plan, batcher->get()));
   if (req.meta && !old_data.empty() && old_data != req.data_name &&
       fsutil::Exists(Join(staging, "old"))) {
     out.old_data_name = old_data;  // kept for the caller: removed or restored after the quorum

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+
+#include <memory>
 #include <string>
 
 #include "storage/drive.h"
@@ -67,8 +70,13 @@ class LocalDrive final : public Drive {
   // Creates the shard file `abs` (drive-relative `path`) exclusively, with its missing parent
   // directories when it lies in the staging area.
   Result<fsutil::UniqueFd> CreateShardFile(const std::string& path, const std::string& abs) const;
+  // The group-commit batcher of the file system the drive is on now (checked on every call: a
+  // replaced disk is a different file system).
+  Result<std::shared_ptr<fsutil::SyncBatcher>> Batcher();
 
   std::string root_;
+  std::mutex batcher_mu_;
+  std::shared_ptr<fsutil::SyncBatcher> batcher_;
 };
 
 // The data directory name the metadata file at `meta_path` (absolute) references; "" when the
