@@ -2,7 +2,8 @@
 inter-node RDMA on over the soft fabric, MINIO_RDMA_MIN_SIZE=16KiB, MINIO_RDMA_CHANNELS=2.
 
 - 200 objects whose shards all move over RDMA open at most peers x channels connections per node
-  (rdmastor_rdma_internode_connections_opened_total), instead of one per piece;
+  (rdmastor_rdma_internode_connections_opened_total), instead of one per piece, and that many stay
+  open to each node's target (/proc/net/tcp);
 - a node SIGKILLed mid-transfer leaves nothing behind on the survivors: no socket in CLOSE_WAIT,
   no descriptor of a closed socket, no connection toward the dead node (counted from
   /proc/PID/fd and /proc/net/*).
@@ -113,6 +114,11 @@ def test_pieces_reuse_persistent_channels(cluster):
         opened = metric_sum(m, OPENED)
         # Serving pieces for 3 peers over at most 2 channels each, whatever the piece count.
         assert 0 < opened <= PEERS * CHANNELS, (i, opened)
+        # Seen from outside: the connections the peers hold open to node i's RDMA target.
+        port = target_port(c.nodes[i])
+        established = sum(1 for state, local, _ in _net_tables().values()
+                          if state == "01" and local == port)
+        assert 0 < established <= PEERS * CHANNELS, (i, established)
 
 
 def test_killed_node_leaves_no_sockets_behind(cluster):
