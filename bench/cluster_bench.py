@@ -32,6 +32,7 @@ MODES = {
 SENT = "minio_system_network_internode_sent_bytes_total"
 RECV = "minio_system_network_internode_recv_bytes_total"
 FALLBACKS = "minio_system_network_internode_rdma_fallbacks_total"
+OPENED = "rdmastor_rdma_internode_connections_opened_total"
 
 
 def log(msg):
@@ -57,14 +58,17 @@ def parse_args():
 
 
 def internode_traffic(cluster):
-    """{"rdma": bytes, "tcp": bytes, "fallbacks": n} sent+received over all nodes."""
+    """{"rdma": bytes, "tcp": bytes, "fallbacks": n, "connections": n} sent+received over all
+    nodes; connections: inter-node RDMA channels opened (persistent: at most peers x
+    MINIO_RDMA_CHANNELS per node unless channels fail or idle out)."""
     from cluster_util import metric_sum
-    out = {"rdma": 0.0, "tcp": 0.0, "fallbacks": 0.0}
+    out = {"rdma": 0.0, "tcp": 0.0, "fallbacks": 0.0, "connections": 0.0}
     for i in range(cluster.n):
         m = cluster.metrics(i)
         for t in ("rdma", "tcp"):
             out[t] += metric_sum(m, SENT, transport=t)
         out["fallbacks"] += metric_sum(m, FALLBACKS)
+        out["connections"] += metric_sum(m, OPENED)
     return out
 
 
@@ -182,8 +186,9 @@ def fmt(v, digits=1):
 
 def table(runs, args):
     lines = ["| setup | size | PUT MiB/s | GET MiB/s | PUT CPU s/GiB per node | "
-             "GET CPU s/GiB per node | inter-node bytes over RDMA | peer calls per PUT / GET |",
-             "|---|---|---:|---:|---|---|---:|---:|"]
+             "GET CPU s/GiB per node | inter-node bytes over RDMA | peer calls per PUT / GET | "
+             "RDMA connections opened |",
+             "|---|---|---:|---:|---|---|---:|---:|---:|"]
     for run in runs:
         for cell in run["cells"]:
             put, get = cell["put"], cell["get"]
@@ -205,11 +210,12 @@ def table(runs, args):
                     share += f", {tr['fallbacks']:.0f} fallback(s)"
             calls = cell.get("calls")
             calls_text = "%.0f / %.0f" % (calls["put"], calls["get"]) if calls else "-"
-            lines.append("| %s | %s | %s%s | %s%s | %s | %s | %s | %s |" % (
+            conns = "%.0f" % tr["connections"] if tr is not None else "-"
+            lines.append("| %s | %s | %s%s | %s%s | %s | %s | %s | %s | %s |" % (
                 MODES[run["mode"]], cell["size_text"],
                 fmt(put["mib_per_s"] if put else None), "*" if put and put["time_limited"] else "",
                 fmt(get["mib_per_s"] if get else None), "*" if get and get["time_limited"] else "",
-                per_node(put), per_node(get), share, calls_text))
+                per_node(put), per_node(get), share, calls_text, conns))
     lines.append("")
     lines.append(f"s3bench, {args.concurrency} threads spread over the nodes, each phase "
                  f"{args.duration_s:g} s (* = stopped by the time limit, the usual case); "
@@ -218,6 +224,9 @@ def table(runs, args):
                  f"{args.load_at_start}.")
     lines.append("Inter-node bytes: minio_system_network_internode_sent_bytes_total summed over "
                  "the nodes, over the cell (PUT, GET and the cleanup's deletes).")
+    lines.append("RDMA connections opened: rdmastor_rdma_internode_connections_opened_total "
+                 "summed over the nodes, over the cell (4 nodes: at most 4 x 3 peers x "
+                 "MINIO_RDMA_CHANNELS with persistent channels).")
     lines.append("Peer calls: rdmastor_peer_calls_total sent by node 1 for one PUT / one GET of the "
                  "cell's size through node 1 (storage and lock calls, mean of 3 each, after the "
                  "s3bench run; 12 of the set's 16 drives are remote).")
