@@ -23,8 +23,8 @@
 #include <string_view>
 #include <vector>
 
-#include "client/http_client.h"
-#include "common/result.h"
+#include "rdmastor/s3_client.h"
+#include "rdmastor/result.h"
 
 namespace rdmastor::client {
 

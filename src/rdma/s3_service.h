@@ -18,7 +18,7 @@
 #include "rdma/memory.h"
 #include "rdma/token.h"
 #include "rdma/transfer.h"
-#include "s3/http_types.h"
+#include "common/http_types.h"
 
 namespace rdmastor::rdma {
 
@@ -64,7 +64,7 @@ class S3RdmaService {
 
   // PUT / UploadPart: a body of exactly token.rsize bytes read from the client's buffer. Read()
   // fails with the transfer's S3 error (failure() keeps it for the handler).
-  class ClientBody : public s3::BodySource {
+  class ClientBody : public BodySource {
    public:
     ~ClientBody() override;
     Result<size_t> Read(char* buf, size_t len) override;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "s3/http_types.h"
+#include "common/http_types.h"
 
 namespace rdmastor::s3 {
 

@@ -258,7 +258,7 @@ Result<ObjectMeta> DriveStore::ReadMeta(const std::string& meta_path) {
   return ParseObjectMeta(**raw, meta_path);
 }
 
-Result<uint64_t> DriveStore::ReceiveBody(s3::BodySource& body, std::optional<uint64_t> declared,
+Result<uint64_t> DriveStore::ReceiveBody(BodySource& body, std::optional<uint64_t> declared,
                                          uint64_t limit, const std::string& file,
                                          std::string* md5_out, bool sync) {
   if (declared && *declared > limit) {
@@ -415,7 +415,7 @@ Status DriveStore::DeleteBucket(const std::string& bucket) {
 // ---- Objects ---------------------------------------------------------------------------------
 
 Result<ObjectInfo> DriveStore::PutObject(const std::string& bucket, const std::string& key,
-                                         s3::BodySource& body, const PutOptions& opts,
+                                         BodySource& body, const PutOptions& opts,
                                          const CommitCheck& check) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   auto loc = paths::MapKey(key);
@@ -649,7 +649,7 @@ Result<std::string> DriveStore::NewMultipartUpload(const std::string& bucket,
 
 Result<PartInfo> DriveStore::PutObjectPart(const std::string& bucket, const std::string& key,
                                            const std::string& upload_id, int part_number,
-                                           s3::BodySource& body, std::optional<uint64_t> size,
+                                           BodySource& body, std::optional<uint64_t> size,
                                            const CommitCheck& check) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   if (part_number < 1 || part_number > kMaxPartNumber) {

@@ -63,7 +63,7 @@ class DriveStore final : public ObjectLayer {
   Status DeleteBucket(const std::string& bucket) override;
 
   Result<ObjectInfo> PutObject(const std::string& bucket, const std::string& key,
-                               s3::BodySource& body, const PutOptions& opts,
+                               BodySource& body, const PutOptions& opts,
                                const CommitCheck& check) override;
   Result<std::unique_ptr<ObjectReader>> OpenObject(const std::string& bucket,
                                                    const std::string& key) override;
@@ -77,7 +77,7 @@ class DriveStore final : public ObjectLayer {
                                          const PutOptions& opts) override;
   Result<PartInfo> PutObjectPart(const std::string& bucket, const std::string& key,
                                  const std::string& upload_id, int part_number,
-                                 s3::BodySource& body, std::optional<uint64_t> size,
+                                 BodySource& body, std::optional<uint64_t> size,
                                  const CommitCheck& check) override;
   Result<std::vector<PartInfo>> ListParts(const std::string& bucket, const std::string& key,
                                           const std::string& upload_id) override;
@@ -105,7 +105,7 @@ class DriveStore final : public ObjectLayer {
 
   // Streams `body` into <staging>/data/part.1 and checks the size; returns bytes written.
   // `md5_out` receives the hex MD5 when non-null (used when no CommitCheck computes the ETag).
-  Result<uint64_t> ReceiveBody(s3::BodySource& body, std::optional<uint64_t> declared,
+  Result<uint64_t> ReceiveBody(BodySource& body, std::optional<uint64_t> declared,
                                uint64_t limit, const std::string& file, std::string* md5_out,
                                bool sync = true);
   // Publishes <staging>/data + <staging>/meta as the object `key` (holds the key lock; checks

@@ -475,7 +475,7 @@ class ErasureSet {
   // creation makes its directories), or into `inline_out` (per position) when allowed and the body
   // stays below kInlineThreshold. Drops drives that fail; fails when fewer than write quorum
   // remain.
-  Result<uint64_t> Encode(s3::BodySource& body, std::optional<uint64_t> declared, uint64_t limit,
+  Result<uint64_t> Encode(BodySource& body, std::optional<uint64_t> declared, uint64_t limit,
                           const Codec& codec, const std::vector<int>& dist, const Stagings& st,
                           std::vector<bool>& alive, const std::string& rel, bool allow_inline,
                           std::vector<std::string>* inline_out, std::string* md5_out,
@@ -678,7 +678,7 @@ class ErasureSet {
   }
 
   Result<ObjectInfo> PutObject(const std::string& bucket, const std::string& key,
-                               s3::BodySource& body, const PutOptions& opts,
+                               BodySource& body, const PutOptions& opts,
                                const CommitCheck& check) {
     RS_RETURN_IF_ERROR(CheckBucket(bucket, /*cached=*/true));
     auto loc = paths::MapKey(key);
@@ -944,7 +944,7 @@ class ErasureSet {
 
   Result<PartInfo> PutObjectPart(const std::string& bucket, const std::string& key,
                                  const std::string& upload_id, int part_number,
-                                 s3::BodySource& body, std::optional<uint64_t> size,
+                                 BodySource& body, std::optional<uint64_t> size,
                                  const CommitCheck& check) {
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
     if (part_number < 1 || part_number > kMaxPartNumber) {
@@ -1970,7 +1970,7 @@ Status ErasureStore::DeleteBucket(const std::string& bucket) {
 }
 
 Result<ObjectInfo> ErasureStore::PutObject(const std::string& bucket, const std::string& key,
-                                           s3::BodySource& body, const PutOptions& opts,
+                                           BodySource& body, const PutOptions& opts,
                                            const CommitCheck& check) {
   return SetFor(key).PutObject(bucket, key, body, opts, check);
 }
@@ -2012,7 +2012,7 @@ Result<std::string> ErasureStore::NewMultipartUpload(const std::string& bucket,
 
 Result<PartInfo> ErasureStore::PutObjectPart(const std::string& bucket, const std::string& key,
                                              const std::string& upload_id, int part_number,
-                                             s3::BodySource& body, std::optional<uint64_t> size,
+                                             BodySource& body, std::optional<uint64_t> size,
                                              const CommitCheck& check) {
   return SetFor(key).PutObjectPart(bucket, key, upload_id, part_number, body, size, check);
 }

@@ -143,7 +143,7 @@ class ErasureStore final : public ObjectLayer {
   Status DeleteBucket(const std::string& bucket) override;
 
   Result<ObjectInfo> PutObject(const std::string& bucket, const std::string& key,
-                               s3::BodySource& body, const PutOptions& opts,
+                               BodySource& body, const PutOptions& opts,
                                const CommitCheck& check) override;
   Result<std::unique_ptr<ObjectReader>> OpenObject(const std::string& bucket,
                                                    const std::string& key) override;
@@ -157,7 +157,7 @@ class ErasureStore final : public ObjectLayer {
                                          const PutOptions& opts) override;
   Result<PartInfo> PutObjectPart(const std::string& bucket, const std::string& key,
                                  const std::string& upload_id, int part_number,
-                                 s3::BodySource& body, std::optional<uint64_t> size,
+                                 BodySource& body, std::optional<uint64_t> size,
                                  const CommitCheck& check) override;
   Result<std::vector<PartInfo>> ListParts(const std::string& bucket, const std::string& key,
                                           const std::string& upload_id) override;

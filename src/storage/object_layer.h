@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "s3/http_types.h"
+#include "common/http_types.h"
 
 namespace rdmastor::storage {
 
@@ -119,7 +119,7 @@ class ObjectLayer {
 
   // Streams the body into storage; the object becomes visible atomically after `check` passes.
   virtual Result<ObjectInfo> PutObject(const std::string& bucket, const std::string& key,
-                                       s3::BodySource& body, const PutOptions& opts,
+                                       BodySource& body, const PutOptions& opts,
                                        const CommitCheck& check) = 0;
   virtual Result<std::unique_ptr<ObjectReader>> OpenObject(const std::string& bucket,
                                                            const std::string& key) = 0;
@@ -135,7 +135,7 @@ class ObjectLayer {
                                                  const PutOptions& opts) = 0;
   virtual Result<PartInfo> PutObjectPart(const std::string& bucket, const std::string& key,
                                          const std::string& upload_id, int part_number,
-                                         s3::BodySource& body, std::optional<uint64_t> size,
+                                         BodySource& body, std::optional<uint64_t> size,
                                          const CommitCheck& check) = 0;
   virtual Result<std::vector<PartInfo>> ListParts(const std::string& bucket,
                                                   const std::string& key,

@@ -1,0 +1,301 @@
+// The S3 client: SigV4-signed path-style requests over HttpClient, S3 error documents decoded.
+#include "rdmastor/s3_client.h"
+
+#include <charconv>
+#include <ctime>
+#include <pugixml.hpp>
+#include <utility>
+
+#include "common/hash.h"
+#include "common/uri.h"
+#include "s3/sigv4.h"
+
+namespace rdmastor::client {
+namespace {
+
+constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::optional<uint64_t> ParseUnsigned(std::string_view s) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+// --- S3 -------------------------------------------------------------------------------------
+
+Result<S3ClientConfig> S3ConfigFromEndpoint(std::string_view endpoint_url, std::string access_key,
+                                            std::string secret_key, std::string region,
+                                            const TlsClientOptions& tls) {
+  auto url = ParseHttpUrl(endpoint_url);
+  if (!url.ok()) return url.error();
+  if (!url->path.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "S3 endpoint '" + std::string(endpoint_url) + "' must not have a path");
+  }
+  S3ClientConfig c;
+  c.host = url->host;
+  c.port = url->port;
+  c.access_key = std::move(access_key);
+  c.secret_key = std::move(secret_key);
+  c.region = std::move(region);
+  if (url->tls) {
+    auto ctx = TlsContext::Create(tls);
+    if (!ctx.ok()) return ctx.error();
+    c.http.tls = std::move(ctx).value();
+  }
+  return c;
+}
+
+std::string S3ObjectPath(std::string_view bucket, std::string_view key) {
+  if (bucket.empty()) return "/";
+  std::string path = "/" + uri::Encode(bucket);
+  if (!key.empty()) path += "/" + uri::Encode(key, /*encode_slash=*/false);
+  return path;
+}
+
+Error S3ErrorFromResponse(const HttpResponse& resp, std::string_view what) {
+  std::string code_text, message, request_id;
+  if (!resp.body.empty()) {
+    pugi::xml_document doc;
+    if (doc.load_buffer(resp.body.data(), resp.body.size())) {
+      pugi::xml_node err = doc.child("Error");
+      code_text = err.child_value("Code");
+      message = err.child_value("Message");
+      request_id = err.child_value("RequestId");
+    }
+  }
+  if (request_id.empty()) {
+    if (const std::string* id = resp.FindHeader("x-amz-request-id")) request_id = *id;
+  }
+  ErrorCode code = ErrorCode::kInternalError;
+  if (!code_text.empty()) {
+    static const std::pair<std::string_view, ErrorCode> kCodes[] = {
+#define RDMASTOR_CODE_ENTRY(name, text, status, msg) {text, ErrorCode::name},
+        RDMASTOR_ERROR_CODES(RDMASTOR_CODE_ENTRY)
+#undef RDMASTOR_CODE_ENTRY
+    };
+    for (const auto& [text, c] : kCodes) {
+      if (text == code_text) {
+        code = c;
+        break;
+      }
+    }
+  } else {
+    // No error document (HEAD, or not an S3 server): fall back on the status.
+    switch (resp.status) {
+      case 403:
+        code = ErrorCode::kAccessDenied;
+        code_text = "AccessDenied";
+        break;
+      case 404:
+        code = ErrorCode::kNoSuchKey;
+        code_text = "NotFound";
+        break;
+      case 412:
+        code = ErrorCode::kPreconditionFailed;
+        code_text = "PreconditionFailed";
+        break;
+      case 416:
+        code = ErrorCode::kInvalidRange;
+        code_text = "InvalidRange";
+        break;
+      case 503:
+        code = ErrorCode::kSlowDown;
+        code_text = "SlowDown";
+        break;
+      default:
+        code_text = "UnknownError";
+        break;
+    }
+    if (message.empty()) {
+      message = resp.body.empty() ? resp.reason : resp.body.substr(0, 200);
+    }
+  }
+  std::string msg = "S3 " + code_text + " (HTTP " + std::to_string(resp.status) + "): " + message +
+                    " [" + std::string(what);
+  if (!request_id.empty()) msg += ", request-id " + request_id;
+  msg += "]";
+  return MakeError(code, std::move(msg));
+}
+
+S3Client::S3Client(S3ClientConfig config)
+    : config_(std::move(config)), http_(config_.host, config_.port, config_.http) {}
+
+Result<HttpResponse> S3Client::Execute(const S3Request& request, const ResponseTarget& target) {
+  std::string path = S3ObjectPath(request.bucket, request.key);
+  s3::SignInput in;
+  in.method = request.method;
+  in.raw_path = path;
+  in.raw_query = request.raw_query;
+  in.headers.reserve(request.headers.size() + 1);
+  in.headers.emplace_back("host", http_.host_header());
+  for (const auto& [k, v] : request.headers) in.headers.emplace_back(ToLower(k), v);
+  if (!request.payload_sha256.empty()) {
+    in.payload_sha256 = request.payload_sha256;
+  } else if (request.body_pull) {
+    in.payload_sha256 = std::string(kUnsignedPayload);
+  } else {
+    in.payload_sha256 = hash::Sha256Hex(request.body);
+  }
+  in.access_key = config_.access_key;
+  in.secret_key = config_.secret_key;
+  in.region = config_.region;
+  in.now_unix = static_cast<int64_t>(::time(nullptr));
+
+  HttpRequest http;
+  http.method = request.method;
+  http.target = request.raw_query.empty() ? path : path + "?" + request.raw_query;
+  http.headers = s3::SignRequest(in);
+  http.body = request.body;
+  http.body_pull = request.body_pull;
+  http.body_size = request.body_size;
+  return http_.Send(http, target);
+}
+
+Status S3Client::CreateBucket(std::string_view bucket) {
+  S3Request req;
+  req.method = "PUT";
+  req.bucket = std::string(bucket);
+  std::string body;
+  if (config_.region != "us-east-1") {
+    body =
+        "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        "<LocationConstraint>" +
+        config_.region +
+        "</LocationConstraint>"
+        "</CreateBucketConfiguration>";
+  }
+  req.body = body;
+  auto resp = Execute(req, ResponseTarget::Discard());
+  if (!resp.ok()) return resp.error();
+  if (!resp->success()) return S3ErrorFromResponse(*resp, "PUT /" + std::string(bucket));
+  return {};
+}
+
+Status S3Client::DeleteBucket(std::string_view bucket) {
+  S3Request req;
+  req.method = "DELETE";
+  req.bucket = std::string(bucket);
+  auto resp = Execute(req, ResponseTarget::Discard());
+  if (!resp.ok()) return resp.error();
+  if (!resp->success()) return S3ErrorFromResponse(*resp, "DELETE /" + std::string(bucket));
+  return {};
+}
+
+Status S3Client::DeleteObject(std::string_view bucket, std::string_view key) {
+  S3Request req;
+  req.method = "DELETE";
+  req.bucket = std::string(bucket);
+  req.key = std::string(key);
+  auto resp = Execute(req, ResponseTarget::Discard());
+  if (!resp.ok()) return resp.error();
+  if (!resp->success()) return S3ErrorFromResponse(*resp, "DELETE " + S3ObjectPath(bucket, key));
+  return {};
+}
+
+Result<PutObjectResult> S3Client::DoPut(S3Request request) {
+  request.method = "PUT";
+  auto resp = Execute(request, ResponseTarget::Discard());
+  std::string what = "PUT " + S3ObjectPath(request.bucket, request.key);
+  if (!resp.ok()) return resp.error();
+  if (!resp->success()) return S3ErrorFromResponse(*resp, what);
+  const std::string* etag = resp->FindHeader("etag");
+  if (etag == nullptr || etag->empty()) {
+    return MakeError(ErrorCode::kInternalError,
+                     what + ": HTTP " + std::to_string(resp->status) + " without an ETag");
+  }
+  return PutObjectResult{*etag, std::move(resp->headers)};
+}
+
+Result<PutObjectResult> S3Client::PutObject(std::string_view bucket, std::string_view key,
+                                            std::string_view data,
+                                            const HeaderList& extra_headers) {
+  S3Request req;
+  req.bucket = std::string(bucket);
+  req.key = std::string(key);
+  req.headers = extra_headers;
+  req.body = data;
+  req.payload_sha256 = std::string(kUnsignedPayload);
+  return DoPut(std::move(req));
+}
+
+Result<PutObjectResult> S3Client::PutObject(std::string_view bucket, std::string_view key,
+                                            uint64_t size, BodyPull pull,
+                                            const HeaderList& extra_headers) {
+  S3Request req;
+  req.bucket = std::string(bucket);
+  req.key = std::string(key);
+  req.headers = extra_headers;
+  req.body_pull = std::move(pull);
+  req.body_size = size;
+  req.payload_sha256 = std::string(kUnsignedPayload);
+  return DoPut(std::move(req));
+}
+
+Result<GetObjectResult> S3Client::DoGet(std::string_view bucket, std::string_view key,
+                                        std::optional<ByteRange> range,
+                                        const ResponseTarget& target) {
+  S3Request req;
+  req.method = "GET";
+  req.bucket = std::string(bucket);
+  req.key = std::string(key);
+  if (range) {
+    std::string value = "bytes=" + std::to_string(range->first) + "-";
+    if (range->last) value += std::to_string(*range->last);
+    req.headers.emplace_back("range", std::move(value));
+  }
+  std::string what = "GET " + S3ObjectPath(bucket, key);
+  auto resp = Execute(req, target);
+  if (!resp.ok()) return resp.error();
+  if (!resp->success()) return S3ErrorFromResponse(*resp, what);
+  if (resp->status != 200 && resp->status != 206) {
+    return MakeError(ErrorCode::kInternalError,
+                     what + ": unexpected HTTP " + std::to_string(resp->status));
+  }
+  GetObjectResult out;
+  out.status = resp->status;
+  out.bytes = resp->body_bytes;
+  if (resp->content_length && *resp->content_length != out.bytes) {
+    return MakeError(ErrorCode::kInternalError, what + ": received " + std::to_string(out.bytes) +
+                                                    " bytes, Content-Length " +
+                                                    std::to_string(*resp->content_length));
+  }
+  if (const std::string* etag = resp->FindHeader("etag")) out.etag = *etag;
+  if (resp->status == 206) {
+    const std::string* cr = resp->FindHeader("content-range");
+    if (cr == nullptr)
+      return MakeError(ErrorCode::kInternalError, what + ": 206 without Content-Range");
+    size_t slash = cr->rfind('/');
+    if (slash != std::string::npos) {
+      out.object_size = ParseUnsigned(std::string_view(*cr).substr(slash + 1));
+    }
+  } else {
+    out.object_size = out.bytes;
+  }
+  out.headers = std::move(resp->headers);
+  return out;
+}
+
+Result<GetObjectResult> S3Client::GetObject(std::string_view bucket, std::string_view key,
+                                            std::optional<ByteRange> range, const BodySink& sink) {
+  return DoGet(bucket, key, range, ResponseTarget::Sink(sink));
+}
+
+Result<GetObjectResult> S3Client::GetObjectInto(std::string_view bucket, std::string_view key,
+                                                std::optional<ByteRange> range, char* dst,
+                                                size_t capacity) {
+  return DoGet(bucket, key, range, ResponseTarget::Buffer(dst, capacity));
+}
+
+}  // namespace rdmastor::client
