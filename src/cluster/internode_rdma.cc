@@ -148,6 +148,8 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdma
       fo.allow = s.soft_allow;
       fo.connect_timeout = s.connect_timeout;
       fo.io_timeout = s.transfer.timeout;
+      fo.progress_interval = s.transfer.timeout;
+      fo.min_rate = s.transfer.min_rate;  // 0 by default: peers need only move some byte
       rdma::soft::SoftTargetOptions to;
       to.bind_ip = s.bind_ip;
       to.io_timeout = s.transfer.timeout;

@@ -117,6 +117,9 @@ class Endpoint {
   // Returns up to `max` completions, waiting up to `wait` for the first (ibv_poll_cq + a
   // completion channel or busy poll). 0 when none arrived in time.
   virtual Result<int> PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) = 0;
+  // Why the endpoint entered the error state, when the backend knows more than the completion
+  // status (the soft fabric: "the peer moved 3 bytes in 10000 ms ..."); empty otherwise.
+  virtual std::string error_detail() const { return {}; }
 };
 
 // What the server knows about the request a token arrived with.
