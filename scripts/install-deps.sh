@@ -17,6 +17,8 @@ PACKAGES=(
   dpkg-dev openssl
   # benchmark reference server
   nginx-light
+  # fuzz targets (fuzz/, scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -85,6 +85,8 @@ rdmastor::s3::HttpServerOptions HttpOptionsFor(const rdmastor::cli::ServerConfig
   o.max_connections = cfg.connections_max;
   o.body_timeout = std::chrono::milliseconds(cfg.body_timeout_ms);
   o.send_timeout = std::chrono::milliseconds(cfg.send_timeout_ms);
+  o.header_timeout = std::chrono::milliseconds(cfg.header_timeout_ms);
+  o.handshake_timeout = std::chrono::milliseconds(cfg.handshake_timeout_ms);
   o.min_rate = cfg.min_rate;
   // Peer RPC is authenticated before any body is read; one busy peer may use every worker.
   if (cfg.distributed) o.uncapped = rdmastor::cluster::IsPeerPath;
@@ -100,6 +102,14 @@ rdmastor::s3::ApiOptions ApiOptionsFor(const rdmastor::cli::ServerConfig& cfg) {
   o.ops.prometheus_public = cfg.prometheus_public;
   o.ops.access_key = cfg.root_user;
   o.ops.secret_key = cfg.root_password;
+  return o;
+}
+
+rdmastor::rdma::ServiceOptions RdmaOptionsFor(const rdmastor::cli::ServerConfig& cfg) {
+  rdmastor::rdma::ServiceOptions o;
+  o.transfer.timeout = std::chrono::milliseconds(cfg.rdma_progress_timeout_ms);
+  o.transfer.min_rate = cfg.rdma_min_rate;
+  o.transfers_per_client = static_cast<size_t>(cfg.rdma_transfers_per_client);
   return o;
 }
 
@@ -166,7 +176,7 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   auto deployment_monitor = rdmastor::cli::DeploymentMonitor(**store);
   drive_monitor.PublishMetrics(deployment_monitor.get());
   api_opts.ops.cluster_health = [&m = *deployment_monitor] { return m.Check(); };
-  auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg.rdma);
+  auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg.rdma, RdmaOptionsFor(cfg));
   api_opts.rdma = rdma_service.get();
   // Admin heal on any node heals the whole deployment (every set, through peer RPC).
   rdmastor::s3::HealService heal_service(store->get());
@@ -213,7 +223,7 @@ int RunServer(const std::vector<std::string>& args) {
   drive_monitor->PublishMetrics();
   api_opts.ops.cluster_health = [&m = *drive_monitor] { return m.Check(); };
   // S3 over RDMA (x-amz-rdma-token) on the fabric MINIO_RDMA_FABRIC selects; logs its state once.
-  auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg->rdma);
+  auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg->rdma, RdmaOptionsFor(*cfg));
   api_opts.rdma = rdma_service.get();
   // Admin heal (/minio/admin/v3/heal): runs ErasureStore::HealAll on its own thread.
   rdmastor::s3::HealService heal_service(store->erasure);

@@ -208,15 +208,28 @@ Status ParseApiLimits(const EnvMap& env, ServerConfig& cfg) {
     return st;
   if (auto st = duration("RDMASTOR_API_BODY_TIMEOUT", cfg.body_timeout_ms); !st.ok()) return st;
   if (auto st = duration("RDMASTOR_API_SEND_TIMEOUT", cfg.send_timeout_ms); !st.ok()) return st;
-  if (auto v = get("RDMASTOR_API_MIN_RATE"); !v.empty()) {
-    auto rate = v == "off" ? std::optional<uint64_t>(0) : ParseByteSize(v);
-    if (!rate)
+  if (auto st = duration("RDMASTOR_API_HEADER_TIMEOUT", cfg.header_timeout_ms); !st.ok()) return st;
+  if (auto st = duration("RDMASTOR_API_TLS_HANDSHAKE_TIMEOUT", cfg.handshake_timeout_ms); !st.ok())
+    return st;
+  auto rate = [&](const char* name, uint64_t& out) -> Status {
+    const std::string v = get(name);
+    if (v.empty()) return {};
+    auto r = v == "off" ? std::optional<uint64_t>(0) : ParseByteSize(v);
+    if (!r)
       return MakeError(ErrorCode::kInvalidArgument,
-                       "RDMASTOR_API_MIN_RATE='" + v +
+                       std::string(name) + "='" + v +
                            "' is invalid: use bytes per second (65536), a size such as 64KiB, "
                            "or off");
-    cfg.min_rate = *rate;
-  }
+    out = *r;
+    return {};
+  };
+  if (auto st = rate("RDMASTOR_API_MIN_RATE", cfg.min_rate); !st.ok()) return st;
+  if (auto st = duration("RDMASTOR_RDMA_PROGRESS_TIMEOUT", cfg.rdma_progress_timeout_ms); !st.ok())
+    return st;
+  if (auto st = rate("RDMASTOR_RDMA_MIN_RATE", cfg.rdma_min_rate); !st.ok()) return st;
+  if (auto st = count("RDMASTOR_RDMA_TRANSFERS_PER_CLIENT", 1, 4096, cfg.rdma_transfers_per_client);
+      !st.ok())
+    return st;
   return {};
 }
 

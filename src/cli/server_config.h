@@ -50,7 +50,13 @@ struct ServerConfig {
   uint64_t connections_max = 0;  // RDMASTOR_API_CONNECTIONS_MAX (0: from the fd limit)
   int body_timeout_ms = 30000;   // RDMASTOR_API_BODY_TIMEOUT
   int send_timeout_ms = 30000;   // RDMASTOR_API_SEND_TIMEOUT
+  int header_timeout_ms = 90000;      // RDMASTOR_API_HEADER_TIMEOUT (keep-alive wait + header)
+  int handshake_timeout_ms = 120000;  // RDMASTOR_API_TLS_HANDSHAKE_TIMEOUT
   uint64_t min_rate = 64 << 10;  // RDMASTOR_API_MIN_RATE, bytes/s (0: timeouts only)
+  // S3 over RDMA against trickling or greedy clients (rdma::ServiceOptions).
+  int rdma_progress_timeout_ms = 10000;  // RDMASTOR_RDMA_PROGRESS_TIMEOUT
+  uint64_t rdma_min_rate = 1 << 20;      // RDMASTOR_RDMA_MIN_RATE, bytes/s (0: any byte)
+  int rdma_transfers_per_client = 8;     // RDMASTOR_RDMA_TRANSFERS_PER_CLIENT
 };
 
 struct TlsFiles {

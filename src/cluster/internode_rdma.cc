@@ -167,6 +167,8 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdma
       fo.io_timeout = s.transfer.timeout;
       fo.tos = s.traffic_class;
       fo.max_idle_connections = 0;  // the channel pool keeps the connections
+      fo.progress_interval = s.transfer.timeout;
+      fo.min_rate = s.transfer.min_rate;  // 0 by default: peers need only move some byte
       rdma::soft::SoftTargetOptions to;
       to.bind_ip = s.bind_ip;
       to.io_timeout = s.transfer.timeout;

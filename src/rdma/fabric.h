@@ -121,6 +121,9 @@ class Endpoint {
   // one: false once it is in the error state or the remote closed, reset or disconnected it.
   // Meant for an idle endpoint (nothing outstanding) that is kept for reuse. Never blocks.
   virtual bool Alive() { return true; }
+  // Why the endpoint entered the error state, when the backend knows more than the completion
+  // status (the soft fabric: "the peer moved 3 bytes in 10000 ms ..."); empty otherwise.
+  virtual std::string error_detail() const { return {}; }
 };
 
 // What the server knows about the request a token arrived with.

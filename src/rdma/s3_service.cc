@@ -13,6 +13,8 @@ S3RdmaService::S3RdmaService(std::unique_ptr<Fabric> fabric, std::string unavail
       unavailable_reason_(std::move(unavailable_reason)),
       options_(options) {
   options_.slot_bytes = std::clamp<size_t>(options_.slot_bytes, 4096, options_.staging_bytes);
+  per_client_cap_ = std::clamp<size_t>(options_.transfers_per_client, 1,
+                                       std::max<size_t>(1, options_.max_buffers / 2));
   if (!fabric_) return;
   pool_ = std::make_unique<BufferPool>(*fabric_, options_.staging_bytes, options_.max_buffers);
   // One staging buffer registered now (it stays in the pool): registration pins memory, so a low
@@ -31,6 +33,33 @@ S3RdmaService::S3RdmaService(std::unique_ptr<Fabric> fabric, std::string unavail
 
 S3RdmaService::~S3RdmaService() = default;
 
+void S3RdmaService::ClientSlot::Release() {
+  if (!service_) return;
+  std::lock_guard lock(service_->clients_mu_);
+  auto it = service_->active_by_client_.find(key_);
+  if (it != service_->active_by_client_.end() && --it->second == 0)
+    service_->active_by_client_.erase(it);
+  service_ = nullptr;
+}
+
+Result<S3RdmaService::ClientSlot> S3RdmaService::AcquireClientSlot(const RequestOrigin& origin) {
+  // One key per client host whichever way its address is written (IPv4-mapped or not).
+  std::string key = origin.remote_ip;
+  if (key.rfind("::ffff:", 0) == 0) key.erase(0, 7);
+  std::lock_guard lock(clients_mu_);
+  size_t& active = active_by_client_[key];
+  if (active >= per_client_cap_) {
+    if (active == 0) active_by_client_.erase(key);
+    stats_.refused_per_client.fetch_add(1, std::memory_order_relaxed);
+    return MakeError(ErrorCode::kSlowDown,
+                     "this client already runs " + std::to_string(per_client_cap_) +
+                         " S3-over-RDMA transfers (RDMASTOR_RDMA_TRANSFERS_PER_CLIENT); retry "
+                         "when one has finished");
+  }
+  ++active;
+  return ClientSlot(this, std::move(key));
+}
+
 Result<S3RdmaService::PushResult> S3RdmaService::PushToClient(const RdmaToken& token,
                                                               const RequestOrigin& origin,
                                                               uint64_t length,
@@ -43,6 +72,8 @@ Result<S3RdmaService::PushResult> S3RdmaService::PushToClient(const RdmaToken& t
   };
   PushResult out;
   if (length == 0) return out;  // nothing to move: no endpoint needed
+  auto client_slot = AcquireClientSlot(origin);
+  if (!client_slot.ok()) return fail(client_slot.error());
   auto buffer = pool_->Acquire(options_.buffer_wait);
   if (!buffer.ok()) return fail(buffer.error());
   auto ep = fabric_->Connect(RemoteAddress::FromToken(token), origin);
@@ -90,6 +121,9 @@ Result<std::unique_ptr<S3RdmaService::ClientBody>> S3RdmaService::PullFromClient
     stats_.failures.fetch_add(1, std::memory_order_relaxed);
     return e;
   };
+  auto client_slot = AcquireClientSlot(origin);
+  if (!client_slot.ok()) return fail(client_slot.error());
+  body->client_slot_ = std::move(client_slot).value();
   auto buffer = pool_->Acquire(options_.buffer_wait);
   if (!buffer.ok()) return fail(buffer.error());
   body->buffer_ = std::move(buffer).value();

@@ -11,7 +11,9 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "rdma/fabric.h"
@@ -27,6 +29,10 @@ struct ServiceOptions {
   size_t slot_bytes = 1u << 20;     // ...split into pipeline slots of this size
   size_t max_buffers = 32;          // bounds staging memory: max_buffers * staging_bytes
   std::chrono::milliseconds buffer_wait{30000};
+  // RDMASTOR_RDMA_TRANSFERS_PER_CLIENT: transfers one client address may run at once; more get
+  // 503 SlowDown at once. Never more than half of max_buffers, so one client cannot take every
+  // staging buffer (and with them every other client's RDMA requests).
+  size_t transfers_per_client = 8;
   TransferOptions transfer;
 };
 
@@ -37,6 +43,7 @@ struct RdmaStats {
   std::atomic<uint64_t> bytes_to_clients{0};    // GET payload written into client buffers
   std::atomic<uint64_t> bytes_from_clients{0};  // PUT payload read from client buffers
   std::atomic<uint64_t> bytes_copied{0};        // user-space memcpy of payload on the server
+  std::atomic<uint64_t> refused_per_client{0};  // 503: the client's transfer cap was reached
 };
 
 class S3RdmaService {
@@ -51,6 +58,33 @@ class S3RdmaService {
   std::string_view fabric_name() const { return fabric_ ? fabric_->name() : "none"; }
   const std::string& unavailable_reason() const { return unavailable_reason_; }
   RdmaStats& stats() { return stats_; }
+  size_t transfers_per_client() const { return per_client_cap_; }
+
+  // One transfer counted against its client's cap while held.
+  class ClientSlot {
+   public:
+    ClientSlot() = default;
+    ClientSlot(ClientSlot&& o) noexcept : service_(o.service_), key_(std::move(o.key_)) {
+      o.service_ = nullptr;
+    }
+    ClientSlot& operator=(ClientSlot&& o) noexcept {
+      if (this != &o) {
+        Release();
+        service_ = o.service_;
+        key_ = std::move(o.key_);
+        o.service_ = nullptr;
+      }
+      return *this;
+    }
+    ~ClientSlot() { Release(); }
+
+   private:
+    friend class S3RdmaService;
+    ClientSlot(S3RdmaService* s, std::string key) : service_(s), key_(std::move(key)) {}
+    void Release();
+    S3RdmaService* service_ = nullptr;
+    std::string key_;
+  };
 
   // GET: fills [0, length) through read_at (object offsets relative to the start of the range)
   // and writes it to the client's buffer at raddr. The caller checked length <= rsize.
@@ -78,6 +112,7 @@ class S3RdmaService {
     Status PostSlot(size_t slot);
 
     S3RdmaService* service_ = nullptr;
+    ClientSlot client_slot_;              // released last
     BufferPool::Buffer buffer_;           // destroyed last: the endpoint may still reference it
     std::unique_ptr<Endpoint> endpoint_;  // destroyed before the buffer goes back to the pool
     std::unique_ptr<Transfer> transfer_;
@@ -90,9 +125,15 @@ class S3RdmaService {
                                                      const RequestOrigin& origin);
 
  private:
+  // kSlowDown when the origin already runs transfers_per_client transfers.
+  Result<ClientSlot> AcquireClientSlot(const RequestOrigin& origin);
+
   std::unique_ptr<Fabric> fabric_;
   std::string unavailable_reason_;
   ServiceOptions options_;
+  size_t per_client_cap_ = 1;
+  std::mutex clients_mu_;
+  std::map<std::string, size_t> active_by_client_;
   std::unique_ptr<BufferPool> pool_;
   RdmaStats stats_;
 };

@@ -137,6 +137,10 @@ std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
     case FabricKind::kSoft: {
       soft::SoftFabricOptions so;
       so.allow = settings.soft_allow;
+      // The byte-level progress check runs in the soft endpoint, on the transfer's settings.
+      so.progress_interval = options.transfer.timeout;
+      so.io_timeout = options.transfer.timeout;
+      so.min_rate = options.transfer.min_rate;
       spdlog::info("S3 over RDMA: on, soft fabric (TCP emulation; targets: the requesting host{})",
                    settings.soft_allow.empty() ? "" : " and MINIO_RDMA_SOFT_ALLOW");
       return std::make_unique<S3RdmaService>(std::make_unique<soft::SoftFabric>(so), "", options);

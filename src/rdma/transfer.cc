@@ -68,7 +68,10 @@ Status Transfer::WaitFor(uint64_t ticket) {
 
 Status Transfer::Progress() {
   if (error_) return *error_;
-  auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
+  auto limit = opt_.timeout;
+  if (opt_.min_rate > 0)
+    limit += std::chrono::milliseconds(uint64_t{opt_.max_wr_bytes} * 1000 / opt_.min_rate);
+  auto deadline = std::chrono::steady_clock::now() + limit;
   Completion wc[16];
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -76,16 +79,17 @@ Status Transfer::Progress() {
     if (left.count() <= 0)
       return Fail(
           CompletionError(WcStatus::kRetryExceeded, bytes_completed_ > 0,
-                          "no completion within " + std::to_string(opt_.timeout.count()) + " ms"));
+                          "no completion within " + std::to_string(limit.count()) + " ms"));
     auto n = ep_.PollCompletions(wc, 16, std::min(left, std::chrono::milliseconds(100)));
     if (!n.ok()) return Fail(n.error());
     for (int i = 0; i < *n; ++i) {
       if (wc[i].status != WcStatus::kSuccess) {
         // Completions arrive in order, so requests before a failed one did land.
         bool moved = bytes_completed_ > 0 || wc[i].wr_id > completed_through_ + 1;
-        return Fail(CompletionError(wc[i].status, moved,
-                                    "work request " + std::to_string(wc[i].wr_id) + " of " +
-                                        std::to_string(next_wr_id_ - 1)));
+        std::string detail = "work request " + std::to_string(wc[i].wr_id) + " of " +
+                             std::to_string(next_wr_id_ - 1);
+        if (auto why = ep_.error_detail(); !why.empty()) detail += ": " + why;
+        return Fail(CompletionError(wc[i].status, moved, detail));
       }
       // Requests on one endpoint complete in order: a signaled completion covers all before it.
       completed_through_ = std::max(completed_through_, wc[i].wr_id);

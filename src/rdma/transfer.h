@@ -19,8 +19,11 @@ struct TransferOptions {
   uint32_t max_wr_bytes = 1u << 20;
   int max_outstanding = 16;
   int signal_interval = 8;
-  // A transfer fails when no completion arrives for this long (a vanished or frozen peer).
+  // A transfer fails when no completion arrives for this long (a vanished or frozen peer) plus
+  // the time one work request takes at min_rate (bytes/s; 0: not added): a peer moving bytes at
+  // min_rate is never cut off here. The byte-level progress check is the endpoint's (soft fabric).
   std::chrono::milliseconds timeout{10000};
+  uint64_t min_rate = 0;
 };
 
 class Transfer {

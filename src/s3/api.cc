@@ -1161,22 +1161,9 @@ void S3Api::GetObject(Context& ctx, bool head) {
                                     "Cannot specify both Range header and partNumber query "
                                     "parameter"));
   if (ctx.Has("partNumber")) {
-    auto pn = ParseInt(ctx.Q("partNumber"));
-    if (!pn || *pn < 1 || *pn > 10000)
-      return SendError(ctx,
-                       MakeError(ErrorCode::kInvalidArgument,
-                                 "Part number must be an integer between 1 and 10000, inclusive"));
-    // A part the object does not have is 400 InvalidPartNumber (AWS); a single-part object is
-    // its own part 1.
-    if (*pn > std::max(info.part_count, 1))
-      return SendError(ctx, MakeError(ErrorCode::kInvalidPartNumber));
-    if (info.part_count == 0) {
-      if (info.size > 0) range = ByteRange{0, info.size};
-    } else {
-      uint64_t start = 0;
-      for (int i = 0; i < *pn - 1; ++i) start += info.part_sizes[i];
-      range = ByteRange{start, info.part_sizes[*pn - 1]};
-    }
+    auto pr = PartNumberRange(ctx.Q("partNumber"), info.size, info.part_count, info.part_sizes);
+    if (!pr.ok()) return SendError(ctx, pr.error());
+    range = *pr;
   } else if (const auto* rh = ctx.req.FindHeader("range")) {
     auto r = ParseRange(*rh, info.size);
     if (!r.ok()) {

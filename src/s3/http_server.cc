@@ -172,7 +172,7 @@ class Session final : public Connection,
   void Start() override {
     asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
       if constexpr (kTls) {
-        self->Lowest().expires_after(self->opts_.io_timeout);
+        self->Lowest().expires_after(self->opts_.handshake_timeout);
         self->stream_.async_handshake(ssl::stream_base::server, [self](beast::error_code ec) {
           // A plain-HTTP client or a failed certificate check on the client side: just close.
           if (ec) {
@@ -360,7 +360,7 @@ class Session final : public Connection,
     response_written_ = 0;
     response_length_ = 0;
     body_bytes_read_ = 0;
-    Lowest().expires_after(opts_.idle_timeout);
+    Lowest().expires_after(opts_.header_timeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });

@@ -34,8 +34,9 @@ struct HttpServerOptions {
   int io_threads = 0;                     // 0 = one per core
   int worker_threads = 64;                // blocking request handlers (MINIO_API_REQUESTS_MAX)
   uint32_t header_limit = 32 * 1024;      // bytes of request line + headers
-  std::chrono::seconds idle_timeout{90};  // keep-alive wait for the next request (and its header)
-  std::chrono::seconds io_timeout{120};   // TLS handshake
+  // Keep-alive wait for the next request and its complete header (RDMASTOR_API_HEADER_TIMEOUT).
+  std::chrono::milliseconds header_timeout{90000};
+  std::chrono::milliseconds handshake_timeout{120000};  // RDMASTOR_API_TLS_HANDSHAKE_TIMEOUT
   size_t drain_limit = 8 << 20;           // unread body bytes we swallow to keep a connection alive
   // Abuse limits (docs/runbook.md, "Limits and abuse"). A handler's body read of N bytes must
   // finish within body_timeout + N / min_rate, a blocking response write within

@@ -1,5 +1,6 @@
 #include "s3/range.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace rdmastor::s3 {
@@ -79,6 +80,41 @@ Result<std::optional<ByteRange>> ParseRange(std::string_view header, uint64_t si
   if (*start >= size) return MakeError(ErrorCode::kInvalidRange);
   if (end > size - 1) end = size - 1;
   return std::optional<ByteRange>(ByteRange{*start, end - *start + 1});
+}
+
+Result<std::optional<ByteRange>> PartNumberRange(std::string_view part_number, uint64_t size,
+                                                 int part_count,
+                                                 const std::vector<uint64_t>& part_sizes) {
+  // 1..10000 in plain decimal (no sign, no spaces; leading zeros allowed), saturating above.
+  uint64_t pn = 0;
+  bool ok = !part_number.empty() && part_number.size() <= 18;
+  for (char c : part_number) {
+    ok = ok && IsDigit(c);
+    if (ok) pn = std::min<uint64_t>(pn * 10 + static_cast<uint64_t>(c - '0'), 10001);
+  }
+  if (!ok || pn < 1 || pn > 10000)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "Part number must be an integer between 1 and 10000, inclusive");
+  // A part the object does not have is 400 InvalidPartNumber (AWS); a single-part object is its
+  // own part 1.
+  if (pn > static_cast<uint64_t>(std::max(part_count, 1)))
+    return MakeError(ErrorCode::kInvalidPartNumber);
+  if (part_count <= 0) {
+    if (size == 0) return std::optional<ByteRange>();
+    return std::optional<ByteRange>(ByteRange{0, size});
+  }
+  // Metadata read from a drive: never index past what it lists or beyond the object.
+  if (part_sizes.size() < static_cast<size_t>(part_count))
+    return MakeError(ErrorCode::kInternalError, "object metadata lists fewer part sizes than parts");
+  uint64_t start = 0;
+  for (uint64_t i = 0; i + 1 < pn; ++i) {
+    if (part_sizes[i] > size - start)
+      return MakeError(ErrorCode::kInternalError, "object part sizes exceed the object size");
+    start += part_sizes[i];
+  }
+  if (part_sizes[pn - 1] > size - start)
+    return MakeError(ErrorCode::kInternalError, "object part sizes exceed the object size");
+  return std::optional<ByteRange>(ByteRange{start, part_sizes[pn - 1]});
 }
 
 }  // namespace rdmastor::s3

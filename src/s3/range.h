@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 
@@ -21,5 +22,14 @@ struct ByteRange {
 //   or any range on an empty object).
 // - b beyond the end is clamped to size-1; a suffix longer than the object returns the whole object.
 Result<std::optional<ByteRange>> ParseRange(std::string_view header, uint64_t size);
+
+// The bytes of part `part_number` (the partNumber query parameter of GetObject/HeadObject) of an
+// object of `size` bytes with `part_count` parts of `part_sizes` (part_count 0: a single PUT, its
+// own part 1). nullopt for part 1 of an empty object (the whole, empty, object).
+// kInvalidArgument when the number is malformed or outside 1..10000; kInvalidPartNumber for a
+// part the object does not have; kInternalError when the part sizes disagree with the object.
+Result<std::optional<ByteRange>> PartNumberRange(std::string_view part_number, uint64_t size,
+                                                 int part_count,
+                                                 const std::vector<uint64_t>& part_sizes);
 
 }  // namespace rdmastor::s3

@@ -167,11 +167,37 @@ TEST(ParseServerConfig, ApiLimits) {
                                                         {"RDMASTOR_API_CONNECTIONS_MAX", "0"},
                                                         {"RDMASTOR_API_BODY_TIMEOUT", "50ms"},
                                                         {"RDMASTOR_API_SEND_TIMEOUT", "soon"},
-                                                        {"RDMASTOR_API_MIN_RATE", "fast"}}) {
+                                                        {"RDMASTOR_API_MIN_RATE", "fast"},
+                                                        {"RDMASTOR_API_HEADER_TIMEOUT", "0"},
+                                                        {"RDMASTOR_API_TLS_HANDSHAKE_TIMEOUT", "x"},
+                                                        {"RDMASTOR_RDMA_PROGRESS_TIMEOUT", "1ms"},
+                                                        {"RDMASTOR_RDMA_MIN_RATE", "slow"},
+                                                        {"RDMASTOR_RDMA_TRANSFERS_PER_CLIENT", "0"}}) {
     auto bad = ParseServerConfig({"/d"}, {{name, value}});
     ASSERT_FALSE(bad.ok()) << name << "=" << value;
     EXPECT_NE(bad.error().message.find(name), std::string::npos) << bad.error().message;
   }
+}
+
+TEST(ParseServerConfig, HeaderTlsAndRdmaAbuseLimits) {
+  auto d = ParseServerConfig({"/d"}, {});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->header_timeout_ms, 90000);
+  EXPECT_EQ(d->handshake_timeout_ms, 120000);
+  EXPECT_EQ(d->rdma_progress_timeout_ms, 10000);
+  EXPECT_EQ(d->rdma_min_rate, 1u << 20);
+  EXPECT_EQ(d->rdma_transfers_per_client, 8);
+  auto c = ParseServerConfig({"/d"}, {{"RDMASTOR_API_HEADER_TIMEOUT", "15s"},
+                                      {"RDMASTOR_API_TLS_HANDSHAKE_TIMEOUT", "5s"},
+                                      {"RDMASTOR_RDMA_PROGRESS_TIMEOUT", "2s"},
+                                      {"RDMASTOR_RDMA_MIN_RATE", "off"},
+                                      {"RDMASTOR_RDMA_TRANSFERS_PER_CLIENT", "3"}});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->header_timeout_ms, 15000);
+  EXPECT_EQ(c->handshake_timeout_ms, 5000);
+  EXPECT_EQ(c->rdma_progress_timeout_ms, 2000);
+  EXPECT_EQ(c->rdma_min_rate, 0u);
+  EXPECT_EQ(c->rdma_transfers_per_client, 3);
 }
 
 TEST(ParseServerConfig, InternodeSettingsValidatedInBothBuilds) {

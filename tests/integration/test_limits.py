@@ -322,3 +322,21 @@ def test_memory_released_after_connection_burst(server_factory):
     _, after2 = _burst(srv, n, base)
     assert after2 - after < 4096, f"a second burst kept {after2 - after} KiB more"
     _served(srv, bucket)
+
+
+def test_header_timeout_is_a_setting(server_factory):
+    """RDMASTOR_API_HEADER_TIMEOUT bounds a header that never ends (and keep-alive idling)."""
+    srv = server_factory(env={"RDMASTOR_API_HEADER_TIMEOUT": "1s"})
+    s = _connect(srv, timeout=10)
+    try:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # never finished
+        t0 = time.monotonic()
+        got = b""
+        with contextlib.suppress(OSError):
+            got = s.recv(1024)
+        took = time.monotonic() - t0
+        assert got == b"", got[:200]
+        assert 0.5 < took < 5.0, took
+    finally:
+        _close_all([s])
+    assert_server_alive(srv)

@@ -6,12 +6,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <thread>
 
 #include "rdma/memory.h"
+#include "rdma/soft/net.h"
 #include "rdma/soft/soft_fabric.h"
 #include "rdma/soft/soft_wire.h"
 #include "rdma/transfer.h"
@@ -361,6 +363,122 @@ TEST(SoftFabricTest, FrozenPeerFailsWithinTimeout) {
   EXPECT_LT(took, 3s);
   close(conn);
   close(ls);
+}
+
+// A soft-fabric peer that completes the handshake, then answers each READ request with its reply
+// and payload in pieces of `piece` bytes every `every`.
+struct PacedPeer {
+  PacedPeer(size_t piece, std::chrono::milliseconds every) : piece_(piece), every_(every) {
+    ls_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(0x7f000001);
+    socklen_t len = sizeof(sa);
+    EXPECT_EQ(bind(ls_, reinterpret_cast<sockaddr*>(&sa), len), 0);
+    EXPECT_EQ(listen(ls_, 4), 0);
+    getsockname(ls_, reinterpret_cast<sockaddr*>(&sa), &len);
+    port_ = ntohs(sa.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~PacedPeer() {
+    stop_ = true;
+    shutdown(ls_, SHUT_RDWR);
+    if (conn_ >= 0) shutdown(conn_, SHUT_RDWR);
+    thread_.join();
+    if (conn_ >= 0) close(conn_);
+    close(ls_);
+  }
+  void Serve() {
+    conn_ = accept(ls_, nullptr, nullptr);
+    if (conn_ < 0) return;
+    soft::wire::Hello h;
+    if (recv(conn_, &h, sizeof(h), MSG_WAITALL) != sizeof(h)) return;
+    soft::wire::HelloReply r;
+    if (send(conn_, &r, sizeof(r), MSG_NOSIGNAL) != sizeof(r)) return;
+    while (!stop_) {
+      soft::wire::Request req;
+      if (recv(conn_, &req, sizeof(req), MSG_WAITALL) != sizeof(req)) return;
+      soft::wire::Reply reply;
+      reply.wr_id = req.wr_id;
+      reply.length = req.length;
+      std::string out(reinterpret_cast<const char*>(&reply), sizeof(reply));
+      out.append(req.length, 'p');
+      for (size_t i = 0; i < out.size() && !stop_; i += piece_) {
+        size_t n = std::min(piece_, out.size() - i);
+        if (send(conn_, out.data() + i, n, MSG_NOSIGNAL) != static_cast<ssize_t>(n)) return;
+        std::this_thread::sleep_for(every_);
+      }
+    }
+  }
+  RemoteAddress address() const {
+    RemoteAddress a;
+    a.has_gid = true;
+    a.gid = Ipv4ToGid(0x7f000001);
+    a.lid = port_;
+    return a;
+  }
+  size_t piece_;
+  std::chrono::milliseconds every_;
+  int ls_ = -1, conn_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Reads `len` bytes through a fabric paced at 64 KiB/s over `interval`; returns the status and
+// how long it took.
+std::pair<Status, std::chrono::steady_clock::duration> PacedRead(const PacedPeer& peer, size_t len,
+                                                                 std::chrono::milliseconds interval) {
+  soft::SoftFabricOptions fo;
+  fo.progress_interval = interval;
+  fo.min_rate = 64 << 10;
+  soft::SoftFabric fabric(fo);
+  auto ep = fabric.Connect(peer.address(), {"127.0.0.1"});
+  EXPECT_TRUE(ep.ok());
+  if (!ep.ok()) return {ep.error(), {}};
+  std::vector<char> buf(len);
+  auto mr = fabric.RegisterMemory(buf.data(), buf.size(), kLocalWrite);
+  TransferOptions opt;
+  opt.timeout = interval;
+  opt.min_rate = 64 << 10;
+  Transfer t(**ep, Opcode::kRead, RemoteBuffer{0x1000, buf.size(), 1}, opt);
+  auto start = std::chrono::steady_clock::now();
+  (void)t.Post(**mr, buf.data(), buf.size(), 0);
+  Status st = t.Finish();
+  return {st, std::chrono::steady_clock::now() - start};
+}
+
+TEST(SoftFabricTest, TricklingPeerIsCutOffAfterOneProgressWindow) {
+  // One byte every 50 ms resets no timer: before, each byte restarted the 10 s socket timeout.
+  PacedPeer peer(1, 50ms);
+  auto [st, took] = PacedRead(peer, 256 << 10, 400ms);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kRDMANotSupported) << st.error().message;
+  EXPECT_NE(st.error().message.find("ms of waiting"), std::string::npos) << st.error().message;
+  EXPECT_GE(took, 350ms);
+  EXPECT_LT(took, 2s);
+}
+
+TEST(SoftFabricTest, SlowButSteadyPeerIsNotCutOff) {
+  // 16 KiB every 50 ms (320 KiB/s, five times the minimum rate) over several windows.
+  PacedPeer peer(16 << 10, 50ms);
+  auto [st, took] = PacedRead(peer, 320 << 10, 200ms);
+  EXPECT_TRUE(st.ok()) << st.error().message;
+  EXPECT_GE(took, 600ms);  // spanned several progress windows
+}
+
+TEST(PaceTest, WindowsCountOnlyWaiting) {
+  soft::net::Pace pace(100ms, 1000);  // 100 bytes per 100 ms of waiting
+  EXPECT_EQ(pace.WaitBudgetMs(), 100);
+  EXPECT_TRUE(pace.Account(60ms, 50).ok());
+  EXPECT_EQ(pace.WaitBudgetMs(), 40);
+  EXPECT_TRUE(pace.Account(0ms, 50).ok());    // bytes without waiting close no window
+  EXPECT_TRUE(pace.Account(40ms, 0).ok());    // 100 bytes in 100 ms: enough; a new window
+  EXPECT_EQ(pace.WaitBudgetMs(), 100);
+  EXPECT_TRUE(pace.Account(99ms, 99).ok());
+  auto st = pace.Account(1ms, 0);             // 99 < 100
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kRequestTimeout);
 }
 
 TEST(SoftFabricTest, DmabufThatTheCpuCannotMapIsRefusedClearly) {

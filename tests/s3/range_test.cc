@@ -127,5 +127,31 @@ TEST(RangeTest, MaxSizeObject) {
   ExpectRange("bytes=1-99999999999999999999999", max, 1, max - 1);
 }
 
+TEST(PartNumberRangeTest, SinglePartAndMultipart) {
+  auto one = PartNumberRange("1", 10, 0, {});
+  ASSERT_TRUE(one.ok());
+  ASSERT_TRUE(one->has_value());
+  EXPECT_EQ((*one)->start, 0u);
+  EXPECT_EQ((*one)->length, 10u);
+  auto empty = PartNumberRange("1", 0, 0, {});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(empty->has_value());
+  auto third = PartNumberRange("0003", 12, 3, {5, 4, 3});
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ((*third)->start, 9u);
+  EXPECT_EQ((*third)->length, 3u);
+  EXPECT_EQ(PartNumberRange("2", 10, 0, {}).error().code, ErrorCode::kInvalidPartNumber);
+  EXPECT_EQ(PartNumberRange("4", 12, 3, {5, 4, 3}).error().code, ErrorCode::kInvalidPartNumber);
+  for (const char* bad : {"", "0", "-1", "+1", " 1", "10001", "1e3", "99999999999999999999"})
+    EXPECT_EQ(PartNumberRange(bad, 10, 0, {}).error().code, ErrorCode::kInvalidArgument) << bad;
+}
+
+TEST(PartNumberRangeTest, InconsistentMetadataIsAnErrorNotAnOutOfBoundsRead) {
+  // More parts than sizes, or sizes beyond the object: metadata from a drive is not trusted.
+  EXPECT_EQ(PartNumberRange("3", 12, 3, {5, 4}).error().code, ErrorCode::kInternalError);
+  EXPECT_EQ(PartNumberRange("2", 8, 2, {5, 4}).error().code, ErrorCode::kInternalError);
+  EXPECT_EQ(PartNumberRange("2", 8, 2, {UINT64_MAX, 4}).error().code, ErrorCode::kInternalError);
+}
+
 }  // namespace
 }  // namespace rdmastor::s3

@@ -21,7 +21,44 @@ Error SocketError(std::string_view what, int err) {
       std::string(what) + ": " +
           (err == EAGAIN || err == EWOULDBLOCK ? "timed out" : std::strerror(err)));
 }
+// Blocks until fd has `events` or the pace's window closes; accounts the time waited.
+Status PacedWait(int fd, short events, Pace& pace, int limit_ms = -1) {
+  int budget = pace.WaitBudgetMs();
+  if (limit_ms >= 0) budget = std::min(budget, limit_ms);
+  auto t0 = std::chrono::steady_clock::now();
+  pollfd pfd{fd, events, 0};
+  if (poll(&pfd, 1, budget) < 0 && errno != EINTR) return SocketError("poll", errno);
+  return pace.Account(std::chrono::steady_clock::now() - t0, 0);
+}
+
 }  // namespace
+
+Pace::Pace(std::chrono::milliseconds interval, uint64_t min_rate)
+    : interval_(std::max(interval, std::chrono::milliseconds(1))),
+      required_(std::max<uint64_t>(
+          1, min_rate * static_cast<uint64_t>(interval_.count() / 1000000) / 1000)) {}
+
+int Pace::WaitBudgetMs() const {
+  auto left = interval_ - waited_;
+  return static_cast<int>(
+      std::max<int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(left).count()));
+}
+
+Status Pace::Account(std::chrono::nanoseconds waited, size_t bytes) {
+  bytes_ += bytes;
+  waited_ += waited;
+  if (waited_ < interval_) return {};
+  if (bytes_ < required_) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(waited_).count();
+    return MakeError(ErrorCode::kRequestTimeout,
+                     "the peer moved " + std::to_string(bytes_) + " bytes in " +
+                         std::to_string(ms) + " ms of waiting on it (at least " +
+                         std::to_string(required_) + " required)");
+  }
+  waited_ = std::chrono::nanoseconds(0);
+  bytes_ = 0;
+  return {};
+}
 
 void SetTimeouts(int fd, std::chrono::milliseconds io_timeout) {
   timeval tv{};
@@ -47,16 +84,21 @@ void SetKeepAlive(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
 }
 
-Status SendAll(int fd, iovec* iov, int iovcnt) {
+Status SendAll(int fd, iovec* iov, int iovcnt, Pace* pace) {
   while (iovcnt > 0) {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<size_t>(iovcnt);
-    ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | (pace ? MSG_DONTWAIT : 0));
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (pace && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        RS_RETURN_IF_ERROR(PacedWait(fd, POLLOUT, *pace));
+        continue;
+      }
       return SocketError("send", errno);
     }
+    if (pace) RS_RETURN_IF_ERROR(pace->Account(std::chrono::nanoseconds(0), static_cast<size_t>(n)));
     auto left = static_cast<size_t>(n);
     while (iovcnt > 0 && left >= iov->iov_len) {
       left -= iov->iov_len;
@@ -71,24 +113,49 @@ Status SendAll(int fd, iovec* iov, int iovcnt) {
   return {};
 }
 
-Status SendAll(int fd, const void* data, size_t len) {
+Status SendAll(int fd, const void* data, size_t len, Pace* pace) {
   iovec iov{const_cast<void*>(data), len};
-  return SendAll(fd, &iov, 1);
+  return SendAll(fd, &iov, 1, pace);
 }
 
-Status RecvAll(int fd, void* data, size_t len) {
+Status RecvAll(int fd, void* data, size_t len, Pace* pace) {
   auto* p = static_cast<char*>(data);
   while (len > 0) {
-    ssize_t n = recv(fd, p, len, MSG_WAITALL);
+    ssize_t n = recv(fd, p, len, pace ? MSG_DONTWAIT : MSG_WAITALL);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (pace && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        RS_RETURN_IF_ERROR(PacedWait(fd, POLLIN, *pace));
+        continue;
+      }
       return SocketError("recv", errno);
     }
     if (n == 0) return MakeError(ErrorCode::kInternalError, "recv: peer closed the connection");
+    if (pace) RS_RETURN_IF_ERROR(pace->Account(std::chrono::nanoseconds(0), static_cast<size_t>(n)));
     p += n;
     len -= static_cast<size_t>(n);
   }
   return {};
+}
+
+Result<bool> WaitReadable(int fd, std::chrono::milliseconds timeout, Pace* pace) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    pollfd pfd{fd, POLLIN, 0};
+    int rc = poll(&pfd, 1, 0);
+    if (rc > 0) return true;
+    if (rc < 0 && errno != EINTR) return SocketError("poll", errno);
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline -
+                                                             std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    if (!pace) {
+      rc = poll(&pfd, 1, static_cast<int>(left.count()));
+      if (rc < 0 && errno != EINTR) return SocketError("poll", errno);
+      if (rc > 0) return true;
+      continue;
+    }
+    RS_RETURN_IF_ERROR(PacedWait(fd, POLLIN, *pace, static_cast<int>(left.count())));
+  }
 }
 
 Status Discard(int fd, size_t len) {

@@ -168,8 +168,8 @@ class SoftLocalMr final : public MemoryRegion {
 class SoftEndpoint final : public Endpoint {
  public:
   SoftEndpoint(int fd, std::shared_ptr<SoftFabric::Registry> reg,
-               std::shared_ptr<SoftFabric::Pool> pool, SoftFabric::Pool::Key key)
-      : fd_(fd), reg_(std::move(reg)), pool_(std::move(pool)), key_(key) {}
+               std::shared_ptr<SoftFabric::Pool> pool, SoftFabric::Pool::Key key, net::Pace pace)
+      : fd_(fd), reg_(std::move(reg)), pool_(std::move(pool)), key_(key), pace_(pace) {}
   ~SoftEndpoint() override {
     if (fd_ < 0) return;
     // Clean: every posted request answered, never in error. Then the connection is in the same
@@ -195,10 +195,10 @@ class SoftEndpoint final : public Endpoint {
       req.length = wr.length;
       iovec iov[2] = {{&req, sizeof(req)}, {wr.local_addr, wr.length}};
       // A WRITE's payload leaves straight from the registered region (no user-space copy).
-      auto st = net::SendAll(fd_, iov, wr.opcode == Opcode::kWrite ? 2 : 1);
+      auto st = net::SendAll(fd_, iov, wr.opcode == Opcode::kWrite ? 2 : 1, &pace_);
       if (!st.ok()) {
         outstanding_.push_back(p);
-        EnterError(WcStatus::kRetryExceeded);
+        EnterError(WcStatus::kRetryExceeded, st.error().message);
         return {};
       }
     }
@@ -232,16 +232,19 @@ class SoftEndpoint final : public Endpoint {
       }
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
-      pollfd pfd{fd_, POLLIN, 0};
-      int timeout_ms = n > 0 ? 0 : static_cast<int>(std::max<int64_t>(0, left.count()));
-      int rc = poll(&pfd, 1, timeout_ms);
-      if (rc == 0) break;
-      if (rc < 0 && errno == EINTR) continue;
+      auto timeout = std::chrono::milliseconds(n > 0 ? 0 : std::max<int64_t>(0, left.count()));
+      auto readable = net::WaitReadable(fd_, timeout, &pace_);
+      if (!readable.ok()) {
+        EnterError(WcStatus::kRetryExceeded, readable.error().message);
+        continue;
+      }
+      if (!*readable) break;
       wire::Reply reply;
-      auto st = net::RecvAll(fd_, &reply, sizeof(reply));
+      auto st = net::RecvAll(fd_, &reply, sizeof(reply), &pace_);
       if (!st.ok() || reply.wr_id != front.wr.wr_id ||
           reply.status > static_cast<uint32_t>(WcStatus::kGeneralError)) {
-        EnterError(st.ok() ? WcStatus::kGeneralError : WcStatus::kRetryExceeded);
+        EnterError(st.ok() ? WcStatus::kGeneralError : WcStatus::kRetryExceeded,
+                   st.ok() ? "malformed reply" : st.error().message);
         continue;
       }
       auto status = static_cast<WcStatus>(reply.status);
@@ -251,9 +254,12 @@ class SoftEndpoint final : public Endpoint {
       }
       if (front.wr.opcode == Opcode::kRead) {
         // The payload lands straight in the registered region.
-        if (reply.length != front.wr.length ||
-            !net::RecvAll(fd_, front.wr.local_addr, front.wr.length).ok()) {
-          EnterError(WcStatus::kRetryExceeded);
+        if (reply.length != front.wr.length) {
+          EnterError(WcStatus::kGeneralError, "reply length differs from the request's");
+          continue;
+        }
+        if (auto rd = net::RecvAll(fd_, front.wr.local_addr, front.wr.length, &pace_); !rd.ok()) {
+          EnterError(WcStatus::kRetryExceeded, rd.error().message);
           continue;
         }
       }
@@ -264,6 +270,8 @@ class SoftEndpoint final : public Endpoint {
     return n;
   }
 
+  std::string error_detail() const override { return error_detail_; }
+
  private:
   struct Pending {
     WorkRequest wr;
@@ -272,7 +280,8 @@ class SoftEndpoint final : public Endpoint {
 
   // The endpoint goes to the error state as a QP does: the front request fails with `status`,
   // everything behind it is flushed, and the connection is dropped.
-  void EnterError(WcStatus status) {
+  void EnterError(WcStatus status, std::string detail = {}) {
+    if (!error_) error_detail_ = std::move(detail);
     error_ = true;
     if (fd_ >= 0) {
       close(fd_);
@@ -290,7 +299,9 @@ class SoftEndpoint final : public Endpoint {
   std::shared_ptr<SoftFabric::Registry> reg_;
   std::shared_ptr<SoftFabric::Pool> pool_;
   SoftFabric::Pool::Key key_;
+  net::Pace pace_;  // progress of this endpoint's transfer, from Connect on
   bool error_ = false;
+  std::string error_detail_;
   std::deque<Pending> outstanding_;  // posted, reply not yet read (replies come in order)
   std::deque<Completion> ready_;
 };
@@ -336,8 +347,9 @@ Result<std::unique_ptr<Endpoint>> SoftFabric::Connect(const RemoteAddress& remot
                          "; only the requester's address is reached unless "
                          "MINIO_RDMA_SOFT_ALLOW lists it");
   Pool::Key key{*ip, remote.lid, remote.qpn};
+  net::Pace pace(std::min(options_.progress_interval, options_.io_timeout), options_.min_rate);
   if (int idle = pool_->Take(key); idle >= 0)
-    return std::unique_ptr<Endpoint>(new SoftEndpoint(idle, registry_, pool_, key));
+    return std::unique_ptr<Endpoint>(new SoftEndpoint(idle, registry_, pool_, key, pace));
   // One answer for every way of failing (refused, timed out, answered but not a soft-fabric
   // target): telling them apart would make a token a port scanner of the requester's network. The
   // detail goes to the server log only.
@@ -354,14 +366,14 @@ Result<std::unique_ptr<Endpoint>> SoftFabric::Connect(const RemoteAddress& remot
   wire::Hello hello;
   hello.qpn = remote.qpn;
   wire::HelloReply reply;
-  auto st = net::SendAll(*fd, &hello, sizeof(hello));
-  if (st.ok()) st = net::RecvAll(*fd, &reply, sizeof(reply));
+  auto st = net::SendAll(*fd, &hello, sizeof(hello), &pace);
+  if (st.ok()) st = net::RecvAll(*fd, &reply, sizeof(reply), &pace);
   if (!st.ok() || reply.magic != wire::kMagic || reply.status != 0) {
     close(*fd);
     return unreachable(st.ok() ? "endpoint refused" : st.error().message);
   }
   pool_->opened.fetch_add(1, std::memory_order_relaxed);
-  return std::unique_ptr<Endpoint>(new SoftEndpoint(*fd, registry_, pool_, key));
+  return std::unique_ptr<Endpoint>(new SoftEndpoint(*fd, registry_, pool_, key, pace));
 }
 
 }  // namespace rdmastor::rdma::soft

@@ -35,6 +35,13 @@ struct SoftFabricOptions {
   std::chrono::milliseconds connect_timeout{3000};
   // Longest a single socket send/receive may block: bounds a frozen peer.
   std::chrono::milliseconds io_timeout{10000};
+  // Progress measured on bytes (RDMASTOR_RDMA_PROGRESS_TIMEOUT / _MIN_RATE): an endpoint whose
+  // target moves fewer than max(1, min_rate × progress_interval) bytes in any progress_interval
+  // of waiting on it (the handshake included) fails, so a target trickling a byte at a time is
+  // cut off after one interval instead of resetting a per-call timer forever. At most io_timeout
+  // (a peer that moves nothing is frozen).
+  std::chrono::milliseconds progress_interval{10000};
+  uint64_t min_rate = 1u << 20;  // bytes per second; 0: any byte per interval
   // Connection reuse: an endpoint released in a clean state (nothing outstanding, never in error)
   // keeps its connection for the next Connect to the same target (host, port, endpoint id), for
   // at most idle_timeout and at most max_idle connections in all. 0 disables reuse. Kept below
