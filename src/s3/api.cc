@@ -1055,6 +1055,32 @@ void S3Api::PostObject(Context& ctx) {
   ctx.key = key;
   ctx.has_key = true;
 
+  // Fields that become response headers on GET: a header on the wire can carry neither control
+  // characters nor (in its name) separators, but a form field can, so they are refused here.
+  auto header_safe = [](std::string_view v) {
+    return std::none_of(v.begin(), v.end(), [](char c) {
+      auto u = static_cast<unsigned char>(c);
+      return (u < 0x20 && c != '\t') || u == 0x7f;
+    });
+  };
+  auto token = [](std::string_view n) {
+    return !n.empty() && std::all_of(n.begin(), n.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) ||
+             std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    });
+  };
+  for (const auto& [name, value] : fields) {
+    bool becomes_header =
+        name == "content-type" || name.starts_with("x-amz-meta-") ||
+        std::find(std::begin(kStoredHeaders), std::end(kStoredHeaders), name) !=
+            std::end(kStoredHeaders);
+    if (becomes_header && (!token(name) || !header_safe(value))) {
+      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                      "POST form field '" + Bounded(name, 64) +
+                                          "' is not a valid HTTP header name or value."));
+    }
+  }
+
   storage::PutOptions opts;
   opts.content_type = fields.count("content-type") ? fields["content-type"] : "binary/octet-stream";
   size_t meta_bytes = 0;

@@ -514,6 +514,17 @@ def test_post_hostile_forms(server, bucket, s3):
     f2 = v4_form(server, bucket, "up/${filename}")
     r = post_form(server, bucket, f2, b"t", filename="../../etc/passwd")
     assert r.status in (204, 400), r
+    # Fields that become response headers cannot smuggle line breaks into them, even when the
+    # policy allows any value.
+    for field, value in (("x-amz-meta-x", "a\r\nSet-Cookie: evil=1"), ("Content-Type", "t\n/x"),
+                         ("x-amz-meta-a\nb", "v"), ("Cache-Control", "a\rb")):
+        fh = v4_form(server, bucket, "hdr", {field: value}, conditions=[
+            {"bucket": bucket}, {"key": "hdr"}, ["starts-with", "$" + field, ""],
+            ["starts-with", "$x-amz-algorithm", ""], ["starts-with", "$x-amz-credential", ""],
+            ["starts-with", "$x-amz-date", ""]])
+        r = post_form(server, bucket, fh, b"x")
+        assert_s3_error(r.status, r.headers, r.body, "InvalidArgument", 400)
+    assert head_object(s3, bucket, "hdr") is None
     # A POST to an object URL is not a form upload.
     body, ctype = multipart_body(f, b"x")
     r = http_send(server, "POST", f"/{bucket}/h", {"Content-Type": ctype}, body)
