@@ -1081,6 +1081,17 @@ void S3Api::PostObject(Context& ctx) {
     }
   }
 
+  // The form's fields are the upload's headers: what PutObject refuses (encryption, storage
+  // classes, tagging, Object Lock, ...) is refused here too, never silently dropped.
+  HttpRequest as_put;
+  as_put.method = "PUT";
+  for (const auto& [name, value] : fields) {
+    if (name == "file" || name == "policy" || name == "key" || name == "bucket") continue;
+    as_put.headers.emplace_back(name == "tagging" ? "x-amz-tagging" : name, value);
+  }
+  if (auto st = RefuseUnimplemented("PutObject", as_put); !st.ok())
+    return SendError(ctx, st.error());
+
   storage::PutOptions opts;
   opts.content_type = fields.count("content-type") ? fields["content-type"] : "binary/octet-stream";
   size_t meta_bytes = 0;

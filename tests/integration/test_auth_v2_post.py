@@ -525,6 +525,15 @@ def test_post_hostile_forms(server, bucket, s3):
         r = post_form(server, bucket, fh, b"x")
         assert_s3_error(r.status, r.headers, r.body, "InvalidArgument", 400)
     assert head_object(s3, bucket, "hdr") is None
+    # What PutObject refuses as a header is refused as a form field (never silently dropped).
+    for field, value, code, status in (
+            ("x-amz-server-side-encryption", "AES256", "NotImplemented", 501),
+            ("x-amz-storage-class", "GLACIER", "InvalidStorageClass", 400),
+            ("tagging", "<Tagging><TagSet/></Tagging>", "NotImplemented", 501)):
+        fh = v4_form(server, bucket, "unsupported", {field: value})
+        r = post_form(server, bucket, fh, b"x")
+        assert_s3_error(r.status, r.headers, r.body, code, status)
+    assert head_object(s3, bucket, "unsupported") is None
     # A POST to an object URL is not a form upload.
     body, ctype = multipart_body(f, b"x")
     r = http_send(server, "POST", f"/{bucket}/h", {"Content-Type": ctype}, body)
