@@ -56,6 +56,10 @@ namespace rdmastor {
     "schema.")                                                                                     \
   X(kMalformedPOSTRequest, "MalformedPOSTRequest", 400,                                            \
     "The body of your POST request is not well-formed multipart/form-data.")                       \
+  X(kMaxPostPreDataLengthExceeded, "MaxPostPreDataLengthExceeded", 400,                            \
+    "Your POST request fields preceding the upload file were too large.")                          \
+  X(kInvalidPolicyDocument, "InvalidPolicyDocument", 400,                                          \
+    "The content of the form does not meet the conditions specified in the policy document.")      \
   X(kMetadataTooLarge, "MetadataTooLarge", 400,                                                    \
     "Your metadata headers exceed the maximum allowed metadata size.")                             \
   X(kMethodNotAllowed, "MethodNotAllowed", 405,                                                    \

@@ -95,8 +95,7 @@ Result<JwtClaims> VerifyJwt(std::string_view token, std::string_view secret, int
   // Only HMAC: "none" or a public-key algorithm must never be accepted with the shared secret.
   if (!md) return Denied("unsupported algorithm (HS512 or HS256)");
   std::string expected = Hmac(md, secret, token.substr(0, dot2));
-  if (sig->size() != expected.size() ||
-      CRYPTO_memcmp(sig->data(), expected.data(), expected.size()) != 0)
+  if (!hash::ConstantTimeEquals(*sig, expected))
     return Denied("signature does not match");
   JwtClaims claims;
   auto exp = payload.find("exp");

@@ -12,13 +12,6 @@ namespace {
 
 constexpr std::string_view kVersion = "v2";
 
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 bool IsLowerHex(std::string_view s, size_t len) {
   if (s.size() != len) return false;
   for (char c : s)
@@ -125,7 +118,7 @@ Result<PeerSignature> PeerAuth::Verify(const s3::HttpRequest& req, std::string_v
   }
   const std::string expected = hash::HexEncode(hash::HmacSha256(
       key_, PeerAuthMessage(req.method, destination, req.target, f[1], f[2], f[3], req.headers)));
-  if (!ConstantTimeEquals(f[4], expected)) {
+  if (!hash::ConstantTimeEquals(f[4], expected)) {
     return Denied(
         "bad signature (different root credentials, or a request altered or meant for another "
         "node)");
@@ -134,7 +127,7 @@ Result<PeerSignature> PeerAuth::Verify(const s3::HttpRequest& req, std::string_v
 }
 
 Status CheckBody(const PeerSignature& sig, std::string_view body) {
-  if (!ConstantTimeEquals(hash::Sha256Hex(body), sig.body_sha256))
+  if (!hash::ConstantTimeEquals(hash::Sha256Hex(body), sig.body_sha256))
     return Denied("the body is not the one the request was signed with");
   return {};
 }

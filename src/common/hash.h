@@ -26,6 +26,7 @@ std::unique_ptr<Hasher> NewHasher(Algo algo);
 // One-shot helpers; return raw digest bytes.
 std::string Digest(Algo algo, std::string_view data);
 std::string HmacSha256(std::string_view key, std::string_view data);
+std::string HmacSha1(std::string_view key, std::string_view data);  // Signature Version 2
 uint32_t Crc32(const void* data, size_t len, uint32_t prev = 0);   // zlib/IEEE CRC-32
 uint32_t Crc32c(const void* data, size_t len, uint32_t prev = 0);  // Castagnoli
 
@@ -40,6 +41,10 @@ inline std::string Md5Hex(std::string_view data) { return HexEncode(Digest(Algo:
 // S3 checksum header names: "crc32" | "crc32c" | "sha1" | "sha256" <-> Algo.
 std::optional<Algo> ChecksumAlgoFromName(std::string_view lower_name);
 std::string_view ChecksumName(Algo algo);
+
+// Equality of secrets (signatures, MACs) in time independent of where they differ; unequal
+// lengths return false at once (the length of a signature is no secret).
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 // Cryptographically random bytes (OpenSSL RAND_bytes), hex encoded: 2*n characters.
 std::string RandomHex(size_t n_bytes);

@@ -158,6 +158,10 @@ bool ServeAdmin(const HttpRequest& req, ResponseSink& sink, const std::string& r
       },
       static_cast<int64_t>(std::time(nullptr)));
   if (!auth.ok()) return fail(auth.error());
+  if (auth->signature_version != 4) {
+    return fail(MakeError(ErrorCode::kAccessDenied,
+                          "The admin API requires AWS Signature Version 4."));
+  }
   if (auth->payload_mode != PayloadMode::kSignedSha256 &&
       auth->payload_mode != PayloadMode::kUnsigned) {
     return fail(MakeError(ErrorCode::kInvalidRequest, "admin requests carry no body"));

@@ -19,6 +19,7 @@
 #include "s3/admin_api.h"
 #include "s3/aws_chunked.h"
 #include "s3/names.h"
+#include "s3/post_policy.h"
 #include "s3/range.h"
 #include "s3/rdma_request.h"
 #include "s3/sigv4.h"
@@ -608,6 +609,10 @@ std::string_view ApiName(const S3Api::Context& ctx) {
     if (m == "HEAD") return "HeadBucket";
     if (m == "DELETE") return "DeleteBucket";
     if (m == "POST" && ctx.Has("delete")) return "DeleteMultipleObjects";
+    // A browser-form upload: the form, not the request, carries the signature (POST policy).
+    if (m == "POST" &&
+        ToLower(ctx.req.HeaderOr("content-type")).starts_with("multipart/form-data"))
+      return "PostPolicyBucket";
     if (m == "GET") {
       if (ctx.Has("location")) return "GetBucketLocation";
       if (ctx.Has("versioning")) return "GetBucketVersioning";
@@ -753,13 +758,15 @@ void S3Api::Dispatch(Context& ctx) {
   if (ctx.bucket == kReservedBucket)
     return SendError(ctx, MakeError(ErrorCode::kAllAccessDisabled));
 
+  if (ctx.api == "PostPolicyBucket") return PostObject(ctx);
+
   auto auth = VerifyRequest(
       req,
       [this](std::string_view ak) -> std::optional<std::string> {
         if (ak == opts_.access_key) return opts_.secret_key;
         return std::nullopt;
       },
-      static_cast<int64_t>(std::time(nullptr)));
+      static_cast<int64_t>(std::time(nullptr)), vhost ? std::string_view(ctx.bucket) : "");
   if (!auth.ok()) {
     // AWS tells an anonymous caller that a bucket does not exist (404) before refusing access.
     if (IsAnonymous(ctx) && IsValidBucketName(ctx.bucket)) {
@@ -1041,6 +1048,191 @@ void S3Api::PutObject(Context& ctx) {
     extra.emplace_back("x-amz-checksum-" + algo, value);
   AddRdmaUploadReply(rdma->get(), extra);
   SendEmpty(ctx, 200, extra);
+}
+
+namespace {
+
+// Counts the file part's bytes and stops the upload as soon as it exceeds what the policy (or
+// S3's single-upload limit) allows, so an oversized file is not read to its end.
+class LimitedSource : public BodySource {
+ public:
+  LimitedSource(BodySource& in, uint64_t max) : in_(in), max_(max) {}
+  Result<size_t> Read(char* buf, size_t len) override {
+    auto n = in_.Read(buf, len);
+    if (!n.ok()) return n;
+    bytes_ += *n;
+    if (bytes_ > max_) return MakeError(ErrorCode::kEntityTooLarge);
+    return n;
+  }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  BodySource& in_;
+  uint64_t max_;
+  uint64_t bytes_ = 0;
+};
+
+// success_action_redirect: an absolute http(s) URL without blanks or control characters (it
+// becomes a Location header); anything else is ignored, as S3 ignores a redirect it cannot use.
+bool UsableRedirect(std::string_view url) {
+  if (!url.starts_with("http://") && !url.starts_with("https://")) return false;
+  return std::none_of(url.begin(), url.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return u <= 0x20 || u == 0x7f;
+  });
+}
+
+}  // namespace
+
+void S3Api::PostObject(Context& ctx) {
+  // The form fields before the file, part headers included (S3's limit on them is of this size).
+  constexpr size_t kMaxPreFileBytes = 20 * 1024;
+  if (!IsValidBucketName(ctx.bucket))
+    return SendError(ctx, MakeError(ErrorCode::kInvalidBucketName));
+  if (ctx.has_key) return SendError(ctx, MakeError(ErrorCode::kMethodNotAllowed));
+  auto boundary = FormBoundary(ctx.req.HeaderOr("content-type"));
+  if (!boundary.ok()) return SendError(ctx, boundary.error());
+  FormReader form(ctx.raw_body, *boundary);
+  std::map<std::string, std::string> fields;  // lower-case names
+  std::optional<FormReader::Part> file;
+  size_t budget = kMaxPreFileBytes;
+  for (;;) {
+    auto part = form.Next(budget);
+    if (!part.ok()) return SendError(ctx, part.error());
+    if (!*part) break;
+    std::string name = ToLower((*part)->name);
+    // S3 takes the first file part as the upload and ignores every field after it.
+    if (name == "file") {
+      file = std::move(**part);
+      break;
+    }
+    auto value = form.ReadValue(budget);
+    if (!value.ok()) return SendError(ctx, value.error());
+    if (!fields.emplace(name, std::move(*value)).second) {
+      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                      "POST form field '" + name + "' appears more than once."));
+    }
+  }
+
+  auto now = static_cast<int64_t>(std::time(nullptr));
+  auto ak = VerifyPostSignature(fields, [this](std::string_view k) -> std::optional<std::string> {
+    if (k == opts_.access_key) return opts_.secret_key;
+    return std::nullopt;
+  });
+  if (!ak.ok()) return SendError(ctx, ak.error());
+  auto policy = ParsePostPolicy(fields["policy"]);
+  if (!policy.ok()) return SendError(ctx, policy.error());
+  if (!file) {
+    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                    "POST requires exactly one file upload per request."));
+  }
+  auto key_field = fields.find("key");
+  if (key_field == fields.end()) {
+    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                    "Bucket POST must contain a field named 'key'.  If it is "
+                                    "specified, please check the order of the fields."));
+  }
+  // ${filename}: the name of the file the browser sent.
+  const std::string key_as_sent = key_field->second;
+  std::string key = key_as_sent;
+  const std::string filename = file->filename.value_or("");
+  for (size_t at = key.find("${filename}"); at != std::string::npos;
+       at = key.find("${filename}", at + filename.size()))
+    key.replace(at, 11, filename);
+  key_field->second = key;
+  fields["bucket"] = ctx.bucket;
+  if (auto st = CheckPostPolicy(*policy, fields, now, key_as_sent); !st.ok())
+    return SendError(ctx, st.error());
+  if (auto st = ValidateObjectKey(key); !st.ok()) return SendError(ctx, st.error());
+  ctx.key = key;
+  ctx.has_key = true;
+
+  // Fields that become response headers on GET: a header on the wire can carry neither control
+  // characters nor (in its name) separators, but a form field can, so they are refused here.
+  auto header_safe = [](std::string_view v) {
+    return std::none_of(v.begin(), v.end(), [](char c) {
+      auto u = static_cast<unsigned char>(c);
+      return (u < 0x20 && c != '\t') || u == 0x7f;
+    });
+  };
+  auto token = [](std::string_view n) {
+    return !n.empty() && std::all_of(n.begin(), n.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) ||
+             std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    });
+  };
+  for (const auto& [name, value] : fields) {
+    bool becomes_header =
+        name == "content-type" || name.starts_with("x-amz-meta-") ||
+        std::find(std::begin(kStoredHeaders), std::end(kStoredHeaders), name) !=
+            std::end(kStoredHeaders);
+    if (becomes_header && (!token(name) || !header_safe(value))) {
+      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                      "POST form field '" + Bounded(name, 64) +
+                                          "' is not a valid HTTP header name or value."));
+    }
+  }
+
+  // The form's fields are the upload's headers: what PutObject refuses (encryption, storage
+  // classes, tagging, Object Lock, ...) is refused here too, never silently dropped.
+  HttpRequest as_put;
+  as_put.method = "PUT";
+  for (const auto& [name, value] : fields) {
+    if (name == "file" || name == "policy" || name == "key" || name == "bucket") continue;
+    as_put.headers.emplace_back(name == "tagging" ? "x-amz-tagging" : name, value);
+  }
+  if (auto st = RefuseUnimplemented("PutObject", as_put); !st.ok())
+    return SendError(ctx, st.error());
+
+  storage::PutOptions opts;
+  opts.content_type = fields.count("content-type") ? fields["content-type"] : "binary/octet-stream";
+  size_t meta_bytes = 0;
+  for (const auto& [name, value] : fields) {
+    if (name.starts_with("x-amz-meta-")) {
+      meta_bytes += name.size() - 11 + value.size();
+      opts.user_metadata[name] = value;
+    }
+  }
+  if (meta_bytes > kMaxUserMetadata) return SendError(ctx, MakeError(ErrorCode::kMetadataTooLarge));
+  for (auto stored : kStoredHeaders) {
+    if (auto it = fields.find(std::string(stored)); it != fields.end())
+      opts.user_metadata[std::string(stored)] = it->second;
+  }
+
+  uint64_t max_size = kMaxPutSize;
+  int64_t min_size = 0;
+  if (policy->length_range) {
+    min_size = policy->length_range->first;
+    max_size = std::min<uint64_t>(max_size, static_cast<uint64_t>(policy->length_range->second));
+  }
+  LimitedSource limited(form.Content(), max_size);
+  DigestingSource digest(limited, false, std::nullopt);
+  auto info = store_.PutObject(
+      ctx.bucket, key, digest, opts, [&](uint64_t) -> Result<storage::CommitInfo> {
+        if (static_cast<int64_t>(limited.bytes()) < min_size)
+          return MakeError(ErrorCode::kEntityTooSmall);
+        storage::CommitInfo ci;
+        ci.etag = hash::HexEncode(digest.Md5());
+        return ci;
+      });
+  if (!info.ok()) return SendError(ctx, info.error());
+
+  std::string location = "http://" + ctx.req.HeaderOr("host") + "/" + ctx.bucket + "/" +
+                         uri::Encode(key, /*encode_slash=*/false);
+  HeaderList extra{{"ETag", Quote(info->etag)}, {"Location", location}};
+  std::string redirect = fields.count("success_action_redirect")
+                             ? fields["success_action_redirect"]
+                             : fields.count("redirect") ? fields["redirect"] : std::string();
+  if (UsableRedirect(redirect)) {
+    std::string url = redirect + (redirect.find('?') == std::string::npos ? "?" : "&") +
+                      "bucket=" + uri::Encode(ctx.bucket) + "&key=" + uri::Encode(key) +
+                      "&etag=" + uri::Encode(Quote(info->etag));
+    return SendEmpty(ctx, 303, {{"ETag", Quote(info->etag)}, {"Location", url}});
+  }
+  std::string status = fields["success_action_status"];
+  if (status == "201")
+    return SendXml(ctx, PostResponseXml(location, ctx.bucket, key, info->etag), 201, extra);
+  SendEmpty(ctx, status == "200" ? 200 : 204, extra);
 }
 
 void S3Api::CopyObject(Context& ctx) {

@@ -56,6 +56,7 @@ class S3Api final : public RequestHandler {
 
   // Object level.
   void PutObject(Context& ctx);
+  void PostObject(Context& ctx);  // browser-form upload with a POST policy
   void CopyObject(Context& ctx);
   void GetObject(Context& ctx, bool head);
   void GetObjectAttributes(Context& ctx);

@@ -1,6 +1,5 @@
 #include "s3/aws_chunked.h"
 
-#include <openssl/crypto.h>
 
 #include <algorithm>
 #include <cctype>
@@ -44,7 +43,7 @@ bool IsSignature(std::string_view s) {
 }
 
 bool SameSignature(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+  return hash::ConstantTimeEquals(a, b);
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 #include "s3/sigv4.h"
 
-#include <openssl/crypto.h>
-
 #include <algorithm>
 #include <cctype>
 #include <ctime>
@@ -10,6 +8,7 @@
 #include "common/hash.h"
 #include "common/uri.h"
 #include "common/utf8.h"
+#include "s3/sigv2.h"
 
 namespace rdmastor::s3 {
 
@@ -96,14 +95,6 @@ std::optional<int64_t> FromUtc(int year, int mon, int day, int hour, int min, in
   // timegm normalises overflowing fields; a changed day or month means the date did not exist.
   if (tm.tm_mday != day || tm.tm_mon != mon - 1) return std::nullopt;
   return static_cast<int64_t>(t);
-}
-
-// ISO 8601 basic format as SigV4 uses it: 20130524T000000Z.
-std::optional<int64_t> ParseAmzDate(std::string_view s) {
-  if (s.size() != 16 || s[8] != 'T' || s[15] != 'Z') return std::nullopt;
-  if (!IsDigits(s.substr(0, 8)) || !IsDigits(s.substr(9, 6))) return std::nullopt;
-  return FromUtc(ToInt(s.substr(0, 4)), ToInt(s.substr(4, 2)), ToInt(s.substr(6, 2)),
-                 ToInt(s.substr(9, 2)), ToInt(s.substr(11, 2)), ToInt(s.substr(13, 2)));
 }
 
 // RFC 1123 HTTP date: "Fri, 24 May 2013 00:00:00 GMT".
@@ -254,11 +245,6 @@ std::string StringToSign(std::string_view amz_date, std::string_view scope,
 
 std::string SignHex(std::string_view signing_key, std::string_view string_to_sign) {
   return hash::HexEncode(hash::HmacSha256(signing_key, string_to_sign));
-}
-
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 struct Credential {
@@ -505,13 +491,13 @@ Result<AuthContext> VerifyHeaderAuth(const HttpRequest& req, std::string_view au
   if (!cr.ok()) return cr.error();
   std::string key = DeriveSigningKey(*secret, cred->date, cred->region, "s3");
   std::string expected = SignHex(key, StringToSign(amz_date, cred->scope, *cr));
-  if (!ConstantTimeEquals(expected, provided)) {
+  if (!hash::ConstantTimeEquals(expected, provided)) {
     auto latin1 = Latin1HeadersAsUtf8(headers);
     if (!latin1) return ErrorCode::kSignatureDoesNotMatch;
     cr = CanonicalRequest(req.method, req.raw_path, query, *latin1, *signed_headers, *content_sha);
     if (!cr.ok()) return cr.error();
     expected = SignHex(key, StringToSign(amz_date, cred->scope, *cr));
-    if (!ConstantTimeEquals(expected, provided)) return ErrorCode::kSignatureDoesNotMatch;
+    if (!hash::ConstantTimeEquals(expected, provided)) return ErrorCode::kSignatureDoesNotMatch;
   }
 
   ctx.access_key = std::move(cred->access_key);
@@ -597,7 +583,7 @@ Result<AuthContext> VerifyPresigned(const HttpRequest& req,
   if (!cr.ok()) return cr.error();
   std::string key = DeriveSigningKey(*secret, cred->date, cred->region, "s3");
   std::string expected = SignHex(key, StringToSign(*date, cred->scope, *cr));
-  if (!ConstantTimeEquals(expected, provided)) return ErrorCode::kSignatureDoesNotMatch;
+  if (!hash::ConstantTimeEquals(expected, provided)) return ErrorCode::kSignatureDoesNotMatch;
 
   ctx.access_key = std::move(cred->access_key);
   ctx.payload_mode = *mode;
@@ -636,19 +622,91 @@ std::vector<std::string> NamesToSign(const HeaderList& headers) {
 
 }  // namespace
 
+// ISO 8601 basic format as SigV4 uses it: 20130524T000000Z.
+std::optional<int64_t> ParseAmzDate(std::string_view s) {
+  if (s.size() != 16 || s[8] != 'T' || s[15] != 'Z') return std::nullopt;
+  if (!IsDigits(s.substr(0, 8)) || !IsDigits(s.substr(9, 6))) return std::nullopt;
+  return FromUtc(ToInt(s.substr(0, 4)), ToInt(s.substr(4, 2)), ToInt(s.substr(6, 2)),
+                 ToInt(s.substr(9, 2)), ToInt(s.substr(11, 2)), ToInt(s.substr(13, 2)));
+}
+
 Result<AuthContext> VerifyRequest(const HttpRequest& req, const SecretLookup& lookup,
-                                  int64_t now_unix) {
+                                  int64_t now_unix, std::string_view vhost_bucket) {
   const std::string* authz = req.FindHeader("authorization");
   auto params = SplitQuery(req.raw_query);
   bool presigned = FindParam(params, "X-Amz-Algorithm") != nullptr;
-  if (authz != nullptr && presigned) {
+  bool presigned_v2 = !presigned && (FindParam(params, "AWSAccessKeyId") != nullptr ||
+                                     FindParam(params, "Signature") != nullptr);
+  if (authz != nullptr && (presigned || presigned_v2)) {
     return MakeError(ErrorCode::kInvalidArgument,
-                     "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter "
-                     "or the Authorization header should be specified");
+                     "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, "
+                     "Signature query string parameter or the Authorization header should be "
+                     "specified");
   }
+  if (authz != nullptr && IsV2Authorization(*authz))
+    return VerifyV2Header(req, *authz, lookup, now_unix, vhost_bucket);
   if (authz != nullptr) return VerifyHeaderAuth(req, *authz, lookup, now_unix);
   if (presigned) return VerifyPresigned(req, params, lookup, now_unix);
+  if (presigned_v2) return VerifyV2Presigned(req, lookup, now_unix, vhost_bucket);
   return MakeError(ErrorCode::kAccessDenied, "anonymous access denied");
+}
+
+Result<std::string> VerifyPostSignature(const std::map<std::string, std::string>& fields,
+                                        const SecretLookup& lookup) {
+  auto field = [&](std::string_view name) -> const std::string* {
+    auto it = fields.find(std::string(name));
+    return it == fields.end() ? nullptr : &it->second;
+  };
+  const std::string* policy = field("policy");
+  const std::string* v4_sig = field("x-amz-signature");
+  const std::string* v2_key = field("awsaccesskeyid");
+  if (v4_sig == nullptr && v2_key == nullptr && field("x-amz-credential") == nullptr) {
+    return MakeError(ErrorCode::kAccessDenied, "Access Denied.");
+  }
+  if (policy == nullptr) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "Bucket POST must contain a field named 'policy'.  If it is specified, "
+                     "please check the order of the fields.");
+  }
+  if (v4_sig == nullptr && v2_key != nullptr) {
+    const std::string* sig = field("signature");
+    if (sig == nullptr) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "Bucket POST must contain a field named 'Signature'.  If it is specified, "
+                       "please check the order of the fields.");
+    }
+    auto secret = lookup(*v2_key);
+    if (!secret) return ErrorCode::kInvalidAccessKeyId;
+    std::string expected =
+        hash::Base64Encode(hash::HmacSha1(*secret, *policy));
+    if (!hash::ConstantTimeEquals(expected, Trim(*sig))) return ErrorCode::kSignatureDoesNotMatch;
+    return *v2_key;
+  }
+  constexpr auto kErr = ErrorCode::kInvalidArgument;
+  for (const char* name : {"x-amz-algorithm", "x-amz-credential", "x-amz-date", "x-amz-signature"}) {
+    if (field(name) == nullptr) {
+      return MakeError(kErr, std::string("Bucket POST must contain a field named '") + name +
+                                 "'.  If it is specified, please check the order of the fields.");
+    }
+  }
+  if (*field("x-amz-algorithm") != kAlgorithm)
+    return MakeError(kErr, "X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\"");
+  auto cred = ParseCredential(*field("x-amz-credential"), kErr);
+  if (!cred.ok()) return cred.error();
+  const std::string& date = *field("x-amz-date");
+  if (!ParseAmzDate(date))
+    return MakeError(kErr, "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
+  if (date.substr(0, 8) != cred->date)
+    return MakeError(kErr, "Invalid credential date. Date is not the same as X-Amz-Date.");
+  std::string provided = ToLower(*v4_sig);
+  if (provided.size() != 64 || !IsHex(provided))
+    return MakeError(kErr, "X-Amz-Signature must be 64 hexadecimal characters.");
+  auto secret = lookup(cred->access_key);
+  if (!secret) return ErrorCode::kInvalidAccessKeyId;
+  std::string key = DeriveSigningKey(*secret, cred->date, cred->region, "s3");
+  if (!hash::ConstantTimeEquals(SignHex(key, *policy), provided))
+    return ErrorCode::kSignatureDoesNotMatch;
+  return cred->access_key;
 }
 
 std::string CanonicalUri(std::string_view raw_path) {

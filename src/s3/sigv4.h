@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +32,7 @@ struct AuthContext {
   std::string content_sha256;        // expected hex digest for kSignedSha256
   std::vector<std::string> signed_headers;  // lower-case, as listed in SignedHeaders
   bool presigned = false;
+  int signature_version = 4;         // 2: legacy HMAC-SHA1 (s3/sigv2.h), payload unsigned
   // For the streaming modes: what the chunk signature chain needs.
   std::string seed_signature;        // the request's own signature (hex)
   std::string signing_key;           // raw key derived from the secret (DeriveSigningKey)
@@ -43,14 +45,32 @@ struct AuthContext {
 // "anonymous access denied"; no valid date; host or another x-amz-* header present but not signed,
 // with HeadersNotSigned in Error::details; x-amz-content-sha256 is exempt, and x-amz-date with
 // header auth), AuthorizationHeaderMalformed /
-// AuthorizationQueryParametersError, InvalidRequest (other auth schemes such as SigV2; header auth
+// AuthorizationQueryParametersError, InvalidRequest (other auth schemes; header auth
 // without x-amz-content-sha256), InvalidAccessKeyId, SignatureDoesNotMatch (also a signed header
 // missing from the request), RequestTimeTooSkewed (|skew| > 15 min; presigned: dated > 15 min
 // ahead), AccessDenied "Request has expired" for an expired presigned URL, kInvalidArgument for an
 // unknown payload mode or both auth mechanisms at once. Presigned requests use UNSIGNED-PAYLOAD
 // unless they carry an x-amz-content-sha256 header.
+//
+// Signature Version 2 (s3/sigv2.h) is verified here too: "Authorization: AWS AK:Signature" and
+// the AWSAccessKeyId/Signature/Expires query; vhost_bucket is the bucket a virtual-host-style
+// Host header names (V2 signs "/bucket" in front of the path). V2 results carry
+// signature_version 2 and an unsigned payload.
 Result<AuthContext> VerifyRequest(const HttpRequest& req, const SecretLookup& lookup,
-                                  int64_t now_unix);
+                                  int64_t now_unix, std::string_view vhost_bucket = {});
+
+// ISO 8601 basic format as SigV4 writes x-amz-date (20130524T000000Z); nullopt when malformed.
+std::optional<int64_t> ParseAmzDate(std::string_view s);
+
+// POST Object (browser form) authentication: the signature over the base64 policy field, from
+// x-amz-algorithm, x-amz-credential, x-amz-date and x-amz-signature (V4) or AWSAccessKeyId and
+// signature (V2). `fields`: the form fields by lower-case name. Returns the access key. Errors:
+// AccessDenied (no signature fields: an anonymous POST, which needs a bucket policy we do not
+// have), InvalidArgument (a V4 field missing or malformed, policy missing), InvalidAccessKeyId,
+// SignatureDoesNotMatch. The policy's expiration and conditions are checked by
+// s3/post_policy.h.
+Result<std::string> VerifyPostSignature(const std::map<std::string, std::string>& fields,
+                                        const SecretLookup& lookup);
 
 // Building blocks, exposed for unit tests against AWS's published examples.
 std::string CanonicalUri(std::string_view raw_path);  // decode then SigV4-encode, '/' kept

@@ -578,6 +578,16 @@ std::string CompleteMultipartUploadXml(std::string_view location, std::string_vi
   return d.str();
 }
 
+std::string PostResponseXml(std::string_view location, std::string_view bucket,
+                            std::string_view key, std::string_view etag) {
+  Doc d("PostResponse", false);  // AWS sends it without a namespace
+  Add(d.root(), "Location", location);
+  Add(d.root(), "Bucket", bucket);
+  Add(d.root(), "Key", key);
+  Add(d.root(), "ETag", Quote(etag));
+  return d.str();
+}
+
 std::string ListPartsXml(const ListPartsParams& p, const std::vector<storage::PartInfo>& parts,
                          const Owner& owner) {
   std::vector<const storage::PartInfo*> sorted;

@@ -74,6 +74,9 @@ std::string InitiateMultipartUploadXml(std::string_view bucket, std::string_view
                                        std::string_view upload_id);
 std::string CompleteMultipartUploadXml(std::string_view location, std::string_view bucket,
                                        std::string_view key, std::string_view etag);
+// POST Object with success_action_status 201.
+std::string PostResponseXml(std::string_view location, std::string_view bucket,
+                            std::string_view key, std::string_view etag);
 
 struct ListPartsParams {
   std::string bucket, key, upload_id;
