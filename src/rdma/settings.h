@@ -21,7 +21,7 @@ struct VerbsSettings {
   int port = 1;                  // MINIO_RDMA_PORT: 1..255
   int gid_index = -1;            // MINIO_RDMA_GID_INDEX: 0..255, -1 = pick a RoCE v2 IPv4 GID
   uint64_t dc_key = 0xffeeddcc;  // MINIO_RDMA_DC_KEY
-  int num_dcis = 16;             // MINIO_RDMA_NUM_DCIS: 1..1024
+  int num_dcis = 64;             // MINIO_RDMA_NUM_DCIS: 1..1024
   int cq_depth = 1024;           // MINIO_RDMA_CQ_DEPTH: 16..65536
   // Fabric knobs for the DC initiators' address handles and QPs (the DCT's pkey index too), as
   // cuObject's server exposes them: lossless RoCE classes and IB partitions.

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "rdma/soft/net.h"
+#include "rdma/token.h"
+
 namespace rdmastor::rdma {
 
 RegionSpan HostRegionSpan(const Registration& reg) { return {reg.addr, reg.length}; }
@@ -78,6 +81,39 @@ std::string RegistrationHint(int err) {
   if (err != ENOMEM) return "";
   return " (registered memory is locked memory: raise RLIMIT_MEMLOCK, LimitMEMLOCK=infinity in "
          "the systemd unit or `ulimit -l unlimited` before starting)";
+}
+
+}  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+DciDisposition DciAfterPoll(const DciUse& use, bool closing) {
+  if (use.errored) return DciDisposition::kReplace;
+  if (use.signaled_outstanding <= 0 && use.unsignaled_tail <= 0) return DciDisposition::kReturn;
+  return closing ? DciDisposition::kReplace : DciDisposition::kKeep;
+}
+
+bool DciPoolLedger::ReserveCreate(Clock::time_point now) {
+  if (missing() <= 0 || now < next_try_) return false;
+  ++creating_;
+  return true;
+}
+
+void DciPoolLedger::Created() {
+  if (creating_ > 0) --creating_;
+  ++live_;
+  backoff_ = std::chrono::milliseconds(0);
+  next_try_ = {};
+}
+
+void DciPoolLedger::CreateFailed(Clock::time_point now) {
+  if (creating_ > 0) --creating_;
+  backoff_ = std::clamp(backoff_ * 2, std::chrono::milliseconds(100), std::chrono::milliseconds(5000));
+  next_try_ = now + backoff_;
+}
+
+void DciPoolLedger::Destroyed() {
+  if (live_ > 0) --live_;
 }
 
 }  // namespace rdmastor::rdma

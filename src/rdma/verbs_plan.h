@@ -3,13 +3,21 @@
 // code (rdma/verbs/) only gathers the facts, calls these and applies the result.
 #pragma once
 
+#include <array>
+#include <chrono>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
 #include "rdma/check.h"
+#include "rdma/soft/soft_fabric.h"
 
 namespace rdmastor::rdma {
 
@@ -79,5 +87,53 @@ size_t GidTableEntries(const std::vector<int>& port_table_lengths);
 // The text appended to a registration failure: ENOMEM from ibv_reg_mr is nearly always the
 // locked-memory limit. Empty for other errors.
 std::string RegistrationHint(int err);
+
+}  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+// --- DC initiator pool (issue 12 item 8) ---------------------------------------------------
+// An endpoint holds a DCI only while its work requests are in flight: it takes one at its first
+// post and gives it back once every request it posted has provably completed (a signalled
+// completion covers every request before it on the same send queue). Drive reads and commits
+// between posts hold none.
+struct DciUse {
+  int signaled_outstanding = 0;  // signalled requests not yet polled
+  int unsignaled_tail = 0;       // unsignalled requests posted after the last signalled one
+  bool errored = false;          // an error completion or a failed post: the QP is in error
+};
+enum class DciDisposition {
+  kKeep,     // requests still in flight: keep polling this DCI
+  kReturn,   // nothing in flight: back to the pool, usable at once
+  kReplace,  // in error, or closing with requests that cannot be proven complete: destroy and
+             // create a fresh one (an unsignalled success leaves no completion to wait for)
+};
+DciDisposition DciAfterPoll(const DciUse& use, bool closing);
+
+// How many DCIs exist and when a missing one is created again. The pool starts at `target`; a
+// DCI in error is destroyed and replaced; a failed creation leaves a hole that later acquires
+// and returns try to fill again, spaced by a backoff (100 ms doubling to 5 s) so a device
+// that refuses creation is not hammered. Not thread-safe: the fabric holds its lock.
+class DciPoolLedger {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit DciPoolLedger(int target) : target_(target < 1 ? 1 : target) {}
+  int target() const { return target_; }
+  int live() const { return live_; }          // created and not destroyed (idle or held)
+  int creating() const { return creating_; }  // reserved, being created
+  int missing() const { return target_ - live_ - creating_; }
+  // Whether the caller should create one now (and reserves it: call Created or CreateFailed).
+  bool ReserveCreate(Clock::time_point now);
+  void Created();
+  void CreateFailed(Clock::time_point now);
+  void Destroyed();  // a DCI in error was destroyed
+  Clock::time_point next_try() const { return next_try_; }
+
+ private:
+  int target_;
+  int live_ = 0, creating_ = 0;
+  std::chrono::milliseconds backoff_{0};
+  Clock::time_point next_try_{};
+};
 
 }  // namespace rdmastor::rdma

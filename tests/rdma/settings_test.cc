@@ -56,6 +56,7 @@ TEST(RdmaSettingsTest, VerbsKnobsValidatedOnTheRdmaBuild) {
   EXPECT_EQ(s->verbs.num_dcis, 4);
   EXPECT_EQ(s->verbs.cq_depth, 256);
   EXPECT_EQ(ParseRdmaSettings({})->verbs.dc_key, 0xffeeddccu);
+  EXPECT_EQ(ParseRdmaSettings({})->verbs.num_dcis, 64);
   for (auto [name, value] :
        std::vector<std::pair<std::string, std::string>>{{"MINIO_RDMA_PORT", "0"},
                                                         {"MINIO_RDMA_PORT", "x"},
@@ -69,7 +70,7 @@ TEST(RdmaSettingsTest, VerbsKnobsValidatedOnTheRdmaBuild) {
                                                         {"MINIO_RDMA_PKEY_INDEX", "65536"},
                                                         {"MINIO_RDMA_TIMEOUT", "0"},
                                                         {"MINIO_RDMA_TIMEOUT", "32"},
-                                                        {"MINIO_RDMA_DEVICE", "../etc"}}) {
+                                                        {"MINIO_RDMA_DEVICE", "../etc"},}) {
     auto r = ParseRdmaSettings({{name, value}});
     ASSERT_FALSE(r.ok()) << name << "=" << value;
     EXPECT_NE(r.error().message.find(name), std::string::npos);
@@ -162,3 +163,6 @@ TEST(VerbsHelpersTest, AccessFlags) {
 
 }  // namespace
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+namespace {

@@ -141,3 +141,78 @@ TEST(VerbsPlanTest, RegistrationEnomemNamesTheMemlockLimit) {
 
 }  // namespace
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+namespace {
+
+TEST(VerbsPlanTest, DciIsHeldOnlyWhileRequestsAreInFlight) {
+  // Posted, nothing polled yet: keep.
+  EXPECT_EQ(DciAfterPoll({/*signaled=*/1, /*tail=*/0, false}, false), DciDisposition::kKeep);
+  // Everything signalled completed and nothing unsignalled after the last: back to the pool
+  // (between transfer pieces, across a drive read).
+  EXPECT_EQ(DciAfterPoll({0, 0, false}, false), DciDisposition::kReturn);
+  // Unsignalled requests after the last signalled one may still be in flight.
+  EXPECT_EQ(DciAfterPoll({0, 3, false}, false), DciDisposition::kKeep);
+  // Closing with those: their success would leave no completion; the DCI is replaced.
+  EXPECT_EQ(DciAfterPoll({0, 3, false}, true), DciDisposition::kReplace);
+  EXPECT_EQ(DciAfterPoll({2, 0, false}, true), DciDisposition::kReplace);
+  EXPECT_EQ(DciAfterPoll({0, 0, false}, true), DciDisposition::kReturn);
+  // An error completion puts the QP in the error state: never reused.
+  EXPECT_EQ(DciAfterPoll({0, 0, true}, false), DciDisposition::kReplace);
+  EXPECT_EQ(DciAfterPoll({5, 1, true}, false), DciDisposition::kReplace);
+}
+
+TEST(VerbsPlanTest, DciPoolRefillsAfterAFailedReplacementWithBackoff) {
+  using namespace std::chrono_literals;
+  DciPoolLedger pool(64);
+  auto t0 = DciPoolLedger::Clock::now();
+  for (int i = 0; i < 64; ++i) {
+    ASSERT_TRUE(pool.ReserveCreate(t0));
+    pool.Created();
+  }
+  EXPECT_EQ(pool.live(), 64);
+  EXPECT_FALSE(pool.ReserveCreate(t0));  // full: never more than the target
+  // A DCI fails; its replacement cannot be created (device busy): the pool is one short...
+  pool.Destroyed();
+  EXPECT_EQ(pool.missing(), 1);
+  ASSERT_TRUE(pool.ReserveCreate(t0));
+  EXPECT_FALSE(pool.ReserveCreate(t0));  // one creation per hole at a time
+  pool.CreateFailed(t0);
+  EXPECT_EQ(pool.live(), 63);
+  // ...not for good: after the backoff a later acquire fills it again.
+  EXPECT_FALSE(pool.ReserveCreate(t0 + 50ms));
+  EXPECT_TRUE(pool.ReserveCreate(t0 + 100ms));
+  pool.CreateFailed(t0 + 100ms);  // fails again: the wait doubles
+  EXPECT_FALSE(pool.ReserveCreate(t0 + 250ms));
+  EXPECT_TRUE(pool.ReserveCreate(t0 + 300ms));
+  pool.Created();
+  EXPECT_EQ(pool.live(), 64);
+  EXPECT_EQ(pool.missing(), 0);
+  // The backoff is reset by a success and capped at 5 s.
+  pool.Destroyed();
+  auto t = t0 + 1s;
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(pool.ReserveCreate(t)) << i;
+    pool.CreateFailed(t);
+    EXPECT_LE(pool.next_try() - t, 5000ms);
+    t = pool.next_try();
+  }
+  ASSERT_TRUE(pool.ReserveCreate(t));
+  pool.CreateFailed(t);
+  EXPECT_EQ(pool.next_try() - t, 5000ms);
+  ASSERT_TRUE(pool.ReserveCreate(pool.next_try()));
+  pool.Created();
+  pool.Destroyed();
+  ASSERT_TRUE(pool.ReserveCreate(pool.next_try()));
+  pool.CreateFailed(t);
+  EXPECT_EQ(pool.next_try() - t, 100ms);
+}
+
+TEST(VerbsPlanTest, DciPoolTargetIsAtLeastOne) {
+  DciPoolLedger pool(0);
+  EXPECT_EQ(pool.target(), 1);
+  EXPECT_TRUE(pool.ReserveCreate(DciPoolLedger::Clock::now()));
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma

@@ -129,21 +129,23 @@ struct PortPlan {
   int max_rd_atomic = 1;
 };
 
+// An endpoint toward one client DCT. It holds a DCI only while its work requests are in flight
+// (DciAfterPoll): taken at the first post, given back once every posted request completed.
 class DciEndpoint final : public Endpoint {
  public:
-  DciEndpoint(VerbsFabric& f, std::unique_ptr<Dci> dci, AhPtr ah, uint32_t dctn)
-      : fabric_(f), dci_(std::move(dci)), ah_(std::move(ah)), dctn_(dctn) {}
+  DciEndpoint(VerbsFabric& f, AhPtr ah, uint32_t dctn) : fabric_(f), ah_(std::move(ah)), dctn_(dctn) {}
   ~DciEndpoint() override;
   Status PostSend(const WorkRequest& wr) override;
   Result<int> PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) override;
 
  private:
+  void GiveBack(DciDisposition how);
+
   VerbsFabric& fabric_;
-  std::unique_ptr<Dci> dci_;
+  std::unique_ptr<Dci> dci_;  // null while nothing is in flight
+  DciUse use_;
   AhPtr ah_;
   uint32_t dctn_;
-  bool errored_ = false;
-  int outstanding_ = 0;
 };
 
 class VerbsFabric final : public Fabric {
@@ -177,31 +179,74 @@ class VerbsFabric final : public Fabric {
     if (attr.is_global) attr.grh.traffic_class = static_cast<uint8_t>(settings_.traffic_class);
     AhPtr ah(ibv_create_ah(pd_.get(), &attr));
     if (!ah) return VerbsError("ibv_create_ah", errno);
-    auto dci = Take();
-    if (!dci.ok()) return dci.error();
-    return std::unique_ptr<Endpoint>(
-        new DciEndpoint(*this, std::move(dci).value(), std::move(ah), remote.qpn));
+    return std::unique_ptr<Endpoint>(new DciEndpoint(*this, std::move(ah), remote.qpn));
   }
 
   Status Init() {
     for (int i = 0; i < settings_.num_dcis; ++i) {
+      ledger_.ReserveCreate(DciPoolLedger::Clock::now());
       auto d = CreateDci();
       if (!d.ok()) return d.error();
+      ledger_.Created();
       pool_.push_back(std::move(d).value());
     }
     return {};
   }
 
-  // A DCI that went to the error state is replaced, not reused.
-  void Return(std::unique_ptr<Dci> dci, bool errored) {
-    if (errored) {
+  // An idle DCI, a missing one created now (DciPoolLedger), or one another request gives back
+  // within 10 s; else 503 SlowDown.
+  Result<std::unique_ptr<Dci>> Acquire() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::unique_lock lock(mu_);
+    for (;;) {
+      if (!pool_.empty()) {
+        auto d = std::move(pool_.back());
+        pool_.pop_back();
+        return d;
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (ledger_.ReserveCreate(now)) {
+        lock.unlock();
+        auto d = CreateDci();
+        lock.lock();
+        if (d.ok()) {
+          ledger_.Created();
+          return d;
+        }
+        ledger_.CreateFailed(std::chrono::steady_clock::now());
+        spdlog::warn("verbs: cannot create a DC initiator ({} of {} live): {}", ledger_.live(),
+                     ledger_.target(), d.error().message);
+      }
+      if (now >= deadline)
+        return MakeError(ErrorCode::kSlowDown, "all DC initiators are busy (MINIO_RDMA_NUM_DCIS)");
+      auto until = deadline;
+      if (ledger_.missing() > 0) until = std::min(until, ledger_.next_try());
+      cv_.wait_until(lock, std::max(until, now + std::chrono::milliseconds(1)));
+    }
+  }
+
+  // kReturn: back to the pool. kReplace: destroyed, and a fresh one created in its place (when
+  // that fails, the hole is filled later by Acquire, spaced by the ledger's backoff).
+  void Release(std::unique_ptr<Dci> dci, DciDisposition how) {
+    if (how == DciDisposition::kReplace) {
       dci.reset();
+      std::unique_lock lock(mu_);
+      ledger_.Destroyed();
+      if (!ledger_.ReserveCreate(std::chrono::steady_clock::now())) return;
+      lock.unlock();
       auto fresh = CreateDci();
+      lock.lock();
       if (!fresh.ok()) {
-        spdlog::error("verbs: cannot replace a failed DC initiator: {}", fresh.error().message);
+        ledger_.CreateFailed(std::chrono::steady_clock::now());
+        spdlog::error("verbs: cannot replace a failed DC initiator ({} of {} live): {}",
+                      ledger_.live(), ledger_.target(), fresh.error().message);
         return;
       }
+      ledger_.Created();
       dci = std::move(fresh).value();
+      pool_.push_back(std::move(dci));
+      cv_.notify_one();
+      return;
     }
     std::lock_guard lock(mu_);
     pool_.push_back(std::move(dci));
@@ -211,14 +256,6 @@ class VerbsFabric final : public Fabric {
   uint64_t dc_key() const { return settings_.dc_key; }
 
  private:
-  Result<std::unique_ptr<Dci>> Take() {
-    std::unique_lock lock(mu_);
-    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return !pool_.empty(); }))
-      return MakeError(ErrorCode::kSlowDown, "all DC initiators are busy (MINIO_RDMA_NUM_DCIS)");
-    auto d = std::move(pool_.back());
-    pool_.pop_back();
-    return d;
-  }
 
   Result<std::unique_ptr<Dci>> CreateDci() {
     auto d = std::make_unique<Dci>();
@@ -277,24 +314,40 @@ class VerbsFabric final : public Fabric {
   PortPlan plan_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::unique_ptr<Dci>> pool_;
+  std::vector<std::unique_ptr<Dci>> pool_;  // idle DCIs
+  DciPoolLedger ledger_{settings_.num_dcis};
 };
 
 DciEndpoint::~DciEndpoint() {
+  if (!dci_) return;
   // Outstanding requests may still touch local memory: drain them (bounded) or drop the DCI.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   ibv_wc wc[16];
-  while (outstanding_ > 0 && !errored_ && std::chrono::steady_clock::now() < deadline) {
+  while (use_.signaled_outstanding > 0 && !use_.errored &&
+         std::chrono::steady_clock::now() < deadline) {
     int n = ibv_poll_cq(dci_->cq.get(), 16, wc);
     if (n < 0) break;
-    for (int i = 0; i < n; ++i) errored_ |= wc[i].status != IBV_WC_SUCCESS;
+    for (int i = 0; i < n; ++i) {
+      use_.errored |= wc[i].status != IBV_WC_SUCCESS;
+      --use_.signaled_outstanding;
+    }
     if (n == 0) std::this_thread::yield();
   }
-  // Unsignaled successes leave no completion: a DCI whose count is not provably zero is replaced.
-  fabric_.Return(std::move(dci_), errored_ || outstanding_ > 0);
+  GiveBack(DciAfterPoll(use_, /*closing=*/true));
+}
+
+void DciEndpoint::GiveBack(DciDisposition how) {
+  fabric_.Release(std::move(dci_), how);
+  use_ = {};
 }
 
 Status DciEndpoint::PostSend(const WorkRequest& wr) {
+  if (!dci_) {
+    auto d = fabric_.Acquire();
+    if (!d.ok()) return d.error();
+    dci_ = std::move(d).value();
+    use_ = {};
+  }
   ibv_wr_start(dci_->qpx);
   dci_->qpx->wr_id = wr.wr_id;
   dci_->qpx->wr_flags = wr.signaled ? IBV_SEND_SIGNALED : 0;
@@ -304,12 +357,22 @@ Status DciEndpoint::PostSend(const WorkRequest& wr) {
     ibv_wr_rdma_read(dci_->qpx, wr.rkey, wr.remote_addr);
   mlx5dv_wr_set_dc_addr(dci_->mqpx, ah_.get(), dctn_, fabric_.dc_key());
   ibv_wr_set_sge(dci_->qpx, wr.lkey, reinterpret_cast<uint64_t>(wr.local_addr), wr.length);
-  if (int e = ibv_wr_complete(dci_->qpx)) return VerbsError("post", e);
-  if (wr.signaled) ++outstanding_;
+  if (int e = ibv_wr_complete(dci_->qpx)) {
+    // Nothing of this request was queued; earlier ones may be in flight.
+    if (use_.signaled_outstanding == 0 && use_.unsignaled_tail == 0) GiveBack(DciDisposition::kReturn);
+    return VerbsError("post", e);
+  }
+  if (wr.signaled) {
+    ++use_.signaled_outstanding;
+    use_.unsignaled_tail = 0;
+  } else {
+    ++use_.unsignaled_tail;
+  }
   return {};
 }
 
 Result<int> DciEndpoint::PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) {
+  if (!dci_) return 0;  // nothing in flight
   auto deadline = std::chrono::steady_clock::now() + wait;
   std::vector<ibv_wc> wc(static_cast<size_t>(max));
   for (;;) {
@@ -318,10 +381,16 @@ Result<int> DciEndpoint::PollCompletions(Completion* out, int max, std::chrono::
     for (int i = 0; i < n; ++i) {
       out[i] = {wc[i].wr_id, FromIbvStatus(wc[i].status),
                 wc[i].opcode == IBV_WC_RDMA_READ ? Opcode::kRead : Opcode::kWrite, wc[i].byte_len};
-      if (wc[i].status != IBV_WC_SUCCESS) errored_ = true;
-      if (outstanding_ > 0) --outstanding_;
+      if (wc[i].status != IBV_WC_SUCCESS) use_.errored = true;
+      if (use_.signaled_outstanding > 0) --use_.signaled_outstanding;
     }
-    if (n > 0 || std::chrono::steady_clock::now() >= deadline) return n;
+    if (n > 0) {
+      // Everything posted has completed (or the QP is in error): the DCI goes back now, not when
+      // the endpoint dies, so drive reads and commits between posts hold none.
+      if (auto how = DciAfterPoll(use_, false); how != DciDisposition::kKeep) GiveBack(how);
+      return n;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return n;
     std::this_thread::yield();  // busy poll: latency matters more than one core here
   }
 }
