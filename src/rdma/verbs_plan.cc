@@ -117,3 +117,26 @@ void DciPoolLedger::Destroyed() {
 }
 
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+WaitStep NextWaitStep(std::chrono::microseconds elapsed, std::chrono::microseconds spin,
+                      std::chrono::microseconds wait) {
+  if (elapsed >= wait) return WaitStep::kGiveUp;
+  if (elapsed < spin) return WaitStep::kPoll;
+  return WaitStep::kSleep;
+}
+
+AhKey AhKeyFor(bool has_gid, const std::array<uint8_t, 16>& gid, uint16_t lid) {
+  AhKey k;
+  k.has_gid = has_gid;
+  k.lid = lid;  // IB with a GRH still routes by DLID inside the subnet
+  if (has_gid) k.gid = gid;
+  return k;
+}
+
+bool RetryWithoutRelaxedOrdering(bool relaxed_was_set, int err) {
+  return relaxed_was_set && (err == EINVAL || err == EOPNOTSUPP);
+}
+
+}  // namespace rdmastor::rdma

@@ -137,3 +137,75 @@ class DciPoolLedger {
 };
 
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+// --- Completion handling and address handles (issue 12 item 9) ------------------------------
+// How an initiator waits for a completion: busy-poll for `spin` (a short transfer completes in
+// microseconds), then arm the CQ and sleep on its completion channel until `wait` runs out.
+enum class WaitStep { kPoll, kSleep, kGiveUp };
+WaitStep NextWaitStep(std::chrono::microseconds elapsed, std::chrono::microseconds spin,
+                      std::chrono::microseconds wait);
+
+// Address handles are cached by what they encode: the remote's GID (RoCE / routed IB) or LID.
+struct AhKey {
+  std::array<uint8_t, 16> gid{};
+  uint16_t lid = 0;
+  bool has_gid = false;
+  auto operator<=>(const AhKey&) const = default;
+};
+// What an address handle is created from (the fabric's SL and traffic class are fixed): the LID,
+// and the GID when the token carries one; a GID without has_gid is ignored.
+AhKey AhKeyFor(bool has_gid, const std::array<uint8_t, 16>& gid, uint16_t lid);
+
+// A bounded map with least-recently-used eviction (the address-handle cache). Values are
+// shared_ptr: an evicted handle lives on while an endpoint still uses it. Not thread-safe.
+template <class K, class V>
+class BoundedLru {
+ public:
+  explicit BoundedLru(size_t capacity) : capacity_(capacity < 1 ? 1 : capacity) {}
+  std::shared_ptr<V> Find(const K& k) {
+    auto it = index_.find(k);
+    if (it == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);  // most recently used first
+    return it->second->second;
+  }
+  // Inserts (or replaces) k; evicts the least recently used entry beyond the capacity and
+  // returns how many were evicted.
+  size_t Put(const K& k, std::shared_ptr<V> v) {
+    if (auto it = index_.find(k); it != index_.end()) {
+      it->second->second = std::move(v);
+      order_.splice(order_.begin(), order_, it->second);
+      return 0;
+    }
+    order_.emplace_front(k, std::move(v));
+    index_[k] = order_.begin();
+    size_t evicted = 0;
+    while (order_.size() > capacity_) {
+      index_.erase(order_.back().first);
+      order_.pop_back();
+      ++evicted;
+    }
+    return evicted;
+  }
+  void Clear() {
+    index_.clear();
+    order_.clear();
+  }
+  size_t size() const { return order_.size(); }
+  size_t capacity() const { return capacity_; }
+
+ private:
+  size_t capacity_;
+  std::list<std::pair<K, std::shared_ptr<V>>> order_;
+  std::map<K, typename std::list<std::pair<K, std::shared_ptr<V>>>::iterator> index_;
+};
+
+// IBV_ACCESS_RELAXED_ORDERING lets the NIC's PCIe writes be reordered (large gains for GPU
+// memory and some CPUs). It lies in libibverbs' optional access range: a provider or kernel that
+// cannot honour it ignores it. Asked for when the library defines it; a registration refused
+// with EINVAL/EOPNOTSUPP while it was set (an old kernel that rejects unknown bits) is retried
+// once without it.
+bool RetryWithoutRelaxedOrdering(bool relaxed_was_set, int err);
+
+}  // namespace rdmastor::rdma

@@ -216,3 +216,72 @@ TEST(VerbsPlanTest, DciPoolTargetIsAtLeastOne) {
 
 }  // namespace
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+namespace {
+
+TEST(VerbsPlanTest, CompletionWaitSpinsThenSleepsThenGivesUp) {
+  using us = std::chrono::microseconds;
+  EXPECT_EQ(NextWaitStep(us(0), us(50), us(100000)), WaitStep::kPoll);
+  EXPECT_EQ(NextWaitStep(us(49), us(50), us(100000)), WaitStep::kPoll);
+  EXPECT_EQ(NextWaitStep(us(50), us(50), us(100000)), WaitStep::kSleep);
+  EXPECT_EQ(NextWaitStep(us(99999), us(50), us(100000)), WaitStep::kSleep);
+  EXPECT_EQ(NextWaitStep(us(100000), us(50), us(100000)), WaitStep::kGiveUp);
+  // A zero wait polls nothing more than once (the caller's first poll).
+  EXPECT_EQ(NextWaitStep(us(0), us(50), us(0)), WaitStep::kGiveUp);
+  // No spin: straight to the completion channel.
+  EXPECT_EQ(NextWaitStep(us(0), us(0), us(10)), WaitStep::kSleep);
+}
+
+TEST(VerbsPlanTest, AddressHandleKeys) {
+  std::array<uint8_t, 16> a{}, b{};
+  a[15] = 1;
+  b[15] = 2;
+  EXPECT_EQ(AhKeyFor(true, a, 0), AhKeyFor(true, a, 0));
+  EXPECT_NE(AhKeyFor(true, a, 0), AhKeyFor(true, b, 0));
+  EXPECT_NE(AhKeyFor(true, a, 3), AhKeyFor(true, a, 4));  // IB: DLID routes inside the subnet
+  EXPECT_NE(AhKeyFor(true, a, 3), AhKeyFor(false, a, 3));
+  // Without has_gid the GID bytes are not part of the handle.
+  EXPECT_EQ(AhKeyFor(false, a, 7), AhKeyFor(false, b, 7));
+  EXPECT_NE(AhKeyFor(false, a, 7), AhKeyFor(false, a, 8));
+}
+
+TEST(VerbsPlanTest, BoundedLruEvictsTheLeastRecentlyUsed) {
+  BoundedLru<int, std::string> cache(3);
+  EXPECT_EQ(cache.Put(1, std::make_shared<std::string>("one")), 0u);
+  EXPECT_EQ(cache.Put(2, std::make_shared<std::string>("two")), 0u);
+  EXPECT_EQ(cache.Put(3, std::make_shared<std::string>("three")), 0u);
+  ASSERT_NE(cache.Find(1), nullptr);  // 1 is now the most recent; 2 the least
+  auto held = cache.Find(2);
+  ASSERT_NE(held, nullptr);
+  ASSERT_NE(cache.Find(1), nullptr);  // order: 1, 2, 3 -> 3 least recent
+  EXPECT_EQ(cache.Put(4, std::make_shared<std::string>("four")), 1u);
+  EXPECT_EQ(cache.size(), 3u);
+  EXPECT_EQ(cache.Find(3), nullptr);
+  EXPECT_NE(cache.Find(4), nullptr);
+  // Replacing a key neither grows nor evicts.
+  EXPECT_EQ(cache.Put(4, std::make_shared<std::string>("FOUR")), 0u);
+  EXPECT_EQ(*cache.Find(4), "FOUR");
+  EXPECT_EQ(cache.size(), 3u);
+  // An evicted value stays alive while someone holds it (an endpoint using the handle).
+  cache.Put(5, std::make_shared<std::string>("five"));
+  cache.Put(6, std::make_shared<std::string>("six"));
+  cache.Put(7, std::make_shared<std::string>("seven"));
+  EXPECT_EQ(cache.Find(2), nullptr);
+  EXPECT_EQ(*held, "two");
+  cache.Clear();
+  EXPECT_EQ(cache.size(), 0u);
+  BoundedLru<int, int> one(0);  // capacity at least 1
+  one.Put(1, std::make_shared<int>(1));
+  EXPECT_EQ(one.size(), 1u);
+}
+
+TEST(VerbsPlanTest, RelaxedOrderingIsDroppedOnlyWhenItWasTheProblem) {
+  EXPECT_TRUE(RetryWithoutRelaxedOrdering(true, EINVAL));
+  EXPECT_TRUE(RetryWithoutRelaxedOrdering(true, EOPNOTSUPP));
+  EXPECT_FALSE(RetryWithoutRelaxedOrdering(true, ENOMEM));  // memlock: the hint, not a retry
+  EXPECT_FALSE(RetryWithoutRelaxedOrdering(false, EINVAL));
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma
