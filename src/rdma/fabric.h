@@ -135,6 +135,12 @@ class Fabric {
   // (kRDMANotSupported: nothing moved yet).
   virtual Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
                                                     const RequestOrigin& origin) = 0;
+  // Why the fabric cannot serve right now ("" when it can): its port is down, its device failed.
+  // Requests get 501 with it meanwhile (verbs: from the device's asynchronous events).
+  virtual std::string Unavailable() const { return {}; }
+  // The device failed for good: this fabric (and every registration made with it) must be
+  // replaced by a freshly created one.
+  virtual bool NeedsReopen() const { return false; }
 };
 
 // A target that remote initiators write into / read from: what the client side runs. Memory

@@ -150,7 +150,9 @@ std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
         return std::make_unique<S3RdmaService>(nullptr, fabric.error().message, options);
       }
       spdlog::info("S3 over RDMA: on, verbs fabric");
-      return std::make_unique<S3RdmaService>(std::move(fabric).value(), "", options);
+      // After a fatal device error the fabric is created again, as at start.
+      return std::make_unique<S3RdmaService>(std::move(fabric).value(), "", options,
+                                             [vs = settings.verbs] { return CreateVerbsFabric(vs); });
     }
   }
   return nullptr;

@@ -140,3 +140,54 @@ bool RetryWithoutRelaxedOrdering(bool relaxed_was_set, int err) {
 }
 
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+EventDecision OnAsyncEvent(AsyncEvent event, int event_port, int our_port,
+                           const FabricState& state) {
+  EventDecision d;
+  d.next = state;
+  const bool ours = event_port == our_port;
+  const std::string port = "port " + std::to_string(our_port);
+  switch (event) {
+    case AsyncEvent::kDeviceFatal:
+      d.next = {FabricHealth::kDown, "the device reported a fatal error; reopening it"};
+      d.reopen = true;
+      d.log_error = true;
+      return d;
+    case AsyncEvent::kPortError:
+      if (!ours || state.health == FabricHealth::kDown) return d;
+      d.next = {FabricHealth::kDegraded, port + " went down"};
+      d.log_error = true;
+      return d;
+    case AsyncEvent::kPortActive:
+      if (!ours) return d;
+      d.requery_port = true;  // addresses, MTU and LID may differ after the link returns
+      if (state.health == FabricHealth::kDegraded) d.next = {FabricHealth::kReady, ""};
+      return d;
+    case AsyncEvent::kGidChange:
+    case AsyncEvent::kLidChange:
+      d.requery_port = ours;
+      return d;
+    case AsyncEvent::kQueueError:
+      d.log_error = true;  // one QP/CQ: its owner sees the error completion and replaces it
+      return d;
+    case AsyncEvent::kOther:
+      return d;
+  }
+  return d;
+}
+
+std::string_view FabricHealthName(FabricHealth h) {
+  switch (h) {
+    case FabricHealth::kReady:
+      return "ready";
+    case FabricHealth::kDegraded:
+      return "degraded";
+    case FabricHealth::kDown:
+      return "down";
+  }
+  return "unknown";
+}
+
+}  // namespace rdmastor::rdma

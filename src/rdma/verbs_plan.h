@@ -209,3 +209,40 @@ class BoundedLru {
 bool RetryWithoutRelaxedOrdering(bool relaxed_was_set, int err);
 
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+// --- Asynchronous device events (issue 12 item 11) ------------------------------------------
+// The events of ibv_get_async_event the fabric acts on (enum ibv_event_type, by meaning).
+enum class AsyncEvent {
+  kPortActive,        // IBV_EVENT_PORT_ACTIVE
+  kPortError,         // IBV_EVENT_PORT_ERR: link down
+  kGidChange,         // IBV_EVENT_GID_CHANGE: an address came or went on the netdev (RoCE)
+  kLidChange,         // IBV_EVENT_LID_CHANGE, PKEY_CHANGE, SM_CHANGE, CLIENT_REREGISTER
+  kDeviceFatal,       // IBV_EVENT_DEVICE_FATAL: the context is dead; reopen the device
+  kQueueError,        // QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, CQ_ERR, SRQ_ERR: one object
+  kOther,             // COMM_EST, SQ_DRAINED, LAST_WQE_REACHED, SRQ_LIMIT_REACHED, ...
+};
+enum class FabricHealth {
+  kReady,     // serving
+  kDegraded,  // our port is down: requests get 501 until it is ACTIVE again
+  kDown,      // the device failed: 501 until it has been reopened
+};
+struct FabricState {
+  FabricHealth health = FabricHealth::kReady;
+  std::string reason;  // why not kReady ("" when ready)
+};
+struct EventDecision {
+  FabricState next;
+  bool requery_port = false;  // re-read the port's attributes and pick the GID index again
+  bool reopen = false;        // close the device and open it again (new context, PD, QPs, MRs)
+  bool log_error = false;     // worth an error line (else info)
+};
+// What an event on `event_port` (0 for device-wide events) means for a fabric using `our_port`
+// in `state`. Events on other ports change nothing; a port coming back clears only a
+// port-down state (a dead device stays down until reopened).
+EventDecision OnAsyncEvent(AsyncEvent event, int event_port, int our_port,
+                           const FabricState& state);
+std::string_view FabricHealthName(FabricHealth h);  // "ready" | "degraded" | "down"
+
+}  // namespace rdmastor::rdma

@@ -166,3 +166,90 @@ TEST(VerbsHelpersTest, AccessFlags) {
 
 namespace rdmastor::rdma {
 namespace {
+
+// A soft fabric whose device-event state the test sets: stands for a verbs fabric after
+// OnAsyncEvent marked it degraded or down (the verbs code sets the same two answers).
+class EventedSoftFabric final : public Fabric {
+ public:
+  explicit EventedSoftFabric(std::string* unavailable, bool* reopen)
+      : unavailable_(unavailable), reopen_(reopen) {}
+  std::string_view name() const override { return "verbs"; }
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* a, size_t n, unsigned acc) override {
+    return soft_.RegisterMemory(a, n, acc);
+  }
+  Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& r,
+                                            const RequestOrigin& o) override {
+    return soft_.Connect(r, o);
+  }
+  std::string Unavailable() const override { return *unavailable_; }
+  bool NeedsReopen() const override { return *reopen_; }
+
+ private:
+  soft::SoftFabric soft_;
+  std::string* unavailable_;
+  bool* reopen_;
+};
+
+TEST(DegradedFabricTest, PortDownAnswers501AndADeadDeviceIsReopened) {
+  std::string why_old, why_new;
+  bool reopen_old = false, reopen_new = false;
+  int reopens = 0;
+  bool device_back = false;
+  S3RdmaService svc(std::make_unique<EventedSoftFabric>(&why_old, &reopen_old), "", {},
+                    [&]() -> Result<std::unique_ptr<Fabric>> {
+                      ++reopens;
+                      if (!device_back)
+                        return MakeError(ErrorCode::kRDMANotSupported, "no device yet");
+                      return std::unique_ptr<Fabric>(
+                          new EventedSoftFabric(&why_new, &reopen_new));
+                    });
+  ASSERT_TRUE(svc.available());
+  EXPECT_EQ(svc.unavailable_reason(), "");
+  // Port down: 501 naming it, no reopen attempted.
+  why_old = "port 1 went down";
+  EXPECT_FALSE(svc.available());
+  EXPECT_NE(svc.unavailable_reason().find("port 1 went down"), std::string::npos);
+  RdmaToken t;
+  t.rsize = 10;
+  auto r = svc.PushToClient(t, {"127.0.0.1"}, 10,
+                            [](uint64_t, char*, size_t) { return Result<size_t>(size_t{0}); });
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kRDMANotSupported);
+  EXPECT_NE(r.error().message.find("degraded"), std::string::npos) << r.error().message;
+  auto body = svc.PullFromClient(t, {"127.0.0.1"});
+  ASSERT_FALSE(body.ok());
+  EXPECT_EQ(body.error().code, ErrorCode::kRDMANotSupported);
+  EXPECT_EQ(reopens, 0);
+  // Back up: serving again.
+  why_old = "";
+  EXPECT_TRUE(svc.available());
+  // The device fails: down; the reopen is tried, fails (device not back), and is not retried
+  // before its 5 s backoff.
+  why_old = "the device reported a fatal error; reopening it";
+  reopen_old = true;
+  EXPECT_FALSE(svc.available());
+  EXPECT_EQ(reopens, 1);
+  device_back = true;
+  EXPECT_FALSE(svc.available());
+  EXPECT_EQ(reopens, 1);
+}
+
+TEST(DegradedFabricTest, AReopenReplacesTheFabricAndItsBuffers) {
+  std::string why_old = "the device reported a fatal error; reopening it", why_new;
+  bool reopen_old = true, reopen_new = false;
+  int reopens = 0;
+  S3RdmaService svc(std::make_unique<EventedSoftFabric>(&why_old, &reopen_old), "", {},
+                    [&]() -> Result<std::unique_ptr<Fabric>> {
+                      ++reopens;
+                      return std::unique_ptr<Fabric>(
+                          new EventedSoftFabric(&why_new, &reopen_new));
+                    });
+  EXPECT_TRUE(svc.available());  // reopened on this call
+  EXPECT_EQ(reopens, 1);
+  EXPECT_EQ(svc.unavailable_reason(), "");
+  EXPECT_TRUE(svc.available());
+  EXPECT_EQ(reopens, 1);
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma

@@ -285,3 +285,50 @@ TEST(VerbsPlanTest, RelaxedOrderingIsDroppedOnlyWhenItWasTheProblem) {
 
 }  // namespace
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+namespace {
+
+TEST(VerbsPlanTest, AsyncEventsDriveTheFabricState) {
+  const FabricState ready;
+  // Our port goes down: degraded (501 meanwhile), logged as an error.
+  auto down = OnAsyncEvent(AsyncEvent::kPortError, 1, 1, ready);
+  EXPECT_EQ(down.next.health, FabricHealth::kDegraded);
+  EXPECT_NE(down.next.reason.find("port 1"), std::string::npos);
+  EXPECT_TRUE(down.log_error);
+  EXPECT_FALSE(down.reopen);
+  // Another port of the same device: nothing changes.
+  auto other = OnAsyncEvent(AsyncEvent::kPortError, 2, 1, ready);
+  EXPECT_EQ(other.next.health, FabricHealth::kReady);
+  EXPECT_FALSE(other.requery_port);
+  // It comes back: ready again, and the port is read again (GID, MTU may differ).
+  auto up = OnAsyncEvent(AsyncEvent::kPortActive, 1, 1, down.next);
+  EXPECT_EQ(up.next.health, FabricHealth::kReady);
+  EXPECT_EQ(up.next.reason, "");
+  EXPECT_TRUE(up.requery_port);
+  // A GID change (an address added/removed on the netdev) re-reads the port, health unchanged.
+  auto gid = OnAsyncEvent(AsyncEvent::kGidChange, 1, 1, ready);
+  EXPECT_EQ(gid.next.health, FabricHealth::kReady);
+  EXPECT_TRUE(gid.requery_port);
+  EXPECT_FALSE(OnAsyncEvent(AsyncEvent::kGidChange, 2, 1, ready).requery_port);
+  EXPECT_TRUE(OnAsyncEvent(AsyncEvent::kLidChange, 1, 1, ready).requery_port);
+  // A fatal device error: down and reopen, whatever the port.
+  auto fatal = OnAsyncEvent(AsyncEvent::kDeviceFatal, 0, 1, ready);
+  EXPECT_EQ(fatal.next.health, FabricHealth::kDown);
+  EXPECT_TRUE(fatal.reopen);
+  // While down, port events do not bring it back: only a reopen does.
+  auto still = OnAsyncEvent(AsyncEvent::kPortActive, 1, 1, fatal.next);
+  EXPECT_EQ(still.next.health, FabricHealth::kDown);
+  EXPECT_EQ(OnAsyncEvent(AsyncEvent::kPortError, 1, 1, fatal.next).next.health,
+            FabricHealth::kDown);
+  // One QP in error: logged, the fabric stays ready (the DCI is replaced by its owner).
+  auto qp = OnAsyncEvent(AsyncEvent::kQueueError, 0, 1, ready);
+  EXPECT_EQ(qp.next.health, FabricHealth::kReady);
+  EXPECT_TRUE(qp.log_error);
+  EXPECT_EQ(OnAsyncEvent(AsyncEvent::kOther, 1, 1, down.next).next.health,
+            FabricHealth::kDegraded);
+  EXPECT_EQ(FabricHealthName(FabricHealth::kDegraded), "degraded");
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma

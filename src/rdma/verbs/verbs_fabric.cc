@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <cerrno>
 #include <condition_variable>
@@ -183,6 +184,36 @@ struct Dci {
 };
 
 class VerbsFabric;
+uint8_t PickGidIndex(ibv_context* ctx, const VerbsSettings& s, const ibv_port_attr& attr);
+
+// ibv_event_type -> AsyncEvent, and the port it names (0: not a port event).
+std::pair<AsyncEvent, int> Classify(const ibv_async_event& ev) {
+  const int port = static_cast<int>(ev.element.port_num);
+  switch (ev.event_type) {
+    case IBV_EVENT_PORT_ACTIVE:
+      return {AsyncEvent::kPortActive, port};
+    case IBV_EVENT_PORT_ERR:
+      return {AsyncEvent::kPortError, port};
+    case IBV_EVENT_GID_CHANGE:
+      return {AsyncEvent::kGidChange, port};
+    case IBV_EVENT_LID_CHANGE:
+    case IBV_EVENT_PKEY_CHANGE:
+    case IBV_EVENT_SM_CHANGE:
+    case IBV_EVENT_CLIENT_REREGISTER:
+      return {AsyncEvent::kLidChange, port};
+    case IBV_EVENT_DEVICE_FATAL:
+      return {AsyncEvent::kDeviceFatal, 0};
+    case IBV_EVENT_CQ_ERR:
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_WQ_FATAL:
+      return {AsyncEvent::kQueueError, 0};
+    default:
+      return {AsyncEvent::kOther, 0};
+  }
+}
 
 // What the opened device allows, applied to every DCI (and the DCT): from the pure rules.
 struct PortPlan {
@@ -220,11 +251,31 @@ class VerbsFabric final : public Fabric {
         gid_index_(gid_index),
         plan_(plan) {}
   ~VerbsFabric() override {
+    stop_ = true;
+    if (events_.joinable()) events_.join();
     pool_.clear();  // QPs and CQs before the PD and context
     ah_cache_.Clear();
     pd_.reset();
   }
   std::string_view name() const override { return "verbs"; }
+
+  std::string Unavailable() const override {
+    std::lock_guard lock(state_mu_);
+    return state_.health == FabricHealth::kReady ? "" : state_.reason;
+  }
+  bool NeedsReopen() const override {
+    std::lock_guard lock(state_mu_);
+    return state_.health == FabricHealth::kDown;
+  }
+
+  // Reads the device's asynchronous events on a thread of its own (OnAsyncEvent decides).
+  Status StartEvents() {
+    int fl = fcntl(ctx_->async_fd, F_GETFL);
+    if (fl < 0 || fcntl(ctx_->async_fd, F_SETFL, fl | O_NONBLOCK) != 0)
+      return VerbsError("async event fd O_NONBLOCK", errno);
+    events_ = std::thread([this] { EventLoop(); });
+    return {};
+  }
 
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override {
@@ -249,7 +300,7 @@ class VerbsFabric final : public Fabric {
     const AhKey key = AhKeyFor(remote.has_gid, remote.gid, remote.lid);
     std::lock_guard lock(ah_mu_);
     if (auto hit = ah_cache_.Find(key)) return hit;
-    ibv_ah_attr attr = AhAttrFor(remote, static_cast<uint8_t>(settings_.port), gid_index_);
+    ibv_ah_attr attr = AhAttrFor(remote, static_cast<uint8_t>(settings_.port), gid_index_.load());
     attr.sl = static_cast<uint8_t>(settings_.service_level);
     if (attr.is_global) attr.grh.traffic_class = static_cast<uint8_t>(settings_.traffic_class);
     std::shared_ptr<ibv_ah> ah(ibv_create_ah(pd_.get(), &attr), [](ibv_ah* a) {
@@ -334,6 +385,47 @@ class VerbsFabric final : public Fabric {
   uint64_t dc_key() const { return settings_.dc_key; }
 
  private:
+  void EventLoop() {
+    while (!stop_) {
+      pollfd pfd{ctx_->async_fd, POLLIN, 0};
+      if (::poll(&pfd, 1, 200) <= 0) continue;  // bounded: the destructor's stop_ is seen
+      ibv_async_event ev{};
+      if (ibv_get_async_event(ctx_.get(), &ev) != 0) continue;
+      auto [kind, port] = Classify(ev);
+      const char* what = ibv_event_type_str(ev.event_type);
+      ibv_ack_async_event(&ev);
+      EventDecision d;
+      FabricState before;
+      {
+        std::lock_guard lock(state_mu_);
+        before = state_;
+        d = OnAsyncEvent(kind, port, settings_.port, state_);
+        state_ = d.next;
+      }
+      if (d.log_error)
+        spdlog::error("verbs: device event {} (port {}): S3 over RDMA {}{}", what, port,
+                      FabricHealthName(d.next.health),
+                      d.next.reason.empty() ? "" : ": " + d.next.reason);
+      else
+        spdlog::info("verbs: device event {} (port {})", what, port);
+      if (d.requery_port) Requery();
+      if (before.health != FabricHealth::kReady && d.next.health == FabricHealth::kReady)
+        spdlog::info("verbs: port {} is active again: S3 over RDMA serving", settings_.port);
+      if (d.reopen) return;  // the context is dead: the service creates a new fabric
+    }
+  }
+
+  // The port came back or its addresses changed: pick the GID index again and drop address
+  // handles built with the old one.
+  void Requery() {
+    ibv_port_attr attr{};
+    if (ibv_query_port(ctx_.get(), static_cast<uint8_t>(settings_.port), &attr) != 0) return;
+    uint8_t idx = PickGidIndex(ctx_.get(), settings_, attr);
+    if (idx != gid_index_.exchange(idx))
+      spdlog::info("verbs: port {} now uses GID index {}", settings_.port, idx);
+    std::lock_guard lock(ah_mu_);
+    ah_cache_.Clear();
+  }
 
   Result<std::unique_ptr<Dci>> CreateDci() {
     auto d = std::make_unique<Dci>();
@@ -395,7 +487,7 @@ class VerbsFabric final : public Fabric {
   ContextPtr ctx_;
   PdPtr pd_;
   VerbsSettings settings_;
-  uint8_t gid_index_;
+  std::atomic<uint8_t> gid_index_;
   PortPlan plan_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -403,6 +495,10 @@ class VerbsFabric final : public Fabric {
   DciPoolLedger ledger_{settings_.num_dcis};
   std::mutex ah_mu_;
   BoundedLru<AhKey, ibv_ah> ah_cache_{1024};
+  mutable std::mutex state_mu_;
+  FabricState state_;
+  std::atomic<bool> stop_{false};
+  std::thread events_;  // last: joined first
 };
 
 DciEndpoint::~DciEndpoint() {
@@ -496,6 +592,21 @@ struct OpenedPort {
   PathMtu mtu = PathMtu::k4096;  // the port's active MTU, at most 4096
 };
 
+// MINIO_RDMA_GID_INDEX, or a RoCE v2 entry holding an IPv4-mapped address (what cuObject tokens
+// carry); IB uses 0. Read again after a GID change or the port coming back.
+uint8_t PickGidIndex(ibv_context* ctx, const VerbsSettings& s, const ibv_port_attr& attr) {
+  if (s.gid_index >= 0) return static_cast<uint8_t>(s.gid_index);
+  for (int i = 0; i < attr.gid_tbl_len && attr.link_layer == IBV_LINK_LAYER_ETHERNET; ++i) {
+    ibv_gid_entry entry{};
+    if (ibv_query_gid_ex(ctx, static_cast<uint8_t>(s.port), static_cast<uint32_t>(i), &entry, 0))
+      continue;
+    std::array<uint8_t, 16> g;
+    std::memcpy(g.data(), entry.gid.raw, 16);
+    if (entry.gid_type == IBV_GID_TYPE_ROCE_V2 && GidToIpv4(g)) return static_cast<uint8_t>(i);
+  }
+  return 0;
+}
+
 // Picks the device and port (SelectDevice: MINIO_RDMA_DEVICE, or the first mlx5 device whose
 // port is usable; the same choice `rdma check` reports), chooses the GID index (a RoCE v2
 // IPv4-mapped entry unless set), reads the limits the plan is made from and allocates a PD.
@@ -528,25 +639,7 @@ Result<OpenedPort> OpenPort(const VerbsSettings& s) {
   out.limits = {dattr.max_qp_wr, dattr.max_cqe};
   out.max_rd_atomic = std::clamp(dattr.max_qp_init_rd_atom, 1, 16);
   out.mtu = ClampPathMtu(static_cast<PathMtu>(out.attr.active_mtu), PathMtu::k4096);
-  int gid_index = s.gid_index;
-  if (gid_index < 0) {
-    // Pick a RoCE v2 entry holding an IPv4-mapped address (what cuObject tokens carry); IB uses 0.
-    gid_index = 0;
-    for (int i = 0; i < out.attr.gid_tbl_len && out.attr.link_layer == IBV_LINK_LAYER_ETHERNET;
-         ++i) {
-      ibv_gid_entry entry{};
-      if (ibv_query_gid_ex(out.ctx.get(), static_cast<uint8_t>(s.port), static_cast<uint32_t>(i),
-                           &entry, 0) != 0)
-        continue;
-      std::array<uint8_t, 16> g;
-      std::memcpy(g.data(), entry.gid.raw, 16);
-      if (entry.gid_type == IBV_GID_TYPE_ROCE_V2 && GidToIpv4(g)) {
-        gid_index = i;
-        break;
-      }
-    }
-  }
-  out.gid_index = static_cast<uint8_t>(gid_index);
+  out.gid_index = PickGidIndex(out.ctx.get(), s, out.attr);
   out.pd.reset(ibv_alloc_pd(out.ctx.get()));
   if (!out.pd) return VerbsError("ibv_alloc_pd", errno);
   return out;
@@ -669,6 +762,7 @@ Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& s) {
   auto fabric = std::make_unique<verbs::VerbsFabric>(std::move(port->ctx), std::move(port->pd), s,
                                                      gid_index, plan);
   if (auto st = fabric->Init(); !st.ok()) return st.error();
+  if (auto st = fabric->StartEvents(); !st.ok()) return st.error();
   spdlog::info(
       "verbs fabric: {} port {} GID index {}, path MTU {}, {} DC initiators ({} send WRs, CQ {}), "
       "DC key {:#x}",
