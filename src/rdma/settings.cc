@@ -86,7 +86,8 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
       s.live_names.end(),
       {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_DC_KEY",
        "MINIO_RDMA_NUM_DCIS", "MINIO_RDMA_CQ_DEPTH", "MINIO_RDMA_TRAFFIC_CLASS",
-       "MINIO_RDMA_SERVICE_LEVEL", "MINIO_RDMA_PKEY_INDEX", "MINIO_RDMA_TIMEOUT"});
+       "MINIO_RDMA_SERVICE_LEVEL", "MINIO_RDMA_PKEY_INDEX", "MINIO_RDMA_TIMEOUT",
+       "MINIO_RDMA_ALLOW"});
   auto& vs = s.verbs;
   if (const auto* v = get("MINIO_RDMA_DEVICE")) {
     bool ok = v->size() <= 64 && std::all_of(v->begin(), v->end(), [](char c) {
@@ -114,6 +115,18 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
         return Invalid(name, *v,
                        "use an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
       *out = static_cast<int>(*n);
+    }
+  }
+  if (const auto* v = get("MINIO_RDMA_ALLOW")) {
+    // "any" turns the origin check off; otherwise networks besides each requester's address.
+    if (*v == "any") {
+      vs.origin_check = false;
+    } else {
+      auto list = soft::ParseCidrList(*v);
+      if (!list.ok())
+        return Invalid("MINIO_RDMA_ALLOW", *v,
+                       list.error().message + "; use IPv4 addresses or CIDRs, or any");
+      vs.allow = std::move(list).value();
     }
   }
   if (const auto* v = get("MINIO_RDMA_DC_KEY")) {

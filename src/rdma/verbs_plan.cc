@@ -191,3 +191,23 @@ std::string_view FabricHealthName(FabricHealth h) {
 }
 
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+std::string VerbsOriginRefusal(bool token_has_gid, const std::array<uint8_t, 16>& token_gid,
+                               std::string_view requester_ip, const std::vector<soft::Cidr>& allow,
+                               bool check) {
+  if (!check || !token_has_gid) return "";
+  auto target = GidToIpv4(token_gid);
+  if (!target) return "";  // an InfiniBand (or IPv6 RoCE) GID: nothing to compare
+  auto from = soft::ParseIpv4(requester_ip);
+  if (from && *from == *target) return "";
+  for (const auto& c : allow)
+    if (c.Contains(*target)) return "";
+  return "verbs: the token's GID names host " + soft::net::Ipv4String(*target) +
+         " but the request came from " + std::string(requester_ip) +
+         "; only the requester's address is written to or read from unless MINIO_RDMA_ALLOW "
+         "lists it";
+}
+
+}  // namespace rdmastor::rdma

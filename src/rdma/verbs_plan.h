@@ -246,3 +246,18 @@ EventDecision OnAsyncEvent(AsyncEvent event, int event_port, int our_port,
 std::string_view FabricHealthName(FabricHealth h);  // "ready" | "degraded" | "down"
 
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+// --- Origin check (issue 12 item 14) -------------------------------------------------------
+// A token must not turn the server into an RDMA relay toward hosts the requester does not own.
+// Where it can be decided — a RoCE v2 token, whose GID is an IPv4-mapped address — the GID must
+// be the HTTP requester's address or lie in an allowed network (MINIO_RDMA_ALLOW), as on the
+// soft fabric. InfiniBand GIDs and LID-only tokens carry no IP address: not decidable, allowed.
+// Returns why the token is refused ("" when allowed). `check` false (MINIO_RDMA_ALLOW=any)
+// allows everything.
+std::string VerbsOriginRefusal(bool token_has_gid, const std::array<uint8_t, 16>& token_gid,
+                               std::string_view requester_ip, const std::vector<soft::Cidr>& allow,
+                               bool check);
+
+}  // namespace rdmastor::rdma

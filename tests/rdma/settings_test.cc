@@ -57,6 +57,13 @@ TEST(RdmaSettingsTest, VerbsKnobsValidatedOnTheRdmaBuild) {
   EXPECT_EQ(s->verbs.cq_depth, 256);
   EXPECT_EQ(ParseRdmaSettings({})->verbs.dc_key, 0xffeeddccu);
   EXPECT_EQ(ParseRdmaSettings({})->verbs.num_dcis, 64);
+  // The origin check: on by default; MINIO_RDMA_ALLOW adds networks, "any" turns it off.
+  EXPECT_TRUE(ParseRdmaSettings({})->verbs.origin_check);
+  auto allow = ParseRdmaSettings({{"MINIO_RDMA_ALLOW", "192.168.50.0/24, 10.1.1.1"}});
+  ASSERT_TRUE(allow.ok()) << allow.error().message;
+  EXPECT_TRUE(allow->verbs.origin_check);
+  EXPECT_EQ(allow->verbs.allow.size(), 2u);
+  EXPECT_FALSE(ParseRdmaSettings({{"MINIO_RDMA_ALLOW", "any"}})->verbs.origin_check);
   for (auto [name, value] :
        std::vector<std::pair<std::string, std::string>>{{"MINIO_RDMA_PORT", "0"},
                                                         {"MINIO_RDMA_PORT", "x"},
@@ -70,7 +77,9 @@ TEST(RdmaSettingsTest, VerbsKnobsValidatedOnTheRdmaBuild) {
                                                         {"MINIO_RDMA_PKEY_INDEX", "65536"},
                                                         {"MINIO_RDMA_TIMEOUT", "0"},
                                                         {"MINIO_RDMA_TIMEOUT", "32"},
-                                                        {"MINIO_RDMA_DEVICE", "../etc"},}) {
+                                                        {"MINIO_RDMA_DEVICE", "../etc"},
+                                                        {"MINIO_RDMA_ALLOW", "10.0.0.0/33"},
+                                                        {"MINIO_RDMA_ALLOW", "everyone"}}) {
     auto r = ParseRdmaSettings({{name, value}});
     ASSERT_FALSE(r.ok()) << name << "=" << value;
     EXPECT_NE(r.error().message.find(name), std::string::npos);

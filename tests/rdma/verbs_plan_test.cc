@@ -332,3 +332,38 @@ TEST(VerbsPlanTest, AsyncEventsDriveTheFabricState) {
 
 }  // namespace
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+namespace {
+
+std::array<uint8_t, 16> V4Gid(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
+  return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d};
+}
+
+TEST(VerbsPlanTest, OriginCheckOnRoceV2Tokens) {
+  const std::vector<soft::Cidr> none;
+  // The requester's own address (plain or IPv4-mapped as the HTTP layer may report it).
+  EXPECT_EQ(VerbsOriginRefusal(true, V4Gid(10, 0, 0, 7), "10.0.0.7", none, true), "");
+  EXPECT_EQ(VerbsOriginRefusal(true, V4Gid(10, 0, 0, 7), "::ffff:10.0.0.7", none, true), "");
+  // Another host: refused, naming both and the setting.
+  auto why = VerbsOriginRefusal(true, V4Gid(10, 0, 0, 9), "10.0.0.7", none, true);
+  EXPECT_NE(why.find("10.0.0.9"), std::string::npos) << why;
+  EXPECT_NE(why.find("10.0.0.7"), std::string::npos) << why;
+  EXPECT_NE(why.find("MINIO_RDMA_ALLOW"), std::string::npos) << why;
+  // An IPv6 requester cannot own an IPv4 GID.
+  EXPECT_NE(VerbsOriginRefusal(true, V4Gid(10, 0, 0, 9), "2001:db8::1", none, true), "");
+  // An allowed network (the data network when HTTP arrives over another NIC).
+  auto allow = soft::ParseCidrList("192.168.50.0/24");
+  ASSERT_TRUE(allow.ok());
+  EXPECT_EQ(VerbsOriginRefusal(true, V4Gid(192, 168, 50, 3), "10.0.0.7", *allow, true), "");
+  EXPECT_NE(VerbsOriginRefusal(true, V4Gid(192, 168, 51, 3), "10.0.0.7", *allow, true), "");
+  // Not decidable: InfiniBand GID (link-local prefix + GUID), LID-only token: allowed.
+  std::array<uint8_t, 16> ib{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x0c, 0x42, 0xa1, 3, 0, 0x5e, 0x11, 2};
+  EXPECT_EQ(VerbsOriginRefusal(true, ib, "10.0.0.7", none, true), "");
+  EXPECT_EQ(VerbsOriginRefusal(false, V4Gid(10, 0, 0, 9), "10.0.0.7", none, true), "");
+  // MINIO_RDMA_ALLOW=any: off.
+  EXPECT_EQ(VerbsOriginRefusal(true, V4Gid(10, 0, 0, 9), "10.0.0.7", none, false), "");
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma
