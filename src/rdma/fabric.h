@@ -121,7 +121,11 @@ class Endpoint {
 
 // What the server knows about the request a token arrived with.
 struct RequestOrigin {
+  RequestOrigin() = default;
+  RequestOrigin(std::string remote, std::string local = {})  // NOLINT: implicit from {ip}
+      : remote_ip(std::move(remote)), local_ip(std::move(local)) {}
   std::string remote_ip;  // the HTTP peer address ("127.0.0.1", "::ffff:127.0.0.1", "::1")
+  std::string local_ip;   // the address it arrived on ("" when unknown): multi-rail choice
 };
 
 // One fabric: memory registration and endpoints.

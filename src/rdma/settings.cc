@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "rdma/build_info.h"
+#include "rdma/verbs_plan.h"
 
 namespace rdmastor::rdma {
 
@@ -90,10 +91,18 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
        "MINIO_RDMA_ALLOW"});
   auto& vs = s.verbs;
   if (const auto* v = get("MINIO_RDMA_DEVICE")) {
-    bool ok = v->size() <= 64 && std::all_of(v->begin(), v->end(), [](char c) {
-                return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+    // One device, or several (multi-rail), comma separated.
+    auto names = SplitDeviceList(*v);
+    bool ok = v->size() <= 512 && !names.empty() &&
+              std::all_of(names.begin(), names.end(), [](const std::string& n) {
+                return n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+                                c == '-';
+                       });
               });
-    if (!ok) return Invalid("MINIO_RDMA_DEVICE", *v, "use an RDMA device name such as mlx5_0");
+    if (!ok)
+      return Invalid("MINIO_RDMA_DEVICE", *v,
+                     "use an RDMA device name such as mlx5_0, or several: mlx5_0,mlx5_1");
     vs.device = *v;
   }
   struct IntKnob {

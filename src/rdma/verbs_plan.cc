@@ -33,6 +33,17 @@ std::string PortUnusableReason(const PortInfo& p) {
 Result<DevicePick> SelectDevice(const std::vector<DeviceInfo>& devices, const std::string& wanted,
                                 int port, bool need_dc) {
   if (devices.empty()) return MakeError(ErrorCode::kRDMANotSupported, "no RDMA device found");
+  if (auto names = SplitDeviceList(wanted); names.size() > 1) {
+    // A list (multi-rail): the first usable one, for the paths that use one device.
+    std::string seen;
+    for (const auto& name : names) {
+      auto pick = SelectDevice(devices, name, port, need_dc);
+      if (pick.ok()) return pick;
+      seen += (seen.empty() ? "" : "; ") + pick.error().message;
+    }
+    return MakeError(ErrorCode::kRDMANotSupported, "no device of MINIO_RDMA_DEVICE=" + wanted +
+                                                       " can be used (" + seen + ")");
+  }
   std::string seen;  // why each candidate was passed over
   for (const auto& d : devices) {
     if (!wanted.empty() && d.name != wanted) continue;
@@ -208,6 +219,72 @@ std::string VerbsOriginRefusal(bool token_has_gid, const std::array<uint8_t, 16>
          " but the request came from " + std::string(requester_ip) +
          "; only the requester's address is written to or read from unless MINIO_RDMA_ALLOW "
          "lists it";
+}
+
+}  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+std::vector<std::string> SplitDeviceList(std::string_view text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view item = text.substr(pos, comma - pos);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+Result<std::vector<DevicePick>> SelectRails(const std::vector<DeviceInfo>& devices,
+                                            const std::string& wanted, int port, bool need_dc) {
+  std::vector<DevicePick> rails;
+  auto names = SplitDeviceList(wanted);
+  if (!names.empty()) {
+    for (const auto& name : names) {
+      auto pick = SelectDevice(devices, name, port, need_dc);
+      if (!pick.ok()) return pick.error();
+      if (std::none_of(rails.begin(), rails.end(),
+                       [&](const DevicePick& r) { return r.device == pick->device; }))
+        rails.push_back(*pick);
+    }
+    return rails;
+  }
+  for (const auto& d : devices) {
+    auto pick = SelectDevice(devices, d.name, port, need_dc);
+    if (pick.ok()) rails.push_back(*pick);
+  }
+  if (rails.empty()) return SelectDevice(devices, "", port, need_dc).error();
+  return rails;
+}
+
+size_t SelectRail(const std::vector<Rail>& rails, bool token_has_gid,
+                  const std::array<uint8_t, 16>& token_gid, std::string_view local_ip) {
+  auto target = token_has_gid ? GidToIpv4(token_gid) : std::nullopt;
+  size_t best = rails.size();
+  int best_prefix = -1;
+  auto mask = [](int prefix) {
+    return prefix <= 0 ? 0u : prefix >= 32 ? 0xffffffffu : ~((1u << (32 - prefix)) - 1);
+  };
+  if (target) {
+    for (size_t i = 0; i < rails.size(); ++i)
+      for (const auto& n : rails[i].networks)
+        if (((n.ip ^ *target) & mask(n.prefix)) == 0 && n.prefix > best_prefix) {
+          best = i;
+          best_prefix = n.prefix;
+        }
+    if (best < rails.size()) return best;
+  }
+  if (auto local = soft::ParseIpv4(local_ip)) {
+    for (size_t i = 0; i < rails.size(); ++i)
+      for (const auto& n : rails[i].networks)
+        if (n.ip == *local) return i;
+  }
+  return 0;
 }
 
 }  // namespace rdmastor::rdma

@@ -261,3 +261,31 @@ std::string VerbsOriginRefusal(bool token_has_gid, const std::array<uint8_t, 16>
                                bool check);
 
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+// --- Multi-rail (issue 12 item 13) ---------------------------------------------------------
+// MINIO_RDMA_DEVICE may name several devices, comma separated ("mlx5_0,mlx5_1").
+std::vector<std::string> SplitDeviceList(std::string_view text);
+
+// The rails the server's DC initiators use: every listed device (each must be usable, as
+// SelectDevice judges it), or, when none is named, every usable DC-capable device. At least one.
+Result<std::vector<DevicePick>> SelectRails(const std::vector<DeviceInfo>& devices,
+                                            const std::string& wanted, int port, bool need_dc);
+
+// An IPv4 network a rail's port is on: one of its RoCE v2 GIDs and its netdev's prefix length.
+struct RailNetwork {
+  uint32_t ip = 0;  // host byte order
+  int prefix = 32;
+};
+struct Rail {
+  std::string device;
+  std::vector<RailNetwork> networks;
+};
+// Which rail serves a token: the rail with a network containing the token's GID (RoCE v2, the
+// longest prefix wins); else the rail holding the address the HTTP request arrived on
+// (`local_ip`, NooBaa's rule); else rail 0 (InfiniBand, or no match: the subnet manager routes).
+size_t SelectRail(const std::vector<Rail>& rails, bool token_has_gid,
+                  const std::array<uint8_t, 16>& token_gid, std::string_view local_ip);
+
+}  // namespace rdmastor::rdma

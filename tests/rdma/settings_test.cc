@@ -57,6 +57,9 @@ TEST(RdmaSettingsTest, VerbsKnobsValidatedOnTheRdmaBuild) {
   EXPECT_EQ(s->verbs.cq_depth, 256);
   EXPECT_EQ(ParseRdmaSettings({})->verbs.dc_key, 0xffeeddccu);
   EXPECT_EQ(ParseRdmaSettings({})->verbs.num_dcis, 64);
+  auto rails = ParseRdmaSettings({{"MINIO_RDMA_DEVICE", "mlx5_0,mlx5_1"}});
+  ASSERT_TRUE(rails.ok()) << rails.error().message;
+  EXPECT_EQ(rails->verbs.device, "mlx5_0,mlx5_1");
   // The origin check: on by default; MINIO_RDMA_ALLOW adds networks, "any" turns it off.
   EXPECT_TRUE(ParseRdmaSettings({})->verbs.origin_check);
   auto allow = ParseRdmaSettings({{"MINIO_RDMA_ALLOW", "192.168.50.0/24, 10.1.1.1"}});
@@ -78,6 +81,8 @@ TEST(RdmaSettingsTest, VerbsKnobsValidatedOnTheRdmaBuild) {
                                                         {"MINIO_RDMA_TIMEOUT", "0"},
                                                         {"MINIO_RDMA_TIMEOUT", "32"},
                                                         {"MINIO_RDMA_DEVICE", "../etc"},
+                                                        {"MINIO_RDMA_DEVICE", "mlx5_0,../x"},
+                                                        {"MINIO_RDMA_DEVICE", ",,"},
                                                         {"MINIO_RDMA_ALLOW", "10.0.0.0/33"},
                                                         {"MINIO_RDMA_ALLOW", "everyone"}}) {
     auto r = ParseRdmaSettings({{name, value}});

@@ -367,3 +367,74 @@ TEST(VerbsPlanTest, OriginCheckOnRoceV2Tokens) {
 
 }  // namespace
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+namespace {
+
+DeviceInfo RoceDevice(std::string name, std::string state, bool dc = true) {
+  DeviceInfo d;
+  d.name = std::move(name);
+  d.dc_capable = dc;
+  PortInfo p;
+  p.port = 1;
+  p.state = std::move(state);
+  p.link_layer = "Ethernet";
+  p.gids = {{3, "::ffff:10.0.0.1", "RoCE v2", "eth0"}};
+  d.ports = {p};
+  return d;
+}
+
+TEST(VerbsPlanTest, DeviceListsAndRails) {
+  EXPECT_EQ(SplitDeviceList("mlx5_0, mlx5_1,,mlx5_2 "),
+            (std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_2"}));
+  EXPECT_TRUE(SplitDeviceList("").empty());
+  std::vector<DeviceInfo> devs = {RoceDevice("mlx5_0", "ACTIVE"), RoceDevice("mlx5_1", "DOWN"),
+                                  RoceDevice("mlx5_2", "ACTIVE"),
+                                  RoceDevice("rxe0", "ACTIVE", /*dc=*/false)};
+  // Unset: every usable DC device.
+  auto all = SelectRails(devs, "", 1, true);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].device, "mlx5_0");
+  EXPECT_EQ((*all)[1].device, "mlx5_2");
+  // Listed: each must be usable; duplicates collapse.
+  auto listed = SelectRails(devs, "mlx5_2,mlx5_0,mlx5_2", 1, true);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].device, "mlx5_2");
+  auto down = SelectRails(devs, "mlx5_0,mlx5_1", 1, true);
+  ASSERT_FALSE(down.ok());
+  EXPECT_NE(down.error().message.find("mlx5_1"), std::string::npos);
+  EXPECT_FALSE(SelectRails({RoceDevice("mlx5_0", "DOWN")}, "", 1, true).ok());
+}
+
+std::array<uint8_t, 16> Gid4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
+  return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d};
+}
+constexpr uint32_t Ip(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  return a << 24 | b << 16 | c << 8 | d;
+}
+
+TEST(VerbsPlanTest, RailChosenByTheTokensSubnetThenTheArrivalInterface) {
+  std::vector<Rail> rails = {
+      {"mlx5_0", {{Ip(10, 0, 0, 1), 24}}},
+      {"mlx5_1", {{Ip(10, 0, 1, 1), 24}, {Ip(172, 16, 0, 1), 16}}},
+      {"mlx5_2", {{Ip(10, 0, 1, 129), 25}}},  // a narrower subnet inside mlx5_1's
+  };
+  std::array<uint8_t, 16> none{};
+  EXPECT_EQ(SelectRail(rails, true, Gid4(10, 0, 0, 77), ""), 0u);
+  EXPECT_EQ(SelectRail(rails, true, Gid4(10, 0, 1, 7), ""), 1u);
+  EXPECT_EQ(SelectRail(rails, true, Gid4(172, 16, 9, 9), ""), 1u);
+  EXPECT_EQ(SelectRail(rails, true, Gid4(10, 0, 1, 200), ""), 2u);  // longest prefix wins
+  // No subnet matches (routed RoCE): the interface the HTTP request arrived on.
+  EXPECT_EQ(SelectRail(rails, true, Gid4(192, 168, 3, 3), "10.0.1.129"), 2u);
+  EXPECT_EQ(SelectRail(rails, true, Gid4(192, 168, 3, 3), "::ffff:172.16.0.1"), 1u);
+  // InfiniBand GID / LID-only token: the arrival interface, else rail 0.
+  EXPECT_EQ(SelectRail(rails, false, none, "10.0.1.1"), 1u);
+  EXPECT_EQ(SelectRail(rails, false, none, "192.168.0.1"), 0u);
+  EXPECT_EQ(SelectRail(rails, false, none, ""), 0u);
+  EXPECT_EQ(SelectRail({}, true, Gid4(10, 0, 0, 1), ""), 0u);
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma

@@ -1,16 +1,19 @@
 #include "rdma/verbs/verbs_fabric.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <infiniband/mlx5dv.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -18,6 +21,7 @@
 
 #include "rdma/build_info.h"
 #include "rdma/check.h"
+#include "rdma/soft/soft_fabric.h"
 
 namespace rdmastor::rdma {
 namespace verbs {
@@ -754,7 +758,172 @@ class VerbsDcTarget final : public Target {
 }  // namespace
 }  // namespace verbs
 
+namespace verbs {
+namespace {
+
+// The IPv4 networks of a rail's port: its RoCE v2 GIDs with their netdev's prefix length.
+Rail RailOf(const DevicePick& pick) {
+  Rail rail{pick.device, {}};
+  if (!pick.port_info) return rail;
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) ifs = nullptr;
+  for (const auto& g : pick.port_info->gids) {
+    if (g.type != "RoCE v2") continue;
+    auto ip = soft::ParseIpv4(g.gid);
+    if (!ip) continue;
+    RailNetwork n{*ip, 32};
+    for (ifaddrs* i = ifs; i; i = i->ifa_next) {
+      if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != AF_INET) continue;
+      uint32_t a = ntohl(reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
+      uint32_t m = ntohl(reinterpret_cast<sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr);
+      if (a == *ip) n.prefix = __builtin_popcount(m);
+    }
+    rail.networks.push_back(n);
+  }
+  if (ifs) freeifaddrs(ifs);
+  return rail;
+}
+
+class RailsFabric;
+
+// A registration on every rail; addressed (lkey/rkey) as rail 0's. Other rails' endpoints
+// translate the lkey (RailsFabric::Translate).
+class RailsMr final : public MemoryRegion {
+ public:
+  RailsMr(RailsFabric& f, std::vector<std::unique_ptr<MemoryRegion>> regs)
+      : MemoryRegion(regs[0]->addr(), regs[0]->length(), regs[0]->lkey(), regs[0]->rkey()),
+        fabric_(f),
+        regs_(std::move(regs)) {}
+  ~RailsMr() override;
+
+ private:
+  RailsFabric& fabric_;
+  std::vector<std::unique_ptr<MemoryRegion>> regs_;
+};
+
+class RailEndpoint final : public Endpoint {
+ public:
+  RailEndpoint(RailsFabric& f, size_t rail, std::unique_ptr<Endpoint> ep)
+      : fabric_(f), rail_(rail), ep_(std::move(ep)) {}
+  Status PostSend(const WorkRequest& wr) override;
+  Result<int> PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) override {
+    return ep_->PollCompletions(out, max, wait);
+  }
+
+ private:
+  RailsFabric& fabric_;
+  size_t rail_;
+  std::unique_ptr<Endpoint> ep_;
+};
+
+// Several devices (MINIO_RDMA_DEVICE lists them, or every usable one): each request goes out of
+// the rail SelectRail picks for its token and the interface its HTTP request arrived on.
+// Memory is registered on every rail.
+class RailsFabric final : public Fabric {
+ public:
+  RailsFabric(std::vector<std::unique_ptr<Fabric>> fabrics, std::vector<Rail> rails)
+      : fabrics_(std::move(fabrics)), rails_(std::move(rails)) {}
+  std::string_view name() const override { return "verbs"; }
+
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
+                                                       unsigned access) override {
+    std::vector<std::unique_ptr<MemoryRegion>> regs;
+    std::vector<uint32_t> lkeys;
+    for (auto& f : fabrics_) {
+      auto mr = f->RegisterMemory(addr, length, access);
+      if (!mr.ok()) return mr.error();
+      lkeys.push_back((*mr)->lkey());
+      regs.push_back(std::move(mr).value());
+    }
+    std::lock_guard lock(mu_);
+    lkeys_[lkeys[0]] = std::move(lkeys);
+    return std::unique_ptr<MemoryRegion>(new RailsMr(*this, std::move(regs)));
+  }
+
+  Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
+                                            const RequestOrigin& origin) override {
+    size_t i = SelectRail(rails_, remote.has_gid, remote.gid, origin.local_ip);
+    if (auto why = fabrics_[i]->Unavailable(); !why.empty())
+      return MakeError(ErrorCode::kRDMANotSupported, rails_[i].device + ": " + why);
+    auto ep = fabrics_[i]->Connect(remote, origin);
+    if (!ep.ok() || i == 0) return ep;  // rail 0's lkeys are the regions' own
+    return std::unique_ptr<Endpoint>(new RailEndpoint(*this, i, std::move(ep).value()));
+  }
+
+  // Unavailable only when every rail is: a request whose rail is down gets 501 from Connect.
+  std::string Unavailable() const override {
+    std::string why;
+    for (size_t i = 0; i < fabrics_.size(); ++i) {
+      auto w = fabrics_[i]->Unavailable();
+      if (w.empty()) return "";
+      why += (why.empty() ? "" : "; ") + rails_[i].device + ": " + w;
+    }
+    return why;
+  }
+  bool NeedsReopen() const override {
+    return std::any_of(fabrics_.begin(), fabrics_.end(),
+                       [](const auto& f) { return f->NeedsReopen(); });
+  }
+
+  uint32_t Translate(uint32_t lkey0, size_t rail) {
+    std::lock_guard lock(mu_);
+    auto it = lkeys_.find(lkey0);
+    return it == lkeys_.end() || rail >= it->second.size() ? lkey0 : it->second[rail];
+  }
+  void Forget(uint32_t lkey0) {
+    std::lock_guard lock(mu_);
+    lkeys_.erase(lkey0);
+  }
+
+ private:
+  std::vector<std::unique_ptr<Fabric>> fabrics_;
+  std::vector<Rail> rails_;
+  std::mutex mu_;
+  std::map<uint32_t, std::vector<uint32_t>> lkeys_;  // rail 0's lkey -> every rail's
+};
+
+RailsMr::~RailsMr() { fabric_.Forget(lkey()); }
+
+Status RailEndpoint::PostSend(const WorkRequest& wr) {
+  WorkRequest w = wr;
+  w.lkey = fabric_.Translate(wr.lkey, rail_);
+  return ep_->PostSend(w);
+}
+
+Result<std::unique_ptr<Fabric>> CreateOneRail(const VerbsSettings& s);
+
+}  // namespace
+}  // namespace verbs
+
 Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& s) {
+  auto devices = QueryDevices();
+  if (!devices.ok())
+    return MakeError(ErrorCode::kRDMANotSupported, "no RDMA device: " + devices.error().message);
+  auto picks = SelectRails(*devices, s.device, s.port, /*need_dc=*/true);
+  if (!picks.ok()) return picks.error();
+  if (picks->size() == 1) {
+    VerbsSettings one = s;
+    one.device = (*picks)[0].device;
+    return verbs::CreateOneRail(one);
+  }
+  std::vector<std::unique_ptr<Fabric>> fabrics;
+  std::vector<Rail> rails;
+  for (const auto& pick : *picks) {
+    VerbsSettings one = s;
+    one.device = pick.device;
+    auto f = verbs::CreateOneRail(one);
+    if (!f.ok()) return f.error();
+    fabrics.push_back(std::move(f).value());
+    rails.push_back(verbs::RailOf(pick));
+  }
+  spdlog::info("verbs fabric: {} rails; each request uses the rail on its token's subnet",
+               fabrics.size());
+  return std::unique_ptr<Fabric>(new verbs::RailsFabric(std::move(fabrics), std::move(rails)));
+}
+
+namespace verbs {
+namespace {
+Result<std::unique_ptr<Fabric>> CreateOneRail(const VerbsSettings& s) {
   auto port = verbs::OpenPort(s);
   if (!port.ok()) return port.error();
   const std::string device = port->device;
@@ -774,6 +943,8 @@ Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& s) {
       plan.dci_queues.cqe, s.dc_key);
   return std::unique_ptr<Fabric>(std::move(fabric));
 }
+}  // namespace
+}  // namespace verbs
 
 Result<std::unique_ptr<Target>> StartVerbsDcTarget(const VerbsSettings& s) {
   auto port = verbs::OpenPort(s);
