@@ -237,6 +237,11 @@ struct ServerFamilies {
   CounterFamily& peer_shards_recv =
       r.AddCounter("minio_system_network_internode_peer_shards_recv_total",
                    "Shards received from a peer, by transport", {"peer", "transport"});
+  GaugeFamily& rdma_fabric_ready = r.AddGauge(
+      "rdmastor_rdma_fabric_ready",
+      "1 while S3 over RDMA can serve; 0 when off, without a device, or degraded (port down, "
+      "device failed): token requests get 501 meanwhile",
+      {});
   std::mutex degraded_mu;
   std::set<std::string, std::less<>> degraded_peers;
   // Drives and health.
@@ -417,6 +422,8 @@ void SetInternodeRdmaDegraded(std::string_view peer, bool degraded) {
     f.degraded_peers.erase(it);
   f.rdma_degraded_peers.With().Set(static_cast<double>(f.degraded_peers.size()));
 }
+
+void SetRdmaFabricReady(bool ready) { Families().rdma_fabric_ready.With().Set(ready ? 1 : 0); }
 
 void SetHealProgress(const HealProgress& p) {
   auto& f = Families();

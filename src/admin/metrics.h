@@ -153,6 +153,9 @@ void SetStorageSyncs(uint64_t file, uint64_t dir, uint64_t fs);
 // Whether `peer`'s RDMA path is down (traffic to it falls back to TCP); also keeps the count of
 // degraded peers.
 void SetInternodeRdmaDegraded(std::string_view peer, bool degraded);
+// Whether S3 over RDMA can serve now (rdmastor_rdma_fabric_ready): 0 when it is off, has no
+// device, or its fabric is degraded (port down, device failed and not yet reopened).
+void SetRdmaFabricReady(bool ready);
 
 // Healing progress, set from the heal engine's state (the server samples it at every scrape;
 // cheap: a few stores). Shown on /minio/v2/metrics/node.

@@ -12,6 +12,7 @@
 
 #include "admin/health.h"
 #include "admin/logging.h"
+#include "admin/metrics.h"
 #include "cli/admin_command.h"
 #include "cli/rdma_command.h"
 #include "cli/server_config.h"
@@ -178,6 +179,8 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   api_opts.ops.cluster_health = [&m = *deployment_monitor] { return m.Check(); };
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg.rdma, RdmaOptionsFor(cfg));
   api_opts.rdma = rdma_service.get();
+  rdmastor::admin::GlobalRegistry().AddScrapeHook(
+      [svc = rdma_service.get()] { rdmastor::admin::SetRdmaFabricReady(svc->available()); });
   // Admin heal on any node heals the whole deployment (every set, through peer RPC).
   rdmastor::s3::HealService heal_service(store->get());
   api_opts.heal = &heal_service;
@@ -225,6 +228,8 @@ int RunServer(const std::vector<std::string>& args) {
   // S3 over RDMA (x-amz-rdma-token) on the fabric MINIO_RDMA_FABRIC selects; logs its state once.
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg->rdma, RdmaOptionsFor(*cfg));
   api_opts.rdma = rdma_service.get();
+  rdmastor::admin::GlobalRegistry().AddScrapeHook(
+      [svc = rdma_service.get()] { rdmastor::admin::SetRdmaFabricReady(svc->available()); });
   // Admin heal (/minio/admin/v3/heal): runs ErasureStore::HealAll on its own thread.
   rdmastor::s3::HealService heal_service(store->erasure);
   api_opts.heal = &heal_service;

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rdma/mapping.h"
 #include "rdma/memory.h"
 #include "rdma/settings.h"
 #include "rdma/soft/soft_fabric.h"
@@ -81,6 +82,10 @@ struct RdmaS3Client::Impl {
     if (const rdma::MemoryRegion* dev = DeviceRegion(p, len)) {
       rkey = dev->rkey();
     } else {
+      // A shared file mapping must not be pinned for remote write (rdma/mapping.h).
+      if (remote_write)
+        if (auto why = rdma::RemoteWriteRefusal(p, len); !why.empty())
+          return MakeError(ErrorCode::kInvalidArgument, why);
       // A zero-length buffer still needs a registration the server can name.
       auto mr = mrs->Get(const_cast<void*>(p), std::max<size_t>(len, 1),
                          remote_write ? rdma::kRemoteWrite : rdma::kRemoteRead);

@@ -25,6 +25,7 @@ struct HttpRequest {
   std::string raw_query;     // after '?', still percent-encoded ("" when none)
   HeaderList headers;        // lower-case names, in arrival order
   std::string remote_ip;     // textual peer address
+  std::string local_ip;      // the local address the connection arrived on (multi-rail RDMA)
   uint16_t remote_port = 0;
   bool chunked = false;      // Transfer-Encoding: chunked (already de-chunked by the front end)
   std::optional<uint64_t> content_length;  // Content-Length when sent

@@ -128,7 +128,11 @@ class Endpoint {
 
 // What the server knows about the request a token arrived with.
 struct RequestOrigin {
+  RequestOrigin() = default;
+  RequestOrigin(std::string remote, std::string local = {})  // NOLINT: implicit from {ip}
+      : remote_ip(std::move(remote)), local_ip(std::move(local)) {}
   std::string remote_ip;  // the HTTP peer address ("127.0.0.1", "::ffff:127.0.0.1", "::1")
+  std::string local_ip;   // the address it arrived on ("" when unknown): multi-rail choice
 };
 
 // One fabric: memory registration and endpoints.
@@ -142,6 +146,12 @@ class Fabric {
   // (kRDMANotSupported: nothing moved yet).
   virtual Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
                                                     const RequestOrigin& origin) = 0;
+  // Why the fabric cannot serve right now ("" when it can): its port is down, its device failed.
+  // Requests get 501 with it meanwhile (verbs: from the device's asynchronous events).
+  virtual std::string Unavailable() const { return {}; }
+  // The device failed for good: this fabric (and every registration made with it) must be
+  // replaced by a freshly created one.
+  virtual bool NeedsReopen() const { return false; }
 };
 
 // A target that remote initiators write into / read from: what the client side runs. Memory

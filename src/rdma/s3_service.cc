@@ -7,28 +7,86 @@
 
 namespace rdmastor::rdma {
 
-S3RdmaService::S3RdmaService(std::unique_ptr<Fabric> fabric, std::string unavailable_reason,
-                             ServiceOptions options)
-    : fabric_(std::move(fabric)),
-      unavailable_reason_(std::move(unavailable_reason)),
-      options_(options) {
-  options_.slot_bytes = std::clamp<size_t>(options_.slot_bytes, 4096, options_.staging_bytes);
-  per_client_cap_ = std::clamp<size_t>(options_.transfers_per_client, 1,
-                                       std::max<size_t>(1, options_.max_buffers / 2));
-  if (!fabric_) return;
-  pool_ = std::make_unique<BufferPool>(*fabric_, options_.staging_bytes, options_.max_buffers);
+Result<std::shared_ptr<S3RdmaService::Plane>> S3RdmaService::MakePlane(
+    std::unique_ptr<Fabric> fabric, const ServiceOptions& options) {
+  auto plane = std::make_shared<Plane>();
+  plane->fabric = std::move(fabric);
+  plane->pool =
+      std::make_unique<BufferPool>(*plane->fabric, options.staging_bytes, options.max_buffers);
   // One staging buffer registered now (it stays in the pool): registration pins memory, so a low
   // RLIMIT_MEMLOCK shows here, at start, with its fix in the message (RegistrationHint), instead
   // of as a 501 on the first request.
-  if (auto first = pool_->Acquire(std::chrono::milliseconds(0)); !first.ok()) {
-    unavailable_reason_ = "cannot register an RDMA staging buffer of " +
-                          std::to_string(options_.staging_bytes) +
-                          " bytes: " + first.error().message;
+  if (auto first = plane->pool->Acquire(std::chrono::milliseconds(0)); !first.ok())
+    return MakeError(first.error().code, "cannot register an RDMA staging buffer of " +
+                                             std::to_string(options.staging_bytes) +
+                                             " bytes: " + first.error().message);
+  return plane;
+}
+
+S3RdmaService::S3RdmaService(std::unique_ptr<Fabric> fabric, std::string unavailable_reason,
+                             ServiceOptions options, ReopenFn reopen)
+    : unavailable_reason_(std::move(unavailable_reason)),
+      options_(options),
+      reopen_(std::move(reopen)) {
+  options_.slot_bytes = std::clamp<size_t>(options_.slot_bytes, 4096, options_.staging_bytes);
+  per_client_cap_ = std::clamp<size_t>(options_.transfers_per_client, 1,
+                                       std::max<size_t>(1, options_.max_buffers / 2));
+  if (!fabric) return;
+  auto plane = MakePlane(std::move(fabric), options_);
+  if (!plane.ok()) {
+    unavailable_reason_ = plane.error().message;
     spdlog::error("S3 over RDMA: unavailable, requests with x-amz-rdma-token get 501: {}",
                   unavailable_reason_);
-    pool_.reset();
-    fabric_.reset();
+    return;
   }
+  plane_ = std::move(plane).value();
+}
+
+std::shared_ptr<S3RdmaService::Plane> S3RdmaService::plane() const {
+  std::lock_guard lock(mu_);
+  return plane_;
+}
+
+void S3RdmaService::MaybeReopen() const {
+  auto current = plane();
+  if (!current || !current->fabric->NeedsReopen() || !reopen_) return;
+  std::unique_lock lock(mu_, std::try_to_lock);  // one request reopens; the others get 501
+  if (!lock.owns_lock() || plane_ != current) return;
+  auto now = std::chrono::steady_clock::now();
+  if (now < next_reopen_) return;
+  next_reopen_ = now + std::chrono::seconds(5);
+  auto fabric = reopen_();
+  if (!fabric.ok()) {
+    spdlog::warn("S3 over RDMA: the device is not back yet: {}", fabric.error().message);
+    return;
+  }
+  auto plane = MakePlane(std::move(fabric).value(), options_);
+  if (!plane.ok()) {
+    spdlog::warn("S3 over RDMA: reopened the device but {}", plane.error().message);
+    return;
+  }
+  // Requests still running on the old generation keep it alive until they end.
+  plane_ = std::move(plane).value();
+  spdlog::info("S3 over RDMA: the device was reopened; serving again");
+}
+
+bool S3RdmaService::available() const {
+  MaybeReopen();
+  auto p = plane();
+  return p && p->fabric->Unavailable().empty();
+}
+
+std::string S3RdmaService::fabric_name() const {
+  auto p = plane();
+  return p ? std::string(p->fabric->name()) : "none";
+}
+
+std::string S3RdmaService::unavailable_reason() const {
+  auto p = plane();
+  if (!p) return unavailable_reason_;
+  if (auto why = p->fabric->Unavailable(); !why.empty())
+    return "the " + std::string(p->fabric->name()) + " fabric is degraded: " + why;
+  return "";
 }
 
 S3RdmaService::~S3RdmaService() = default;
@@ -64,7 +122,10 @@ Result<S3RdmaService::PushResult> S3RdmaService::PushToClient(const RdmaToken& t
                                                               const RequestOrigin& origin,
                                                               uint64_t length,
                                                               const ReadAtFn& read_at) {
-  if (!fabric_) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
+  auto plane = this->plane();
+  if (!plane) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
+  if (auto why = unavailable_reason(); !why.empty())
+    return MakeError(ErrorCode::kRDMANotSupported, why);
   stats_.transfers.fetch_add(1, std::memory_order_relaxed);
   auto fail = [&](Error e) {
     stats_.failures.fetch_add(1, std::memory_order_relaxed);
@@ -74,9 +135,9 @@ Result<S3RdmaService::PushResult> S3RdmaService::PushToClient(const RdmaToken& t
   if (length == 0) return out;  // nothing to move: no endpoint needed
   auto client_slot = AcquireClientSlot(origin);
   if (!client_slot.ok()) return fail(client_slot.error());
-  auto buffer = pool_->Acquire(options_.buffer_wait);
+  auto buffer = plane->pool->Acquire(options_.buffer_wait);
   if (!buffer.ok()) return fail(buffer.error());
-  auto ep = fabric_->Connect(RemoteAddress::FromToken(token), origin);
+  auto ep = plane->fabric->Connect(RemoteAddress::FromToken(token), origin);
   if (!ep.ok()) return fail(ep.error());
   {
     Transfer t(**ep, Opcode::kWrite, RemoteBuffer::FromToken(token), options_.transfer);
@@ -111,10 +172,14 @@ Result<S3RdmaService::PushResult> S3RdmaService::PushToClient(const RdmaToken& t
 
 Result<std::unique_ptr<S3RdmaService::ClientBody>> S3RdmaService::PullFromClient(
     const RdmaToken& token, const RequestOrigin& origin) {
-  if (!fabric_) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
+  auto plane = this->plane();
+  if (!plane) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
+  if (auto why = unavailable_reason(); !why.empty())
+    return MakeError(ErrorCode::kRDMANotSupported, why);
   stats_.transfers.fetch_add(1, std::memory_order_relaxed);
   std::unique_ptr<ClientBody> body(new ClientBody());
   body->service_ = this;
+  body->plane_ = plane;
   body->total_ = token.rsize;
   if (token.rsize == 0) return body;
   auto fail = [&](Error e) {
@@ -124,10 +189,10 @@ Result<std::unique_ptr<S3RdmaService::ClientBody>> S3RdmaService::PullFromClient
   auto client_slot = AcquireClientSlot(origin);
   if (!client_slot.ok()) return fail(client_slot.error());
   body->client_slot_ = std::move(client_slot).value();
-  auto buffer = pool_->Acquire(options_.buffer_wait);
+  auto buffer = plane->pool->Acquire(options_.buffer_wait);
   if (!buffer.ok()) return fail(buffer.error());
   body->buffer_ = std::move(buffer).value();
-  auto ep = fabric_->Connect(RemoteAddress::FromToken(token), origin);
+  auto ep = plane->fabric->Connect(RemoteAddress::FromToken(token), origin);
   if (!ep.ok()) return fail(ep.error());
   body->endpoint_ = std::move(ep).value();
   body->transfer_ = std::make_unique<Transfer>(*body->endpoint_, Opcode::kRead,

@@ -48,15 +48,20 @@ struct RdmaStats {
 
 class S3RdmaService {
  public:
+  // Creates the fabric again after its device failed (Fabric::NeedsReopen).
+  using ReopenFn = std::function<Result<std::unique_ptr<Fabric>>()>;
   // `fabric` null: S3 over RDMA is unavailable and every token request is answered 501 naming
   // `unavailable_reason`.
   S3RdmaService(std::unique_ptr<Fabric> fabric, std::string unavailable_reason,
-                ServiceOptions options = {});
+                ServiceOptions options = {}, ReopenFn reopen = nullptr);
   ~S3RdmaService();
 
-  bool available() const { return fabric_ != nullptr; }
-  std::string_view fabric_name() const { return fabric_ ? fabric_->name() : "none"; }
-  const std::string& unavailable_reason() const { return unavailable_reason_; }
+  // Whether a token request can be served now: a fabric, and it is not degraded (port down,
+  // device failed). A failed device is reopened here (at most every 5 s) once it is back.
+  bool available() const;
+  std::string fabric_name() const;
+  // Why not available() ("" when it is).
+  std::string unavailable_reason() const;
   RdmaStats& stats() { return stats_; }
   size_t transfers_per_client() const { return per_client_cap_; }
 
@@ -96,6 +101,13 @@ class S3RdmaService {
   Result<PushResult> PushToClient(const RdmaToken& token, const RequestOrigin& origin,
                                   uint64_t length, const ReadAtFn& read_at);
 
+  // One generation of the data plane: a fabric and the staging buffers registered with it. A
+  // request holds its generation until it ends, so a reopen never pulls memory from under it.
+  struct Plane {
+    std::unique_ptr<Fabric> fabric;
+    std::unique_ptr<BufferPool> pool;  // declared after the fabric: deregistered before it
+  };
+
   // PUT / UploadPart: a body of exactly token.rsize bytes read from the client's buffer. Read()
   // fails with the transfer's S3 error (failure() keeps it for the handler).
   class ClientBody : public BodySource {
@@ -112,6 +124,7 @@ class S3RdmaService {
     Status PostSlot(size_t slot);
 
     S3RdmaService* service_ = nullptr;
+    std::shared_ptr<Plane> plane_;        // the generation this body uses: destroyed last
     ClientSlot client_slot_;              // released last
     BufferPool::Buffer buffer_;           // destroyed last: the endpoint may still reference it
     std::unique_ptr<Endpoint> endpoint_;  // destroyed before the buffer goes back to the pool
@@ -127,14 +140,20 @@ class S3RdmaService {
  private:
   // kSlowDown when the origin already runs transfers_per_client transfers.
   Result<ClientSlot> AcquireClientSlot(const RequestOrigin& origin);
+  static Result<std::shared_ptr<Plane>> MakePlane(std::unique_ptr<Fabric> fabric,
+                                                  const ServiceOptions& options);
+  std::shared_ptr<Plane> plane() const;
+  void MaybeReopen() const;
 
-  std::unique_ptr<Fabric> fabric_;
-  std::string unavailable_reason_;
+  mutable std::mutex mu_;  // guards plane_ and next_reopen_
+  mutable std::shared_ptr<Plane> plane_;
+  std::string unavailable_reason_;  // fixed at start when there is no plane
   ServiceOptions options_;
+  ReopenFn reopen_;
+  mutable std::chrono::steady_clock::time_point next_reopen_{};
   size_t per_client_cap_ = 1;
   std::mutex clients_mu_;
   std::map<std::string, size_t> active_by_client_;
-  std::unique_ptr<BufferPool> pool_;
   RdmaStats stats_;
 };
 

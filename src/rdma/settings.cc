@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "rdma/build_info.h"
+#include "rdma/verbs_plan.h"
 
 namespace rdmastor::rdma {
 
@@ -86,13 +87,22 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
       s.live_names.end(),
       {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_DC_KEY",
        "MINIO_RDMA_NUM_DCIS", "MINIO_RDMA_CQ_DEPTH", "MINIO_RDMA_TRAFFIC_CLASS",
-       "MINIO_RDMA_SERVICE_LEVEL", "MINIO_RDMA_PKEY_INDEX", "MINIO_RDMA_TIMEOUT"});
+       "MINIO_RDMA_SERVICE_LEVEL", "MINIO_RDMA_PKEY_INDEX", "MINIO_RDMA_TIMEOUT",
+       "MINIO_RDMA_ALLOW"});
   auto& vs = s.verbs;
   if (const auto* v = get("MINIO_RDMA_DEVICE")) {
-    bool ok = v->size() <= 64 && std::all_of(v->begin(), v->end(), [](char c) {
-                return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+    // One device, or several (multi-rail), comma separated.
+    auto names = SplitDeviceList(*v);
+    bool ok = v->size() <= 512 && !names.empty() &&
+              std::all_of(names.begin(), names.end(), [](const std::string& n) {
+                return n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+                                c == '-';
+                       });
               });
-    if (!ok) return Invalid("MINIO_RDMA_DEVICE", *v, "use an RDMA device name such as mlx5_0");
+    if (!ok)
+      return Invalid("MINIO_RDMA_DEVICE", *v,
+                     "use an RDMA device name such as mlx5_0, or several: mlx5_0,mlx5_1");
     vs.device = *v;
   }
   struct IntKnob {
@@ -114,6 +124,18 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
         return Invalid(name, *v,
                        "use an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
       *out = static_cast<int>(*n);
+    }
+  }
+  if (const auto* v = get("MINIO_RDMA_ALLOW")) {
+    // "any" turns the origin check off; otherwise networks besides each requester's address.
+    if (*v == "any") {
+      vs.origin_check = false;
+    } else {
+      auto list = soft::ParseCidrList(*v);
+      if (!list.ok())
+        return Invalid("MINIO_RDMA_ALLOW", *v,
+                       list.error().message + "; use IPv4 addresses or CIDRs, or any");
+      vs.allow = std::move(list).value();
     }
   }
   if (const auto* v = get("MINIO_RDMA_DC_KEY")) {
@@ -154,7 +176,9 @@ std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
         return std::make_unique<S3RdmaService>(nullptr, fabric.error().message, options);
       }
       spdlog::info("S3 over RDMA: on, verbs fabric");
-      return std::make_unique<S3RdmaService>(std::move(fabric).value(), "", options);
+      // After a fatal device error the fabric is created again, as at start.
+      return std::make_unique<S3RdmaService>(std::move(fabric).value(), "", options,
+                                             [vs = settings.verbs] { return CreateVerbsFabric(vs); });
     }
   }
   return nullptr;

@@ -21,7 +21,7 @@ struct VerbsSettings {
   int port = 1;                  // MINIO_RDMA_PORT: 1..255
   int gid_index = -1;            // MINIO_RDMA_GID_INDEX: 0..255, -1 = pick a RoCE v2 IPv4 GID
   uint64_t dc_key = 0xffeeddcc;  // MINIO_RDMA_DC_KEY
-  int num_dcis = 16;             // MINIO_RDMA_NUM_DCIS: 1..1024
+  int num_dcis = 64;             // MINIO_RDMA_NUM_DCIS: 1..1024
   int cq_depth = 1024;           // MINIO_RDMA_CQ_DEPTH: 16..65536
   // Fabric knobs for the DC initiators' address handles and QPs (the DCT's pkey index too), as
   // cuObject's server exposes them: lossless RoCE classes and IB partitions.
@@ -29,6 +29,10 @@ struct VerbsSettings {
   int service_level = 0;  // MINIO_RDMA_SERVICE_LEVEL: 0..15
   int pkey_index = 0;     // MINIO_RDMA_PKEY_INDEX: 0..65535
   int timeout = 14;       // MINIO_RDMA_TIMEOUT: 1..31, local ACK timeout 4.096 us * 2^n
+  // MINIO_RDMA_ALLOW: networks a RoCE v2 token's GID may name besides the requester's own
+  // address (VerbsOriginRefusal); "any" turns the check off.
+  std::vector<soft::Cidr> allow;
+  bool origin_check = true;
 };
 
 struct RdmaSettings {

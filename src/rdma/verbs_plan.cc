@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "rdma/soft/net.h"
+#include "rdma/token.h"
+
 namespace rdmastor::rdma {
 
 RegionSpan HostRegionSpan(const Registration& reg) { return {reg.addr, reg.length}; }
@@ -30,6 +33,17 @@ std::string PortUnusableReason(const PortInfo& p) {
 Result<DevicePick> SelectDevice(const std::vector<DeviceInfo>& devices, const std::string& wanted,
                                 int port, bool need_dc) {
   if (devices.empty()) return MakeError(ErrorCode::kRDMANotSupported, "no RDMA device found");
+  if (auto names = SplitDeviceList(wanted); names.size() > 1) {
+    // A list (multi-rail): the first usable one, for the paths that use one device.
+    std::string seen;
+    for (const auto& name : names) {
+      auto pick = SelectDevice(devices, name, port, need_dc);
+      if (pick.ok()) return pick;
+      seen += (seen.empty() ? "" : "; ") + pick.error().message;
+    }
+    return MakeError(ErrorCode::kRDMANotSupported, "no device of MINIO_RDMA_DEVICE=" + wanted +
+                                                       " can be used (" + seen + ")");
+  }
   std::string seen;  // why each candidate was passed over
   for (const auto& d : devices) {
     if (!wanted.empty() && d.name != wanted) continue;
@@ -78,6 +92,199 @@ std::string RegistrationHint(int err) {
   if (err != ENOMEM) return "";
   return " (registered memory is locked memory: raise RLIMIT_MEMLOCK, LimitMEMLOCK=infinity in "
          "the systemd unit or `ulimit -l unlimited` before starting)";
+}
+
+}  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+DciDisposition DciAfterPoll(const DciUse& use, bool closing) {
+  if (use.errored) return DciDisposition::kReplace;
+  if (use.signaled_outstanding <= 0 && use.unsignaled_tail <= 0) return DciDisposition::kReturn;
+  return closing ? DciDisposition::kReplace : DciDisposition::kKeep;
+}
+
+bool DciPoolLedger::ReserveCreate(Clock::time_point now) {
+  if (missing() <= 0 || now < next_try_) return false;
+  ++creating_;
+  return true;
+}
+
+void DciPoolLedger::Created() {
+  if (creating_ > 0) --creating_;
+  ++live_;
+  backoff_ = std::chrono::milliseconds(0);
+  next_try_ = {};
+}
+
+void DciPoolLedger::CreateFailed(Clock::time_point now) {
+  if (creating_ > 0) --creating_;
+  backoff_ = std::clamp(backoff_ * 2, std::chrono::milliseconds(100), std::chrono::milliseconds(5000));
+  next_try_ = now + backoff_;
+}
+
+void DciPoolLedger::Destroyed() {
+  if (live_ > 0) --live_;
+}
+
+}  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+WaitStep NextWaitStep(std::chrono::microseconds elapsed, std::chrono::microseconds spin,
+                      std::chrono::microseconds wait) {
+  if (elapsed >= wait) return WaitStep::kGiveUp;
+  if (elapsed < spin) return WaitStep::kPoll;
+  return WaitStep::kSleep;
+}
+
+AhKey AhKeyFor(bool has_gid, const std::array<uint8_t, 16>& gid, uint16_t lid) {
+  AhKey k;
+  k.has_gid = has_gid;
+  k.lid = lid;  // IB with a GRH still routes by DLID inside the subnet
+  if (has_gid) k.gid = gid;
+  return k;
+}
+
+bool RetryWithoutRelaxedOrdering(bool relaxed_was_set, int err) {
+  return relaxed_was_set && (err == EINVAL || err == EOPNOTSUPP);
+}
+
+}  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+EventDecision OnAsyncEvent(AsyncEvent event, int event_port, int our_port,
+                           const FabricState& state) {
+  EventDecision d;
+  d.next = state;
+  const bool ours = event_port == our_port;
+  const std::string port = "port " + std::to_string(our_port);
+  switch (event) {
+    case AsyncEvent::kDeviceFatal:
+      d.next = {FabricHealth::kDown, "the device reported a fatal error; reopening it"};
+      d.reopen = true;
+      d.log_error = true;
+      return d;
+    case AsyncEvent::kPortError:
+      if (!ours || state.health == FabricHealth::kDown) return d;
+      d.next = {FabricHealth::kDegraded, port + " went down"};
+      d.log_error = true;
+      return d;
+    case AsyncEvent::kPortActive:
+      if (!ours) return d;
+      d.requery_port = true;  // addresses, MTU and LID may differ after the link returns
+      if (state.health == FabricHealth::kDegraded) d.next = {FabricHealth::kReady, ""};
+      return d;
+    case AsyncEvent::kGidChange:
+    case AsyncEvent::kLidChange:
+      d.requery_port = ours;
+      return d;
+    case AsyncEvent::kQueueError:
+      d.log_error = true;  // one QP/CQ: its owner sees the error completion and replaces it
+      return d;
+    case AsyncEvent::kOther:
+      return d;
+  }
+  return d;
+}
+
+std::string_view FabricHealthName(FabricHealth h) {
+  switch (h) {
+    case FabricHealth::kReady:
+      return "ready";
+    case FabricHealth::kDegraded:
+      return "degraded";
+    case FabricHealth::kDown:
+      return "down";
+  }
+  return "unknown";
+}
+
+}  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+std::string VerbsOriginRefusal(bool token_has_gid, const std::array<uint8_t, 16>& token_gid,
+                               std::string_view requester_ip, const std::vector<soft::Cidr>& allow,
+                               bool check) {
+  if (!check || !token_has_gid) return "";
+  auto target = GidToIpv4(token_gid);
+  if (!target) return "";  // an InfiniBand (or IPv6 RoCE) GID: nothing to compare
+  auto from = soft::ParseIpv4(requester_ip);
+  if (from && *from == *target) return "";
+  for (const auto& c : allow)
+    if (c.Contains(*target)) return "";
+  return "verbs: the token's GID names host " + soft::net::Ipv4String(*target) +
+         " but the request came from " + std::string(requester_ip) +
+         "; only the requester's address is written to or read from unless MINIO_RDMA_ALLOW "
+         "lists it";
+}
+
+}  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+
+std::vector<std::string> SplitDeviceList(std::string_view text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view item = text.substr(pos, comma - pos);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+Result<std::vector<DevicePick>> SelectRails(const std::vector<DeviceInfo>& devices,
+                                            const std::string& wanted, int port, bool need_dc) {
+  std::vector<DevicePick> rails;
+  auto names = SplitDeviceList(wanted);
+  if (!names.empty()) {
+    for (const auto& name : names) {
+      auto pick = SelectDevice(devices, name, port, need_dc);
+      if (!pick.ok()) return pick.error();
+      if (std::none_of(rails.begin(), rails.end(),
+                       [&](const DevicePick& r) { return r.device == pick->device; }))
+        rails.push_back(*pick);
+    }
+    return rails;
+  }
+  for (const auto& d : devices) {
+    auto pick = SelectDevice(devices, d.name, port, need_dc);
+    if (pick.ok()) rails.push_back(*pick);
+  }
+  if (rails.empty()) return SelectDevice(devices, "", port, need_dc).error();
+  return rails;
+}
+
+size_t SelectRail(const std::vector<Rail>& rails, bool token_has_gid,
+                  const std::array<uint8_t, 16>& token_gid, std::string_view local_ip) {
+  auto target = token_has_gid ? GidToIpv4(token_gid) : std::nullopt;
+  size_t best = rails.size();
+  int best_prefix = -1;
+  auto mask = [](int prefix) {
+    return prefix <= 0 ? 0u : prefix >= 32 ? 0xffffffffu : ~((1u << (32 - prefix)) - 1);
+  };
+  if (target) {
+    for (size_t i = 0; i < rails.size(); ++i)
+      for (const auto& n : rails[i].networks)
+        if (((n.ip ^ *target) & mask(n.prefix)) == 0 && n.prefix > best_prefix) {
+          best = i;
+          best_prefix = n.prefix;
+        }
+    if (best < rails.size()) return best;
+  }
+  if (auto local = soft::ParseIpv4(local_ip)) {
+    for (size_t i = 0; i < rails.size(); ++i)
+      for (const auto& n : rails[i].networks)
+        if (n.ip == *local) return i;
+  }
+  return 0;
 }
 
 }  // namespace rdmastor::rdma

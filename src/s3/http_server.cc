@@ -396,6 +396,12 @@ class Session final : public Connection,
       request_.remote_ip = addr.to_string();
       request_.remote_port = ep.port();
     }
+    if (auto local = Lowest().socket().local_endpoint(ep_ec); !ep_ec) {
+      auto addr = local.address();
+      if (addr.is_v6() && addr.to_v6().is_v4_mapped())
+        addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
+      request_.local_ip = addr.to_string();
+    }
     request_.chunked = parser_->chunked();
     if (auto cl = parser_->content_length()) request_.content_length = *cl;
     keep_alive_ = msg.keep_alive();

@@ -45,7 +45,7 @@ Result<uint64_t> RdmaGet(rdma::S3RdmaService& service, const rdma::RdmaToken& to
   // Copies the object layer makes (a stripe cache, say) count as much as the data plane's own.
   const uint64_t reader_copied_before = reader.bytes_copied();
   auto moved = service.PushToClient(
-      token, rdma::RequestOrigin{req.remote_ip}, length,
+      token, rdma::RequestOrigin{req.remote_ip, req.local_ip}, length,
       [&](uint64_t off, char* buf, size_t len) { return reader.ReadAt(start + off, buf, len); });
   const uint64_t reader_copied = reader.bytes_copied() - reader_copied_before;
   if (!moved.ok()) {
@@ -61,7 +61,7 @@ RdmaPutBody::~RdmaPutBody() = default;
 Result<size_t> RdmaPutBody::Read(char* buf, size_t len) {
   if (failure_) return *failure_;
   if (!body_) {
-    auto b = service_.PullFromClient(token_, rdma::RequestOrigin{remote_ip_});
+    auto b = service_.PullFromClient(token_, origin_);
     if (!b.ok()) {
       failure_ = b.error();
       return *failure_;
@@ -81,7 +81,7 @@ Result<std::unique_ptr<RdmaPutBody>> RdmaPutBodyFor(const HttpRequest& req, cons
     return token.error();
   }
   if (!*token) return std::unique_ptr<RdmaPutBody>();
-  auto body = std::make_unique<RdmaPutBody>(*service, **token, req.remote_ip);
+  auto body = std::make_unique<RdmaPutBody>(*service, **token, rdma::RequestOrigin{req.remote_ip, req.local_ip});
   body->echo_agent = req.FindHeader("x-amz-rdma-agent") != nullptr;  // validated: cuobj
   return body;
 }

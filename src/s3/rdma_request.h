@@ -36,8 +36,9 @@ Result<uint64_t> RdmaGet(rdma::S3RdmaService& service, const rdma::RdmaToken& to
 // on the first Read, so requests rejected before the body is read never touch the client.
 class RdmaPutBody final : public BodySource {
  public:
-  RdmaPutBody(rdma::S3RdmaService& service, const rdma::RdmaToken& token, std::string remote_ip)
-      : service_(service), token_(token), remote_ip_(std::move(remote_ip)) {}
+  RdmaPutBody(rdma::S3RdmaService& service, const rdma::RdmaToken& token,
+              rdma::RequestOrigin origin)
+      : service_(service), token_(token), origin_(std::move(origin)) {}
   ~RdmaPutBody() override;
   Result<size_t> Read(char* buf, size_t len) override;
   uint64_t size() const { return token_.rsize; }
@@ -51,7 +52,7 @@ class RdmaPutBody final : public BodySource {
  private:
   rdma::S3RdmaService& service_;
   rdma::RdmaToken token_;
-  std::string remote_ip_;
+  rdma::RequestOrigin origin_;
   std::unique_ptr<rdma::S3RdmaService::ClientBody> body_;
   std::optional<Error> failure_;
 };

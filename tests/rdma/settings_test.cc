@@ -56,6 +56,17 @@ TEST(RdmaSettingsTest, VerbsKnobsValidatedOnTheRdmaBuild) {
   EXPECT_EQ(s->verbs.num_dcis, 4);
   EXPECT_EQ(s->verbs.cq_depth, 256);
   EXPECT_EQ(ParseRdmaSettings({})->verbs.dc_key, 0xffeeddccu);
+  EXPECT_EQ(ParseRdmaSettings({})->verbs.num_dcis, 64);
+  auto rails = ParseRdmaSettings({{"MINIO_RDMA_DEVICE", "mlx5_0,mlx5_1"}});
+  ASSERT_TRUE(rails.ok()) << rails.error().message;
+  EXPECT_EQ(rails->verbs.device, "mlx5_0,mlx5_1");
+  // The origin check: on by default; MINIO_RDMA_ALLOW adds networks, "any" turns it off.
+  EXPECT_TRUE(ParseRdmaSettings({})->verbs.origin_check);
+  auto allow = ParseRdmaSettings({{"MINIO_RDMA_ALLOW", "192.168.50.0/24, 10.1.1.1"}});
+  ASSERT_TRUE(allow.ok()) << allow.error().message;
+  EXPECT_TRUE(allow->verbs.origin_check);
+  EXPECT_EQ(allow->verbs.allow.size(), 2u);
+  EXPECT_FALSE(ParseRdmaSettings({{"MINIO_RDMA_ALLOW", "any"}})->verbs.origin_check);
   for (auto [name, value] :
        std::vector<std::pair<std::string, std::string>>{{"MINIO_RDMA_PORT", "0"},
                                                         {"MINIO_RDMA_PORT", "x"},
@@ -69,7 +80,11 @@ TEST(RdmaSettingsTest, VerbsKnobsValidatedOnTheRdmaBuild) {
                                                         {"MINIO_RDMA_PKEY_INDEX", "65536"},
                                                         {"MINIO_RDMA_TIMEOUT", "0"},
                                                         {"MINIO_RDMA_TIMEOUT", "32"},
-                                                        {"MINIO_RDMA_DEVICE", "../etc"}}) {
+                                                        {"MINIO_RDMA_DEVICE", "../etc"},
+                                                        {"MINIO_RDMA_DEVICE", "mlx5_0,../x"},
+                                                        {"MINIO_RDMA_DEVICE", ",,"},
+                                                        {"MINIO_RDMA_ALLOW", "10.0.0.0/33"},
+                                                        {"MINIO_RDMA_ALLOW", "everyone"}}) {
     auto r = ParseRdmaSettings({{name, value}});
     ASSERT_FALSE(r.ok()) << name << "=" << value;
     EXPECT_NE(r.error().message.find(name), std::string::npos);
@@ -159,6 +174,96 @@ TEST(VerbsHelpersTest, AccessFlags) {
   EXPECT_EQ(verbs::IbvAccess(kLocalWrite), IBV_ACCESS_LOCAL_WRITE);
 }
 #endif
+
+}  // namespace
+}  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+namespace {
+
+// A soft fabric whose device-event state the test sets: stands for a verbs fabric after
+// OnAsyncEvent marked it degraded or down (the verbs code sets the same two answers).
+class EventedSoftFabric final : public Fabric {
+ public:
+  explicit EventedSoftFabric(std::string* unavailable, bool* reopen)
+      : unavailable_(unavailable), reopen_(reopen) {}
+  std::string_view name() const override { return "verbs"; }
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* a, size_t n, unsigned acc) override {
+    return soft_.RegisterMemory(a, n, acc);
+  }
+  Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& r,
+                                            const RequestOrigin& o) override {
+    return soft_.Connect(r, o);
+  }
+  std::string Unavailable() const override { return *unavailable_; }
+  bool NeedsReopen() const override { return *reopen_; }
+
+ private:
+  soft::SoftFabric soft_;
+  std::string* unavailable_;
+  bool* reopen_;
+};
+
+TEST(DegradedFabricTest, PortDownAnswers501AndADeadDeviceIsReopened) {
+  std::string why_old, why_new;
+  bool reopen_old = false, reopen_new = false;
+  int reopens = 0;
+  bool device_back = false;
+  S3RdmaService svc(std::make_unique<EventedSoftFabric>(&why_old, &reopen_old), "", {},
+                    [&]() -> Result<std::unique_ptr<Fabric>> {
+                      ++reopens;
+                      if (!device_back)
+                        return MakeError(ErrorCode::kRDMANotSupported, "no device yet");
+                      return std::unique_ptr<Fabric>(
+                          new EventedSoftFabric(&why_new, &reopen_new));
+                    });
+  ASSERT_TRUE(svc.available());
+  EXPECT_EQ(svc.unavailable_reason(), "");
+  // Port down: 501 naming it, no reopen attempted.
+  why_old = "port 1 went down";
+  EXPECT_FALSE(svc.available());
+  EXPECT_NE(svc.unavailable_reason().find("port 1 went down"), std::string::npos);
+  RdmaToken t;
+  t.rsize = 10;
+  auto r = svc.PushToClient(t, {"127.0.0.1"}, 10,
+                            [](uint64_t, char*, size_t) { return Result<size_t>(size_t{0}); });
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kRDMANotSupported);
+  EXPECT_NE(r.error().message.find("degraded"), std::string::npos) << r.error().message;
+  auto body = svc.PullFromClient(t, {"127.0.0.1"});
+  ASSERT_FALSE(body.ok());
+  EXPECT_EQ(body.error().code, ErrorCode::kRDMANotSupported);
+  EXPECT_EQ(reopens, 0);
+  // Back up: serving again.
+  why_old = "";
+  EXPECT_TRUE(svc.available());
+  // The device fails: down; the reopen is tried, fails (device not back), and is not retried
+  // before its 5 s backoff.
+  why_old = "the device reported a fatal error; reopening it";
+  reopen_old = true;
+  EXPECT_FALSE(svc.available());
+  EXPECT_EQ(reopens, 1);
+  device_back = true;
+  EXPECT_FALSE(svc.available());
+  EXPECT_EQ(reopens, 1);
+}
+
+TEST(DegradedFabricTest, AReopenReplacesTheFabricAndItsBuffers) {
+  std::string why_old = "the device reported a fatal error; reopening it", why_new;
+  bool reopen_old = true, reopen_new = false;
+  int reopens = 0;
+  S3RdmaService svc(std::make_unique<EventedSoftFabric>(&why_old, &reopen_old), "", {},
+                    [&]() -> Result<std::unique_ptr<Fabric>> {
+                      ++reopens;
+                      return std::unique_ptr<Fabric>(
+                          new EventedSoftFabric(&why_new, &reopen_new));
+                    });
+  EXPECT_TRUE(svc.available());  // reopened on this call
+  EXPECT_EQ(reopens, 1);
+  EXPECT_EQ(svc.unavailable_reason(), "");
+  EXPECT_TRUE(svc.available());
+  EXPECT_EQ(reopens, 1);
+}
 
 }  // namespace
 }  // namespace rdmastor::rdma

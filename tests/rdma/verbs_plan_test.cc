@@ -141,3 +141,300 @@ TEST(VerbsPlanTest, RegistrationEnomemNamesTheMemlockLimit) {
 
 }  // namespace
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+namespace {
+
+TEST(VerbsPlanTest, DciIsHeldOnlyWhileRequestsAreInFlight) {
+  // Posted, nothing polled yet: keep.
+  EXPECT_EQ(DciAfterPoll({/*signaled=*/1, /*tail=*/0, false}, false), DciDisposition::kKeep);
+  // Everything signalled completed and nothing unsignalled after the last: back to the pool
+  // (between transfer pieces, across a drive read).
+  EXPECT_EQ(DciAfterPoll({0, 0, false}, false), DciDisposition::kReturn);
+  // Unsignalled requests after the last signalled one may still be in flight.
+  EXPECT_EQ(DciAfterPoll({0, 3, false}, false), DciDisposition::kKeep);
+  // Closing with those: their success would leave no completion; the DCI is replaced.
+  EXPECT_EQ(DciAfterPoll({0, 3, false}, true), DciDisposition::kReplace);
+  EXPECT_EQ(DciAfterPoll({2, 0, false}, true), DciDisposition::kReplace);
+  EXPECT_EQ(DciAfterPoll({0, 0, false}, true), DciDisposition::kReturn);
+  // An error completion puts the QP in the error state: never reused.
+  EXPECT_EQ(DciAfterPoll({0, 0, true}, false), DciDisposition::kReplace);
+  EXPECT_EQ(DciAfterPoll({5, 1, true}, false), DciDisposition::kReplace);
+}
+
+TEST(VerbsPlanTest, DciPoolRefillsAfterAFailedReplacementWithBackoff) {
+  using namespace std::chrono_literals;
+  DciPoolLedger pool(64);
+  auto t0 = DciPoolLedger::Clock::now();
+  for (int i = 0; i < 64; ++i) {
+    ASSERT_TRUE(pool.ReserveCreate(t0));
+    pool.Created();
+  }
+  EXPECT_EQ(pool.live(), 64);
+  EXPECT_FALSE(pool.ReserveCreate(t0));  // full: never more than the target
+  // A DCI fails; its replacement cannot be created (device busy): the pool is one short...
+  pool.Destroyed();
+  EXPECT_EQ(pool.missing(), 1);
+  ASSERT_TRUE(pool.ReserveCreate(t0));
+  EXPECT_FALSE(pool.ReserveCreate(t0));  // one creation per hole at a time
+  pool.CreateFailed(t0);
+  EXPECT_EQ(pool.live(), 63);
+  // ...not for good: after the backoff a later acquire fills it again.
+  EXPECT_FALSE(pool.ReserveCreate(t0 + 50ms));
+  EXPECT_TRUE(pool.ReserveCreate(t0 + 100ms));
+  pool.CreateFailed(t0 + 100ms);  // fails again: the wait doubles
+  EXPECT_FALSE(pool.ReserveCreate(t0 + 250ms));
+  EXPECT_TRUE(pool.ReserveCreate(t0 + 300ms));
+  pool.Created();
+  EXPECT_EQ(pool.live(), 64);
+  EXPECT_EQ(pool.missing(), 0);
+  // The backoff is reset by a success and capped at 5 s.
+  pool.Destroyed();
+  auto t = t0 + 1s;
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(pool.ReserveCreate(t)) << i;
+    pool.CreateFailed(t);
+    EXPECT_LE(pool.next_try() - t, 5000ms);
+    t = pool.next_try();
+  }
+  ASSERT_TRUE(pool.ReserveCreate(t));
+  pool.CreateFailed(t);
+  EXPECT_EQ(pool.next_try() - t, 5000ms);
+  ASSERT_TRUE(pool.ReserveCreate(pool.next_try()));
+  pool.Created();
+  pool.Destroyed();
+  ASSERT_TRUE(pool.ReserveCreate(pool.next_try()));
+  pool.CreateFailed(t);
+  EXPECT_EQ(pool.next_try() - t, 100ms);
+}
+
+TEST(VerbsPlanTest, DciPoolTargetIsAtLeastOne) {
+  DciPoolLedger pool(0);
+  EXPECT_EQ(pool.target(), 1);
+  EXPECT_TRUE(pool.ReserveCreate(DciPoolLedger::Clock::now()));
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+namespace {
+
+TEST(VerbsPlanTest, CompletionWaitSpinsThenSleepsThenGivesUp) {
+  using us = std::chrono::microseconds;
+  EXPECT_EQ(NextWaitStep(us(0), us(50), us(100000)), WaitStep::kPoll);
+  EXPECT_EQ(NextWaitStep(us(49), us(50), us(100000)), WaitStep::kPoll);
+  EXPECT_EQ(NextWaitStep(us(50), us(50), us(100000)), WaitStep::kSleep);
+  EXPECT_EQ(NextWaitStep(us(99999), us(50), us(100000)), WaitStep::kSleep);
+  EXPECT_EQ(NextWaitStep(us(100000), us(50), us(100000)), WaitStep::kGiveUp);
+  // A zero wait polls nothing more than once (the caller's first poll).
+  EXPECT_EQ(NextWaitStep(us(0), us(50), us(0)), WaitStep::kGiveUp);
+  // No spin: straight to the completion channel.
+  EXPECT_EQ(NextWaitStep(us(0), us(0), us(10)), WaitStep::kSleep);
+}
+
+TEST(VerbsPlanTest, AddressHandleKeys) {
+  std::array<uint8_t, 16> a{}, b{};
+  a[15] = 1;
+  b[15] = 2;
+  EXPECT_EQ(AhKeyFor(true, a, 0), AhKeyFor(true, a, 0));
+  EXPECT_NE(AhKeyFor(true, a, 0), AhKeyFor(true, b, 0));
+  EXPECT_NE(AhKeyFor(true, a, 3), AhKeyFor(true, a, 4));  // IB: DLID routes inside the subnet
+  EXPECT_NE(AhKeyFor(true, a, 3), AhKeyFor(false, a, 3));
+  // Without has_gid the GID bytes are not part of the handle.
+  EXPECT_EQ(AhKeyFor(false, a, 7), AhKeyFor(false, b, 7));
+  EXPECT_NE(AhKeyFor(false, a, 7), AhKeyFor(false, a, 8));
+}
+
+TEST(VerbsPlanTest, BoundedLruEvictsTheLeastRecentlyUsed) {
+  BoundedLru<int, std::string> cache(3);
+  EXPECT_EQ(cache.Put(1, std::make_shared<std::string>("one")), 0u);
+  EXPECT_EQ(cache.Put(2, std::make_shared<std::string>("two")), 0u);
+  EXPECT_EQ(cache.Put(3, std::make_shared<std::string>("three")), 0u);
+  ASSERT_NE(cache.Find(1), nullptr);  // 1 is now the most recent; 2 the least
+  auto held = cache.Find(2);
+  ASSERT_NE(held, nullptr);
+  ASSERT_NE(cache.Find(1), nullptr);  // order: 1, 2, 3 -> 3 least recent
+  EXPECT_EQ(cache.Put(4, std::make_shared<std::string>("four")), 1u);
+  EXPECT_EQ(cache.size(), 3u);
+  EXPECT_EQ(cache.Find(3), nullptr);
+  EXPECT_NE(cache.Find(4), nullptr);
+  // Replacing a key neither grows nor evicts.
+  EXPECT_EQ(cache.Put(4, std::make_shared<std::string>("FOUR")), 0u);
+  EXPECT_EQ(*cache.Find(4), "FOUR");
+  EXPECT_EQ(cache.size(), 3u);
+  // An evicted value stays alive while someone holds it (an endpoint using the handle).
+  cache.Put(5, std::make_shared<std::string>("five"));
+  cache.Put(6, std::make_shared<std::string>("six"));
+  cache.Put(7, std::make_shared<std::string>("seven"));
+  EXPECT_EQ(cache.Find(2), nullptr);
+  EXPECT_EQ(*held, "two");
+  cache.Clear();
+  EXPECT_EQ(cache.size(), 0u);
+  BoundedLru<int, int> one(0);  // capacity at least 1
+  one.Put(1, std::make_shared<int>(1));
+  EXPECT_EQ(one.size(), 1u);
+}
+
+TEST(VerbsPlanTest, RelaxedOrderingIsDroppedOnlyWhenItWasTheProblem) {
+  EXPECT_TRUE(RetryWithoutRelaxedOrdering(true, EINVAL));
+  EXPECT_TRUE(RetryWithoutRelaxedOrdering(true, EOPNOTSUPP));
+  EXPECT_FALSE(RetryWithoutRelaxedOrdering(true, ENOMEM));  // memlock: the hint, not a retry
+  EXPECT_FALSE(RetryWithoutRelaxedOrdering(false, EINVAL));
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+namespace {
+
+TEST(VerbsPlanTest, AsyncEventsDriveTheFabricState) {
+  const FabricState ready;
+  // Our port goes down: degraded (501 meanwhile), logged as an error.
+  auto down = OnAsyncEvent(AsyncEvent::kPortError, 1, 1, ready);
+  EXPECT_EQ(down.next.health, FabricHealth::kDegraded);
+  EXPECT_NE(down.next.reason.find("port 1"), std::string::npos);
+  EXPECT_TRUE(down.log_error);
+  EXPECT_FALSE(down.reopen);
+  // Another port of the same device: nothing changes.
+  auto other = OnAsyncEvent(AsyncEvent::kPortError, 2, 1, ready);
+  EXPECT_EQ(other.next.health, FabricHealth::kReady);
+  EXPECT_FALSE(other.requery_port);
+  // It comes back: ready again, and the port is read again (GID, MTU may differ).
+  auto up = OnAsyncEvent(AsyncEvent::kPortActive, 1, 1, down.next);
+  EXPECT_EQ(up.next.health, FabricHealth::kReady);
+  EXPECT_EQ(up.next.reason, "");
+  EXPECT_TRUE(up.requery_port);
+  // A GID change (an address added/removed on the netdev) re-reads the port, health unchanged.
+  auto gid = OnAsyncEvent(AsyncEvent::kGidChange, 1, 1, ready);
+  EXPECT_EQ(gid.next.health, FabricHealth::kReady);
+  EXPECT_TRUE(gid.requery_port);
+  EXPECT_FALSE(OnAsyncEvent(AsyncEvent::kGidChange, 2, 1, ready).requery_port);
+  EXPECT_TRUE(OnAsyncEvent(AsyncEvent::kLidChange, 1, 1, ready).requery_port);
+  // A fatal device error: down and reopen, whatever the port.
+  auto fatal = OnAsyncEvent(AsyncEvent::kDeviceFatal, 0, 1, ready);
+  EXPECT_EQ(fatal.next.health, FabricHealth::kDown);
+  EXPECT_TRUE(fatal.reopen);
+  // While down, port events do not bring it back: only a reopen does.
+  auto still = OnAsyncEvent(AsyncEvent::kPortActive, 1, 1, fatal.next);
+  EXPECT_EQ(still.next.health, FabricHealth::kDown);
+  EXPECT_EQ(OnAsyncEvent(AsyncEvent::kPortError, 1, 1, fatal.next).next.health,
+            FabricHealth::kDown);
+  // One QP in error: logged, the fabric stays ready (the DCI is replaced by its owner).
+  auto qp = OnAsyncEvent(AsyncEvent::kQueueError, 0, 1, ready);
+  EXPECT_EQ(qp.next.health, FabricHealth::kReady);
+  EXPECT_TRUE(qp.log_error);
+  EXPECT_EQ(OnAsyncEvent(AsyncEvent::kOther, 1, 1, down.next).next.health,
+            FabricHealth::kDegraded);
+  EXPECT_EQ(FabricHealthName(FabricHealth::kDegraded), "degraded");
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+namespace {
+
+std::array<uint8_t, 16> V4Gid(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
+  return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d};
+}
+
+TEST(VerbsPlanTest, OriginCheckOnRoceV2Tokens) {
+  const std::vector<soft::Cidr> none;
+  // The requester's own address (plain or IPv4-mapped as the HTTP layer may report it).
+  EXPECT_EQ(VerbsOriginRefusal(true, V4Gid(10, 0, 0, 7), "10.0.0.7", none, true), "");
+  EXPECT_EQ(VerbsOriginRefusal(true, V4Gid(10, 0, 0, 7), "::ffff:10.0.0.7", none, true), "");
+  // Another host: refused, naming both and the setting.
+  auto why = VerbsOriginRefusal(true, V4Gid(10, 0, 0, 9), "10.0.0.7", none, true);
+  EXPECT_NE(why.find("10.0.0.9"), std::string::npos) << why;
+  EXPECT_NE(why.find("10.0.0.7"), std::string::npos) << why;
+  EXPECT_NE(why.find("MINIO_RDMA_ALLOW"), std::string::npos) << why;
+  // An IPv6 requester cannot own an IPv4 GID.
+  EXPECT_NE(VerbsOriginRefusal(true, V4Gid(10, 0, 0, 9), "2001:db8::1", none, true), "");
+  // An allowed network (the data network when HTTP arrives over another NIC).
+  auto allow = soft::ParseCidrList("192.168.50.0/24");
+  ASSERT_TRUE(allow.ok());
+  EXPECT_EQ(VerbsOriginRefusal(true, V4Gid(192, 168, 50, 3), "10.0.0.7", *allow, true), "");
+  EXPECT_NE(VerbsOriginRefusal(true, V4Gid(192, 168, 51, 3), "10.0.0.7", *allow, true), "");
+  // Not decidable: InfiniBand GID (link-local prefix + GUID), LID-only token: allowed.
+  std::array<uint8_t, 16> ib{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x0c, 0x42, 0xa1, 3, 0, 0x5e, 0x11, 2};
+  EXPECT_EQ(VerbsOriginRefusal(true, ib, "10.0.0.7", none, true), "");
+  EXPECT_EQ(VerbsOriginRefusal(false, V4Gid(10, 0, 0, 9), "10.0.0.7", none, true), "");
+  // MINIO_RDMA_ALLOW=any: off.
+  EXPECT_EQ(VerbsOriginRefusal(true, V4Gid(10, 0, 0, 9), "10.0.0.7", none, false), "");
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+namespace {
+
+DeviceInfo RoceDevice(std::string name, std::string state, bool dc = true) {
+  DeviceInfo d;
+  d.name = std::move(name);
+  d.dc_capable = dc;
+  PortInfo p;
+  p.port = 1;
+  p.state = std::move(state);
+  p.link_layer = "Ethernet";
+  p.gids = {{3, "::ffff:10.0.0.1", "RoCE v2", "eth0"}};
+  d.ports = {p};
+  return d;
+}
+
+TEST(VerbsPlanTest, DeviceListsAndRails) {
+  EXPECT_EQ(SplitDeviceList("mlx5_0, mlx5_1,,mlx5_2 "),
+            (std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_2"}));
+  EXPECT_TRUE(SplitDeviceList("").empty());
+  std::vector<DeviceInfo> devs = {RoceDevice("mlx5_0", "ACTIVE"), RoceDevice("mlx5_1", "DOWN"),
+                                  RoceDevice("mlx5_2", "ACTIVE"),
+                                  RoceDevice("rxe0", "ACTIVE", /*dc=*/false)};
+  // Unset: every usable DC device.
+  auto all = SelectRails(devs, "", 1, true);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].device, "mlx5_0");
+  EXPECT_EQ((*all)[1].device, "mlx5_2");
+  // Listed: each must be usable; duplicates collapse.
+  auto listed = SelectRails(devs, "mlx5_2,mlx5_0,mlx5_2", 1, true);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].device, "mlx5_2");
+  auto down = SelectRails(devs, "mlx5_0,mlx5_1", 1, true);
+  ASSERT_FALSE(down.ok());
+  EXPECT_NE(down.error().message.find("mlx5_1"), std::string::npos);
+  EXPECT_FALSE(SelectRails({RoceDevice("mlx5_0", "DOWN")}, "", 1, true).ok());
+}
+
+std::array<uint8_t, 16> Gid4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
+  return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d};
+}
+constexpr uint32_t Ip(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  return a << 24 | b << 16 | c << 8 | d;
+}
+
+TEST(VerbsPlanTest, RailChosenByTheTokensSubnetThenTheArrivalInterface) {
+  std::vector<Rail> rails = {
+      {"mlx5_0", {{Ip(10, 0, 0, 1), 24}}},
+      {"mlx5_1", {{Ip(10, 0, 1, 1), 24}, {Ip(172, 16, 0, 1), 16}}},
+      {"mlx5_2", {{Ip(10, 0, 1, 129), 25}}},  // a narrower subnet inside mlx5_1's
+  };
+  std::array<uint8_t, 16> none{};
+  EXPECT_EQ(SelectRail(rails, true, Gid4(10, 0, 0, 77), ""), 0u);
+  EXPECT_EQ(SelectRail(rails, true, Gid4(10, 0, 1, 7), ""), 1u);
+  EXPECT_EQ(SelectRail(rails, true, Gid4(172, 16, 9, 9), ""), 1u);
+  EXPECT_EQ(SelectRail(rails, true, Gid4(10, 0, 1, 200), ""), 2u);  // longest prefix wins
+  // No subnet matches (routed RoCE): the interface the HTTP request arrived on.
+  EXPECT_EQ(SelectRail(rails, true, Gid4(192, 168, 3, 3), "10.0.1.129"), 2u);
+  EXPECT_EQ(SelectRail(rails, true, Gid4(192, 168, 3, 3), "::ffff:172.16.0.1"), 1u);
+  // InfiniBand GID / LID-only token: the arrival interface, else rail 0.
+  EXPECT_EQ(SelectRail(rails, false, none, "10.0.1.1"), 1u);
+  EXPECT_EQ(SelectRail(rails, false, none, "192.168.0.1"), 0u);
+  EXPECT_EQ(SelectRail(rails, false, none, ""), 0u);
+  EXPECT_EQ(SelectRail({}, true, Gid4(10, 0, 0, 1), ""), 0u);
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma

@@ -1,6 +1,9 @@
 // S3 over RDMA end to end: the real server binary with the soft fabric, our client library.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/statfs.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <thread>
@@ -777,6 +780,41 @@ TEST_F(S3OverRdma, ANonSuccessReplyDeregistersTheBuffer) {
   std::string kept = *client_->TokenFor(buf.data(), buf.size(), true);
   ASSERT_TRUE(client_->Get(bucket_, "ok", buf.data(), buf.size()).ok());
   EXPECT_EQ(*client_->TokenFor(buf.data(), buf.size(), true), kept);
+}
+
+// A remote-writable registration of a shared file mapping is refused before anything is sent
+// (issue 12 item 2: the kernel refuses such pins on verbs; the rule is the same on every fabric),
+// while a private mapping of the same file and anonymous memory receive normally.
+TEST_F(S3OverRdma, GetIntoASharedFileMappingIsRefused) {
+  auto data = Pattern(20000, 31);
+  ASSERT_TRUE(client_->Put(bucket_, "m", data.data(), data.size()).ok());
+  std::string path = "s3_over_rdma_map." + std::to_string(getpid());  // in the build tree
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 20000), 0);
+  struct statfs fs {};
+  ASSERT_EQ(fstatfs(fd, &fs), 0);
+  char* shared = static_cast<char*>(mmap(nullptr, 20000, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  char* priv = static_cast<char*>(mmap(nullptr, 20000, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0));
+  ASSERT_NE(shared, MAP_FAILED);
+  ASSERT_NE(priv, MAP_FAILED);
+  if (static_cast<uint64_t>(fs.f_type) != 0x01021994) {  // tmpfs needs no dirty tracking
+    auto refused = client_->Get(bucket_, "m", shared, 20000);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message.find("shared mapping of a file"), std::string::npos)
+        << refused.error().message;
+    EXPECT_FALSE(client_->TokenFor(shared, 20000, true).ok());
+    EXPECT_TRUE(client_->TokenFor(shared, 20000, false).ok());  // PUT only reads it
+  }
+  auto got = client_->Get(bucket_, "m", priv, 20000);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(std::memcmp(priv, data.data(), data.size()), 0);
+  client_->Forget(shared, 20000);
+  client_->Forget(priv, 20000);
+  munmap(shared, 20000);
+  munmap(priv, 20000);
+  close(fd);
+  unlink(path.c_str());
 }
 
 TEST(S3OverRdmaTimeout, AnHttpTimeoutDeregistersTheBuffer) {

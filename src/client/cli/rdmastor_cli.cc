@@ -303,8 +303,21 @@ int main(int argc, char** argv) {
     f.fd = open(args[2].c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (f.fd < 0) return Fail("cannot create " + args[2] + ": " + std::strerror(errno));
     if (ftruncate(f.fd, static_cast<off_t>(size)) != 0) return Fail("cannot size " + args[2]);
-    f.size = size;
-    if (size) {
+    // Over RDMA the server writes into registered memory: never a shared mapping of the file
+    // (the kernel refuses long-term writable pins of those, rdma/mapping.h). Parts land in one
+    // anonymous staging buffer, registered once, and are written to the file from there.
+    Mapped staging;
+    if (rc && size) {
+      staging.size = static_cast<size_t>(std::min<uint64_t>(kPart, size));
+      void* p = mmap(nullptr, staging.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+      if (p == MAP_FAILED)
+        return Fail("cannot allocate a receive buffer: " + std::string(std::strerror(errno)));
+      madvise(p, staging.size, MADV_HUGEPAGE);  // fewer pages to pin; a hint only
+      staging.p = static_cast<char*>(p);
+    }
+    f.size = rc ? 0 : size;
+    if (size && !rc) {
       void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
       if (p == MAP_FAILED) return Fail("cannot map " + args[2]);
       f.p = static_cast<char*>(p);
@@ -328,13 +341,21 @@ int main(int argc, char** argv) {
         size_t n = static_cast<size_t>(std::min<uint64_t>(kPart, size - off));
         std::optional<rdmastor::client::ByteRange> range;
         if (size > kPart) range = rdmastor::client::ByteRange{off, off + n - 1};
-        auto r = rc->Get(bucket, key, dst + off, n, range);
+        char* buf = staging.p ? staging.p : dst;
+        auto r = rc->Get(bucket, key, buf, n, range);
         if (!r.ok()) return Fail(r.error().message);
+        for (size_t done = 0; done < n;) {
+          ssize_t w = pwrite(f.fd, buf + done, n - done, static_cast<off_t>(off + done));
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) return Fail("cannot write " + args[2] + ": " + std::strerror(errno));
+          done += static_cast<size_t>(w);
+        }
         sum.transport = std::string(rdmastor::client::TransportName(r->transport));
         off += n;
         sum.bytes = off;
         progress.Update(off);
       } while (off < size);
+      if (staging.p) rc->Forget(staging.p, staging.size);  // deregister before the unmap
     } else if (!progress.on()) {
       auto r = s3.GetObjectInto(bucket, key, std::nullopt, dst, size);  // received in place
       if (!r.ok()) return Fail(r.error().message);
@@ -359,7 +380,9 @@ int main(int argc, char** argv) {
       sum.bytes = got;
     }
     progress.Update(size);
-    if (size && msync(f.p, size, MS_SYNC) != 0)
+    if (f.p && msync(f.p, size, MS_SYNC) != 0)
+      return Fail("cannot write " + args[2] + ": " + std::strerror(errno));
+    if (rc && fsync(f.fd) != 0)
       return Fail("cannot write " + args[2] + ": " + std::strerror(errno));
     cleanup.keep = true;
     sum.Print("get");

@@ -132,7 +132,7 @@ class RcMr final : public MemoryRegion {
 
 Result<std::unique_ptr<MemoryRegion>> Register(ibv_pd* pd, void* addr, size_t len,
                                                unsigned access) {
-  ibv_mr* mr = ibv_reg_mr(pd, addr, len, IbvAccess(access));
+  ibv_mr* mr = RegisterHostMemory(pd, addr, len, access);
   if (!mr) return RegistrationError("ibv_reg_mr", errno);
   return std::unique_ptr<MemoryRegion>(new RcMr(mr, HostRegionSpan(Reported(*mr))));
 }
@@ -153,6 +153,7 @@ class RcEndpoint final : public Endpoint {
     }
     if (id_->qp) rdma_destroy_qp(id_);
     if (cq_) ibv_destroy_cq(cq_);
+    if (cc_) ibv_destroy_comp_channel(cc_);  // after its CQ: every event was acknowledged
     rdma_destroy_id(id_);
   }
 
@@ -173,20 +174,16 @@ class RcEndpoint final : public Endpoint {
   }
 
   Result<int> PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) override {
-    auto deadline = std::chrono::steady_clock::now() + wait;
     std::vector<ibv_wc> wc(static_cast<size_t>(std::max(1, max)));
-    for (;;) {
-      int n = ibv_poll_cq(cq_, max, wc.data());
-      if (n < 0) return RcError("ibv_poll_cq", -n);
-      for (int i = 0; i < n; ++i) {
-        out[i] = {wc[i].wr_id, FromIbvStatus(wc[i].status),
-                  wc[i].opcode == IBV_WC_RDMA_READ ? Opcode::kRead : Opcode::kWrite,
-                  wc[i].byte_len};
-        if (outstanding_ > 0) --outstanding_;
-      }
-      if (n > 0 || std::chrono::steady_clock::now() >= deadline) return n;
-      std::this_thread::yield();  // busy poll, as the DC initiators do
+    // A short spin, then the completion channel (WaitForCompletions), as the DC initiators do.
+    auto n = WaitForCompletions(cq_, cc_, wc.data(), std::max(1, max), wait);
+    if (!n.ok()) return n.error();
+    for (int i = 0; i < *n; ++i) {
+      out[i] = {wc[i].wr_id, FromIbvStatus(wc[i].status),
+                wc[i].opcode == IBV_WC_RDMA_READ ? Opcode::kRead : Opcode::kWrite, wc[i].byte_len};
+      if (outstanding_ > 0) --outstanding_;
     }
+    return n;
   }
 
   bool Alive() override {
@@ -203,13 +200,17 @@ class RcEndpoint final : public Endpoint {
 
   rdma_event_channel* channel() { return ch_.get(); }
   rdma_cm_id* id() { return id_; }
-  void set_cq(ibv_cq* cq) { cq_ = cq; }
+  void set_cq(ibv_cq* cq, ibv_comp_channel* cc) {
+    cq_ = cq;
+    cc_ = cc;
+  }
   void set_connected() { connected_ = true; }
 
  private:
   ChannelPtr ch_;  // destroyed last
   rdma_cm_id* id_;
   ibv_cq* cq_ = nullptr;
+  ibv_comp_channel* cc_ = nullptr;
   bool connected_ = false;
   bool dead_ = false;
   int outstanding_ = 0;
@@ -260,9 +261,20 @@ class RcFabric final : public Fabric {
                        "verbs RC: the route to " + name + " leaves through " +
                            ibv_get_device_name(id->verbs->device) + ", not " +
                            ibv_get_device_name(ctx_->device) + " (MINIO_RDMA_DEVICE)");
-    ibv_cq* cq = ibv_create_cq(ctx_, queues_.cqe, nullptr, nullptr, 0);
-    if (!cq) return RcError("ibv_create_cq", errno);
-    ep->set_cq(cq);
+    ibv_comp_channel* cc = ibv_create_comp_channel(ctx_);
+    if (!cc) return RcError("ibv_create_comp_channel", errno);
+    if (int fl = fcntl(cc->fd, F_GETFL); fl < 0 || fcntl(cc->fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+      int e = errno;
+      ibv_destroy_comp_channel(cc);
+      return RcError("completion channel O_NONBLOCK", e);
+    }
+    ibv_cq* cq = ibv_create_cq(ctx_, queues_.cqe, nullptr, cc, 0);
+    if (!cq) {
+      int e = errno;
+      ibv_destroy_comp_channel(cc);
+      return RcError("ibv_create_cq", e);
+    }
+    ep->set_cq(cq, cc);
     ibv_qp_init_attr qa{};
     qa.send_cq = cq;
     qa.recv_cq = cq;

@@ -1,13 +1,19 @@
 #include "rdma/verbs/verbs_fabric.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
 #include <infiniband/mlx5dv.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -15,6 +21,7 @@
 
 #include "rdma/build_info.h"
 #include "rdma/check.h"
+#include "rdma/soft/soft_fabric.h"
 
 namespace rdmastor::rdma {
 namespace verbs {
@@ -64,6 +71,10 @@ ibv_ah_attr AhAttrFor(const RemoteAddress& remote, uint8_t port, uint8_t sgid_in
 
 int IbvAccess(unsigned access) {
   int f = 0;
+#ifdef IBV_ACCESS_RELAXED_ORDERING
+  // Optional access flag: ignored where the device, kernel or PCIe path cannot honour it.
+  if (access & (kLocalWrite | kRemoteWrite | kRemoteRead)) f |= IBV_ACCESS_RELAXED_ORDERING;
+#endif
   if (access & kLocalWrite) f |= IBV_ACCESS_LOCAL_WRITE;
   // Remote write needs local write too (verbs rule).
   if (access & kRemoteWrite) f |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
@@ -75,10 +86,62 @@ Registration Reported(const ibv_mr& mr) {
   return {reinterpret_cast<uint64_t>(mr.addr), mr.length, mr.lkey, mr.rkey};
 }
 
+static Error VerbsPollError(const std::string& what, int err) {
+  return MakeError(ErrorCode::kRDMANotSupported,
+                   "verbs: " + what + ": " + std::strerror(err ? err : EIO));
+}
+
 Error RegistrationError(const std::string& what, int err) {
   if (!err) err = EIO;
   return MakeError(ErrorCode::kRDMANotSupported,
                    "verbs: " + what + ": " + std::strerror(err) + RegistrationHint(err));
+}
+
+ibv_mr* RegisterHostMemory(ibv_pd* pd, void* addr, size_t length, unsigned access) {
+  int flags = IbvAccess(access);
+  ibv_mr* mr = ibv_reg_mr(pd, addr, length, flags);
+#ifdef IBV_ACCESS_RELAXED_ORDERING
+  if (!mr && RetryWithoutRelaxedOrdering((flags & IBV_ACCESS_RELAXED_ORDERING) != 0, errno))
+    mr = ibv_reg_mr(pd, addr, length, flags & ~IBV_ACCESS_RELAXED_ORDERING);
+#endif
+  return mr;
+}
+
+Result<int> WaitForCompletions(ibv_cq* cq, ibv_comp_channel* channel, ibv_wc* wc, int max,
+                               std::chrono::milliseconds wait) {
+  // Busy-poll this long before sleeping on the channel: a 1 MiB work request takes ~40-80 us at
+  // 100-200 Gb/s, so short transfers never sleep and long ones do not burn a core.
+  constexpr std::chrono::microseconds kSpin{50};
+  const auto start = std::chrono::steady_clock::now();
+  bool armed = false;
+  for (;;) {
+    int n = ibv_poll_cq(cq, max, wc);
+    if (n < 0) return VerbsPollError("ibv_poll_cq", -n);
+    if (n > 0) return n;
+    auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - start);
+    WaitStep step = NextWaitStep(elapsed, kSpin, wait);
+    if (step == WaitStep::kGiveUp) return 0;
+    if (step == WaitStep::kPoll || !channel) continue;
+    if (!armed) {
+      // Arm, then poll once more: a completion that arrived before the arm raises no event.
+      if (int e = ibv_req_notify_cq(cq, 0)) return VerbsPollError("ibv_req_notify_cq", e);
+      armed = true;
+      continue;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wait - elapsed);
+    pollfd pfd{channel->fd, POLLIN, 0};
+    int r = ::poll(&pfd, 1, static_cast<int>(std::clamp<int64_t>(left.count(), 1, 100)));
+    if (r < 0 && errno != EINTR) return VerbsPollError("poll on the completion channel", errno);
+    if (r > 0) {
+      ibv_cq* ev_cq = nullptr;
+      void* ev_ctx = nullptr;
+      if (ibv_get_cq_event(channel, &ev_cq, &ev_ctx) == 0) {
+        ibv_ack_cq_events(ev_cq, 1);  // acknowledged at once: destroying the CQ never waits
+        armed = false;                // one event per arm
+      }
+    }
+  }
 }
 
 namespace {
@@ -95,6 +158,9 @@ using MrPtr = std::unique_ptr<ibv_mr, Deleter<ibv_mr, ibv_dereg_mr>>;
 using CqPtr = std::unique_ptr<ibv_cq, Deleter<ibv_cq, ibv_destroy_cq>>;
 using QpPtr = std::unique_ptr<ibv_qp, Deleter<ibv_qp, ibv_destroy_qp>>;
 using AhPtr = std::unique_ptr<ibv_ah, Deleter<ibv_ah, ibv_destroy_ah>>;
+using ChannelPtr =
+    std::unique_ptr<ibv_comp_channel, Deleter<ibv_comp_channel, ibv_destroy_comp_channel>>;
+
 
 Error VerbsError(std::string what, int err) {
   return MakeError(ErrorCode::kRDMANotSupported,
@@ -112,15 +178,46 @@ class VerbsMr final : public MemoryRegion {
   MrPtr mr_;
 };
 
-// One DC initiator with its CQ; in the RTS state while idle in the pool.
+// One DC initiator with its CQ and the CQ's completion channel; RTS while idle in the pool.
 struct Dci {
-  CqPtr cq;  // declared first: destroyed after the QP
+  ChannelPtr channel;  // destroyed after the CQ (every event was acknowledged)
+  CqPtr cq;            // destroyed after the QP
   QpPtr qp;
   ibv_qp_ex* qpx = nullptr;
   mlx5dv_qp_ex* mqpx = nullptr;
 };
 
 class VerbsFabric;
+uint8_t PickGidIndex(ibv_context* ctx, const VerbsSettings& s, const ibv_port_attr& attr);
+
+// ibv_event_type -> AsyncEvent, and the port it names (0: not a port event).
+std::pair<AsyncEvent, int> Classify(const ibv_async_event& ev) {
+  const int port = static_cast<int>(ev.element.port_num);
+  switch (ev.event_type) {
+    case IBV_EVENT_PORT_ACTIVE:
+      return {AsyncEvent::kPortActive, port};
+    case IBV_EVENT_PORT_ERR:
+      return {AsyncEvent::kPortError, port};
+    case IBV_EVENT_GID_CHANGE:
+      return {AsyncEvent::kGidChange, port};
+    case IBV_EVENT_LID_CHANGE:
+    case IBV_EVENT_PKEY_CHANGE:
+    case IBV_EVENT_SM_CHANGE:
+    case IBV_EVENT_CLIENT_REREGISTER:
+      return {AsyncEvent::kLidChange, port};
+    case IBV_EVENT_DEVICE_FATAL:
+      return {AsyncEvent::kDeviceFatal, 0};
+    case IBV_EVENT_CQ_ERR:
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_WQ_FATAL:
+      return {AsyncEvent::kQueueError, 0};
+    default:
+      return {AsyncEvent::kOther, 0};
+  }
+}
 
 // What the opened device allows, applied to every DCI (and the DCT): from the pure rules.
 struct PortPlan {
@@ -129,21 +226,24 @@ struct PortPlan {
   int max_rd_atomic = 1;
 };
 
+// An endpoint toward one client DCT. It holds a DCI only while its work requests are in flight
+// (DciAfterPoll): taken at the first post, given back once every posted request completed.
 class DciEndpoint final : public Endpoint {
  public:
-  DciEndpoint(VerbsFabric& f, std::unique_ptr<Dci> dci, AhPtr ah, uint32_t dctn)
-      : fabric_(f), dci_(std::move(dci)), ah_(std::move(ah)), dctn_(dctn) {}
+  DciEndpoint(VerbsFabric& f, std::shared_ptr<ibv_ah> ah, uint32_t dctn)
+      : fabric_(f), ah_(std::move(ah)), dctn_(dctn) {}
   ~DciEndpoint() override;
   Status PostSend(const WorkRequest& wr) override;
   Result<int> PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) override;
 
  private:
+  void GiveBack(DciDisposition how);
+
   VerbsFabric& fabric_;
-  std::unique_ptr<Dci> dci_;
-  AhPtr ah_;
+  std::unique_ptr<Dci> dci_;  // null while nothing is in flight
+  DciUse use_;
+  std::shared_ptr<ibv_ah> ah_;  // from the fabric's cache, alive while used even if evicted
   uint32_t dctn_;
-  bool errored_ = false;
-  int outstanding_ = 0;
 };
 
 class VerbsFabric final : public Fabric {
@@ -155,53 +255,135 @@ class VerbsFabric final : public Fabric {
         gid_index_(gid_index),
         plan_(plan) {}
   ~VerbsFabric() override {
+    stop_ = true;
+    if (events_.joinable()) events_.join();
     pool_.clear();  // QPs and CQs before the PD and context
+    ah_cache_.Clear();
     pd_.reset();
   }
   std::string_view name() const override { return "verbs"; }
 
+  std::string Unavailable() const override {
+    std::lock_guard lock(state_mu_);
+    return state_.health == FabricHealth::kReady ? "" : state_.reason;
+  }
+  bool NeedsReopen() const override {
+    std::lock_guard lock(state_mu_);
+    return state_.health == FabricHealth::kDown;
+  }
+
+  // Reads the device's asynchronous events on a thread of its own (OnAsyncEvent decides).
+  Status StartEvents() {
+    int fl = fcntl(ctx_->async_fd, F_GETFL);
+    if (fl < 0 || fcntl(ctx_->async_fd, F_SETFL, fl | O_NONBLOCK) != 0)
+      return VerbsError("async event fd O_NONBLOCK", errno);
+    events_ = std::thread([this] { EventLoop(); });
+    return {};
+  }
+
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override {
-    MrPtr mr(ibv_reg_mr(pd_.get(), addr, length, IbvAccess(access)));
+    MrPtr mr(RegisterHostMemory(pd_.get(), addr, length, access));
     if (!mr) return RegistrationError("ibv_reg_mr", errno);
     RegionSpan span = HostRegionSpan(Reported(*mr));
     return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr), span));
   }
 
   Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
-                                            const RequestOrigin&) override {
+                                            const RequestOrigin& origin) override {
     if (!remote.has_gid && remote.lid == 0)
       return MakeError(ErrorCode::kRDMANotSupported, "verbs: the token has neither LID nor GID");
-    ibv_ah_attr attr = AhAttrFor(remote, static_cast<uint8_t>(settings_.port), gid_index_);
+    if (auto why = VerbsOriginRefusal(remote.has_gid, remote.gid, origin.remote_ip,
+                                      settings_.allow, settings_.origin_check);
+        !why.empty())
+      return MakeError(ErrorCode::kAccessDenied, why);
+    auto ah = AddressHandle(remote);
+    if (!ah.ok()) return ah.error();
+    return std::unique_ptr<Endpoint>(new DciEndpoint(*this, std::move(ah).value(), remote.qpn));
+  }
+
+  // The address handle toward `remote`, from a bounded cache keyed by (GID, LID): creating one
+  // per request is a syscall on most providers.
+  Result<std::shared_ptr<ibv_ah>> AddressHandle(const RemoteAddress& remote) {
+    const AhKey key = AhKeyFor(remote.has_gid, remote.gid, remote.lid);
+    std::lock_guard lock(ah_mu_);
+    if (auto hit = ah_cache_.Find(key)) return hit;
+    ibv_ah_attr attr = AhAttrFor(remote, static_cast<uint8_t>(settings_.port), gid_index_.load());
     attr.sl = static_cast<uint8_t>(settings_.service_level);
     if (attr.is_global) attr.grh.traffic_class = static_cast<uint8_t>(settings_.traffic_class);
-    AhPtr ah(ibv_create_ah(pd_.get(), &attr));
+    std::shared_ptr<ibv_ah> ah(ibv_create_ah(pd_.get(), &attr), [](ibv_ah* a) {
+      if (a) ibv_destroy_ah(a);
+    });
     if (!ah) return VerbsError("ibv_create_ah", errno);
-    auto dci = Take();
-    if (!dci.ok()) return dci.error();
-    return std::unique_ptr<Endpoint>(
-        new DciEndpoint(*this, std::move(dci).value(), std::move(ah), remote.qpn));
+    ah_cache_.Put(key, ah);
+    return ah;
   }
 
   Status Init() {
     for (int i = 0; i < settings_.num_dcis; ++i) {
+      ledger_.ReserveCreate(DciPoolLedger::Clock::now());
       auto d = CreateDci();
       if (!d.ok()) return d.error();
+      ledger_.Created();
       pool_.push_back(std::move(d).value());
     }
     return {};
   }
 
-  // A DCI that went to the error state is replaced, not reused.
-  void Return(std::unique_ptr<Dci> dci, bool errored) {
-    if (errored) {
+  // An idle DCI, a missing one created now (DciPoolLedger), or one another request gives back
+  // within 10 s; else 503 SlowDown.
+  Result<std::unique_ptr<Dci>> Acquire() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::unique_lock lock(mu_);
+    for (;;) {
+      if (!pool_.empty()) {
+        auto d = std::move(pool_.back());
+        pool_.pop_back();
+        return d;
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (ledger_.ReserveCreate(now)) {
+        lock.unlock();
+        auto d = CreateDci();
+        lock.lock();
+        if (d.ok()) {
+          ledger_.Created();
+          return d;
+        }
+        ledger_.CreateFailed(std::chrono::steady_clock::now());
+        spdlog::warn("verbs: cannot create a DC initiator ({} of {} live): {}", ledger_.live(),
+                     ledger_.target(), d.error().message);
+      }
+      if (now >= deadline)
+        return MakeError(ErrorCode::kSlowDown, "all DC initiators are busy (MINIO_RDMA_NUM_DCIS)");
+      auto until = deadline;
+      if (ledger_.missing() > 0) until = std::min(until, ledger_.next_try());
+      cv_.wait_until(lock, std::max(until, now + std::chrono::milliseconds(1)));
+    }
+  }
+
+  // kReturn: back to the pool. kReplace: destroyed, and a fresh one created in its place (when
+  // that fails, the hole is filled later by Acquire, spaced by the ledger's backoff).
+  void Release(std::unique_ptr<Dci> dci, DciDisposition how) {
+    if (how == DciDisposition::kReplace) {
       dci.reset();
+      std::unique_lock lock(mu_);
+      ledger_.Destroyed();
+      if (!ledger_.ReserveCreate(std::chrono::steady_clock::now())) return;
+      lock.unlock();
       auto fresh = CreateDci();
+      lock.lock();
       if (!fresh.ok()) {
-        spdlog::error("verbs: cannot replace a failed DC initiator: {}", fresh.error().message);
+        ledger_.CreateFailed(std::chrono::steady_clock::now());
+        spdlog::error("verbs: cannot replace a failed DC initiator ({} of {} live): {}",
+                      ledger_.live(), ledger_.target(), fresh.error().message);
         return;
       }
+      ledger_.Created();
       dci = std::move(fresh).value();
+      pool_.push_back(std::move(dci));
+      cv_.notify_one();
+      return;
     }
     std::lock_guard lock(mu_);
     pool_.push_back(std::move(dci));
@@ -211,18 +393,58 @@ class VerbsFabric final : public Fabric {
   uint64_t dc_key() const { return settings_.dc_key; }
 
  private:
-  Result<std::unique_ptr<Dci>> Take() {
-    std::unique_lock lock(mu_);
-    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return !pool_.empty(); }))
-      return MakeError(ErrorCode::kSlowDown, "all DC initiators are busy (MINIO_RDMA_NUM_DCIS)");
-    auto d = std::move(pool_.back());
-    pool_.pop_back();
-    return d;
+  void EventLoop() {
+    while (!stop_) {
+      pollfd pfd{ctx_->async_fd, POLLIN, 0};
+      if (::poll(&pfd, 1, 200) <= 0) continue;  // bounded: the destructor's stop_ is seen
+      ibv_async_event ev{};
+      if (ibv_get_async_event(ctx_.get(), &ev) != 0) continue;
+      auto [kind, port] = Classify(ev);
+      const char* what = ibv_event_type_str(ev.event_type);
+      ibv_ack_async_event(&ev);
+      EventDecision d;
+      FabricState before;
+      {
+        std::lock_guard lock(state_mu_);
+        before = state_;
+        d = OnAsyncEvent(kind, port, settings_.port, state_);
+        state_ = d.next;
+      }
+      if (d.log_error)
+        spdlog::error("verbs: device event {} (port {}): S3 over RDMA {}{}", what, port,
+                      FabricHealthName(d.next.health),
+                      d.next.reason.empty() ? "" : ": " + d.next.reason);
+      else
+        spdlog::info("verbs: device event {} (port {})", what, port);
+      if (d.requery_port) Requery();
+      if (before.health != FabricHealth::kReady && d.next.health == FabricHealth::kReady)
+        spdlog::info("verbs: port {} is active again: S3 over RDMA serving", settings_.port);
+      if (d.reopen) return;  // the context is dead: the service creates a new fabric
+    }
+  }
+
+  // The port came back or its addresses changed: pick the GID index again and drop address
+  // handles built with the old one.
+  void Requery() {
+    ibv_port_attr attr{};
+    if (ibv_query_port(ctx_.get(), static_cast<uint8_t>(settings_.port), &attr) != 0) return;
+    uint8_t idx = PickGidIndex(ctx_.get(), settings_, attr);
+    if (idx != gid_index_.exchange(idx))
+      spdlog::info("verbs: port {} now uses GID index {}", settings_.port, idx);
+    std::lock_guard lock(ah_mu_);
+    ah_cache_.Clear();
   }
 
   Result<std::unique_ptr<Dci>> CreateDci() {
     auto d = std::make_unique<Dci>();
-    d->cq.reset(ibv_create_cq(ctx_.get(), plan_.dci_queues.cqe, nullptr, nullptr, 0));
+    d->channel.reset(ibv_create_comp_channel(ctx_.get()));
+    if (!d->channel) return VerbsError("ibv_create_comp_channel", errno);
+    // Non-blocking: the endpoint waits in poll() with a deadline, never in ibv_get_cq_event.
+    int fl = fcntl(d->channel->fd, F_GETFL);
+    if (fl < 0 || fcntl(d->channel->fd, F_SETFL, fl | O_NONBLOCK) != 0)
+      return VerbsError("completion channel O_NONBLOCK", errno);
+    d->cq.reset(
+        ibv_create_cq(ctx_.get(), plan_.dci_queues.cqe, nullptr, d->channel.get(), 0));
     if (!d->cq) return VerbsError("ibv_create_cq", errno);
     ibv_qp_init_attr_ex attr{};
     attr.qp_type = IBV_QPT_DRIVER;
@@ -273,28 +495,50 @@ class VerbsFabric final : public Fabric {
   ContextPtr ctx_;
   PdPtr pd_;
   VerbsSettings settings_;
-  uint8_t gid_index_;
+  std::atomic<uint8_t> gid_index_;
   PortPlan plan_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::unique_ptr<Dci>> pool_;
+  std::vector<std::unique_ptr<Dci>> pool_;  // idle DCIs
+  DciPoolLedger ledger_{settings_.num_dcis};
+  std::mutex ah_mu_;
+  BoundedLru<AhKey, ibv_ah> ah_cache_{1024};
+  mutable std::mutex state_mu_;
+  FabricState state_;
+  std::atomic<bool> stop_{false};
+  std::thread events_;  // last: joined first
 };
 
 DciEndpoint::~DciEndpoint() {
+  if (!dci_) return;
   // Outstanding requests may still touch local memory: drain them (bounded) or drop the DCI.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   ibv_wc wc[16];
-  while (outstanding_ > 0 && !errored_ && std::chrono::steady_clock::now() < deadline) {
+  while (use_.signaled_outstanding > 0 && !use_.errored &&
+         std::chrono::steady_clock::now() < deadline) {
     int n = ibv_poll_cq(dci_->cq.get(), 16, wc);
     if (n < 0) break;
-    for (int i = 0; i < n; ++i) errored_ |= wc[i].status != IBV_WC_SUCCESS;
+    for (int i = 0; i < n; ++i) {
+      use_.errored |= wc[i].status != IBV_WC_SUCCESS;
+      --use_.signaled_outstanding;
+    }
     if (n == 0) std::this_thread::yield();
   }
-  // Unsignaled successes leave no completion: a DCI whose count is not provably zero is replaced.
-  fabric_.Return(std::move(dci_), errored_ || outstanding_ > 0);
+  GiveBack(DciAfterPoll(use_, /*closing=*/true));
+}
+
+void DciEndpoint::GiveBack(DciDisposition how) {
+  fabric_.Release(std::move(dci_), how);
+  use_ = {};
 }
 
 Status DciEndpoint::PostSend(const WorkRequest& wr) {
+  if (!dci_) {
+    auto d = fabric_.Acquire();
+    if (!d.ok()) return d.error();
+    dci_ = std::move(d).value();
+    use_ = {};
+  }
   ibv_wr_start(dci_->qpx);
   dci_->qpx->wr_id = wr.wr_id;
   dci_->qpx->wr_flags = wr.signaled ? IBV_SEND_SIGNALED : 0;
@@ -304,26 +548,36 @@ Status DciEndpoint::PostSend(const WorkRequest& wr) {
     ibv_wr_rdma_read(dci_->qpx, wr.rkey, wr.remote_addr);
   mlx5dv_wr_set_dc_addr(dci_->mqpx, ah_.get(), dctn_, fabric_.dc_key());
   ibv_wr_set_sge(dci_->qpx, wr.lkey, reinterpret_cast<uint64_t>(wr.local_addr), wr.length);
-  if (int e = ibv_wr_complete(dci_->qpx)) return VerbsError("post", e);
-  if (wr.signaled) ++outstanding_;
+  if (int e = ibv_wr_complete(dci_->qpx)) {
+    // Nothing of this request was queued; earlier ones may be in flight.
+    if (use_.signaled_outstanding == 0 && use_.unsignaled_tail == 0) GiveBack(DciDisposition::kReturn);
+    return VerbsError("post", e);
+  }
+  if (wr.signaled) {
+    ++use_.signaled_outstanding;
+    use_.unsignaled_tail = 0;
+  } else {
+    ++use_.unsignaled_tail;
+  }
   return {};
 }
 
 Result<int> DciEndpoint::PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) {
-  auto deadline = std::chrono::steady_clock::now() + wait;
+  if (!dci_) return 0;  // nothing in flight
   std::vector<ibv_wc> wc(static_cast<size_t>(max));
-  for (;;) {
-    int n = ibv_poll_cq(dci_->cq.get(), max, wc.data());
-    if (n < 0) return VerbsError("ibv_poll_cq", -n);
-    for (int i = 0; i < n; ++i) {
-      out[i] = {wc[i].wr_id, FromIbvStatus(wc[i].status),
-                wc[i].opcode == IBV_WC_RDMA_READ ? Opcode::kRead : Opcode::kWrite, wc[i].byte_len};
-      if (wc[i].status != IBV_WC_SUCCESS) errored_ = true;
-      if (outstanding_ > 0) --outstanding_;
-    }
-    if (n > 0 || std::chrono::steady_clock::now() >= deadline) return n;
-    std::this_thread::yield();  // busy poll: latency matters more than one core here
+  auto n = WaitForCompletions(dci_->cq.get(), dci_->channel.get(), wc.data(), max, wait);
+  if (!n.ok()) return n.error();
+  for (int i = 0; i < *n; ++i) {
+    out[i] = {wc[i].wr_id, FromIbvStatus(wc[i].status),
+              wc[i].opcode == IBV_WC_RDMA_READ ? Opcode::kRead : Opcode::kWrite, wc[i].byte_len};
+    if (wc[i].status != IBV_WC_SUCCESS) use_.errored = true;
+    if (use_.signaled_outstanding > 0) --use_.signaled_outstanding;
   }
+  // Everything posted has completed (or the QP is in error): the DCI goes back now, not when the
+  // endpoint dies, so drive reads and commits between posts hold none.
+  if (*n > 0)
+    if (auto how = DciAfterPoll(use_, false); how != DciDisposition::kKeep) GiveBack(how);
+  return n;
 }
 
 }  // namespace
@@ -345,6 +599,21 @@ struct OpenedPort {
   int max_rd_atomic = 1;
   PathMtu mtu = PathMtu::k4096;  // the port's active MTU, at most 4096
 };
+
+// MINIO_RDMA_GID_INDEX, or a RoCE v2 entry holding an IPv4-mapped address (what cuObject tokens
+// carry); IB uses 0. Read again after a GID change or the port coming back.
+uint8_t PickGidIndex(ibv_context* ctx, const VerbsSettings& s, const ibv_port_attr& attr) {
+  if (s.gid_index >= 0) return static_cast<uint8_t>(s.gid_index);
+  for (int i = 0; i < attr.gid_tbl_len && attr.link_layer == IBV_LINK_LAYER_ETHERNET; ++i) {
+    ibv_gid_entry entry{};
+    if (ibv_query_gid_ex(ctx, static_cast<uint8_t>(s.port), static_cast<uint32_t>(i), &entry, 0))
+      continue;
+    std::array<uint8_t, 16> g;
+    std::memcpy(g.data(), entry.gid.raw, 16);
+    if (entry.gid_type == IBV_GID_TYPE_ROCE_V2 && GidToIpv4(g)) return static_cast<uint8_t>(i);
+  }
+  return 0;
+}
 
 // Picks the device and port (SelectDevice: MINIO_RDMA_DEVICE, or the first mlx5 device whose
 // port is usable; the same choice `rdma check` reports), chooses the GID index (a RoCE v2
@@ -378,25 +647,7 @@ Result<OpenedPort> OpenPort(const VerbsSettings& s) {
   out.limits = {dattr.max_qp_wr, dattr.max_cqe};
   out.max_rd_atomic = std::clamp(dattr.max_qp_init_rd_atom, 1, 16);
   out.mtu = ClampPathMtu(static_cast<PathMtu>(out.attr.active_mtu), PathMtu::k4096);
-  int gid_index = s.gid_index;
-  if (gid_index < 0) {
-    // Pick a RoCE v2 entry holding an IPv4-mapped address (what cuObject tokens carry); IB uses 0.
-    gid_index = 0;
-    for (int i = 0; i < out.attr.gid_tbl_len && out.attr.link_layer == IBV_LINK_LAYER_ETHERNET;
-         ++i) {
-      ibv_gid_entry entry{};
-      if (ibv_query_gid_ex(out.ctx.get(), static_cast<uint8_t>(s.port), static_cast<uint32_t>(i),
-                           &entry, 0) != 0)
-        continue;
-      std::array<uint8_t, 16> g;
-      std::memcpy(g.data(), entry.gid.raw, 16);
-      if (entry.gid_type == IBV_GID_TYPE_ROCE_V2 && GidToIpv4(g)) {
-        gid_index = i;
-        break;
-      }
-    }
-  }
-  out.gid_index = static_cast<uint8_t>(gid_index);
+  out.gid_index = PickGidIndex(out.ctx.get(), s, out.attr);
   out.pd.reset(ibv_alloc_pd(out.ctx.get()));
   if (!out.pd) return VerbsError("ibv_alloc_pd", errno);
   return out;
@@ -473,7 +724,7 @@ class VerbsDcTarget final : public Target {
 
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override {
-    MrPtr mr(ibv_reg_mr(pd_.get(), addr, length, IbvAccess(access)));
+    MrPtr mr(RegisterHostMemory(pd_.get(), addr, length, access));
     if (!mr) return RegistrationError("ibv_reg_mr", errno);
     RegionSpan span = HostRegionSpan(Reported(*mr));
     return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr), span));
@@ -481,7 +732,13 @@ class VerbsDcTarget final : public Target {
 
   Result<std::unique_ptr<MemoryRegion>> RegisterDmabuf(int fd, uint64_t offset, size_t length,
                                                        uint64_t iova, unsigned access) override {
-    MrPtr mr(ibv_reg_dmabuf_mr(pd_.get(), offset, length, iova, fd, IbvAccess(access)));
+    int flags = IbvAccess(access);
+    MrPtr mr(ibv_reg_dmabuf_mr(pd_.get(), offset, length, iova, fd, flags));
+#ifdef IBV_ACCESS_RELAXED_ORDERING
+    if (!mr && RetryWithoutRelaxedOrdering((flags & IBV_ACCESS_RELAXED_ORDERING) != 0, errno))
+      mr.reset(ibv_reg_dmabuf_mr(pd_.get(), offset, length, iova, fd,
+                                 flags & ~IBV_ACCESS_RELAXED_ORDERING));
+#endif
     if (!mr) return RegistrationError("ibv_reg_dmabuf_mr", errno);
     // mr->addr is `offset` here: the region is where initiators address it, at the iova.
     RegionSpan span = DmabufRegionSpan(Reported(*mr), iova);
@@ -501,7 +758,172 @@ class VerbsDcTarget final : public Target {
 }  // namespace
 }  // namespace verbs
 
+namespace verbs {
+namespace {
+
+// The IPv4 networks of a rail's port: its RoCE v2 GIDs with their netdev's prefix length.
+Rail RailOf(const DevicePick& pick) {
+  Rail rail{pick.device, {}};
+  if (!pick.port_info) return rail;
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) ifs = nullptr;
+  for (const auto& g : pick.port_info->gids) {
+    if (g.type != "RoCE v2") continue;
+    auto ip = soft::ParseIpv4(g.gid);
+    if (!ip) continue;
+    RailNetwork n{*ip, 32};
+    for (ifaddrs* i = ifs; i; i = i->ifa_next) {
+      if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != AF_INET) continue;
+      uint32_t a = ntohl(reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
+      uint32_t m = ntohl(reinterpret_cast<sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr);
+      if (a == *ip) n.prefix = __builtin_popcount(m);
+    }
+    rail.networks.push_back(n);
+  }
+  if (ifs) freeifaddrs(ifs);
+  return rail;
+}
+
+class RailsFabric;
+
+// A registration on every rail; addressed (lkey/rkey) as rail 0's. Other rails' endpoints
+// translate the lkey (RailsFabric::Translate).
+class RailsMr final : public MemoryRegion {
+ public:
+  RailsMr(RailsFabric& f, std::vector<std::unique_ptr<MemoryRegion>> regs)
+      : MemoryRegion(regs[0]->addr(), regs[0]->length(), regs[0]->lkey(), regs[0]->rkey()),
+        fabric_(f),
+        regs_(std::move(regs)) {}
+  ~RailsMr() override;
+
+ private:
+  RailsFabric& fabric_;
+  std::vector<std::unique_ptr<MemoryRegion>> regs_;
+};
+
+class RailEndpoint final : public Endpoint {
+ public:
+  RailEndpoint(RailsFabric& f, size_t rail, std::unique_ptr<Endpoint> ep)
+      : fabric_(f), rail_(rail), ep_(std::move(ep)) {}
+  Status PostSend(const WorkRequest& wr) override;
+  Result<int> PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) override {
+    return ep_->PollCompletions(out, max, wait);
+  }
+
+ private:
+  RailsFabric& fabric_;
+  size_t rail_;
+  std::unique_ptr<Endpoint> ep_;
+};
+
+// Several devices (MINIO_RDMA_DEVICE lists them, or every usable one): each request goes out of
+// the rail SelectRail picks for its token and the interface its HTTP request arrived on.
+// Memory is registered on every rail.
+class RailsFabric final : public Fabric {
+ public:
+  RailsFabric(std::vector<std::unique_ptr<Fabric>> fabrics, std::vector<Rail> rails)
+      : fabrics_(std::move(fabrics)), rails_(std::move(rails)) {}
+  std::string_view name() const override { return "verbs"; }
+
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
+                                                       unsigned access) override {
+    std::vector<std::unique_ptr<MemoryRegion>> regs;
+    std::vector<uint32_t> lkeys;
+    for (auto& f : fabrics_) {
+      auto mr = f->RegisterMemory(addr, length, access);
+      if (!mr.ok()) return mr.error();
+      lkeys.push_back((*mr)->lkey());
+      regs.push_back(std::move(mr).value());
+    }
+    std::lock_guard lock(mu_);
+    lkeys_[lkeys[0]] = std::move(lkeys);
+    return std::unique_ptr<MemoryRegion>(new RailsMr(*this, std::move(regs)));
+  }
+
+  Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
+                                            const RequestOrigin& origin) override {
+    size_t i = SelectRail(rails_, remote.has_gid, remote.gid, origin.local_ip);
+    if (auto why = fabrics_[i]->Unavailable(); !why.empty())
+      return MakeError(ErrorCode::kRDMANotSupported, rails_[i].device + ": " + why);
+    auto ep = fabrics_[i]->Connect(remote, origin);
+    if (!ep.ok() || i == 0) return ep;  // rail 0's lkeys are the regions' own
+    return std::unique_ptr<Endpoint>(new RailEndpoint(*this, i, std::move(ep).value()));
+  }
+
+  // Unavailable only when every rail is: a request whose rail is down gets 501 from Connect.
+  std::string Unavailable() const override {
+    std::string why;
+    for (size_t i = 0; i < fabrics_.size(); ++i) {
+      auto w = fabrics_[i]->Unavailable();
+      if (w.empty()) return "";
+      why += (why.empty() ? "" : "; ") + rails_[i].device + ": " + w;
+    }
+    return why;
+  }
+  bool NeedsReopen() const override {
+    return std::any_of(fabrics_.begin(), fabrics_.end(),
+                       [](const auto& f) { return f->NeedsReopen(); });
+  }
+
+  uint32_t Translate(uint32_t lkey0, size_t rail) {
+    std::lock_guard lock(mu_);
+    auto it = lkeys_.find(lkey0);
+    return it == lkeys_.end() || rail >= it->second.size() ? lkey0 : it->second[rail];
+  }
+  void Forget(uint32_t lkey0) {
+    std::lock_guard lock(mu_);
+    lkeys_.erase(lkey0);
+  }
+
+ private:
+  std::vector<std::unique_ptr<Fabric>> fabrics_;
+  std::vector<Rail> rails_;
+  std::mutex mu_;
+  std::map<uint32_t, std::vector<uint32_t>> lkeys_;  // rail 0's lkey -> every rail's
+};
+
+RailsMr::~RailsMr() { fabric_.Forget(lkey()); }
+
+Status RailEndpoint::PostSend(const WorkRequest& wr) {
+  WorkRequest w = wr;
+  w.lkey = fabric_.Translate(wr.lkey, rail_);
+  return ep_->PostSend(w);
+}
+
+Result<std::unique_ptr<Fabric>> CreateOneRail(const VerbsSettings& s);
+
+}  // namespace
+}  // namespace verbs
+
 Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& s) {
+  auto devices = QueryDevices();
+  if (!devices.ok())
+    return MakeError(ErrorCode::kRDMANotSupported, "no RDMA device: " + devices.error().message);
+  auto picks = SelectRails(*devices, s.device, s.port, /*need_dc=*/true);
+  if (!picks.ok()) return picks.error();
+  if (picks->size() == 1) {
+    VerbsSettings one = s;
+    one.device = (*picks)[0].device;
+    return verbs::CreateOneRail(one);
+  }
+  std::vector<std::unique_ptr<Fabric>> fabrics;
+  std::vector<Rail> rails;
+  for (const auto& pick : *picks) {
+    VerbsSettings one = s;
+    one.device = pick.device;
+    auto f = verbs::CreateOneRail(one);
+    if (!f.ok()) return f.error();
+    fabrics.push_back(std::move(f).value());
+    rails.push_back(verbs::RailOf(pick));
+  }
+  spdlog::info("verbs fabric: {} rails; each request uses the rail on its token's subnet",
+               fabrics.size());
+  return std::unique_ptr<Fabric>(new verbs::RailsFabric(std::move(fabrics), std::move(rails)));
+}
+
+namespace verbs {
+namespace {
+Result<std::unique_ptr<Fabric>> CreateOneRail(const VerbsSettings& s) {
   auto port = verbs::OpenPort(s);
   if (!port.ok()) return port.error();
   const std::string device = port->device;
@@ -513,6 +935,7 @@ Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& s) {
   auto fabric = std::make_unique<verbs::VerbsFabric>(std::move(port->ctx), std::move(port->pd), s,
                                                      gid_index, plan);
   if (auto st = fabric->Init(); !st.ok()) return st.error();
+  if (auto st = fabric->StartEvents(); !st.ok()) return st.error();
   spdlog::info(
       "verbs fabric: {} port {} GID index {}, path MTU {}, {} DC initiators ({} send WRs, CQ {}), "
       "DC key {:#x}",
@@ -520,6 +943,8 @@ Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& s) {
       plan.dci_queues.cqe, s.dc_key);
   return std::unique_ptr<Fabric>(std::move(fabric));
 }
+}  // namespace
+}  // namespace verbs
 
 Result<std::unique_ptr<Target>> StartVerbsDcTarget(const VerbsSettings& s) {
   auto port = verbs::OpenPort(s);
