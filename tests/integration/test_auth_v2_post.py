@@ -446,9 +446,13 @@ def test_post_policy_violations(server, bucket, s3):
     # Sizes: content-length-range.
     f = v4_form(server, bucket, "sized", extra_conditions=[["content-length-range", 10, 100]])
     r = post_form(server, bucket, f, b"x" * 101)
-    assert_s3_error(r.status, r.headers, r.body, "EntityTooLarge", 400)
+    err = assert_s3_error(r.status, r.headers, r.body, "EntityTooLarge", 400,
+                          "Your proposed upload exceeds the maximum allowed size")
+    assert err.get("MaxSizeAllowed") == "100", err
     r = post_form(server, bucket, f, b"x" * 9)
-    assert_s3_error(r.status, r.headers, r.body, "EntityTooSmall", 400)
+    err = assert_s3_error(r.status, r.headers, r.body, "EntityTooSmall", 400,
+                          "Your proposed upload is smaller than the minimum allowed size")
+    assert err.get("ProposedSize") == "9" and err.get("MinSizeAllowed") == "10", err
     assert head_object(s3, bucket, "sized") is None
     assert post_form(server, bucket, f, b"x" * 100).status == 204
     # No signature at all: an anonymous POST (needs a bucket policy, which we do not have).
