@@ -1061,7 +1061,12 @@ class LimitedSource : public BodySource {
     auto n = in_.Read(buf, len);
     if (!n.ok()) return n;
     bytes_ += *n;
-    if (bytes_ > max_) return MakeError(ErrorCode::kEntityTooLarge);
+    if (bytes_ > max_) {
+      Error e = MakeError(ErrorCode::kEntityTooLarge,
+                          "Your proposed upload exceeds the maximum allowed size");
+      e.details.emplace_back("MaxSizeAllowed", std::to_string(max_));
+      return e;
+    }
     return n;
   }
   uint64_t bytes() const { return bytes_; }
@@ -1209,8 +1214,13 @@ void S3Api::PostObject(Context& ctx) {
   DigestingSource digest(limited, false, std::nullopt);
   auto info = store_.PutObject(
       ctx.bucket, key, digest, opts, [&](uint64_t) -> Result<storage::CommitInfo> {
-        if (static_cast<int64_t>(limited.bytes()) < min_size)
-          return MakeError(ErrorCode::kEntityTooSmall);
+        if (static_cast<int64_t>(limited.bytes()) < min_size) {
+          Error e = MakeError(ErrorCode::kEntityTooSmall,
+                              "Your proposed upload is smaller than the minimum allowed size");
+          e.details.emplace_back("ProposedSize", std::to_string(limited.bytes()));
+          e.details.emplace_back("MinSizeAllowed", std::to_string(min_size));
+          return e;
+        }
         storage::CommitInfo ci;
         ci.etag = hash::HexEncode(digest.Md5());
         return ci;
