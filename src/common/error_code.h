@@ -41,7 +41,7 @@ namespace rdmastor {
     "by part number.")                                                                             \
   X(kInvalidRange, "InvalidRange", 416, "The requested range is not satisfiable")                  \
   X(kInvalidRequest, "InvalidRequest", 400, "Invalid Request")                                     \
-  X(kInvalidURI, "InvalidURI", 400, "Couldn't parse the specified URI.")                        \
+  X(kInvalidURI, "InvalidURI", 400, "Couldn't parse the specified URI.")                           \
   X(kInvalidStorageClass, "InvalidStorageClass", 400,                                              \
     "The storage class you specified is not valid.")                                               \
   X(kAuthorizationHeaderMalformed, "AuthorizationHeaderMalformed", 400,                            \

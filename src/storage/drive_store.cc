@@ -446,6 +446,7 @@ Result<ObjectInfo> DriveStore::PutObject(const std::string& bucket, const std::s
   meta.mtime_ns = NowNs();
   meta.content_type = opts.content_type;
   meta.user_metadata = opts.user_metadata;
+  meta.storage_class = opts.storage_class;
   meta.checksums = ci.checksums;
   meta.parts.push_back(PartMeta{1, *size, meta.etag});
 
@@ -562,6 +563,7 @@ Result<ObjectInfo> DriveStore::UpdateMetadata(const std::string& bucket, const s
   if (!meta.ok()) return meta.error();
   meta->content_type = opts.content_type;
   meta->user_metadata = opts.user_metadata;
+  meta->storage_class = opts.storage_class;
   meta->mtime_ns = NowNs();
   RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(Join(*staging, "meta"), SerializeObjectMeta(*meta)));
   fsutil::CommitPlan plan{root_,   paths::BucketDir(root_, bucket), *staging,
@@ -602,6 +604,7 @@ Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& o
   rec.initiated_ns = NowNs();
   rec.content_type = opts.content_type;
   rec.user_metadata = opts.user_metadata;
+  rec.storage_class = opts.storage_class;
   if (auto it = rec.user_metadata.find(kChecksumAlgorithmKey); it != rec.user_metadata.end()) {
     std::string algo = it->second;
     std::transform(algo.begin(), algo.end(), algo.begin(),
@@ -869,6 +872,7 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
   meta.mtime_ns = NowNs();
   meta.content_type = rec->content_type;
   meta.user_metadata = rec->user_metadata;
+  meta.storage_class = rec->storage_class;
   meta.multipart = true;
 
   // Hard links, not renames, so the upload stays intact until the object is published (a crash
@@ -905,6 +909,7 @@ Result<PutOptions> DriveStore::GetUploadOptions(const std::string& bucket, const
   PutOptions opts;
   opts.content_type = rec->content_type;
   opts.user_metadata = rec->user_metadata;
+  opts.storage_class = rec->storage_class;
   if (!rec->checksum_algorithm.empty()) {
     opts.user_metadata[kChecksumAlgorithmKey] = rec->checksum_algorithm;
   }
