@@ -785,3 +785,47 @@ def test_self_copy_keeps_object_readable(srv, size):
     client.copy_object(Bucket=bucket, Key="k", CopySource=src, StorageClass="REDUCED_REDUNDANCY")
     got = client.get_object(Bucket=bucket, Key="k")
     assert got["StorageClass"] == "REDUCED_REDUNDANCY" and got["Body"].read() == data
+
+
+def test_conditional_put_race_across_cluster_nodes():
+    """11. Racing conditional writers on different nodes of a cluster: the check runs under the
+    distributed key lock, so exactly one If-None-Match: * writer wins there too."""
+    from botocore.exceptions import ClientError
+    from cluster_util import Cluster
+    c = Cluster(nodes=2, drives=2)
+    try:
+        c.start()
+        clients = [c.client(i % 2) for i in range(6)]
+        bucket = unique_bucket("cc")
+        clients[0].create_bucket(Bucket=bucket)
+        for round_ in range(2):
+            key = f"race-{round_}"
+            barrier = threading.Barrier(len(clients))
+            results = [None] * len(clients)
+
+            def run(i):
+                def add(request, **_):
+                    request.headers["If-None-Match"] = "*"
+                cl = clients[i]
+                cl.meta.events.register_first("before-sign.s3.PutObject", add)
+                try:
+                    barrier.wait(timeout=60)
+                    cl.put_object(Bucket=bucket, Key=key, Body=bytes([65 + i]) * (1 << 20))
+                    results[i] = "ok"
+                except ClientError as e:
+                    results[i] = e.response["Error"]["Code"]
+                finally:
+                    cl.meta.events.unregister("before-sign.s3.PutObject", add)
+
+            threads = [threading.Thread(target=run, args=(i,)) for i in range(len(clients))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=300)
+            winners = [i for i, r in enumerate(results) if r == "ok"]
+            assert len(winners) == 1, results
+            assert sorted(set(results) - {"ok"}) == ["PreconditionFailed"], results
+            got = clients[1].get_object(Bucket=bucket, Key=key)["Body"].read()
+            assert got == bytes([65 + winners[0]]) * (1 << 20)
+    finally:
+        c.cleanup()
