@@ -3,8 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -414,6 +414,13 @@ std::string WithoutAwsChunked(const std::string& value) {
   return kept;
 }
 
+// x-amz-storage-class as stored: "" for STANDARD (or none); RefuseUnimplemented has refused
+// values other than STANDARD and REDUCED_REDUNDANCY.
+std::string StorageClassOf(const HttpRequest& req) {
+  std::string sc = req.HeaderOr("x-amz-storage-class");
+  return sc == "STANDARD" ? std::string() : sc;
+}
+
 // Content-Type, stored headers and user metadata from a PUT / CreateMultipartUpload / REPLACE copy.
 // Values are kept byte for byte; a header sent on several lines is joined with commas.
 Result<storage::PutOptions> ObjectOptionsFromHeaders(const HttpRequest& req) {
@@ -437,6 +444,7 @@ Result<storage::PutOptions> ObjectOptionsFromHeaders(const HttpRequest& req) {
     opts.user_metadata[std::string(stored)] = std::move(*value);
   }
   if (meta_bytes > kMaxUserMetadata) return MakeError(ErrorCode::kMetadataTooLarge);
+  opts.storage_class = StorageClassOf(req);
   return opts;
 }
 
@@ -455,6 +463,8 @@ void AddObjectHeaders(HttpResponseHead& head, const storage::ObjectInfo& info,
     for (const auto& [algo, value] : info.checksums) head.Set("x-amz-checksum-" + algo, value);
   }
   if (info.part_count > 0) head.Set("x-amz-mp-parts-count", std::to_string(info.part_count));
+  // As AWS: the header only for a class other than STANDARD.
+  if (!info.storage_class.empty()) head.Set("x-amz-storage-class", info.storage_class);
 }
 
 // Applies GET/HEAD preconditions; returns an error (304/412) when the request must stop here.
@@ -1271,10 +1281,12 @@ void S3Api::CopyObject(Context& ctx) {
   } else {
     opts.content_type = src_info.content_type;
     opts.user_metadata = src_info.user_metadata;
+    opts.storage_class = StorageClassOf(ctx.req);  // a copy is STANDARD unless it says otherwise
   }
   bool same = src_bucket == ctx.bucket && src_key == ctx.key;
   if (same) {
-    if (!replace) {
+    // Onto itself: legal when it replaces the metadata or names a storage class (AWS).
+    if (!replace && !ctx.req.FindHeader("x-amz-storage-class")) {
       return SendError(ctx, MakeError(ErrorCode::kInvalidRequest,
                                       "This copy request is illegal because it is trying to copy "
                                       "an object to itself without changing the object's "
@@ -1457,8 +1469,8 @@ void S3Api::GetObjectAttributes(Context& ctx) {
     } else if (name == "ObjectSize") {
       p.object_size = true;
     } else {
-      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
-                                      "Invalid attribute name specified."));
+      return SendError(ctx,
+                       MakeError(ErrorCode::kInvalidArgument, "Invalid attribute name specified."));
     }
     any = true;
   }
@@ -1489,6 +1501,7 @@ void S3Api::GetObjectAttributes(Context& ctx) {
       return SendEmpty(ctx, 304, {{"ETag", Quote(info->etag)}});
     return SendError(ctx, st.error());
   }
+  if (!info->storage_class.empty()) p.storage_class_name = info->storage_class;
   SendXml(ctx, GetObjectAttributesXml(p, *info), 200,
           {{"Last-Modified", HttpDate(info->mtime_ns)}});
 }

@@ -486,8 +486,8 @@ Result<AuthContext> VerifyHeaderAuth(const HttpRequest& req, std::string_view au
 
   const HeaderList headers = WithRestoredHeaders(req, *signed_headers);
   const std::string query = CanonicalQuery(req.raw_query, false);
-  auto cr = CanonicalRequest(req.method, req.raw_path, query, headers, *signed_headers,
-                             *content_sha);
+  auto cr =
+      CanonicalRequest(req.method, req.raw_path, query, headers, *signed_headers, *content_sha);
   if (!cr.ok()) return cr.error();
   std::string key = DeriveSigningKey(*secret, cred->date, cred->region, "s3");
   std::string expected = SignHex(key, StringToSign(amz_date, cred->scope, *cr));

@@ -447,6 +447,7 @@ Result<ObjectInfo> DriveStore::PutObject(const std::string& bucket, const std::s
   meta.mtime_ns = NowNs();
   meta.content_type = opts.content_type;
   meta.user_metadata = opts.user_metadata;
+  meta.storage_class = opts.storage_class;
   meta.checksums = ci.checksums;
   meta.parts.push_back(PartMeta{1, *size, meta.etag});
 
@@ -563,6 +564,7 @@ Result<ObjectInfo> DriveStore::UpdateMetadata(const std::string& bucket, const s
   if (!meta.ok()) return meta.error();
   meta->content_type = opts.content_type;
   meta->user_metadata = opts.user_metadata;
+  meta->storage_class = opts.storage_class;
   meta->mtime_ns = NowNs();
   RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(Join(*staging, "meta"), SerializeObjectMeta(*meta)));
   fsutil::CommitPlan plan{root_,   paths::BucketDir(root_, bucket), *staging,
@@ -603,6 +605,7 @@ Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& o
   rec.initiated_ns = NowNs();
   rec.content_type = opts.content_type;
   rec.user_metadata = opts.user_metadata;
+  rec.storage_class = opts.storage_class;
   if (auto it = rec.user_metadata.find(kChecksumAlgorithmKey); it != rec.user_metadata.end()) {
     std::string algo = it->second;
     std::transform(algo.begin(), algo.end(), algo.begin(),
@@ -870,6 +873,7 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
   meta.mtime_ns = NowNs();
   meta.content_type = rec->content_type;
   meta.user_metadata = rec->user_metadata;
+  meta.storage_class = rec->storage_class;
   meta.multipart = true;
 
   // Hard links, not renames, so the upload stays intact until the object is published (a crash
@@ -906,6 +910,7 @@ Result<PutOptions> DriveStore::GetUploadOptions(const std::string& bucket, const
   PutOptions opts;
   opts.content_type = rec->content_type;
   opts.user_metadata = rec->user_metadata;
+  opts.storage_class = rec->storage_class;
   if (!rec->checksum_algorithm.empty()) {
     opts.user_metadata[kChecksumAlgorithmKey] = rec->checksum_algorithm;
   }

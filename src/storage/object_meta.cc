@@ -1,8 +1,8 @@
 #include "storage/object_meta.h"
 
 #include <exception>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "common/hash.h"
 #include "common/utf8.h"
@@ -81,6 +81,7 @@ ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key)
   info.content_type = content_type;
   info.user_metadata = user_metadata;
   info.checksums = checksums;
+  info.storage_class = storage_class;
   if (multipart) {
     info.part_count = static_cast<int>(parts.size());
     for (const auto& p : parts) info.part_sizes.push_back(p.size);
@@ -103,6 +104,7 @@ std::string SerializeObjectMeta(const ObjectMeta& m) {
             {"parts", parts},
             {"data_dir", m.data_dir}};
   PutMetadata(j, "user_metadata", m.user_metadata);
+  if (!m.storage_class.empty()) j["storage_class"] = m.storage_class;
   if (m.erasure) {
     const ErasureMeta& e = *m.erasure;
     j["erasure"] = {{"data", e.data},
@@ -142,6 +144,7 @@ Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& p
     m.content_type = j.value("content_type", std::string());
     m.user_metadata = GetMetadata(j, "user_metadata");
     m.checksums = StringMap(j, "checksums");
+    m.storage_class = j.value("storage_class", std::string());
     m.multipart = j.value("multipart", false);
     uint64_t total = 0;
     for (const auto& p : j.at("parts")) {
@@ -191,6 +194,7 @@ std::string SerializeUploadRecord(const UploadRecord& r) {
             {"content_type", r.content_type},
             {"checksum_algorithm", r.checksum_algorithm}};
   PutMetadata(j, "user_metadata", r.user_metadata);
+  if (!r.storage_class.empty()) j["storage_class"] = r.storage_class;
   return Dump(j);
 }
 
@@ -203,6 +207,7 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
     r.content_type = j.value("content_type", std::string());
     r.user_metadata = GetMetadata(j, "user_metadata");
     r.checksum_algorithm = j.value("checksum_algorithm", std::string());
+    r.storage_class = j.value("storage_class", std::string());
     return r;
   } catch (const std::exception& e) {
     return Malformed(path, e);
