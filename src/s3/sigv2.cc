@@ -9,7 +9,6 @@
 
 #include "common/hash.h"
 #include "common/uri.h"
-#include "s3/xml.h"
 
 namespace rdmastor::s3 {
 
@@ -165,11 +164,11 @@ std::optional<int64_t> ParseV2Date(std::string_view s) {
     int offset = ((zone[0] - '0') * 10 + (zone[1] - '0')) * 3600 +
                  ((zone[2] - '0') * 10 + (zone[3] - '0')) * 60;
     if (s[s.size() - 5] == '-') offset = -offset;
-    auto t = ParseHttpDate(std::string(s.substr(0, s.size() - 5)) + "GMT");
+    auto t = ParseRfc1123Date(std::string(s.substr(0, s.size() - 5)) + "GMT");
     if (!t) return std::nullopt;
     return *t - offset;
   }
-  if (auto t = ParseHttpDate(s)) return t;
+  if (auto t = ParseRfc1123Date(s)) return t;
   return ParseAmzDate(s);  // ISO 8601 basic, as V4 clients write x-amz-date
 }
 

@@ -630,6 +630,8 @@ std::optional<int64_t> ParseAmzDate(std::string_view s) {
                  ToInt(s.substr(9, 2)), ToInt(s.substr(11, 2)), ToInt(s.substr(13, 2)));
 }
 
+std::optional<int64_t> ParseRfc1123Date(std::string_view s) { return ParseHttpDate(s); }
+
 Result<AuthContext> VerifyRequest(const HttpRequest& req, const SecretLookup& lookup,
                                   int64_t now_unix, std::string_view vhost_bucket) {
   const std::string* authz = req.FindHeader("authorization");

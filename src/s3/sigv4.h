@@ -40,6 +40,9 @@ struct AuthContext {
   std::string scope;                 // 20130524/us-east-1/s3/aws4_request
 };
 
+// RFC 1123 date as SigV2 Date headers carry it ("Fri, 24 May 2013 00:00:00 GMT"); nullopt otherwise.
+std::optional<int64_t> ParseRfc1123Date(std::string_view s);
+
 // Verifies the request's signature (Authorization header or X-Amz-* query parameters).
 // now_unix is the server clock (tests inject it). Errors: AccessDenied (no auth at all:
 // "anonymous access denied"; no valid date; host or another x-amz-* header present but not signed,
