@@ -276,15 +276,36 @@ Result<std::shared_ptr<SyncBatcher>> SyncBatcher::For(const std::string& dir) {
   return b;
 }
 
+SyncBatcher::Active::Active(SyncBatcher& b) : b_(b) {
+  std::lock_guard lock(b_.mu_);
+  ++b_.active_;
+}
+
+SyncBatcher::Active::~Active() {
+  std::lock_guard lock(b_.mu_);
+  --b_.active_;
+  b_.cv_.notify_all();
+}
+
 Status SyncBatcher::Sync() {
   std::unique_lock lock(mu_);
   // The first generation that starts after this call covers everything written before it.
   const uint64_t need = started_ + 1;
+  ++waiting_;
+  cv_.notify_all();  // a gathering leader counts arrivals
   while (done_ < need) {
-    if (running_) {
+    if (running_ || gathering_) {
       cv_.wait(lock);
       continue;
     }
+    // Leader. Registered commits that are not waiting here yet are about to reach a barrier
+    // (or to finish): wait for them a moment, so one syncfs covers them too.
+    gathering_ = true;
+    const auto deadline = std::chrono::steady_clock::now() + kGather;
+    while (waiting_ < active_ &&
+           cv_.wait_until(lock, deadline) != std::cv_status::timeout) {
+    }
+    gathering_ = false;
     running_ = true;
     const uint64_t gen = ++started_;
     lock.unlock();
@@ -301,6 +322,7 @@ Status SyncBatcher::Sync() {
     }
     cv_.notify_all();
   }
+  --waiting_;
   for (const auto& [gen, error] : failed_) {
     if (gen == need) return error;
   }
@@ -415,6 +437,8 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
     own = std::move(*b);
     sync = own.get();
   }
+  // Registered until barrier 2 is behind it (other commits' barriers wait for it briefly).
+  std::optional<SyncBatcher::Active> active(std::in_place, *sync);
   const std::string staged_data = Join(plan.staging, "data");
   const std::string staged_meta = Join(plan.staging, "meta");
   const std::string target_meta = Join(plan.target, plan.meta_name);
@@ -482,6 +506,7 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
   // A failure leaves the new version visible but maybe not durable: this drive does not count
   // towards the write's quorum.
   RS_RETURN_IF_ERROR(sync->Sync());
+  active.reset();
 
   // 4. Retire the old data into the staging area, where the caller (or recovery) deletes it. Not
   // synced: after a crash recovery finds the journal and removes it again.
