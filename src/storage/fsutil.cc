@@ -367,7 +367,32 @@ Status MkdirAll(const std::string& base, const std::string& path, bool sync) {
   return {};
 }
 
+namespace {
+
+// A commit's staging directory (<root>/.rdmastor.sys/tmp/<32 hex>) holds a few files of known
+// names: removing them by name spares reading directories (opendir/getdents) on every PUT.
+// False when something else is left (a multipart object's parts, a leftover): then the caller
+// removes the rest recursively.
+bool RemoveStagingByName(const std::string& path) {
+  const std::string parent = Parent(path);
+  const std::string_view id = std::string_view(path).substr(parent.size() + 1);
+  if (!parent.ends_with("/.rdmastor.sys/tmp") || id.size() != 32 ||
+      id.find_first_not_of("0123456789abcdef") != std::string_view::npos) {
+    return false;
+  }
+  for (const char* f : {kIntentFile, "meta"}) (void)Unlink(Join(path, f));
+  for (const char* d : {"old", "data"}) {
+    const std::string sub = Join(path, d);
+    (void)Unlink(Join(sub, "part.1"));
+    if (Rmdir(sub) != 0 && errno != ENOENT) return false;
+  }
+  return Rmdir(path) == 0 || errno == ENOENT;
+}
+
+}  // namespace
+
 Status RemoveAll(const std::string& path) {
+  if (RemoveStagingByName(path)) return {};
   std::error_code ec;
   const auto removed = std::filesystem::remove_all(path, ec);
   if (ec && ec != std::errc::no_such_file_or_directory) {
@@ -472,17 +497,17 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
   // directories need no sync of their own: barrier 2 covers them.
   if (!plan.new_data_name.empty()) {
     const std::string dest = Join(plan.target, plan.new_data_name);
+    // The rename comes first: an overwrite's target exists, so it needs no mkdir.
     for (int attempt = 0;; ++attempt) {
-      std::string where;
-      const char* op = "mkdir";
-      int err = MkdirAllErrno(plan.base, plan.target, &where, /*sync=*/false);
-      if (err == 0) {
-        if (Rename(staged_data, dest) == 0) break;
-        err = errno;
-        where = dest;
-        op = "rename";
+      if (Rename(staged_data, dest) == 0) break;
+      int err = errno;
+      std::string where = dest;
+      const char* op = "rename";
+      if (err == ENOENT && attempt < 16) {
+        err = MkdirAllErrno(plan.base, plan.target, &where, /*sync=*/false);
+        op = "mkdir";
+        if (err == 0 || err == ENOENT) continue;
       }
-      if (err == ENOENT && attempt < 16) continue;
       return ErrnoError(op, where, err);
     }
     data_moved = true;
