@@ -302,8 +302,7 @@ Status SyncBatcher::Sync() {
     // (or to finish): wait for them a moment, so one syncfs covers them too.
     gathering_ = true;
     const auto deadline = std::chrono::steady_clock::now() + kGather;
-    while (waiting_ < active_ &&
-           cv_.wait_until(lock, deadline) != std::cv_status::timeout) {
+    while (waiting_ < active_ && cv_.wait_until(lock, deadline) != std::cv_status::timeout) {
     }
     gathering_ = false;
     running_ = true;
