@@ -7,19 +7,19 @@
 
 #include <sys/types.h>
 
-#include <cstddef>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-#include <condition_variable>
-#include <mutex>
 
 #include "common/result.h"
 
