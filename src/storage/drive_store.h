@@ -105,8 +105,7 @@ class DriveStore final : public ObjectLayer {
   // Streams `body` into <staging>/data/part.1 and checks the size; returns bytes written.
   // `md5_out` receives the hex MD5 when non-null (used when no CommitCheck computes the ETag).
   Result<uint64_t> ReceiveBody(s3::BodySource& body, std::optional<uint64_t> declared,
-                               uint64_t limit, const std::string& file, std::string* md5_out,
-                               bool sync = true);
+                               uint64_t limit, const std::string& file, std::string* md5_out, bool sync = true);
   // Publishes <staging>/data + <staging>/meta as the object `key` (holds the key lock).
   Status PublishObject(const std::string& bucket, const std::string& key,
                        const paths::KeyLocation& loc, const std::string& staging, ObjectMeta& meta);
