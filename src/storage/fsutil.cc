@@ -276,15 +276,35 @@ Result<std::shared_ptr<SyncBatcher>> SyncBatcher::For(const std::string& dir) {
   return b;
 }
 
+SyncBatcher::Active::Active(SyncBatcher& b) : b_(b) {
+  std::lock_guard lock(b_.mu_);
+  ++b_.active_;
+}
+
+SyncBatcher::Active::~Active() {
+  std::lock_guard lock(b_.mu_);
+  --b_.active_;
+  b_.cv_.notify_all();
+}
+
 Status SyncBatcher::Sync() {
   std::unique_lock lock(mu_);
   // The first generation that starts after this call covers everything written before it.
   const uint64_t need = started_ + 1;
+  ++waiting_;
+  cv_.notify_all();  // a gathering leader counts arrivals
   while (done_ < need) {
-    if (running_) {
+    if (running_ || gathering_) {
       cv_.wait(lock);
       continue;
     }
+    // Leader. Registered commits that are not waiting here yet are about to reach a barrier
+    // (or to finish): wait for them a moment, so one syncfs covers them too.
+    gathering_ = true;
+    const auto deadline = std::chrono::steady_clock::now() + kGather;
+    while (waiting_ < active_ && cv_.wait_until(lock, deadline) != std::cv_status::timeout) {
+    }
+    gathering_ = false;
     running_ = true;
     const uint64_t gen = ++started_;
     lock.unlock();
@@ -301,6 +321,7 @@ Status SyncBatcher::Sync() {
     }
     cv_.notify_all();
   }
+  --waiting_;
   for (const auto& [gen, error] : failed_) {
     if (gen == need) return error;
   }
@@ -345,7 +366,32 @@ Status MkdirAll(const std::string& base, const std::string& path, bool sync) {
   return {};
 }
 
+namespace {
+
+// A commit's staging directory (<root>/.rdmastor.sys/tmp/<32 hex>) holds a few files of known
+// names: removing them by name spares reading directories (opendir/getdents) on every PUT.
+// False when something else is left (a multipart object's parts, a leftover): then the caller
+// removes the rest recursively.
+bool RemoveStagingByName(const std::string& path) {
+  const std::string parent = Parent(path);
+  const std::string_view id = std::string_view(path).substr(parent.size() + 1);
+  if (!parent.ends_with("/.rdmastor.sys/tmp") || id.size() != 32 ||
+      id.find_first_not_of("0123456789abcdef") != std::string_view::npos) {
+    return false;
+  }
+  for (const char* f : {kIntentFile, "meta"}) (void)Unlink(Join(path, f));
+  for (const char* d : {"old", "data"}) {
+    const std::string sub = Join(path, d);
+    (void)Unlink(Join(sub, "part.1"));
+    if (Rmdir(sub) != 0 && errno != ENOENT) return false;
+  }
+  return Rmdir(path) == 0 || errno == ENOENT;
+}
+
+}  // namespace
+
 Status RemoveAll(const std::string& path) {
+  if (RemoveStagingByName(path)) return {};
   std::error_code ec;
   const auto removed = std::filesystem::remove_all(path, ec);
   if (ec && ec != std::errc::no_such_file_or_directory) {
@@ -415,6 +461,8 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
     own = std::move(*b);
     sync = own.get();
   }
+  // Registered until barrier 2 is behind it (other commits' barriers wait for it briefly).
+  std::optional<SyncBatcher::Active> active(std::in_place, *sync);
   const std::string staged_data = Join(plan.staging, "data");
   const std::string staged_meta = Join(plan.staging, "meta");
   const std::string target_meta = Join(plan.target, plan.meta_name);
@@ -448,17 +496,17 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
   // directories need no sync of their own: barrier 2 covers them.
   if (!plan.new_data_name.empty()) {
     const std::string dest = Join(plan.target, plan.new_data_name);
+    // The rename comes first: an overwrite's target exists, so it needs no mkdir.
     for (int attempt = 0;; ++attempt) {
-      std::string where;
-      const char* op = "mkdir";
-      int err = MkdirAllErrno(plan.base, plan.target, &where, /*sync=*/false);
-      if (err == 0) {
-        if (Rename(staged_data, dest) == 0) break;
-        err = errno;
-        where = dest;
-        op = "rename";
+      if (Rename(staged_data, dest) == 0) break;
+      int err = errno;
+      std::string where = dest;
+      const char* op = "rename";
+      if (err == ENOENT && attempt < 16) {
+        err = MkdirAllErrno(plan.base, plan.target, &where, /*sync=*/false);
+        op = "mkdir";
+        if (err == 0 || err == ENOENT) continue;
       }
-      if (err == ENOENT && attempt < 16) continue;
       return ErrnoError(op, where, err);
     }
     data_moved = true;
@@ -482,6 +530,7 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
   // A failure leaves the new version visible but maybe not durable: this drive does not count
   // towards the write's quorum.
   RS_RETURN_IF_ERROR(sync->Sync());
+  active.reset();
 
   // 4. Retire the old data into the staging area, where the caller (or recovery) deletes it. Not
   // synced: after a crash recovery finds the journal and removes it again.

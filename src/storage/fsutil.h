@@ -7,18 +7,19 @@
 
 #include <sys/types.h>
 
-#include <cstddef>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-#include <condition_variable>
-#include <mutex>
 
 #include "common/result.h"
 
@@ -139,6 +140,21 @@ class SyncBatcher {
   dev_t dev() const { return dev_; }
   Status Sync();
 
+  // A commit registers for as long as it runs (Commit does), so that the caller about to run a
+  // syncfs first waits, at most kGather, while other registered commits are about to reach a
+  // barrier: the drives of one PUT on one file system then share one syncfs per barrier.
+  class Active {
+   public:
+    explicit Active(SyncBatcher& b);
+    ~Active();
+    Active(const Active&) = delete;
+    Active& operator=(const Active&) = delete;
+
+   private:
+    SyncBatcher& b_;
+  };
+  static constexpr std::chrono::microseconds kGather{2000};
+
  private:
   UniqueFd fd_;
   dev_t dev_;
@@ -147,7 +163,10 @@ class SyncBatcher {
   std::condition_variable cv_;
   uint64_t started_ = 0;  // generations of syncfs started / completed
   uint64_t done_ = 0;
-  bool running_ = false;
+  bool running_ = false;    // a syncfs runs
+  bool gathering_ = false;  // its leader waits for registered commits to arrive
+  int active_ = 0;          // registered commits
+  int waiting_ = 0;         // callers inside Sync()
   std::vector<std::pair<uint64_t, Error>> failed_;  // recent failed generations
 };
 // Whole file; nullopt when it does not exist (ENOENT / ENOTDIR).

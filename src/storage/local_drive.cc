@@ -337,7 +337,8 @@ Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
   RS_ABS(target, req.key_dir);
   const std::string base = paths::BucketDir(root_, req.bucket);
   if (!fsutil::IsDir(base)) return MakeError(ErrorCode::kNoSuchBucket);
-  if (fsutil::Mkdir(staging, 0755) != 0 && errno != EEXIST)
+  // A version with data was staged by its shard writes, which made the directory.
+  if (req.data_name.empty() && fsutil::Mkdir(staging, 0755) != 0 && errno != EEXIST)
     return fsutil::ErrnoError("mkdir", staging, errno);
   RenameDataResult out;
   const std::string meta_path = Join(target, req.meta_name);

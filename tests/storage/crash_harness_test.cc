@@ -17,13 +17,13 @@
 
 #include <atomic>
 #include <filesystem>
-#include <latch>
-#include <thread>
 #include <fstream>
+#include <latch>
 #include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "storage/erasure_store.h"
 #include "storage/fsutil.h"
@@ -337,9 +337,9 @@ class CrashHarness : public ::testing::TestWithParam<int> {
       }
       const bool is_old = seen == sc.old_body;
       const bool is_new = seen == sc.new_body;
-      ASSERT_TRUE(is_old || is_new) << "a crash state shows neither the old nor the new object ("
-                                    << (seen ? std::to_string(seen->size()) + " bytes" : "absent")
-                                    << ")";
+      ASSERT_TRUE(is_old || is_new)
+          << "a crash state shows neither the old nor the new object ("
+          << (seen ? std::to_string(seen->size()) + " bytes" : "absent") << ")";
       if (s.cut == replay.ops().size()) {
         ASSERT_TRUE(is_new) << "the acknowledged operation was lost";
       }
@@ -422,8 +422,8 @@ TEST_P(CrashHarness, AtMostTwoSyncsPerDrivePerPut) {
       ASSERT_TRUE(PutNow("counted", Pattern(size, round)).ok());
       const auto after = fsutil::GetSyncCounts();
       EXPECT_LE(after.total() - before.total(), 2u * static_cast<unsigned>(drives()))
-          << size << " bytes, round " << round << ": file " << after.file - before.file
-          << ", dir " << after.dir - before.dir << ", fs " << after.fs - before.fs;
+          << size << " bytes, round " << round << ": file " << after.file - before.file << ", dir "
+          << after.dir - before.dir << ", fs " << after.fs - before.fs;
     }
   }
 }
