@@ -31,7 +31,8 @@ json InfoToJson(const storage::ObjectInfo& o) {
           {"user_metadata", o.user_metadata},
           {"checksums", o.checksums},
           {"part_count", o.part_count},
-          {"part_sizes", o.part_sizes}};
+          {"part_sizes", o.part_sizes},
+          {"tags", o.tags}};
 }
 
 storage::ObjectInfo InfoFromJson(const json& j) {
@@ -46,6 +47,7 @@ storage::ObjectInfo InfoFromJson(const json& j) {
   o.checksums = j.at("checksums").get<std::map<std::string, std::string>>();
   o.part_count = j.at("part_count").get<int>();
   o.part_sizes = j.at("part_sizes").get<std::vector<uint64_t>>();
+  o.tags = j.value("tags", std::string());  // absent from peers that predate tagging
   return o;
 }
 

@@ -80,6 +80,7 @@ ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key)
   info.mtime_ns = mtime_ns;
   info.content_type = content_type;
   info.user_metadata = user_metadata;
+  info.tags = tags;
   info.checksums = checksums;
   if (multipart) {
     info.part_count = static_cast<int>(parts.size());
@@ -103,6 +104,8 @@ std::string SerializeObjectMeta(const ObjectMeta& m) {
             {"parts", parts},
             {"data_dir", m.data_dir}};
   PutMetadata(j, "user_metadata", m.user_metadata);
+  // Optional field (absent in files written before tagging existed, and when there are none).
+  if (!m.tags.empty()) j["tags"] = m.tags;
   if (m.erasure) {
     const ErasureMeta& e = *m.erasure;
     j["erasure"] = {{"data", e.data},
@@ -141,6 +144,7 @@ Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& p
     m.mtime_ns = j.at("mtime_ns").get<int64_t>();
     m.content_type = j.value("content_type", std::string());
     m.user_metadata = GetMetadata(j, "user_metadata");
+    m.tags = j.value("tags", std::string());
     m.checksums = StringMap(j, "checksums");
     m.multipart = j.value("multipart", false);
     uint64_t total = 0;
@@ -191,6 +195,7 @@ std::string SerializeUploadRecord(const UploadRecord& r) {
             {"content_type", r.content_type},
             {"checksum_algorithm", r.checksum_algorithm}};
   PutMetadata(j, "user_metadata", r.user_metadata);
+  if (!r.tags.empty()) j["tags"] = r.tags;
   return Dump(j);
 }
 
@@ -203,6 +208,7 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
     r.content_type = j.value("content_type", std::string());
     r.user_metadata = GetMetadata(j, "user_metadata");
     r.checksum_algorithm = j.value("checksum_algorithm", std::string());
+    r.tags = j.value("tags", std::string());
     return r;
   } catch (const std::exception& e) {
     return Malformed(path, e);

@@ -529,7 +529,7 @@ def test_post_hostile_forms(server, bucket, s3):
     for field, value, code, status in (
             ("x-amz-server-side-encryption", "AES256", "NotImplemented", 501),
             ("x-amz-storage-class", "GLACIER", "InvalidStorageClass", 400),
-            ("tagging", "<Tagging><TagSet/></Tagging>", "NotImplemented", 501)):
+            ("tagging", "<Tagging><TagSet>", "MalformedXML", 400)):
         fh = v4_form(server, bucket, "unsupported", {field: value})
         r = post_form(server, bucket, fh, b"x")
         assert_s3_error(r.status, r.headers, r.body, code, status)
