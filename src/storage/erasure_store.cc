@@ -385,7 +385,7 @@ class ErasureSet {
 
   Result<BucketInfo> GetBucketInfo(const std::string& bucket) {
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
-    BucketInfo info{bucket, 0};
+    BucketInfo info{bucket, 0, {}};
     // The newest record wins ("updated_ns", written by SetBucketTags): a drive that was away
     // during a tag change still holds the older one.
     int64_t newest = -1;
@@ -907,7 +907,8 @@ class ErasureSet {
     for (size_t p = 0; p < roots_.size(); ++p) {
       alive[p] = alive[p] && v->sources[p].usable;
       if (!alive[p]) continue;
-      metas[p] = v->meta;
+      // Each drive keeps its own shard index (v->meta is one drive's copy).
+      metas[p] = MetaFor(v->meta, v->meta.erasure->distribution, p, nullptr);
       metas[p].erasure->inline_shard = v->sources[p].inline_shard;
     }
     RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, write_quorum(), **lock,

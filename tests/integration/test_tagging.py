@@ -328,3 +328,19 @@ def test_tags_survive_restart(server_factory, tmp_path):
     assert g.status == 200 and b"<Key>a</Key><Value>1</Value>" in g.body, g.body
     g = signed_request(srv, "GET", f"/{bucket}", query=[("tagging", "")])
     assert g.status == 200 and b"<Key>team</Key><Value>x</Value>" in g.body, g.body
+
+
+def test_metadata_only_update_keeps_every_shard(srv):
+    """A metadata-only rewrite (PutObjectTagging, CopyObject onto itself with REPLACE) keeps each
+    drive's own shard index: the object still reads afterwards, on four drives too. (Before the
+    fix every drive was given one drive's index; test_object_tagging[erasure-*] caught it.)"""
+    bucket = _bucket(srv)
+    data = os.urandom(1000)
+    assert signed_request(srv, "PUT", f"/{bucket}/self", body=data).status == 200
+    r = signed_request(srv, "PUT", f"/{bucket}/self",
+                       headers={"x-amz-copy-source": f"/{bucket}/self",
+                                "x-amz-metadata-directive": "REPLACE",
+                                "x-amz-meta-new": "1"})
+    assert r.status == 200, r.body
+    g = signed_request(srv, "GET", f"/{bucket}/self")
+    assert g.status == 200 and g.body == data
