@@ -553,3 +553,13 @@ def test_post_streams_large_file_with_boundary_lookalikes(server, bucket, s3):
     assert r.header("ETag") == '"' + hashlib.md5(data).hexdigest() + '"'
     got = s3.get_object(Bucket=bucket, Key="big/big.bin")["Body"].read()
     assert len(got) == len(data) and got == data
+
+
+def test_post_tagging_field_tags_the_object(server, bucket, s3):
+    """PostObject's `tagging` field (a <Tagging> document, as AWS takes it) tags the object."""
+    doc = ("<Tagging><TagSet><Tag><Key>p</Key><Value>1</Value></Tag>"
+           "<Tag><Key>q</Key><Value>two words</Value></Tag></TagSet></Tagging>")
+    r = post_form(server, bucket, v4_form(server, bucket, "tagged", {"tagging": doc}), b"x")
+    assert r.status == 204, r
+    got = s3.get_object_tagging(Bucket=bucket, Key="tagged")["TagSet"]
+    assert sorted((t["Key"], t["Value"]) for t in got) == [("p", "1"), ("q", "two words")]

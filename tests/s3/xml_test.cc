@@ -145,7 +145,7 @@ TEST(XmlTest, ErrorDocumentCapsEchoedInput) {
 
 TEST(XmlTest, ListBuckets) {
   Owner owner;
-  const std::string xml = ListBucketsXml({{"alpha", kT}, {"beta", 0}}, owner);
+  const std::string xml = ListBucketsXml({{"alpha", kT, {}}, {"beta", 0, {}}}, owner);
   pugi::xml_document doc;
   pugi::xml_node root = ParseDoc(xml, doc, "ListAllMyBucketsResult");
   EXPECT_EQ(Text(root.child("Owner"), "ID"), owner.id);
