@@ -286,6 +286,13 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
       cfg.warnings.push_back("MINIO_STORAGE_CLASS_STANDARD is ignored: one drive has no parity");
     }
   }
+  // MinIO codes REDUCED_REDUNDANCY objects with this parity; here the class is stored and
+  // returned, and every object gets the standard parity: say so rather than drop it silently.
+  if (auto it = env.find("MINIO_STORAGE_CLASS_RRS"); it != env.end() && !it->second.empty()) {
+    cfg.warnings.push_back(
+        "MINIO_STORAGE_CLASS_RRS is ignored: REDUCED_REDUNDANCY objects are stored with the "
+        "standard parity");
+  }
   if (cfg.drives.size() > 1) {  // validated now so a bad value refuses to start
     auto layout = erasure::PlanLayout(static_cast<int>(cfg.drives.size()), cfg.storage_class);
     if (!layout.ok()) return layout.error();

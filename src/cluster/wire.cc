@@ -3,6 +3,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/utf8.h"
 #include "storage/format.h"
 
 namespace rdmastor::cluster {
@@ -21,6 +22,15 @@ auto Parse(const std::string& text, const char* what, F&& f) -> decltype(f(json(
   }
 }
 
+// Listings carry no user metadata to clients; a value that is not UTF-8 (kept byte for byte in the
+// object's metadata) would make the JSON encoder throw, so only UTF-8 values travel.
+std::map<std::string, std::string> Utf8Only(const std::map<std::string, std::string>& m) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : m)
+    if (IsValidUtf8(k) && IsValidUtf8(v)) out.emplace(k, v);
+  return out;
+}
+
 json InfoToJson(const storage::ObjectInfo& o) {
   return {{"bucket", o.bucket},
           {"key", o.key},
@@ -28,8 +38,9 @@ json InfoToJson(const storage::ObjectInfo& o) {
           {"etag", o.etag},
           {"mtime_ns", o.mtime_ns},
           {"content_type", o.content_type},
-          {"user_metadata", o.user_metadata},
+          {"user_metadata", Utf8Only(o.user_metadata)},
           {"checksums", o.checksums},
+          {"storage_class", o.storage_class},
           {"part_count", o.part_count},
           {"part_sizes", o.part_sizes},
           {"tags", o.tags}};
@@ -45,6 +56,7 @@ storage::ObjectInfo InfoFromJson(const json& j) {
   o.content_type = j.at("content_type").get<std::string>();
   o.user_metadata = j.at("user_metadata").get<std::map<std::string, std::string>>();
   o.checksums = j.at("checksums").get<std::map<std::string, std::string>>();
+  o.storage_class = j.value("storage_class", std::string());
   o.part_count = j.at("part_count").get<int>();
   o.part_sizes = j.at("part_sizes").get<std::vector<uint64_t>>();
   o.tags = j.value("tags", std::string());  // absent from peers that predate tagging

@@ -21,9 +21,9 @@ namespace rdmastor::rdma {
 struct MappingFacts {
   uint64_t start = 0, end = 0;
   bool writable = false;
-  bool shared = false;  // 's' in the permissions
-  uint64_t inode = 0;   // 0: anonymous
-  std::string path;     // "" for anonymous, "[heap]", "/dev/zero (deleted)", a file path
+  bool shared = false;    // 's' in the permissions
+  uint64_t inode = 0;     // 0: anonymous
+  std::string path;       // "" for anonymous, "[heap]", "/dev/zero (deleted)", a file path
   uint64_t fs_magic = 0;  // statfs f_type of `path` when it names a file, else 0
 };
 

@@ -50,8 +50,9 @@ std::shared_ptr<S3RdmaService::Plane> S3RdmaService::plane() const {
 void S3RdmaService::MaybeReopen() const {
   auto current = plane();
   if (!current || !current->fabric->NeedsReopen() || !reopen_) return;
-  std::unique_lock lock(mu_, std::try_to_lock);  // one request reopens; the others get 501
-  if (!lock.owns_lock() || plane_ != current) return;
+  // One caller reopens (outside mu_, so other requests still get their 501 at once).
+  std::unique_lock reopening(reopen_mu_, std::try_to_lock);
+  if (!reopening.owns_lock()) return;
   auto now = std::chrono::steady_clock::now();
   if (now < next_reopen_) return;
   next_reopen_ = now + std::chrono::seconds(5);
@@ -65,8 +66,12 @@ void S3RdmaService::MaybeReopen() const {
     spdlog::warn("S3 over RDMA: reopened the device but {}", plane.error().message);
     return;
   }
-  // Requests still running on the old generation keep it alive until they end.
-  plane_ = std::move(plane).value();
+  {
+    // Requests still running on the old generation keep it alive until they end.
+    std::lock_guard lock(mu_);
+    if (plane_ != current) return;
+    plane_ = std::move(plane).value();
+  }
   spdlog::info("S3 over RDMA: the device was reopened; serving again");
 }
 

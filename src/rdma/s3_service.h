@@ -145,8 +145,9 @@ class S3RdmaService {
   std::shared_ptr<Plane> plane() const;
   void MaybeReopen() const;
 
-  mutable std::mutex mu_;  // guards plane_ and next_reopen_
+  mutable std::mutex mu_;  // guards plane_
   mutable std::shared_ptr<Plane> plane_;
+  mutable std::mutex reopen_mu_;  // one reopen at a time; guards next_reopen_
   std::string unavailable_reason_;  // fixed at start when there is no plane
   ServiceOptions options_;
   ReopenFn reopen_;

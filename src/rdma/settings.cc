@@ -83,12 +83,11 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
   }
   if (!verbs_built) return s;  // the verbs knobs are compiled out (warned about by the caller)
 
-  s.live_names.insert(
-      s.live_names.end(),
-      {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_DC_KEY",
-       "MINIO_RDMA_NUM_DCIS", "MINIO_RDMA_CQ_DEPTH", "MINIO_RDMA_TRAFFIC_CLASS",
-       "MINIO_RDMA_SERVICE_LEVEL", "MINIO_RDMA_PKEY_INDEX", "MINIO_RDMA_TIMEOUT",
-       "MINIO_RDMA_ALLOW"});
+  s.live_names.insert(s.live_names.end(),
+                      {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX",
+                       "MINIO_RDMA_DC_KEY", "MINIO_RDMA_NUM_DCIS", "MINIO_RDMA_CQ_DEPTH",
+                       "MINIO_RDMA_TRAFFIC_CLASS", "MINIO_RDMA_SERVICE_LEVEL",
+                       "MINIO_RDMA_PKEY_INDEX", "MINIO_RDMA_TIMEOUT", "MINIO_RDMA_ALLOW"});
   auto& vs = s.verbs;
   if (const auto* v = get("MINIO_RDMA_DEVICE")) {
     // One device, or several (multi-rail), comma separated.
@@ -96,8 +95,7 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
     bool ok = v->size() <= 512 && !names.empty() &&
               std::all_of(names.begin(), names.end(), [](const std::string& n) {
                 return n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
-                         return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-                                c == '-';
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
                        });
               });
     if (!ok)
@@ -177,8 +175,9 @@ std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
       }
       spdlog::info("S3 over RDMA: on, verbs fabric");
       // After a fatal device error the fabric is created again, as at start.
-      return std::make_unique<S3RdmaService>(std::move(fabric).value(), "", options,
-                                             [vs = settings.verbs] { return CreateVerbsFabric(vs); });
+      return std::make_unique<S3RdmaService>(
+          std::move(fabric).value(), "", options,
+          [vs = settings.verbs] { return CreateVerbsFabric(vs); });
     }
   }
   return nullptr;

@@ -45,9 +45,12 @@ Result<uint64_t> Transfer::Post(const MemoryRegion& mr, char* local, size_t len,
     wr.signaled = done + piece == len ||
                   wr.wr_id - last_signaled_ >= static_cast<uint64_t>(opt_.signal_interval) ||
                   outstanding_after >= static_cast<uint64_t>(opt_.max_outstanding);
-    if (auto st = ep_.PostSend(wr); !st.ok())
+    if (auto st = ep_.PostSend(wr); !st.ok()) {
+      // No initiator free within its wait (verbs: the DCI pool): busy, not broken; 503.
+      if (st.error().code == ErrorCode::kSlowDown) return Fail(st.error());
       return Fail(CompletionError(WcStatus::kGeneralError, bytes_completed_ > 0,
                                   "post failed: " + st.error().message));
+    }
     bytes_posted_ += piece;
     if (wr.signaled) {
       last_signaled_ = wr.wr_id;

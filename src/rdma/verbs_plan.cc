@@ -41,8 +41,8 @@ Result<DevicePick> SelectDevice(const std::vector<DeviceInfo>& devices, const st
       if (pick.ok()) return pick;
       seen += (seen.empty() ? "" : "; ") + pick.error().message;
     }
-    return MakeError(ErrorCode::kRDMANotSupported, "no device of MINIO_RDMA_DEVICE=" + wanted +
-                                                       " can be used (" + seen + ")");
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     "no device of MINIO_RDMA_DEVICE=" + wanted + " can be used (" + seen + ")");
   }
   std::string seen;  // why each candidate was passed over
   for (const auto& d : devices) {
@@ -119,7 +119,8 @@ void DciPoolLedger::Created() {
 
 void DciPoolLedger::CreateFailed(Clock::time_point now) {
   if (creating_ > 0) --creating_;
-  backoff_ = std::clamp(backoff_ * 2, std::chrono::milliseconds(100), std::chrono::milliseconds(5000));
+  backoff_ =
+      std::clamp(backoff_ * 2, std::chrono::milliseconds(100), std::chrono::milliseconds(5000));
   next_try_ = now + backoff_;
 }
 

@@ -215,13 +215,13 @@ namespace rdmastor::rdma {
 // --- Asynchronous device events (issue 12 item 11) ------------------------------------------
 // The events of ibv_get_async_event the fabric acts on (enum ibv_event_type, by meaning).
 enum class AsyncEvent {
-  kPortActive,        // IBV_EVENT_PORT_ACTIVE
-  kPortError,         // IBV_EVENT_PORT_ERR: link down
-  kGidChange,         // IBV_EVENT_GID_CHANGE: an address came or went on the netdev (RoCE)
-  kLidChange,         // IBV_EVENT_LID_CHANGE, PKEY_CHANGE, SM_CHANGE, CLIENT_REREGISTER
-  kDeviceFatal,       // IBV_EVENT_DEVICE_FATAL: the context is dead; reopen the device
-  kQueueError,        // QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, CQ_ERR, SRQ_ERR: one object
-  kOther,             // COMM_EST, SQ_DRAINED, LAST_WQE_REACHED, SRQ_LIMIT_REACHED, ...
+  kPortActive,   // IBV_EVENT_PORT_ACTIVE
+  kPortError,    // IBV_EVENT_PORT_ERR: link down
+  kGidChange,    // IBV_EVENT_GID_CHANGE: an address came or went on the netdev (RoCE)
+  kLidChange,    // IBV_EVENT_LID_CHANGE, PKEY_CHANGE, SM_CHANGE, CLIENT_REREGISTER
+  kDeviceFatal,  // IBV_EVENT_DEVICE_FATAL: the context is dead; reopen the device
+  kQueueError,   // QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, CQ_ERR, SRQ_ERR: one object
+  kOther,        // COMM_EST, SQ_DRAINED, LAST_WQE_REACHED, SRQ_LIMIT_REACHED, ...
 };
 enum class FabricHealth {
   kReady,     // serving

@@ -3,8 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -415,6 +415,13 @@ std::string WithoutAwsChunked(const std::string& value) {
   return kept;
 }
 
+// x-amz-storage-class as stored: "" for STANDARD (or none); RefuseUnimplemented has refused
+// values other than STANDARD and REDUCED_REDUNDANCY.
+std::string StorageClassOf(const HttpRequest& req) {
+  std::string sc = req.HeaderOr("x-amz-storage-class");
+  return sc == "STANDARD" ? std::string() : sc;
+}
+
 // Content-Type, stored headers and user metadata from a PUT / CreateMultipartUpload / REPLACE copy.
 // Values are kept byte for byte; a header sent on several lines is joined with commas.
 Result<storage::PutOptions> ObjectOptionsFromHeaders(const HttpRequest& req) {
@@ -443,6 +450,7 @@ Result<storage::PutOptions> ObjectOptionsFromHeaders(const HttpRequest& req) {
     if (!tags.ok()) return tags.error();
     opts.tags = std::move(*tags);
   }
+  opts.storage_class = StorageClassOf(req);
   return opts;
 }
 
@@ -462,6 +470,8 @@ void AddObjectHeaders(HttpResponseHead& head, const storage::ObjectInfo& info,
   }
   if (info.part_count > 0) head.Set("x-amz-mp-parts-count", std::to_string(info.part_count));
   if (!info.tags.empty()) head.Set("x-amz-tagging-count", std::to_string(TagCount(info.tags)));
+  // As AWS: the header only for a class other than STANDARD.
+  if (!info.storage_class.empty()) head.Set("x-amz-storage-class", info.storage_class);
 }
 
 // Applies GET/HEAD preconditions; returns an error (304/412) when the request must stop here.
@@ -1082,7 +1092,12 @@ class LimitedSource : public BodySource {
     auto n = in_.Read(buf, len);
     if (!n.ok()) return n;
     bytes_ += *n;
-    if (bytes_ > max_) return MakeError(ErrorCode::kEntityTooLarge);
+    if (bytes_ > max_) {
+      Error e = MakeError(ErrorCode::kEntityTooLarge,
+                          "Your proposed upload exceeds the maximum allowed size");
+      e.details.emplace_back("MaxSizeAllowed", std::to_string(max_));
+      return e;
+    }
     return n;
   }
   uint64_t bytes() const { return bytes_; }
@@ -1236,8 +1251,13 @@ void S3Api::PostObject(Context& ctx) {
   DigestingSource digest(limited, false, std::nullopt);
   auto info = store_.PutObject(
       ctx.bucket, key, digest, opts, [&](uint64_t) -> Result<storage::CommitInfo> {
-        if (static_cast<int64_t>(limited.bytes()) < min_size)
-          return MakeError(ErrorCode::kEntityTooSmall);
+        if (static_cast<int64_t>(limited.bytes()) < min_size) {
+          Error e = MakeError(ErrorCode::kEntityTooSmall,
+                              "Your proposed upload is smaller than the minimum allowed size");
+          e.details.emplace_back("ProposedSize", std::to_string(limited.bytes()));
+          e.details.emplace_back("MinSizeAllowed", std::to_string(min_size));
+          return e;
+        }
         storage::CommitInfo ci;
         ci.etag = hash::HexEncode(digest.Md5());
         return ci;
@@ -1288,13 +1308,15 @@ void S3Api::CopyObject(Context& ctx) {
   } else {
     opts.content_type = src_info.content_type;
     opts.user_metadata = src_info.user_metadata;
+    opts.storage_class = StorageClassOf(ctx.req);  // a copy is STANDARD unless it says otherwise
   }
   auto tags = CopyObjectTags(ctx.req, src_info.tags);
   if (!tags.ok()) return SendError(ctx, tags.error());
   opts.tags = std::move(*tags);
   bool same = src_bucket == ctx.bucket && src_key == ctx.key;
   if (same) {
-    if (!replace) {
+    // Onto itself: legal when it replaces the metadata or names a storage class (AWS).
+    if (!replace && !ctx.req.FindHeader("x-amz-storage-class")) {
       return SendError(ctx, MakeError(ErrorCode::kInvalidRequest,
                                       "This copy request is illegal because it is trying to copy "
                                       "an object to itself without changing the object's "
@@ -1477,8 +1499,8 @@ void S3Api::GetObjectAttributes(Context& ctx) {
     } else if (name == "ObjectSize") {
       p.object_size = true;
     } else {
-      return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
-                                      "Invalid attribute name specified."));
+      return SendError(ctx,
+                       MakeError(ErrorCode::kInvalidArgument, "Invalid attribute name specified."));
     }
     any = true;
   }
@@ -1509,6 +1531,7 @@ void S3Api::GetObjectAttributes(Context& ctx) {
       return SendEmpty(ctx, 304, {{"ETag", Quote(info->etag)}});
     return SendError(ctx, st.error());
   }
+  if (!info->storage_class.empty()) p.storage_class_name = info->storage_class;
   SendXml(ctx, GetObjectAttributesXml(p, *info), 200,
           {{"Last-Modified", HttpDate(info->mtime_ns)}});
 }

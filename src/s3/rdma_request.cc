@@ -81,7 +81,8 @@ Result<std::unique_ptr<RdmaPutBody>> RdmaPutBodyFor(const HttpRequest& req, cons
     return token.error();
   }
   if (!*token) return std::unique_ptr<RdmaPutBody>();
-  auto body = std::make_unique<RdmaPutBody>(*service, **token, rdma::RequestOrigin{req.remote_ip, req.local_ip});
+  auto body = std::make_unique<RdmaPutBody>(*service, **token,
+                                            rdma::RequestOrigin{req.remote_ip, req.local_ip});
   body->echo_agent = req.FindHeader("x-amz-rdma-agent") != nullptr;  // validated: cuobj
   return body;
 }

@@ -486,8 +486,8 @@ Result<AuthContext> VerifyHeaderAuth(const HttpRequest& req, std::string_view au
 
   const HeaderList headers = WithRestoredHeaders(req, *signed_headers);
   const std::string query = CanonicalQuery(req.raw_query, false);
-  auto cr = CanonicalRequest(req.method, req.raw_path, query, headers, *signed_headers,
-                             *content_sha);
+  auto cr =
+      CanonicalRequest(req.method, req.raw_path, query, headers, *signed_headers, *content_sha);
   if (!cr.ok()) return cr.error();
   std::string key = DeriveSigningKey(*secret, cred->date, cred->region, "s3");
   std::string expected = SignHex(key, StringToSign(amz_date, cred->scope, *cr));
@@ -677,13 +677,13 @@ Result<std::string> VerifyPostSignature(const std::map<std::string, std::string>
     }
     auto secret = lookup(*v2_key);
     if (!secret) return ErrorCode::kInvalidAccessKeyId;
-    std::string expected =
-        hash::Base64Encode(hash::HmacSha1(*secret, *policy));
+    std::string expected = hash::Base64Encode(hash::HmacSha1(*secret, *policy));
     if (!hash::ConstantTimeEquals(expected, Trim(*sig))) return ErrorCode::kSignatureDoesNotMatch;
     return *v2_key;
   }
   constexpr auto kErr = ErrorCode::kInvalidArgument;
-  for (const char* name : {"x-amz-algorithm", "x-amz-credential", "x-amz-date", "x-amz-signature"}) {
+  for (const char* name :
+       {"x-amz-algorithm", "x-amz-credential", "x-amz-date", "x-amz-signature"}) {
     if (field(name) == nullptr) {
       return MakeError(kErr, std::string("Bucket POST must contain a field named '") + name +
                                  "'.  If it is specified, please check the order of the fields.");
@@ -695,7 +695,8 @@ Result<std::string> VerifyPostSignature(const std::map<std::string, std::string>
   if (!cred.ok()) return cred.error();
   const std::string& date = *field("x-amz-date");
   if (!ParseAmzDate(date))
-    return MakeError(kErr, "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
+    return MakeError(kErr,
+                     "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
   if (date.substr(0, 8) != cred->date)
     return MakeError(kErr, "Invalid credential date. Date is not the same as X-Amz-Date.");
   std::string provided = ToLower(*v4_sig);

@@ -54,9 +54,7 @@ Status CheckEncryptionHeaders(const HttpRequest& req) {
 
 Status CheckStorageClass(const HttpRequest& req) {
   const std::string* sc = req.FindHeader("x-amz-storage-class");
-  if (!sc || sc->empty() || *sc == "STANDARD") return {};
-  if (*sc == "REDUCED_REDUNDANCY")
-    return NotImplemented("The REDUCED_REDUNDANCY storage class is not implemented by rdmastor.");
+  if (!sc || sc->empty() || *sc == "STANDARD" || *sc == "REDUCED_REDUNDANCY") return {};
   return MakeError(ErrorCode::kInvalidStorageClass);
 }
 

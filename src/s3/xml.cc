@@ -268,7 +268,7 @@ void AddContents(pugi::xml_node root, const char* element, const storage::Object
   Add(c, "ETag", Quote(o.etag));
   Add(c, "Size", o.size);
   if (owner) AddOwner(c, "Owner", *owner);
-  Add(c, "StorageClass", "STANDARD");
+  Add(c, "StorageClass", o.storage_class.empty() ? "STANDARD" : o.storage_class);
 }
 
 std::string_view ChecksumElement(std::string_view algo) {

@@ -487,6 +487,7 @@ Result<ObjectInfo> DriveStore::PutObject(const std::string& bucket, const std::s
   meta.content_type = opts.content_type;
   meta.user_metadata = opts.user_metadata;
   meta.tags = opts.tags;
+  meta.storage_class = opts.storage_class;
   meta.checksums = ci.checksums;
   meta.parts.push_back(PartMeta{1, *size, meta.etag});
 
@@ -605,6 +606,7 @@ Result<ObjectInfo> DriveStore::UpdateMetadata(const std::string& bucket, const s
   if (!opts.tags_only) {
     meta->content_type = opts.content_type;
     meta->user_metadata = opts.user_metadata;
+    meta->storage_class = opts.storage_class;
     meta->mtime_ns = NowNs();
   }
   RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(Join(*staging, "meta"), SerializeObjectMeta(*meta)));
@@ -647,6 +649,7 @@ Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& o
   rec.content_type = opts.content_type;
   rec.user_metadata = opts.user_metadata;
   rec.tags = opts.tags;
+  rec.storage_class = opts.storage_class;
   if (auto it = rec.user_metadata.find(kChecksumAlgorithmKey); it != rec.user_metadata.end()) {
     std::string algo = it->second;
     std::transform(algo.begin(), algo.end(), algo.begin(),
@@ -915,6 +918,7 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
   meta.content_type = rec->content_type;
   meta.user_metadata = rec->user_metadata;
   meta.tags = rec->tags;
+  meta.storage_class = rec->storage_class;
   meta.multipart = true;
 
   // Hard links, not renames, so the upload stays intact until the object is published (a crash
@@ -952,6 +956,7 @@ Result<PutOptions> DriveStore::GetUploadOptions(const std::string& bucket, const
   opts.content_type = rec->content_type;
   opts.user_metadata = rec->user_metadata;
   opts.tags = rec->tags;
+  opts.storage_class = rec->storage_class;
   if (!rec->checksum_algorithm.empty()) {
     opts.user_metadata[kChecksumAlgorithmKey] = rec->checksum_algorithm;
   }

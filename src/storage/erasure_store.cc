@@ -754,6 +754,7 @@ class ErasureSet {
     meta.content_type = opts.content_type;
     meta.user_metadata = opts.user_metadata;
     meta.tags = opts.tags;
+    meta.storage_class = opts.storage_class;
     meta.checksums = ci.checksums;
     meta.parts.push_back(PartMeta{1, *size, meta.etag});
     meta.erasure->is_inline = !inline_shards.empty();
@@ -901,14 +902,17 @@ class ErasureSet {
     if (!opts.tags_only) {
       v->meta.content_type = opts.content_type;
       v->meta.user_metadata = opts.user_metadata;
+      v->meta.storage_class = opts.storage_class;
       v->meta.mtime_ns = NowNs();
     }
     std::vector<ObjectMeta> metas(roots_.size());
     for (size_t p = 0; p < roots_.size(); ++p) {
       alive[p] = alive[p] && v->sources[p].usable;
       if (!alive[p]) continue;
-      // Each drive keeps its own shard index (v->meta is one drive's copy).
-      metas[p] = MetaFor(v->meta, v->meta.erasure->distribution, p, nullptr);
+      metas[p] = v->meta;
+      // Each drive keeps its own shard index (v->meta carries one drive's): writing one index
+      // everywhere left a single readable shard after a metadata-only update.
+      metas[p].erasure->index = v->sources[p].shard;
       metas[p].erasure->inline_shard = v->sources[p].inline_shard;
     }
     RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, write_quorum(), **lock,
@@ -1278,6 +1282,7 @@ class ErasureSet {
     meta.content_type = rec->content_type;
     meta.user_metadata = rec->user_metadata;
     meta.tags = rec->tags;
+    meta.storage_class = rec->storage_class;
     meta.multipart = true;
     for (size_t i = 0; i < infos.size(); ++i) {
       meta.parts.push_back(PartMeta{static_cast<int>(i + 1), infos[i].size, infos[i].etag});
@@ -1312,6 +1317,7 @@ class ErasureSet {
     opts.content_type = rec->content_type;
     opts.user_metadata = rec->user_metadata;
     opts.tags = rec->tags;
+    opts.storage_class = rec->storage_class;
     if (!rec->checksum_algorithm.empty()) {
       opts.user_metadata[kChecksumAlgorithmKey] = rec->checksum_algorithm;
     }

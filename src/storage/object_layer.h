@@ -29,6 +29,7 @@ struct ObjectInfo {
   // Stored checksum (base64) when the client sent one: algorithm -> value. For multipart objects
   // the value is the checksum-of-checksums with "-N" suffix, as S3 does.
   std::map<std::string, std::string> checksums;  // key: "crc32" | "crc32c" | "sha1" | "sha256"
+  std::string storage_class;                     // "" = STANDARD; else as sent (REDUCED_REDUNDANCY)
   int part_count = 0;          // 0 for a single PUT
   std::vector<uint64_t> part_sizes;  // per part, when multipart
   // Object tags in the canonical URL-encoded query form ("k1=v1&k2=v2", keys sorted); "" = none.
@@ -52,6 +53,7 @@ struct PutOptions {
   std::string content_type;
   std::map<std::string, std::string> user_metadata;
   std::optional<uint64_t> size;  // declared decoded size, when known (checked against what arrived)
+  std::string storage_class;     // x-amz-storage-class; "" = STANDARD
   WritePrecondition precondition;  // PutObject only; empty: unconditional
   std::string tags;                // object tags (ObjectInfo::tags form); recorded with the object
   // UpdateMetadata only: replace the tags and nothing else (PutObjectTagging / DeleteObjectTagging;
@@ -155,11 +157,9 @@ class ObjectLayer {
                                       const std::string& upload_id) = 0;
   // Checks parts (InvalidPart, InvalidPartOrder, EntityTooSmall for any but the last < 5 MiB)
   // and publishes the object atomically.
-  virtual Result<ObjectInfo> CompleteMultipartUpload(const std::string& bucket,
-                                                     const std::string& key,
-                                                     const std::string& upload_id,
-                                                     const std::vector<CompletePart>& parts,
-                                                     const WritePrecondition& precondition = {}) = 0;
+  virtual Result<ObjectInfo> CompleteMultipartUpload(
+      const std::string& bucket, const std::string& key, const std::string& upload_id,
+      const std::vector<CompletePart>& parts, const WritePrecondition& precondition = {}) = 0;
   // Metadata recorded at NewMultipartUpload (content type, user metadata, checksum algorithm).
   virtual Result<PutOptions> GetUploadOptions(const std::string& bucket, const std::string& key,
                                               const std::string& upload_id) = 0;

@@ -1,8 +1,8 @@
 #include "storage/object_meta.h"
 
 #include <exception>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "common/hash.h"
 #include "common/utf8.h"
@@ -82,6 +82,7 @@ ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key)
   info.user_metadata = user_metadata;
   info.tags = tags;
   info.checksums = checksums;
+  info.storage_class = storage_class;
   if (multipart) {
     info.part_count = static_cast<int>(parts.size());
     for (const auto& p : parts) info.part_sizes.push_back(p.size);
@@ -106,6 +107,7 @@ std::string SerializeObjectMeta(const ObjectMeta& m) {
   PutMetadata(j, "user_metadata", m.user_metadata);
   // Optional field (absent in files written before tagging existed, and when there are none).
   if (!m.tags.empty()) j["tags"] = m.tags;
+  if (!m.storage_class.empty()) j["storage_class"] = m.storage_class;
   if (m.erasure) {
     const ErasureMeta& e = *m.erasure;
     j["erasure"] = {{"data", e.data},
@@ -146,6 +148,7 @@ Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& p
     m.user_metadata = GetMetadata(j, "user_metadata");
     m.tags = j.value("tags", std::string());
     m.checksums = StringMap(j, "checksums");
+    m.storage_class = j.value("storage_class", std::string());
     m.multipart = j.value("multipart", false);
     uint64_t total = 0;
     for (const auto& p : j.at("parts")) {
@@ -196,6 +199,7 @@ std::string SerializeUploadRecord(const UploadRecord& r) {
             {"checksum_algorithm", r.checksum_algorithm}};
   PutMetadata(j, "user_metadata", r.user_metadata);
   if (!r.tags.empty()) j["tags"] = r.tags;
+  if (!r.storage_class.empty()) j["storage_class"] = r.storage_class;
   return Dump(j);
 }
 
@@ -209,6 +213,7 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
     r.user_metadata = GetMetadata(j, "user_metadata");
     r.checksum_algorithm = j.value("checksum_algorithm", std::string());
     r.tags = j.value("tags", std::string());
+    r.storage_class = j.value("storage_class", std::string());
     return r;
   } catch (const std::exception& e) {
     return Malformed(path, e);

@@ -47,6 +47,7 @@ struct ObjectMeta {
   std::string content_type;
   std::map<std::string, std::string> user_metadata;
   std::map<std::string, std::string> checksums;
+  std::string storage_class;  // "" = STANDARD (files written before the field have none)
   bool multipart = false;
   std::vector<PartMeta> parts;  // data files part.1..part.N in data_dir; a single PUT has one
   std::string data_dir;         // directory name next to the metadata file
@@ -69,6 +70,7 @@ struct UploadRecord {
   std::map<std::string, std::string> user_metadata;
   std::string checksum_algorithm;  // "" | "crc32" | "crc32c" | "sha1" | "sha256"
   std::string tags;                // applied to the object at Complete; written when non-empty
+  std::string storage_class;       // "" = STANDARD
 };
 std::string SerializeUploadRecord(const UploadRecord& rec);
 Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::string& path_for_errors);

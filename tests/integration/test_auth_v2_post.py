@@ -446,9 +446,13 @@ def test_post_policy_violations(server, bucket, s3):
     # Sizes: content-length-range.
     f = v4_form(server, bucket, "sized", extra_conditions=[["content-length-range", 10, 100]])
     r = post_form(server, bucket, f, b"x" * 101)
-    assert_s3_error(r.status, r.headers, r.body, "EntityTooLarge", 400)
+    err = assert_s3_error(r.status, r.headers, r.body, "EntityTooLarge", 400,
+                          "Your proposed upload exceeds the maximum allowed size")
+    assert err.get("MaxSizeAllowed") == "100", err
     r = post_form(server, bucket, f, b"x" * 9)
-    assert_s3_error(r.status, r.headers, r.body, "EntityTooSmall", 400)
+    err = assert_s3_error(r.status, r.headers, r.body, "EntityTooSmall", 400,
+                          "Your proposed upload is smaller than the minimum allowed size")
+    assert err.get("ProposedSize") == "9" and err.get("MinSizeAllowed") == "10", err
     assert head_object(s3, bucket, "sized") is None
     assert post_form(server, bucket, f, b"x" * 100).status == 204
     # No signature at all: an anonymous POST (needs a bucket policy, which we do not have).
@@ -563,3 +567,24 @@ def test_post_tagging_field_tags_the_object(server, bucket, s3):
     assert r.status == 204, r
     got = s3.get_object_tagging(Bucket=bucket, Key="tagged")["TagSet"]
     assert sorted((t["Key"], t["Value"]) for t in got) == [("p", "1"), ("q", "two words")]
+
+
+def test_v2_virtual_host_style(server_factory):
+    """With MINIO_DOMAIN the bucket comes from Host, and V2 signs it in front of the path."""
+    srv = server_factory(name="vhost", env={"MINIO_DOMAIN": "localhost"})
+    bucket = "v2vhost"
+    host = f"{bucket}.localhost:{srv.port}"
+    r = v2_request(srv, "PUT", "/", headers={"Host": host}, resource=f"/{bucket}/")
+    assert r.status == 200, r
+    r = v2_request(srv, "PUT", "/obj", headers={"Host": host}, body=b"vh",
+                   resource=f"/{bucket}/obj")
+    assert r.status == 200, r
+    r = v2_request(srv, "GET", "/obj", headers={"Host": host}, resource=f"/{bucket}/obj")
+    assert r.status == 200 and r.body == b"vh", r
+    # Signed without the bucket (as if path-style): refused.
+    r = v2_request(srv, "GET", "/obj", headers={"Host": host}, resource="/obj")
+    assert_s3_error(r.status, r.headers, r.body, "SignatureDoesNotMatch", 403)
+    # Presigned.
+    r = http_send(srv, "GET", v2_presigned_path(srv, "GET", "/obj", int(time.time()) + 60,
+                                                resource=f"/{bucket}/obj"), host_header=host)
+    assert r.status == 200 and r.body == b"vh", r

@@ -106,7 +106,7 @@ def refusals():
 
     out["class STANDARD"] = err(s3.put_object, Bucket=bucket, Key="sc", Body=b"x",
                                 StorageClass="STANDARD")
-    for sc in ("REDUCED_REDUNDANCY", "GLACIER", "STANDARD_IA", "BOGUS"):
+    for sc in ("GLACIER", "STANDARD_IA", "BOGUS"):
         out[f"class {sc}"] = err(s3.put_object, Bucket=bucket, Key="sc-" + sc, Body=b"x",
                                  StorageClass=sc)
         out[f"class {sc} mpu"] = err(s3.create_multipart_upload, Bucket=bucket, Key="sc-" + sc,
@@ -270,8 +270,7 @@ def test_encryption_refused_not_ignored(sdk_results, py):
 def test_storage_class(sdk_results, py):
     out = sdk_results(py, "refusals")
     assert out["class STANDARD"] == ["ok", None]
-    for sc, want in [("REDUCED_REDUNDANCY", NOT_IMPLEMENTED),
-                     ("GLACIER", [400, "InvalidStorageClass"]),
+    for sc, want in [("GLACIER", [400, "InvalidStorageClass"]),
                      ("STANDARD_IA", [400, "InvalidStorageClass"]),
                      ("BOGUS", [400, "InvalidStorageClass"])]:
         for op in ("", " mpu", " copy"):

@@ -276,6 +276,51 @@ def object_attributes():
     out["attr missing key"] = err(s3.get_object_attributes, Bucket=bucket, Key="attr-none",
                                   ObjectAttributes=["ETag"])
 
+
+@section
+def storage_class():
+    # 16. STANDARD and REDUCED_REDUNDANCY stored and returned by HEAD/GET/List/attributes; a copy
+    # onto itself is legal when it names a class or replaces the metadata.
+    def head_class(key):
+        return s3.head_object(Bucket=bucket, Key=key).get("StorageClass")
+
+    s3.put_object(Bucket=bucket, Key="sc/rrs", Body=b"r", StorageClass="REDUCED_REDUNDANCY")
+    s3.put_object(Bucket=bucket, Key="sc/std", Body=b"s", StorageClass="STANDARD")
+    s3.put_object(Bucket=bucket, Key="sc/none", Body=b"n")
+    g = s3.get_object(Bucket=bucket, Key="sc/rrs")
+    out["sc head get"] = [head_class("sc/rrs"), g.get("StorageClass"), head_class("sc/std"),
+                          head_class("sc/none")]
+    out["sc list v2"] = {o["Key"]: o["StorageClass"] for o in
+                         s3.list_objects_v2(Bucket=bucket, Prefix="sc/")["Contents"]}
+    out["sc list v1"] = {o["Key"]: o["StorageClass"] for o in
+                         s3.list_objects(Bucket=bucket, Prefix="sc/")["Contents"]}
+    out["sc attributes"] = s3.get_object_attributes(
+        Bucket=bucket, Key="sc/rrs", ObjectAttributes=["StorageClass"]).get("StorageClass")
+    up = s3.create_multipart_upload(Bucket=bucket, Key="sc/mpu",
+                                    StorageClass="REDUCED_REDUNDANCY")["UploadId"]
+    e = s3.upload_part(Bucket=bucket, Key="sc/mpu", UploadId=up, PartNumber=1, Body=b"m")["ETag"]
+    s3.complete_multipart_upload(Bucket=bucket, Key="sc/mpu", UploadId=up,
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+    out["sc mpu"] = head_class("sc/mpu")
+    src = {"Bucket": bucket, "Key": "sc/std"}
+    out["sc self copy plain"] = err(s3.copy_object, Bucket=bucket, Key="sc/std", CopySource=src)
+    out["sc self copy class"] = err(s3.copy_object, Bucket=bucket, Key="sc/std", CopySource=src,
+                                    StorageClass="REDUCED_REDUNDANCY")
+    out["sc self copy class result"] = [head_class("sc/std"), body_of("sc/std").decode()]
+    out["sc self copy back"] = err(s3.copy_object, Bucket=bucket, Key="sc/std", CopySource=src,
+                                   StorageClass="STANDARD")
+    out["sc self copy back result"] = head_class("sc/std")
+    s3.put_object(Bucket=bucket, Key="sc/meta", Body=b"m", Metadata={"a": "1"},
+                  StorageClass="REDUCED_REDUNDANCY")
+    msrc = {"Bucket": bucket, "Key": "sc/meta"}
+    out["sc self copy replace"] = err(s3.copy_object, Bucket=bucket, Key="sc/meta",
+                                      CopySource=msrc, MetadataDirective="REPLACE",
+                                      Metadata={"a": "2"})
+    h = s3.head_object(Bucket=bucket, Key="sc/meta")
+    out["sc self copy replace result"] = [h["Metadata"], h.get("StorageClass")]
+    s3.copy_object(Bucket=bucket, Key="sc/copy", CopySource={"Bucket": bucket, "Key": "sc/rrs"})
+    out["sc copy default"] = head_class("sc/copy")
+
 print(json.dumps(out))
 '''
 
@@ -700,3 +745,87 @@ def test_list_buckets_pagination_raw(srv):
     for bad in ("0", "10001", "x"):
         r = signed_request(srv, "GET", "/", query=[("max-buckets", bad)])
         assert_s3_error(r.status, r.headers, r.body, "InvalidArgument", 400, "max-buckets")
+
+
+@pytest.mark.parametrize("py", _interpreters())
+def test_storage_class_stored_and_returned(sdk_results, srv, py):
+    out = sdk_results(py, srv, "storage_class")
+    rrs = "REDUCED_REDUNDANCY"
+    # HEAD/GET name the class only when it is not STANDARD (as AWS).
+    assert out["sc head get"] == [rrs, rrs, None, None]
+    want = {"sc/rrs": rrs, "sc/std": "STANDARD", "sc/none": "STANDARD"}
+    assert out["sc list v2"] == want and out["sc list v1"] == want
+    assert out["sc attributes"] == rrs
+    assert out["sc mpu"] == rrs
+    assert out["sc self copy plain"] == [400, "InvalidRequest"]
+    assert out["sc self copy class"] == OK
+    assert out["sc self copy class result"] == [rrs, "s"]
+    assert out["sc self copy back"] == OK and out["sc self copy back result"] is None
+    assert out["sc self copy replace"] == OK
+    # REPLACE without a class header makes it STANDARD, as a copy without one does.
+    assert out["sc self copy replace result"] == [{"a": "2"}, None]
+    assert out["sc copy default"] is None
+
+
+@pytest.mark.parametrize("size", [5, 300 << 10])
+def test_self_copy_keeps_object_readable(srv, size):
+    """A copy onto itself rewrites the metadata only; on the erasure layout every drive must keep
+    its own shard index (on main each drive got one drive's index, and the object could no
+    longer be read: 'only 1 of 4 shards readable')."""
+    client = make_client(srv)
+    bucket = unique_bucket("cs")
+    client.create_bucket(Bucket=bucket)
+    data = os.urandom(size)
+    client.put_object(Bucket=bucket, Key="k", Body=data, Metadata={"a": "1"})
+    src = {"Bucket": bucket, "Key": "k"}
+    client.copy_object(Bucket=bucket, Key="k", CopySource=src, MetadataDirective="REPLACE",
+                       Metadata={"a": "2"})
+    got = client.get_object(Bucket=bucket, Key="k")
+    assert got["Metadata"] == {"a": "2"} and got["Body"].read() == data
+    client.copy_object(Bucket=bucket, Key="k", CopySource=src, StorageClass="REDUCED_REDUNDANCY")
+    got = client.get_object(Bucket=bucket, Key="k")
+    assert got["StorageClass"] == "REDUCED_REDUNDANCY" and got["Body"].read() == data
+
+
+def test_conditional_put_race_across_cluster_nodes():
+    """11. Racing conditional writers on different nodes of a cluster: the check runs under the
+    distributed key lock, so exactly one If-None-Match: * writer wins there too."""
+    from botocore.exceptions import ClientError
+    from cluster_util import Cluster
+    c = Cluster(nodes=2, drives=2)
+    try:
+        c.start()
+        clients = [c.client(i % 2) for i in range(6)]
+        bucket = unique_bucket("cc")
+        clients[0].create_bucket(Bucket=bucket)
+        for round_ in range(2):
+            key = f"race-{round_}"
+            barrier = threading.Barrier(len(clients))
+            results = [None] * len(clients)
+
+            def run(i):
+                def add(request, **_):
+                    request.headers["If-None-Match"] = "*"
+                cl = clients[i]
+                cl.meta.events.register_first("before-sign.s3.PutObject", add)
+                try:
+                    barrier.wait(timeout=60)
+                    cl.put_object(Bucket=bucket, Key=key, Body=bytes([65 + i]) * (1 << 20))
+                    results[i] = "ok"
+                except ClientError as e:
+                    results[i] = e.response["Error"]["Code"]
+                finally:
+                    cl.meta.events.unregister("before-sign.s3.PutObject", add)
+
+            threads = [threading.Thread(target=run, args=(i,)) for i in range(len(clients))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=300)
+            winners = [i for i, r in enumerate(results) if r == "ok"]
+            assert len(winners) == 1, results
+            assert sorted(set(results) - {"ok"}) == ["PreconditionFailed"], results
+            got = clients[1].get_object(Bucket=bucket, Key=key)["Body"].read()
+            assert got == bytes([65 + winners[0]]) * (1 << 20)
+    finally:
+        c.cleanup()

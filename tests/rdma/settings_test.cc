@@ -214,8 +214,7 @@ TEST(DegradedFabricTest, PortDownAnswers501AndADeadDeviceIsReopened) {
                       ++reopens;
                       if (!device_back)
                         return MakeError(ErrorCode::kRDMANotSupported, "no device yet");
-                      return std::unique_ptr<Fabric>(
-                          new EventedSoftFabric(&why_new, &reopen_new));
+                      return std::unique_ptr<Fabric>(new EventedSoftFabric(&why_new, &reopen_new));
                     });
   ASSERT_TRUE(svc.available());
   EXPECT_EQ(svc.unavailable_reason(), "");
@@ -255,8 +254,7 @@ TEST(DegradedFabricTest, AReopenReplacesTheFabricAndItsBuffers) {
   S3RdmaService svc(std::make_unique<EventedSoftFabric>(&why_old, &reopen_old), "", {},
                     [&]() -> Result<std::unique_ptr<Fabric>> {
                       ++reopens;
-                      return std::unique_ptr<Fabric>(
-                          new EventedSoftFabric(&why_new, &reopen_new));
+                      return std::unique_ptr<Fabric>(new EventedSoftFabric(&why_new, &reopen_new));
                     });
   EXPECT_TRUE(svc.available());  // reopened on this call
   EXPECT_EQ(reopens, 1);

@@ -325,8 +325,7 @@ TEST(VerbsPlanTest, AsyncEventsDriveTheFabricState) {
   auto qp = OnAsyncEvent(AsyncEvent::kQueueError, 0, 1, ready);
   EXPECT_EQ(qp.next.health, FabricHealth::kReady);
   EXPECT_TRUE(qp.log_error);
-  EXPECT_EQ(OnAsyncEvent(AsyncEvent::kOther, 1, 1, down.next).next.health,
-            FabricHealth::kDegraded);
+  EXPECT_EQ(OnAsyncEvent(AsyncEvent::kOther, 1, 1, down.next).next.health, FabricHealth::kDegraded);
   EXPECT_EQ(FabricHealthName(FabricHealth::kDegraded), "degraded");
 }
 

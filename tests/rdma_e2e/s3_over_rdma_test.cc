@@ -1,6 +1,6 @@
 // S3 over RDMA end to end: the real server binary with the soft fabric, our client library.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -794,7 +794,8 @@ TEST_F(S3OverRdma, GetIntoASharedFileMappingIsRefused) {
   ASSERT_EQ(ftruncate(fd, 20000), 0);
   struct statfs fs {};
   ASSERT_EQ(fstatfs(fd, &fs), 0);
-  char* shared = static_cast<char*>(mmap(nullptr, 20000, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  char* shared =
+      static_cast<char*>(mmap(nullptr, 20000, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   char* priv = static_cast<char*>(mmap(nullptr, 20000, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0));
   ASSERT_NE(shared, MAP_FAILED);
   ASSERT_NE(priv, MAP_FAILED);

@@ -40,8 +40,8 @@ std::map<std::string, std::string> VerbsEnv() {
   // address: the origin check (MINIO_RDMA_ALLOW) would refuse that, by design.
   std::map<std::string, std::string> env{{"MINIO_RDMA_FABRIC", "verbs"},
                                          {"MINIO_RDMA_ALLOW", "any"}};
-  for (const char* name : {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX",
-                           "MINIO_RDMA_DC_KEY"})
+  for (const char* name :
+       {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_DC_KEY"})
     if (const char* v = std::getenv(name)) env[name] = v;
   return env;
 }

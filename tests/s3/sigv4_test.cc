@@ -656,3 +656,33 @@ TEST(SigV4Test, PresignQueryReproducesAwsExample) {
 
 }  // namespace
 }  // namespace rdmastor::s3
+
+namespace rdmastor::s3 {
+namespace {
+
+// A value sent as ISO-8859-1 bytes but signed in its UTF-8 form (botocore over http.client).
+TEST(SigV4Test, Latin1HeaderSignedAsUtf8) {
+  SignInput in;
+  in.method = "PUT";
+  in.raw_path = "/b/k";
+  in.payload_sha256 = "UNSIGNED-PAYLOAD";
+  in.access_key = kAk;
+  in.secret_key = kSk;
+  in.now_unix = kT;
+  auto sent_as = [&](const std::string& signed_value, const std::string& wire_value) {
+    in.headers = {{"host", "h:9000"}, {"x-amz-meta-v", signed_value}};
+    HeaderList h = SignRequest(in);
+    for (auto& [k, v] : h)
+      if (k == "x-amz-meta-v") v = wire_value;
+    return VerifyRequest(MakeRequest("PUT", "/b/k", "", h), Lookup(), kT);
+  };
+  EXPECT_TRUE(sent_as("caf\xc3\xa9", "caf\xe9").ok());      // botocore
+  EXPECT_TRUE(sent_as("caf\xe9", "caf\xe9").ok());          // raw bytes signed as sent
+  EXPECT_TRUE(sent_as("caf\xc3\xa9", "caf\xc3\xa9").ok());  // UTF-8 both ways
+  // Still bound to the value: another byte, or a UTF-8 value that differs, does not verify.
+  EXPECT_EQ(sent_as("caf\xc3\xa9", "caf\xe8").error().code, ErrorCode::kSignatureDoesNotMatch);
+  EXPECT_EQ(sent_as("caf\xc3\xa9", "caf\xc3\xa8").error().code, ErrorCode::kSignatureDoesNotMatch);
+}
+
+}  // namespace
+}  // namespace rdmastor::s3

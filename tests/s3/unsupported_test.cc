@@ -43,7 +43,7 @@ TEST(UnsupportedTest, EncryptionOnEveryWrite) {
 TEST(UnsupportedTest, StorageClass) {
   EXPECT_EQ(Refusal("PutObject", With({{"x-amz-storage-class", "STANDARD"}})), std::nullopt);
   EXPECT_EQ(Refusal("PutObject", With({{"x-amz-storage-class", "REDUCED_REDUNDANCY"}})),
-            ErrorCode::kNotImplemented);
+            std::nullopt);
   EXPECT_EQ(Refusal("NewMultipartUpload", With({{"x-amz-storage-class", "GLACIER"}})),
             ErrorCode::kInvalidStorageClass);
   EXPECT_EQ(Refusal("CopyObject", With({{"x-amz-storage-class", "standard"}})),

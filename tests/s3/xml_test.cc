@@ -162,6 +162,57 @@ TEST(XmlTest, ListBuckets) {
   EXPECT_FALSE(root.child("Buckets").first_child());
 }
 
+TEST(XmlTest, ListBucketsPage) {
+  ListBucketsParams p;
+  p.prefix = "al";
+  p.continuation_token = "YWxwaGE=";
+  p.region = "eu-west-1";
+  pugi::xml_document doc;
+  pugi::xml_node root =
+      ParseDoc(ListBucketsXml({{"alpha", kT}}, Owner{}, p), doc, "ListAllMyBucketsResult");
+  EXPECT_EQ(Text(root.child("Buckets").child("Bucket"), "BucketRegion"), "eu-west-1");
+  EXPECT_EQ(Text(root, "ContinuationToken"), "YWxwaGE=");
+  EXPECT_EQ(Text(root, "Prefix"), "al");
+  // The last page carries no token; no prefix asked, none echoed.
+  pugi::xml_document last;
+  root = ParseDoc(ListBucketsXml({}, Owner{}, {}), last, "ListAllMyBucketsResult");
+  EXPECT_FALSE(root.child("ContinuationToken"));
+  EXPECT_FALSE(root.child("Prefix"));
+}
+
+TEST(XmlTest, GetObjectAttributesPagesParts) {
+  storage::ObjectInfo info = Obj("k", 12, "abc-3");
+  info.part_count = 3;
+  info.part_sizes = {5, 5, 2};
+  info.checksums["crc32"] = "AAAAAA==-3";
+  ObjectAttributesParams p;
+  p.etag = p.checksum = p.object_parts = p.storage_class = p.object_size = true;
+  p.max_parts = 2;
+  pugi::xml_document doc;
+  pugi::xml_node root =
+      ParseDoc(GetObjectAttributesXml(p, info), doc, "GetObjectAttributesResponse");
+  EXPECT_EQ(Text(root, "ETag"), "abc-3");
+  EXPECT_EQ(Text(root.child("Checksum"), "ChecksumCRC32"), "AAAAAA==-3");
+  pugi::xml_node parts = root.child("ObjectParts");
+  EXPECT_EQ(Text(parts, "PartsCount"), "3");
+  EXPECT_EQ(Text(parts, "IsTruncated"), "true");
+  EXPECT_EQ(Text(parts, "NextPartNumberMarker"), "2");
+  std::vector<std::string> sizes;
+  for (pugi::xml_node part : parts.children("Part")) sizes.push_back(Text(part, "Size"));
+  EXPECT_EQ(sizes, (std::vector<std::string>{"5", "5"}));
+  EXPECT_EQ(Text(root, "StorageClass"), "STANDARD");
+  EXPECT_EQ(Text(root, "ObjectSize"), "12");
+  // The rest from the marker; only what was asked for.
+  ObjectAttributesParams rest;
+  rest.object_parts = true;
+  rest.part_number_marker = 2;
+  pugi::xml_document doc2;
+  root = ParseDoc(GetObjectAttributesXml(rest, info), doc2, "GetObjectAttributesResponse");
+  EXPECT_FALSE(root.child("ETag"));
+  EXPECT_EQ(Text(root.child("ObjectParts"), "IsTruncated"), "false");
+  EXPECT_EQ(Text(root.child("ObjectParts").child("Part"), "PartNumber"), "3");
+}
+
 TEST(XmlTest, Location) {
   pugi::xml_document d1, d2;
   EXPECT_STREQ(ParseDoc(LocationXml("us-east-1"), d1, "LocationConstraint").text().get(), "");

@@ -20,8 +20,8 @@ ObjectMeta Sample() {
 
 TEST(ObjectMetaTest, NonUtf8MetadataRoundTripsByteForByte) {
   ObjectMeta m = Sample();
-  m.user_metadata["x-amz-meta-latin1"] = "caf\xe9";             // ISO-8859-1, not UTF-8
-  m.user_metadata["x-amz-meta-utf8"] = "caf\xc3\xa9";           // UTF-8
+  m.user_metadata["x-amz-meta-latin1"] = "caf\xe9";    // ISO-8859-1, not UTF-8
+  m.user_metadata["x-amz-meta-utf8"] = "caf\xc3\xa9";  // UTF-8
   m.user_metadata["x-amz-meta-bytes"] = std::string("\xff\x00\x80", 3);
   m.user_metadata["content-encoding"] = "deflate, gzip";
   const std::string text = SerializeObjectMeta(m);

@@ -309,8 +309,8 @@ int main(int argc, char** argv) {
     Mapped staging;
     if (rc && size) {
       staging.size = static_cast<size_t>(std::min<uint64_t>(kPart, size));
-      void* p = mmap(nullptr, staging.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                     -1, 0);
+      void* p =
+          mmap(nullptr, staging.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED)
         return Fail("cannot allocate a receive buffer: " + std::string(std::strerror(errno)));
       madvise(p, staging.size, MADV_HUGEPAGE);  // fewer pages to pin; a hint only

@@ -21,6 +21,7 @@
 
 #include "rdma/build_info.h"
 #include "rdma/check.h"
+#include "rdma/rails.h"
 #include "rdma/soft/soft_fabric.h"
 
 namespace rdmastor::rdma {
@@ -161,7 +162,6 @@ using AhPtr = std::unique_ptr<ibv_ah, Deleter<ibv_ah, ibv_destroy_ah>>;
 using ChannelPtr =
     std::unique_ptr<ibv_comp_channel, Deleter<ibv_comp_channel, ibv_destroy_comp_channel>>;
 
-
 Error VerbsError(std::string what, int err) {
   return MakeError(ErrorCode::kRDMANotSupported,
                    "verbs: " + what + ": " + std::strerror(err ? err : EIO));
@@ -293,8 +293,8 @@ class VerbsFabric final : public Fabric {
                                             const RequestOrigin& origin) override {
     if (!remote.has_gid && remote.lid == 0)
       return MakeError(ErrorCode::kRDMANotSupported, "verbs: the token has neither LID nor GID");
-    if (auto why = VerbsOriginRefusal(remote.has_gid, remote.gid, origin.remote_ip,
-                                      settings_.allow, settings_.origin_check);
+    if (auto why = VerbsOriginRefusal(remote.has_gid, remote.gid, origin.remote_ip, settings_.allow,
+                                      settings_.origin_check);
         !why.empty())
       return MakeError(ErrorCode::kAccessDenied, why);
     auto ah = AddressHandle(remote);
@@ -443,8 +443,7 @@ class VerbsFabric final : public Fabric {
     int fl = fcntl(d->channel->fd, F_GETFL);
     if (fl < 0 || fcntl(d->channel->fd, F_SETFL, fl | O_NONBLOCK) != 0)
       return VerbsError("completion channel O_NONBLOCK", errno);
-    d->cq.reset(
-        ibv_create_cq(ctx_.get(), plan_.dci_queues.cqe, nullptr, d->channel.get(), 0));
+    d->cq.reset(ibv_create_cq(ctx_.get(), plan_.dci_queues.cqe, nullptr, d->channel.get(), 0));
     if (!d->cq) return VerbsError("ibv_create_cq", errno);
     ibv_qp_init_attr_ex attr{};
     attr.qp_type = IBV_QPT_DRIVER;
@@ -550,7 +549,8 @@ Status DciEndpoint::PostSend(const WorkRequest& wr) {
   ibv_wr_set_sge(dci_->qpx, wr.lkey, reinterpret_cast<uint64_t>(wr.local_addr), wr.length);
   if (int e = ibv_wr_complete(dci_->qpx)) {
     // Nothing of this request was queued; earlier ones may be in flight.
-    if (use_.signaled_outstanding == 0 && use_.unsignaled_tail == 0) GiveBack(DciDisposition::kReturn);
+    if (use_.signaled_outstanding == 0 && use_.unsignaled_tail == 0)
+      GiveBack(DciDisposition::kReturn);
     return VerbsError("post", e);
   }
   if (wr.signaled) {
@@ -784,112 +784,6 @@ Rail RailOf(const DevicePick& pick) {
   return rail;
 }
 
-class RailsFabric;
-
-// A registration on every rail; addressed (lkey/rkey) as rail 0's. Other rails' endpoints
-// translate the lkey (RailsFabric::Translate).
-class RailsMr final : public MemoryRegion {
- public:
-  RailsMr(RailsFabric& f, std::vector<std::unique_ptr<MemoryRegion>> regs)
-      : MemoryRegion(regs[0]->addr(), regs[0]->length(), regs[0]->lkey(), regs[0]->rkey()),
-        fabric_(f),
-        regs_(std::move(regs)) {}
-  ~RailsMr() override;
-
- private:
-  RailsFabric& fabric_;
-  std::vector<std::unique_ptr<MemoryRegion>> regs_;
-};
-
-class RailEndpoint final : public Endpoint {
- public:
-  RailEndpoint(RailsFabric& f, size_t rail, std::unique_ptr<Endpoint> ep)
-      : fabric_(f), rail_(rail), ep_(std::move(ep)) {}
-  Status PostSend(const WorkRequest& wr) override;
-  Result<int> PollCompletions(Completion* out, int max, std::chrono::milliseconds wait) override {
-    return ep_->PollCompletions(out, max, wait);
-  }
-
- private:
-  RailsFabric& fabric_;
-  size_t rail_;
-  std::unique_ptr<Endpoint> ep_;
-};
-
-// Several devices (MINIO_RDMA_DEVICE lists them, or every usable one): each request goes out of
-// the rail SelectRail picks for its token and the interface its HTTP request arrived on.
-// Memory is registered on every rail.
-class RailsFabric final : public Fabric {
- public:
-  RailsFabric(std::vector<std::unique_ptr<Fabric>> fabrics, std::vector<Rail> rails)
-      : fabrics_(std::move(fabrics)), rails_(std::move(rails)) {}
-  std::string_view name() const override { return "verbs"; }
-
-  Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
-                                                       unsigned access) override {
-    std::vector<std::unique_ptr<MemoryRegion>> regs;
-    std::vector<uint32_t> lkeys;
-    for (auto& f : fabrics_) {
-      auto mr = f->RegisterMemory(addr, length, access);
-      if (!mr.ok()) return mr.error();
-      lkeys.push_back((*mr)->lkey());
-      regs.push_back(std::move(mr).value());
-    }
-    std::lock_guard lock(mu_);
-    lkeys_[lkeys[0]] = std::move(lkeys);
-    return std::unique_ptr<MemoryRegion>(new RailsMr(*this, std::move(regs)));
-  }
-
-  Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
-                                            const RequestOrigin& origin) override {
-    size_t i = SelectRail(rails_, remote.has_gid, remote.gid, origin.local_ip);
-    if (auto why = fabrics_[i]->Unavailable(); !why.empty())
-      return MakeError(ErrorCode::kRDMANotSupported, rails_[i].device + ": " + why);
-    auto ep = fabrics_[i]->Connect(remote, origin);
-    if (!ep.ok() || i == 0) return ep;  // rail 0's lkeys are the regions' own
-    return std::unique_ptr<Endpoint>(new RailEndpoint(*this, i, std::move(ep).value()));
-  }
-
-  // Unavailable only when every rail is: a request whose rail is down gets 501 from Connect.
-  std::string Unavailable() const override {
-    std::string why;
-    for (size_t i = 0; i < fabrics_.size(); ++i) {
-      auto w = fabrics_[i]->Unavailable();
-      if (w.empty()) return "";
-      why += (why.empty() ? "" : "; ") + rails_[i].device + ": " + w;
-    }
-    return why;
-  }
-  bool NeedsReopen() const override {
-    return std::any_of(fabrics_.begin(), fabrics_.end(),
-                       [](const auto& f) { return f->NeedsReopen(); });
-  }
-
-  uint32_t Translate(uint32_t lkey0, size_t rail) {
-    std::lock_guard lock(mu_);
-    auto it = lkeys_.find(lkey0);
-    return it == lkeys_.end() || rail >= it->second.size() ? lkey0 : it->second[rail];
-  }
-  void Forget(uint32_t lkey0) {
-    std::lock_guard lock(mu_);
-    lkeys_.erase(lkey0);
-  }
-
- private:
-  std::vector<std::unique_ptr<Fabric>> fabrics_;
-  std::vector<Rail> rails_;
-  std::mutex mu_;
-  std::map<uint32_t, std::vector<uint32_t>> lkeys_;  // rail 0's lkey -> every rail's
-};
-
-RailsMr::~RailsMr() { fabric_.Forget(lkey()); }
-
-Status RailEndpoint::PostSend(const WorkRequest& wr) {
-  WorkRequest w = wr;
-  w.lkey = fabric_.Translate(wr.lkey, rail_);
-  return ep_->PostSend(w);
-}
-
 Result<std::unique_ptr<Fabric>> CreateOneRail(const VerbsSettings& s);
 
 }  // namespace
@@ -918,7 +812,7 @@ Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings& s) {
   }
   spdlog::info("verbs fabric: {} rails; each request uses the rail on its token's subnet",
                fabrics.size());
-  return std::unique_ptr<Fabric>(new verbs::RailsFabric(std::move(fabrics), std::move(rails)));
+  return MakeRailsFabric(std::move(fabrics), std::move(rails));
 }
 
 namespace verbs {

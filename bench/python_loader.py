@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+"""Python data-loading benchmark: N objects read into torch tensors by a DataLoader (4 workers).
+
+Side by side on one server (soft fabric) started here: rdmastor Python over RDMA, the same over
+HTTP (rdma="off"), boto3 get_object().read() + torch.frombuffer, and local files read with
+readinto() as the ceiling, plus rdmastor from 4 threads of one process (no DataLoader).
+Compare with the C++ client library on the same server: bench/rdma_bench (GET cells). Reports samples/s, MiB/s and client CPU s/GiB (this process and its
+DataLoader workers). Every sample is checked (its first and last bytes name the object), so a
+fast wrong answer cannot pass. See bench/README.md.
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/python_loader.py --build-dir build \
+        --sets 20000x128KiB,200x16MiB
+"""
+
+import argparse
+import concurrent.futures
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import torch
+import torch.utils.data
+
+KiB, MiB, GiB = 1024, 1024 * 1024, 1024 ** 3
+
+
+def parse_size(s):
+    for suffix, mul in (("KiB", KiB), ("MiB", MiB), ("GiB", GiB)):
+        if s.endswith(suffix):
+            return int(s[:-len(suffix)]) * mul
+    return int(s)
+
+
+def payload(i, size):
+    tag = i.to_bytes(4, "little")
+    body = bytes([i % 251]) * max(size - 8, 0)
+    return (tag + body + tag)[:size]
+
+
+class Reader(torch.utils.data.IterableDataset):
+    """Reads its shard of keys into one reused uint8 buffer per worker; yields the byte count."""
+
+    def __init__(self, mode, keys, size, opts):
+        self.mode, self.keys, self.size, self.opts = mode, keys, size, opts
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        wid, nw = (info.id, info.num_workers) if info else (0, 1)
+        buf = torch.empty(self.size, dtype=torch.uint8)
+        mv = memoryview(buf.numpy())
+        o = self.opts
+        if self.mode.startswith("rdmastor"):
+            import rdmastor
+            c = rdmastor.Client(o["endpoint"], o["ak"], o["sk"],
+                                rdma="soft" if self.mode == "rdmastor-rdma" else "off")
+            read = lambda i, k: c.get_into("bench", k, buf)  # noqa: E731
+        elif self.mode == "boto3":
+            import boto3
+            from botocore.config import Config
+            s3 = boto3.client("s3", endpoint_url=o["endpoint"], aws_access_key_id=o["ak"],
+                              aws_secret_access_key=o["sk"], region_name="us-east-1",
+                              config=Config(signature_version="s3v4"))
+
+            def read(i, k):
+                data = s3.get_object(Bucket="bench", Key=k)["Body"].read()
+                t = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+                buf[:len(data)] = t
+                return len(data)
+        else:
+            def read(i, k):
+                with open(os.path.join(o["dir"], k.replace("/", "_")), "rb", buffering=0) as f:
+                    return f.readinto(mv)
+        for i in range(wid, len(self.keys), nw):
+            n = int(read(i, self.keys[i]))
+            tag = i.to_bytes(4, "little")
+            if n != self.size or bytes(mv[:4]) != tag or bytes(mv[n - 4:n]) != tag:
+                raise RuntimeError(f"{self.mode}: wrong bytes for {self.keys[i]}")
+            yield n
+
+
+def cpu_seconds():
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def run_threads(keys, size, opts, workers):
+    """rdmastor over RDMA from threads of this process sharing one Client (no DataLoader): what
+    the binding costs without the worker processes."""
+    import rdmastor
+    c = rdmastor.Client(opts["endpoint"], opts["ak"], opts["sk"], rdma="soft")
+
+    def work(w):
+        buf = torch.empty(size, dtype=torch.uint8)
+        return sum(int(c.get_into("bench", keys[i], buf)) for i in range(w, len(keys), workers))
+
+    cpu0, t0 = cpu_seconds(), time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(workers) as ex:
+        total = sum(ex.map(work, range(workers)))
+    dt, cpu = time.monotonic() - t0, cpu_seconds() - cpu0
+    assert total == len(keys) * size
+    return {"samples_s": len(keys) / dt, "mib_s": total / MiB / dt,
+            "cpu_s_per_gib": cpu / (total / GiB), "seconds": dt}
+
+
+def run(mode, keys, size, opts, workers):
+    if mode == "rdmastor-threads":
+        return run_threads(keys, size, opts, workers)
+    ds = Reader(mode, keys, size, opts)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers,
+                                         multiprocessing_context="fork")
+    cpu0, t0 = cpu_seconds(), time.monotonic()
+    total = sum(loader)
+    dt, cpu = time.monotonic() - t0, cpu_seconds() - cpu0
+    assert total == len(keys) * size
+    return {"samples_s": len(keys) / dt, "mib_s": total / MiB / dt,
+            "cpu_s_per_gib": cpu / (total / GiB), "seconds": dt}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", default="build")
+    ap.add_argument("--sets", default="20000x128KiB,200x16MiB")
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--modes", default="rdmastor-rdma,rdmastor-http,rdmastor-threads,boto3,local")
+    args = ap.parse_args()
+    sys.path.insert(0, os.path.join(args.build_dir, "python"))
+    import rdmastor
+
+    base = tempfile.mkdtemp(prefix="rdmastor-pybench-")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ak, sk = "benchadmin", "benchsecret123"
+    env = dict(os.environ, MINIO_ROOT_USER=ak, MINIO_ROOT_PASSWORD=sk, MINIO_RDMA_FABRIC="soft")
+    os.makedirs(os.path.join(base, "data"))
+    log = open(os.path.join(base, "server.log"), "wb")
+    srv = subprocess.Popen([os.path.join(args.build_dir, "src", "rdmastor"), "server", "--address",
+                            f"127.0.0.1:{port}", os.path.join(base, "data")], env=env,
+                           stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(endpoint + "/minio/health/live", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        c = rdmastor.Client(endpoint, ak, sk, rdma="soft")
+        c.create_bucket("bench")
+        filedir = os.path.join(base, "files")
+        os.makedirs(filedir)
+        opts = {"endpoint": endpoint, "ak": ak, "sk": sk, "dir": filedir}
+        print(f"{'set':>14} {'mode':>14} {'samples/s':>10} {'MiB/s':>9} {'CPU s/GiB':>10}")
+        for spec in args.sets.split(","):
+            count, size = spec.split("x")
+            count, size = int(count), parse_size(size)
+            keys = [f"s{size}/{i:06d}" for i in range(count)]
+
+            def put(i):
+                data = payload(i, size)
+                c.put_object("bench", keys[i], data)
+                with open(os.path.join(filedir, keys[i].replace("/", "_")), "wb") as f:
+                    f.write(data)
+
+            with concurrent.futures.ThreadPoolExecutor(4) as ex:
+                list(ex.map(put, range(count)))
+            for mode in args.modes.split(","):
+                r = run(mode, keys, size, opts, args.workers)
+                print(f"{spec:>14} {mode:>14} {r['samples_s']:10.0f} {r['mib_s']:9.1f} "
+                      f"{r['cpu_s_per_gib']:10.2f}", flush=True)
+            for k in keys:
+                os.unlink(os.path.join(filedir, k.replace("/", "_")))
+    finally:
+        srv.terminate()
+        srv.wait(timeout=30)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,293 @@
+// rdmastor._native: the Python binding of the client library (include/rdmastor/). One Native
+// object wraps one RdmaS3Client (or a plain S3Client for rdma="off") and is used by one thread at
+// a time; rdmastor.Client (Python) keeps one per thread and re-creates them after fork().
+//
+// Every transfer runs with the GIL released on memory the caller's buffer exporter keeps alive
+// (the Py_buffer is held until the call returns). Errors become rdmastor.S3Error through
+// rdmastor._errors.from_native (code text, HTTP status, request id parsed there).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rdma/build_info.h"
+#include "rdma/settings.h"
+#include "rdmastor/rdma_client.h"
+#include "rdmastor/s3_client.h"
+
+namespace py = pybind11;
+using rdmastor::Error;
+using rdmastor::ErrorCode;
+using rdmastor::HeaderList;
+using rdmastor::client::ByteRange;
+using rdmastor::client::RdmaS3Client;
+using rdmastor::client::S3Client;
+
+namespace {
+
+// Carries an Error out of a GIL-free section; translated to rdmastor.S3Error with the GIL held.
+struct NativeError {
+  Error error;
+};
+
+[[noreturn]] void Throw(const Error& e) { throw NativeError{e}; }
+
+template <class T>
+T Unwrap(rdmastor::Result<T> r) {
+  if (!r.ok()) Throw(r.error());
+  return std::move(r).value();
+}
+
+// A contiguous view of a Python buffer, released on scope exit (needs the GIL to construct and
+// destroy; the memory stays valid in between, also with the GIL released).
+class BufferView {
+ public:
+  BufferView(py::handle obj, bool writable) {
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj.ptr(), &view_, flags) != 0) throw py::error_already_set();
+  }
+  ~BufferView() { PyBuffer_Release(&view_); }
+  BufferView(const BufferView&) = delete;
+  BufferView& operator=(const BufferView&) = delete;
+  char* data() const { return static_cast<char*>(view_.buf); }
+  size_t size() const { return static_cast<size_t>(view_.len); }
+
+ private:
+  Py_buffer view_{};
+};
+
+HeaderList ToHeaders(const std::map<std::string, std::string>& h) {
+  HeaderList out;
+  for (const auto& [k, v] : h) {
+    std::string lower = k;
+    for (char& c : lower)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    out.emplace_back(std::move(lower), v);
+  }
+  return out;
+}
+
+py::dict HeadersDict(const HeaderList& h) {
+  py::dict d;
+  for (const auto& [k, v] : h) d[py::str(k)] = py::str(v);
+  return d;
+}
+
+py::dict ResultDict(const rdmastor::client::TransferResult& r) {
+  py::dict d;
+  d["transport"] = std::string(rdmastor::client::TransportName(r.transport));
+  d["status"] = r.status;
+  d["bytes"] = r.bytes;
+  d["etag"] = r.etag;
+  if (r.object_size)
+    d["object_size"] = *r.object_size;
+  else
+    d["object_size"] = py::none();
+  return d;
+}
+
+std::optional<ByteRange> RangeOf(uint64_t offset, int64_t length) {
+  if (offset == 0 && length < 0) return std::nullopt;
+  ByteRange r{offset, {}};
+  if (length >= 0) {
+    if (length == 0) return r;  // callers never send an empty range (checked in Python)
+    r.last = offset + static_cast<uint64_t>(length) - 1;
+  }
+  return r;
+}
+
+class Native {
+ public:
+  // fabric: "soft" | "verbs" | "off". verbs_env: MINIO_RDMA_DEVICE / _PORT / _GID_INDEX / _DC_KEY.
+  Native(const std::string& endpoint, const std::string& access_key,
+         const std::string& secret_key, const std::string& region, const std::string& fabric,
+         bool allow_http_fallback, const std::map<std::string, std::string>& verbs_env,
+         double connect_timeout_s, double io_timeout_s)
+      : pid_(::getpid()), fabric_(fabric) {
+    rdmastor::client::TlsClientOptions tls;
+    auto s3cfg = Unwrap(rdmastor::client::S3ConfigFromEndpoint(endpoint, access_key, secret_key,
+                                                               region, tls));
+    s3cfg.http.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
+    s3cfg.http.io_timeout = std::chrono::milliseconds(static_cast<int64_t>(io_timeout_s * 1000));
+    if (fabric == "off") {
+      plain_ = std::make_unique<S3Client>(std::move(s3cfg));
+      return;
+    }
+    rdmastor::client::RdmaClientConfig cfg;
+    cfg.s3 = std::move(s3cfg);
+    cfg.allow_http_fallback = allow_http_fallback;
+    if (fabric == "verbs") {
+      auto rs = Unwrap(rdmastor::rdma::ParseRdmaSettings(verbs_env));
+      cfg.fabric = rdmastor::client::ClientFabric::kVerbs;
+      cfg.verbs = {rs.verbs.device, rs.verbs.port, rs.verbs.gid_index, rs.verbs.dc_key};
+    } else if (fabric != "soft") {
+      Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument,
+                                "rdma must be auto, soft, verbs or off, not '" + fabric + "'"));
+    }
+    py::gil_scoped_release nogil;
+    rdma_ = Unwrap(RdmaS3Client::Create(std::move(cfg)));
+  }
+
+  // After fork() the child owns a copy of this object whose helper threads (the soft fabric's
+  // target) do not exist there: tearing it down would join threads that are gone. The child
+  // leaks it instead (its sockets close with the process).
+  ~Native() {
+    if (::getpid() != pid_) {
+      (void)rdma_.release();
+      (void)plain_.release();
+    }
+  }
+
+  const std::string& fabric() const { return fabric_; }
+
+  py::dict Put(const std::string& bucket, const std::string& key, py::handle data,
+               const std::map<std::string, std::string>& headers) {
+    BufferView buf(data, /*writable=*/false);
+    HeaderList h = ToHeaders(headers);
+    rdmastor::client::TransferResult r;
+    {
+      py::gil_scoped_release nogil;
+      if (rdma_) {
+        auto res = rdma_->Put(bucket, key, buf.data(), buf.size(), h);
+        rdma_->Forget(buf.data(), buf.size());
+        r = Unwrap(std::move(res));
+      } else {
+        auto p = Unwrap(plain_->PutObject(bucket, key, std::string_view(buf.data(), buf.size()), h));
+        r.transport = rdmastor::client::Transport::kHttp;
+        r.status = 200;
+        r.bytes = buf.size();
+        r.etag = p.etag;
+        r.headers = std::move(p.headers);
+      }
+    }
+    return ResultDict(r);
+  }
+
+  py::dict UploadPart(const std::string& bucket, const std::string& key,
+                      const std::string& upload_id, int part_number, py::handle data) {
+    BufferView buf(data, /*writable=*/false);
+    rdmastor::client::TransferResult r;
+    {
+      py::gil_scoped_release nogil;
+      if (rdma_) {
+        auto res = rdma_->UploadPart(bucket, key, upload_id, part_number, buf.data(), buf.size());
+        rdma_->Forget(buf.data(), buf.size());
+        r = Unwrap(std::move(res));
+      } else {
+        rdmastor::client::S3Request req;
+        req.method = "PUT";
+        req.bucket = bucket;
+        req.key = key;
+        req.raw_query = "partNumber=" + std::to_string(part_number) + "&uploadId=" + upload_id;
+        req.body = std::string_view(buf.data(), buf.size());
+        req.payload_sha256 = "UNSIGNED-PAYLOAD";
+        auto resp = Unwrap(plain_->Execute(req, rdmastor::client::ResponseTarget::Discard()));
+        if (!resp.success())
+          Throw(rdmastor::client::S3ErrorFromResponse(resp, "PUT part of " + key));
+        r.transport = rdmastor::client::Transport::kHttp;
+        r.status = resp.status;
+        r.bytes = buf.size();
+        if (const auto* e = resp.FindHeader("etag")) r.etag = *e;
+      }
+    }
+    return ResultDict(r);
+  }
+
+  // GetObject (or bytes [offset, offset+length)) into the writable buffer `dst`.
+  py::dict GetInto(const std::string& bucket, const std::string& key, py::handle dst,
+                   uint64_t offset, int64_t length) {
+    BufferView buf(dst, /*writable=*/true);
+    size_t capacity = buf.size();
+    if (length >= 0 && static_cast<uint64_t>(length) < capacity) capacity = static_cast<size_t>(length);
+    auto range = RangeOf(offset, length);
+    rdmastor::client::TransferResult r;
+    {
+      py::gil_scoped_release nogil;
+      if (rdma_) {
+        auto res = rdma_->Get(bucket, key, buf.data(), capacity, range);
+        rdma_->Forget(buf.data(), capacity);
+        r = Unwrap(std::move(res));
+      } else {
+        auto g = Unwrap(plain_->GetObjectInto(bucket, key, range, buf.data(), capacity));
+        r.transport = rdmastor::client::Transport::kHttp;
+        r.status = g.status;
+        r.bytes = g.bytes;
+        r.etag = g.etag;
+        r.object_size = g.object_size;
+      }
+    }
+    return ResultDict(r);
+  }
+
+  // A request without a payload buffer (listing, HEAD, buckets, deletes, multipart control).
+  // Returns (status, headers, body); the caller decodes errors (rdmastor._errors).
+  py::tuple Request(const std::string& method, const std::string& bucket, const std::string& key,
+                    const std::string& raw_query, const std::map<std::string, std::string>& headers,
+                    const py::bytes& body) {
+    std::string body_copy = body;
+    rdmastor::client::S3Request req;
+    req.method = method;
+    req.bucket = bucket;
+    req.key = key;
+    req.raw_query = raw_query;
+    req.headers = ToHeaders(headers);
+    req.body = body_copy;
+    rdmastor::client::HttpResponse resp;
+    {
+      py::gil_scoped_release nogil;
+      S3Client& s3 = rdma_ ? rdma_->http() : *plain_;
+      auto target = method == "HEAD" ? rdmastor::client::ResponseTarget::Discard()
+                                     : rdmastor::client::ResponseTarget::String();
+      resp = Unwrap(s3.Execute(req, target));
+    }
+    return py::make_tuple(resp.status, HeadersDict(resp.headers), py::bytes(resp.body));
+  }
+
+ private:
+  pid_t pid_;
+  std::string fabric_;
+  std::unique_ptr<RdmaS3Client> rdma_;
+  std::unique_ptr<S3Client> plain_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "rdmastor client library binding (use the rdmastor package, not this module)";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const NativeError& e) {
+      const auto& info = rdmastor::GetErrorInfo(e.error.code);
+      py::object from_native = py::module_::import("rdmastor._errors").attr("from_native");
+      py::object exc = from_native(std::string(info.code), info.http_status, e.error.message);
+      PyErr_SetObject(exc.get_type().ptr(), exc.ptr());
+    }
+  });
+  m.def("built_with_verbs", &rdmastor::rdma::BuiltWithVerbs);
+  m.def("rdma_devices", [] {
+    auto probe = rdmastor::rdma::ProbeDevices();
+    return py::make_tuple(probe.devices, probe.error);
+  });
+  py::class_<Native>(m, "Native")
+      .def(py::init<const std::string&, const std::string&, const std::string&,
+                    const std::string&, const std::string&, bool,
+                    const std::map<std::string, std::string>&, double, double>(),
+           py::arg("endpoint"), py::arg("access_key"), py::arg("secret_key"), py::arg("region"),
+           py::arg("fabric"), py::arg("allow_http_fallback"), py::arg("verbs_env"),
+           py::arg("connect_timeout"), py::arg("io_timeout"))
+      .def_property_readonly("fabric", &Native::fabric)
+      .def("put", &Native::Put, py::arg("bucket"), py::arg("key"), py::arg("data"),
+           py::arg("headers"))
+      .def("upload_part", &Native::UploadPart)
+      .def("get_into", &Native::GetInto, py::arg("bucket"), py::arg("key"), py::arg("dst"),
+           py::arg("offset"), py::arg("length"))
+      .def("request", &Native::Request);
+}
