@@ -108,7 +108,10 @@ namespace rdmastor {
   X(kHealNotImplemented, "XMinioHealNotImplemented", 501,                                          \
     "Nothing to heal: this deployment has no erasure coding.")                                     \
   X(kHealAlreadyRunning, "XMinioHealAlreadyRunning", 400, "A heal is already running.")            \
-  X(kHealNoSuchProcess, "XMinioHealNoSuchProcess", 400, "No such heal process is running.")
+  X(kHealNoSuchProcess, "XMinioHealNoSuchProcess", 400, "No such heal process is running.")       \
+  X(kInvalidTag, "InvalidTag", 400, "The tag provided was not a valid tag.")                       \
+  X(kBadRequest, "BadRequest", 400, "Bad Request")                                                 \
+  X(kNoSuchTagSet, "NoSuchTagSet", 404, "The TagSet does not exist")
 
 enum class ErrorCode {
 #define RDMASTOR_ENUM_ENTRY(name, code, status, msg) name,

@@ -42,7 +42,8 @@ json InfoToJson(const storage::ObjectInfo& o) {
           {"checksums", o.checksums},
           {"storage_class", o.storage_class},
           {"part_count", o.part_count},
-          {"part_sizes", o.part_sizes}};
+          {"part_sizes", o.part_sizes},
+          {"tags", o.tags}};
 }
 
 storage::ObjectInfo InfoFromJson(const json& j) {
@@ -58,6 +59,7 @@ storage::ObjectInfo InfoFromJson(const json& j) {
   o.storage_class = j.value("storage_class", std::string());
   o.part_count = j.at("part_count").get<int>();
   o.part_sizes = j.at("part_sizes").get<std::vector<uint64_t>>();
+  o.tags = j.value("tags", std::string());  // absent from peers that predate tagging
   return o;
 }
 

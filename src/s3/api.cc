@@ -23,6 +23,7 @@
 #include "s3/range.h"
 #include "s3/rdma_request.h"
 #include "s3/sigv4.h"
+#include "s3/tagging.h"
 #include "s3/unsupported.h"
 #include "s3/xml.h"
 #include "storage/object_meta.h"
@@ -444,6 +445,11 @@ Result<storage::PutOptions> ObjectOptionsFromHeaders(const HttpRequest& req) {
     opts.user_metadata[std::string(stored)] = std::move(*value);
   }
   if (meta_bytes > kMaxUserMetadata) return MakeError(ErrorCode::kMetadataTooLarge);
+  if (const std::string* tagging = req.FindHeader("x-amz-tagging")) {
+    auto tags = ParseTaggingHeader(*tagging);
+    if (!tags.ok()) return tags.error();
+    opts.tags = std::move(*tags);
+  }
   opts.storage_class = StorageClassOf(req);
   return opts;
 }
@@ -463,6 +469,7 @@ void AddObjectHeaders(HttpResponseHead& head, const storage::ObjectInfo& info,
     for (const auto& [algo, value] : info.checksums) head.Set("x-amz-checksum-" + algo, value);
   }
   if (info.part_count > 0) head.Set("x-amz-mp-parts-count", std::to_string(info.part_count));
+  if (!info.tags.empty()) head.Set("x-amz-tagging-count", std::to_string(TagCount(info.tags)));
   // As AWS: the header only for a class other than STANDARD.
   if (!info.storage_class.empty()) head.Set("x-amz-storage-class", info.storage_class);
 }
@@ -570,7 +577,6 @@ const char* UnsupportedSubresource(const S3Api::Context& ctx) {
                                        "policy",
                                        "lifecycle",
                                        "cors",
-                                       "tagging",
                                        "encryption",
                                        "replication",
                                        "website",
@@ -614,6 +620,7 @@ std::string_view ApiName(const S3Api::Context& ctx) {
   if (m == "GET" && !ctx.has_key && ctx.Has("events")) return "ListenNotification";
   if (ctx.bucket.empty()) return m == "GET" ? "ListBuckets" : "unknown";
   if (UnsupportedSubresource(ctx)) return "unknown";
+  if (ctx.Has("tagging")) return TaggingApiName(m, ctx.has_key);
   if (!ctx.has_key) {
     if (m == "PUT") return ctx.Has("versioning") ? "PutBucketVersioning" : "PutBucket";
     if (m == "HEAD") return "HeadBucket";
@@ -834,11 +841,25 @@ void S3Api::Dispatch(Context& ctx) {
       {"CompleteMultipartUpload", [](S3Api& a, Context& c) { a.CompleteMultipartUpload(c); }},
       {"AbortMultipartUpload", [](S3Api& a, Context& c) { a.AbortMultipartUpload(c); }},
       {"DeleteObject", [](S3Api& a, Context& c) { a.DeleteObject(c); }},
+      {"PutObjectTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
+      {"GetObjectTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
+      {"DeleteObjectTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
+      {"PutBucketTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
+      {"GetBucketTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
+      {"DeleteBucketTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
   };
   for (const auto& [name, handler] : kRoutes) {
     if (ctx.api == name) return handler(*this, ctx);
   }
   return SendError(ctx, MakeError(ErrorCode::kMethodNotAllowed));
+}
+
+// ?tagging on a bucket or an object (s3/tagging.h).
+void S3Api::Tagging(Context& ctx) {
+  auto reply = HandleTagging(store_, ctx.api, ctx.bucket, ctx.key, [&] { return ReadXmlBody(ctx); });
+  if (!reply.ok()) return SendError(ctx, reply.error());
+  if (reply->xml.empty()) return SendEmpty(ctx, reply->status);
+  SendXml(ctx, reply->xml, reply->status);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1189,12 +1210,13 @@ void S3Api::PostObject(Context& ctx) {
   }
 
   // The form's fields are the upload's headers: what PutObject refuses (encryption, storage
-  // classes, tagging, Object Lock, ...) is refused here too, never silently dropped.
+  // classes, Object Lock, ...) is refused here too, never silently dropped.
   HttpRequest as_put;
   as_put.method = "PUT";
   for (const auto& [name, value] : fields) {
     if (name == "file" || name == "policy" || name == "key" || name == "bucket") continue;
-    as_put.headers.emplace_back(name == "tagging" ? "x-amz-tagging" : name, value);
+    if (name == "tagging") continue;  // an XML document, applied below
+    as_put.headers.emplace_back(name, value);
   }
   if (auto st = RefuseUnimplemented("PutObject", as_put); !st.ok())
     return SendError(ctx, st.error());
@@ -1212,6 +1234,11 @@ void S3Api::PostObject(Context& ctx) {
   for (auto stored : kStoredHeaders) {
     if (auto it = fields.find(std::string(stored)); it != fields.end())
       opts.user_metadata[std::string(stored)] = it->second;
+  }
+  if (auto it = fields.find("tagging"); it != fields.end()) {  // a <Tagging> document, as AWS
+    auto tags = ParseTaggingXml(it->second, /*object=*/true);
+    if (!tags.ok()) return SendError(ctx, tags.error());
+    opts.tags = std::move(*tags);
   }
 
   uint64_t max_size = kMaxPutSize;
@@ -1283,6 +1310,9 @@ void S3Api::CopyObject(Context& ctx) {
     opts.user_metadata = src_info.user_metadata;
     opts.storage_class = StorageClassOf(ctx.req);  // a copy is STANDARD unless it says otherwise
   }
+  auto tags = CopyObjectTags(ctx.req, src_info.tags);
+  if (!tags.ok()) return SendError(ctx, tags.error());
+  opts.tags = std::move(*tags);
   bool same = src_bucket == ctx.bucket && src_key == ctx.key;
   if (same) {
     // Onto itself: legal when it replaces the metadata or names a storage class (AWS).

@@ -67,6 +67,7 @@ class S3Api final : public RequestHandler {
   void CompleteMultipartUpload(Context& ctx);
   void AbortMultipartUpload(Context& ctx);
   void ListParts(Context& ctx);
+  void Tagging(Context& ctx);  // ?tagging on a bucket or an object (s3/tagging.h)
 
   ApiOptions opts_;
   storage::ObjectLayer& store_;

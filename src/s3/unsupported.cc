@@ -29,7 +29,7 @@ bool WritesObject(std::string_view api) {
          api == "PutObjectPart" || api == "CopyObjectPart";
 }
 
-// The requests that create an object version and so carry its properties (class, lock, tags).
+// The requests that create an object version and so carry its properties (class, lock).
 bool CreatesObject(std::string_view api) {
   return api == "PutObject" || api == "CopyObject" || api == "NewMultipartUpload";
 }
@@ -71,8 +71,6 @@ Status RefuseUnimplemented(std::string_view api, const HttpRequest& req) {
       if (req.FindHeader(h))
         return MakeError(ErrorCode::kInvalidRequest, "Bucket is missing Object Lock Configuration");
     }
-    if (req.FindHeader("x-amz-tagging"))
-      return NotImplemented("Object tagging (x-amz-tagging) is not implemented by rdmastor.");
   }
   if (api == "PutObject" && HeaderIsTrue(req, "x-amz-meta-snowball-auto-extract"))
     return NotImplemented("Snowball auto-extract of archives is not implemented by rdmastor.");

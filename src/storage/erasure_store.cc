@@ -385,17 +385,60 @@ class ErasureSet {
 
   Result<BucketInfo> GetBucketInfo(const std::string& bucket) {
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
-    BucketInfo info{bucket, 0};
+    BucketInfo info{bucket, 0, {}};
+    // The newest record wins ("updated_ns", written by SetBucketTags): a drive that was away
+    // during a tag change still holds the older one.
+    int64_t newest = -1;
     for (Drive* d : roots_) {
       auto raw = d->ReadVolMeta(bucket);
       if (!raw.ok() || !raw->has_value()) continue;
       try {
-        info.created_ns = nlohmann::json::parse(**raw).at("created_ns").get<int64_t>();
-        break;
+        auto j = nlohmann::json::parse(**raw);
+        const int64_t updated = j.value("updated_ns", int64_t{0});
+        if (updated <= newest) continue;
+        info.created_ns = j.at("created_ns").get<int64_t>();
+        info.tags = j.value("tags", std::string());
+        newest = updated;
       } catch (const std::exception&) {
       }
     }
     return info;
+  }
+
+  // Rewrites the bucket record on every drive with `tags` ("" removes them): staged in the
+  // staging area, renamed over the record. Quorum as for any metadata write.
+  Status SetBucketTags(const std::string& bucket, const std::string& tags) {
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
+    std::unique_lock lock(BucketLock(bucket));
+    auto current = GetBucketInfo(bucket);
+    if (!current.ok()) return current.error();
+    std::string record;
+    try {
+      nlohmann::json j{{"version", 1},
+                       {"name", bucket},
+                       {"created_ns", current->created_ns},
+                       {"updated_ns", NowNs()}};
+      if (!tags.empty()) j["tags"] = tags;
+      record = j.dump();
+    } catch (const std::exception& e) {
+      return MakeError(ErrorCode::kInternalError, e.what());
+    }
+    const std::string staged = rel::Staging(hash::RandomHex(16));
+    const int have = Count(ForEachDrive([&](size_t p) {
+      Drive& d = *roots_[p];
+      if (!d.StatVol(bucket)) return false;
+      if (!d.WriteFile(staged, record).ok()) {
+        (void)d.Unlink(staged);
+        return false;
+      }
+      if (!d.Rename(staged, rel::BucketMeta(bucket)).ok()) {
+        (void)d.Unlink(staged);
+        return false;
+      }
+      return d.FsyncDir(rel::BucketsMeta()).ok();
+    }));
+    if (have < write_quorum()) return WriteQuorumError(have, write_quorum());
+    return {};
   }
 
   std::set<std::string> BucketNames() {
@@ -710,6 +753,7 @@ class ErasureSet {
     meta.mtime_ns = NowNs();
     meta.content_type = opts.content_type;
     meta.user_metadata = opts.user_metadata;
+    meta.tags = opts.tags;
     meta.storage_class = opts.storage_class;
     meta.checksums = ci.checksums;
     meta.parts.push_back(PartMeta{1, *size, meta.etag});
@@ -854,10 +898,13 @@ class ErasureSet {
     std::shared_lock bucket_lock(BucketLock(bucket));
     auto v = Resolve(bucket, *loc);
     if (!v.ok()) return v.error();
-    v->meta.content_type = opts.content_type;
-    v->meta.user_metadata = opts.user_metadata;
-    v->meta.storage_class = opts.storage_class;
-    v->meta.mtime_ns = NowNs();
+    v->meta.tags = opts.tags;
+    if (!opts.tags_only) {
+      v->meta.content_type = opts.content_type;
+      v->meta.user_metadata = opts.user_metadata;
+      v->meta.storage_class = opts.storage_class;
+      v->meta.mtime_ns = NowNs();
+    }
     std::vector<ObjectMeta> metas(roots_.size());
     for (size_t p = 0; p < roots_.size(); ++p) {
       alive[p] = alive[p] && v->sources[p].usable;
@@ -1234,6 +1281,7 @@ class ErasureSet {
     meta.mtime_ns = NowNs();
     meta.content_type = rec->content_type;
     meta.user_metadata = rec->user_metadata;
+    meta.tags = rec->tags;
     meta.storage_class = rec->storage_class;
     meta.multipart = true;
     for (size_t i = 0; i < infos.size(); ++i) {
@@ -1268,6 +1316,7 @@ class ErasureSet {
     PutOptions opts;
     opts.content_type = rec->content_type;
     opts.user_metadata = rec->user_metadata;
+    opts.tags = rec->tags;
     opts.storage_class = rec->storage_class;
     if (!rec->checksum_algorithm.empty()) {
       opts.user_metadata[kChecksumAlgorithmKey] = rec->checksum_algorithm;
@@ -1954,6 +2003,11 @@ Status ErasureStore::MakeBucket(const std::string& bucket) {
 
 Result<BucketInfo> ErasureStore::GetBucketInfo(const std::string& bucket) {
   return sets_[0]->GetBucketInfo(bucket);
+}
+
+Status ErasureStore::SetBucketTags(const std::string& bucket, const std::string& tags) {
+  for (auto& s : sets_) RS_RETURN_IF_ERROR(s->SetBucketTags(bucket, tags));
+  return {};
 }
 
 Result<std::vector<BucketInfo>> ErasureStore::ListBuckets() {

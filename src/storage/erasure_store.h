@@ -139,6 +139,7 @@ class ErasureStore final : public ObjectLayer {
 
   Status MakeBucket(const std::string& bucket) override;
   Result<BucketInfo> GetBucketInfo(const std::string& bucket) override;
+  Status SetBucketTags(const std::string& bucket, const std::string& tags) override;
   Result<std::vector<BucketInfo>> ListBuckets() override;
   Status DeleteBucket(const std::string& bucket) override;
 

@@ -32,11 +32,14 @@ struct ObjectInfo {
   std::string storage_class;                     // "" = STANDARD; else as sent (REDUCED_REDUNDANCY)
   int part_count = 0;          // 0 for a single PUT
   std::vector<uint64_t> part_sizes;  // per part, when multipart
+  // Object tags in the canonical URL-encoded query form ("k1=v1&k2=v2", keys sorted); "" = none.
+  std::string tags;
 };
 
 struct BucketInfo {
   std::string name;
   int64_t created_ns = 0;
+  std::string tags;  // bucket tags, canonical URL-encoded query form; "" = none
 };
 
 // Conditional writes (If-Match / If-None-Match on PutObject and CompleteMultipartUpload): run under
@@ -52,6 +55,10 @@ struct PutOptions {
   std::optional<uint64_t> size;  // declared decoded size, when known (checked against what arrived)
   std::string storage_class;     // x-amz-storage-class; "" = STANDARD
   WritePrecondition precondition;  // PutObject only; empty: unconditional
+  std::string tags;                // object tags (ObjectInfo::tags form); recorded with the object
+  // UpdateMetadata only: replace the tags and nothing else (PutObjectTagging / DeleteObjectTagging;
+  // content type, user metadata and mtime stay as stored under the key lock).
+  bool tags_only = false;
 };
 
 // Finishing hook run after the body was fully received (and written, fsynced) but before the
@@ -118,6 +125,8 @@ class ObjectLayer {
   virtual Result<BucketInfo> GetBucketInfo(const std::string& bucket) = 0;
   virtual Result<std::vector<BucketInfo>> ListBuckets() = 0;
   virtual Status DeleteBucket(const std::string& bucket) = 0;  // BucketNotEmpty when objects exist
+  // Replaces the bucket's tags (BucketInfo::tags form; "" removes them), kept in its record.
+  virtual Status SetBucketTags(const std::string& bucket, const std::string& tags) = 0;
 
   // Streams the body into storage; the object becomes visible atomically after `check` passes.
   virtual Result<ObjectInfo> PutObject(const std::string& bucket, const std::string& key,

@@ -80,6 +80,7 @@ ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key)
   info.mtime_ns = mtime_ns;
   info.content_type = content_type;
   info.user_metadata = user_metadata;
+  info.tags = tags;
   info.checksums = checksums;
   info.storage_class = storage_class;
   if (multipart) {
@@ -104,6 +105,8 @@ std::string SerializeObjectMeta(const ObjectMeta& m) {
             {"parts", parts},
             {"data_dir", m.data_dir}};
   PutMetadata(j, "user_metadata", m.user_metadata);
+  // Optional field (absent in files written before tagging existed, and when there are none).
+  if (!m.tags.empty()) j["tags"] = m.tags;
   if (!m.storage_class.empty()) j["storage_class"] = m.storage_class;
   if (m.erasure) {
     const ErasureMeta& e = *m.erasure;
@@ -143,6 +146,7 @@ Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& p
     m.mtime_ns = j.at("mtime_ns").get<int64_t>();
     m.content_type = j.value("content_type", std::string());
     m.user_metadata = GetMetadata(j, "user_metadata");
+    m.tags = j.value("tags", std::string());
     m.checksums = StringMap(j, "checksums");
     m.storage_class = j.value("storage_class", std::string());
     m.multipart = j.value("multipart", false);
@@ -194,6 +198,7 @@ std::string SerializeUploadRecord(const UploadRecord& r) {
             {"content_type", r.content_type},
             {"checksum_algorithm", r.checksum_algorithm}};
   PutMetadata(j, "user_metadata", r.user_metadata);
+  if (!r.tags.empty()) j["tags"] = r.tags;
   if (!r.storage_class.empty()) j["storage_class"] = r.storage_class;
   return Dump(j);
 }
@@ -207,6 +212,7 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
     r.content_type = j.value("content_type", std::string());
     r.user_metadata = GetMetadata(j, "user_metadata");
     r.checksum_algorithm = j.value("checksum_algorithm", std::string());
+    r.tags = j.value("tags", std::string());
     r.storage_class = j.value("storage_class", std::string());
     return r;
   } catch (const std::exception& e) {

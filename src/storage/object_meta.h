@@ -52,6 +52,7 @@ struct ObjectMeta {
   std::vector<PartMeta> parts;  // data files part.1..part.N in data_dir; a single PUT has one
   std::string data_dir;         // directory name next to the metadata file
   std::optional<ErasureMeta> erasure;
+  std::string tags;  // ObjectInfo::tags form; written only when non-empty ("tags")
 
   ObjectInfo ToInfo(const std::string& bucket, const std::string& key) const;
 };
@@ -68,6 +69,7 @@ struct UploadRecord {
   std::string content_type;
   std::map<std::string, std::string> user_metadata;
   std::string checksum_algorithm;  // "" | "crc32" | "crc32c" | "sha1" | "sha256"
+  std::string tags;                // applied to the object at Complete; written when non-empty
   std::string storage_class;       // "" = STANDARD
 };
 std::string SerializeUploadRecord(const UploadRecord& rec);

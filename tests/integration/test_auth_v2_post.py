@@ -533,7 +533,7 @@ def test_post_hostile_forms(server, bucket, s3):
     for field, value, code, status in (
             ("x-amz-server-side-encryption", "AES256", "NotImplemented", 501),
             ("x-amz-storage-class", "GLACIER", "InvalidStorageClass", 400),
-            ("tagging", "<Tagging><TagSet/></Tagging>", "NotImplemented", 501)):
+            ("tagging", "<Tagging><TagSet>", "MalformedXML", 400)):
         fh = v4_form(server, bucket, "unsupported", {field: value})
         r = post_form(server, bucket, fh, b"x")
         assert_s3_error(r.status, r.headers, r.body, code, status)
@@ -557,6 +557,16 @@ def test_post_streams_large_file_with_boundary_lookalikes(server, bucket, s3):
     assert r.header("ETag") == '"' + hashlib.md5(data).hexdigest() + '"'
     got = s3.get_object(Bucket=bucket, Key="big/big.bin")["Body"].read()
     assert len(got) == len(data) and got == data
+
+
+def test_post_tagging_field_tags_the_object(server, bucket, s3):
+    """PostObject's `tagging` field (a <Tagging> document, as AWS takes it) tags the object."""
+    doc = ("<Tagging><TagSet><Tag><Key>p</Key><Value>1</Value></Tag>"
+           "<Tag><Key>q</Key><Value>two words</Value></Tag></TagSet></Tagging>")
+    r = post_form(server, bucket, v4_form(server, bucket, "tagged", {"tagging": doc}), b"x")
+    assert r.status == 204, r
+    got = s3.get_object_tagging(Bucket=bucket, Key="tagged")["TagSet"]
+    assert sorted((t["Key"], t["Value"]) for t in got) == [("p", "1"), ("q", "two words")]
 
 
 def test_v2_virtual_host_style(server_factory):

@@ -286,7 +286,7 @@ def test_unsupported_bucket_and_object_features(sdk_results, py):
     assert out["object lock false"] == ["ok", None]
     assert out["snowball"] == NOT_IMPLEMENTED
     assert out["snowball stored"] == [404, "404"]
-    assert out["tagging"] == NOT_IMPLEMENTED
+    assert out["tagging"] == ["ok", None]  # implemented (issue 15 item 5; test_tagging.py)
     assert out["lock mode"] == [400, "InvalidRequest"]
 
 

@@ -62,7 +62,7 @@ TEST(UnsupportedTest, BucketAndMinioFeatures) {
   EXPECT_EQ(Refusal("PutObject", With({{"x-amz-meta-snowball-auto-extract", "true"}})),
             ErrorCode::kNotImplemented);
   EXPECT_EQ(Refusal("ListenNotification", With({})), ErrorCode::kNotImplemented);
-  EXPECT_EQ(Refusal("PutObject", With({{"x-amz-tagging", "a=b"}})), ErrorCode::kNotImplemented);
+  EXPECT_EQ(Refusal("PutObject", With({{"x-amz-tagging", "a=b"}})), std::nullopt);  // implemented
   EXPECT_EQ(Refusal("PutObject", With({{"x-amz-object-lock-mode", "GOVERNANCE"}})),
             ErrorCode::kInvalidRequest);
 }

@@ -145,7 +145,7 @@ TEST(XmlTest, ErrorDocumentCapsEchoedInput) {
 
 TEST(XmlTest, ListBuckets) {
   Owner owner;
-  const std::string xml = ListBucketsXml({{"alpha", kT}, {"beta", 0}}, owner);
+  const std::string xml = ListBucketsXml({{"alpha", kT, {}}, {"beta", 0, {}}}, owner);
   pugi::xml_document doc;
   pugi::xml_node root = ParseDoc(xml, doc, "ListAllMyBucketsResult");
   EXPECT_EQ(Text(root.child("Owner"), "ID"), owner.id);
@@ -169,7 +169,7 @@ TEST(XmlTest, ListBucketsPage) {
   p.region = "eu-west-1";
   pugi::xml_document doc;
   pugi::xml_node root =
-      ParseDoc(ListBucketsXml({{"alpha", kT}}, Owner{}, p), doc, "ListAllMyBucketsResult");
+      ParseDoc(ListBucketsXml({{"alpha", kT, {}}}, Owner{}, p), doc, "ListAllMyBucketsResult");
   EXPECT_EQ(Text(root.child("Buckets").child("Bucket"), "BucketRegion"), "eu-west-1");
   EXPECT_EQ(Text(root, "ContinuationToken"), "YWxwaGE=");
   EXPECT_EQ(Text(root, "Prefix"), "al");

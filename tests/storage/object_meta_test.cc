@@ -51,7 +51,24 @@ TEST(ObjectMetaTest, FilesWithoutTheNewFieldsStillRead) {
   auto m = ParseObjectMeta(old, "meta");
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_EQ(m->storage_class, "");
+  EXPECT_EQ(m->tags, "");
   EXPECT_EQ(m->user_metadata, (std::map<std::string, std::string>{{"x-amz-meta-a", "b"}}));
+}
+
+TEST(ObjectMetaTest, TagsAreStoredOnlyWhenPresent) {
+  ObjectMeta m = Sample();
+  EXPECT_EQ(SerializeObjectMeta(m).find("\"tags\""), std::string::npos);
+  m.tags = "a=1&b=two%20words";
+  auto back = ParseObjectMeta(SerializeObjectMeta(m), "meta");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->tags, m.tags);
+  EXPECT_EQ(back->ToInfo("b", "k").tags, m.tags);
+  UploadRecord r;
+  r.key = "k";
+  r.tags = "m=1";
+  auto up = ParseUploadRecord(SerializeUploadRecord(r), "upload.json");
+  ASSERT_TRUE(up.ok()) << up.error().message;
+  EXPECT_EQ(up->tags, "m=1");
 }
 
 TEST(ObjectMetaTest, UploadRecordKeepsClassAndBytes) {
