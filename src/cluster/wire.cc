@@ -3,6 +3,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/json_int.h"
 #include "common/utf8.h"
 #include "storage/format.h"
 
@@ -50,15 +51,15 @@ storage::ObjectInfo InfoFromJson(const json& j) {
   storage::ObjectInfo o;
   o.bucket = j.at("bucket").get<std::string>();
   o.key = j.at("key").get<std::string>();
-  o.size = j.at("size").get<uint64_t>();
+  o.size = json_int::At<uint64_t>(j, "size");
   o.etag = j.at("etag").get<std::string>();
-  o.mtime_ns = j.at("mtime_ns").get<int64_t>();
+  o.mtime_ns = json_int::At<int64_t>(j, "mtime_ns");
   o.content_type = j.at("content_type").get<std::string>();
   o.user_metadata = j.at("user_metadata").get<std::map<std::string, std::string>>();
   o.checksums = j.at("checksums").get<std::map<std::string, std::string>>();
   o.storage_class = j.value("storage_class", std::string());
-  o.part_count = j.at("part_count").get<int>();
-  o.part_sizes = j.at("part_sizes").get<std::vector<uint64_t>>();
+  o.part_count = json_int::At<int>(j, "part_count");
+  o.part_sizes = json_int::ArrayAt<uint64_t>(j, "part_sizes");
   o.tags = j.value("tags", std::string());  // absent from peers that predate tagging
   return o;
 }
@@ -79,7 +80,7 @@ Result<storage::ListOptions> DecodeListOptions(const std::string& text) {
     o.prefix = j.at("prefix").get<std::string>();
     o.delimiter = j.at("delimiter").get<std::string>();
     o.start_after = j.at("start_after").get<std::string>();
-    o.max_keys = j.at("max_keys").get<int>();
+    o.max_keys = json_int::At<int>(j, "max_keys");
     return o;
   });
 }
@@ -119,7 +120,7 @@ Result<LockArgs> DecodeLockArgs(const std::string& text) {
     a.owner = j.at("owner").get<std::string>();
     a.instance = j.value("instance", std::string());
     a.source = j.at("source").get<std::string>();
-    a.quorum = j.at("quorum").get<int>();
+    a.quorum = json_int::At<int>(j, "quorum");
     return a;
   });
 }
@@ -236,7 +237,7 @@ RDMASTOR_WIRE_JSON_PAYLOAD(
     },
     [](const json& j, peer::ShardWriteArgs& v) {
       v.path = j.at("path").get<std::string>();
-      v.offset = j.at("offset").get<uint64_t>();
+      v.offset = json_int::At<uint64_t>(j, "offset");
       v.create = j.at("create").get<bool>();
       v.sync = j.at("sync").get<bool>();
     })
@@ -251,9 +252,9 @@ RDMASTOR_WIRE_JSON(
     },
     [](const json& j, peer::ShardReadArgs& v) {
       v.path = j.at("path").get<std::string>();
-      v.offset = j.at("offset").get<uint64_t>();
-      v.len = j.at("len").get<uint64_t>();
-      v.handle = j.at("handle").get<uint64_t>();
+      v.offset = json_int::At<uint64_t>(j, "offset");
+      v.len = json_int::At<uint64_t>(j, "len");
+      v.handle = json_int::At<uint64_t>(j, "handle");
       v.keep = j.at("keep").get<bool>();
     })
 RDMASTOR_WIRE_JSON_PAYLOAD(
@@ -263,8 +264,8 @@ RDMASTOR_WIRE_JSON_PAYLOAD(
       j["handle"] = v.handle;
     },
     [](const json& j, peer::ShardBytes& v) {
-      v.rdma_bytes = j.at("rdma_bytes").get<uint64_t>();
-      v.handle = j.at("handle").get<uint64_t>();
+      v.rdma_bytes = json_int::At<uint64_t>(j, "rdma_bytes");
+      v.handle = json_int::At<uint64_t>(j, "handle");
     })
 RDMASTOR_WIRE_JSON(
     storage::DiskInfo,
@@ -274,8 +275,8 @@ RDMASTOR_WIRE_JSON(
       j["online"] = v.online;
     },
     [](const json& j, storage::DiskInfo& v) {
-      v.total_bytes = j.at("total").get<uint64_t>();
-      v.free_bytes = j.at("free").get<uint64_t>();
+      v.total_bytes = json_int::At<uint64_t>(j, "total");
+      v.free_bytes = json_int::At<uint64_t>(j, "free");
       v.online = j.at("online").get<bool>();
     })
 RDMASTOR_WIRE_JSON(

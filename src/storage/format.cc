@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
+#include "common/json_int.h"
 #include "storage/drive.h"
 #include "storage/fsutil.h"
 #include "storage/paths.h"
@@ -60,14 +61,14 @@ std::string SerializeFormat(const DriveFormat& f) {
 Result<DriveFormat> ParseFormat(const std::string& text, const std::string& what) {
   try {
     json j = json::parse(text);
-    if (j.at("version").get<int>() != kFormatVersion) {
+    if (json_int::At<int>(j, "version") != kFormatVersion) {
       return MakeError(ErrorCode::kInternalError, "unsupported format version in " + what);
     }
     DriveFormat f;
     f.deployment_id = j.at("deployment_id").get<std::string>();
     f.drive_id = j.at("drive_id").get<std::string>();
-    f.set_index = j.at("set_index").get<int>();
-    f.drive_index = j.at("drive_index").get<int>();
+    f.set_index = json_int::At<int>(j, "set_index");
+    f.drive_index = json_int::At<int>(j, "drive_index");
     f.sets = j.at("sets").get<std::vector<std::vector<std::string>>>();
     return f;
   } catch (const std::exception& e) {

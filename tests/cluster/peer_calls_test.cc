@@ -173,6 +173,26 @@ TEST(PeerCalls, MalformedRequestsAreErrorsNotExceptions) {
   EXPECT_FALSE(rd.ok());
 }
 
+// Found by fuzz/fuzz_peer_wire: a number that does not fit the field (here parsed as a double,
+// 4.4e20) was converted with undefined behaviour and accepted. Now only integers in range are.
+TEST(PeerCalls, NumbersOutsideTheFieldsRangeAreRefused) {
+  for (const std::string body :
+       {"{\"rdma_bytes\":444444544444444444440}\nshard", "{\"rdma_bytes\":-1}\n",
+        "{\"rdma_bytes\":1.5}\n", "{\"rdma_bytes\":1e300}\n"}) {
+    auto r = DecodeRequest<peer::ShardBytes>(body);
+    EXPECT_FALSE(r.ok()) << body;
+  }
+  EXPECT_FALSE(DecodeListOptions(
+                   R"({"prefix":"","delimiter":"","start_after":"","max_keys":4294967296})")
+                   .ok());
+  EXPECT_FALSE(DecodeLockArgs(
+                   R"({"uid":"u","resources":[],"owner":"o","source":"s","quorum":-3e10})")
+                   .ok());
+  auto ok = DecodeRequest<peer::ShardBytes>("{\"rdma_bytes\":18446744073709551615}\n");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->rdma_bytes, UINT64_MAX);
+}
+
 // A request's payload is everything after the first newline, newlines and NULs included.
 TEST(PeerCalls, PayloadIsTakenWhole) {
   peer::WriteFileArgs w{"p", "\n\n" + kBinary + "\n"};

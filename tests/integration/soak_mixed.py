@@ -242,6 +242,7 @@ def test_soak_mixed_load_with_hostile_clients():
         hostile.start()
         time.sleep(DURATION * 2 / 3)
         hostile.finish()
+        hostile_connections = len(hostile.socks)
         stop.set()
         for w in workers:
             w.join(timeout=120)
@@ -254,6 +255,8 @@ def test_soak_mixed_load_with_hostile_clients():
         print(f"soak: {DURATION:.0f}s, {ops} operations, {len(errors)} errors; 1 MiB GET p99 "
               f"{_p99(base) * 1000:.0f} ms alone ({len(base)}), {_p99(hot) * 1000:.0f} ms with "
               f"the hostile mix ({len(hot)})")
+        print(f"soak: {hostile_connections} hostile connections")
+        assert hostile_connections >= 30, hostile_connections  # the mix did run
         assert not errors, errors[:10]
         assert len(base) >= 20 and len(hot) >= 20, (len(base), len(hot))
         assert _p99(hot) < 2 * max(_p99(base), 0.05), (_p99(base), _p99(hot))
