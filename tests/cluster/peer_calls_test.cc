@@ -188,7 +188,8 @@ TEST(PeerCalls, NumbersOutsideTheFieldsRangeAreRefused) {
   EXPECT_FALSE(DecodeLockArgs(
                    R"({"uid":"u","resources":[],"owner":"o","source":"s","quorum":-3e10})")
                    .ok());
-  auto ok = DecodeRequest<peer::ShardBytes>("{\"rdma_bytes\":18446744073709551615}\n");
+  auto ok =
+      DecodeRequest<peer::ShardBytes>("{\"rdma_bytes\":18446744073709551615,\"handle\":0}\n");
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->rdma_bytes, UINT64_MAX);
 }
