@@ -24,37 +24,24 @@
 #include <utility>
 
 #include "common/hash.h"
+#include "common/text.h"
 #include "common/uri.h"
 
 namespace rdmastor::client {
 namespace {
 
-char LowerAscii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string ToLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = LowerAscii(c);
-  return out;
-}
-
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (LowerAscii(a[i]) != LowerAscii(b[i])) return false;
+    if (text::LowerAscii(a[i]) != text::LowerAscii(b[i])) return false;
   return true;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 // True when the comma-separated header value lists `token` (case-insensitive).
 bool HasToken(std::string_view value, std::string_view token) {
   while (!value.empty()) {
     size_t comma = value.find(',');
-    std::string_view item = Trim(value.substr(0, comma));
+    std::string_view item = text::TrimBlanks(value.substr(0, comma));
     if (EqualsIgnoreCase(item, token)) return true;
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
@@ -312,7 +299,7 @@ Result<std::shared_ptr<const TlsContext>> TlsContext::Create(const TlsClientOpti
     if (!std::filesystem::is_directory(dir, ec)) continue;
     std::vector<std::string> files;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      const std::string ext = ToLower(entry.path().extension().string());
+      const std::string ext = text::ToLower(entry.path().extension().string());
       if ((ext == ".crt" || ext == ".pem") && entry.is_regular_file(ec)) {
         files.push_back(entry.path().string());
       }
@@ -786,8 +773,8 @@ Status HttpClient::ReadHead(HttpResponse* resp, size_t* head_len) {
     if (colon == std::string_view::npos || colon == 0) {
       return malformed("header line '" + std::string(line.substr(0, 80)) + "'");
     }
-    resp->headers.emplace_back(ToLower(line.substr(0, colon)),
-                               std::string(Trim(line.substr(colon + 1))));
+    resp->headers.emplace_back(text::ToLower(line.substr(0, colon)),
+                               std::string(text::TrimBlanks(line.substr(colon + 1))));
   }
   if (status_line[7] == '0') {
     const std::string* conn = resp->FindHeader("connection");
@@ -875,7 +862,7 @@ Status HttpClient::ReadBody(const HttpRequest& request, const ResponseTarget& ta
         if (avail.size() > 1024) return malformed("chunk size line too long");
         RS_RETURN_IF_ERROR(FillBuffer());
       }
-      std::string_view size_text = Trim(line.substr(0, line.find(';')));
+      std::string_view size_text = text::TrimBlanks(line.substr(0, line.find(';')));
       auto size = ParseUnsigned<uint64_t>(size_text, 16);
       if (!size || size_text.size() > 15) {
         return malformed("chunk size '" + std::string(line.substr(0, 40)) + "'");

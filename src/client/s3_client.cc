@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/hash.h"
+#include "common/text.h"
 #include "common/uri.h"
 #include "s3/sigv4.h"
 
@@ -14,14 +15,6 @@ namespace rdmastor::client {
 namespace {
 
 constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
-
-std::string ToLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
 
 std::optional<uint64_t> ParseUnsigned(std::string_view s) {
   uint64_t v = 0;
@@ -140,7 +133,7 @@ Result<HttpResponse> S3Client::Execute(const S3Request& request, const ResponseT
   in.raw_query = request.raw_query;
   in.headers.reserve(request.headers.size() + 1);
   in.headers.emplace_back("host", http_.host_header());
-  for (const auto& [k, v] : request.headers) in.headers.emplace_back(ToLower(k), v);
+  for (const auto& [k, v] : request.headers) in.headers.emplace_back(text::ToLower(k), v);
   if (!request.payload_sha256.empty()) {
     in.payload_sha256 = request.payload_sha256;
   } else if (request.body_pull) {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/hash.h"
+#include "common/text.h"
 
 namespace rdmastor::s3 {
 
@@ -22,18 +23,6 @@ Error Malformed(std::string msg) {
 
 Error Incomplete() {
   return MakeError(ErrorCode::kIncompleteBody, "The aws-chunked request body ended early.");
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-std::string ToLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 bool IsSignature(std::string_view s) {
@@ -217,13 +206,13 @@ Status AwsChunkedSource::StartChunk(std::string_view header_line) {
         semi + 1, next == std::string_view::npos ? std::string_view::npos : next - semi - 1);
     semi = next;
     size_t eq = ext.find('=');
-    if (eq != std::string_view::npos && Trim(ext.substr(0, eq)) == "chunk-signature") {
-      signature = std::string(Trim(ext.substr(eq + 1)));
+    if (eq != std::string_view::npos && text::TrimBlanks(ext.substr(0, eq)) == "chunk-signature") {
+      signature = std::string(text::TrimBlanks(ext.substr(eq + 1)));
     }
   }
   if (signed_) {
     if (!IsSignature(signature)) return Malformed("Chunk is missing a valid chunk-signature.");
-    signature = ToLower(signature);
+    signature = text::ToLower(signature);
   }
 
   if (size == 0) {
@@ -293,8 +282,8 @@ Status AwsChunkedSource::ReadFinal() {
     if (total > kMaxTrailerBytes) return Malformed("aws-chunked trailers too large.");
     size_t colon = line.find(':');
     if (colon == std::string::npos) return Malformed("Malformed aws-chunked trailer line.");
-    std::string name = ToLower(Trim(std::string_view(line).substr(0, colon)));
-    std::string value(Trim(std::string_view(line).substr(colon + 1)));
+    std::string name = text::ToLower(text::TrimBlanks(std::string_view(line).substr(0, colon)));
+    std::string value(text::TrimBlanks(std::string_view(line).substr(colon + 1)));
     if (name.empty()) return Malformed("Malformed aws-chunked trailer line.");
     if (!trailer_signature.empty()) {
       // Anything after the signature would be unsigned.
@@ -303,7 +292,7 @@ Status AwsChunkedSource::ReadFinal() {
     if (name == "x-amz-trailer-signature") {
       if (!signed_) continue;  // meaningless without a signature chain
       if (!IsSignature(value)) return Malformed("Invalid x-amz-trailer-signature.");
-      trailer_signature = ToLower(value);
+      trailer_signature = text::ToLower(value);
       continue;
     }
     canonical += name + ":" + value + "\n";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/hash.h"
+#include "common/text.h"
 #include "common/uri.h"
 
 namespace rdmastor::s3 {
@@ -59,18 +60,6 @@ constexpr std::string_view kSubResources[] = {"accelerate",
 
 bool IsSubResource(std::string_view name) {
   return std::binary_search(std::begin(kSubResources), std::end(kSubResources), name);
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-std::string ToLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 struct RawParam {
@@ -145,8 +134,8 @@ std::string StringToSign(std::string_view method, const HttpRequest& req, std::s
                          std::string_view amz_headers, std::string_view resource) {
   std::string s;
   s.append(method).append("\n");
-  s.append(Trim(req.HeaderOr("content-md5"))).append("\n");
-  s.append(Trim(req.HeaderOr("content-type"))).append("\n");
+  s.append(text::TrimBlanks(req.HeaderOr("content-md5"))).append("\n");
+  s.append(text::TrimBlanks(req.HeaderOr("content-type"))).append("\n");
   s.append(date).append("\n");
   s.append(amz_headers);
   s.append(resource);
@@ -155,7 +144,7 @@ std::string StringToSign(std::string_view method, const HttpRequest& req, std::s
 
 // The dates V2 clients send: RFC 1123 with "GMT" or a numeric zone ("+0000", AWS's examples).
 std::optional<int64_t> ParseV2Date(std::string_view s) {
-  s = Trim(s);
+  s = text::TrimBlanks(s);
   if (s.size() > 6 && (s[s.size() - 5] == '+' || s[s.size() - 5] == '-') &&
       s[s.size() - 6] == ' ') {
     std::string_view zone = s.substr(s.size() - 4);
@@ -195,7 +184,7 @@ std::vector<std::string> Candidates(const HttpRequest& req, std::string_view sec
     // AWS: with x-amz-date the Date line is empty ... or, in its own examples, carries the
     // x-amz-date value while x-amz-date leaves the canonical headers.
     dated.emplace_back("", V2CanonicalAmzHeaders(req.headers));
-    dated.emplace_back(std::string(Trim(*amz_date)), V2CanonicalAmzHeaders(req.headers, true));
+    dated.emplace_back(std::string(text::TrimBlanks(*amz_date)), V2CanonicalAmzHeaders(req.headers, true));
   }
   std::vector<std::string> out;
   for (const auto& resource : resources)
@@ -231,7 +220,7 @@ Status CheckNoStreaming(const HttpRequest& req) {
 }  // namespace
 
 bool IsV2Authorization(std::string_view authorization) {
-  authorization = Trim(authorization);
+  authorization = text::TrimBlanks(authorization);
   return authorization.starts_with("AWS ") || authorization.starts_with("AWS\t");
 }
 
@@ -243,12 +232,12 @@ std::string V2CanonicalResource(std::string_view raw_path, std::string_view raw_
 std::string V2CanonicalAmzHeaders(const HeaderList& headers, bool skip_amz_date) {
   std::map<std::string, std::string> amz;
   for (const auto& [name, value] : headers) {
-    std::string lower = ToLower(name);
+    std::string lower = text::ToLower(name);
     if (!lower.starts_with("x-amz-") || (skip_amz_date && lower == "x-amz-date")) continue;
     // Folded (multi-line) values are unfolded: each line break with its indent becomes a space.
     std::string v;
     bool blank = false;
-    for (char c : Trim(value)) {
+    for (char c : text::TrimBlanks(value)) {
       if (c == '\r' || c == '\n' || c == ' ' || c == '\t') {
         blank = true;
         continue;
@@ -272,7 +261,7 @@ std::string V2Sign(std::string_view secret, std::string_view string_to_sign) {
 Result<AuthContext> VerifyV2Header(const HttpRequest& req, std::string_view authorization,
                                    const SecretLookup& lookup, int64_t now_unix,
                                    std::string_view vhost_bucket) {
-  std::string_view v = Trim(Trim(authorization).substr(3));
+  std::string_view v = text::TrimBlanks(text::TrimBlanks(authorization).substr(3));
   size_t colon = v.rfind(':');  // access keys may contain ':', signatures (base64) never do
   if (colon == std::string_view::npos || colon == 0 || colon + 1 == v.size())
     return MakeError(ErrorCode::kInvalidArgument,
@@ -297,7 +286,7 @@ Result<AuthContext> VerifyV2Header(const HttpRequest& req, std::string_view auth
   int64_t skew = *req_time - now_unix;
   if (skew > kMaxSkewS || skew < -kMaxSkewS) return ErrorCode::kRequestTimeTooSkewed;
 
-  std::string date_line(Trim(req.HeaderOr("date")));
+  std::string date_line(text::TrimBlanks(req.HeaderOr("date")));
   if (!AnyMatches(Candidates(req, *secret, date_line, false, vhost_bucket), provided))
     return ErrorCode::kSignatureDoesNotMatch;
   return V2Context(std::move(access_key), false);

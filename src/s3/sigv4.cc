@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/hash.h"
+#include "common/text.h"
 #include "common/uri.h"
 #include "common/utf8.h"
 #include "s3/sigv2.h"
@@ -38,12 +39,6 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
   while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
   return s;
-}
-
-std::string ToLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 bool IsHex(std::string_view s) {
@@ -311,7 +306,7 @@ Result<std::vector<std::string>> ParseSignedHeaders(std::string_view list, Error
     std::string_view name = Trim(list.substr(pos, semi - pos));
     pos = semi + 1;
     if (name.empty()) return MakeError(err, "SignedHeaders contains an empty header name.");
-    out.push_back(ToLower(name));
+    out.push_back(text::ToLower(name));
   }
   if (std::find(out.begin(), out.end(), "host") == out.end()) return HeadersNotSigned("host");
   return out;
@@ -343,7 +338,7 @@ Status CheckAmzHeadersSigned(const HeaderList& headers,
 
 Result<PayloadMode> ModeFromContentSha(std::string_view v, std::string* content_sha256) {
   if (v.size() == 64 && IsHex(v)) {
-    *content_sha256 = ToLower(v);
+    *content_sha256 = text::ToLower(v);
     return PayloadMode::kSignedSha256;
   }
   if (v == kUnsignedPayload) return PayloadMode::kUnsigned;
@@ -445,7 +440,7 @@ Result<AuthContext> VerifyHeaderAuth(const HttpRequest& req, std::string_view au
   if (!signed_headers.ok()) return signed_headers.error();
   if (auto st = CheckAmzHeadersSigned(req.headers, *signed_headers, false); !st.ok())
     return st.error();
-  std::string provided = ToLower(fields->signature);
+  std::string provided = text::ToLower(fields->signature);
   if (provided.size() != 64 || !IsHex(provided)) {
     return MakeError(kMalformed, "Signature must be 64 hexadecimal characters.");
   }
@@ -536,7 +531,7 @@ Result<AuthContext> VerifyPresigned(const HttpRequest& req,
   if (!signed_headers.ok()) return signed_headers.error();
   if (auto st = CheckAmzHeadersSigned(req.headers, *signed_headers, true); !st.ok())
     return st.error();
-  std::string provided = ToLower(*signature);
+  std::string provided = text::ToLower(*signature);
   if (provided.size() != 64 || !IsHex(provided)) {
     return MakeError(kQueryErr, "X-Amz-Signature must be 64 hexadecimal characters.");
   }
@@ -601,7 +596,7 @@ HeaderList ClientHeaders(const SignInput& in, std::string_view amz_date,
                          std::optional<std::string_view> payload) {
   HeaderList out;
   for (const auto& [k, v] : in.headers) {
-    std::string name = ToLower(k);
+    std::string name = text::ToLower(k);
     if (name == "authorization" || name == "x-amz-date") continue;
     if (payload && name == "x-amz-content-sha256") continue;
     out.emplace_back(std::move(name), v);
@@ -701,7 +696,7 @@ Result<std::string> VerifyPostSignature(const std::map<std::string, std::string>
                      "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
   if (date.substr(0, 8) != cred->date)
     return MakeError(kErr, "Invalid credential date. Date is not the same as X-Amz-Date.");
-  std::string provided = ToLower(*v4_sig);
+  std::string provided = text::ToLower(*v4_sig);
   if (provided.size() != 64 || !IsHex(provided))
     return MakeError(kErr, "X-Amz-Signature must be 64 hexadecimal characters.");
   auto secret = lookup(cred->access_key);

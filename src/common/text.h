@@ -1,0 +1,27 @@
+// Small ASCII text helpers shared by the HTTP, SigV2/V4 and aws-chunked parsers (header names and
+// values are ASCII by protocol; locale-dependent std::tolower is not wanted there).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace rdmastor::text {
+
+inline char LowerAscii(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+inline std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = LowerAscii(c);
+  return out;
+}
+
+// Strips spaces and tabs (HTTP's optional whitespace) from both ends.
+inline std::string_view TrimBlanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace rdmastor::text
