@@ -317,6 +317,45 @@ def server():
     srv.cleanup()
 
 
+@pytest.fixture(scope="module")
+def erasure_server():
+    """A 4-drive erasure-coded server (EC 2+2) for the test file that asks for it."""
+    base = tempfile.mkdtemp(prefix="rdmastor-it-4d-", dir="/tmp")
+    srv = Server("erasure4", data_dirs=[os.path.join(base, f"d{i}") for i in range(4)])
+    try:
+        srv.start()
+    except RuntimeError as e:
+        srv.cleanup()
+        pytest.fail(str(e))
+    yield srv
+    srv.cleanup()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def sdk_script_runner(tmp_path_factory, script_text, name, bucket_prefix, timeout=600):
+    """Returns run(python, server, section) for an SDK script (argv: endpoint, access key, secret
+    key, bucket prefix; last stdout line: a JSON object of results). The script runs once per
+    (interpreter, server); a failed run is cached too, so every test then reports its stderr. A
+    result "crash <section>" (the script's group raised) fails that section's tests."""
+    cache = {}
+    script = tmp_path_factory.mktemp("sdk") / name
+    script.write_text(script_text)
+
+    def run(py, srv, section):
+        k = (py, srv.name)
+        if k not in cache:
+            cache[k] = subprocess.run([py, str(script), srv.endpoint, srv.access_key,
+                                       srv.secret_key, unique_bucket(bucket_prefix)],
+                                      capture_output=True, text=True, timeout=timeout,
+                                      env=_clean_env())
+        r = cache[k]
+        assert r.returncode == 0, r.stderr[-4000:]
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        assert "crash " + section not in out, out["crash " + section]
+        return out
+    return run
+
+
 @pytest.fixture
 def server_factory():
     """Create extra servers inside one test; all are killed and removed at teardown."""

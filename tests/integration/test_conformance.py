@@ -6,15 +6,12 @@ what they send (current boto3 adds CRC32 checksums and headers), and both must g
 Raw requests cover what an SDK hides: both list parameters at once as minio-py sends them,
 anonymous requests, MinIO-only headers.
 """
-import json
 import os
-import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import (_clean_env, assert_s3_error, http_send, signed_request,
-                      unique_bucket)
+from conftest import assert_s3_error, http_send, sdk_script_runner, signed_request, unique_bucket
 from test_current_sdk import _newer_boto3_python
 
 S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
@@ -223,23 +220,9 @@ def _interpreters():
 
 @pytest.fixture(scope="module")
 def sdk_results(server, tmp_path_factory):
-    """Runs SDK_SCRIPT once per interpreter (cached): {python: results}."""
-    cache = {}
-    script = tmp_path_factory.mktemp("sdk") / "conformance_sdk.py"
-    script.write_text(SDK_SCRIPT)
-
-    def run(py, section):
-        if py not in cache:  # a failed run is cached too: every test then reports its stderr
-            cache[py] = subprocess.run([py, str(script), server.endpoint, server.access_key,
-                                        server.secret_key, unique_bucket("cf")],
-                                       capture_output=True, text=True, timeout=600,
-                                       env=_clean_env())
-        r = cache[py]
-        assert r.returncode == 0, r.stderr[-4000:]
-        out = json.loads(r.stdout.strip().splitlines()[-1])
-        assert "crash " + section not in out, out["crash " + section]
-        return out
-    return run
+    """Runs SDK_SCRIPT once per interpreter (cached): run(python, section)."""
+    run = sdk_script_runner(tmp_path_factory, SDK_SCRIPT, "conformance_sdk.py", "cf")
+    return lambda py, section: run(py, server, section)
 
 
 NOT_IMPLEMENTED = [501, "NotImplemented"]

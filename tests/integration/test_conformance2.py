@@ -9,15 +9,12 @@ SDK hides: timing of racing part uploads, bytes of header values, malformed URIs
 import hashlib
 import json
 import os
-import shutil
-import subprocess
-import tempfile
 import threading
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import (Server, _clean_env, assert_s3_error, http_send, make_client, sign_v4,
+from conftest import (assert_s3_error, http_send, make_client, sdk_script_runner, sign_v4,
                       signed_request, unique_bucket)
 from test_conformance import _interpreters
 
@@ -325,45 +322,15 @@ print(json.dumps(out))
 '''
 
 
-@pytest.fixture(scope="module")
-def erasure_server():
-    base = tempfile.mkdtemp(prefix="rdmastor-it-4d-", dir="/tmp")
-    srv = Server("erasure4", data_dirs=[os.path.join(base, f"d{i}") for i in range(4)])
-    try:
-        srv.start()
-    except RuntimeError as e:
-        srv.cleanup()
-        pytest.fail(str(e))
-    yield srv
-    srv.cleanup()
-    shutil.rmtree(base, ignore_errors=True)
-
-
 @pytest.fixture(params=["one-drive", "erasure"])
 def srv(request, server, erasure_server):
     return server if request.param == "one-drive" else erasure_server
 
 
 @pytest.fixture(scope="module")
-def sdk_results(server, erasure_server, tmp_path_factory):
-    """Runs SDK_SCRIPT once per (interpreter, server) (cached): {(python, server): results}."""
-    cache = {}
-    script = tmp_path_factory.mktemp("sdk") / "conformance2_sdk.py"
-    script.write_text(SDK_SCRIPT)
-
-    def run(py, srv, section):
-        k = (py, srv.name)
-        if k not in cache:  # a failed run is cached too: every test then reports its stderr
-            cache[k] = subprocess.run([py, str(script), srv.endpoint, srv.access_key,
-                                       srv.secret_key, unique_bucket("cg")],
-                                      capture_output=True, text=True, timeout=600,
-                                      env=_clean_env())
-        r = cache[k]
-        assert r.returncode == 0, r.stderr[-4000:]
-        out = json.loads(r.stdout.strip().splitlines()[-1])
-        assert "crash " + section not in out, out["crash " + section]
-        return out
-    return run
+def sdk_results(tmp_path_factory):
+    """Runs SDK_SCRIPT once per (interpreter, server), cached: run(python, server, section)."""
+    return sdk_script_runner(tmp_path_factory, SDK_SCRIPT, "conformance2_sdk.py", "cg")
 
 
 PRECONDITION_FAILED = [412, "PreconditionFailed"]

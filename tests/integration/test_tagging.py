@@ -5,17 +5,13 @@ and errors. The SDK checks are one script run under Debian's boto3 and, when the
 a current boto3 (as test_conformance2.py); raw signed requests check the exact error codes and
 messages for the x-amz-tagging header limits.
 """
-import json
 import os
-import shutil
-import subprocess
-import tempfile
 import urllib.parse
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import Server, _clean_env, assert_s3_error, signed_request, unique_bucket
+from conftest import assert_s3_error, sdk_script_runner, signed_request, unique_bucket
 from test_conformance import _interpreters
 
 S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
@@ -142,45 +138,15 @@ print(json.dumps(out))
 '''
 
 
-@pytest.fixture(scope="module")
-def erasure_server():
-    base = tempfile.mkdtemp(prefix="rdmastor-it-tag-", dir="/tmp")
-    srv = Server("erasure4", data_dirs=[os.path.join(base, f"d{i}") for i in range(4)])
-    try:
-        srv.start()
-    except RuntimeError as e:
-        srv.cleanup()
-        pytest.fail(str(e))
-    yield srv
-    srv.cleanup()
-    shutil.rmtree(base, ignore_errors=True)
-
-
 @pytest.fixture(params=["one-drive", "erasure"])
 def srv(request, server, erasure_server):
     return server if request.param == "one-drive" else erasure_server
 
 
 @pytest.fixture(scope="module")
-def sdk_results(server, erasure_server, tmp_path_factory):
-    """Runs SDK_SCRIPT once per (interpreter, server), cached."""
-    cache = {}
-    script = tmp_path_factory.mktemp("sdk") / "tagging_sdk.py"
-    script.write_text(SDK_SCRIPT)
-
-    def run(py, srv, section):
-        k = (py, srv.name)
-        if k not in cache:
-            cache[k] = subprocess.run([py, str(script), srv.endpoint, srv.access_key,
-                                       srv.secret_key, unique_bucket("tg")],
-                                      capture_output=True, text=True, timeout=300,
-                                      env=_clean_env())
-        r = cache[k]
-        assert r.returncode == 0, r.stderr[-4000:]
-        out = json.loads(r.stdout.strip().splitlines()[-1])
-        assert "crash " + section not in out, out["crash " + section]
-        return out
-    return run
+def sdk_results(tmp_path_factory):
+    """Runs SDK_SCRIPT once per (interpreter, server), cached: run(python, server, section)."""
+    return sdk_script_runner(tmp_path_factory, SDK_SCRIPT, "tagging_sdk.py", "tg", timeout=300)
 
 
 @pytest.mark.parametrize("py", _interpreters())
