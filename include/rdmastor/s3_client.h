@@ -35,6 +35,13 @@ Result<S3ClientConfig> S3ConfigFromEndpoint(std::string_view endpoint_url, std::
 struct ByteRange {
   uint64_t first = 0;
   std::optional<uint64_t> last;
+
+  // The Range header value: "bytes=first-" or "bytes=first-last".
+  std::string HeaderValue() const {
+    std::string value = "bytes=" + std::to_string(first) + "-";
+    if (last) value += std::to_string(*last);
+    return value;
+  }
 };
 
 struct PutObjectResult {

@@ -55,6 +55,15 @@ def _list_keys(client, url_prefix):
     return bucket, items
 
 
+def _resolve_keys(dataset, url_prefix, keys):
+    """(bucket, [(key, size or None)]): the given keys, else a listing of url_prefix. The dataset's
+    client is touched only to list, so a dataset built from keys makes no client before it reads."""
+    if keys is None:
+        return _list_keys(dataset.client, url_prefix)
+    bucket, _ = split_url(url_prefix)
+    return bucket, [(k, None) for k in keys]
+
+
 class ObjectDataset(torch.utils.data.Dataset):
     """Map-style dataset: item i is the i-th object (sorted by key) under url_prefix, read into
     a new uint8 tensor and passed through decode(tensor, key) when given."""
@@ -62,11 +71,7 @@ class ObjectDataset(torch.utils.data.Dataset):
     def __init__(self, url_prefix, decode=None, client=None, keys=None):
         self._client = client
         self.decode = decode
-        if keys is None:
-            self.bucket, items = _list_keys(self.client, url_prefix)
-        else:
-            self.bucket, _ = split_url(url_prefix)
-            items = [(k, None) for k in keys]
+        self.bucket, items = _resolve_keys(self, url_prefix, keys)
         self.keys = [k for k, _ in items]
         self.sizes = [s for _, s in items]
 
@@ -113,11 +118,7 @@ class ObjectIterableDataset(torch.utils.data.IterableDataset):
                  rank=None, world_size=None):
         self._client = client
         self.decode = decode
-        if keys is None:
-            self.bucket, items = _list_keys(self.client, url_prefix)
-        else:
-            self.bucket, _ = split_url(url_prefix)
-            items = [(k, None) for k in keys]
+        self.bucket, items = _resolve_keys(self, url_prefix, keys)
         self.items = items
         self.shuffle = shuffle
         self.seed = seed

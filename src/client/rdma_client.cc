@@ -219,11 +219,7 @@ Result<TransferResult> GetOnce(RdmaS3Client::Impl& impl, std::string_view bucket
   S3Request req;
   req.bucket = std::string(bucket);
   req.key = std::string(key);
-  if (range) {
-    std::string value = "bytes=" + std::to_string(range->first) + "-";
-    if (range->last) value += std::to_string(*range->last);
-    req.headers.emplace_back("range", std::move(value));
-  }
+  if (range) req.headers.emplace_back("range", range->HeaderValue());
   auto resp = impl.Send(req, *token);
   if (!resp.ok()) return resp.error();
   if (resp->status == 501 && impl.config.allow_http_fallback) {

@@ -243,11 +243,7 @@ Result<GetObjectResult> S3Client::DoGet(std::string_view bucket, std::string_vie
   req.method = "GET";
   req.bucket = std::string(bucket);
   req.key = std::string(key);
-  if (range) {
-    std::string value = "bytes=" + std::to_string(range->first) + "-";
-    if (range->last) value += std::to_string(*range->last);
-    req.headers.emplace_back("range", std::move(value));
-  }
+  if (range) req.headers.emplace_back("range", range->HeaderValue());
   std::string what = "GET " + S3ObjectPath(bucket, key);
   auto resp = Execute(req, target);
   if (!resp.ok()) return resp.error();
