@@ -72,9 +72,15 @@ std::vector<bool> DriveFanout::ForEachDrive(const std::vector<bool>& which,
     std::condition_variable cv;
     size_t left = 0;
   } join;
-  for (size_t p = 0; p < n; ++p) join.left += which[p] && on_pool(p) ? 1 : 0;
+  // The calling thread would only wait: it runs the last pool call itself, which saves a thread
+  // hand-off per batch (all of them for a one-drive set).
+  size_t mine = n;
   for (size_t p = 0; p < n; ++p) {
-    if (!which[p] || !on_pool(p)) continue;
+    if (which[p] && on_pool(p)) mine = p;
+  }
+  for (size_t p = 0; p < n; ++p) join.left += which[p] && on_pool(p) && p != mine ? 1 : 0;
+  for (size_t p = 0; p < n; ++p) {
+    if (!which[p] || !on_pool(p) || p == mine) continue;
     pool_->Submit([&, p] {
       const bool r = fn(p);
       std::lock_guard lock(join.mu);  // notify under the lock: `join` lives on our stack
@@ -85,6 +91,7 @@ std::vector<bool> DriveFanout::ForEachDrive(const std::vector<bool>& which,
   for (size_t p = 0; p < n; ++p) {
     if (which[p] && !on_pool(p)) ok[p] = fn(p);
   }
+  if (mine < n) ok[mine] = fn(mine);
   std::unique_lock lock(join.mu);
   join.cv.wait(lock, [&] { return join.left == 0; });
   return std::vector<bool>(ok.begin(), ok.end());
