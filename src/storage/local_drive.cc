@@ -62,6 +62,15 @@ Result<std::string> DataDirOfMetaFile(const std::string& meta_path) {
   return meta->data_dir;
 }
 
+Result<std::vector<std::string>> DataDirsOfMetaFile(const std::string& meta_path) {
+  auto raw = fsutil::ReadFileIfExists(meta_path);
+  if (!raw.ok()) return raw.error();
+  if (!raw->has_value()) return std::vector<std::string>{};
+  auto file = ParseObjectVersions(**raw, meta_path);
+  if (!file.ok()) return file.error();
+  return file->DataDirs();
+}
+
 LocalDrive::LocalDrive(std::string root) : root_(std::move(root)) {}
 
 Result<std::string> LocalDrive::Abs(const std::string& path) const {
@@ -107,7 +116,7 @@ Status LocalDrive::Prepare() {
   for (const auto& e : *entries) {
     const std::string staging = Join(paths::TmpDir(root_), e);
     if (fsutil::IsDir(staging)) {
-      auto st = fsutil::RecoverStaging(root_, staging, DataDirOfMetaFile);
+      auto st = fsutil::RecoverStaging(root_, staging, DataDirsOfMetaFile);
       if (!st.ok()) spdlog::error("storage: recovery of {}: {}", staging, st.error().message);
     }
     RS_RETURN_IF_ERROR(fsutil::RemoveAll(staging));
