@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "common/hash.h"
@@ -236,8 +237,7 @@ Status LocalDrive::Link(const std::string& from, const std::string& to) {
 
 Status LocalDrive::Unlink(const std::string& path) {
   RS_ABS(abs, path);
-  if (fsutil::Unlink(abs) != 0 && errno != ENOENT)
-    return fsutil::ErrnoError("unlink", abs, errno);
+  if (fsutil::Unlink(abs) != 0 && errno != ENOENT) return fsutil::ErrnoError("unlink", abs, errno);
   return {};
 }
 
@@ -386,6 +386,40 @@ Result<ListResult> LocalDrive::ListObjects(const std::string& bucket, const List
   } catch (const std::exception& e) {
     return MakeError(ErrorCode::kInternalError, std::string("listing failed: ") + e.what());
   }
+}
+
+namespace {
+
+Error NotWritable(const std::string& path, std::string_view what, int err) {
+  std::string msg = "drive " + path + ": " + std::string(what) + ": " + std::strerror(err);
+  spdlog::error("storage: {}", msg);
+  return MakeError(ErrorCode::kDriveNotWritable, std::move(msg));
+}
+
+}  // namespace
+
+Status CheckDriveWritable(const std::string& root) {
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(root, ec);
+    if (ec) return NotWritable(root, "cannot create", ec.value());
+    if (::stat(root.c_str(), &st) != 0) return NotWritable(root, "cannot create", errno);
+  }
+  if (!S_ISDIR(st.st_mode)) return NotWritable(root, "not a directory", ENOTDIR);
+  if (::access(root.c_str(), W_OK | X_OK) != 0) return NotWritable(root, "no write access", errno);
+  // access() passes on some read-only setups (root, network file systems): really write.
+  const std::string probe = Join(root, ".rdmastor.probe-" + hash::RandomHex(8));
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return NotWritable(root, "cannot create a file", errno);
+  UniqueFd guard(fd);
+  if (::write(fd, "ok", 2) != 2 || ::fsync(fd) != 0) {
+    const int err = errno;
+    fsutil::Unlink(probe);
+    return NotWritable(root, "cannot write a file", err);
+  }
+  fsutil::Unlink(probe);
+  return {};
 }
 
 }  // namespace rdmastor::storage

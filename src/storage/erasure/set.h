@@ -7,6 +7,7 @@
 //   read.cc       the read path: shard sources, stripe reads, version resolution, the reader
 //   multipart.cc  multipart uploads
 //   heal.cc       healing objects, the heal queue and drive replacement
+//   migrate.cc    converting a drive of the retired single-drive layout
 //   store.cc      ErasureStore: opening the layout, routing to sets
 #pragma once
 
@@ -55,6 +56,15 @@ int Count(const std::vector<bool>& v);
 Error WriteQuorumError(int have, int need);
 // The data directory the metadata file `meta_path` (drive-relative) references; "" when missing.
 Result<std::string> DataDirOf(Drive& drive, const std::string& meta_path);
+
+// ---- the retired single-drive layout (migrate.cc) ----
+
+// True when `drive` holds the single-drive layout of an earlier version (data, the system area's
+// bucket records, no format file).
+Result<bool> HoldsSingleDriveLayout(Drive& drive);
+// Converts such a drive in place into the only drive of a one-drive erasure set and formats it;
+// resumable (a conversion cut short by a crash continues where it stopped).
+Status MigrateSingleDriveLayout(Drive& drive);
 
 // ---- drive fan-out (set.cc) ----
 

@@ -50,6 +50,13 @@ Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(const std::vector<std::
     if (root == "/") return MakeError(ErrorCode::kInvalidArgument, "refusing to use / as a drive");
     local.push_back(std::make_unique<LocalDrive>(std::move(root)));
   }
+  if (local.size() == 1) {
+    // No other drive stands in for the only one: refuse to start on an unusable one, naming it.
+    RS_RETURN_IF_ERROR(CheckDriveWritable(local[0]->name()));
+    auto legacy = HoldsSingleDriveLayout(*local[0]);
+    if (!legacy.ok()) return legacy.error();
+    if (*legacy) RS_RETURN_IF_ERROR(MigrateSingleDriveLayout(*local[0]));
+  }
   return Open(std::move(local), storage_class, FormatOptions{});
 }
 
