@@ -1,6 +1,9 @@
 #include "common/hash.h"
 
 #include <isa-l/crc.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <openssl/evp.h>
 #include <openssl/crypto.h>
 #include <openssl/hmac.h>
@@ -219,10 +222,11 @@ uint32_t Crc32c(const void* data, size_t len, uint32_t prev) {
   return ~crc;
 }
 
-uint64_t Crc64Nvme(const void* data, size_t len, uint64_t prev) {
+namespace {
+
+// The CRC64NVME register (reflected, without the final inversion) after `len` more bytes.
+uint64_t Crc64Table(uint64_t crc, const unsigned char* p, size_t len) {
   const auto& t = Tables64().t;
-  const auto* p = static_cast<const unsigned char*>(data);
-  uint64_t crc = ~prev;
   while (len >= 8) {
     uint64_t v;
     std::memcpy(&v, p, 8);
@@ -235,7 +239,82 @@ uint64_t Crc64Nvme(const void* data, size_t len, uint64_t prev) {
     len -= 8;
   }
   while (len-- > 0) crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xff];
-  return ~crc;
+  return crc;
+}
+
+#if defined(__x86_64__)
+// Carry-less multiplication (PCLMULQDQ) folding, ~10x the tables. 16 bytes loaded little-endian
+// are the polynomial A(x) of degree < 128 with bit m holding x^(127-m) (the first byte's low bit is
+// the highest degree, as a reflected CRC reads it). Moving A forward by D bits, A * x^D, is folded
+// back to 128 bits as lo64(A) * (x^(D+63) mod P) + hi64(A) * (x^(D-1) mod P): the product of two
+// reflected 64-bit values lands one degree low, which the -1 in both exponents makes up for.
+
+uint64_t Reverse64(uint64_t v) {
+  uint64_t r = 0;
+  for (int i = 0; i < 64; ++i, v >>= 1) r = (r << 1) | (v & 1);
+  return r;
+}
+
+// x^e mod P (P = x^64 + 0xad93d23594c93659), reflected.
+uint64_t ReflectedXPowMod(unsigned e) {
+  uint64_t v = 1;
+  for (unsigned i = 0; i < e; ++i) v = (v >> 63) ? (v << 1) ^ 0xad93d23594c93659ull : v << 1;
+  return Reverse64(v);
+}
+
+struct FoldConstants {
+  __m128i by512, by384, by256, by128;  // low lane: x^(D+63), high lane: x^(D-1)
+  FoldConstants()
+      : by512(Make(512)), by384(Make(384)), by256(Make(256)), by128(Make(128)) {}
+  static __m128i Make(unsigned d) {
+    return _mm_set_epi64x(static_cast<long long>(ReflectedXPowMod(d - 1)),
+                          static_cast<long long>(ReflectedXPowMod(d + 63)));
+  }
+};
+
+__attribute__((target("pclmul"))) inline __m128i Fold(__m128i a, __m128i k) {
+  return _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_clmulepi64_si128(a, k, 0x11));
+}
+
+inline __m128i Load(const unsigned char* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+// len >= 64. Four 16-byte lanes fold by 512 bits, then into one, then 16 bytes at a time; the last
+// 128-bit remainder and the tail go through the tables (from register 0, 16 bytes of A give
+// A(x) * x^64 mod P: the register).
+__attribute__((target("pclmul"))) uint64_t Crc64Clmul(uint64_t crc, const unsigned char* p,
+                                                      size_t len) {
+  static const FoldConstants k;
+  __m128i x0 = _mm_xor_si128(Load(p), _mm_cvtsi64_si128(static_cast<long long>(crc)));
+  __m128i x1 = Load(p + 16), x2 = Load(p + 32), x3 = Load(p + 48);
+  p += 64;
+  len -= 64;
+  for (; len >= 64; p += 64, len -= 64) {
+    x0 = _mm_xor_si128(Fold(x0, k.by512), Load(p));
+    x1 = _mm_xor_si128(Fold(x1, k.by512), Load(p + 16));
+    x2 = _mm_xor_si128(Fold(x2, k.by512), Load(p + 32));
+    x3 = _mm_xor_si128(Fold(x3, k.by512), Load(p + 48));
+  }
+  __m128i a = _mm_xor_si128(_mm_xor_si128(Fold(x0, k.by384), Fold(x1, k.by256)),
+                            _mm_xor_si128(Fold(x2, k.by128), x3));
+  for (; len >= 16; p += 16, len -= 16) a = _mm_xor_si128(Fold(a, k.by128), Load(p));
+  unsigned char rest[16];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(rest), a);
+  return Crc64Table(Crc64Table(0, rest, 16), p, len);
+}
+
+const bool kHaveClmul = __builtin_cpu_supports("pclmul");
+#endif
+
+}  // namespace
+
+uint64_t Crc64Nvme(const void* data, size_t len, uint64_t prev) {
+  const auto* p = static_cast<const unsigned char*>(data);
+#if defined(__x86_64__)
+  if (kHaveClmul && len >= 64) return ~Crc64Clmul(~prev, p, len);
+#endif
+  return ~Crc64Table(~prev, p, len);
 }
 
 uint32_t Crc32Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
