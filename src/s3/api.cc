@@ -758,7 +758,7 @@ void S3Api::Dispatch(Context& ctx) {
   // The admin API (root credentials only) is not an S3 request either.
   if (req.raw_path.starts_with("/minio/admin/") &&
       ServeAdmin(req, ctx.sink, ctx.request_id,
-                 AdminOptions{opts_.access_key, opts_.secret_key, opts_.heal})) {
+                 AdminOptions{opts_.access_key, opts_.secret_key, opts_.heal, opts_.rdma})) {
     ctx.api = {};
     return;
   }
