@@ -1,5 +1,6 @@
 #include "storage/object_meta.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <exception>
@@ -86,6 +87,8 @@ ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key)
   info.tags = tags;
   info.checksums = checksums;
   info.storage_class = storage_class;
+  info.version_id = version_id;
+  info.delete_marker = delete_marker;
   if (multipart) {
     info.part_count = static_cast<int>(parts.size());
     for (const auto& p : parts) info.part_sizes.push_back(p.size);
@@ -121,7 +124,10 @@ std::optional<ObjectMeta> ObjectVersions::Remove(std::string_view version_id) {
 
 std::optional<ObjectMeta> ObjectVersions::Add(ObjectMeta v) {
   auto old = Remove(v.version_id);
-  versions.insert(versions.begin(), std::move(v));
+  // Newest first by mtime: a new write lands first, a healed older version back in its place.
+  auto at = std::find_if(versions.begin(), versions.end(),
+                         [&](const ObjectMeta& o) { return o.mtime_ns <= v.mtime_ns; });
+  versions.insert(at, std::move(v));
   return old;
 }
 

@@ -81,7 +81,8 @@ struct ObjectVersions {
   const ObjectMeta* Find(std::string_view version_id) const;
   // Removes the version with this id; returns it (nullopt when absent).
   std::optional<ObjectMeta> Remove(std::string_view version_id);
-  // Puts `v` first, replacing the version with the same id; returns the replaced one.
+  // Adds `v` in mtime order (newest first; before versions of the same mtime), replacing the
+  // version with the same id; returns the replaced one.
   std::optional<ObjectMeta> Add(ObjectMeta v);
   // Data directories of all versions (delete markers have none).
   std::vector<std::string> DataDirs() const;

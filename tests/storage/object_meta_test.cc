@@ -93,10 +93,11 @@ TEST(ObjectMetaTest, VersionListRoundTripsNewestFirst) {
   ObjectMeta v1 = Sample();
   v1.version_id = "1b0f4d5e-0000-4000-8000-000000000001";
   v1.data_dir = ".rdmastor.data.aaaa";
+  v1.mtime_ns = null_version.mtime_ns + 1;
   ObjectMeta marker;
   marker.version_id = "1b0f4d5e-0000-4000-8000-000000000002";
   marker.delete_marker = true;
-  marker.mtime_ns = 5;
+  marker.mtime_ns = v1.mtime_ns + 1;
   EXPECT_FALSE(file.Add(null_version));
   EXPECT_FALSE(file.Add(v1));
   EXPECT_FALSE(file.Add(marker));
@@ -111,11 +112,19 @@ TEST(ObjectMetaTest, VersionListRoundTripsNewestFirst) {
   // Re-adding the null version replaces it (Suspended overwrite) and moves it first.
   ObjectMeta again = Sample();
   again.data_dir = ".rdmastor.data.bbbb";
+  again.mtime_ns = marker.mtime_ns + 1;
   auto replaced = back->Add(again);
   ASSERT_TRUE(replaced);
   EXPECT_EQ(replaced->data_dir, null_version.data_dir);
   EXPECT_EQ(back->versions.size(), 3u);
   EXPECT_EQ(back->Latest()->data_dir, ".rdmastor.data.bbbb");
+  // A healed older version goes back to its place, not first.
+  ObjectMeta old = Sample();
+  old.version_id = "1b0f4d5e-0000-4000-8000-000000000000";
+  old.mtime_ns = 7;
+  EXPECT_FALSE(back->Add(old));
+  EXPECT_EQ(back->versions.back().version_id, old.version_id);
+  ASSERT_TRUE(back->Remove(old.version_id));
   auto removed = back->Remove(v1.version_id);
   ASSERT_TRUE(removed);
   EXPECT_FALSE(back->Remove(v1.version_id));
