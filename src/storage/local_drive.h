@@ -87,5 +87,7 @@ Status CheckDriveWritable(const std::string& root);
 // The data directory name the metadata file at `meta_path` (absolute) references; "" when the
 // file is missing.
 Result<std::string> DataDirOfMetaFile(const std::string& meta_path);
+// Every version's data directory (crash recovery keeps them all).
+Result<std::vector<std::string>> DataDirsOfMetaFile(const std::string& meta_path);
 
 }  // namespace rdmastor::storage
