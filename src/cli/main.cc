@@ -219,7 +219,11 @@ int RunServer(const std::vector<std::string>& args) {
   }
 
   rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(*cfg);
-  auto drive_monitor = rdmastor::cli::DeploymentMonitor(*store->erasure);
+  // One drive: probed on every health request, as before it became a one-drive set (the
+  // deployment monitor caches its samples for a second).
+  auto drive_monitor = store->erasure->layout().set_size == 1
+                           ? std::make_unique<rdmastor::admin::DriveMonitor>(cfg->drives, 1, 1)
+                           : rdmastor::cli::DeploymentMonitor(*store->erasure);
   drive_monitor->PublishMetrics();
   api_opts.ops.cluster_health = [&m = *drive_monitor] { return m.Check(); };
   // S3 over RDMA (x-amz-rdma-token) on the fabric MINIO_RDMA_FABRIC selects; logs its state once.
