@@ -85,7 +85,13 @@ ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key)
   info.storage_class = storage_class;
   if (multipart) {
     info.part_count = static_cast<int>(parts.size());
-    for (const auto& p : parts) info.part_sizes.push_back(p.size);
+    bool part_sums = false;
+    for (const auto& p : parts) {
+      info.part_sizes.push_back(p.size);
+      part_sums = part_sums || !p.checksums.empty();
+    }
+    if (part_sums)
+      for (const auto& p : parts) info.part_checksums.push_back(p.checksums);
   }
   return info;
 }
@@ -94,6 +100,8 @@ std::string SerializeObjectMeta(const ObjectMeta& m) {
   json parts = json::array();
   for (const auto& p : m.parts) {
     parts.push_back({{"number", p.number}, {"size", p.size}, {"etag", p.etag}});
+    // Optional (issue 14 item 12): absent in older files and for parts without checksums.
+    if (!p.checksums.empty()) parts.back()["checksums"] = p.checksums;
   }
   json j = {{"version", m.version},
             {"size", m.size},
@@ -156,6 +164,7 @@ Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& p
       pm.number = p.at("number").get<int>();
       pm.size = p.at("size").get<uint64_t>();
       pm.etag = p.value("etag", std::string());
+      pm.checksums = StringMap(p, "checksums");
       total += pm.size;
       m.parts.push_back(std::move(pm));
     }
@@ -200,6 +209,7 @@ std::string SerializeUploadRecord(const UploadRecord& r) {
   PutMetadata(j, "user_metadata", r.user_metadata);
   if (!r.tags.empty()) j["tags"] = r.tags;
   if (!r.storage_class.empty()) j["storage_class"] = r.storage_class;
+  if (!r.checksum_type.empty()) j["checksum_type"] = r.checksum_type;
   return Dump(j);
 }
 
@@ -214,6 +224,7 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
     r.checksum_algorithm = j.value("checksum_algorithm", std::string());
     r.tags = j.value("tags", std::string());
     r.storage_class = j.value("storage_class", std::string());
+    r.checksum_type = j.value("checksum_type", std::string());
     return r;
   } catch (const std::exception& e) {
     return Malformed(path, e);
