@@ -73,6 +73,8 @@ namespace rdmastor {
   X(kNoSuchUpload, "NoSuchUpload", 404,                                                            \
     "The specified multipart upload does not exist. The upload ID may be invalid, or the "         \
     "upload may have been aborted or completed.")                                                  \
+  X(kNoSuchVersion, "NoSuchVersion", 404,                                                          \
+    "The specified version does not exist.")                                                       \
   X(kNotImplemented, "NotImplemented", 501,                                                        \
     "A header you provided implies functionality that is not implemented")                         \
   X(kNotModified, "NotModified", 304, "Not Modified")                                              \
@@ -111,7 +113,13 @@ namespace rdmastor {
   X(kHealNoSuchProcess, "XMinioHealNoSuchProcess", 400, "No such heal process is running.")       \
   X(kInvalidTag, "InvalidTag", 400, "The tag provided was not a valid tag.")                       \
   X(kBadRequest, "BadRequest", 400, "Bad Request")                                                 \
-  X(kNoSuchTagSet, "NoSuchTagSet", 404, "The TagSet does not exist")
+  X(kNoSuchTagSet, "NoSuchTagSet", 404, "The TagSet does not exist")                               \
+  X(kMalformedPolicy, "MalformedPolicy", 400, "Policy has invalid resource.")                       \
+  X(kPolicyTooLarge, "PolicyTooLarge", 400,                                                        \
+    "Policy exceeds the maximum allowed document size.")                                           \
+  X(kNoSuchBucketPolicy, "NoSuchBucketPolicy", 404, "The bucket policy does not exist")           \
+  X(kNoSuchUser, "XMinioAdminNoSuchUser", 404, "The specified user does not exist.")               \
+  X(kNoSuchPolicy, "XMinioAdminNoSuchPolicy", 404, "The canned policy does not exist.")
 
 enum class ErrorCode {
 #define RDMASTOR_ENUM_ENTRY(name, code, status, msg) name,

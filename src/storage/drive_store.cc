@@ -642,27 +642,6 @@ Result<UploadRecord> DriveStore::LoadUpload(const std::string& bucket, const std
   return rec;
 }
 
-Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& opts) {
-  UploadRecord rec;
-  rec.key = key;
-  rec.initiated_ns = NowNs();
-  rec.content_type = opts.content_type;
-  rec.user_metadata = opts.user_metadata;
-  rec.tags = opts.tags;
-  rec.storage_class = opts.storage_class;
-  if (auto it = rec.user_metadata.find(kChecksumAlgorithmKey); it != rec.user_metadata.end()) {
-    std::string algo = it->second;
-    std::transform(algo.begin(), algo.end(), algo.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (!hash::ChecksumAlgoFromName(algo)) {
-      return MakeError(ErrorCode::kInvalidArgument, "unsupported checksum algorithm " + algo);
-    }
-    rec.checksum_algorithm = algo;
-    rec.user_metadata.erase(it);
-  }
-  return rec;
-}
-
 Result<std::string> DriveStore::NewMultipartUpload(const std::string& bucket,
                                                    const std::string& key, const PutOptions& opts) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
@@ -832,7 +811,9 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
                                                        const std::string& key,
                                                        const std::string& upload_id,
                                                        const std::vector<CompletePart>& parts,
-                                                       const WritePrecondition& precondition) {
+                                                       const WritePrecondition& precondition,
+                                                       const CompleteChecksum& declared) {
+  (void)declared;  // DriveStore is retired: checksums are checked on the erasure path
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
@@ -958,7 +939,8 @@ Result<PutOptions> DriveStore::GetUploadOptions(const std::string& bucket, const
   opts.tags = rec->tags;
   opts.storage_class = rec->storage_class;
   if (!rec->checksum_algorithm.empty()) {
-    opts.user_metadata[kChecksumAlgorithmKey] = rec->checksum_algorithm;
+    opts.checksum_algorithm = rec->checksum_algorithm;
+    opts.checksum_type = rec->checksum_type;
   }
   return opts;
 }

@@ -1,0 +1,19 @@
+// The IAM action each S3 request needs, by the request's API name (MinIO's names, as the S3 layer
+// routes and counts them: "GetObject", "ListObjectsV2", ...).
+#pragma once
+
+#include <string_view>
+
+namespace rdmastor::iam {
+
+// The action AWS documents for the operation ("s3:GetObject" for GetObject and HeadObject,
+// "s3:ListBucket" for HeadBucket and both ListObjects, "s3:PutObject" for every part of a
+// multipart upload, ...); "" for a name that is no S3 operation (nothing can allow it).
+// CopyObject and UploadPartCopy also need s3:GetObject on their source (the caller checks that).
+std::string_view ActionFor(std::string_view api);
+
+// True when the action applies to the bucket itself (resource "bucket") rather than to an
+// object in it (resource "bucket/key"); ListAllMyBuckets and CreateBucket are bucket-level too.
+bool IsBucketAction(std::string_view action);
+
+}  // namespace rdmastor::iam

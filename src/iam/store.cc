@@ -1,0 +1,539 @@
+#include "iam/store.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "common/hash.h"
+
+namespace rdmastor::iam {
+
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr size_t kMaxDocBytes = 64 * 1024;  // any record here; policies are <= 20 KiB
+constexpr size_t kMaxCacheEntries = 10000;   // per map: a flood of names cannot grow it without end
+
+const std::string kSys(kSystemBucket);
+
+std::string UserKey(std::string_view ak) { return "iam/users/" + std::string(ak) + ".json"; }
+std::string PolicyKey(std::string_view name) { return "iam/policies/" + std::string(name) + ".json"; }
+std::string BucketPolicyKey(std::string_view b) { return "buckets/" + std::string(b) + "/policy.json"; }
+std::string BucketAclKey(std::string_view b) { return "buckets/" + std::string(b) + "/acl.json"; }
+
+constexpr std::pair<std::string_view, std::string_view> kBuiltins[] = {
+    {"readwrite",
+     R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::*"]}]})"},
+    {"readonly",
+     R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetBucketLocation","s3:GetObject"],"Resource":["arn:aws:s3:::*"]}]})"},
+    {"writeonly",
+     R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:PutObject"],"Resource":["arn:aws:s3:::*"]}]})"},
+};
+
+class StringSource final : public BodySource {
+ public:
+  explicit StringSource(std::string_view s) : s_(s) {}
+  Result<size_t> Read(char* buf, size_t len) override {
+    size_t n = std::min(len, s_.size() - pos_);
+    std::copy_n(s_.data() + pos_, n, buf);
+    pos_ += n;
+    return n;
+  }
+
+ private:
+  std::string_view s_;
+  size_t pos_ = 0;
+};
+
+bool Absent(const Error& e) {
+  return e.code == ErrorCode::kNoSuchKey || e.code == ErrorCode::kNoSuchBucket;
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+template <typename Map>
+void Bound(Map& m) {
+  if (m.size() >= kMaxCacheEntries) m.clear();
+}
+
+}  // namespace
+
+std::string UserToJson(const User& user) {
+  return Json{{"version", 1},
+              {"accessKey", user.access_key},
+              {"secretKey", user.secret_key},
+              {"policies", user.policies},
+              {"createdNs", user.created_ns}}
+      .dump();
+}
+
+Result<User> UserFromJson(std::string_view json) {
+  Json j = Json::parse(json, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return MakeError(ErrorCode::kInternalError, "user record is not JSON");
+  try {
+    User u;
+    u.access_key = j.at("accessKey").get<std::string>();
+    u.secret_key = j.at("secretKey").get<std::string>();
+    u.policies = j.value("policies", std::vector<std::string>{});
+    u.created_ns = j.value("createdNs", int64_t{0});
+    return u;
+  } catch (const std::exception& e) {
+    return MakeError(ErrorCode::kInternalError, std::string("user record: ") + e.what());
+  }
+}
+
+IamStore::IamStore(storage::ObjectLayer& store, std::string root_access_key, StoreOptions opts)
+    : store_(store),
+      root_(std::move(root_access_key)),
+      opts_(opts),
+      tokens_(opts.unknown_key_lookup_burst),
+      tokens_at_(Clock::now()) {}
+
+Status IamStore::ValidateAccessKey(std::string_view ak) {
+  // Characters safe in an object key and in a SigV4 credential scope.
+  bool ok = ak.size() >= 3 && ak.size() <= 128;
+  for (char c : ak) {
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '-' || c == '_' || c == '.' || c == '@' || c == '+');
+  }
+  if (!ok)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "An access key has 3 to 128 characters: letters, digits and - _ . @ +");
+  return {};
+}
+
+Status IamStore::ValidateSecretKey(std::string_view sk) {
+  bool ok = sk.size() >= 8 && sk.size() <= 128;
+  for (char c : sk) ok = ok && c > ' ' && c < 0x7f;
+  if (!ok)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "A secret key has 8 to 128 printable ASCII characters and no spaces");
+  return {};
+}
+
+Status IamStore::ValidatePolicyName(std::string_view name) {
+  bool ok = !name.empty() && name.size() <= 128;
+  for (char c : name) {
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '-' || c == '_' || c == '.' || c == '+' || c == '@' || c == '=' || c == ',');
+  }
+  if (!ok || name == "." || name == "..")
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "A policy name has 1 to 128 characters: letters, digits and - _ . + @ = ,");
+  return {};
+}
+
+std::optional<std::string_view> IamStore::BuiltinPolicy(std::string_view name) {
+  for (const auto& [n, doc] : kBuiltins)
+    if (n == name) return doc;
+  return std::nullopt;
+}
+
+// ---- object I/O ----
+
+Result<std::optional<std::string>> IamStore::ReadDoc(const std::string& key) {
+  auto reader = store_.OpenObject(kSys, key);
+  if (!reader.ok()) {
+    if (Absent(reader.error())) return std::optional<std::string>();
+    return reader.error();
+  }
+  const uint64_t size = (*reader)->info().size;
+  if (size > kMaxDocBytes)
+    return MakeError(ErrorCode::kInternalError, kSys + "/" + key + " is larger than expected");
+  std::string doc(size, '\0');
+  size_t got = 0;
+  while (got < size) {
+    auto n = (*reader)->ReadAt(got, doc.data() + got, size - got);
+    if (!n.ok()) return n.error();
+    if (*n == 0) return MakeError(ErrorCode::kInternalError, "short read of " + key);
+    got += *n;
+  }
+  return std::optional<std::string>(std::move(doc));
+}
+
+Status IamStore::WriteDoc(const std::string& key, const std::string& doc) {
+  storage::PutOptions po;
+  po.content_type = "application/json";
+  po.size = doc.size();
+  const std::string etag = hash::Md5Hex(doc);
+  auto check = [&etag](uint64_t) -> Result<storage::CommitInfo> {
+    storage::CommitInfo ci;
+    ci.etag = etag;
+    return ci;
+  };
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    StringSource body(doc);
+    auto put = store_.PutObject(kSys, key, body, po, check);
+    if (put.ok()) return {};
+    if (put.error().code != ErrorCode::kNoSuchBucket || attempt == 1) return put.error();
+    // The first record: create the system bucket (another node may do so at the same time).
+    auto made = store_.MakeBucket(kSys);
+    if (!made.ok() && made.error().code != ErrorCode::kBucketAlreadyOwnedByYou) return made;
+  }
+  return {};
+}
+
+Status IamStore::DeleteDoc(const std::string& key) {
+  auto st = store_.DeleteObject(kSys, key);
+  if (!st.ok() && !Absent(st.error())) return st;
+  return {};
+}
+
+// ---- users ----
+
+Result<std::optional<User>> IamStore::LoadUser(const std::string& access_key) {
+  auto doc = ReadDoc(UserKey(access_key));
+  if (!doc.ok()) return doc.error();
+  if (!doc->has_value()) return std::optional<User>();
+  auto user = UserFromJson(**doc);
+  if (!user.ok()) return user.error();
+  return std::optional<User>(std::move(*user));
+}
+
+Status IamStore::StoreUser(const User& user) {
+  RS_RETURN_IF_ERROR(WriteDoc(UserKey(user.access_key), UserToJson(user)));
+  std::lock_guard lock(mu_);
+  Bound(users_);
+  users_[user.access_key] = UserEntry{user, Clock::now()};
+  return {};
+}
+
+Status IamStore::AddUser(const std::string& access_key, const std::string& secret_key) {
+  RS_RETURN_IF_ERROR(ValidateAccessKey(access_key));
+  RS_RETURN_IF_ERROR(ValidateSecretKey(secret_key));
+  if (access_key == root_)
+    return MakeError(ErrorCode::kInvalidArgument, "The root user's access key cannot be a user");
+  auto current = LoadUser(access_key);
+  if (!current.ok()) return current.error();
+  User user = current->value_or(User{access_key, {}, {}, NowNs()});
+  user.secret_key = secret_key;
+  return StoreUser(user);
+}
+
+Status IamStore::RemoveUser(const std::string& access_key) {
+  RS_RETURN_IF_ERROR(ValidateAccessKey(access_key));
+  auto current = LoadUser(access_key);
+  if (!current.ok()) return current.error();
+  if (!current->has_value()) return MakeError(ErrorCode::kNoSuchUser);
+  RS_RETURN_IF_ERROR(DeleteDoc(UserKey(access_key)));
+  std::lock_guard lock(mu_);
+  users_[access_key] = UserEntry{std::nullopt, Clock::now()};
+  return {};
+}
+
+Result<std::vector<User>> IamStore::ListUsers() {
+  std::vector<User> out;
+  storage::ListOptions lo;
+  lo.prefix = "iam/users/";
+  for (;;) {
+    auto page = store_.ListObjects(kSys, lo);
+    if (!page.ok()) {
+      if (page.error().code == ErrorCode::kNoSuchBucket) return out;
+      return page.error();
+    }
+    for (const auto& obj : page->objects) {
+      std::string ak = obj.key.substr(lo.prefix.size());
+      if (!ak.ends_with(".json")) continue;
+      ak.resize(ak.size() - 5);
+      auto user = LoadUser(ak);
+      if (user.ok() && user->has_value()) out.push_back(std::move(**user));
+    }
+    if (!page->truncated || page->objects.empty()) break;
+    lo.start_after = page->objects.back().key;
+  }
+  return out;
+}
+
+Status IamStore::SetUserPolicies(const std::string& access_key,
+                                 const std::vector<std::string>& policies) {
+  RS_RETURN_IF_ERROR(ValidateAccessKey(access_key));
+  for (const auto& p : policies) {
+    RS_RETURN_IF_ERROR(ValidatePolicyName(p));
+    if (BuiltinPolicy(p)) continue;
+    auto doc = ReadDoc(PolicyKey(p));
+    if (!doc.ok()) return doc.error();
+    if (!doc->has_value())
+      return MakeError(ErrorCode::kNoSuchPolicy, "The canned policy " + p + " does not exist.");
+  }
+  auto current = LoadUser(access_key);
+  if (!current.ok()) return current.error();
+  if (!current->has_value()) return MakeError(ErrorCode::kNoSuchUser);
+  User user = **current;
+  user.policies.clear();
+  for (const auto& p : policies)
+    if (std::find(user.policies.begin(), user.policies.end(), p) == user.policies.end())
+      user.policies.push_back(p);
+  return StoreUser(user);
+}
+
+Status IamStore::AttachPolicies(const std::string& access_key,
+                                const std::vector<std::string>& policies) {
+  auto current = LoadUser(access_key);
+  if (!current.ok()) return current.error();
+  if (!current->has_value()) return MakeError(ErrorCode::kNoSuchUser);
+  std::vector<std::string> all = (*current)->policies;
+  all.insert(all.end(), policies.begin(), policies.end());
+  return SetUserPolicies(access_key, all);
+}
+
+// ---- named policies ----
+
+Status IamStore::PutPolicy(const std::string& name, const std::string& document) {
+  RS_RETURN_IF_ERROR(ValidatePolicyName(name));
+  if (BuiltinPolicy(name))
+    return MakeError(ErrorCode::kInvalidArgument, "The built-in policy " + name +
+                                                      " cannot be replaced");
+  auto parsed = ParsePolicy(document, PolicyKind::kIdentity);
+  if (!parsed.ok()) return parsed.error();
+  RS_RETURN_IF_ERROR(WriteDoc(PolicyKey(name), document));
+  std::lock_guard lock(mu_);
+  Bound(named_policies_);
+  named_policies_[name] =
+      PolicyEntry{std::make_shared<const Policy>(std::move(*parsed)), Clock::now()};
+  return {};
+}
+
+Status IamStore::RemovePolicy(const std::string& name) {
+  RS_RETURN_IF_ERROR(ValidatePolicyName(name));
+  if (BuiltinPolicy(name))
+    return MakeError(ErrorCode::kInvalidArgument, "The built-in policy " + name +
+                                                      " cannot be removed");
+  auto doc = ReadDoc(PolicyKey(name));
+  if (!doc.ok()) return doc.error();
+  if (!doc->has_value()) return MakeError(ErrorCode::kNoSuchPolicy);
+  RS_RETURN_IF_ERROR(DeleteDoc(PolicyKey(name)));
+  std::lock_guard lock(mu_);
+  named_policies_[name] = PolicyEntry{nullptr, Clock::now()};
+  return {};
+}
+
+Result<std::map<std::string, std::string>> IamStore::ListPolicies() {
+  std::map<std::string, std::string> out;
+  for (const auto& [n, doc] : kBuiltins) out[std::string(n)] = std::string(doc);
+  storage::ListOptions lo;
+  lo.prefix = "iam/policies/";
+  for (;;) {
+    auto page = store_.ListObjects(kSys, lo);
+    if (!page.ok()) {
+      if (page.error().code == ErrorCode::kNoSuchBucket) return out;
+      return page.error();
+    }
+    for (const auto& obj : page->objects) {
+      std::string name = obj.key.substr(lo.prefix.size());
+      if (!name.ends_with(".json")) continue;
+      auto doc = ReadDoc(obj.key);
+      if (doc.ok() && doc->has_value()) out[name.substr(0, name.size() - 5)] = std::move(**doc);
+    }
+    if (!page->truncated || page->objects.empty()) break;
+    lo.start_after = page->objects.back().key;
+  }
+  return out;
+}
+
+Result<std::shared_ptr<const Policy>> IamStore::LoadNamedPolicy(const std::string& name) {
+  if (auto builtin = BuiltinPolicy(name)) {
+    auto p = ParsePolicy(*builtin, PolicyKind::kIdentity);
+    if (!p.ok()) return p.error();
+    return std::make_shared<const Policy>(std::move(*p));
+  }
+  auto doc = ReadDoc(PolicyKey(name));
+  if (!doc.ok()) return doc.error();
+  if (!doc->has_value()) return std::shared_ptr<const Policy>();
+  auto p = ParsePolicy(**doc, PolicyKind::kIdentity);
+  if (!p.ok()) {
+    spdlog::warn("iam: stored policy {} does not parse: {}", name, p.error().message);
+    return std::shared_ptr<const Policy>();
+  }
+  return std::make_shared<const Policy>(std::move(*p));
+}
+
+std::shared_ptr<const Policy> IamStore::CachedNamedPolicy(const std::string& name) {
+  const auto now = Clock::now();
+  {
+    std::lock_guard lock(mu_);
+    auto it = named_policies_.find(name);
+    if (it != named_policies_.end() &&
+        (BuiltinPolicy(name) || now - it->second.fetched < opts_.refresh))
+      return it->second.policy;
+  }
+  auto loaded = LoadNamedPolicy(name);
+  std::lock_guard lock(mu_);
+  auto it = named_policies_.find(name);
+  if (!loaded.ok()) {
+    // Storage trouble: keep what we had rather than dropping a user's permissions.
+    return it != named_policies_.end() ? it->second.policy : nullptr;
+  }
+  Bound(named_policies_);
+  named_policies_[name] = PolicyEntry{*loaded, now};
+  return *loaded;
+}
+
+// ---- the request path ----
+
+bool IamStore::TakeLookupToken() {
+  // Called with mu_ held.
+  const auto now = Clock::now();
+  const double elapsed = std::chrono::duration<double>(now - tokens_at_).count();
+  tokens_ = std::min<double>(opts_.unknown_key_lookup_burst,
+                             tokens_ + elapsed * opts_.unknown_key_lookups_per_second);
+  tokens_at_ = now;
+  if (tokens_ < 1) return false;
+  tokens_ -= 1;
+  return true;
+}
+
+std::optional<std::string> IamStore::SecretFor(std::string_view access_key) {
+  if (access_key == root_ || !ValidateAccessKey(access_key).ok()) return std::nullopt;
+  const auto now = Clock::now();
+  std::optional<UserEntry> cached;
+  {
+    std::lock_guard lock(mu_);
+    auto it = users_.find(access_key);
+    if (it != users_.end()) {
+      const auto ttl = it->second.user ? opts_.refresh : opts_.negative_ttl;
+      if (now - it->second.fetched < ttl)
+        return it->second.user ? std::optional<std::string>(it->second.user->secret_key)
+                               : std::nullopt;
+      cached = it->second;
+    }
+    if (!cached || !cached->user) {
+      // Unknown here: a storage read, within the rate limit.
+      if (!TakeLookupToken()) {
+        ++unknown_refusals_;
+        return std::nullopt;
+      }
+      ++unknown_reads_;
+    }
+  }
+  const std::string ak(access_key);
+  auto loaded = LoadUser(ak);
+  std::lock_guard lock(mu_);
+  if (!loaded.ok()) {
+    spdlog::warn("iam: cannot read user {}: {}", ak, loaded.error().message);
+    if (cached && cached->user) return cached->user->secret_key;  // keep serving a known user
+    return std::nullopt;
+  }
+  Bound(users_);
+  users_[ak] = UserEntry{*loaded, now};
+  if (!loaded->has_value()) return std::nullopt;
+  return (*loaded)->secret_key;
+}
+
+std::vector<std::shared_ptr<const Policy>> IamStore::PoliciesOf(std::string_view access_key) {
+  std::vector<std::string> names;
+  {
+    std::lock_guard lock(mu_);
+    auto it = users_.find(access_key);
+    if (it == users_.end() || !it->second.user) return {};
+    names = it->second.user->policies;
+  }
+  std::vector<std::shared_ptr<const Policy>> out;
+  for (const auto& n : names) {
+    if (auto p = CachedNamedPolicy(n)) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// ---- bucket policies ----
+
+Result<std::string> IamStore::GetBucketPolicy(const std::string& bucket) {
+  auto doc = ReadDoc(BucketPolicyKey(bucket));
+  if (!doc.ok()) return doc.error();
+  if (!doc->has_value()) return MakeError(ErrorCode::kNoSuchBucketPolicy);
+  return std::move(**doc);
+}
+
+Status IamStore::PutBucketPolicy(const std::string& bucket, const std::string& document) {
+  auto parsed = ParsePolicy(document, PolicyKind::kBucket, bucket);
+  if (!parsed.ok()) return parsed.error();
+  RS_RETURN_IF_ERROR(WriteDoc(BucketPolicyKey(bucket), document));
+  std::lock_guard lock(mu_);
+  Bound(bucket_policies_);
+  bucket_policies_[bucket] =
+      PolicyEntry{std::make_shared<const Policy>(std::move(*parsed)), Clock::now()};
+  return {};
+}
+
+Status IamStore::DeleteBucketPolicy(const std::string& bucket) {
+  RS_RETURN_IF_ERROR(DeleteDoc(BucketPolicyKey(bucket)));
+  std::lock_guard lock(mu_);
+  bucket_policies_[bucket] = PolicyEntry{nullptr, Clock::now()};
+  return {};
+}
+
+std::shared_ptr<const Policy> IamStore::BucketPolicy(const std::string& bucket) {
+  const auto now = Clock::now();
+  std::shared_ptr<const Policy> stale;
+  {
+    std::lock_guard lock(mu_);
+    auto it = bucket_policies_.find(bucket);
+    if (it != bucket_policies_.end()) {
+      if (now - it->second.fetched < opts_.refresh) return it->second.policy;
+      stale = it->second.policy;
+    }
+  }
+  auto doc = ReadDoc(BucketPolicyKey(bucket));
+  std::shared_ptr<const Policy> policy;
+  if (!doc.ok()) {
+    spdlog::warn("iam: cannot read the policy of bucket {}: {}", bucket, doc.error().message);
+    policy = stale;
+  } else if (doc->has_value()) {
+    auto parsed = ParsePolicy(**doc, PolicyKind::kBucket, bucket);
+    if (parsed.ok()) {
+      policy = std::make_shared<const Policy>(std::move(*parsed));
+    } else {
+      spdlog::warn("iam: stored policy of bucket {} does not parse: {}", bucket,
+                   parsed.error().message);
+    }
+  }
+  std::lock_guard lock(mu_);
+  Bound(bucket_policies_);
+  bucket_policies_[bucket] = PolicyEntry{policy, now};
+  return policy;
+}
+
+Result<BucketAccess> IamStore::GetBucketAccess(const std::string& bucket) {
+  auto doc = ReadDoc(BucketAclKey(bucket));
+  if (!doc.ok()) return doc.error();
+  BucketAccess access;
+  if (!doc->has_value()) return access;
+  Json j = Json::parse(**doc, nullptr, false);
+  if (j.is_object()) {
+    access.owner = j.value("owner", std::string());
+    access.acl = j.value("acl", std::string("private"));
+  }
+  return access;
+}
+
+Status IamStore::PutBucketAccess(const std::string& bucket, const BucketAccess& access) {
+  return WriteDoc(BucketAclKey(bucket),
+                  Json{{"version", 1}, {"owner", access.owner}, {"acl", access.acl}}.dump());
+}
+
+void IamStore::ForgetBucket(const std::string& bucket) {
+  for (const auto& key : {BucketPolicyKey(bucket), BucketAclKey(bucket)}) {
+    if (auto st = DeleteDoc(key); !st.ok())
+      spdlog::warn("iam: could not remove {}/{}: {}", kSys, key, st.error().message);
+  }
+  std::lock_guard lock(mu_);
+  bucket_policies_.erase(bucket);
+}
+
+uint64_t IamStore::unknown_key_reads() const {
+  std::lock_guard lock(mu_);
+  return unknown_reads_;
+}
+
+uint64_t IamStore::unknown_key_refusals() const {
+  std::lock_guard lock(mu_);
+  return unknown_refusals_;
+}
+
+}  // namespace rdmastor::iam

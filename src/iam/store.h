@@ -1,0 +1,148 @@
+// Users, named policies, bucket policies and bucket ownership, kept as small JSON objects in a
+// system bucket of the object layer (so erasure-coded, healed and shared by every node of a
+// cluster like any object), with a per-node cache in front.
+//
+// Layout in kSystemBucket:
+//   iam/users/<access key>.json     {"accessKey", "secretKey", "policies": [...], "createdNs"}
+//   iam/policies/<name>.json        a custom identity policy document, as given
+//   buckets/<bucket>/policy.json    the bucket policy, as given (GetBucketPolicy returns it)
+//   buckets/<bucket>/acl.json       {"owner": <access key>, "acl": <canned ACL>}
+//
+// Consistency across nodes: every cached entry is re-read after `refresh` (so a change made
+// through another node is seen within that time), and an access key this node does not know is
+// looked up in storage at once, so a user added through one node authenticates through every
+// other at once. Those lookups of unknown keys are rate limited (a token bucket, and a short
+// negative cache per key) so that a flood of bogus keys cannot become a storm of storage reads.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "iam/policy.h"
+#include "storage/object_layer.h"
+
+namespace rdmastor::iam {
+
+// A valid bucket name the S3 API refuses to touch (AllAccessDisabled, hidden from ListBuckets).
+inline constexpr std::string_view kSystemBucket = "rdmastor.sys";
+
+// The policies every deployment has (MinIO's canned policies).
+inline constexpr std::string_view kBuiltinPolicies[] = {"readwrite", "readonly", "writeonly"};
+
+struct StoreOptions {
+  std::chrono::milliseconds refresh{5000};  // RDMASTOR_IAM_REFRESH
+  double unknown_key_lookups_per_second = 10;
+  int unknown_key_lookup_burst = 20;
+  std::chrono::milliseconds negative_ttl{1000};  // an unknown key is not looked up again sooner
+};
+
+struct User {
+  std::string access_key;
+  std::string secret_key;
+  std::vector<std::string> policies;  // names: built-in or custom
+  int64_t created_ns = 0;
+};
+
+struct BucketAccess {
+  std::string owner;            // access key of the creator ("" = root / unknown: created before)
+  std::string acl = "private";  // canned ACL
+};
+
+class IamStore {
+ public:
+  IamStore(storage::ObjectLayer& store, std::string root_access_key, StoreOptions opts = {});
+
+  const std::string& root_access_key() const { return root_; }
+
+  // ---- administration (the admin API) ----
+  // Creates the user or replaces its secret (its policies stay). Errors: kInvalidArgument for an
+  // access key or secret outside the accepted form, or the root's access key.
+  Status AddUser(const std::string& access_key, const std::string& secret_key);
+  Status RemoveUser(const std::string& access_key);  // kNoSuchUser
+  Result<std::vector<User>> ListUsers();
+  // Sets the user's policies (replacing them); every name must exist (kNoSuchPolicy).
+  Status SetUserPolicies(const std::string& access_key, const std::vector<std::string>& policies);
+  // Adds policies to the user's (attach), keeping the ones it has.
+  Status AttachPolicies(const std::string& access_key, const std::vector<std::string>& policies);
+  // Creates or replaces a custom policy (kMalformedPolicy for an invalid document; built-in names
+  // cannot be replaced: kInvalidArgument).
+  Status PutPolicy(const std::string& name, const std::string& document);
+  Status RemovePolicy(const std::string& name);  // kNoSuchPolicy
+  // Every policy, built-in and custom: name -> document.
+  Result<std::map<std::string, std::string>> ListPolicies();
+
+  // ---- the request path ----
+  // The secret of a user (not root), or nullopt when the key is unknown.
+  std::optional<std::string> SecretFor(std::string_view access_key);
+  // The parsed policies attached to a user (empty for an unknown user).
+  std::vector<std::shared_ptr<const Policy>> PoliciesOf(std::string_view access_key);
+
+  // ---- bucket policies and ownership ----
+  Result<std::string> GetBucketPolicy(const std::string& bucket);  // kNoSuchBucketPolicy
+  Status PutBucketPolicy(const std::string& bucket, const std::string& document);
+  Status DeleteBucketPolicy(const std::string& bucket);  // no error when there is none
+  // The parsed bucket policy, cached; nullptr when the bucket has none.
+  std::shared_ptr<const Policy> BucketPolicy(const std::string& bucket);
+  Result<BucketAccess> GetBucketAccess(const std::string& bucket);
+  Status PutBucketAccess(const std::string& bucket, const BucketAccess& access);
+  // Removes what a deleted bucket leaves here (policy, ACL); best effort.
+  void ForgetBucket(const std::string& bucket);
+
+  // Storage reads made for unknown access keys, and lookups refused by the rate limit (tests and
+  // the logs watch them).
+  uint64_t unknown_key_reads() const;
+  uint64_t unknown_key_refusals() const;
+
+  static Status ValidateAccessKey(std::string_view access_key);
+  static Status ValidateSecretKey(std::string_view secret_key);
+  static Status ValidatePolicyName(std::string_view name);
+  // The document of a built-in policy, or nullopt.
+  static std::optional<std::string_view> BuiltinPolicy(std::string_view name);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct UserEntry {
+    std::optional<User> user;  // nullopt: known not to exist (negative entry)
+    Clock::time_point fetched;
+  };
+  struct PolicyEntry {
+    std::shared_ptr<const Policy> policy;  // nullptr: none
+    Clock::time_point fetched;
+  };
+
+  // Object I/O in the system bucket. ReadDoc: nullopt when the object (or the bucket) is absent.
+  Result<std::optional<std::string>> ReadDoc(const std::string& key);
+  Status WriteDoc(const std::string& key, const std::string& doc);
+  Status DeleteDoc(const std::string& key);  // absent is fine
+
+  Result<std::optional<User>> LoadUser(const std::string& access_key);
+  Status StoreUser(const User& user);
+  Result<std::shared_ptr<const Policy>> LoadNamedPolicy(const std::string& name);
+  std::shared_ptr<const Policy> CachedNamedPolicy(const std::string& name);
+  bool TakeLookupToken();
+
+  storage::ObjectLayer& store_;
+  std::string root_;
+  StoreOptions opts_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, UserEntry, std::less<>> users_;
+  std::map<std::string, PolicyEntry, std::less<>> named_policies_;
+  std::map<std::string, PolicyEntry, std::less<>> bucket_policies_;
+  double tokens_;
+  Clock::time_point tokens_at_;
+  uint64_t unknown_reads_ = 0, unknown_refusals_ = 0;
+};
+
+// The JSON a user record is stored as, and back (exposed for tests).
+std::string UserToJson(const User& user);
+Result<User> UserFromJson(std::string_view json);
+
+}  // namespace rdmastor::iam

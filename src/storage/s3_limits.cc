@@ -1,0 +1,34 @@
+#include "storage/s3_limits.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+
+#include "common/hash.h"
+
+namespace rdmastor::storage {
+
+Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& opts) {
+  UploadRecord rec;
+  rec.key = key;
+  rec.initiated_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  rec.content_type = opts.content_type;
+  rec.user_metadata = opts.user_metadata;
+  rec.tags = opts.tags;
+  rec.storage_class = opts.storage_class;
+  // CreateMultipartUpload's x-amz-checksum-algorithm / -type (checked by the S3 layer).
+  if (!opts.checksum_algorithm.empty()) {
+    if (!hash::ChecksumAlgoFromName(opts.checksum_algorithm)) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "unsupported checksum algorithm " + opts.checksum_algorithm);
+    }
+    rec.checksum_algorithm = opts.checksum_algorithm;
+    rec.checksum_type = opts.checksum_type;
+  }
+
+  return rec;
+}
+
+}  // namespace rdmastor::storage
