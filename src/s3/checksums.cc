@@ -37,7 +37,14 @@ Result<DeclaredChecksum> ParseDeclaredChecksum(const HttpRequest& req) {
   DeclaredChecksum d;
   for (const auto& [name, value] : req.headers) {
     auto algo = AlgoOfHeader(name);
-    if (!algo) continue;
+    if (!algo) {
+      // Algorithms newer SDKs know and this server does not (sha512, xxhash64, ...): refused,
+      // never stored unverified.
+      if (name.rfind(kPrefix, 0) == 0 && name != "x-amz-checksum-mode" &&
+          name != "x-amz-checksum-type" && name != "x-amz-checksum-algorithm")
+        return MakeError(ErrorCode::kNotImplemented, name + " is not supported");
+      continue;
+    }
     if (d.algo)
       return MakeError(
           ErrorCode::kInvalidRequest,

@@ -374,6 +374,9 @@ def test_crc64nvme_raw_put_and_trailer(erasure_server):
     assert r.header("x-amz-checksum-crc64nvme") == b64("CRC64NVME", data)
     r = signed_request(srv, "HEAD", f"/{b}/t")
     assert r.header("x-amz-checksum-crc64nvme") is None
+    # An algorithm this server does not have is refused, not stored unverified.
+    r = signed_request(srv, "PUT", f"/{b}/x", headers={"x-amz-checksum-sha512": "AAAA"}, body=SMALL)
+    assert r.status == 501, r
 
 
 def _mpu(srv, b, key, headers):
