@@ -1382,6 +1382,10 @@ void S3Api::CopyObject(Context& ctx) {
                                       "metadata, storage class, website redirect location or "
                                       "encryption attributes."));
     }
+    // Onto itself the destination is the source: its conditions hold against the source read.
+    if (auto cond = ConditionalWrite(ctx.req)) {
+      if (auto st = cond(&src_info); !st.ok()) return SendError(ctx, st.error());
+    }
     reader->reset();
     auto info = store_.UpdateMetadata(ctx.bucket, ctx.key, opts);
     if (!info.ok()) return SendError(ctx, info.error());
@@ -1391,6 +1395,8 @@ void S3Api::CopyObject(Context& ctx) {
   }
 
   opts.size = src_info.size;
+  // If-Match / If-None-Match name the destination, as on PutObject (checked at commit).
+  opts.precondition = ConditionalWrite(ctx.req);
   ReaderSource source(**reader, 0, src_info.size);
   DigestingSource digest(source, false, new_checksum);
   // A single-part source keeps its ETag (its MD5); a multipart source gets the MD5 of its bytes,

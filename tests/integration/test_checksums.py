@@ -485,3 +485,26 @@ def test_multipart_checksum_errors_raw(erasure_server):
     assert r.status == 200, r
     assert _xml(r).find(S3_NS + "ChecksumCRC32").text == "7kxlUA==-1"
     assert _xml(r).find(S3_NS + "ChecksumType").text == "COMPOSITE"
+
+
+def test_copy_object_destination_conditions(erasure_server):
+    # Issue 14 item 16 left-over: If-Match / If-None-Match on CopyObject name the destination.
+    srv = erasure_server
+    b = _bucket(srv, "ck-copy-cond")
+    assert signed_request(srv, "PUT", f"/{b}/src", body=b"source").status == 200
+    r = signed_request(srv, "PUT", f"/{b}/dst", body=b"old")
+    old_etag = r.header("etag")
+    copy = {"x-amz-copy-source": f"/{b}/src"}
+    r = signed_request(srv, "PUT", f"/{b}/dst", headers={**copy, "if-none-match": "*"})
+    assert_s3_error(r.status, r.hdict, r.body, "PreconditionFailed", 412)
+    r = signed_request(srv, "PUT", f"/{b}/dst", headers={**copy, "if-match": '"0123"'})
+    assert_s3_error(r.status, r.hdict, r.body, "PreconditionFailed", 412)
+    assert signed_request(srv, "GET", f"/{b}/dst").body == b"old"
+    r = signed_request(srv, "PUT", f"/{b}/new", headers={**copy, "if-match": old_etag})
+    assert_s3_error(r.status, r.hdict, r.body, "NoSuchKey", 404)
+    r = signed_request(srv, "PUT", f"/{b}/dst", headers={**copy, "if-match": old_etag})
+    assert r.status == 200, r
+    r = signed_request(srv, "PUT", f"/{b}/new", headers={**copy, "if-none-match": "*"})
+    assert r.status == 200, r
+    assert signed_request(srv, "GET", f"/{b}/dst").body == b"source"
+    assert signed_request(srv, "GET", f"/{b}/new").body == b"source"
