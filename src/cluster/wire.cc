@@ -44,6 +44,7 @@ json InfoToJson(const storage::ObjectInfo& o) {
           {"storage_class", o.storage_class},
           {"part_count", o.part_count},
           {"part_sizes", o.part_sizes},
+          {"part_checksums", o.part_checksums},
           {"tags", o.tags},
           {"version_id", o.version_id},
           {"delete_marker", o.delete_marker},
@@ -64,6 +65,8 @@ storage::ObjectInfo InfoFromJson(const json& j) {
   o.part_count = json_int::At<int>(j, "part_count");
   o.part_sizes = json_int::ArrayAt<uint64_t>(j, "part_sizes");
   o.tags = j.value("tags", std::string());  // absent from peers that predate tagging
+  if (auto it = j.find("part_checksums"); it != j.end())  // absent from older peers
+    o.part_checksums = it->get<std::vector<std::map<std::string, std::string>>>();
   // Absent from peers that predate versioning: the null version, the latest.
   o.version_id = j.value("version_id", std::string());
   o.delete_marker = j.value("delete_marker", false);

@@ -18,6 +18,7 @@
 #include "common/utf8.h"
 #include "s3/admin_api.h"
 #include "s3/aws_chunked.h"
+#include "s3/checksums.h"
 #include "s3/names.h"
 #include "s3/post_policy.h"
 #include "s3/range.h"
@@ -284,13 +285,21 @@ struct UploadBody {
   std::unique_ptr<AwsChunkedSource> chunked;
   std::unique_ptr<DigestingSource> digest;
   std::optional<uint64_t> size;  // decoded payload size when declared
-  std::optional<hash::Algo> checksum_algo;
-  std::string declared_checksum;  // base64 from the header; empty -> from trailer
+  DeclaredChecksum declared;     // x-amz-checksum-* the client sent (header or trailer)
+  std::optional<hash::Algo> checksum_algo;  // computed as the body streams, and stored
   std::string content_md5;        // raw 16 bytes when Content-MD5 was sent
 };
 
+// How x-amz-checksum-* apply to a body.
+struct ChecksumRule {
+  // CompleteMultipartUpload: the headers describe the object being completed, not the XML body.
+  bool headers_describe_body = true;
+  const storage::PutOptions* upload = nullptr;  // UploadPart: the upload's recorded algorithm
+};
+
 // `rdma`: the payload comes over RDMA (exactly rdma->size() bytes) instead of the HTTP body.
-Result<UploadBody> PrepareUpload(S3Api::Context& ctx, RdmaPutBody* rdma = nullptr) {
+Result<UploadBody> PrepareUpload(S3Api::Context& ctx, RdmaPutBody* rdma = nullptr,
+                                 const ChecksumRule& rule = {}) {
   const auto& req = ctx.req;
   UploadBody up;
   if (const auto* md5 = req.FindHeader("content-md5")) {
@@ -298,38 +307,17 @@ Result<UploadBody> PrepareUpload(S3Api::Context& ctx, RdmaPutBody* rdma = nullpt
     if (!raw || raw->size() != 16) return MakeError(ErrorCode::kInvalidDigest);
     up.content_md5 = *raw;
   }
-  // The checksum: a header with the value, or a trailer announced by x-amz-trailer.
-  for (const auto& [name, value] : req.headers) {
-    if (name.rfind("x-amz-checksum-", 0) != 0) continue;
-    auto algo = hash::ChecksumAlgoFromName(std::string_view(name).substr(15));
-    if (!algo) continue;  // e.g. x-amz-checksum-mode
-    if (up.checksum_algo)
-      return MakeError(
-          ErrorCode::kInvalidRequest,
-          "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.");
-    up.checksum_algo = algo;
-    up.declared_checksum = value;
-    if (!hash::Base64Decode(value))
-      return MakeError(ErrorCode::kInvalidRequest, "Value for " + name + " header is invalid.");
+  if (rule.headers_describe_body) {
+    auto declared = ParseDeclaredChecksum(req);
+    if (!declared.ok()) return declared.error();
+    up.declared = std::move(*declared);
+    up.checksum_algo = up.declared.algo;
   }
-  std::string trailer = ToLower(req.HeaderOr("x-amz-trailer"));
-  if (!trailer.empty()) {
-    if (trailer.rfind("x-amz-checksum-", 0) != 0)
-      return MakeError(ErrorCode::kInvalidRequest, "unsupported x-amz-trailer: " + trailer);
-    auto algo = hash::ChecksumAlgoFromName(std::string_view(trailer).substr(15));
-    if (!algo)
-      return MakeError(ErrorCode::kInvalidRequest, "unsupported x-amz-trailer: " + trailer);
-    if (up.checksum_algo && up.checksum_algo != algo)
-      return MakeError(ErrorCode::kInvalidRequest, "x-amz-trailer disagrees with checksum header");
-    up.checksum_algo = algo;
-  }
-  if (!up.checksum_algo) {
-    // A client may name the algorithm without a value (the value then comes in the trailer).
-    if (const auto* sdk = req.FindHeader("x-amz-sdk-checksum-algorithm")) {
-      auto algo = hash::ChecksumAlgoFromName(ToLower(*sdk));
-      if (!algo) return MakeError(ErrorCode::kInvalidRequest, "unsupported checksum algorithm");
-      up.checksum_algo = algo;
-    }
+  if (rule.upload) {
+    auto algo = PartChecksumAlgo(up.declared, rule.upload->checksum_algorithm,
+                                 rule.upload->checksum_type);
+    if (!algo.ok()) return algo.error();
+    up.checksum_algo = *algo;
   }
 
   const auto mode = ctx.auth.payload_mode;
@@ -372,26 +360,22 @@ Result<storage::CommitInfo> FinishUpload(S3Api::Context& ctx, UploadBody& up) {
   if (!up.content_md5.empty() && md5 != up.content_md5) return MakeError(ErrorCode::kBadDigest);
   info.etag = hash::HexEncode(md5);
   if (up.checksum_algo) {
-    std::string name(hash::ChecksumName(*up.checksum_algo));
-    std::string declared = up.declared_checksum;
-    if (declared.empty() && up.chunked) {
+    const std::string name(hash::ChecksumName(*up.checksum_algo));
+    const std::string computed = up.digest->Checksum();
+    std::string trailer_value;
+    if (up.declared.trailer && up.chunked) {
       auto it = up.chunked->trailers().find("x-amz-checksum-" + name);
-      if (it != up.chunked->trailers().end()) declared = it->second;
+      if (it != up.chunked->trailers().end()) trailer_value = it->second;
     }
-    std::string computed = hash::Base64Encode(up.digest->Checksum());
-    if (!declared.empty() && declared != computed) {
-      std::string upper = name;
-      for (auto& c : upper) c = static_cast<char>(std::toupper(c));
-      return MakeError(ErrorCode::kBadDigest,
-                       "The " + upper + " you specified did not match the calculated checksum.");
-    }
-    info.checksums[name] = computed;
+    if (auto st = VerifyDeclaredChecksum(up.declared, trailer_value, computed); !st.ok())
+      return st.error();
+    info.checksums[name] = hash::Base64Encode(computed);
   }
   return info;
 }
 
-Result<std::string> ReadXmlBody(S3Api::Context& ctx) {
-  auto up = PrepareUpload(ctx);
+Result<std::string> ReadXmlBody(S3Api::Context& ctx, const ChecksumRule& rule = {}) {
+  auto up = PrepareUpload(ctx, nullptr, rule);
   if (!up.ok()) {
     if (up.error().code != ErrorCode::kMissingContentLength) return up.error();
     return std::string();  // no body at all
@@ -488,8 +472,7 @@ Result<storage::PutOptions> ObjectOptionsFromHeaders(const HttpRequest& req) {
 }
 
 // Standard object headers for GET/HEAD responses.
-void AddObjectHeaders(HttpResponseHead& head, const storage::ObjectInfo& info,
-                      bool with_checksums) {
+void AddObjectHeaders(HttpResponseHead& head, const storage::ObjectInfo& info) {
   head.Set("ETag", Quote(info.etag));
   head.Set("Last-Modified", HttpDate(info.mtime_ns));
   head.Set("Accept-Ranges", "bytes");
@@ -497,9 +480,6 @@ void AddObjectHeaders(HttpResponseHead& head, const storage::ObjectInfo& info,
   for (const auto& [k, v] : info.user_metadata) {
     if (k.rfind("x-amz-checksum-algorithm", 0) == 0) continue;
     head.Set(k, v);
-  }
-  if (with_checksums) {
-    for (const auto& [algo, value] : info.checksums) head.Set("x-amz-checksum-" + algo, value);
   }
   if (info.part_count > 0) head.Set("x-amz-mp-parts-count", std::to_string(info.part_count));
   if (!info.tags.empty()) head.Set("x-amz-tagging-count", std::to_string(TagCount(info.tags)));
@@ -1138,6 +1118,7 @@ void S3Api::PutObject(Context& ctx) {
   if (!info->version_id.empty()) extra.emplace_back("x-amz-version-id", info->version_id);
   for (const auto& [algo, value] : info->checksums)
     extra.emplace_back("x-amz-checksum-" + algo, value);
+  if (!info->checksums.empty()) extra.emplace_back("x-amz-checksum-type", "FULL_OBJECT");
   AddRdmaUploadReply(rdma->get(), extra);
   SendEmpty(ctx, 200, extra);
 }
@@ -1379,10 +1360,21 @@ void S3Api::CopyObject(Context& ctx) {
   auto tags = CopyObjectTags(ctx.req, src_info.tags);
   if (!tags.ok()) return SendError(ctx, tags.error());
   opts.tags = std::move(*tags);
+  // x-amz-checksum-algorithm: the copy gets a checksum of that algorithm, computed as it is copied.
+  std::optional<hash::Algo> new_checksum;
+  if (const auto* algo = ctx.req.FindHeader("x-amz-checksum-algorithm")) {
+    new_checksum = checksum::AlgoFromAnyCase(*algo);
+    if (!new_checksum)
+      return SendError(ctx, MakeError(ErrorCode::kInvalidRequest,
+                                      "Checksum algorithm provided is unsupported. Please try "
+                                      "again with any of the valid types: [CRC32, CRC32C, "
+                                      "CRC64NVME, SHA1, SHA256]"));
+  }
   // Copying a named version onto its own key makes it the latest again (a restore): a copy.
   bool same = src_bucket == ctx.bucket && src_key == ctx.key && !src_version;
-  if (same) {
-    // Onto itself: legal when it replaces the metadata or names a storage class (AWS).
+  if (same && !new_checksum) {
+    // Onto itself: legal when it replaces the metadata or names a storage class (AWS) or a checksum
+    // algorithm (which rewrites the data below).
     if (!replace && !ctx.req.FindHeader("x-amz-storage-class")) {
       return SendError(ctx, MakeError(ErrorCode::kInvalidRequest,
                                       "This copy request is illegal because it is trying to copy "
@@ -1390,22 +1382,34 @@ void S3Api::CopyObject(Context& ctx) {
                                       "metadata, storage class, website redirect location or "
                                       "encryption attributes."));
     }
+    // Onto itself the destination is the source: its conditions hold against the source read.
+    if (auto cond = ConditionalWrite(ctx.req)) {
+      if (auto st = cond(&src_info); !st.ok()) return SendError(ctx, st.error());
+    }
     reader->reset();
     auto info = store_.UpdateMetadata(ctx.bucket, ctx.key, opts);
     if (!info.ok()) return SendError(ctx, info.error());
     if (!info->version_id.empty()) version_headers.emplace_back("x-amz-version-id", info->version_id);
-    return SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns), 200, version_headers);
+    return SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns, info->checksums), 200,
+                   version_headers);
   }
 
   opts.size = src_info.size;
+  // If-Match / If-None-Match name the destination, as on PutObject (checked at commit).
+  opts.precondition = ConditionalWrite(ctx.req);
   ReaderSource source(**reader, 0, src_info.size);
-  DigestingSource digest(source, false, std::nullopt);
+  DigestingSource digest(source, false, new_checksum);
   // A single-part source keeps its ETag (its MD5); a multipart source gets the MD5 of its bytes,
   // as S3 does for copies.
   auto info = store_.PutObject(
       ctx.bucket, ctx.key, digest, opts, [&](uint64_t) -> Result<storage::CommitInfo> {
         storage::CommitInfo ci;
         ci.etag = hash::HexEncode(digest.Md5());
+        if (new_checksum) {
+          ci.checksums[std::string(hash::ChecksumName(*new_checksum))] =
+              hash::Base64Encode(digest.Checksum());
+          return ci;
+        }
         ci.checksums = src_info.checksums;
         // Composite multipart checksums don't describe a single PUT.
         for (auto it = ci.checksums.begin(); it != ci.checksums.end();)
@@ -1414,7 +1418,8 @@ void S3Api::CopyObject(Context& ctx) {
       });
   if (!info.ok()) return SendError(ctx, info.error());
   if (!info->version_id.empty()) version_headers.emplace_back("x-amz-version-id", info->version_id);
-  SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns), 200, version_headers);
+  SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns, info->checksums), 200,
+          version_headers);
 }
 
 namespace {
@@ -1442,6 +1447,29 @@ Status CheckResponseOverrides(const S3Api::Context& ctx) {
       e.details.emplace_back("ArgumentName", param);
       return e;
     }
+  }
+  return {};
+}
+
+}  // namespace
+
+namespace {
+
+// The checksums that describe the bytes a GET/HEAD returns: the object's when they are the whole
+// object (a Range covering all of it included, as AWS), a part's for ?partNumber= of a multipart
+// object whose parts have them, none for other ranges.
+std::map<std::string, std::string> ResponseChecksums(const storage::ObjectInfo& info,
+                                                     bool part_number, uint64_t start,
+                                                     uint64_t length) {
+  if (start == 0 && length == info.size && (!part_number || info.part_count <= 1))
+    return info.checksums;
+  if (!part_number || info.part_count == 0 || info.checksums.empty() ||
+      info.part_checksums.size() != info.part_sizes.size())
+    return {};
+  uint64_t offset = 0;
+  for (size_t i = 0; i < info.part_sizes.size(); ++i) {
+    if (offset == start && info.part_sizes[i] == length) return info.part_checksums[i];
+    offset += info.part_sizes[i];
   }
   return {};
 }
@@ -1500,8 +1528,12 @@ void S3Api::GetObject(Context& ctx, bool head) {
   uint64_t start = range ? range->start : 0;
   uint64_t length = range ? range->length : info.size;
   auto resp = BaseHead(ctx.request_id, partial ? 206 : 200);
-  bool checksum_mode = ToLower(ctx.req.HeaderOr("x-amz-checksum-mode")) == "enabled";
-  AddObjectHeaders(resp, info, checksum_mode && !partial);
+  AddObjectHeaders(resp, info);
+  if (ToLower(ctx.req.HeaderOr("x-amz-checksum-mode")) == "enabled" && !info.checksums.empty()) {
+    // A part of a composite object is still described as COMPOSITE.
+    AddChecksumHeaders(resp, ResponseChecksums(info, ctx.Has("partNumber"), start, length),
+                       checksum::TypeOfValue(info.checksums.begin()->second));
+  }
   if (ctx.version || !info.version_id.empty())
     resp.Set("x-amz-version-id", info.version_id.empty() ? "null" : info.version_id);
   if (partial) {
@@ -1625,18 +1657,15 @@ void S3Api::DeleteObject(Context& ctx) {
 void S3Api::CreateMultipartUpload(Context& ctx) {
   auto opts = ObjectOptionsFromHeaders(ctx.req);
   if (!opts.ok()) return SendError(ctx, opts.error());
-  if (const auto* algo = ctx.req.FindHeader("x-amz-checksum-algorithm")) {
-    auto a = hash::ChecksumAlgoFromName(ToLower(*algo));
-    if (!a)
-      return SendError(ctx, MakeError(ErrorCode::kInvalidRequest,
-                                      "Checksum algorithm provided is unsupported."));
-    opts->user_metadata["x-amz-checksum-algorithm"] = std::string(hash::ChecksumName(*a));
-  }
+  if (auto st = ParseMultipartChecksumHeaders(ctx.req, *opts); !st.ok())
+    return SendError(ctx, st.error());
   auto id = store_.NewMultipartUpload(ctx.bucket, ctx.key, *opts);
   if (!id.ok()) return SendError(ctx, id.error());
   HeaderList extra;
-  if (opts->user_metadata.count("x-amz-checksum-algorithm"))
-    extra.emplace_back("x-amz-checksum-algorithm", ctx.req.HeaderOr("x-amz-checksum-algorithm"));
+  if (auto algo = hash::ChecksumAlgoFromName(opts->checksum_algorithm)) {
+    extra.emplace_back("x-amz-checksum-algorithm", checksum::UpperName(*algo));
+    extra.emplace_back("x-amz-checksum-type", opts->checksum_type);
+  }
   SendXml(ctx, InitiateMultipartUploadXml(ctx.bucket, ctx.key, *id), 200, extra);
 }
 
@@ -1656,7 +1685,10 @@ void S3Api::UploadPart(Context& ctx) {
   std::string upload_id = ctx.Q("uploadId");
   auto rdma = RdmaPutBodyFor(ctx.req, ctx.auth, opts_.rdma);
   if (!rdma.ok()) return SendError(ctx, rdma.error());
-  auto up = PrepareUpload(ctx, rdma->get());
+  // The upload's checksum algorithm decides what the part must declare and what is computed.
+  auto upload = store_.GetUploadOptions(ctx.bucket, ctx.key, upload_id);
+  if (!upload.ok()) return SendError(ctx, RdmaUploadError(rdma->get(), upload.error()));
+  auto up = PrepareUpload(ctx, rdma->get(), ChecksumRule{true, &*upload});
   if (!up.ok()) return SendError(ctx, up.error());
   auto part = store_.PutObjectPart(ctx.bucket, ctx.key, upload_id, *pn, *up->digest, up->size,
                                    [&](uint64_t) { return FinishUpload(ctx, *up); });
@@ -1680,8 +1712,10 @@ void S3Api::UploadPartCopy(Context& ctx) {
     return SendError(ctx, MakeError(ErrorCode::kInvalidBucketName));
   if (auto st = ValidateObjectKey(src_key); !st.ok()) return SendError(ctx, st.error());
   // Fail on a missing upload before reading any source data.
-  auto parts = store_.ListParts(ctx.bucket, ctx.key, upload_id);
-  if (!parts.ok()) return SendError(ctx, parts.error());
+  auto upload = store_.GetUploadOptions(ctx.bucket, ctx.key, upload_id);
+  if (!upload.ok()) return SendError(ctx, upload.error());
+  // The part gets the upload's checksum, computed as it is copied.
+  const auto part_algo = hash::ChecksumAlgoFromName(upload->checksum_algorithm);
   auto reader = OpenSource(store_, src_bucket, src_key, src_version);
   if (!reader.ok()) return SendError(ctx, reader.error());
   const auto& src_info = (*reader)->info();
@@ -1710,15 +1744,18 @@ void S3Api::UploadPartCopy(Context& ctx) {
     length = static_cast<uint64_t>(*last - *first + 1);
   }
   ReaderSource source(**reader, start, length);
-  DigestingSource digest(source, false, std::nullopt);
-  auto part = store_.PutObjectPart(ctx.bucket, ctx.key, upload_id, *pn, digest, length,
-                                   [&](uint64_t) -> Result<storage::CommitInfo> {
-                                     storage::CommitInfo ci;
-                                     ci.etag = hash::HexEncode(digest.Md5());
-                                     return ci;
-                                   });
+  DigestingSource digest(source, false, part_algo);
+  auto part = store_.PutObjectPart(
+      ctx.bucket, ctx.key, upload_id, *pn, digest, length,
+      [&](uint64_t) -> Result<storage::CommitInfo> {
+        storage::CommitInfo ci;
+        ci.etag = hash::HexEncode(digest.Md5());
+        if (part_algo)
+          ci.checksums[upload->checksum_algorithm] = hash::Base64Encode(digest.Checksum());
+        return ci;
+      });
   if (!part.ok()) return SendError(ctx, part.error());
-  SendXml(ctx, CopyPartResultXml(part->etag, part->mtime_ns));
+  SendXml(ctx, CopyPartResultXml(part->etag, part->mtime_ns, part->checksums));
 }
 
 namespace {
@@ -1741,13 +1778,17 @@ Status CollapseRepeatedParts(std::vector<storage::CompletePart>& parts) {
 }  // namespace
 
 void S3Api::CompleteMultipartUpload(Context& ctx) {
-  auto body = ReadXmlBody(ctx);
+  // x-amz-checksum-* here describe the object being completed, not the XML body.
+  auto body = ReadXmlBody(ctx, ChecksumRule{false, nullptr});
   if (!body.ok()) return SendError(ctx, body.error());
   auto parts = ParseCompleteMultipartXml(*body);
   if (!parts.ok()) return SendError(ctx, parts.error());
+  if (auto st = CheckCompletePartChecksums(*parts); !st.ok()) return SendError(ctx, st.error());
+  auto declared = ParseCompleteChecksumHeaders(ctx.req);
+  if (!declared.ok()) return SendError(ctx, declared.error());
   if (auto st = CollapseRepeatedParts(*parts); !st.ok()) return SendError(ctx, st.error());
   auto info = store_.CompleteMultipartUpload(ctx.bucket, ctx.key, ctx.Q("uploadId"), *parts,
-                                             ConditionalWrite(ctx.req));
+                                             ConditionalWrite(ctx.req), *declared);
   if (!info.ok() && info.error().code == ErrorCode::kNoSuchUpload) {
     // A retry (after a timeout) of a Complete that went through: the upload is gone, but the
     // object made of exactly these parts is there. Answer as the first time (AWS does).
@@ -1761,11 +1802,11 @@ void S3Api::CompleteMultipartUpload(Context& ctx) {
   if (!info.ok()) return SendError(ctx, info.error());
   HeaderList extra;
   if (!info->version_id.empty()) extra.emplace_back("x-amz-version-id", info->version_id);
-  for (const auto& [algo, value] : info->checksums)
-    extra.emplace_back("x-amz-checksum-" + algo, value);
   std::string location =
       "http://" + ctx.req.HeaderOr("host") + "/" + ctx.bucket + "/" + uri::Encode(ctx.key, false);
-  SendXml(ctx, CompleteMultipartUploadXml(location, ctx.bucket, ctx.key, info->etag), 200, extra);
+  SendXml(ctx, CompleteMultipartUploadXml(location, ctx.bucket, ctx.key, info->etag,
+                                          info->checksums),
+          200, extra);
 }
 
 void S3Api::AbortMultipartUpload(Context& ctx) {
@@ -1786,7 +1827,19 @@ void S3Api::ListParts(Context& ctx) {
   }
   auto parts = store_.ListParts(ctx.bucket, ctx.key, ctx.Q("uploadId"));
   if (!parts.ok()) return SendError(ctx, parts.error());
-  ListPartsParams p{ctx.bucket, ctx.key, ctx.Q("uploadId"), marker, *max_parts};
+  auto upload = store_.GetUploadOptions(ctx.bucket, ctx.key, ctx.Q("uploadId"));
+  if (!upload.ok()) return SendError(ctx, upload.error());
+  ListPartsParams p;
+  p.bucket = ctx.bucket;
+  p.key = ctx.key;
+  p.upload_id = ctx.Q("uploadId");
+  p.part_number_marker = marker;
+  p.max_parts = *max_parts;
+  p.storage_class = upload->storage_class;
+  if (auto algo = hash::ChecksumAlgoFromName(upload->checksum_algorithm)) {
+    p.checksum_algorithm = checksum::UpperName(*algo);
+    p.checksum_type = upload->checksum_type;
+  }
   SendXml(ctx, ListPartsXml(p, *parts, Owner{}));  // pages from the marker
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -11,6 +12,7 @@
 #include <pugixml.hpp>
 #include <type_traits>
 
+#include "common/checksum.h"
 #include "common/uri.h"
 
 namespace rdmastor::s3 {
@@ -256,6 +258,30 @@ void AddCommonPrefixes(pugi::xml_node root, const std::vector<std::string>& pref
   }
 }
 
+std::string_view ChecksumElement(std::string_view algo) {
+  if (algo == "crc32") return "ChecksumCRC32";
+  if (algo == "crc32c") return "ChecksumCRC32C";
+  if (algo == "crc64nvme") return "ChecksumCRC64NVME";
+  if (algo == "sha1") return "ChecksumSHA1";
+  if (algo == "sha256") return "ChecksumSHA256";
+  return {};
+}
+
+// ChecksumCRC32 etc., one element per stored checksum.
+void AddChecksumValues(pugi::xml_node parent, const std::map<std::string, std::string>& sums) {
+  for (const auto& [algo, value] : sums) {
+    const std::string_view el = ChecksumElement(algo);
+    if (!el.empty()) Add(parent, std::string(el).c_str(), value);
+  }
+}
+
+// The values and the ChecksumType their form tells (a composite value ends in "-N").
+void AddChecksumsWithType(pugi::xml_node parent, const std::map<std::string, std::string>& sums) {
+  AddChecksumValues(parent, sums);
+  if (!sums.empty())
+    Add(parent, "ChecksumType", checksum::TypeName(checksum::TypeOfValue(sums.begin()->second)));
+}
+
 void AddContents(pugi::xml_node root, const char* element, const storage::ObjectInfo& o,
                  bool encode_url, const Owner* owner, bool version_fields) {
   pugi::xml_node c = root.append_child(element);
@@ -266,17 +292,17 @@ void AddContents(pugi::xml_node root, const char* element, const storage::Object
   }
   Add(c, "LastModified", Iso8601(o.mtime_ns));
   Add(c, "ETag", Quote(o.etag));
+  // As AWS lists an object stored with a checksum: its algorithm and type.
+  for (const auto& [algo, value] : o.checksums) {
+    if (auto a = hash::ChecksumAlgoFromName(algo)) {
+      Add(c, "ChecksumAlgorithm", checksum::UpperName(*a));
+      Add(c, "ChecksumType", checksum::TypeName(checksum::TypeOfValue(value)));
+      break;
+    }
+  }
   Add(c, "Size", o.size);
   if (owner) AddOwner(c, "Owner", *owner);
   Add(c, "StorageClass", o.storage_class.empty() ? "STANDARD" : o.storage_class);
-}
-
-std::string_view ChecksumElement(std::string_view algo) {
-  if (algo == "crc32") return "ChecksumCRC32";
-  if (algo == "crc32c") return "ChecksumCRC32C";
-  if (algo == "sha1") return "ChecksumSHA1";
-  if (algo == "sha256") return "ChecksumSHA256";
-  return {};
 }
 
 // Identifies this server in error documents (S3's HostId); stable per host, reveals nothing.
@@ -564,17 +590,21 @@ std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::Li
   return d.str();
 }
 
-std::string CopyObjectResultXml(std::string_view etag, int64_t mtime_ns) {
+std::string CopyObjectResultXml(std::string_view etag, int64_t mtime_ns,
+                                const std::map<std::string, std::string>& checksums) {
   Doc d("CopyObjectResult");
   Add(d.root(), "ETag", Quote(etag));
   Add(d.root(), "LastModified", Iso8601(mtime_ns));
+  AddChecksumsWithType(d.root(), checksums);
   return d.str();
 }
 
-std::string CopyPartResultXml(std::string_view etag, int64_t mtime_ns) {
+std::string CopyPartResultXml(std::string_view etag, int64_t mtime_ns,
+                              const std::map<std::string, std::string>& checksums) {
   Doc d("CopyPartResult");
   Add(d.root(), "ETag", Quote(etag));
   Add(d.root(), "LastModified", Iso8601(mtime_ns));
+  AddChecksumValues(d.root(), checksums);
   return d.str();
 }
 
@@ -588,12 +618,14 @@ std::string InitiateMultipartUploadXml(std::string_view bucket, std::string_view
 }
 
 std::string CompleteMultipartUploadXml(std::string_view location, std::string_view bucket,
-                                       std::string_view key, std::string_view etag) {
+                                       std::string_view key, std::string_view etag,
+                                       const std::map<std::string, std::string>& checksums) {
   Doc d("CompleteMultipartUploadResult");
   Add(d.root(), "Location", location);
   Add(d.root(), "Bucket", bucket);
   Add(d.root(), "Key", key);
   Add(d.root(), "ETag", Quote(etag));
+  AddChecksumsWithType(d.root(), checksums);
   return d.str();
 }
 
@@ -627,7 +659,11 @@ std::string ListPartsXml(const ListPartsParams& p, const std::vector<storage::Pa
   Add(root, "UploadId", p.upload_id);
   AddOwner(root, "Initiator", owner);
   AddOwner(root, "Owner", owner);
-  Add(root, "StorageClass", "STANDARD");
+  Add(root, "StorageClass", p.storage_class.empty() ? "STANDARD" : p.storage_class);
+  if (!p.checksum_algorithm.empty()) {
+    Add(root, "ChecksumAlgorithm", p.checksum_algorithm);
+    Add(root, "ChecksumType", p.checksum_type);
+  }
   Add(root, "PartNumberMarker", p.part_number_marker);
   Add(root, "NextPartNumberMarker", sorted.empty() ? p.part_number_marker : sorted.back()->number);
   Add(root, "MaxParts", p.max_parts);
@@ -638,10 +674,7 @@ std::string ListPartsXml(const ListPartsParams& p, const std::vector<storage::Pa
     Add(n, "LastModified", Iso8601(part->mtime_ns));
     Add(n, "ETag", Quote(part->etag));
     Add(n, "Size", part->size);
-    for (const auto& [algo, value] : part->checksums) {
-      const std::string_view el = ChecksumElement(algo);
-      if (!el.empty()) Add(n, std::string(el).c_str(), value);
-    }
+    AddChecksumValues(n, part->checksums);
   }
   return d.str();
 }
@@ -651,13 +684,8 @@ std::string GetObjectAttributesXml(const ObjectAttributesParams& p,
   Doc d("GetObjectAttributesResponse");
   pugi::xml_node root = d.root();
   if (p.etag) Add(root, "ETag", info.etag);  // unquoted, as AWS writes it here
-  if (p.checksum && !info.checksums.empty()) {
-    pugi::xml_node c = root.append_child("Checksum");
-    for (const auto& [algo, value] : info.checksums) {
-      const std::string_view el = ChecksumElement(algo);
-      if (!el.empty()) Add(c, std::string(el).c_str(), value);
-    }
-  }
+  if (p.checksum && !info.checksums.empty())
+    AddChecksumsWithType(root.append_child("Checksum"), info.checksums);
   if (p.object_parts && info.part_count > 0) {
     pugi::xml_node parts = root.append_child("ObjectParts");
     const int total = info.part_count;
@@ -673,6 +701,8 @@ std::string GetObjectAttributesXml(const ObjectAttributesParams& p,
       pugi::xml_node part = parts.append_child("Part");
       Add(part, "PartNumber", n);
       Add(part, "Size", info.part_sizes[static_cast<size_t>(n - 1)]);
+      if (info.part_checksums.size() == info.part_sizes.size())
+        AddChecksumValues(part, info.part_checksums[static_cast<size_t>(n - 1)]);
     }
   }
   if (p.storage_class) Add(root, "StorageClass", p.storage_class_name);
@@ -755,8 +785,12 @@ std::string ListMultipartUploadsXml(const ListUploadsParams& p,
     Add(n, "UploadId", u->upload_id);
     AddOwner(n, "Initiator", owner);
     AddOwner(n, "Owner", owner);
-    Add(n, "StorageClass", "STANDARD");
+    Add(n, "StorageClass", u->storage_class.empty() ? "STANDARD" : u->storage_class);
     Add(n, "Initiated", Iso8601(u->initiated_ns));
+    if (auto algo = hash::ChecksumAlgoFromName(u->checksum_algorithm)) {
+      Add(n, "ChecksumAlgorithm", checksum::UpperName(*algo));
+      Add(n, "ChecksumType", u->checksum_type);
+    }
   }
   AddCommonPrefixes(root, prefixes, enc);
   if (enc) Add(root, "EncodingType", "url");
@@ -848,6 +882,7 @@ Result<std::vector<storage::CompletePart>> ParseCompleteMultipartXml(std::string
   for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
     if (c.type() != pugi::node_element || LocalName(c) != "Part") continue;
     std::optional<std::string> number_text, etag_text;
+    std::multimap<std::string, std::string> sums;
     for (pugi::xml_node f = c.first_child(); f; f = f.next_sibling()) {
       if (f.type() != pugi::node_element) continue;
       const std::string_view fname = LocalName(f);
@@ -857,6 +892,13 @@ Result<std::vector<storage::CompletePart>> ParseCompleteMultipartXml(std::string
       } else if (fname == "ETag") {
         etag_text = LeafText(f);
         if (!etag_text) return Malformed();
+      } else if (fname.rfind("Checksum", 0) == 0 && fname.size() > 8) {
+        // ChecksumCRC32 etc.: kept as sent, checked against the stored part at Complete.
+        const auto value = LeafText(f);
+        if (!value) return Malformed();
+        std::string algo(fname.substr(8));
+        for (auto& ch : algo) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        sums.emplace(std::move(algo), std::string(Trim(*value)));
       }
     }
     if (!number_text || !etag_text) return Malformed();
@@ -871,7 +913,8 @@ Result<std::vector<storage::CompletePart>> ParseCompleteMultipartXml(std::string
       etag = etag.substr(1, etag.size() - 2);
     }
     if (etag.empty()) return Malformed();
-    parts.push_back(storage::CompletePart{static_cast<int>(*number), std::string(etag)});
+    parts.push_back(
+        storage::CompletePart{static_cast<int>(*number), std::string(etag), std::move(sums)});
   }
   if (parts.empty()) return Malformed();
   return parts;

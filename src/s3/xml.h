@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,12 +72,17 @@ struct ListVersionsParams {
 std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::ListResult& r,
                                   const Owner& owner);
 
-std::string CopyObjectResultXml(std::string_view etag, int64_t mtime_ns);
-std::string CopyPartResultXml(std::string_view etag, int64_t mtime_ns);
+// `checksums`: the new object's / part's stored checksums (algorithm -> base64), written as
+// ChecksumCRC32 etc. (and ChecksumType for objects).
+std::string CopyObjectResultXml(std::string_view etag, int64_t mtime_ns,
+                                const std::map<std::string, std::string>& checksums = {});
+std::string CopyPartResultXml(std::string_view etag, int64_t mtime_ns,
+                              const std::map<std::string, std::string>& checksums = {});
 std::string InitiateMultipartUploadXml(std::string_view bucket, std::string_view key,
                                        std::string_view upload_id);
 std::string CompleteMultipartUploadXml(std::string_view location, std::string_view bucket,
-                                       std::string_view key, std::string_view etag);
+                                       std::string_view key, std::string_view etag,
+                                       const std::map<std::string, std::string>& checksums = {});
 // POST Object with success_action_status 201.
 std::string PostResponseXml(std::string_view location, std::string_view bucket,
                             std::string_view key, std::string_view etag);
@@ -85,6 +91,9 @@ struct ListPartsParams {
   std::string bucket, key, upload_id;
   int part_number_marker = 0;
   int max_parts = 1000;
+  std::string storage_class;       // the upload's; "" = STANDARD
+  std::string checksum_algorithm;  // the upload's, upper case ("CRC32"); "" = none
+  std::string checksum_type;       // "COMPOSITE" | "FULL_OBJECT" when an algorithm is set
 };
 // `parts` may be the upload's full part list: parts above part_number_marker are listed in number
 // order, at most max_parts, with IsTruncated/NextPartNumberMarker set accordingly.

@@ -811,7 +811,9 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
                                                        const std::string& key,
                                                        const std::string& upload_id,
                                                        const std::vector<CompletePart>& parts,
-                                                       const WritePrecondition& precondition) {
+                                                       const WritePrecondition& precondition,
+                                                       const CompleteChecksum& declared) {
+  (void)declared;  // DriveStore is retired: checksums are checked on the erasure path
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
@@ -937,7 +939,8 @@ Result<PutOptions> DriveStore::GetUploadOptions(const std::string& bucket, const
   opts.tags = rec->tags;
   opts.storage_class = rec->storage_class;
   if (!rec->checksum_algorithm.empty()) {
-    opts.user_metadata[kChecksumAlgorithmKey] = rec->checksum_algorithm;
+    opts.checksum_algorithm = rec->checksum_algorithm;
+    opts.checksum_type = rec->checksum_type;
   }
   return opts;
 }

@@ -80,7 +80,8 @@ class DriveStore final : public ObjectLayer {
   Result<ObjectInfo> CompleteMultipartUpload(const std::string& bucket, const std::string& key,
                                              const std::string& upload_id,
                                              const std::vector<CompletePart>& parts,
-                                             const WritePrecondition& precondition = {}) override;
+                                             const WritePrecondition& precondition = {},
+                                             const CompleteChecksum& declared = {}) override;
   Result<PutOptions> GetUploadOptions(const std::string& bucket, const std::string& key,
                                       const std::string& upload_id) override;
 

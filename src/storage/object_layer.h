@@ -28,10 +28,12 @@ struct ObjectInfo {
   std::map<std::string, std::string> user_metadata;
   // Stored checksum (base64) when the client sent one: algorithm -> value. For multipart objects
   // the value is the checksum-of-checksums with "-N" suffix, as S3 does.
-  std::map<std::string, std::string> checksums;  // key: "crc32" | "crc32c" | "sha1" | "sha256"
+  std::map<std::string, std::string> checksums;  // key: "crc32" | "crc32c" | "crc64nvme" | ...
   std::string storage_class;                     // "" = STANDARD; else as sent (REDUCED_REDUNDANCY)
   int part_count = 0;          // 0 for a single PUT
   std::vector<uint64_t> part_sizes;  // per part, when multipart
+  // Per part, when multipart and the parts had checksums (GetObjectAttributes, GET ?partNumber=).
+  std::vector<std::map<std::string, std::string>> part_checksums;
   // Object tags in the canonical URL-encoded query form ("k1=v1&k2=v2", keys sorted); "" = none.
   std::string tags;
   // Versioning: "" = the null version (S3's "null"). A delete marker has no data (size 0).
@@ -79,6 +81,10 @@ struct PutOptions {
   // UpdateMetadata only: replace the tags and nothing else (PutObjectTagging / DeleteObjectTagging;
   // content type, user metadata and mtime stay as stored under the key lock).
   bool tags_only = false;
+  // Multipart uploads: CreateMultipartUpload's x-amz-checksum-algorithm (lower-case name) and
+  // x-amz-checksum-type ("COMPOSITE" | "FULL_OBJECT"), recorded with the upload; "" = none.
+  std::string checksum_algorithm;
+  std::string checksum_type;
 };
 
 // Finishing hook run after the body was fully received (and written, fsynced) but before the
@@ -134,11 +140,25 @@ struct UploadInfo {
   std::string key;
   std::string upload_id;
   int64_t initiated_ns = 0;
+  std::string storage_class;       // "" = STANDARD
+  std::string checksum_algorithm;  // lower-case; "" = none
+  std::string checksum_type;       // with an algorithm: "COMPOSITE" | "FULL_OBJECT"
 };
 
 struct CompletePart {
   int number = 0;
   std::string etag;  // without quotes
+  // Checksum<ALGO> elements the client sent for the part: lower-case algorithm -> value as sent
+  // (checked against the stored part at Complete).
+  std::multimap<std::string, std::string> checksums;
+};
+
+// The object checksum a CompleteMultipartUpload request declares (x-amz-checksum-<algo>,
+// x-amz-checksum-type); empty fields: not sent.
+struct CompleteChecksum {
+  std::string algo;   // lower-case algorithm name of the x-amz-checksum-<algo> header
+  std::string value;  // as sent (a composite value may end in "-N")
+  std::string type;   // x-amz-checksum-type as sent
 };
 
 class ObjectLayer {
@@ -180,10 +200,12 @@ class ObjectLayer {
   virtual Status AbortMultipartUpload(const std::string& bucket, const std::string& key,
                                       const std::string& upload_id) = 0;
   // Checks parts (InvalidPart, InvalidPartOrder, EntityTooSmall for any but the last < 5 MiB)
-  // and publishes the object atomically.
+  // and their checksums against the upload's (storage/multipart_checksum.h), and publishes the
+  // object atomically.
   virtual Result<ObjectInfo> CompleteMultipartUpload(
       const std::string& bucket, const std::string& key, const std::string& upload_id,
-      const std::vector<CompletePart>& parts, const WritePrecondition& precondition = {}) = 0;
+      const std::vector<CompletePart>& parts, const WritePrecondition& precondition = {},
+      const CompleteChecksum& declared = {}) = 0;
   // Metadata recorded at NewMultipartUpload (content type, user metadata, checksum algorithm).
   virtual Result<PutOptions> GetUploadOptions(const std::string& bucket, const std::string& key,
                                               const std::string& upload_id) = 0;

@@ -91,7 +91,13 @@ ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key)
   info.delete_marker = delete_marker;
   if (multipart) {
     info.part_count = static_cast<int>(parts.size());
-    for (const auto& p : parts) info.part_sizes.push_back(p.size);
+    bool part_sums = false;
+    for (const auto& p : parts) {
+      info.part_sizes.push_back(p.size);
+      part_sums = part_sums || !p.checksums.empty();
+    }
+    if (part_sums)
+      for (const auto& p : parts) info.part_checksums.push_back(p.checksums);
   }
   return info;
 }
@@ -145,6 +151,8 @@ json VersionJson(const ObjectMeta& m) {
   json parts = json::array();
   for (const auto& p : m.parts) {
     parts.push_back({{"number", p.number}, {"size", p.size}, {"etag", p.etag}});
+    // Optional (issue 14 item 12): absent in older files and for parts without checksums.
+    if (!p.checksums.empty()) parts.back()["checksums"] = p.checksums;
   }
   json j = {{"size", m.size},
             {"etag", m.etag},
@@ -198,6 +206,7 @@ Result<ObjectMeta> ParseVersion(const json& j, const std::string& path) {
     pm.number = json_int::At<int>(p, "number");
     pm.size = json_int::At<uint64_t>(p, "size");
     pm.etag = p.value("etag", std::string());
+    pm.checksums = StringMap(p, "checksums");
     if (pm.size > UINT64_MAX - total) {
       return MakeError(ErrorCode::kInternalError, "part sizes overflow in " + path);
     }
@@ -322,6 +331,7 @@ std::string SerializeUploadRecord(const UploadRecord& r) {
   PutMetadata(j, "user_metadata", r.user_metadata);
   if (!r.tags.empty()) j["tags"] = r.tags;
   if (!r.storage_class.empty()) j["storage_class"] = r.storage_class;
+  if (!r.checksum_type.empty()) j["checksum_type"] = r.checksum_type;
   return Dump(j);
 }
 
@@ -336,6 +346,7 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
     r.checksum_algorithm = j.value("checksum_algorithm", std::string());
     r.tags = j.value("tags", std::string());
     r.storage_class = j.value("storage_class", std::string());
+    r.checksum_type = j.value("checksum_type", std::string());
     return r;
   } catch (const std::exception& e) {
     return Malformed(path, e);

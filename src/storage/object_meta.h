@@ -36,6 +36,7 @@ struct PartMeta {
   int number = 0;  // 1..N: position in the object (multipart objects are renumbered densely)
   uint64_t size = 0;
   std::string etag;
+  std::map<std::string, std::string> checksums;  // the part's S3 checksums; written when present
 };
 
 // How an erasure-coded object is stored (absent for the single-drive layout). Every drive of the
@@ -105,7 +106,8 @@ struct UploadRecord {
   int64_t initiated_ns = 0;
   std::string content_type;
   std::map<std::string, std::string> user_metadata;
-  std::string checksum_algorithm;  // "" | "crc32" | "crc32c" | "sha1" | "sha256"
+  std::string checksum_algorithm;  // "" | "crc32" | "crc32c" | "crc64nvme" | "sha1" | "sha256"
+  std::string checksum_type;       // "" (none) | "COMPOSITE" | "FULL_OBJECT"; written when set
   std::string tags;                // applied to the object at Complete; written when non-empty
   std::string storage_class;       // "" = STANDARD
 };

@@ -18,16 +18,16 @@ Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& o
   rec.user_metadata = opts.user_metadata;
   rec.tags = opts.tags;
   rec.storage_class = opts.storage_class;
-  if (auto it = rec.user_metadata.find(kChecksumAlgorithmKey); it != rec.user_metadata.end()) {
-    std::string algo = it->second;
-    std::transform(algo.begin(), algo.end(), algo.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (!hash::ChecksumAlgoFromName(algo)) {
-      return MakeError(ErrorCode::kInvalidArgument, "unsupported checksum algorithm " + algo);
+  // CreateMultipartUpload's x-amz-checksum-algorithm / -type (checked by the S3 layer).
+  if (!opts.checksum_algorithm.empty()) {
+    if (!hash::ChecksumAlgoFromName(opts.checksum_algorithm)) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "unsupported checksum algorithm " + opts.checksum_algorithm);
     }
-    rec.checksum_algorithm = algo;
-    rec.user_metadata.erase(it);
+    rec.checksum_algorithm = opts.checksum_algorithm;
+    rec.checksum_type = opts.checksum_type;
   }
+
   return rec;
 }
 

@@ -430,7 +430,7 @@ std::vector<int> PartNumbers(pugi::xml_node root) {
 }
 
 TEST(XmlTest, ListParts) {
-  ListPartsParams p{"b", "k", "up", 0, 1000};
+  ListPartsParams p{"b", "k", "up", 0, 1000, "", "", ""};
   auto parts = Parts(3);
   parts[0].checksums["crc32"] = "AAAAAA==";
   pugi::xml_document doc;
@@ -812,6 +812,55 @@ TEST(XmlParseTest, Utf8Bom) {
       "</CreateBucketConfiguration>");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, "r");
+}
+
+TEST(XmlChecksumTest, CompletePartsKeepTheirChecksums) {
+  auto r = ParseCompleteMultipartXml(
+      "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>\"a\"</ETag>"
+      "<ChecksumCRC64NVME> rosUhgp5mIg= </ChecksumCRC64NVME></Part>"
+      "<Part><ETag>b</ETag><ChecksumCRC32>x</ChecksumCRC32><ChecksumSHA1>y</ChecksumSHA1>"
+      "<PartNumber>2</PartNumber></Part></CompleteMultipartUpload>");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].checksums.size(), 1u);
+  EXPECT_EQ((*r)[0].checksums.begin()->first, "crc64nvme");
+  EXPECT_EQ((*r)[0].checksums.begin()->second, "rosUhgp5mIg=");
+  EXPECT_EQ((*r)[1].checksums.size(), 2u);  // refused later, with both named
+}
+
+TEST(XmlChecksumTest, ResultsCarryChecksumsAndType) {
+  const std::string complete = CompleteMultipartUploadXml("l", "b", "k", "e-2",
+                                                          {{"crc32c", "pzJFoA==-2"}});
+  EXPECT_NE(complete.find("<ChecksumCRC32C>pzJFoA==-2</ChecksumCRC32C>"), std::string::npos);
+  EXPECT_NE(complete.find("<ChecksumType>COMPOSITE</ChecksumType>"), std::string::npos);
+  const std::string full = CompleteMultipartUploadXml("l", "b", "k", "e-2",
+                                                      {{"crc64nvme", "rosUhgp5mIg="}});
+  EXPECT_NE(full.find("<ChecksumCRC64NVME>rosUhgp5mIg=</ChecksumCRC64NVME>"), std::string::npos);
+  EXPECT_NE(full.find("<ChecksumType>FULL_OBJECT</ChecksumType>"), std::string::npos);
+  EXPECT_EQ(CompleteMultipartUploadXml("l", "b", "k", "e").find("Checksum"), std::string::npos);
+
+  storage::PartInfo part;
+  part.number = 1;
+  part.checksums["crc32"] = "y/Q5Jg==";
+  ListPartsParams p{"b", "k", "up", 0, 1000, "REDUCED_REDUNDANCY", "CRC32", "COMPOSITE"};
+  const std::string lp = ListPartsXml(p, {part}, Owner{});
+  EXPECT_NE(lp.find("<StorageClass>REDUCED_REDUNDANCY</StorageClass>"), std::string::npos);
+  EXPECT_NE(lp.find("<ChecksumAlgorithm>CRC32</ChecksumAlgorithm>"), std::string::npos);
+  EXPECT_NE(lp.find("<ChecksumType>COMPOSITE</ChecksumType>"), std::string::npos);
+  EXPECT_NE(lp.find("<ChecksumCRC32>y/Q5Jg==</ChecksumCRC32>"), std::string::npos);
+
+  storage::ObjectInfo info;
+  info.size = 10;
+  info.part_count = 2;
+  info.part_sizes = {6, 4};
+  info.part_checksums = {{{"crc32", "AAAAAA=="}}, {{"crc32", "BBBBBB=="}}};
+  info.checksums["crc32"] = "CCCCCC==";
+  ObjectAttributesParams ap;
+  ap.checksum = ap.object_parts = true;
+  const std::string attrs = GetObjectAttributesXml(ap, info);
+  EXPECT_NE(attrs.find("<ChecksumCRC32>CCCCCC==</ChecksumCRC32><ChecksumType>FULL_OBJECT"),
+            std::string::npos);
+  EXPECT_NE(attrs.find("<Size>4</Size><ChecksumCRC32>BBBBBB==</ChecksumCRC32>"), std::string::npos);
 }
 
 }  // namespace

@@ -74,7 +74,9 @@ class MultipartTest : public ::testing::Test {
 TEST_F(MultipartTest, HappyPath) {
   PutOptions opts;
   opts.content_type = "video/mp4";
-  opts.user_metadata = {{"x-amz-meta-k", "v"}, {kChecksumAlgorithmKey, "SHA256"}};
+  opts.user_metadata = {{"x-amz-meta-k", "v"}};
+  opts.checksum_algorithm = "sha256";
+  opts.checksum_type = "COMPOSITE";
   const std::string id = NewUpload("movies/big.mp4", opts);
   ASSERT_EQ(id.size(), 32u);
 
@@ -105,7 +107,8 @@ TEST_F(MultipartTest, HappyPath) {
   RS_ASSERT_OK(uo);
   EXPECT_EQ(uo->content_type, "video/mp4");
   EXPECT_EQ(uo->user_metadata.at("x-amz-meta-k"), "v");
-  EXPECT_EQ(uo->user_metadata.at(kChecksumAlgorithmKey), "sha256");
+  EXPECT_EQ(uo->checksum_algorithm, "sha256");
+  EXPECT_EQ(uo->checksum_type, "COMPOSITE");
 
   auto done = store_->CompleteMultipartUpload(
       "bkt", "movies/big.mp4", id,
@@ -232,7 +235,7 @@ TEST_F(MultipartTest, ErrorCodes) {
                    ErrorCode::kBadDigest);
   }
   PutOptions bad_algo;
-  bad_algo.user_metadata[kChecksumAlgorithmKey] = "md5";
+  bad_algo.checksum_algorithm = "md5";
   RS_EXPECT_CODE(store_->NewMultipartUpload("bkt", "k", bad_algo), ErrorCode::kInvalidArgument);
 
   RS_ASSERT_OK(Upload("k", id, 1, big));

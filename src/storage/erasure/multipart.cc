@@ -6,6 +6,7 @@
 
 #include "common/hash.h"
 #include "storage/erasure/set.h"
+#include "storage/multipart_checksum.h"
 #include "storage/s3_limits.h"
 
 namespace rdmastor::storage {
@@ -222,7 +223,8 @@ Result<std::vector<UploadInfo>> ErasureSet::ListMultipartUploads(const std::stri
           if (!raw.ok() || !raw->has_value()) continue;
           auto rec = ParseUploadRecord(**raw, file);
           if (!rec.ok() || !rec->key.starts_with(prefix)) continue;
-          listed[p].push_back(UploadInfo{rec->key, id, rec->initiated_ns});
+          listed[p].push_back(UploadInfo{rec->key, id, rec->initiated_ns, rec->storage_class,
+                                         rec->checksum_algorithm, rec->checksum_type});
         }
         return true;
       },
@@ -274,7 +276,8 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
                                                        const std::string& key,
                                                        const std::string& upload_id,
                                                        const std::vector<CompletePart>& parts,
-                                                       const WritePrecondition& precondition) {
+                                                       const WritePrecondition& precondition,
+                                                       const CompleteChecksum& declared) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
@@ -337,23 +340,11 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
   std::vector<std::string> etags;
   for (const auto& r : infos) etags.push_back(r.etag);
   meta.etag = MultipartEtag(etags);
-  for (const auto& [name, unused] : infos.front().checksums) {
-    auto algo = hash::ChecksumAlgoFromName(name);
-    if (!algo) continue;
-    std::string raw_sums;
-    bool every = true;
-    for (const auto& r : infos) {
-      auto it = r.checksums.find(name);
-      std::optional<std::string> raw;
-      if (it != r.checksums.end()) raw = hash::Base64Decode(it->second);
-      if (!raw) {
-        every = false;
-        break;
-      }
-      raw_sums += *raw;
-    }
-    if (every) meta.checksums[name] = hash::Base64Encode(hash::Digest(*algo, raw_sums)) + suffix;
-  }
+  // The checksums: the client's per-part values against the stored ones, the object's value
+  // from the parts' (composite or combined CRC), checked against a declared one.
+  auto sums = CompleteChecksums(*rec, upload_id, parts, infos, declared);
+  if (!sums.ok()) return sums.error();
+  meta.checksums = std::move(*sums);
   meta.size = total;
   meta.mtime_ns = NowNs();
   meta.content_type = rec->content_type;
@@ -362,7 +353,8 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
   meta.storage_class = rec->storage_class;
   meta.multipart = true;
   for (size_t i = 0; i < infos.size(); ++i) {
-    meta.parts.push_back(PartMeta{static_cast<int>(i + 1), infos[i].size, infos[i].etag});
+    meta.parts.push_back(
+        PartMeta{static_cast<int>(i + 1), infos[i].size, infos[i].etag, infos[i].checksums});
   }
   // Per drive: hard-link this drive's shard of every part into the new data directory.
   const std::string upload_dir = Join(rel::MultipartBucket(bucket), upload_id);
@@ -395,9 +387,8 @@ Result<PutOptions> ErasureSet::GetUploadOptions(const std::string& bucket, const
   opts.user_metadata = rec->user_metadata;
   opts.tags = rec->tags;
   opts.storage_class = rec->storage_class;
-  if (!rec->checksum_algorithm.empty()) {
-    opts.user_metadata[kChecksumAlgorithmKey] = rec->checksum_algorithm;
-  }
+  opts.checksum_algorithm = rec->checksum_algorithm;
+  opts.checksum_type = rec->checksum_type;
   return opts;
 }
 

@@ -335,7 +335,8 @@ class ErasureSet {
   Result<ObjectInfo> CompleteMultipartUpload(const std::string& bucket, const std::string& key,
                                              const std::string& upload_id,
                                              const std::vector<CompletePart>& parts,
-                                             const WritePrecondition& precondition);
+                                             const WritePrecondition& precondition,
+                                             const CompleteChecksum& declared);
 
   Result<PutOptions> GetUploadOptions(const std::string& bucket, const std::string& key,
                                       const std::string& upload_id);

@@ -252,8 +252,10 @@ Result<ObjectInfo> ErasureStore::CompleteMultipartUpload(const std::string& buck
                                                          const std::string& key,
                                                          const std::string& upload_id,
                                                          const std::vector<CompletePart>& parts,
-                                                         const WritePrecondition& precondition) {
-  return SetFor(key).CompleteMultipartUpload(bucket, key, upload_id, parts, precondition);
+                                                         const WritePrecondition& precondition,
+                                                         const CompleteChecksum& declared) {
+  return SetFor(key).CompleteMultipartUpload(bucket, key, upload_id, parts, precondition,
+                                             declared);
 }
 
 Result<PutOptions> ErasureStore::GetUploadOptions(const std::string& bucket, const std::string& key,
