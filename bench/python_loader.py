@@ -3,10 +3,11 @@
 
 Side by side on one server (soft fabric) started here: rdmastor Python over RDMA, the same over
 HTTP (rdma="off"), boto3 get_object().read() + torch.frombuffer, and local files read with
-readinto() as the ceiling, plus rdmastor from 4 threads of one process (no DataLoader).
-Compare with the C++ client library on the same server: bench/rdma_bench (GET cells). Reports samples/s, MiB/s and client CPU s/GiB (this process and its
-DataLoader workers). Every sample is checked (its first and last bytes name the object), so a
-fast wrong answer cannot pass. See bench/README.md.
+readinto() as the ceiling, rdmastor from 4 threads of one process (no DataLoader), and the C++
+client library reading the same objects from 4 threads (bench/client_read, over RDMA and HTTP).
+Reports samples/s, MiB/s and client CPU s/GiB (this process, its DataLoader workers and the C++
+reader), the load average, and the ratios the issue sets goals for. Every sample is checked (its
+first and last bytes name the object), so a fast wrong answer cannot pass. See bench/README.md.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_loader.py --build-dir build \
         --sets 20000x128KiB,200x16MiB
@@ -14,6 +15,7 @@ fast wrong answer cannot pass. See bench/README.md.
 
 import argparse
 import concurrent.futures
+import json
 import os
 import resource
 import shutil
@@ -108,9 +110,30 @@ def run_threads(keys, size, opts, workers):
             "cpu_s_per_gib": cpu / (total / GiB), "seconds": dt}
 
 
+def run_cpp(mode, keys, size, opts, workers):
+    """bench/client_read (the C++ client library), 4 threads, over RDMA (soft) or HTTP."""
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=opts["ak"], AWS_SECRET_ACCESS_KEY=opts["sk"])
+    cpu0, t0 = cpu_seconds(), time.monotonic()
+    cp = subprocess.run([opts["client_read"], "--endpoint", opts["endpoint"], "--bucket", "bench",
+                         "--size", str(size), "--threads", str(workers),
+                         "--via", mode.split("-", 1)[1]],
+                        input="\n".join(keys) + "\n", capture_output=True, text=True, env=env,
+                        timeout=3600)
+    dt, cpu = time.monotonic() - t0, cpu_seconds() - cpu0
+    if cp.returncode != 0:
+        raise RuntimeError(f"{mode}: client_read failed: {cp.stderr[-2000:]}")
+    r = json.loads(cp.stdout)
+    assert r["bytes"] == len(keys) * size
+    # The reader's own clock (no process start); CPU: the whole child process, as the loader's.
+    return {"samples_s": len(keys) / r["seconds"], "mib_s": r["bytes"] / MiB / r["seconds"],
+            "cpu_s_per_gib": cpu / (r["bytes"] / GiB), "seconds": r["seconds"], "wall": dt}
+
+
 def run(mode, keys, size, opts, workers):
     if mode == "rdmastor-threads":
         return run_threads(keys, size, opts, workers)
+    if mode.startswith("c++-"):
+        return run_cpp(mode, keys, size, opts, workers)
     ds = Reader(mode, keys, size, opts)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers,
                                          multiprocessing_context="fork")
@@ -127,7 +150,9 @@ def main():
     ap.add_argument("--build-dir", default="build")
     ap.add_argument("--sets", default="20000x128KiB,200x16MiB")
     ap.add_argument("--workers", type=int, default=4)
-    ap.add_argument("--modes", default="rdmastor-rdma,rdmastor-http,rdmastor-threads,boto3,local")
+    ap.add_argument("--modes", default="rdmastor-rdma,rdmastor-http,rdmastor-threads,boto3,local,"
+                                       "c++-rdma,c++-http")
+    ap.add_argument("--json-out", help="also write every row (and the load averages) here")
     args = ap.parse_args()
     sys.path.insert(0, os.path.join(args.build_dir, "python"))
     import rdmastor
@@ -155,8 +180,13 @@ def main():
         c.create_bucket("bench")
         filedir = os.path.join(base, "files")
         os.makedirs(filedir)
-        opts = {"endpoint": endpoint, "ak": ak, "sk": sk, "dir": filedir}
-        print(f"{'set':>14} {'mode':>14} {'samples/s':>10} {'MiB/s':>9} {'CPU s/GiB':>10}")
+        opts = {"endpoint": endpoint, "ak": ak, "sk": sk, "dir": filedir,
+                "client_read": os.path.join(args.build_dir, "bench", "client_read")}
+        rows = []
+        print(f"load average at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
+              f"{os.getloadavg()[2]:.2f}; {os.cpu_count()} CPUs", flush=True)
+        print(f"{'set':>14} {'mode':>16} {'samples/s':>10} {'MiB/s':>9} {'CPU s/GiB':>10} "
+              f"{'seconds':>8} {'load1':>6}")
         for spec in args.sets.split(","):
             count, size = spec.split("x")
             count, size = int(count), parse_size(size)
@@ -168,14 +198,33 @@ def main():
                 with open(os.path.join(filedir, keys[i].replace("/", "_")), "wb") as f:
                     f.write(data)
 
+            t0 = time.monotonic()
             with concurrent.futures.ThreadPoolExecutor(4) as ex:
                 list(ex.map(put, range(count)))
+            dt = time.monotonic() - t0
+            print(f"{spec:>14} {'(write)':>16} {count / dt:10.0f} {count * size / MiB / dt:9.1f} "
+                  f"{'':>10} {dt:8.1f} {os.getloadavg()[0]:6.2f}", flush=True)
+            by_mode = {}
             for mode in args.modes.split(","):
                 r = run(mode, keys, size, opts, args.workers)
-                print(f"{spec:>14} {mode:>14} {r['samples_s']:10.0f} {r['mib_s']:9.1f} "
-                      f"{r['cpu_s_per_gib']:10.2f}", flush=True)
+                r["load1"] = os.getloadavg()[0]
+                by_mode[mode] = r
+                rows.append({"set": spec, "mode": mode, **r})
+                print(f"{spec:>14} {mode:>16} {r['samples_s']:10.0f} {r['mib_s']:9.1f} "
+                      f"{r['cpu_s_per_gib']:10.2f} {r['seconds']:8.1f} {r['load1']:6.2f}",
+                      flush=True)
+            rd = by_mode.get("rdmastor-rdma")
+            for other in ("boto3", "rdmastor-http", "c++-rdma", "local"):
+                if rd and other in by_mode:
+                    print(f"{spec:>14}   rdmastor-rdma / {other}: "
+                          f"{rd['mib_s'] / by_mode[other]['mib_s']:.2f}x", flush=True)
             for k in keys:
                 os.unlink(os.path.join(filedir, k.replace("/", "_")))
+        print(f"load average at end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
+              f"{os.getloadavg()[2]:.2f}", flush=True)
+        if args.json_out:
+            with open(args.json_out, "w") as f:
+                json.dump({"rows": rows, "cpus": os.cpu_count()}, f, indent=1)
     finally:
         srv.terminate()
         srv.wait(timeout=30)

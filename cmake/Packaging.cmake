@@ -1,8 +1,11 @@
-# Debian packages (CPack DEB): `cpack -G DEB` in a build directory. The standard build produces
-# `rdmastor`, the RDMA build `rdmastor-rdma`; both install /usr/bin/rdmastor, the same systemd unit
-# and the same /etc/default/rdmastor (a conffile), and conflict with / replace / provide each
-# other, so swapping one for the other keeps the configuration. Library dependencies come from
-# dpkg-shlibdeps on the linked binary.
+# Debian packages (CPack DEB, one per install component): `cpack -G DEB` in a build directory.
+# Component `server`: the standard build produces `rdmastor`, the RDMA build `rdmastor-rdma`; both
+# install /usr/bin/rdmastor, the same systemd unit and the same /etc/default/rdmastor (a conffile),
+# and conflict with / replace / provide each other, so swapping one for the other keeps the
+# configuration. Component `python` (when the module is built): `python3-rdmastor` from the
+# standard build, `python3-rdmastor-rdma` (verbs too; provides python3-rdmastor) from the RDMA
+# build, installing the package `rdmastor` into /usr/lib/python3/dist-packages. Library
+# dependencies come from dpkg-shlibdeps on the linked binaries.
 
 install(FILES ${CMAKE_SOURCE_DIR}/systemd/rdmastor.service DESTINATION lib/systemd/system)
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/rdmastor.default DESTINATION /etc/default
@@ -26,24 +29,63 @@ if(RDMASTOR_RDMA)
 endif()
 
 set(CPACK_GENERATOR DEB)
-set(CPACK_PACKAGE_NAME ${_pkg})
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL server)
+set(CPACK_PACKAGE_NAME rdmastor)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "rdmastor maintainers <dev@rdmastor.invalid>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${_summary}")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
-set(CPACK_DEBIAN_PACKAGE_CONFLICTS ${_other})
-set(CPACK_DEBIAN_PACKAGE_REPLACES ${_other})
-set(CPACK_DEBIAN_PACKAGE_PROVIDES ${_other})
-# The environment file is the operator's: dpkg keeps local edits on upgrade and package swap.
-file(WRITE ${CMAKE_BINARY_DIR}/packaging/conffiles "/etc/default/rdmastor\n")
-set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_SOURCE_DIR}/packaging/postinst
-                                       ${CMAKE_SOURCE_DIR}/packaging/prerm
-                                       ${CMAKE_BINARY_DIR}/packaging/conffiles)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_WARN_ON_ABSOLUTE_INSTALL_DESTINATION OFF)
+
+set(CPACK_DEBIAN_SERVER_PACKAGE_NAME ${_pkg})
+set(CPACK_DEBIAN_SERVER_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_SERVER_DESCRIPTION "${_summary}")
+set(CPACK_DEBIAN_SERVER_PACKAGE_SECTION net)
+set(CPACK_DEBIAN_SERVER_PACKAGE_DEPENDS "adduser")
+set(CPACK_DEBIAN_SERVER_PACKAGE_CONFLICTS ${_other})
+set(CPACK_DEBIAN_SERVER_PACKAGE_REPLACES ${_other})
+set(CPACK_DEBIAN_SERVER_PACKAGE_PROVIDES ${_other})
+# The environment file is the operator's: dpkg keeps local edits on upgrade and package swap.
+file(WRITE ${CMAKE_BINARY_DIR}/packaging/conffiles "/etc/default/rdmastor\n")
+set(CPACK_DEBIAN_SERVER_PACKAGE_CONTROL_EXTRA ${CMAKE_SOURCE_DIR}/packaging/postinst
+                                              ${CMAKE_SOURCE_DIR}/packaging/prerm
+                                              ${CMAKE_BINARY_DIR}/packaging/conffiles)
+
+if(TARGET rdmastor_python)
+  list(APPEND CPACK_COMPONENTS_ALL python)
+  if(RDMASTOR_RDMA)
+    set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-rdmastor-rdma)
+    set(CPACK_DEBIAN_PYTHON_PACKAGE_PROVIDES python3-rdmastor)
+    set(CPACK_DEBIAN_PYTHON_PACKAGE_CONFLICTS python3-rdmastor)
+    set(CPACK_DEBIAN_PYTHON_PACKAGE_REPLACES python3-rdmastor)
+    set(_what "RDMA build: verbs, the soft fabric, HTTP")
+  else()
+    set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-rdmastor)
+    set(CPACK_DEBIAN_PYTHON_PACKAGE_CONFLICTS python3-rdmastor-rdma)
+    set(CPACK_DEBIAN_PYTHON_PACKAGE_REPLACES python3-rdmastor-rdma)
+    set(_what "standard build: the soft fabric, HTTP")
+  endif()
+  set(CPACK_DEBIAN_PYTHON_FILE_NAME DEB-DEFAULT)
+  set(CPACK_DEBIAN_PYTHON_DESCRIPTION
+      "Python client for rdmastor: S3 with payloads over RDMA into numpy and torch buffers\n\
+The rdmastor package (import rdmastor): S3 requests signed like boto3, object payloads moved\n\
+over RDMA straight into bytes, numpy arrays and CPU torch tensors (${_what});\n\
+rdmastor.torch datasets and checkpoints; an fsspec filesystem (rdmastor://).")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+  # The extension is built for one interpreter ABI (python3.X), as Debian's own modules state it.
+  string(REPLACE "." ";" _pyv "${RDMASTOR_PYTHON_VERSION}")
+  list(GET _pyv 0 _pymaj)
+  list(GET _pyv 1 _pymin)
+  math(EXPR _pynext "${_pymin} + 1")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
+      "python3 (>= ${_pymaj}.${_pymin}~), python3 (<< ${_pymaj}.${_pynext}), python3-numpy")
+  # rdmastor.torch and rdmastor.fsspec import these on use only; torch alone is hundreds of MiB.
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SUGGESTS "python3-torch, python3-fsspec")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_EXTRA ${CMAKE_SOURCE_DIR}/packaging/python/postinst
+                                                ${CMAKE_SOURCE_DIR}/packaging/python/prerm)
+endif()
 include(CPack)

@@ -9,6 +9,17 @@
 #include <pybind11/stl.h>
 #include <unistd.h>
 
+#ifndef RDMASTOR_PY_CUDA
+#define RDMASTOR_PY_CUDA 0
+#endif
+#if RDMASTOR_PY_CUDA
+// GPU memory through dma-buf (RDMA build configured where cuda.h is; python/CMakeLists.txt). The
+// driver (libcuda.so.1) is loaded on first use, so the module imports on hosts without one. Never
+// run on a GPU so far: see docs/python.md "GPU memory".
+#include <cuda.h>
+#include <dlfcn.h>
+#endif
+
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -102,6 +113,79 @@ std::optional<ByteRange> RangeOf(uint64_t offset, int64_t length) {
   }
   return r;
 }
+
+#if RDMASTOR_PY_CUDA
+// The three driver entry points the export needs, from the libcuda.so.1 the process has (the
+// caller's CUDA library loaded it already when it allocated the memory).
+struct CudaDriver {
+  decltype(&::cuMemGetAddressRange) get_address_range = nullptr;  // cuMemGetAddressRange_v2
+  decltype(&::cuMemGetHandleForAddressRange) get_handle = nullptr;
+  decltype(&::cuGetErrorName) error_name = nullptr;
+  std::string error;  // why the driver cannot be used
+
+  static const CudaDriver& Get() {
+    static const CudaDriver d = [] {
+      CudaDriver d;
+      void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+      if (h == nullptr) {
+        d.error = "the NVIDIA driver's libcuda.so.1 cannot be loaded";
+        return d;
+      }
+      d.get_address_range =
+          reinterpret_cast<decltype(d.get_address_range)>(::dlsym(h, "cuMemGetAddressRange_v2"));
+      d.get_handle = reinterpret_cast<decltype(d.get_handle)>(
+          ::dlsym(h, "cuMemGetHandleForAddressRange"));
+      d.error_name = reinterpret_cast<decltype(d.error_name)>(::dlsym(h, "cuGetErrorName"));
+      if (!d.get_address_range || !d.get_handle || !d.error_name)
+        d.error = "the NVIDIA driver is too old for dma-buf export (needs CUDA 11.7+)";
+      return d;
+    }();
+    return d;
+  }
+};
+
+// A CUDA allocation exported as a dma-buf for RdmaS3Client::RegisterDeviceMemory: the fd covers
+// the whole allocation holding [ptr, ptr+len); `offset` is ptr's distance from its start. Closed
+// on scope exit (after Forget(), which drops the registration).
+class DmaBufExport {
+ public:
+  DmaBufExport(uintptr_t ptr, size_t len) : cu_(CudaDriver::Get()) {
+    if (!cu_.error.empty()) Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument, cu_.error));
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    Check(cu_.get_address_range(&base, &size, static_cast<CUdeviceptr>(ptr)),
+          "the pointer is not CUDA device memory of the current context");
+    if (ptr + len > base + size)
+      Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument,
+                                "the buffer runs past the end of its CUDA allocation"));
+    int fd = -1;
+    Check(cu_.get_handle(&fd, base, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0),
+          "cannot export the allocation as a dma-buf (needs CUDA 11.7+, a driver with dma-buf "
+          "support and Linux 5.12+)");
+    fd_ = fd;
+    offset_ = ptr - base;
+  }
+  ~DmaBufExport() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  DmaBufExport(const DmaBufExport&) = delete;
+  DmaBufExport& operator=(const DmaBufExport&) = delete;
+  int fd() const { return fd_; }
+  uint64_t offset() const { return offset_; }
+
+ private:
+  void Check(CUresult r, const char* what) const {
+    if (r == CUDA_SUCCESS) return;
+    const char* name = nullptr;
+    cu_.error_name(r, &name);
+    Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument,
+                              std::string(what) + " (" + (name ? name : "CUDA error") + ")"));
+  }
+  const CudaDriver& cu_;
+  int fd_ = -1;
+  uint64_t offset_ = 0;
+};
+#endif
 
 class Native {
  public:
@@ -226,6 +310,55 @@ class Native {
     return ResultDict(r);
   }
 
+#if RDMASTOR_PY_CUDA
+  // GetObject (or a range) into CUDA device memory [ptr, ptr+len), over verbs only.
+  py::dict GetIntoDevice(const std::string& bucket, const std::string& key, uintptr_t ptr,
+                         size_t len, uint64_t offset, int64_t length) {
+    rdmastor::client::TransferResult r;
+    {
+      py::gil_scoped_release nogil;
+      auto* p = RequireVerbs(ptr, len);
+      DmaBufExport buf(ptr, len);
+      if (auto st = rdma_->RegisterDeviceMemory(p, len, buf.fd(), buf.offset()); !st.ok())
+        Throw(st.error());
+      auto res = rdma_->Get(bucket, key, p, len, RangeOf(offset, length));
+      rdma_->Forget(p, len);
+      r = Unwrap(std::move(res));
+    }
+    return ResultDict(r);
+  }
+
+  // PutObject (upload_id empty) or UploadPart from CUDA device memory [ptr, ptr+len).
+  py::dict PutDevice(const std::string& bucket, const std::string& key, uintptr_t ptr, size_t len,
+                     const std::map<std::string, std::string>& headers,
+                     const std::string& upload_id, int part_number) {
+    HeaderList h = ToHeaders(headers);
+    rdmastor::client::TransferResult r;
+    {
+      py::gil_scoped_release nogil;
+      auto* p = RequireVerbs(ptr, len);
+      DmaBufExport buf(ptr, len);
+      if (auto st = rdma_->RegisterDeviceMemory(p, len, buf.fd(), buf.offset()); !st.ok())
+        Throw(st.error());
+      auto res = upload_id.empty()
+                     ? rdma_->Put(bucket, key, p, len, h)
+                     : rdma_->UploadPart(bucket, key, upload_id, part_number, p, len);
+      rdma_->Forget(p, len);
+      r = Unwrap(std::move(res));
+    }
+    return ResultDict(r);
+  }
+
+  char* RequireVerbs(uintptr_t ptr, size_t len) {
+    if (!rdma_ || fabric_ != "verbs")
+      Throw(rdmastor::MakeError(ErrorCode::kRDMANotSupported,
+                                "GPU memory moves only over the verbs fabric"));
+    if (ptr == 0 || len == 0)
+      Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument, "an empty device buffer"));
+    return reinterpret_cast<char*>(ptr);
+  }
+#endif
+
   // A request without a payload buffer (listing, HEAD, buckets, deletes, multipart control).
   // Returns (status, headers, body); the caller decodes errors (rdmastor._errors).
   py::tuple Request(const std::string& method, const std::string& bucket, const std::string& key,
@@ -272,6 +405,8 @@ PYBIND11_MODULE(_native, m) {
     }
   });
   m.def("built_with_verbs", &rdmastor::rdma::BuiltWithVerbs);
+  // Whether this binding can move CUDA device memory (dma-buf export compiled in).
+  m.def("cuda_built", [] { return RDMASTOR_PY_CUDA != 0; });
   m.def("rdma_devices", [] {
     auto probe = rdmastor::rdma::ProbeDevices();
     return py::make_tuple(probe.devices, probe.error);
@@ -289,5 +424,9 @@ PYBIND11_MODULE(_native, m) {
       .def("upload_part", &Native::UploadPart)
       .def("get_into", &Native::GetInto, py::arg("bucket"), py::arg("key"), py::arg("dst"),
            py::arg("offset"), py::arg("length"))
+#if RDMASTOR_PY_CUDA
+      .def("get_into_device", &Native::GetIntoDevice)
+      .def("put_device", &Native::PutDevice)
+#endif
       .def("request", &Native::Request);
 }

@@ -146,6 +146,22 @@ else
   verdict "facts" "NO-GO" "ulimit -l is ${memlock} KiB: raise it (LimitMEMLOCK=infinity)"
 fi
 
+# GPU memory (issue 12/17): can the GPU export device memory as a dma-buf, the half of
+# ibv_reg_dmabuf_mr that does not need the NIC? Run where nvcc exists; measured on an H200
+# (driver 580, CUDA 13): exported, CPU mmap refused (so only the verbs target can reach it).
+if have nvcc; then
+  if nvcc -o "$work/cuda_dmabuf_probe" scripts/hw/cuda_dmabuf_probe.cc -lcuda >>"$report" 2>&1 &&
+      "$work/cuda_dmabuf_probe" >"$work/cuda_dmabuf.txt" 2>&1 &&
+      grep -q '^exported' "$work/cuda_dmabuf.txt"; then
+    verdict "gpu-dmabuf" "GO" "$(head -1 "$work/cuda_dmabuf.txt")"
+  else
+    verdict "gpu-dmabuf" "NO-GO" "$(tail -1 "$work/cuda_dmabuf.txt" 2>/dev/null) (GPU memory cannot be registered)"
+  fi
+  cat "$work/cuda_dmabuf.txt" >>"$report" 2>/dev/null
+else
+  verdict "gpu-dmabuf" "SKIP" "no nvcc: GPU memory registration not checked"
+fi
+
 # ---- 2. the fabric's own proof: perftest DC, rdma_cm RC -----------------------------------------
 if [ -z "$peer" ]; then
   verdict "perftest-dc" "SKIP" "no --peer given"

@@ -4,8 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh standard rdmastor rdmastor-cli rdmastor_python
-mkdir -p data
-echo "Starting rdmastor on http://127.0.0.1:9000 with data in $(pwd)/data"
+data="${RDMASTOR_DATA_DIR:-$(pwd)/data}"
+mkdir -p "$data"
+echo "Starting rdmastor on http://127.0.0.1:9000 with data in $data"
 if [ -z "${MINIO_ROOT_USER:-}" ]; then
   echo "Credentials: minioadmin / minioadmin (defaults - set MINIO_ROOT_USER and MINIO_ROOT_PASSWORD to change them)"
 fi
@@ -13,4 +14,5 @@ fi
 # Python client (PYTHONPATH=build/python) and `rdmastor-cli --rdma` move payloads over it.
 export MINIO_RDMA_FABRIC="${MINIO_RDMA_FABRIC:-soft}"
 echo "S3 over RDMA: fabric ${MINIO_RDMA_FABRIC} (MINIO_RDMA_FABRIC)"
-exec build/src/rdmastor server --address "${RDMASTOR_ADDRESS:-:9000}" "$(pwd)/data"
+echo "Check it: build/src/rdmastor rdma check --endpoint http://127.0.0.1:9000 (layer \"server\")"
+exec build/src/rdmastor server --address "${RDMASTOR_ADDRESS:-:9000}" "$data"

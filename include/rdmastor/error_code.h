@@ -73,6 +73,8 @@ namespace rdmastor {
   X(kNoSuchUpload, "NoSuchUpload", 404,                                                            \
     "The specified multipart upload does not exist. The upload ID may be invalid, or the "         \
     "upload may have been aborted or completed.")                                                  \
+  X(kNoSuchVersion, "NoSuchVersion", 404,                                                          \
+    "The specified version does not exist.")                                                       \
   X(kNotImplemented, "NotImplemented", 501,                                                        \
     "A header you provided implies functionality that is not implemented")                         \
   X(kNotModified, "NotModified", 304, "Not Modified")                                              \

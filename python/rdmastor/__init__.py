@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from . import _native
 from ._errors import S3Error, from_response
 
-__all__ = ["Client", "S3Error", "Transfer", "ObjectBytes", "ObjectInfo"]
+__all__ = ["Client", "S3Error", "Transfer", "ObjectBytes", "ObjectInfo", "DeviceMemoryError"]
 
 MiB = 1024 * 1024
 _S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
@@ -92,24 +92,109 @@ def _credentials(access_key, secret_key):
                   code="InvalidAccessKeyId")
 
 
+class _DeviceBuffer:
+    """CUDA device memory [ptr, ptr + nbytes) of `what` (a CUDA tensor, an object with
+    __cuda_array_interface__): moved through dma-buf on the verbs fabric, or refused."""
+
+    __slots__ = ("ptr", "nbytes", "what", "owner")
+
+    def __init__(self, ptr, nbytes, what, owner):
+        self.ptr, self.nbytes, self.what, self.owner = int(ptr), int(nbytes), what, owner
+
+
+def _cuda_array(obj, cai):
+    """A _DeviceBuffer from the CUDA Array Interface (version 0-3) dict `cai` of obj."""
+    try:
+        ptr, _readonly = cai["data"]
+        shape = tuple(int(n) for n in cai["shape"])
+        itemsize = int(cai["typestr"][2:])
+    except (KeyError, TypeError, ValueError, IndexError):
+        raise ValueError(f"rdmastor: {type(obj).__name__}.__cuda_array_interface__ is malformed: "
+                         f"{cai!r}") from None
+    n = 1
+    for d in shape:
+        n *= d
+    strides = cai.get("strides")
+    if strides is not None and n > 0:  # None means C-contiguous
+        expect, want = itemsize, []
+        for d in reversed(shape):
+            want.append(expect)
+            expect *= d
+        if tuple(int(s) for s in strides) != tuple(reversed(want)):
+            raise ValueError("rdmastor: the CUDA array is not C-contiguous")
+    return _DeviceBuffer(ptr or 0, n * itemsize,
+                         f"{type(obj).__name__} (CUDA device memory: __cuda_array_interface__)", obj)
+
+
 def _buffer(obj, writable):
-    """A C-contiguous buffer-protocol view of obj; torch tensors through their CPU storage."""
-    mod = type(obj).__module__
-    if mod.startswith("torch"):
-        import torch
-        if isinstance(obj, torch.Tensor):
-            if obj.device.type != "cpu":
-                raise ValueError(
-                    f"rdmastor: a {obj.device.type} tensor cannot be a transfer buffer here: "
-                    "device memory needs the verbs fabric with dma-buf export, which this "
-                    "binding does not offer yet; copy to a CPU tensor (pinned) first")
+    """A C-contiguous buffer-protocol view of obj (torch tensors through their CPU storage), or a
+    _DeviceBuffer for CUDA memory. Host memory comes first: an object that exports the buffer
+    protocol is CPU-addressable (pinned, mapped or managed memory included), even when it also
+    offers __cuda_array_interface__."""
+    torch = sys.modules.get("torch")  # a tensor exists only once torch is imported
+    if torch is not None and isinstance(obj, torch.Tensor):
+        if obj.device.type == "cuda":
             if not obj.is_contiguous():
                 raise ValueError("rdmastor: the tensor is not contiguous (call .contiguous())")
-            t = obj.detach()
-            if t.numel() == 0:
-                return bytearray(0) if writable else b""
-            return t.reshape(-1).view(torch.uint8).numpy()
+            return _DeviceBuffer(obj.data_ptr(), obj.numel() * obj.element_size(),
+                                 f"a CUDA tensor ({obj.device})", obj)
+        if obj.device.type != "cpu":
+            raise ValueError(
+                f"rdmastor: a {obj.device.type} tensor cannot be a transfer buffer: only CPU "
+                "memory and CUDA device memory (over verbs, through dma-buf) can; copy it to "
+                "a CPU tensor first")
+        if not obj.is_contiguous():
+            raise ValueError("rdmastor: the tensor is not contiguous (call .contiguous())")
+        t = obj.detach()
+        if t.numel() == 0:
+            return bytearray(0) if writable else b""
+        return t.reshape(-1).view(torch.uint8).numpy()
+    try:
+        memoryview(obj).release()
+        return obj
+    except TypeError:
+        pass
+    try:
+        cai = obj.__cuda_array_interface__
+    except AttributeError:
+        cai = None
+    if cai is not None:
+        return _cuda_array(obj, cai)
+    dl = getattr(obj, "__dlpack_device__", None)
+    if dl is not None:
+        try:
+            kind, dev = dl()
+        except Exception:  # not ours to judge: the buffer check below names the type
+            kind = 1
+        if kind != 1:  # DLPack device types: 1 = CPU, 2 = CUDA, 3 = CUDA host, 10 = ROCm, ...
+            raise ValueError(f"rdmastor: {type(obj).__name__} lives on DLPack device type "
+                             f"{kind} (device {dev}): only CPU memory and CUDA memory exposing "
+                             "__cuda_array_interface__ can be transfer buffers")
     return obj
+
+
+def _device_refusal(dev, fabric):
+    """Why this binding/Client cannot move device memory, or None when it can."""
+    if not _native.built_with_verbs():
+        why = ("this is the standard build of rdmastor (soft fabric and HTTP only); GPU memory "
+               "moves only over the verbs fabric through dma-buf: use the RDMA build "
+               "(python3-rdmastor-rdma) with CUDA")
+    elif not _native.cuda_built():
+        why = ("this RDMA build of rdmastor was built without CUDA (cuda.h not found when it "
+               "was configured), so it cannot export GPU memory as a dma-buf")
+    elif fabric != "verbs":
+        why = (f"this Client uses the {fabric} fabric; GPU memory moves only over verbs "
+               "(rdma=\"verbs\", or \"auto\" with a usable RDMA device)")
+    else:
+        return None
+    return (f"rdmastor: {dev.what} cannot be a transfer buffer here: {why}. rdmastor never "
+            "copies device memory through the host on its own: copy it to host memory first "
+            "(tensor.cpu(), cupy.asnumpy(a), a.copy_to_host()) if that is what you want")
+
+
+class DeviceMemoryError(ValueError):
+    """A transfer buffer in GPU memory that this binding or Client cannot reach (the message
+    says why); no bytes were moved and none were copied through the host."""
 
 
 def _nbytes(buf, writable):
@@ -320,6 +405,8 @@ class Client:
         """Writes data (bytes-like, numpy array, CPU tensor) as the object; returns a Transfer.
         Larger than multipart_threshold: a multipart upload, parts in parallel."""
         buf = _buffer(data, writable=False)
+        if isinstance(buf, _DeviceBuffer):
+            return self._put_device(bucket, key, buf, content_type, metadata)
         size = _nbytes(buf, False)
         headers = {}
         if content_type:
@@ -371,9 +458,11 @@ class Client:
         (bytearray, memoryview, numpy array, CPU tensor); returns the byte count (a Transfer).
         buf must be large enough for what is read."""
         dst = _buffer(buf, writable=True)
-        cap = _nbytes(dst, True)
         if offset < 0 or (length is not None and length < 0):
             raise ValueError("offset and length must not be negative")
+        if isinstance(dst, _DeviceBuffer):
+            return self._get_device(bucket, key, dst, offset, length)
+        cap = _nbytes(dst, True)
         if length is not None:
             if length > cap:
                 raise ValueError(f"length {length} exceeds the buffer's {cap} bytes")
@@ -412,6 +501,36 @@ class Client:
         transports = {first["transport"]} | set(self._executor().map(one, chunks))
         return Transfer(end - offset, transports.pop() if len(transports) == 1 else "mixed",
                         206 if offset or length is not None else 200, first["etag"], total)
+
+    # -- CUDA device memory (verbs + dma-buf; docs/python.md "GPU memory") ---------------------
+    def _device_native(self, dev):
+        why = _device_refusal(dev, self.fabric)
+        if why:
+            raise DeviceMemoryError(why)
+        return self._native()
+
+    def _put_device(self, bucket, key, dev, content_type, metadata):
+        if dev.nbytes == 0:  # nothing to read from the device
+            return self.put_object(bucket, key, b"", content_type, metadata)
+        native = self._device_native(dev)
+        headers = {"content-type": content_type} if content_type else {}
+        for k, v in (metadata or {}).items():
+            headers["x-amz-meta-" + k.lower()] = str(v)
+        if dev.nbytes > self.multipart_threshold:
+            raise DeviceMemoryError("rdmastor: GPU buffers larger than multipart_threshold are "
+                                    "not uploaded as multipart yet; raise multipart_threshold")
+        r = native.put_device(bucket, key, dev.ptr, dev.nbytes, headers, "", 0)
+        return Transfer(r["bytes"], r["transport"], r["status"], r["etag"])
+
+    def _get_device(self, bucket, key, dev, offset, length):
+        native = self._device_native(dev)
+        if length is not None and length > dev.nbytes:
+            raise ValueError(f"length {length} exceeds the buffer's {dev.nbytes} bytes")
+        if length == 0 or dev.nbytes == 0:
+            return Transfer(0, "none", 200)
+        r = native.get_into_device(bucket, key, dev.ptr, dev.nbytes if length is None else length,
+                                   offset, -1 if length is None else length)
+        return Transfer(r["bytes"], r["transport"], r["status"], r["etag"], r["object_size"])
 
     def get_object(self, bucket, key, offset=0, length=None):
         """The object's bytes (an ObjectBytes: bytes with transport/etag/object_size)."""

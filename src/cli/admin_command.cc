@@ -56,23 +56,53 @@ std::string EnvOr(const EnvMap& env, const char* name) {
   return it == env.end() ? std::string() : it->second;
 }
 
-// Sends one signed admin request; returns the parsed JSON body or the server's error.
-Result<nlohmann::json> AdminPost(client::S3Client& c, const std::string& path_under_minio,
+}  // namespace
+
+Result<nlohmann::json> AdminCall(client::S3Client& c, const std::string& method,
+                                 const std::string& path_under_minio,
                                  const std::string& raw_query) {
   client::S3Request req;
-  req.method = "POST";
+  req.method = method;
   req.bucket = "minio";  // path-style: /minio/admin/v3/...
   req.key = path_under_minio;
   req.raw_query = raw_query;
   auto resp = c.Execute(req, client::ResponseTarget::String());
   if (!resp.ok()) return resp.error();
   if (!resp->success())
-    return client::S3ErrorFromResponse(*resp, "POST /minio/" + path_under_minio);
+    return client::S3ErrorFromResponse(*resp, method + " /minio/" + path_under_minio);
   auto doc = nlohmann::json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
-    return MakeError(ErrorCode::kInternalError, "the server's heal answer is not JSON");
+    return MakeError(ErrorCode::kInternalError,
+                     "the server's answer to /minio/" + path_under_minio + " is not JSON");
   }
   return doc;
+}
+
+Result<client::S3ClientConfig> AdminClientConfig(const std::string& endpoint,
+                                           const std::string& certs_dir, const EnvMap& env,
+                                           bool server_defaults) {
+  std::string user = EnvOr(env, "MINIO_ROOT_USER"), password = EnvOr(env, "MINIO_ROOT_PASSWORD");
+  if (user.empty() && password.empty()) {
+    user = EnvOr(env, "AWS_ACCESS_KEY_ID");
+    password = EnvOr(env, "AWS_SECRET_ACCESS_KEY");
+  }
+  if (user.empty() && password.empty() && server_defaults) user = password = "minioadmin";
+  if (user.empty() || password.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "set MINIO_ROOT_USER and MINIO_ROOT_PASSWORD (or AWS_ACCESS_KEY_ID and "
+                     "AWS_SECRET_ACCESS_KEY) to the server's root credentials");
+  }
+  return client::S3ConfigFromEndpoint(
+      endpoint, user, password,
+      EnvOr(env, "MINIO_REGION").empty() ? std::string("us-east-1") : EnvOr(env, "MINIO_REGION"),
+      client::CertsDirTrust(certs_dir, EnvOr(env, "HOME")));
+}
+
+namespace {
+
+Result<nlohmann::json> AdminPost(client::S3Client& c, const std::string& path_under_minio,
+                                 const std::string& raw_query) {
+  return AdminCall(c, "POST", path_under_minio, raw_query);
 }
 
 void PrintCounts(const char* what, const nlohmann::json& counts) {
@@ -282,22 +312,7 @@ int RunHeal(const std::vector<std::string>& args, const EnvMap& env) {
       return 2;
     }
   }
-  std::string user = EnvOr(env, "MINIO_ROOT_USER"), password = EnvOr(env, "MINIO_ROOT_PASSWORD");
-  if (user.empty() && password.empty()) {
-    user = EnvOr(env, "AWS_ACCESS_KEY_ID");
-    password = EnvOr(env, "AWS_SECRET_ACCESS_KEY");
-  }
-  if (user.empty() || password.empty()) {
-    std::fprintf(stderr,
-                 "rdmastor admin heal: set MINIO_ROOT_USER and MINIO_ROOT_PASSWORD (or "
-                 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) to the server's root "
-                 "credentials\n");
-    return 2;
-  }
-  auto cfg = client::S3ConfigFromEndpoint(
-      endpoint, user, password,
-      EnvOr(env, "MINIO_REGION").empty() ? std::string("us-east-1") : EnvOr(env, "MINIO_REGION"),
-      client::CertsDirTrust(certs_dir, EnvOr(env, "HOME")));
+  auto cfg = AdminClientConfig(endpoint, certs_dir, env, /*server_defaults=*/false);
   if (!cfg.ok()) {
     std::fprintf(stderr, "rdmastor admin heal: %s\n", cfg.error().message.c_str());
     return 2;

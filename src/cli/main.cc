@@ -25,7 +25,6 @@
 #include "s3/admin_api.h"
 #include "s3/api.h"
 #include "s3/http_server.h"
-#include "storage/drive_store.h"
 
 namespace {
 
@@ -217,7 +216,7 @@ int RunServer(const std::vector<std::string>& args) {
 
   if (cfg->distributed) return RunCluster(*cfg, stop_signals);
 
-  // One drive: DriveStore (plain layout); 2+: ErasureStore (erasure sets, quorum, healing).
+  // ErasureStore over the drives; one drive is a one-drive set without parity.
   auto store = rdmastor::cli::OpenStorage(*cfg);
   if (!store.ok()) {
     std::fprintf(stderr, "rdmastor: %s\n", store.error().message.c_str());
@@ -225,9 +224,7 @@ int RunServer(const std::vector<std::string>& args) {
   }
 
   rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(*cfg);
-  auto drive_monitor = store->erasure
-                           ? rdmastor::cli::DeploymentMonitor(*store->erasure)
-                           : std::make_unique<rdmastor::admin::DriveMonitor>(cfg->drives, 1, 1);
+  auto drive_monitor = rdmastor::cli::DeploymentMonitor(*store->erasure);
   drive_monitor->PublishMetrics();
   api_opts.ops.cluster_health = [&m = *drive_monitor] { return m.Check(); };
   // S3 over RDMA (x-amz-rdma-token) on the fabric MINIO_RDMA_FABRIC selects; logs its state once.
@@ -235,10 +232,12 @@ int RunServer(const std::vector<std::string>& args) {
   api_opts.rdma = rdma_service.get();
   rdmastor::admin::GlobalRegistry().AddScrapeHook(
       [svc = rdma_service.get()] { rdmastor::admin::SetRdmaFabricReady(svc->available()); });
-  // Admin heal (/minio/admin/v3/heal): runs ErasureStore::HealAll on its own thread.
-  rdmastor::s3::HealService heal_service(store->erasure);
+  // Admin heal (/minio/admin/v3/heal): runs ErasureStore::HealAll on its own thread. A single
+  // drive has no parity to heal from: heal requests are refused (XMinioHealNotImplemented).
+  const bool can_heal = store->erasure->layout().parity > 0;
+  rdmastor::s3::HealService heal_service(can_heal ? store->erasure : nullptr);
   api_opts.heal = &heal_service;
-  if (store->erasure) rdmastor::cli::PublishHealMetrics(*store->erasure);
+  if (can_heal) rdmastor::cli::PublishHealMetrics(*store->erasure);
   rdmastor::cli::PublishStorageMetrics();
   rdmastor::s3::S3Api api(api_opts, *store->layer);
 

@@ -7,21 +7,12 @@
 #include <mutex>
 
 #include "admin/metrics.h"
-#include "storage/drive_store.h"
 #include "storage/erasure_store.h"
 
 namespace rdmastor::cli {
 
 Result<OpenedStorage> OpenStorage(const ServerConfig& cfg) {
   OpenedStorage out;
-  if (cfg.drives.size() == 1) {
-    auto store = storage::DriveStore::Open(cfg.drives[0]);
-    if (!store.ok()) {
-      return MakeError(store.error().code, "drive " + cfg.drives[0] + ": " + store.error().message);
-    }
-    out.layer = std::move(*store);
-    return out;
-  }
   auto store = storage::ErasureStore::Open(cfg.drives, cfg.storage_class);
   if (!store.ok()) return store.error();
   (*store)->StartMonitor(cfg.drive_check_interval_ms);

@@ -1,5 +1,6 @@
-// Opens the object layer the drive list calls for: DriveStore (plain layout, no parity) for one
-// drive, ErasureStore (erasure sets, quorum, bitrot, healing) for two or more.
+// Opens the object layer: ErasureStore (erasure sets, quorum, bitrot, healing) over the drive
+// list; one drive is a one-drive set without parity (a drive of the retired single-drive layout
+// is converted on its first start, see storage/erasure/migrate.cc).
 #pragma once
 
 #include <memory>
@@ -17,7 +18,7 @@ namespace rdmastor::cli {
 
 struct OpenedStorage {
   std::unique_ptr<storage::ObjectLayer> layer;
-  storage::ErasureStore* erasure = nullptr;  // = layer on 2+ drives (healing), else null
+  storage::ErasureStore* erasure = nullptr;  // = layer
 };
 
 Result<OpenedStorage> OpenStorage(const ServerConfig& cfg);

@@ -44,7 +44,10 @@ json InfoToJson(const storage::ObjectInfo& o) {
           {"storage_class", o.storage_class},
           {"part_count", o.part_count},
           {"part_sizes", o.part_sizes},
-          {"tags", o.tags}};
+          {"tags", o.tags},
+          {"version_id", o.version_id},
+          {"delete_marker", o.delete_marker},
+          {"is_latest", o.is_latest}};
 }
 
 storage::ObjectInfo InfoFromJson(const json& j) {
@@ -61,6 +64,10 @@ storage::ObjectInfo InfoFromJson(const json& j) {
   o.part_count = json_int::At<int>(j, "part_count");
   o.part_sizes = json_int::ArrayAt<uint64_t>(j, "part_sizes");
   o.tags = j.value("tags", std::string());  // absent from peers that predate tagging
+  // Absent from peers that predate versioning: the null version, the latest.
+  o.version_id = j.value("version_id", std::string());
+  o.delete_marker = j.value("delete_marker", false);
+  o.is_latest = j.value("is_latest", true);
   return o;
 }
 
@@ -70,7 +77,8 @@ std::string EncodeListOptions(const storage::ListOptions& o) {
   return json{{"prefix", o.prefix},
               {"delimiter", o.delimiter},
               {"start_after", o.start_after},
-              {"max_keys", o.max_keys}}
+              {"max_keys", o.max_keys},
+              {"versions", o.versions}}
       .dump();
 }
 
@@ -81,6 +89,7 @@ Result<storage::ListOptions> DecodeListOptions(const std::string& text) {
     o.delimiter = j.at("delimiter").get<std::string>();
     o.start_after = j.at("start_after").get<std::string>();
     o.max_keys = json_int::At<int>(j, "max_keys");
+    o.versions = j.value("versions", false);
     return o;
   });
 }
@@ -340,7 +349,9 @@ Frame Wire<storage::RenameDataRequest>::Encode(const storage::RenameDataRequest&
                     {"data_name", v.data_name},
                     {"has_meta", v.meta.has_value()},
                     {"keep_data", v.keep_data},
-                    {"prune", v.prune}}
+                    {"prune", v.prune},
+                    {"mode", static_cast<int>(v.mode)},
+                    {"version_id", v.version_id}}
                    .dump(),
                v.meta.value_or(std::string())};
 }
@@ -356,6 +367,12 @@ Result<storage::RenameDataRequest> Wire<storage::RenameDataRequest>::Decode(Fram
     if (j.at("has_meta").get<bool>()) v.meta = std::move(f.payload);
     v.keep_data = j.at("keep_data").get<bool>();
     v.prune = j.at("prune").get<bool>();
+    // Absent from older peers: a whole-file replace, as they meant.
+    const int mode = j.contains("mode") ? json_int::At<int>(j, "mode") : 0;
+    if (mode < 0 || mode > static_cast<int>(storage::RenameMode::kRemoveVersion))
+      throw std::runtime_error("bad rename mode");
+    v.mode = static_cast<storage::RenameMode>(mode);
+    v.version_id = j.value("version_id", std::string());
     return v;
   });
 }

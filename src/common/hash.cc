@@ -1,13 +1,18 @@
 #include "common/hash.h"
 
 #include <isa-l/crc.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <openssl/evp.h>
 #include <openssl/crypto.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
+#include <cstring>
 
 namespace rdmastor::hash {
 
@@ -60,6 +65,10 @@ std::string BigEndian32(uint32_t v) {
   return out;
 }
 
+std::string BigEndian64(uint64_t v) {
+  return BigEndian32(static_cast<uint32_t>(v >> 32)) + BigEndian32(static_cast<uint32_t>(v));
+}
+
 class CrcHasher final : public Hasher {
  public:
   explicit CrcHasher(bool castagnoli) : castagnoli_(castagnoli) {}
@@ -72,6 +81,66 @@ class CrcHasher final : public Hasher {
   bool castagnoli_;
   uint32_t crc_ = 0;
 };
+
+class Crc64Hasher final : public Hasher {
+ public:
+  void Update(const void* data, size_t len) override { crc_ = Crc64Nvme(data, len, crc_); }
+  std::string Final() override { return BigEndian64(crc_); }
+
+ private:
+  uint64_t crc_ = 0;
+};
+
+// Reflected polynomials (bit i of the value is the coefficient of x^(width-1-i)).
+constexpr uint32_t kCrc32Poly = 0xedb88320u;
+constexpr uint32_t kCrc32cPoly = 0x82f63b78u;
+constexpr uint64_t kCrc64NvmePoly = 0x9a6c9329ac4bc9b5ull;
+
+// Slicing-by-8 tables for CRC64NVME: table[k][b] is the CRC register after byte b followed by k
+// zero bytes. Eight table look-ups per 8 input bytes.
+struct Crc64Tables {
+  uint64_t t[8][256];
+  Crc64Tables() {
+    for (uint32_t b = 0; b < 256; ++b) {
+      uint64_t c = b;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ kCrc64NvmePoly : c >> 1;
+      t[0][b] = c;
+    }
+    for (uint32_t b = 0; b < 256; ++b)
+      for (int k = 1; k < 8; ++k) t[k][b] = (t[k - 1][b] >> 8) ^ t[0][t[k - 1][b] & 0xff];
+  }
+};
+const Crc64Tables& Tables64() {
+  static const Crc64Tables tables;
+  return tables;
+}
+
+// Arithmetic on polynomials modulo the CRC polynomial in the reflected representation (as zlib's
+// crc32_combine): MulMod multiplies, and x^(8n) comes from repeated squaring of x^(2^k).
+template <typename U>
+U MulMod(U a, U b, U poly) {
+  const U top = U{1} << (sizeof(U) * 8 - 1);  // x^0
+  U product = 0;
+  for (U m = top; m != 0; m >>= 1) {
+    if (a & m) product ^= b;
+    b = (b & 1) ? (b >> 1) ^ poly : b >> 1;
+  }
+  return product;
+}
+
+template <typename U>
+U CrcCombine(U crc_a, U crc_b, uint64_t len_b, U poly) {
+  if (len_b == 0) return crc_a;
+  U power = U{1} << (sizeof(U) * 8 - 2);  // x^1
+  U shift = U{1} << (sizeof(U) * 8 - 1);  // x^0; becomes x^(8 * len_b)
+  // x^(2^k) for k = 0, 1, 2 first: 8 * len_b needs powers from x^8 on.
+  for (int k = 0; k < 3; ++k) power = MulMod(power, power, poly);
+  for (uint64_t n = len_b; n != 0; n >>= 1) {
+    if (n & 1) shift = MulMod(power, shift, poly);
+    power = MulMod(power, power, poly);
+  }
+  return MulMod(shift, crc_a, poly) ^ crc_b;
+}
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -99,6 +168,8 @@ std::unique_ptr<Hasher> NewHasher(Algo algo) {
       return std::make_unique<CrcHasher>(false);
     case Algo::kCRC32C:
       return std::make_unique<CrcHasher>(true);
+    case Algo::kCRC64NVME:
+      return std::make_unique<Crc64Hasher>();
     default:
       return std::make_unique<EvpHasher>(EvpFor(algo));
   }
@@ -149,6 +220,111 @@ uint32_t Crc32c(const void* data, size_t len, uint32_t prev) {
     len -= n;
   }
   return ~crc;
+}
+
+namespace {
+
+// The CRC64NVME register (reflected, without the final inversion) after `len` more bytes.
+uint64_t Crc64Table(uint64_t crc, const unsigned char* p, size_t len) {
+  const auto& t = Tables64().t;
+  while (len >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+    crc ^= v;
+    crc = t[7][crc & 0xff] ^ t[6][(crc >> 8) & 0xff] ^ t[5][(crc >> 16) & 0xff] ^
+          t[4][(crc >> 24) & 0xff] ^ t[3][(crc >> 32) & 0xff] ^ t[2][(crc >> 40) & 0xff] ^
+          t[1][(crc >> 48) & 0xff] ^ t[0][crc >> 56];
+    p += 8;
+    len -= 8;
+  }
+  while (len-- > 0) crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xff];
+  return crc;
+}
+
+#if defined(__x86_64__)
+// Carry-less multiplication (PCLMULQDQ) folding, ~10x the tables. 16 bytes loaded little-endian
+// are the polynomial A(x) of degree < 128 with bit m holding x^(127-m) (the first byte's low bit is
+// the highest degree, as a reflected CRC reads it). Moving A forward by D bits, A * x^D, is folded
+// back to 128 bits as lo64(A) * (x^(D+63) mod P) + hi64(A) * (x^(D-1) mod P): the product of two
+// reflected 64-bit values lands one degree low, which the -1 in both exponents makes up for.
+
+uint64_t Reverse64(uint64_t v) {
+  uint64_t r = 0;
+  for (int i = 0; i < 64; ++i, v >>= 1) r = (r << 1) | (v & 1);
+  return r;
+}
+
+// x^e mod P (P = x^64 + 0xad93d23594c93659), reflected.
+uint64_t ReflectedXPowMod(unsigned e) {
+  uint64_t v = 1;
+  for (unsigned i = 0; i < e; ++i) v = (v >> 63) ? (v << 1) ^ 0xad93d23594c93659ull : v << 1;
+  return Reverse64(v);
+}
+
+struct FoldConstants {
+  __m128i by512, by384, by256, by128;  // low lane: x^(D+63), high lane: x^(D-1)
+  FoldConstants()
+      : by512(Make(512)), by384(Make(384)), by256(Make(256)), by128(Make(128)) {}
+  static __m128i Make(unsigned d) {
+    return _mm_set_epi64x(static_cast<long long>(ReflectedXPowMod(d - 1)),
+                          static_cast<long long>(ReflectedXPowMod(d + 63)));
+  }
+};
+
+__attribute__((target("pclmul"))) inline __m128i Fold(__m128i a, __m128i k) {
+  return _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_clmulepi64_si128(a, k, 0x11));
+}
+
+inline __m128i Load(const unsigned char* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+// len >= 64. Four 16-byte lanes fold by 512 bits, then into one, then 16 bytes at a time; the last
+// 128-bit remainder and the tail go through the tables (from register 0, 16 bytes of A give
+// A(x) * x^64 mod P: the register).
+__attribute__((target("pclmul"))) uint64_t Crc64Clmul(uint64_t crc, const unsigned char* p,
+                                                      size_t len) {
+  static const FoldConstants k;
+  __m128i x0 = _mm_xor_si128(Load(p), _mm_cvtsi64_si128(static_cast<long long>(crc)));
+  __m128i x1 = Load(p + 16), x2 = Load(p + 32), x3 = Load(p + 48);
+  p += 64;
+  len -= 64;
+  for (; len >= 64; p += 64, len -= 64) {
+    x0 = _mm_xor_si128(Fold(x0, k.by512), Load(p));
+    x1 = _mm_xor_si128(Fold(x1, k.by512), Load(p + 16));
+    x2 = _mm_xor_si128(Fold(x2, k.by512), Load(p + 32));
+    x3 = _mm_xor_si128(Fold(x3, k.by512), Load(p + 48));
+  }
+  __m128i a = _mm_xor_si128(_mm_xor_si128(Fold(x0, k.by384), Fold(x1, k.by256)),
+                            _mm_xor_si128(Fold(x2, k.by128), x3));
+  for (; len >= 16; p += 16, len -= 16) a = _mm_xor_si128(Fold(a, k.by128), Load(p));
+  unsigned char rest[16];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(rest), a);
+  return Crc64Table(Crc64Table(0, rest, 16), p, len);
+}
+
+const bool kHaveClmul = __builtin_cpu_supports("pclmul");
+#endif
+
+}  // namespace
+
+uint64_t Crc64Nvme(const void* data, size_t len, uint64_t prev) {
+  const auto* p = static_cast<const unsigned char*>(data);
+#if defined(__x86_64__)
+  if (kHaveClmul && len >= 64) return ~Crc64Clmul(~prev, p, len);
+#endif
+  return ~Crc64Table(~prev, p, len);
+}
+
+uint32_t Crc32Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  return CrcCombine<uint32_t>(crc_a, crc_b, len_b, kCrc32Poly);
+}
+uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  return CrcCombine<uint32_t>(crc_a, crc_b, len_b, kCrc32cPoly);
+}
+uint64_t Crc64NvmeCombine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b) {
+  return CrcCombine<uint64_t>(crc_a, crc_b, len_b, kCrc64NvmePoly);
 }
 
 std::string HexEncode(std::string_view bytes) {
@@ -241,6 +417,7 @@ std::optional<std::string> Base64Decode(std::string_view b64) {
 std::optional<Algo> ChecksumAlgoFromName(std::string_view lower_name) {
   if (lower_name == "crc32") return Algo::kCRC32;
   if (lower_name == "crc32c") return Algo::kCRC32C;
+  if (lower_name == "crc64nvme") return Algo::kCRC64NVME;
   if (lower_name == "sha1") return Algo::kSHA1;
   if (lower_name == "sha256") return Algo::kSHA256;
   return std::nullopt;
@@ -252,6 +429,8 @@ std::string_view ChecksumName(Algo algo) {
       return "crc32";
     case Algo::kCRC32C:
       return "crc32c";
+    case Algo::kCRC64NVME:
+      return "crc64nvme";
     case Algo::kSHA1:
       return "sha1";
     case Algo::kSHA256:

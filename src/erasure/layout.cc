@@ -12,10 +12,21 @@ int DefaultParity(int set_size) {
 }
 
 Result<SetLayout> PlanLayout(int drives, const std::string& storage_class) {
-  if (drives < 2) {
-    return MakeError(ErrorCode::kInvalidArgument, "erasure coding needs at least 2 drives");
-  }
+  if (drives < 1) return MakeError(ErrorCode::kInvalidArgument, "no drive given");
   SetLayout l;
+  if (drives == 1) {
+    // One drive is a one-drive set without parity (MinIO's single-drive mode): the same object
+    // layer, bitrot-checked, nothing to heal from.
+    l.set_size = 1;
+    l.set_count = 1;
+    l.parity = 0;
+    if (!storage_class.empty() && storage_class != "EC:0") {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "MINIO_STORAGE_CLASS_STANDARD='" + storage_class +
+                           "' is invalid: a single drive has no parity (leave it unset or EC:0)");
+    }
+    return l;
+  }
   for (int size = kMaxShards; size >= 2; --size) {
     if (drives % size == 0) {
       l.set_size = size;

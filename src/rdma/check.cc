@@ -339,6 +339,35 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
                            : "set MINIO_RDMA_FABRIC=soft, or " + std::string(kInstallRdmaBuild)});
       break;
   }
+
+  // 10. The live server (--endpoint): what clients get from it now, whatever this host's settings.
+  if (f.server) {
+    const auto& s = *f.server;
+    if (!s.answer.ok()) {
+      items.push_back({"server", CheckStatus::kFailed,
+                       s.endpoint + ": could not ask it: " + s.answer.error().message,
+                       "start the server, check --endpoint, and set MINIO_ROOT_USER / "
+                       "MINIO_ROOT_PASSWORD to its root credentials"});
+    } else if (s.answer->ready) {
+      items.push_back(
+          {"server", CheckStatus::kOk,
+           s.endpoint + " serves S3 over RDMA on the " + s.answer->fabric + " fabric" +
+               (s.answer->fabric == "soft"
+                    ? " (TCP emulation; clients: rdma=\"soft\" or \"auto\", rdmastor-cli --rdma)"
+                    : ""),
+           ""});
+    } else if (s.answer->fabric == "none") {
+      items.push_back({"server", CheckStatus::kWarning,
+                       s.endpoint + " does not serve S3 over RDMA: " + s.answer->reason +
+                           " (requests with x-amz-rdma-token get 501)",
+                       "start it with MINIO_RDMA_FABRIC=soft, or verbs (RDMA build with a device)"});
+    } else {
+      items.push_back({"server", CheckStatus::kFailed,
+                       s.endpoint + ": the " + s.answer->fabric +
+                           " fabric is not ready: " + s.answer->reason,
+                       "see the server log; the fabric is reopened when the device is back"});
+    }
+  }
   return items;
 }
 

@@ -38,6 +38,18 @@ struct DeviceInfo {
   bool dc_capable = false;  // an mlx5 device: DC transport (mlx5dv_is_supported)
 };
 
+// What a running server said about its S3-over-RDMA service (GET /minio/admin/v3/rdma), asked by
+// `rdma check --endpoint URL`.
+struct LiveFabric {
+  std::string fabric;  // "soft" | "verbs" | "none"
+  bool ready = false;
+  std::string reason;  // why not ready
+};
+struct LiveServerFacts {
+  std::string endpoint;
+  Result<LiveFabric> answer = LiveFabric{};  // or why the server could not be asked
+};
+
 // Everything the check judges, gathered from the host (GatherCheckFacts) or made up in tests.
 struct CheckFacts {
   bool verbs_built = false;
@@ -49,6 +61,7 @@ struct CheckFacts {
   bool nvidia_peermem = false;             // /sys/module/nvidia_peermem
   bool kernel_dmabuf = false;              // kernel >= 5.12: ibv_reg_dmabuf_mr possible
   std::map<std::string, std::string> env;  // MINIO_RDMA_* as set
+  std::optional<LiveServerFacts> server;   // --endpoint: the live server's answer
 };
 
 enum class CheckStatus { kOk, kWarning, kFailed, kSkipped };

@@ -1,8 +1,14 @@
 #include "rdma/mapping.h"
 
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/statfs.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 
 namespace rdmastor::rdma {
@@ -23,6 +29,64 @@ std::string_view Field(std::string_view s, size_t& pos) {
   size_t b = pos;
   while (pos < s.size() && s[pos] != ' ') ++pos;
   return s.substr(b, pos - b);
+}
+
+// struct procmap_query of <linux/fs.h> (Linux 6.11+; Debian 12's headers predate it).
+struct ProcmapQuery {
+  uint64_t size, query_flags, query_addr;
+  uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+  uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+  uint64_t vma_name_addr, build_id_addr;
+};
+static_assert(sizeof(ProcmapQuery) == 104);
+constexpr unsigned long kProcmapQuery = 0xC0686611;  // _IOWR('f', 17, struct procmap_query)
+constexpr uint64_t kCoveringOrNextVma = 0x10;
+constexpr uint64_t kVmaWritable = 0x02, kVmaShared = 0x08;
+
+void AddFsMagic(MappingFacts& m) {
+  if (m.shared && m.inode != 0 && !m.path.empty() && m.path[0] == '/') {
+    struct statfs fs {};
+    if (statfs(m.path.c_str(), &fs) == 0) m.fs_magic = static_cast<uint64_t>(fs.f_type);
+  }
+}
+
+// The refusal from PROCMAP_QUERY, one mapping at a time; nullopt when the kernel has no such
+// ioctl (then the caller reads the whole table).
+std::optional<std::string> RefusalByQuery(uint64_t lo, uint64_t hi) {
+  static std::atomic<bool> unsupported{false};
+  if (unsupported.load(std::memory_order_relaxed)) return std::nullopt;
+  int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string out;
+  char name[4096];
+  for (uint64_t addr = lo; addr < hi;) {  // bounded: each step moves past one mapping
+    ProcmapQuery q{};
+    q.size = sizeof(q);
+    q.query_flags = kCoveringOrNextVma;
+    q.query_addr = addr;
+    q.vma_name_addr = reinterpret_cast<uint64_t>(name);
+    q.vma_name_size = sizeof(name);
+    if (::ioctl(fd, kProcmapQuery, &q) != 0) {
+      const int err = errno;
+      if (err == ENOENT) break;  // no mapping at or after addr
+      if (err == ENOTTY || err == EINVAL || err == EOPNOTSUPP) unsupported = true;
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (q.vma_start >= hi || q.vma_end <= addr) break;
+    MappingFacts m;
+    m.start = q.vma_start;
+    m.end = q.vma_end;
+    m.writable = (q.vma_flags & kVmaWritable) != 0;
+    m.shared = (q.vma_flags & kVmaShared) != 0;
+    m.inode = q.inode;
+    if (q.vma_name_size > 0) m.path.assign(name, strnlen(name, sizeof(name)));
+    AddFsMagic(m);
+    if (out = WritablePinRefusal(m); !out.empty()) break;
+    addr = q.vma_end;
+  }
+  ::close(fd);
+  return out;
 }
 
 }  // namespace
@@ -61,6 +125,12 @@ std::string WritablePinRefusal(const MappingFacts& m) {
 }
 
 std::string RemoteWriteRefusal(const void* p, size_t len) {
+  const uint64_t lo = reinterpret_cast<uint64_t>(p);
+  if (auto r = RefusalByQuery(lo, lo + (len ? len : 1))) return *r;
+  return RemoteWriteRefusalFromMaps(p, len);
+}
+
+std::string RemoteWriteRefusalFromMaps(const void* p, size_t len) {
   std::ifstream maps("/proc/self/maps");
   if (!maps) return "";
   const uint64_t lo = reinterpret_cast<uint64_t>(p);
@@ -68,10 +138,7 @@ std::string RemoteWriteRefusal(const void* p, size_t len) {
   for (std::string line; std::getline(maps, line);) {
     auto m = ParseMapsLine(line);
     if (!m || m->end <= lo || m->start >= hi) continue;
-    if (m->shared && m->inode != 0 && !m->path.empty() && m->path[0] == '/') {
-      struct statfs fs {};
-      if (statfs(m->path.c_str(), &fs) == 0) m->fs_magic = static_cast<uint64_t>(fs.f_type);
-    }
+    AddFsMagic(*m);
     if (auto why = WritablePinRefusal(*m); !why.empty()) return why;
   }
   return "";

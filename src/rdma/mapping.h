@@ -35,8 +35,15 @@ std::optional<MappingFacts> ParseMapsLine(std::string_view line);
 // Shared anonymous memory (inode 0, /dev/zero, SysV shm), tmpfs and hugetlbfs are fine.
 std::string WritablePinRefusal(const MappingFacts& m);
 
-// WritablePinRefusal over every mapping [p, p + len) touches, read from /proc/self/maps; "" when
-// all may be registered (or when the maps cannot be read: the registration itself then decides).
+// WritablePinRefusal over every mapping [p, p + len) touches; "" when all may be registered (or
+// when the mappings cannot be read: the registration itself then decides). Asks the kernel for
+// just those mappings (PROCMAP_QUERY, Linux 6.11+), else reads all of /proc/self/maps — which
+// costs milliseconds per call in a process with thousands of mappings (Python with torch), paid
+// on every registration of a buffer for remote write.
 std::string RemoteWriteRefusal(const void* p, size_t len);
+
+// The same judgement from the whole /proc/self/maps text (the fallback; exposed for the test that
+// checks both ways agree).
+std::string RemoteWriteRefusalFromMaps(const void* p, size_t len);
 
 }  // namespace rdmastor::rdma

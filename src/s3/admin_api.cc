@@ -12,6 +12,7 @@
 #include "s3/admin_iam.h"
 #include "s3/names.h"
 #include "s3/ops.h"
+#include "rdma/s3_service.h"
 #include "s3/sigv4.h"
 
 namespace rdmastor::s3 {
@@ -19,6 +20,7 @@ namespace rdmastor::s3 {
 namespace {
 
 constexpr std::string_view kHealPrefix = "/minio/admin/v3/heal";
+constexpr std::string_view kRdmaPath = "/minio/admin/v3/rdma";
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -182,11 +184,25 @@ bool ServeAdmin(const HttpRequest& req, ResponseSink& sink, const std::string& r
   }
 
   std::string_view path = req.raw_path;
+  if (path == kRdmaPath) {
+    // The live state of S3 over RDMA: what a client on the soft fabric or verbs will get.
+    if (req.method != "GET") return fail(MakeError(ErrorCode::kMethodNotAllowed));
+    nlohmann::json doc = {{"fabric", "none"},
+                          {"ready", false},
+                          {"reason", "S3 over RDMA is not set up in this server"}};
+    if (opts.rdma != nullptr) {
+      doc = {{"fabric", opts.rdma->fabric_name()},
+             {"ready", opts.rdma->available()},
+             {"reason", opts.rdma->unavailable_reason()}};
+    }
+    SendJson(sink, request_id, doc);
+    return true;
+  }
   if (!path.starts_with(kHealPrefix) ||
       (path.size() > kHealPrefix.size() && path[kHealPrefix.size()] != '/')) {
     return fail(MakeError(ErrorCode::kNotImplemented,
-                          "This admin API is not implemented by rdmastor (only heal, users and "
-                          "policies are)."));
+                          "This admin API is not implemented by rdmastor (only heal, rdma, users "
+                          "and policies are)."));
   }
   if (req.method != "POST") return fail(MakeError(ErrorCode::kMethodNotAllowed));
   auto bucket = uri::Decode(path.substr(std::min(path.size(), kHealPrefix.size() + 1)));

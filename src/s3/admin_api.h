@@ -1,5 +1,5 @@
 // The admin API under /minio/admin/v3/ (root credentials, SigV4 signed, as MinIO's `mc admin`).
-// Today it serves healing:
+// Today it serves healing and the state of S3 over RDMA:
 //
 //   POST /minio/admin/v3/heal/[BUCKET]                  starts a heal of BUCKET (or every bucket)
 //                                                       -> {"clientToken": ..., "bucket": ...}
@@ -7,6 +7,10 @@
 //                                                       -> the heal's state and counts, plus the
 //                                                          items (objects healed or failed)
 //                                                          numbered > N
+//
+//   GET  /minio/admin/v3/rdma                           -> {"fabric": "soft"|"verbs"|"none",
+//                                                          "ready": bool, "reason": why not}
+//                                                          (`rdmastor rdma check --endpoint`)
 //
 // One heal runs at a time, on its own thread (never an HTTP I/O or request worker thread):
 // it first formats replaced drives (ErasureStore::CheckDrives), then walks with
@@ -26,6 +30,10 @@
 #include "iam/store.h"
 #include "s3/http_types.h"
 #include "storage/erasure_store.h"
+
+namespace rdmastor::rdma {
+class S3RdmaService;
+}
 
 namespace rdmastor::s3 {
 
@@ -76,6 +84,7 @@ class HealService {
 struct AdminOptions {
   std::string access_key, secret_key;  // root credentials: the only ones admin requests accept
   HealService* heal = nullptr;         // null: heal requests are refused (single drive)
+  const rdma::S3RdmaService* rdma = nullptr;  // null: S3 over RDMA not set up ("none")
   iam::IamStore* iam = nullptr;        // users and policies (s3/admin_iam.h); null: refused
 };
 

@@ -27,6 +27,7 @@
 #include "s3/sigv4.h"
 #include "s3/tagging.h"
 #include "s3/unsupported.h"
+#include "s3/versioning.h"
 #include "s3/xml.h"
 #include "storage/object_meta.h"
 
@@ -156,6 +157,7 @@ struct S3Api::Context {
   Caller caller;  // who signed the request (anonymous: nobody)
   // MinIO's API name for metrics ("PutObject", ...); empty for health/metrics endpoints.
   std::string_view api = "unknown";
+  storage::VersionSel version;  // ?versionId: nullopt = the latest, "" = the null version
 
   bool Has(std::string_view name) const {
     for (const auto& [k, v] : query)
@@ -207,10 +209,11 @@ void S3Api::RenderFrontEndError(ErrorCode code, HttpResponseHead& head, std::str
 namespace {
 
 void SendErrorImpl(const HttpRequest& req, ResponseSink& sink, const std::string& request_id,
-                   const std::string& resource, const Error& err) {
+                   const std::string& resource, const Error& err, const HeaderList& extra = {}) {
   if (sink.head_sent()) return;  // too late: the connection will be closed mid-body
   const auto& info = GetErrorInfo(err.code);
   auto head = BaseHead(request_id, info.http_status);
+  for (const auto& [k, v] : extra) head.Set(k, v);
   // S3 over RDMA: a token request that cannot be served over RDMA says so (DESIGN.md §3).
   if (err.code == ErrorCode::kRDMANotSupported) head.Set("x-amz-rdma-reply", "501");
   std::string message = err.message.empty() ? std::string(info.message) : err.message;
@@ -230,11 +233,11 @@ std::string Bounded(std::string s, size_t n = 512) {
   return s;
 }
 
-void SendError(S3Api::Context& ctx, const Error& err) {
+void SendError(S3Api::Context& ctx, const Error& err, const HeaderList& extra = {}) {
   if (err.code == ErrorCode::kInternalError)
     spdlog::error("{} {} {} -> InternalError: {}", ctx.request_id, ctx.req.method,
                   Bounded(admin::RedactTarget(ctx.req.target)), Bounded(err.message));
-  SendErrorImpl(ctx.req, ctx.sink, ctx.request_id, ctx.Resource(), err);
+  SendErrorImpl(ctx.req, ctx.sink, ctx.request_id, ctx.Resource(), err, extra);
 }
 
 void SendXml(S3Api::Context& ctx, const std::string& xml, int status = 200,
@@ -249,6 +252,36 @@ void SendEmpty(S3Api::Context& ctx, int status, const HeaderList& extra = {}) {
   for (const auto& [k, v] : extra) head.Set(k, v);
   head.content_length = 0;
   ctx.sink.SendHead(head);
+}
+
+// A read that met a delete marker: the latest version is one (404, with the marker's headers, as
+// AWS answers) or the version named is one (405 MethodNotAllowed, Allow: DELETE).
+void SendVersionError(S3Api::Context& ctx, const Error& err, storage::ObjectLayer& store) {
+  HeaderList extra;
+  if (err.code == ErrorCode::kMethodNotAllowed && ctx.version) {
+    extra = {{"x-amz-delete-marker", "true"},
+             {"x-amz-version-id", ctx.version->empty() ? "null" : *ctx.version},
+             {"Allow", "DELETE"}};
+  } else if (err.code == ErrorCode::kNoSuchKey && !ctx.version) {
+    storage::ObjectInfo marker;
+    auto latest = store.StatLatest(ctx.bucket, ctx.key, &marker);
+    if (!latest.ok() && marker.delete_marker) AddVersionHeaders(extra, marker);
+  }
+  SendError(ctx, err, extra);
+}
+
+// A copy source: a named version (a delete marker cannot be copied) or the latest.
+Result<std::unique_ptr<storage::ObjectReader>> OpenSource(storage::ObjectLayer& store,
+                                                          const std::string& bucket,
+                                                          const std::string& key,
+                                                          const storage::VersionSel& version) {
+  if (!version) return store.OpenObject(bucket, key);
+  auto r = store.OpenObjectVersion(bucket, key, *version);
+  if (!r.ok() && r.error().code == ErrorCode::kMethodNotAllowed)
+    return MakeError(ErrorCode::kInvalidRequest,
+                     "The source of a copy request may not specifically refer to a delete marker "
+                     "by version id.");
+  return r;
 }
 
 // Everything an upload (PutObject, UploadPart, XML bodies) needs to take the body apart and check
@@ -538,16 +571,19 @@ Status CheckCopyPreconditions(const HttpRequest& req, const storage::ObjectInfo&
   return {};
 }
 
-// "bucket/key" or "/bucket/key", URL-encoded, optionally "?versionId=null".
-Result<std::pair<std::string, std::string>> ParseCopySource(std::string_view header) {
+// "bucket/key" or "/bucket/key", URL-encoded, optionally "?versionId=<id>|null" (into `version`).
+Result<std::pair<std::string, std::string>> ParseCopySource(std::string_view header,
+                                                            storage::VersionSel* version) {
   std::string_view raw = header;
   auto q = raw.find('?');
   if (q != std::string_view::npos) {
     auto params = uri::ParseQuery(raw.substr(q + 1));
     if (!params) return MakeError(ErrorCode::kInvalidArgument, "Invalid copy source");
     for (const auto& [k, v] : *params) {
-      if (k == "versionId" && v != "null")
-        return MakeError(ErrorCode::kInvalidArgument, "Invalid version id specified");
+      if (k != "versionId") continue;
+      auto id = ParseVersionId(v);
+      if (!id.ok()) return id.error();
+      *version = std::move(*id);
     }
     raw = raw.substr(0, q);
   }
@@ -731,7 +767,8 @@ void S3Api::Dispatch(Context& ctx) {
   // The admin API (root credentials only) is not an S3 request either.
   if (req.raw_path.starts_with("/minio/admin/") &&
       ServeAdmin(req, ctx.sink, ctx.request_id,
-                 AdminOptions{opts_.access_key, opts_.secret_key, opts_.heal, iam_.get()},
+                 AdminOptions{opts_.access_key, opts_.secret_key, opts_.heal, opts_.rdma,
+                              iam_.get()},
                  ctx.raw_body)) {
     ctx.api = {};
     return;
@@ -828,15 +865,13 @@ void S3Api::Dispatch(Context& ctx) {
         ctx, MakeError(ErrorCode::kNotImplemented,
                        std::string("The ") + sub + " subresource is not implemented by rdmastor."));
   }
-  if (!ctx.bucket.empty() && ctx.Has("versionId") && ctx.Q("versionId") != "null") {
-    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Invalid version id specified"));
+  if (!ctx.bucket.empty() && ctx.Has("versionId")) {
+    auto v = ParseVersionId(ctx.Q("versionId"));
+    if (!v.ok()) return SendError(ctx, v.error());
+    ctx.version = std::move(*v);
   }
   if (!ctx.caller.anonymous() && !Authorized(ctx)) return;
   if (auto st = RefuseUnimplemented(ctx.api, req); !st.ok()) return SendError(ctx, st.error());
-  if (ctx.api == "PutBucketVersioning") {
-    return SendError(ctx, MakeError(ErrorCode::kNotImplemented,
-                                    "Bucket versioning is not implemented by rdmastor."));
-  }
   using Handler = void (*)(S3Api&, Context&);
   static const std::pair<std::string_view, Handler> kRoutes[] = {
       {"ListBuckets", [](S3Api& a, Context& c) { a.ListBuckets(c); }},
@@ -846,6 +881,7 @@ void S3Api::Dispatch(Context& ctx) {
       {"DeleteMultipleObjects", [](S3Api& a, Context& c) { a.DeleteObjects(c); }},
       {"GetBucketLocation", [](S3Api& a, Context& c) { a.GetBucketLocation(c); }},
       {"GetBucketVersioning", [](S3Api& a, Context& c) { a.GetBucketVersioning(c); }},
+      {"PutBucketVersioning", [](S3Api& a, Context& c) { a.PutBucketVersioning(c); }},
       {"ListMultipartUploads", [](S3Api& a, Context& c) { a.ListMultipartUploads(c); }},
       {"ListObjectVersions", [](S3Api& a, Context& c) { a.ListObjectVersions(c); }},
       {"ListObjectsV2", [](S3Api& a, Context& c) { a.ListObjectsV2(c); }},
@@ -1020,7 +1056,16 @@ void S3Api::GetBucketLocation(Context& ctx) {
 void S3Api::GetBucketVersioning(Context& ctx) {
   auto info = store_.GetBucketInfo(ctx.bucket);
   if (!info.ok()) return SendError(ctx, info.error());
-  SendXml(ctx, VersioningConfigurationXml());
+  SendXml(ctx, VersioningConfigurationXml(info->versioning));
+}
+
+void S3Api::PutBucketVersioning(Context& ctx) {
+  auto body = ReadXmlBody(ctx);
+  if (!body.ok()) return SendError(ctx, body.error());
+  auto st = s3::PutBucketVersioning(store_, ctx.bucket, *body,
+                                    ctx.req.FindHeader("x-amz-mfa") != nullptr);
+  if (!st.ok()) return SendError(ctx, st.error());
+  SendEmpty(ctx, 200);
 }
 
 void S3Api::ListObjectsV1(Context& ctx) {
@@ -1079,12 +1124,15 @@ void S3Api::ListObjectVersions(Context& ctx) {
   auto max_keys = ParseMaxKeys(ctx, "max-keys");
   if (!max_keys.ok()) return SendError(ctx, max_keys.error());
   std::string encoding = ctx.Q("encoding-type");
-  storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), ctx.Q("key-marker"), *max_keys};
-  auto res = store_.ListObjects(ctx.bucket, lo);
-  if (!res.ok()) return SendError(ctx, res.error());
-  ListVersionsParams p{ctx.bucket,     lo.prefix, lo.delimiter,
-                       lo.start_after, *max_keys, encoding == "url"};
-  SendXml(ctx, ListObjectVersionsXml(p, *res, Owner{}));
+  if (!encoding.empty() && encoding != "url")
+    return SendError(ctx, MakeError(ErrorCode::kInvalidArgument,
+                                    "Invalid Encoding Method specified in Request"));
+  ListVersionsQuery q{ctx.Q("prefix"),       ctx.Q("delimiter"), ctx.Q("key-marker"),
+                      ctx.Q("version-id-marker"), ctx.Has("version-id-marker"), *max_keys,
+                      encoding == "url"};
+  auto xml = ListVersionsPage(store_, ctx.bucket, q);
+  if (!xml.ok()) return SendError(ctx, xml.error());
+  SendXml(ctx, *xml);
 }
 
 void S3Api::ListMultipartUploads(Context& ctx) {
@@ -1114,17 +1162,30 @@ void S3Api::DeleteObjects(Context& ctx) {
   for (const auto& entry : parsed->objects) {
     DeleteOutcome out;
     out.key = entry.key;
+    out.version_id = entry.version_id;
     Status st = ValidateObjectKey(entry.key);
-    if (st.ok() && !entry.version_id.empty() && entry.version_id != "null")
-      st = MakeError(ErrorCode::kNoSuchKey, "The specified version does not exist.");
+    storage::VersionSel version;
+    if (st.ok() && !entry.version_id.empty()) {
+      // A malformed id names no version (AWS answers NoSuchVersion in the entry).
+      if (auto v = ParseVersionId(entry.version_id); v.ok())
+        version = std::move(*v);
+      else
+        st = MakeError(ErrorCode::kNoSuchVersion);
+    }
     if (st.ok()) st = Allowed(ctx, "s3:DeleteObject", entry.key);  // each key on its own
-    if (st.ok()) st = store_.DeleteObject(ctx.bucket, entry.key);
+    storage::DeleteResult done;
+    if (st.ok()) {
+      auto r = store_.DeleteObjectVersion(ctx.bucket, entry.key, version);
+      if (r.ok()) done = *r; else st = r.error();
+    }
     if (st.ok() || st.error().code == ErrorCode::kNoSuchKey) {
-      out.deleted = st.ok() || entry.version_id.empty();
-      if (!out.deleted) {
-        out.code = std::string(GetErrorInfo(st.error().code).code);
-        out.message = st.error().message;
-      }
+      out.deleted = true;  // deleting what is not there succeeds
+      out.delete_marker = st.ok() && done.delete_marker;
+      if (st.ok() && done.created_marker)
+        out.delete_marker_version_id = done.version_id.empty() ? "null" : done.version_id;
+    } else if (st.error().code == ErrorCode::kNoSuchVersion) {
+      out.code = std::string(GetErrorInfo(st.error().code).code);
+      out.message = std::string(GetErrorInfo(st.error().code).message);
     } else {
       const auto& info = GetErrorInfo(st.error().code);
       out.code = std::string(info.code);
@@ -1151,6 +1212,7 @@ void S3Api::PutObject(Context& ctx) {
                                [&](uint64_t) { return FinishUpload(ctx, *up); });
   if (!info.ok()) return SendError(ctx, RdmaUploadError(rdma->get(), info.error()));
   HeaderList extra{{"ETag", Quote(info->etag)}};
+  if (!info->version_id.empty()) extra.emplace_back("x-amz-version-id", info->version_id);
   for (const auto& [algo, value] : info->checksums)
     extra.emplace_back("x-amz-checksum-" + algo, value);
   AddRdmaUploadReply(rdma->get(), extra);
@@ -1361,7 +1423,8 @@ void S3Api::PostObject(Context& ctx) {
 }
 
 void S3Api::CopyObject(Context& ctx) {
-  auto src = ParseCopySource(*ctx.req.FindHeader("x-amz-copy-source"));
+  storage::VersionSel src_version;
+  auto src = ParseCopySource(*ctx.req.FindHeader("x-amz-copy-source"), &src_version);
   if (!src.ok()) return SendError(ctx, src.error());
   const auto& [src_bucket, src_key] = *src;
   if (!IsValidBucketName(src_bucket))
@@ -1372,11 +1435,15 @@ void S3Api::CopyObject(Context& ctx) {
     return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Unknown metadata directive."));
   bool replace = directive == "REPLACE";
 
-  auto reader = store_.OpenObject(src_bucket, src_key);
+  auto reader = OpenSource(store_, src_bucket, src_key, src_version);
   if (!reader.ok()) return SendError(ctx, reader.error());
   const auto& src_info = (*reader)->info();
   if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok())
     return SendError(ctx, st.error());
+  HeaderList version_headers;
+  if (src_version || !src_info.version_id.empty())
+    version_headers.emplace_back("x-amz-copy-source-version-id",
+                                 src_info.version_id.empty() ? "null" : src_info.version_id);
 
   storage::PutOptions opts;
   if (replace) {
@@ -1391,7 +1458,8 @@ void S3Api::CopyObject(Context& ctx) {
   auto tags = CopyObjectTags(ctx.req, src_info.tags);
   if (!tags.ok()) return SendError(ctx, tags.error());
   opts.tags = std::move(*tags);
-  bool same = src_bucket == ctx.bucket && src_key == ctx.key;
+  // Copying a named version onto its own key makes it the latest again (a restore): a copy.
+  bool same = src_bucket == ctx.bucket && src_key == ctx.key && !src_version;
   if (same) {
     // Onto itself: legal when it replaces the metadata or names a storage class (AWS).
     if (!replace && !ctx.req.FindHeader("x-amz-storage-class")) {
@@ -1404,7 +1472,8 @@ void S3Api::CopyObject(Context& ctx) {
     reader->reset();
     auto info = store_.UpdateMetadata(ctx.bucket, ctx.key, opts);
     if (!info.ok()) return SendError(ctx, info.error());
-    return SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns));
+    if (!info->version_id.empty()) version_headers.emplace_back("x-amz-version-id", info->version_id);
+    return SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns), 200, version_headers);
   }
 
   opts.size = src_info.size;
@@ -1423,7 +1492,8 @@ void S3Api::CopyObject(Context& ctx) {
         return ci;
       });
   if (!info.ok()) return SendError(ctx, info.error());
-  SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns));
+  if (!info->version_id.empty()) version_headers.emplace_back("x-amz-version-id", info->version_id);
+  SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns), 200, version_headers);
 }
 
 namespace {
@@ -1465,8 +1535,9 @@ void S3Api::GetObject(Context& ctx, bool head) {
     if (!token.ok()) return SendError(ctx, token.error());
     rdma_token = *token;
   }
-  auto reader_r = store_.OpenObject(ctx.bucket, ctx.key);
-  if (!reader_r.ok()) return SendError(ctx, reader_r.error());
+  auto reader_r = ctx.version ? store_.OpenObjectVersion(ctx.bucket, ctx.key, *ctx.version)
+                              : store_.OpenObject(ctx.bucket, ctx.key);
+  if (!reader_r.ok()) return SendVersionError(ctx, reader_r.error(), store_);
   auto& reader = **reader_r;
   const auto& info = reader.info();
   if (auto st = CheckPreconditions(ctx.req, info); !st.ok()) {
@@ -1510,6 +1581,8 @@ void S3Api::GetObject(Context& ctx, bool head) {
   auto resp = BaseHead(ctx.request_id, partial ? 206 : 200);
   bool checksum_mode = ToLower(ctx.req.HeaderOr("x-amz-checksum-mode")) == "enabled";
   AddObjectHeaders(resp, info, checksum_mode && !partial);
+  if (ctx.version || !info.version_id.empty())
+    resp.Set("x-amz-version-id", info.version_id.empty() ? "null" : info.version_id);
   if (partial) {
     resp.Set("Content-Range", "bytes " + std::to_string(start) + "-" +
                                   std::to_string(start + length - 1) + "/" +
@@ -1602,8 +1675,9 @@ void S3Api::GetObjectAttributes(Context& ctx) {
                                       "and 2147483647"));
     p.part_number_marker = static_cast<int>(std::min<int64_t>(*n, 10000));
   }
-  auto info = store_.StatObject(ctx.bucket, ctx.key);
-  if (!info.ok()) return SendError(ctx, info.error());
+  auto info = ctx.version ? store_.StatObjectVersion(ctx.bucket, ctx.key, *ctx.version)
+                          : store_.StatObject(ctx.bucket, ctx.key);
+  if (!info.ok()) return SendVersionError(ctx, info.error(), store_);
   if (auto st = CheckPreconditions(ctx.req, *info); !st.ok()) {
     if (st.error().code == ErrorCode::kNotModified)
       return SendEmpty(ctx, 304, {{"ETag", Quote(info->etag)}});
@@ -1615,9 +1689,16 @@ void S3Api::GetObjectAttributes(Context& ctx) {
 }
 
 void S3Api::DeleteObject(Context& ctx) {
-  auto st = store_.DeleteObject(ctx.bucket, ctx.key);
-  if (!st.ok() && st.error().code != ErrorCode::kNoSuchKey) return SendError(ctx, st.error());
-  SendEmpty(ctx, 204);
+  auto r = store_.DeleteObjectVersion(ctx.bucket, ctx.key, ctx.version);
+  if (!r.ok() && r.error().code != ErrorCode::kNoSuchKey) return SendError(ctx, r.error());
+  HeaderList extra;
+  if (r.ok() && (ctx.version || r->created_marker)) {
+    storage::ObjectInfo v;
+    v.version_id = r->version_id;
+    v.delete_marker = r->delete_marker;
+    AddVersionHeaders(extra, v);
+  }
+  SendEmpty(ctx, 204, extra);
 }
 
 void S3Api::CreateMultipartUpload(Context& ctx) {
@@ -1670,7 +1751,8 @@ void S3Api::UploadPartCopy(Context& ctx) {
   auto pn = PartNumberOf(ctx);
   if (!pn.ok()) return SendError(ctx, pn.error());
   std::string upload_id = ctx.Q("uploadId");
-  auto src = ParseCopySource(*ctx.req.FindHeader("x-amz-copy-source"));
+  storage::VersionSel src_version;
+  auto src = ParseCopySource(*ctx.req.FindHeader("x-amz-copy-source"), &src_version);
   if (!src.ok()) return SendError(ctx, src.error());
   const auto& [src_bucket, src_key] = *src;
   if (!IsValidBucketName(src_bucket))
@@ -1679,7 +1761,7 @@ void S3Api::UploadPartCopy(Context& ctx) {
   // Fail on a missing upload before reading any source data.
   auto parts = store_.ListParts(ctx.bucket, ctx.key, upload_id);
   if (!parts.ok()) return SendError(ctx, parts.error());
-  auto reader = store_.OpenObject(src_bucket, src_key);
+  auto reader = OpenSource(store_, src_bucket, src_key, src_version);
   if (!reader.ok()) return SendError(ctx, reader.error());
   const auto& src_info = (*reader)->info();
   if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok())
@@ -1757,6 +1839,7 @@ void S3Api::CompleteMultipartUpload(Context& ctx) {
   }
   if (!info.ok()) return SendError(ctx, info.error());
   HeaderList extra;
+  if (!info->version_id.empty()) extra.emplace_back("x-amz-version-id", info->version_id);
   for (const auto& [algo, value] : info->checksums)
     extra.emplace_back("x-amz-checksum-" + algo, value);
   std::string location =

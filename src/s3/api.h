@@ -53,6 +53,7 @@ class S3Api final : public RequestHandler {
   void DeleteBucket(Context& ctx);
   void GetBucketLocation(Context& ctx);
   void GetBucketVersioning(Context& ctx);
+  void PutBucketVersioning(Context& ctx);
   void ListObjectsV1(Context& ctx);
   void ListObjectsV2(Context& ctx);
   void ListObjectVersions(Context& ctx);

@@ -530,16 +530,35 @@ std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::Li
   Add(root, "Name", p.bucket);
   Add(root, "Prefix", MaybeEncode(p.prefix, enc));
   Add(root, "KeyMarker", MaybeEncode(p.key_marker, enc));
-  Add(root, "VersionIdMarker", "");
+  Add(root, "VersionIdMarker", p.version_id_marker);
   Add(root, "MaxKeys", p.max_keys);
   if (!p.delimiter.empty()) Add(root, "Delimiter", MaybeEncode(p.delimiter, enc));
   AddBool(root, "IsTruncated", r.truncated);
   if (r.truncated) {
-    Add(root, "NextKeyMarker", MaybeEncode(r.next_marker, enc));
-    // Every object has exactly the "null" version, so resuming after it skips the key.
-    Add(root, "NextVersionIdMarker", "null");
+    Add(root, "NextKeyMarker", MaybeEncode(p.next_key_marker, enc));
+    Add(root, "NextVersionIdMarker", p.next_version_id_marker);
   }
-  for (const auto& o : r.objects) AddContents(root, "Version", o, enc, &owner, true);
+  for (const auto& o : r.objects) {
+    const std::string vid = o.version_id.empty() ? "null" : o.version_id;
+    if (o.delete_marker) {
+      pugi::xml_node c = root.append_child("DeleteMarker");
+      Add(c, "Key", MaybeEncode(o.key, enc));
+      Add(c, "VersionId", vid);
+      AddBool(c, "IsLatest", o.is_latest);
+      Add(c, "LastModified", Iso8601(o.mtime_ns));
+      AddOwner(c, "Owner", owner);
+      continue;
+    }
+    pugi::xml_node c = root.append_child("Version");
+    Add(c, "Key", MaybeEncode(o.key, enc));
+    Add(c, "VersionId", vid);
+    AddBool(c, "IsLatest", o.is_latest);
+    Add(c, "LastModified", Iso8601(o.mtime_ns));
+    Add(c, "ETag", Quote(o.etag));
+    Add(c, "Size", o.size);
+    AddOwner(c, "Owner", owner);
+    Add(c, "StorageClass", o.storage_class.empty() ? "STANDARD" : o.storage_class);
+  }
   AddCommonPrefixes(root, r.common_prefixes, enc);
   if (enc) Add(root, "EncodingType", "url");
   return d.str();
@@ -748,18 +767,30 @@ std::string DeleteResultXml(const std::vector<DeleteOutcome>& outcomes, bool qui
   Doc d("DeleteResult");
   for (const auto& o : outcomes) {
     if (o.deleted) {
-      if (!quiet) Add(d.root().append_child("Deleted"), "Key", o.key);
+      if (quiet) continue;
+      pugi::xml_node e = d.root().append_child("Deleted");
+      Add(e, "Key", o.key);
+      if (!o.version_id.empty()) Add(e, "VersionId", o.version_id);
+      if (o.delete_marker) AddBool(e, "DeleteMarker", true);
+      if (!o.delete_marker_version_id.empty())
+        Add(e, "DeleteMarkerVersionId", o.delete_marker_version_id);
       continue;
     }
     pugi::xml_node e = d.root().append_child("Error");
     Add(e, "Key", o.key);
+    if (!o.version_id.empty()) Add(e, "VersionId", o.version_id);
     Add(e, "Code", o.code);
     Add(e, "Message", o.message);
   }
   return d.str();
 }
 
-std::string VersioningConfigurationXml() { return Doc("VersioningConfiguration").str(); }
+std::string VersioningConfigurationXml(storage::Versioning state) {
+  Doc d("VersioningConfiguration");
+  if (state == storage::Versioning::kEnabled) Add(d.root(), "Status", "Enabled");
+  if (state == storage::Versioning::kSuspended) Add(d.root(), "Status", "Suspended");
+  return d.str();
+}
 
 // -----------------------------------------------------------------------------------------------
 // Request documents.
@@ -858,6 +889,37 @@ Result<std::string> ParseCreateBucketXml(std::string_view body) {
     return std::string(Trim(*v));
   }
   return std::string();
+}
+
+Result<VersioningRequest> ParseVersioningXml(std::string_view body) {
+  pugi::xml_document doc;
+  const pugi::xml_node root = LoadBody(body, doc);
+  if (!root || LocalName(root) != "VersioningConfiguration") return Malformed();
+  VersioningRequest out;
+  for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    const std::string_view name = LocalName(c);
+    const auto v = LeafText(c);
+    if (!v) return Malformed();
+    const std::string_view value = Trim(*v);
+    if (name == "Status") {
+      if (out.status) return Malformed();
+      if (value == "Enabled") {
+        out.status = storage::Versioning::kEnabled;
+      } else if (value == "Suspended") {
+        out.status = storage::Versioning::kSuspended;
+      } else {
+        return Malformed();
+      }
+    } else if (name == "MfaDelete" || name == "MFADelete") {
+      if (out.mfa_delete) return Malformed();
+      if (value != "Enabled" && value != "Disabled") return Malformed();
+      out.mfa_delete = value == "Enabled";
+    } else {
+      return Malformed();
+    }
+  }
+  return out;
 }
 
 }  // namespace rdmastor::s3

@@ -59,11 +59,14 @@ struct ListV2Params {
 std::string ListObjectsV2Xml(const ListV2Params& p, const storage::ListResult& r,
                              const Owner& owner);
 
-// ListObjectVersions for an unversioned bucket: every object is its only version, VersionId null.
+// ListObjectVersions: `r.objects` are the page's versions (delete markers included) in key order,
+// newest first per key; version_id "" is written as "null".
 struct ListVersionsParams {
   std::string bucket, prefix, delimiter, key_marker;
   int max_keys = 1000;
   bool encode_url = false;
+  std::string version_id_marker;                     // as sent
+  std::string next_key_marker, next_version_id_marker;  // when truncated
 };
 std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::ListResult& r,
                                   const Owner& owner);
@@ -115,6 +118,9 @@ struct DeleteOutcome {
   std::string key;
   bool deleted = false;
   std::string code, message;  // when !deleted
+  std::string version_id;     // <VersionId>: the version the request named ("null" included)
+  bool delete_marker = false;  // <DeleteMarker>: a marker was removed or created
+  std::string delete_marker_version_id;  // <DeleteMarkerVersionId>: the created marker's id
 };
 std::string DeleteResultXml(const std::vector<DeleteOutcome>& outcomes, bool quiet);
 
@@ -139,6 +145,14 @@ struct ObjectAttributesParams {
 std::string GetObjectAttributesXml(const ObjectAttributesParams& p,
                                    const storage::ObjectInfo& info);
 
-std::string VersioningConfigurationXml();  // unversioned bucket: empty configuration
+// <VersioningConfiguration>: empty for a bucket never versioned, else <Status>.
+std::string VersioningConfigurationXml(storage::Versioning state = storage::Versioning::kUnversioned);
+// PutBucketVersioning's body: Status and MfaDelete as sent (nullopt when absent); kMalformedXML on
+// bad XML or a value other than Enabled/Suspended (Status) or Enabled/Disabled (MfaDelete).
+struct VersioningRequest {
+  std::optional<storage::Versioning> status;
+  std::optional<bool> mfa_delete;
+};
+Result<VersioningRequest> ParseVersioningXml(std::string_view body);
 
 }  // namespace rdmastor::s3

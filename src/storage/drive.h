@@ -79,6 +79,16 @@ class ShardFile {
 // delete (`meta` nullopt) is not rolled back: its staging directory always goes. Names are checked
 // as fsutil::Commit checks them (paths::IsMetaFileName / IsDataDirName); `staging` must lie in the
 // staging area.
+//
+// Versions: `mode` says how `meta` combines with the key's current file (object_meta.h, format 2),
+// so that each drive merges into its own file (which holds its own shard index and inline shards):
+// kReplace writes `meta` as the whole file (heal, unversioned callers) and retires the data
+// directory of the current latest version that `meta` no longer names; kAddVersion takes `meta` as
+// a file of one version and puts it first in the current file, replacing (and retiring the data of)
+// the version with the same id; kRemoveVersion (`meta` nullopt) removes `version_id` from the file,
+// and the file with its last version.
+enum class RenameMode { kReplace = 0, kAddVersion = 1, kRemoveVersion = 2 };
+
 struct RenameDataRequest {
   std::string staging;              // drive-relative: rel::Staging(id)
   std::string bucket;               // must exist (kNoSuchBucket otherwise)
@@ -88,6 +98,8 @@ struct RenameDataRequest {
   std::optional<std::string> meta;  // the new metadata file; nullopt = remove the version
   bool keep_data = false;           // a metadata-only update: the current data directory stays
   bool prune = false;  // afterwards remove key_dir and its parents when left empty (delete)
+  RenameMode mode = RenameMode::kReplace;
+  std::string version_id;  // kRemoveVersion: the version to remove ("" = the null version)
 };
 
 struct RenameDataResult {

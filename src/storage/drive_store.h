@@ -30,20 +30,11 @@
 #include "storage/object_layer.h"
 #include "storage/object_meta.h"
 #include "storage/paths.h"
+#include "storage/s3_limits.h"
 
 namespace rdmastor::storage {
 
-inline constexpr uint64_t kMaxPutSize = 5ULL << 30;     // single PUT / one part: 5 GiB
-inline constexpr uint64_t kMaxObjectSize = 5ULL << 40;  // whole object: 5 TiB
-inline constexpr uint64_t kMinPartSize = 5ULL << 20;    // every part but the last: 5 MiB
-inline constexpr int kMaxPartNumber = 10000;
 inline constexpr size_t kDefaultEagerOpenParts = 128;
-// The user_metadata key that carries a multipart upload's checksum algorithm (see above).
-inline constexpr const char* kChecksumAlgorithmKey = "x-amz-checksum-algorithm";
-
-// The record of a new multipart upload of `key` (both object layers): the checksum algorithm moves
-// out of the user metadata into its own field; an unknown one is kInvalidArgument.
-Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& opts);
 
 class DriveStore final : public ObjectLayer {
  public:

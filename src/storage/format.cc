@@ -108,6 +108,11 @@ Status FormatInto(Drive& target, const std::string& deployment_id,
   return target.WriteFormat(f);
 }
 
+Status FormatSingleDrive(Drive& drive) {
+  const std::string id = NewId();
+  return FormatInto(drive, NewId(), {{id}}, 0, 0);
+}
+
 Result<FormatResult> LoadOrFormat(const std::vector<Drive*>& drives,
                                   const erasure::SetLayout& layout, const FormatOptions& options) {
   const size_t n = drives.size();

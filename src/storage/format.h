@@ -68,6 +68,10 @@ Result<FormatResult> LoadOrFormat(const std::vector<Drive*>& drives,
 Status FormatInto(Drive& target, const std::string& deployment_id,
                   const std::vector<std::vector<std::string>>& sets, int set, int drive);
 
+// Formats `drive`, which holds objects (a single-drive layout converted in place), as the only
+// drive of a new one-drive deployment.
+Status FormatSingleDrive(Drive& drive);
+
 // True when the directory holds nothing but (optionally) an empty system area / lost+found.
 bool IsEmptyDrive(const std::string& root);
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -546,6 +547,17 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
 
 Status RecoverStaging(const std::string& root, const std::string& staging,
                       const DataNameReader& read_data_name) {
+  return RecoverStaging(root, staging,
+                        [&](const std::string& meta_path) -> Result<std::vector<std::string>> {
+                          auto name = read_data_name(meta_path);
+                          if (!name.ok()) return name.error();
+                          if (name->empty()) return std::vector<std::string>{};
+                          return std::vector<std::string>{*name};
+                        });
+}
+
+Status RecoverStaging(const std::string& root, const std::string& staging,
+                      const DataNamesReader& read_data_names) {
   auto raw = ReadFileIfExists(Join(staging, kIntentFile));
   if (!raw.ok()) return raw.error();
   if (!raw->has_value()) return {};  // crashed before journaling: nothing reached the target
@@ -568,12 +580,14 @@ Status RecoverStaging(const std::string& root, const std::string& staging,
       return MakeError(ErrorCode::kInternalError, "bad intent journal in " + staging);
     }
     const std::string target = Join(root, rel);
-    auto current = read_data_name(Join(target, meta));
+    // Every version's data directory is referenced, not only the latest one's.
+    auto current = read_data_names(Join(target, meta));
     if (!current.ok()) return current.error();  // unreadable metadata: keep everything
     for (const auto& d : intent.at("data")) {
       std::string name = d.get<std::string>();
       if (!paths::IsDataDirName(name)) continue;
-      if (name != *current && Exists(Join(target, name))) {
+      if (std::find(current->begin(), current->end(), name) == current->end() &&
+          Exists(Join(target, name))) {
         spdlog::info("storage: recovery removes orphaned {}", Join(target, name));
         RS_RETURN_IF_ERROR(RemoveAll(Join(target, name)));
       }

@@ -223,9 +223,14 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync = nullptr);
 // Returns the data directory name the metadata file `meta_path` references ("" when the file
 // is missing), or an error when it cannot be read.
 using DataNameReader = std::function<Result<std::string>(const std::string& meta_path)>;
+// Every data directory name the metadata file references (one per version that has data).
+using DataNamesReader =
+    std::function<Result<std::vector<std::string>>(const std::string& meta_path)>;
 
 // Completes or rolls back an interrupted Commit() whose staging dir survived a crash. Does not
 // remove the staging directory itself.
+Status RecoverStaging(const std::string& root, const std::string& staging,
+                      const DataNamesReader& read_data_names);
 Status RecoverStaging(const std::string& root, const std::string& staging,
                       const DataNameReader& read_data_name);
 

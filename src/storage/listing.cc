@@ -64,9 +64,7 @@ class Lister {
   }
 
   bool Full() {
-    if (static_cast<int64_t>(res_.objects.size() + res_.common_prefixes.size()) < o_.max_keys) {
-      return false;
-    }
+    if (entries_ < o_.max_keys) return false;
     res_.truncated = true;  // there is one more entry than fits
     done_ = true;
     return true;
@@ -75,6 +73,7 @@ class Lister {
   void EmitPrefix(const std::string& cp) {
     if (Full()) return;
     res_.common_prefixes.push_back(cp);
+    ++entries_;
     last_cp_ = cp;
     last_entry_ = cp;
   }
@@ -113,19 +112,33 @@ class Lister {
       if (fsutil::Exists(meta_path)) EmitPrefix(*cp);
       return;
     }
-    if (key <= o_.start_after) return;
-    if (static_cast<int64_t>(res_.objects.size() + res_.common_prefixes.size()) >= o_.max_keys) {
+    // Versions resume inside the marker's key (the caller drops the versions already returned).
+    if (o_.versions ? key < o_.start_after : key <= o_.start_after) return;
+    if (entries_ >= o_.max_keys) {
       if (fsutil::Exists(meta_path)) Full();
       return;
     }
     auto raw = fsutil::ReadFileIfExists(meta_path);
     if (!raw.ok() || !raw->has_value()) return;  // deleted meanwhile (errors were logged)
-    auto meta = ParseObjectMeta(**raw, meta_path);
-    if (!meta.ok()) {
-      spdlog::error("storage: listing skips {}: {}", key, meta.error().message);
+    auto file = ParseObjectVersions(**raw, meta_path);
+    if (!file.ok()) {
+      spdlog::error("storage: listing skips {}: {}", key, file.error().message);
       return;
     }
-    res_.objects.push_back(meta->ToInfo(bucket_, key));
+    if (o_.versions) {
+      bool latest = true;
+      for (const auto& v : file->versions) {
+        ObjectInfo info = v.ToInfo(bucket_, key);
+        info.is_latest = latest;
+        latest = false;
+        res_.objects.push_back(std::move(info));
+      }
+    } else {
+      // A key whose latest version is a delete marker is not listed.
+      if (file->Latest()->delete_marker) return;
+      res_.objects.push_back(file->Latest()->ToInfo(bucket_, key));
+    }
+    ++entries_;
     last_entry_ = key;
   }
 
@@ -154,6 +167,7 @@ class Lister {
   ListResult res_;
   std::string last_cp_;
   std::string last_entry_;
+  int64_t entries_ = 0;  // keys and common prefixes emitted (what max_keys counts)
   bool done_ = false;
   bool failed_ = false;
   Error err_;
@@ -217,6 +231,54 @@ ListResult MergeListings(std::vector<ListResult> parts, int max_keys, int min_co
       out.common_prefixes.push_back(name);
     } else {
       out.objects.push_back(std::move(*pick));
+    }
+    out.next_marker = name;
+  }
+  out.truncated = out.truncated || truncated;
+  if (!out.truncated) out.next_marker.clear();
+  return out;
+}
+
+ListResult MergeVersionListings(std::vector<ListResult> parts, int max_keys, int min_copies) {
+  using VersionKey = std::tuple<std::string, int64_t, std::string, bool>;
+  struct Entry {
+    bool prefix = false;
+    std::map<VersionKey, std::pair<int, ObjectInfo>> versions;
+  };
+  std::map<std::string, Entry> all;
+  bool truncated = false;
+  for (auto& p : parts) {
+    truncated = truncated || p.truncated;
+    for (auto& cp : p.common_prefixes) all[cp].prefix = true;
+    for (auto& o : p.objects) {
+      auto& v = all[o.key].versions[{o.version_id, o.mtime_ns, o.etag, o.delete_marker}];
+      if (v.first++ == 0) v.second = std::move(o);
+    }
+  }
+  ListResult out;
+  int entries = 0;
+  for (auto& [name, e] : all) {
+    std::vector<ObjectInfo> kept;
+    if (!e.prefix) {
+      for (auto& [k, cv] : e.versions)
+        if (cv.first >= min_copies) kept.push_back(std::move(cv.second));
+      if (kept.empty()) continue;  // leftovers on too few drives
+      std::sort(kept.begin(), kept.end(), [](const ObjectInfo& a, const ObjectInfo& b) {
+        return std::tie(a.mtime_ns, a.version_id) > std::tie(b.mtime_ns, b.version_id);
+      });
+    }
+    if (entries >= max_keys) {
+      out.truncated = true;
+      break;
+    }
+    ++entries;
+    if (e.prefix) {
+      out.common_prefixes.push_back(name);
+    } else {
+      for (size_t i = 0; i < kept.size(); ++i) {
+        kept[i].is_latest = i == 0;
+        out.objects.push_back(std::move(kept[i]));
+      }
     }
     out.next_marker = name;
   }

@@ -26,4 +26,9 @@ Result<bool> SubtreeHasObject(const std::string& dir);
 // max_keys merged entries are exact).
 ListResult MergeListings(std::vector<ListResult> parts, int max_keys, int min_copies);
 
+// The same for version listings (ListOptions::versions): per key, a version (id, mtime, ETag,
+// marker) is kept when at least `min_copies` listings report it; a key's versions come out newest
+// first with is_latest on the first; max_keys counts keys and common prefixes.
+ListResult MergeVersionListings(std::vector<ListResult> parts, int max_keys, int min_copies);
+
 }  // namespace rdmastor::storage

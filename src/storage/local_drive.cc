@@ -6,7 +6,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "common/hash.h"
@@ -62,6 +64,15 @@ Result<std::string> DataDirOfMetaFile(const std::string& meta_path) {
   return meta->data_dir;
 }
 
+Result<std::vector<std::string>> DataDirsOfMetaFile(const std::string& meta_path) {
+  auto raw = fsutil::ReadFileIfExists(meta_path);
+  if (!raw.ok()) return raw.error();
+  if (!raw->has_value()) return std::vector<std::string>{};
+  auto file = ParseObjectVersions(**raw, meta_path);
+  if (!file.ok()) return file.error();
+  return file->DataDirs();
+}
+
 LocalDrive::LocalDrive(std::string root) : root_(std::move(root)) {}
 
 Result<std::string> LocalDrive::Abs(const std::string& path) const {
@@ -107,7 +118,7 @@ Status LocalDrive::Prepare() {
   for (const auto& e : *entries) {
     const std::string staging = Join(paths::TmpDir(root_), e);
     if (fsutil::IsDir(staging)) {
-      auto st = fsutil::RecoverStaging(root_, staging, DataDirOfMetaFile);
+      auto st = fsutil::RecoverStaging(root_, staging, DataDirsOfMetaFile);
       if (!st.ok()) spdlog::error("storage: recovery of {}: {}", staging, st.error().message);
     }
     RS_RETURN_IF_ERROR(fsutil::RemoveAll(staging));
@@ -227,8 +238,7 @@ Status LocalDrive::Link(const std::string& from, const std::string& to) {
 
 Status LocalDrive::Unlink(const std::string& path) {
   RS_ABS(abs, path);
-  if (fsutil::Unlink(abs) != 0 && errno != ENOENT)
-    return fsutil::ErrnoError("unlink", abs, errno);
+  if (fsutil::Unlink(abs) != 0 && errno != ENOENT) return fsutil::ErrnoError("unlink", abs, errno);
   return {};
 }
 
@@ -344,22 +354,76 @@ Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
   const std::string meta_path = Join(target, req.meta_name);
   auto old = fsutil::ReadFileIfExists(meta_path);
   if (!old.ok()) return old.error();
-  std::string old_data;
+  // The current file's versions; a corrupt file names no data directory: a commit replaces it,
+  // retiring nothing.
+  std::optional<ObjectVersions> current;
   if (old->has_value()) {
-    if (!req.keep_data) {
-      // A corrupt file names no data directory: the commit then replaces it, retiring nothing.
-      if (auto om = ParseObjectMeta(**old, meta_path); om.ok()) old_data = om->data_dir;
-    }
+    if (auto f = ParseObjectVersions(**old, meta_path); f.ok()) current = std::move(*f);
     out.old_meta = std::move(*old);
   }
+  std::optional<std::string> new_meta = req.meta;
+  std::string old_data;                     // retired by the commit (into <staging>/old)
+  std::vector<std::string> extra_data;      // no longer named, removed after the commit
+  switch (req.mode) {
+    case RenameMode::kReplace: {
+      std::vector<std::string> keep;
+      if (req.meta) {
+        if (auto f = ParseObjectVersions(*req.meta, "renamedata meta"); f.ok()) keep = f->DataDirs();
+      }
+      if (current && !req.keep_data) {
+        for (const auto& d : current->DataDirs()) {
+          if (std::find(keep.begin(), keep.end(), d) != keep.end()) continue;
+          if (old_data.empty() && d == current->Latest()->data_dir)
+            old_data = d;
+          else
+            extra_data.push_back(d);
+        }
+        // Only a whole-file removal drops versions other than the latest one's data.
+        if (req.meta) extra_data.clear();
+      }
+      break;
+    }
+    case RenameMode::kAddVersion: {
+      if (!req.meta) return MakeError(ErrorCode::kInvalidArgument, "add version without meta");
+      auto add = ParseObjectVersions(*req.meta, "renamedata meta");
+      if (!add.ok()) return MakeError(ErrorCode::kInvalidArgument, add.error().message);
+      if (add->versions.size() != 1)
+        return MakeError(ErrorCode::kInvalidArgument, "add version: not one version");
+      ObjectVersions file = current ? std::move(*current) : ObjectVersions{};
+      const std::string new_dir = add->versions.front().data_dir;
+      auto replaced = file.Add(std::move(add->versions.front()));
+      if (replaced && !replaced->data_dir.empty() && replaced->data_dir != new_dir &&
+          !req.keep_data)
+        old_data = replaced->data_dir;
+      new_meta = SerializeObjectVersions(file);
+      break;
+    }
+    case RenameMode::kRemoveVersion: {
+      if (req.meta) return MakeError(ErrorCode::kInvalidArgument, "remove version with meta");
+      if (!current) {  // nothing (readable) to remove from
+        (void)fsutil::RemoveAll(staging);
+        return out;
+      }
+      auto removed = current->Remove(req.version_id);
+      if (!removed) {
+        (void)fsutil::RemoveAll(staging);
+        return out;
+      }
+      old_data = removed->data_dir;
+      if (!current->versions.empty()) new_meta = SerializeObjectVersions(*current);
+      break;
+    }
+  }
   // Not synced here: the commit's first barrier makes it durable with the data.
-  if (req.meta) RS_RETURN_IF_ERROR(fsutil::WriteFile(Join(staging, "meta"), *req.meta));
+  if (new_meta) RS_RETURN_IF_ERROR(fsutil::WriteFile(Join(staging, "meta"), *new_meta));
   auto batcher = Batcher();
   if (!batcher.ok()) return batcher.error();
   fsutil::CommitPlan plan{root_, base, staging, target, req.meta_name, req.data_name, old_data};
   RS_RETURN_IF_ERROR(fsutil::Commit(plan, batcher->get()));
-  if (req.meta && !old_data.empty() && old_data != req.data_name &&
-      fsutil::Exists(Join(staging, "old"))) {
+  for (const auto& d : extra_data) (void)fsutil::RemoveAll(Join(target, d));
+  // A removed version is not rolled back: its data goes with the staging directory.
+  if (new_meta && req.mode != RenameMode::kRemoveVersion && !old_data.empty() &&
+      old_data != req.data_name && fsutil::Exists(Join(staging, "old"))) {
     out.old_data_name = old_data;  // kept for the caller: removed or restored after the quorum
   } else {
     (void)fsutil::RemoveAll(staging);
@@ -377,6 +441,40 @@ Result<ListResult> LocalDrive::ListObjects(const std::string& bucket, const List
   } catch (const std::exception& e) {
     return MakeError(ErrorCode::kInternalError, std::string("listing failed: ") + e.what());
   }
+}
+
+namespace {
+
+Error NotWritable(const std::string& path, std::string_view what, int err) {
+  std::string msg = "drive " + path + ": " + std::string(what) + ": " + std::strerror(err);
+  spdlog::error("storage: {}", msg);
+  return MakeError(ErrorCode::kDriveNotWritable, std::move(msg));
+}
+
+}  // namespace
+
+Status CheckDriveWritable(const std::string& root) {
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(root, ec);
+    if (ec) return NotWritable(root, "cannot create", ec.value());
+    if (::stat(root.c_str(), &st) != 0) return NotWritable(root, "cannot create", errno);
+  }
+  if (!S_ISDIR(st.st_mode)) return NotWritable(root, "not a directory", ENOTDIR);
+  if (::access(root.c_str(), W_OK | X_OK) != 0) return NotWritable(root, "no write access", errno);
+  // access() passes on some read-only setups (root, network file systems): really write.
+  const std::string probe = Join(root, ".rdmastor.probe-" + hash::RandomHex(8));
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return NotWritable(root, "cannot create a file", errno);
+  UniqueFd guard(fd);
+  if (::write(fd, "ok", 2) != 2 || ::fsync(fd) != 0) {
+    const int err = errno;
+    fsutil::Unlink(probe);
+    return NotWritable(root, "cannot write a file", err);
+  }
+  fsutil::Unlink(probe);
+  return {};
 }
 
 }  // namespace rdmastor::storage

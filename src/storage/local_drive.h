@@ -79,8 +79,15 @@ class LocalDrive final : public Drive {
   std::shared_ptr<fsutil::SyncBatcher> batcher_;
 };
 
+// A single drive must be usable to serve (no other drive stands in): creates `root` when missing
+// and fails with kDriveNotWritable, naming the path and the errno text, when it is not a
+// directory in which a file can really be written and synced.
+Status CheckDriveWritable(const std::string& root);
+
 // The data directory name the metadata file at `meta_path` (absolute) references; "" when the
 // file is missing.
 Result<std::string> DataDirOfMetaFile(const std::string& meta_path);
+// Every version's data directory (crash recovery keeps them all).
+Result<std::vector<std::string>> DataDirsOfMetaFile(const std::string& meta_path);
 
 }  // namespace rdmastor::storage

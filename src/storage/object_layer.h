@@ -34,12 +34,32 @@ struct ObjectInfo {
   std::vector<uint64_t> part_sizes;  // per part, when multipart
   // Object tags in the canonical URL-encoded query form ("k1=v1&k2=v2", keys sorted); "" = none.
   std::string tags;
+  // Versioning: "" = the null version (S3's "null"). A delete marker has no data (size 0).
+  std::string version_id;
+  bool delete_marker = false;
+  bool is_latest = true;  // ListObjectVersions: the key's newest version
+};
+
+// A bucket's versioning state (PutBucketVersioning). A bucket that was versioned never returns
+// to kUnversioned.
+enum class Versioning { kUnversioned = 0, kEnabled = 1, kSuspended = 2 };
+
+// Which version a read or delete addresses: nullopt = the latest, "" = the null version, else a
+// version id.
+using VersionSel = std::optional<std::string>;
+
+// What a DeleteObject did: the version it removed, or the delete marker it created.
+struct DeleteResult {
+  std::string version_id;      // "" = null
+  bool delete_marker = false;  // the removed version, or the created one, is a delete marker
+  bool created_marker = false;
 };
 
 struct BucketInfo {
   std::string name;
   int64_t created_ns = 0;
   std::string tags;  // bucket tags, canonical URL-encoded query form; "" = none
+  Versioning versioning = Versioning::kUnversioned;
 };
 
 // Conditional writes (If-Match / If-None-Match on PutObject and CompleteMultipartUpload): run under
@@ -89,6 +109,10 @@ struct ListOptions {
   std::string delimiter;
   std::string start_after;  // exclusive lower bound on keys (marker / continuation / start-after)
   int max_keys = 1000;
+  // ListObjectVersions: every version of each key (ListResult::objects holds them newest first
+  // per key, delete markers included, max_keys counting keys); start_after is then inclusive.
+  // Otherwise a key whose latest version is a delete marker is not listed.
+  bool versions = false;
 };
 
 struct ListResult {
@@ -163,6 +187,26 @@ class ObjectLayer {
   // Metadata recorded at NewMultipartUpload (content type, user metadata, checksum algorithm).
   virtual Result<PutOptions> GetUploadOptions(const std::string& bucket, const std::string& key,
                                               const std::string& upload_id) = 0;
+
+  // ---- versioning (an unversioned layer holds only null versions) ----
+  virtual Status SetBucketVersioning(const std::string& bucket, Versioning state);
+  // A specific version (`version_id` "" = null). A delete marker opens/stats as kMethodNotAllowed
+  // (the S3 layer adds the marker headers); a missing version is kNoSuchVersion.
+  virtual Result<std::unique_ptr<ObjectReader>> OpenObjectVersion(const std::string& bucket,
+                                                                  const std::string& key,
+                                                                  const std::string& version_id);
+  virtual Result<ObjectInfo> StatObjectVersion(const std::string& bucket, const std::string& key,
+                                               const std::string& version_id);
+  // The latest version, or when it is a delete marker kNoSuchKey and `marker` set to it.
+  virtual Result<ObjectInfo> StatLatest(const std::string& bucket, const std::string& key,
+                                        ObjectInfo* marker);
+  // nullopt: a delete as the bucket's versioning state makes it (a delete marker when Enabled or
+  // Suspended); a version id: that version removed for good.
+  virtual Result<DeleteResult> DeleteObjectVersion(const std::string& bucket,
+                                                   const std::string& key, const VersionSel& v);
+  // Lists every version (ListOptions::versions is set by the caller).
+  virtual Result<ListResult> ListObjectVersions(const std::string& bucket,
+                                                const ListOptions& opts);
 };
 
 }  // namespace rdmastor::storage

@@ -1,10 +1,14 @@
 #include "storage/object_meta.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "common/hash.h"
+#include "common/json_int.h"
 #include "common/utf8.h"
 #include "storage/paths.h"
 
@@ -83,6 +87,8 @@ ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key)
   info.tags = tags;
   info.checksums = checksums;
   info.storage_class = storage_class;
+  info.version_id = version_id;
+  info.delete_marker = delete_marker;
   if (multipart) {
     info.part_count = static_cast<int>(parts.size());
     for (const auto& p : parts) info.part_sizes.push_back(p.size);
@@ -90,13 +96,57 @@ ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key)
   return info;
 }
 
-std::string SerializeObjectMeta(const ObjectMeta& m) {
+bool IsValidVersionId(std::string_view id) {
+  if (id.empty() || id.size() > kMaxVersionIdLength) return false;
+  for (char c : id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return false;
+  }
+  return true;
+}
+
+const ObjectMeta* ObjectVersions::Find(std::string_view version_id) const {
+  for (const auto& v : versions) {
+    if (v.version_id == version_id) return &v;
+  }
+  return nullptr;
+}
+
+std::optional<ObjectMeta> ObjectVersions::Remove(std::string_view version_id) {
+  for (auto it = versions.begin(); it != versions.end(); ++it) {
+    if (it->version_id == version_id) {
+      ObjectMeta out = std::move(*it);
+      versions.erase(it);
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ObjectMeta> ObjectVersions::Add(ObjectMeta v) {
+  auto old = Remove(v.version_id);
+  // Newest first by mtime: a new write lands first, a healed older version back in its place.
+  auto at = std::find_if(versions.begin(), versions.end(),
+                         [&](const ObjectMeta& o) { return o.mtime_ns <= v.mtime_ns; });
+  versions.insert(at, std::move(v));
+  return old;
+}
+
+std::vector<std::string> ObjectVersions::DataDirs() const {
+  std::vector<std::string> out;
+  for (const auto& v : versions) {
+    if (!v.data_dir.empty()) out.push_back(v.data_dir);
+  }
+  return out;
+}
+
+namespace {
+
+json VersionJson(const ObjectMeta& m) {
   json parts = json::array();
   for (const auto& p : m.parts) {
     parts.push_back({{"number", p.number}, {"size", p.size}, {"etag", p.etag}});
   }
-  json j = {{"version", m.version},
-            {"size", m.size},
+  json j = {{"size", m.size},
             {"etag", m.etag},
             {"mtime_ns", m.mtime_ns},
             {"content_type", m.content_type},
@@ -105,9 +155,11 @@ std::string SerializeObjectMeta(const ObjectMeta& m) {
             {"parts", parts},
             {"data_dir", m.data_dir}};
   PutMetadata(j, "user_metadata", m.user_metadata);
-  // Optional field (absent in files written before tagging existed, and when there are none).
+  // Optional fields (absent in files written before they existed, and when unset).
   if (!m.tags.empty()) j["tags"] = m.tags;
   if (!m.storage_class.empty()) j["storage_class"] = m.storage_class;
+  if (!m.version_id.empty()) j["version_id"] = m.version_id;
+  if (m.delete_marker) j["delete_marker"] = true;
   if (m.erasure) {
     const ErasureMeta& e = *m.erasure;
     j["erasure"] = {{"data", e.data},
@@ -119,15 +171,95 @@ std::string SerializeObjectMeta(const ObjectMeta& m) {
                     {"inline", e.is_inline}};
     if (e.is_inline) j["erasure"]["inline_shard"] = hash::Base64Encode(e.inline_shard);
   }
+  return j;
+}
+
+// One version's fields (format 1: the whole file; format 2: one element of "versions"). Throws
+// on a missing or mistyped member; the caller turns that into a kInternalError.
+Result<ObjectMeta> ParseVersion(const json& j, const std::string& path) {
+  if (!j.is_object()) throw std::runtime_error("version is not an object");
+  ObjectMeta m;
+  m.size = json_int::At<uint64_t>(j, "size");
+  m.etag = j.at("etag").get<std::string>();
+  m.mtime_ns = json_int::At<int64_t>(j, "mtime_ns");
+  m.content_type = j.value("content_type", std::string());
+  m.user_metadata = GetMetadata(j, "user_metadata");
+  m.tags = j.value("tags", std::string());
+  m.checksums = StringMap(j, "checksums");
+  m.storage_class = j.value("storage_class", std::string());
+  m.multipart = j.value("multipart", false);
+  m.version_id = j.value("version_id", std::string());
+  m.delete_marker = j.value("delete_marker", false);
+  uint64_t total = 0;
+  const json& parts = j.at("parts");
+  if (!parts.is_array()) throw std::runtime_error("parts is not an array");
+  for (const auto& p : parts) {
+    PartMeta pm;
+    pm.number = json_int::At<int>(p, "number");
+    pm.size = json_int::At<uint64_t>(p, "size");
+    pm.etag = p.value("etag", std::string());
+    if (pm.size > UINT64_MAX - total) {
+      return MakeError(ErrorCode::kInternalError, "part sizes overflow in " + path);
+    }
+    total += pm.size;
+    m.parts.push_back(std::move(pm));
+  }
+  m.data_dir = j.at("data_dir").get<std::string>();
+  if (auto it = j.find("erasure"); it != j.end()) {
+    ErasureMeta e;
+    e.data = json_int::At<int>(*it, "data");
+    e.parity = json_int::At<int>(*it, "parity");
+    e.stripe_size = json_int::At<uint64_t>(*it, "stripe_size");
+    e.index = json_int::At<int>(*it, "index");
+    e.distribution = json_int::ArrayAt<int>(*it, "distribution");
+    e.bitrot = it->at("bitrot").get<std::string>();
+    e.is_inline = it->value("inline", false);
+    if (e.is_inline) {
+      auto raw = hash::Base64Decode(it->at("inline_shard").get<std::string>());
+      if (!raw) return MakeError(ErrorCode::kInternalError, "bad inline shard in " + path);
+      e.inline_shard = std::move(*raw);
+    }
+    // Sized like the codec allows (erasure/layout.h caps a set far below this).
+    if (e.data < 1 || e.parity < 0 || e.data > 1024 || e.parity > 1024 ||
+        e.stripe_size == 0 || e.index < 0 || e.index >= e.data + e.parity ||
+        static_cast<int>(e.distribution.size()) != e.data + e.parity) {
+      return MakeError(ErrorCode::kInternalError, "inconsistent erasure info in " + path);
+    }
+    m.erasure = std::move(e);
+  }
+  if (!m.version_id.empty() && !IsValidVersionId(m.version_id)) {
+    return MakeError(ErrorCode::kInternalError, "bad version id in " + path);
+  }
+  if (m.delete_marker) {
+    // A delete marker has no data to point at.
+    if (!m.data_dir.empty() || !m.parts.empty() || m.size != 0) {
+      return MakeError(ErrorCode::kInternalError, "inconsistent delete marker in " + path);
+    }
+    return m;
+  }
+  // The data dir name is joined to a path: it must be one of the layout's data dir names.
+  if (!paths::IsDataDirName(m.data_dir) || total != m.size) {
+    return MakeError(ErrorCode::kInternalError, "inconsistent metadata " + path);
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string SerializeObjectVersions(const ObjectVersions& file) {
+  json versions = json::array();
+  for (const auto& v : file.versions) versions.push_back(VersionJson(v));
+  json j = {{"version", kMetaFormatVersion}, {"versions", std::move(versions)}};
   // Checksum over the canonical dump (keys sorted; invalid UTF-8 already replaced).
   json canonical = json::parse(Dump(j));
   canonical["checksum"] = MetaChecksum(Dump(canonical));
   return Dump(canonical);
 }
 
-Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& path) {
+Result<ObjectVersions> ParseObjectVersions(const std::string& text, const std::string& path) {
   try {
     json j = json::parse(text);
+    if (!j.is_object()) return MakeError(ErrorCode::kInternalError, "malformed metadata " + path);
     if (auto it = j.find("checksum"); it != j.end()) {
       std::string want = it->get<std::string>();
       j.erase("checksum");
@@ -135,60 +267,50 @@ Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& p
         return MakeError(ErrorCode::kInternalError, "metadata checksum mismatch in " + path);
       }
     }
-    ObjectMeta m;
-    m.version = j.at("version").get<int>();
-    if (m.version != kMetaFormatVersion) {
+    const int format = json_int::At<int>(j, "version");
+    ObjectVersions out;
+    if (format == 1) {
+      auto v = ParseVersion(j, path);
+      if (!v.ok()) return v.error();
+      v->version = 1;
+      v->version_id.clear();  // format 1 had no versions: its object is the null version
+      v->delete_marker = false;
+      out.versions.push_back(std::move(*v));
+      return out;
+    }
+    if (format != kMetaFormatVersion) {
       return MakeError(ErrorCode::kInternalError,
-                       "unsupported metadata version " + std::to_string(m.version) + " in " + path);
+                       "unsupported metadata version " + std::to_string(format) + " in " + path);
     }
-    m.size = j.at("size").get<uint64_t>();
-    m.etag = j.at("etag").get<std::string>();
-    m.mtime_ns = j.at("mtime_ns").get<int64_t>();
-    m.content_type = j.value("content_type", std::string());
-    m.user_metadata = GetMetadata(j, "user_metadata");
-    m.tags = j.value("tags", std::string());
-    m.checksums = StringMap(j, "checksums");
-    m.storage_class = j.value("storage_class", std::string());
-    m.multipart = j.value("multipart", false);
-    uint64_t total = 0;
-    for (const auto& p : j.at("parts")) {
-      PartMeta pm;
-      pm.number = p.at("number").get<int>();
-      pm.size = p.at("size").get<uint64_t>();
-      pm.etag = p.value("etag", std::string());
-      total += pm.size;
-      m.parts.push_back(std::move(pm));
+    const json& versions = j.at("versions");
+    if (!versions.is_array() || versions.empty()) {
+      return MakeError(ErrorCode::kInternalError, "metadata without versions in " + path);
     }
-    m.data_dir = j.at("data_dir").get<std::string>();
-    if (auto it = j.find("erasure"); it != j.end()) {
-      ErasureMeta e;
-      e.data = it->at("data").get<int>();
-      e.parity = it->at("parity").get<int>();
-      e.stripe_size = it->at("stripe_size").get<uint64_t>();
-      e.index = it->at("index").get<int>();
-      e.distribution = it->at("distribution").get<std::vector<int>>();
-      e.bitrot = it->at("bitrot").get<std::string>();
-      e.is_inline = it->value("inline", false);
-      if (e.is_inline) {
-        auto raw = hash::Base64Decode(it->at("inline_shard").get<std::string>());
-        if (!raw) return MakeError(ErrorCode::kInternalError, "bad inline shard in " + path);
-        e.inline_shard = std::move(*raw);
+    for (const auto& e : versions) {
+      auto v = ParseVersion(e, path);
+      if (!v.ok()) return v.error();
+      if (out.Find(v->version_id)) {
+        return MakeError(ErrorCode::kInternalError, "duplicate version id in " + path);
       }
-      const int n = e.data + e.parity;
-      if (e.data < 1 || e.parity < 0 || e.stripe_size == 0 || e.index < 0 || e.index >= n ||
-          static_cast<int>(e.distribution.size()) != n) {
-        return MakeError(ErrorCode::kInternalError, "inconsistent erasure info in " + path);
-      }
-      m.erasure = std::move(e);
+      v->version = format;
+      out.versions.push_back(std::move(*v));
     }
-    // The data dir name is joined to a path: it must be one of the layout's data dir names.
-    if (!paths::IsDataDirName(m.data_dir) || total != m.size) {
-      return MakeError(ErrorCode::kInternalError, "inconsistent metadata " + path);
-    }
-    return m;
+    return out;
   } catch (const std::exception& e) {
     return Malformed(path, e);
   }
+}
+
+std::string SerializeObjectMeta(const ObjectMeta& m) {
+  ObjectVersions file;
+  file.versions.push_back(m);
+  return SerializeObjectVersions(file);
+}
+
+Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& path) {
+  auto file = ParseObjectVersions(text, path);
+  if (!file.ok()) return file.error();
+  return std::move(file->versions.front());
 }
 
 std::string SerializeUploadRecord(const UploadRecord& r) {
@@ -208,7 +330,7 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
     json j = json::parse(text);
     UploadRecord r;
     r.key = j.at("key").get<std::string>();
-    r.initiated_ns = j.at("initiated_ns").get<int64_t>();
+    r.initiated_ns = json_int::At<int64_t>(j, "initiated_ns");
     r.content_type = j.value("content_type", std::string());
     r.user_metadata = GetMetadata(j, "user_metadata");
     r.checksum_algorithm = j.value("checksum_algorithm", std::string());
@@ -231,10 +353,10 @@ Result<PartRecord> ParsePartRecord(const std::string& text, const std::string& p
   try {
     json j = json::parse(text);
     PartRecord r;
-    r.info.number = j.at("number").get<int>();
+    r.info.number = json_int::At<int>(j, "number");
     r.info.etag = j.at("etag").get<std::string>();
-    r.info.size = j.at("size").get<uint64_t>();
-    r.info.mtime_ns = j.at("mtime_ns").get<int64_t>();
+    r.info.size = json_int::At<uint64_t>(j, "size");
+    r.info.mtime_ns = json_int::At<int64_t>(j, "mtime_ns");
     r.info.checksums = StringMap(j, "checksums");
     r.data_file = j.at("data").get<std::string>();
     if (r.data_file.empty() || r.data_file.find('/') != std::string::npos || r.data_file == "." ||

@@ -1,12 +1,19 @@
 // The JSON records the storage layer keeps on a drive: object metadata (.rdmastor.meta /
 // .rdmastor.dirmeta), multipart upload records (upload.json) and part records (part.N.json).
 // Parsing never throws; a malformed record is a kInternalError naming the file.
+//
+// Metadata file format 2 holds every version of one key, newest first:
+//   {"version":2,"versions":[{<ObjectMeta fields>}, ...],"checksum":"<crc32c>"}
+// Each version has its own data directory (none for a delete marker). A format 1 file (one
+// object, its fields at the top level) reads as a file holding one null version; it is rewritten
+// in format 2 by the next write of its key.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -14,7 +21,12 @@
 
 namespace rdmastor::storage {
 
-inline constexpr int kMetaFormatVersion = 1;
+inline constexpr int kMetaFormatVersion = 2;
+
+// Version ids the stores generate and accept from a file or a request: 1..64 bytes of
+// [A-Za-z0-9-]. The null version (unversioned / Suspended writes) has the id "" (S3's "null").
+inline constexpr size_t kMaxVersionIdLength = 64;
+bool IsValidVersionId(std::string_view id);
 
 // A multipart object's ETag from its parts' ETags (hex MD5s, unquoted): the MD5 of the
 // concatenated binary MD5s, "-N". A part ETag that is not hex (foreign) is hashed as text.
@@ -39,8 +51,9 @@ struct ErasureMeta {
   std::string inline_shard;       // framed shard bytes (base64 in the file)
 };
 
+// One version of an object (the per-version record of the metadata file).
 struct ObjectMeta {
-  int version = kMetaFormatVersion;
+  int version = kMetaFormatVersion;  // format of the file it was read from
   uint64_t size = 0;
   std::string etag;
   int64_t mtime_ns = 0;
@@ -53,12 +66,36 @@ struct ObjectMeta {
   std::string data_dir;         // directory name next to the metadata file
   std::optional<ErasureMeta> erasure;
   std::string tags;  // ObjectInfo::tags form; written only when non-empty ("tags")
+  std::string version_id;      // "" = the null version; written only when non-empty
+  bool delete_marker = false;  // no data: size 0, no parts, no data_dir; written only when true
 
   ObjectInfo ToInfo(const std::string& bucket, const std::string& key) const;
 };
 
+// Every version of one key, newest first (at most one per version id, the null one included).
+struct ObjectVersions {
+  std::vector<ObjectMeta> versions;
+
+  const ObjectMeta* Latest() const { return versions.empty() ? nullptr : &versions.front(); }
+  // The version with this id ("" = the null version); nullptr when absent.
+  const ObjectMeta* Find(std::string_view version_id) const;
+  // Removes the version with this id; returns it (nullopt when absent).
+  std::optional<ObjectMeta> Remove(std::string_view version_id);
+  // Adds `v` in mtime order (newest first; before versions of the same mtime), replacing the
+  // version with the same id; returns the replaced one.
+  std::optional<ObjectMeta> Add(ObjectMeta v);
+  // Data directories of all versions (delete markers have none).
+  std::vector<std::string> DataDirs() const;
+};
+
 // The file carries "checksum": CRC32C (hex) of its own JSON without that field, so a torn or
 // bit-rotten metadata file is detected (files written before the field existed have none).
+std::string SerializeObjectVersions(const ObjectVersions& file);
+// Reads format 2, and format 1 as one null version. An empty version list is malformed.
+Result<ObjectVersions> ParseObjectVersions(const std::string& text,
+                                           const std::string& path_for_errors);
+
+// A file holding only `meta`, and the latest version of a file (a delete marker included).
 std::string SerializeObjectMeta(const ObjectMeta& meta);
 Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& path_for_errors);
 

@@ -18,7 +18,21 @@ TEST(Layout, SetSizesAsMinio) {
     EXPECT_EQ(l->set_size, c.size) << c.drives;
     EXPECT_EQ(l->parity, c.parity) << c.drives;
   }
-  for (int bad : {1, 17, 19, 23, 37}) EXPECT_FALSE(PlanLayout(bad, "").ok()) << bad;
+  for (int bad : {0, 17, 19, 23, 37}) EXPECT_FALSE(PlanLayout(bad, "").ok()) << bad;
+}
+
+TEST(Layout, OneDriveIsASetWithoutParity) {
+  auto l = PlanLayout(1, "");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->set_count, 1);
+  EXPECT_EQ(l->set_size, 1);
+  EXPECT_EQ(l->parity, 0);
+  EXPECT_EQ(ReadQuorum(l->data(), l->parity), 1);
+  EXPECT_EQ(WriteQuorum(l->data(), l->parity), 1);
+  EXPECT_TRUE(PlanLayout(1, "EC:0").ok());
+  auto bad = PlanLayout(1, "EC:1");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("MINIO_STORAGE_CLASS_STANDARD"), std::string::npos);
 }
 
 TEST(Layout, StorageClassOverride) {

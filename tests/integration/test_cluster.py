@@ -221,7 +221,7 @@ def _drive_versions(c, bucket, key):
     versions = set()
     for f in files:
         with open(f) as fh:
-            m = json.load(fh)
+            m = json.load(fh)["versions"][0]  # the latest version
         versions.add((m["data_dir"], m["etag"], m["size"]))
     return versions, len(files)
 

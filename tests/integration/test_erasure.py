@@ -72,8 +72,9 @@ def snapshot(dirs, bucket):
 
 
 def meta_of(d, bucket, key):
+    """The latest version's record in the drive's metadata file (format 2: a list of versions)."""
     with open(os.path.join(d, bucket, key, ".rdmastor.meta")) as f:
-        return json.load(f)
+        return json.load(f)["versions"][0]
 
 
 def expect_drives(srv, online, offline, timeout=5.0):

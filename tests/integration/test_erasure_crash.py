@@ -29,10 +29,10 @@ def _stray(d):
         meta = os.path.join(os.path.dirname(data_dir), ".rdmastor.meta")
         try:
             with open(meta) as f:
-                named = json.load(f)["data_dir"]
+                named = {v["data_dir"] for v in json.load(f)["versions"]}
         except (OSError, ValueError, KeyError):
-            named = None
-        if named != os.path.basename(data_dir):
+            named = set()
+        if os.path.basename(data_dir) not in named:
             found.append(data_dir)
     return found
 

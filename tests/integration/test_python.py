@@ -391,3 +391,66 @@ def test_fsspec_open(soft, c):
     with fsspec.open("rdmastor://pyt/fs/table.csv", "rb", **opts) as f:
         df = pandas.read_csv(f, header=None)
     assert len(df) == 20000
+
+
+class CudaArray:
+    """An object exposing GPU memory only through the CUDA Array Interface (version 3), as
+    numba's DeviceNDArray and CuPy's ndarray do: no buffer protocol. The pointer is not host
+    memory (an address no process maps), so a transfer that touched it would crash the test."""
+
+    def __init__(self, n, ptr=0x7E0000000000):
+        self.n, self.ptr = n, ptr
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": (self.n,), "typestr": "|u1", "data": (self.ptr, False), "strides": None,
+                "version": 3, "stream": None}
+
+
+class MappedArray(np.ndarray):
+    """Host memory that also offers __cuda_array_interface__ (numba's mapped / managed arrays):
+    CPU-addressable, so it is a host buffer."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ctypes.data, False),
+                "strides": None, "version": 3}
+
+
+class DlpackOnGpu:
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA, device 0
+
+
+def test_cuda_array_interface_refused_naming_the_reason(c):
+    c.put_object("pyt", "cai/k", b"before")
+    for call in (lambda: c.get_into("pyt", "cai/k", CudaArray(6)),
+                 lambda: c.get_into("pyt", "cai/k", CudaArray(6), offset=1, length=3),
+                 lambda: c.put_object("pyt", "cai/k", CudaArray(6))):
+        with pytest.raises(rdmastor.DeviceMemoryError) as e:
+            call()
+        msg = str(e.value)
+        assert "CudaArray (CUDA device memory: __cuda_array_interface__)" in msg, msg
+        if not rdmastor._native.built_with_verbs():
+            assert "standard build" in msg and "verbs" in msg and "dma-buf" in msg, msg
+        elif not rdmastor._native.cuda_built():
+            assert "built without CUDA" in msg, msg
+        else:  # an RDMA build with CUDA headers: this Client's fabric is soft, not verbs
+            assert "uses the soft fabric" in msg and "only over verbs" in msg, msg
+        assert "never copies device memory through the host" in msg, msg
+    assert c.get_object("pyt", "cai/k") == b"before"  # nothing was written
+    assert isinstance(e.value, ValueError)  # argument errors stay ValueError
+
+
+def test_host_memory_with_cuda_interface_is_a_host_buffer(c):
+    data = seeded_bytes(100_000, seed=9)
+    src = np.frombuffer(data, dtype=np.uint8).copy().view(MappedArray)
+    assert c.put_object("pyt", "cai/mapped", src).transport == "rdma"
+    dst = np.zeros(len(data), dtype=np.uint8).view(MappedArray)
+    n = c.get_into("pyt", "cai/mapped", dst)
+    assert int(n) == len(data) and n.transport == "rdma" and dst.tobytes() == data
+
+
+def test_dlpack_gpu_object_refused(c):
+    with pytest.raises(ValueError, match="DLPack device type 2"):
+        c.get_into("pyt", "cai/k", DlpackOnGpu())

@@ -9,8 +9,9 @@ import re
 import subprocess
 
 import pytest
+import requests
 
-from conftest import HERE, RDMASTOR_BIN, _clean_env
+from conftest import HERE, RDMASTOR_BIN, Server, _clean_env, free_port, signed_request
 
 
 def flavour():
@@ -106,3 +107,59 @@ def test_invalid_settings_exit_2():
     assert cp.returncode == 2 and "MINIO_RDMA_INTERNODE" in cp.stderr
     cp = subprocess.run([RDMASTOR_BIN, "rdma", "bogus"], capture_output=True, text=True, timeout=20)
     assert cp.returncode == 2
+
+
+# --endpoint: the live server's S3-over-RDMA state (GET /minio/admin/v3/rdma, root-signed).
+
+def server_layer(cp):
+    report = json.loads(cp.stdout)
+    (item,) = [c for c in report["checks"] if c["layer"] == "server"]
+    return item
+
+
+def test_endpoint_reports_the_live_fabric():
+    soft = Server("check-soft", env={"MINIO_RDMA_FABRIC": "soft"})
+    off = Server("check-off", env={"MINIO_RDMA_FABRIC": "off"})
+    try:
+        soft.start()
+        off.start()
+        creds = {"MINIO_ROOT_USER": soft.access_key, "MINIO_ROOT_PASSWORD": soft.secret_key}
+        # This host's settings say off; the server says soft: the server layer reports the server.
+        item = server_layer(run_check("--json", "--endpoint", soft.endpoint,
+                                      env={**creds, "MINIO_RDMA_FABRIC": "off"}))
+        assert item["status"] == "ok" and "on the soft fabric" in item["detail"], item
+        assert item["detail"].startswith(soft.endpoint), item
+        creds = {"MINIO_ROOT_USER": off.access_key, "MINIO_ROOT_PASSWORD": off.secret_key}
+        cp = run_check("--json", "--endpoint", off.endpoint, env={**creds, "MINIO_RDMA_FABRIC": "soft"})
+        item = server_layer(cp)
+        assert item["status"] == "warning" and "does not serve S3 over RDMA" in item["detail"], item
+        assert "MINIO_RDMA_FABRIC" in item["detail"] and "MINIO_RDMA_FABRIC=soft" in item["fix"]
+        # Wrong credentials: the server refuses (the answer is for the root user only); failed.
+        cp = run_check("--json", "--endpoint", soft.endpoint,
+                       env={"MINIO_ROOT_USER": soft.access_key, "MINIO_ROOT_PASSWORD": "wrong-secret"})
+        item = server_layer(cp)
+        assert cp.returncode == 1 and item["status"] == "failed", item
+        assert "SignatureDoesNotMatch" in item["detail"], item
+        # Nothing listening: failed, naming the endpoint.
+        cp = run_check("--json", "--endpoint", f"http://127.0.0.1:{free_port()}")
+        item = server_layer(cp)
+        assert cp.returncode == 1 and item["status"] == "failed" and "refused" in item["detail"]
+    finally:
+        soft.cleanup()
+        off.cleanup()
+
+
+def test_admin_rdma_endpoint_is_for_root_only():
+    srv = Server("check-auth", env={"MINIO_RDMA_FABRIC": "soft"})
+    try:
+        srv.start()
+        # Anonymous: the fabric is not told to strangers.
+        r = requests.get(srv.url("/minio/admin/v3/rdma"), timeout=10)
+        assert r.status_code == 403 and "fabric" not in r.text, r.text
+        r = signed_request(srv, "GET", "/minio/admin/v3/rdma")
+        assert r.status == 200 and json.loads(r.body) == {"fabric": "soft", "ready": True,
+                                                          "reason": ""}, r.body
+        r = signed_request(srv, "POST", "/minio/admin/v3/rdma")
+        assert r.status == 405, r.body
+    finally:
+        srv.cleanup()

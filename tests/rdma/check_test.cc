@@ -176,5 +176,40 @@ TEST(RdmaCheck, JsonEscapesAndSaysReady) {
             "\"ok\",\"detail\":\"a \\\"quoted\\\" detail\",\"fix\":\"\"}]}\n");
 }
 
+TEST(RdmaCheck, LiveServerLayerJudgesTheServersAnswer) {
+  CheckFacts f = HealthyRoce();
+  auto items = RunRdmaCheck(f);
+  ASSERT_TRUE(items.ok());
+  EXPECT_EQ(Find(*items, "server"), nullptr);  // no --endpoint: no server layer
+
+  f.server = LiveServerFacts{"http://h:9000", LiveFabric{"soft", true, ""}};
+  items = RunRdmaCheck(f);
+  ASSERT_TRUE(items.ok());
+  const auto* s = Find(*items, "server");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->status, CheckStatus::kOk);
+  EXPECT_NE(s->detail.find("http://h:9000 serves S3 over RDMA on the soft fabric"), std::string::npos);
+
+  f.server = LiveServerFacts{"http://h:9000", LiveFabric{"none", false, "off (MINIO_RDMA_FABRIC=off)"}};
+  items = RunRdmaCheck(f);
+  s = Find(*items, "server");
+  EXPECT_EQ(s->status, CheckStatus::kWarning);
+  EXPECT_NE(s->detail.find("does not serve S3 over RDMA: off"), std::string::npos);
+  EXPECT_EQ(CheckExitCode(*items), 0);
+
+  f.server = LiveServerFacts{"http://h:9000", LiveFabric{"verbs", false, "port 1 is DOWN"}};
+  items = RunRdmaCheck(f);
+  s = Find(*items, "server");
+  EXPECT_EQ(s->status, CheckStatus::kFailed);
+  EXPECT_NE(s->detail.find("the verbs fabric is not ready: port 1 is DOWN"), std::string::npos);
+  EXPECT_EQ(CheckExitCode(*items), 1);
+
+  f.server = LiveServerFacts{"http://h:9000", MakeError(ErrorCode::kInternalError, "refused")};
+  items = RunRdmaCheck(f);
+  s = Find(*items, "server");
+  EXPECT_EQ(s->status, CheckStatus::kFailed);
+  EXPECT_NE(s->detail.find("could not ask it: refused"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rdmastor::rdma

@@ -90,5 +90,40 @@ TEST(MappingTest, LiveMappingsOfThisProcess) {
   unlink(path.c_str());
 }
 
+// The per-mapping query (PROCMAP_QUERY, where the kernel has it) and the whole-table read judge
+// alike: anonymous, private and shared file mappings, a range spanning several mappings, a
+// deleted file, and an unmapped hole.
+TEST(MappingTest, QueryAndMapsReadAgree) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::string path = "mapping_test_q." + std::to_string(getpid());
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 4 * page), 0);
+  // One reserved span of 8 pages: anon | private file | hole | shared file | anon ...
+  char* base = static_cast<char*>(
+      mmap(nullptr, 8 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(base, MAP_FAILED);
+  ASSERT_NE(mmap(base + page, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0),
+            MAP_FAILED);
+  ASSERT_EQ(munmap(base + 2 * page, page), 0);
+  ASSERT_NE(mmap(base + 3 * page, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0),
+            MAP_FAILED);
+  struct Case {
+    size_t off, len;
+  };
+  for (auto [off, len] : {Case{0, page}, Case{page, page}, Case{0, 2 * page}, Case{2 * page, page},
+                          Case{0, 3 * page}, Case{3 * page, 1}, Case{page + 7, 4 * page},
+                          Case{5 * page, 3 * page}, Case{0, 8 * page}}) {
+    EXPECT_EQ(RemoteWriteRefusal(base + off, len), RemoteWriteRefusalFromMaps(base + off, len))
+        << "offset " << off << " len " << len;
+  }
+  unlink(path.c_str());  // the shared mapping now names "... (deleted)"
+  EXPECT_EQ(RemoteWriteRefusal(base + 3 * page, page),
+            RemoteWriteRefusalFromMaps(base + 3 * page, page));
+  EXPECT_NE(RemoteWriteRefusal(base + 3 * page, page), "");
+  munmap(base, 8 * page);
+  close(fd);
+}
+
 }  // namespace
 }  // namespace rdmastor::rdma

@@ -1,5 +1,6 @@
-// Object metadata records: fields added after version 1 shipped must round-trip, and files written
-// before them must still read.
+// Object metadata records: fields added after version 1 shipped must round-trip, files written
+// before them (format 1 included) must still read, and a hostile or corrupt file is an error
+// naming the file, never an exception.
 #include "storage/object_meta.h"
 
 #include <gtest/gtest.h>
@@ -84,6 +85,125 @@ TEST(ObjectMetaTest, UploadRecordKeepsClassAndBytes) {
   auto old = ParseUploadRecord(R"({"version":1,"key":"k","initiated_ns":1})", "upload.json");
   ASSERT_TRUE(old.ok()) << old.error().message;
   EXPECT_EQ(old->storage_class, "");
+}
+
+TEST(ObjectMetaTest, VersionListRoundTripsNewestFirst) {
+  ObjectVersions file;
+  ObjectMeta null_version = Sample();
+  ObjectMeta v1 = Sample();
+  v1.version_id = "1b0f4d5e-0000-4000-8000-000000000001";
+  v1.data_dir = ".rdmastor.data.aaaa";
+  v1.mtime_ns = null_version.mtime_ns + 1;
+  ObjectMeta marker;
+  marker.version_id = "1b0f4d5e-0000-4000-8000-000000000002";
+  marker.delete_marker = true;
+  marker.mtime_ns = v1.mtime_ns + 1;
+  EXPECT_FALSE(file.Add(null_version));
+  EXPECT_FALSE(file.Add(v1));
+  EXPECT_FALSE(file.Add(marker));
+  auto back = ParseObjectVersions(SerializeObjectVersions(file), "meta");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->versions.size(), 3u);
+  EXPECT_TRUE(back->Latest()->delete_marker);
+  EXPECT_EQ(back->versions[1].version_id, v1.version_id);
+  EXPECT_EQ(back->versions[2].version_id, "");
+  EXPECT_EQ(back->versions[0].version, kMetaFormatVersion);
+  EXPECT_EQ(back->DataDirs(), (std::vector<std::string>{v1.data_dir, null_version.data_dir}));
+  // Re-adding the null version replaces it (Suspended overwrite) and moves it first.
+  ObjectMeta again = Sample();
+  again.data_dir = ".rdmastor.data.bbbb";
+  again.mtime_ns = marker.mtime_ns + 1;
+  auto replaced = back->Add(again);
+  ASSERT_TRUE(replaced);
+  EXPECT_EQ(replaced->data_dir, null_version.data_dir);
+  EXPECT_EQ(back->versions.size(), 3u);
+  EXPECT_EQ(back->Latest()->data_dir, ".rdmastor.data.bbbb");
+  // A healed older version goes back to its place, not first.
+  ObjectMeta old = Sample();
+  old.version_id = "1b0f4d5e-0000-4000-8000-000000000000";
+  old.mtime_ns = 7;
+  EXPECT_FALSE(back->Add(old));
+  EXPECT_EQ(back->versions.back().version_id, old.version_id);
+  ASSERT_TRUE(back->Remove(old.version_id));
+  auto removed = back->Remove(v1.version_id);
+  ASSERT_TRUE(removed);
+  EXPECT_FALSE(back->Remove(v1.version_id));
+  EXPECT_EQ(back->Find(v1.version_id), nullptr);
+  EXPECT_NE(back->Find(marker.version_id), nullptr);
+  // ParseObjectMeta answers the latest version (the marker here).
+  auto latest = ParseObjectMeta(SerializeObjectVersions(*back), "meta");
+  ASSERT_TRUE(latest.ok()) << latest.error().message;
+  EXPECT_EQ(latest->data_dir, ".rdmastor.data.bbbb");
+}
+
+TEST(ObjectMetaTest, FormatOneFileIsOneNullVersion) {
+  const std::string v1 =
+      R"({"checksums":{},"content_type":"text/plain","data_dir":".rdmastor.data.0123456789abcdef",)"
+      R"("etag":"900150983cd24fb0d6963f7d28e17f72","mtime_ns":1700000000000000000,)"
+      R"("multipart":false,"parts":[{"etag":"900150983cd24fb0d6963f7d28e17f72","number":1,)"
+      R"("size":3}],"size":3,"user_metadata":{},"version":1})";
+  auto file = ParseObjectVersions(v1, "meta");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  ASSERT_EQ(file->versions.size(), 1u);
+  EXPECT_EQ(file->versions[0].version_id, "");
+  EXPECT_FALSE(file->versions[0].delete_marker);
+  EXPECT_EQ(file->versions[0].version, 1);
+  // Rewritten in format 2.
+  EXPECT_NE(SerializeObjectVersions(*file).find("\"versions\""), std::string::npos);
+}
+
+TEST(ObjectMetaTest, HostileFilesAreErrorsNamingTheFile) {
+  const std::string good_part = R"({"number":1,"size":3,"etag":"e"})";
+  auto file = [&](const std::string& version_fields, const std::string& part = "") {
+    return R"({"version":2,"versions":[{"size":3,"etag":"e","mtime_ns":1,"parts":[)" +
+           (part.empty() ? good_part : part) + R"(],"data_dir":".rdmastor.data.ab")" +
+           version_fields + "}]}";
+  };
+  ASSERT_TRUE(ParseObjectVersions(file(""), "/d/k/.rdmastor.meta").ok());
+  const std::vector<std::string> bad = {
+      "",
+      "[]",
+      "null",
+      R"({"version":1e20})",
+      R"({"version":2.5,"versions":[]})",
+      R"({"version":3,"versions":[]})",
+      R"({"version":2,"versions":[]})",
+      R"({"version":2,"versions":{}})",
+      R"({"version":2,"versions":[1]})",
+      R"({"version":2})",
+      file("", R"({"number":1e30,"size":3})"),
+      file("", R"({"number":1,"size":-3})"),
+      file("", R"({"number":1,"size":3.5})"),
+      file("", R"({"number":"1","size":3})"),
+      file(R"(,"version_id":"../x")"),
+      file(R"(,"version_id":7)"),
+      file(R"(,"delete_marker":true)"),
+      file(R"(,"erasure":{"data":1e40,"parity":1,"stripe_size":1,"index":0,"distribution":[0,1],"bitrot":"x"})"),
+      file(R"(,"erasure":{"data":2,"parity":1,"stripe_size":1,"index":0,"distribution":[0,1.5,2],"bitrot":"x"})"),
+      file(R"(,"erasure":{"data":2147483647,"parity":1,"stripe_size":1,"index":0,"distribution":[0],"bitrot":"x"})"),
+      file(R"(,"user_metadata_b64":{"!!":"!!"})"),
+      R"({"version":2,"versions":[)" + std::string(1, '{') + R"("size":0,"etag":"","mtime_ns":1,"parts":[],"data_dir":"","delete_marker":true},)" +
+          R"({"size":0,"etag":"","mtime_ns":2,"parts":[],"data_dir":"","delete_marker":true}]})",
+      R"({"version":2,"versions":[{"size":18446744073709551615,"etag":"e","mtime_ns":1,"parts":[{"number":1,"size":18446744073709551615},{"number":2,"size":1}],"data_dir":".rdmastor.data.ab"}]})",
+  };
+  for (const auto& text : bad) {
+    auto r = ParseObjectVersions(text, "/d/k/.rdmastor.meta");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.error().code, ErrorCode::kInternalError) << text;
+    EXPECT_NE(r.error().message.find("/d/k/.rdmastor.meta"), std::string::npos)
+        << text << ": " << r.error().message;
+  }
+  for (const std::string text : {R"({"key":"k","initiated_ns":1e300})", R"({"key":"k","initiated_ns":"1"})", "7"}) {
+    auto r = ParseUploadRecord(text, "upload.json");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message.find("upload.json"), std::string::npos);
+  }
+  for (const std::string text : {R"({"number":1.5,"etag":"e","size":1,"mtime_ns":1,"data":"p"})",
+                                 R"({"number":1,"etag":"e","size":-1,"mtime_ns":1,"data":"p"})"}) {
+    auto r = ParsePartRecord(text, "part.1.json");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message.find("part.1.json"), std::string::npos);
+  }
 }
 
 }  // namespace

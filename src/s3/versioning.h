@@ -1,0 +1,40 @@
+// Bucket versioning in the S3 layer: the versionId parameter, PutBucketVersioning's rules, the
+// ListObjectVersions page (markers, max-keys over versions), and the headers a version or a
+// delete marker answers with. The object layer keeps the versions (storage/object_layer.h).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/http_types.h"
+#include "common/result.h"
+#include "s3/xml.h"
+#include "storage/object_layer.h"
+
+namespace rdmastor::s3 {
+
+// A versionId query parameter (or a copy source's): "null" is the null version (""); anything
+// else must look like one of our ids, else InvalidArgument "Invalid version id specified".
+Result<std::string> ParseVersionId(std::string_view value);
+
+// PutBucketVersioning: `mfa_header` = the x-amz-mfa header was sent. MfaDelete Enabled is refused
+// (AccessDenied without the header, as AWS answers; NotImplemented with it: no MFA devices here).
+Status PutBucketVersioning(storage::ObjectLayer& store, const std::string& bucket,
+                           std::string_view body, bool mfa_header);
+
+struct ListVersionsQuery {
+  std::string prefix, delimiter, key_marker, version_id_marker;
+  bool has_version_id_marker = false;
+  int max_keys = 1000;
+  bool encode_url = false;
+};
+// The ListObjectVersions document for one page.
+Result<std::string> ListVersionsPage(storage::ObjectLayer& store, const std::string& bucket,
+                                     const ListVersionsQuery& q);
+
+// x-amz-version-id (the id, "null" for the null version) and, for a delete marker,
+// x-amz-delete-marker: true.
+void AddVersionHeaders(HeaderList& headers, const storage::ObjectInfo& info);
+
+}  // namespace rdmastor::s3

@@ -1,0 +1,404 @@
+// Multipart uploads on an erasure set: upload records, part commits, listing, abort, completion.
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "common/hash.h"
+#include "storage/erasure/set.h"
+#include "storage/s3_limits.h"
+
+namespace rdmastor::storage {
+
+namespace {
+
+using erasure::Codec;
+using erasure::Geometry;
+using paths::Join;
+
+}  // namespace
+
+Result<UploadRecord> ErasureSet::LoadUpload(const std::string& bucket, const std::string& key,
+                                            const std::string& upload_id) {
+  if (!IsUploadId(upload_id)) return MakeError(ErrorCode::kNoSuchUpload);
+  const std::string file = Join(Join(rel::MultipartBucket(bucket), upload_id), kUploadFile);
+  std::vector<std::optional<UploadRecord>> recs(roots_.size());
+  const int copies = Count(ForEachDrive(
+      [&](size_t p) {
+        auto raw = roots_[p]->ReadFile(file);
+        if (!raw.ok() || !raw->has_value()) return false;
+        auto parsed = ParseUploadRecord(**raw, file);
+        if (parsed.ok()) recs[p] = std::move(*parsed);
+        return parsed.ok();
+      },
+      DriveWork::kLookup));
+  auto first = std::find_if(recs.begin(), recs.end(), [](const auto& r) { return r.has_value(); });
+  if (first == recs.end() || copies < read_quorum()) return MakeError(ErrorCode::kNoSuchUpload);
+  auto& rec = *first;
+  if (rec->key != key) return MakeError(ErrorCode::kNoSuchUpload, "upload belongs to another key");
+  return *rec;
+}
+
+Result<std::string> ErasureSet::NewMultipartUpload(const std::string& bucket,
+                                                   const std::string& key, const PutOptions& opts) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  auto made = NewUploadRecord(key, opts);
+  if (!made.ok()) return made.error();
+  UploadRecord rec = std::move(*made);
+  const std::string id = hash::RandomHex(16);
+  std::vector<bool> alive(roots_.size(), true);
+  Stagings st(*this, alive, /*create=*/true);
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  const std::string mp = rel::MultipartBucket(bucket);
+  const int done = Count(ForEachDrive(alive, [&](size_t p) {
+    Drive& d = *roots_[p];
+    const std::string staged = Join(st[p], "upload");
+    if (!d.MakeDir(staged).ok() ||
+        !d.WriteFile(Join(staged, kUploadFile), SerializeUploadRecord(rec)).ok() ||
+        !d.MakeDirAll(rel::MultipartRoot(), mp).ok() || !d.Rename(staged, Join(mp, id)).ok()) {
+      return false;
+    }
+    (void)d.FsyncDir(mp);
+    return true;
+  }));
+  if (done < write_quorum()) {
+    ForEachDrive([&](size_t p) { return roots_[p]->RemoveAll(Join(mp, id)).ok(); });
+    return WriteQuorumError(done, write_quorum());
+  }
+  return id;
+}
+
+Result<PartInfo> ErasureSet::PutObjectPart(const std::string& bucket, const std::string& key,
+                                           const std::string& upload_id, int part_number,
+                                           BodySource& body, std::optional<uint64_t> size,
+                                           const CommitCheck& check) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  if (part_number < 1 || part_number > kMaxPartNumber) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "Part number must be an integer between 1 and 10000, inclusive");
+  }
+  auto rec = LoadUpload(bucket, key, upload_id);
+  if (!rec.ok()) return rec.error();
+  auto codec = GetCodec(data_, parity_);
+  if (!codec.ok()) return codec.error();
+  const std::vector<int> dist = Distribution(key);
+  std::vector<bool> alive(roots_.size(), true);
+  Stagings st(*this, alive, /*create=*/true);
+  if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
+  std::string md5;
+  auto got = Encode(body, size, kMaxPutSize, **codec, dist, st, alive, "part",
+                    /*allow_inline=*/false, nullptr, check ? nullptr : &md5);
+  if (!got.ok()) return got.error();
+  CommitInfo ci;
+  if (check) {
+    auto r = check(*got);
+    if (!r.ok()) return r.error();
+    ci = std::move(*r);
+  } else {
+    ci.etag = md5;
+  }
+  PartRecord part;
+  part.info.number = part_number;
+  part.info.etag = StripQuotes(ci.etag);
+  part.info.size = *got;
+  part.info.mtime_ns = NowNs();
+  part.info.checksums = ci.checksums;
+  part.data_file = PartFileName(static_cast<size_t>(part_number)) + "." + hash::RandomHex(8);
+  // The upload's lock orders part commits against completion and abort (on every node).
+  auto lock = LockUpload(bucket, upload_id, "PutObjectPart");
+  if (!lock.ok()) return lock.error();
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  rec = LoadUpload(bucket, key, upload_id);  // aborted or completed meanwhile?
+  if (!rec.ok()) return rec.error();
+  if ((*lock)->lost()) return MakeError(ErrorCode::kSlowDown, "upload lock lost");
+  const std::string upload_dir = Join(rel::MultipartBucket(bucket), upload_id);
+  const std::string rec_path = Join(upload_dir, PartRecordName(part_number));
+  const int done = Count(ForEachDrive(alive, [&](size_t p) {
+    Drive& d = *roots_[p];
+    const std::string staged_rec = Join(st[p], "part.json");
+    if (!d.IsDir(upload_dir) || !d.WriteFile(staged_rec, SerializePartRecord(part)).ok()) {
+      return false;
+    }
+    std::string old_data;
+    if (auto raw = d.ReadFile(rec_path); raw.ok() && raw->has_value()) {
+      if (auto old = ParsePartRecord(**raw, rec_path); old.ok()) old_data = old->data_file;
+    }
+    const std::string dest = Join(upload_dir, part.data_file);
+    if (!d.Rename(Join(st[p], "part"), dest).ok()) return false;
+    if (!d.Rename(staged_rec, rec_path).ok()) {
+      (void)d.Unlink(dest);
+      return false;
+    }
+    (void)d.FsyncDir(upload_dir);
+    if (!old_data.empty() && old_data != part.data_file) {
+      (void)d.Unlink(Join(upload_dir, old_data));
+    }
+    return true;
+  }));
+  if (done < write_quorum()) return WriteQuorumError(done, write_quorum());
+  return part.info;
+}
+
+std::map<int, std::vector<std::optional<PartRecord>>> ErasureSet::LoadParts(
+    const std::string& bucket, const std::string& upload_id) {
+  const std::string dir = Join(rel::MultipartBucket(bucket), upload_id);
+  std::vector<std::vector<PartRecord>> found(roots_.size());  // per position
+  ForEachDrive(
+      [&](size_t p) {
+        auto names = roots_[p]->ListDir(dir, /*dirs_only=*/false);
+        if (!names.ok()) return false;
+        for (const auto& n : *names) {
+          if (!n.starts_with("part.") || !n.ends_with(".json")) continue;
+          const std::string path = Join(dir, n);
+          auto raw = roots_[p]->ReadFile(path);
+          if (!raw.ok() || !raw->has_value()) continue;
+          auto r = ParsePartRecord(**raw, path);
+          if (r.ok()) found[p].push_back(std::move(*r));
+        }
+        return true;
+      },
+      DriveWork::kLookup);
+  std::map<int, std::vector<std::optional<PartRecord>>> out;
+  for (size_t p = 0; p < found.size(); ++p) {
+    for (auto& r : found[p]) {
+      auto& v = out[r.info.number];
+      v.resize(roots_.size());
+      v[p] = std::move(r);
+    }
+  }
+  // Keep, per part, the records of the etag most drives agree on (and only with read quorum).
+  for (auto it = out.begin(); it != out.end();) {
+    std::map<std::string, int> votes;
+    for (const auto& r : it->second)
+      if (r) ++votes[r->info.etag];
+    std::string best;
+    int best_n = 0;
+    for (const auto& [etag, c] : votes)
+      if (c > best_n) best = etag, best_n = c;
+    if (best_n < read_quorum()) {
+      it = out.erase(it);
+      continue;
+    }
+    for (auto& r : it->second)
+      if (r && r->info.etag != best) r.reset();
+    ++it;
+  }
+  return out;
+}
+
+Result<std::vector<PartInfo>> ErasureSet::ListParts(const std::string& bucket,
+                                                    const std::string& key,
+                                                    const std::string& upload_id) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto rec = LoadUpload(bucket, key, upload_id);
+  if (!rec.ok()) return rec.error();
+  std::vector<PartInfo> out;
+  for (auto& [num, recs] : LoadParts(bucket, upload_id)) {
+    for (auto& r : recs) {
+      if (r) {
+        out.push_back(r->info);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+Result<std::vector<UploadInfo>> ErasureSet::ListMultipartUploads(const std::string& bucket,
+                                                                 const std::string& prefix) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  const std::string mp = rel::MultipartBucket(bucket);
+  std::vector<std::vector<UploadInfo>> listed(roots_.size());  // per position
+  ForEachDrive(
+      [&](size_t p) {
+        auto ids = roots_[p]->ListDir(mp, /*dirs_only=*/true);
+        if (!ids.ok()) return false;
+        for (const auto& id : *ids) {
+          if (!IsUploadId(id)) continue;
+          const std::string file = Join(Join(mp, id), kUploadFile);
+          auto raw = roots_[p]->ReadFile(file);
+          if (!raw.ok() || !raw->has_value()) continue;
+          auto rec = ParseUploadRecord(**raw, file);
+          if (!rec.ok() || !rec->key.starts_with(prefix)) continue;
+          listed[p].push_back(UploadInfo{rec->key, id, rec->initiated_ns});
+        }
+        return true;
+      },
+      DriveWork::kLookup);
+  std::map<std::string, UploadInfo> found;
+  std::map<std::string, int> copies;
+  for (const auto& infos : listed) {
+    for (const auto& info : infos) {
+      ++copies[info.upload_id];
+      found.emplace(info.upload_id, info);
+    }
+  }
+  std::vector<UploadInfo> out;
+  for (auto& [id, info] : found)
+    if (copies[id] >= read_quorum()) out.push_back(std::move(info));
+  std::sort(out.begin(), out.end(), [](const UploadInfo& a, const UploadInfo& b) {
+    return std::tie(a.key, a.initiated_ns, a.upload_id) <
+           std::tie(b.key, b.initiated_ns, b.upload_id);
+  });
+  return out;
+}
+
+Status ErasureSet::AbortMultipartUpload(const std::string& bucket, const std::string& key,
+                                        const std::string& upload_id) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto lock = LockUpload(bucket, upload_id, "AbortMultipartUpload");
+  if (!lock.ok()) return lock.error();
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  auto rec = LoadUpload(bucket, key, upload_id);
+  if (!rec.ok()) return rec.error();
+  RemoveUpload(bucket, upload_id);
+  return {};
+}
+
+void ErasureSet::RemoveUpload(const std::string& bucket, const std::string& upload_id) {
+  const std::string dir = Join(rel::MultipartBucket(bucket), upload_id);
+  const std::string staging = rel::Staging(hash::RandomHex(16));
+  ForEachDrive([&](size_t p) {
+    Drive& d = *roots_[p];
+    // One rename makes the upload disappear from this drive; the files go with the staging dir.
+    if (d.MakeDir(staging).ok() && !d.Rename(dir, Join(staging, "upload")).ok()) {
+      (void)d.RemoveAll(dir);
+    }
+    return d.RemoveAll(staging).ok();
+  });
+}
+
+Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket,
+                                                       const std::string& key,
+                                                       const std::string& upload_id,
+                                                       const std::vector<CompletePart>& parts,
+                                                       const WritePrecondition& precondition) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  if (parts.empty()) {
+    return MakeError(ErrorCode::kMalformedXML, "You must specify at least one part");
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].number < 1 || parts[i].number > kMaxPartNumber) {
+      return MakeError(ErrorCode::kInvalidPart,
+                       "invalid part number " + std::to_string(parts[i].number));
+    }
+    if (i > 0 && parts[i].number <= parts[i - 1].number) {
+      return MakeError(ErrorCode::kInvalidPartOrder);
+    }
+  }
+  std::vector<bool> alive(roots_.size(), true);
+  Stagings st(*this, alive, /*create=*/true);
+  // Lock order everywhere: upload, object, bucket (the in-process bucket lock is innermost).
+  auto upload_lock = LockUpload(bucket, upload_id, "CompleteMultipartUpload");
+  if (!upload_lock.ok()) return upload_lock.error();
+  auto lock = LockObject(bucket, key, LockMode::kExclusive, "CompleteMultipartUpload");
+  if (!lock.ok()) return lock.error();
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  auto rec = LoadUpload(bucket, key, upload_id);
+  if (!rec.ok()) return rec.error();
+  RS_RETURN_IF_ERROR(CheckPrecondition(bucket, key, *loc, precondition));
+  auto all = LoadParts(bucket, upload_id);
+  std::vector<const std::vector<std::optional<PartRecord>>*> chosen;
+  std::vector<PartInfo> infos;
+  for (const auto& p : parts) {
+    auto it = all.find(p.number);
+    const PartRecord* any = nullptr;
+    if (it != all.end())
+      for (const auto& r : it->second)
+        if (r && !any) any = &*r;
+    if (!any) {
+      return MakeError(ErrorCode::kInvalidPart,
+                       "part " + std::to_string(p.number) + " was not uploaded");
+    }
+    if (any->info.etag != StripQuotes(p.etag)) {
+      return MakeError(ErrorCode::kInvalidPart,
+                       "part " + std::to_string(p.number) + ": ETag does not match");
+    }
+    chosen.push_back(&it->second);
+    infos.push_back(any->info);
+  }
+  uint64_t total = 0;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    if (i + 1 < infos.size() && infos[i].size < kMinPartSize) {
+      return MakeError(ErrorCode::kEntityTooSmall,
+                       "part " + std::to_string(infos[i].number) +
+                           " is smaller than 5 MiB and not the last part");
+    }
+    total += infos[i].size;
+  }
+  if (total > kMaxObjectSize) return MakeError(ErrorCode::kEntityTooLarge);
+
+  ObjectMeta meta = NewMeta(key, *loc);
+  const std::string suffix = "-" + std::to_string(infos.size());
+  std::vector<std::string> etags;
+  for (const auto& r : infos) etags.push_back(r.etag);
+  meta.etag = MultipartEtag(etags);
+  for (const auto& [name, unused] : infos.front().checksums) {
+    auto algo = hash::ChecksumAlgoFromName(name);
+    if (!algo) continue;
+    std::string raw_sums;
+    bool every = true;
+    for (const auto& r : infos) {
+      auto it = r.checksums.find(name);
+      std::optional<std::string> raw;
+      if (it != r.checksums.end()) raw = hash::Base64Decode(it->second);
+      if (!raw) {
+        every = false;
+        break;
+      }
+      raw_sums += *raw;
+    }
+    if (every) meta.checksums[name] = hash::Base64Encode(hash::Digest(*algo, raw_sums)) + suffix;
+  }
+  meta.size = total;
+  meta.mtime_ns = NowNs();
+  meta.content_type = rec->content_type;
+  meta.user_metadata = rec->user_metadata;
+  meta.tags = rec->tags;
+  meta.storage_class = rec->storage_class;
+  meta.multipart = true;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    meta.parts.push_back(PartMeta{static_cast<int>(i + 1), infos[i].size, infos[i].etag});
+  }
+  // Per drive: hard-link this drive's shard of every part into the new data directory.
+  const std::string upload_dir = Join(rel::MultipartBucket(bucket), upload_id);
+  alive = ForEachDrive(alive, [&](size_t p) {
+    Drive& d = *roots_[p];
+    const std::string data = Join(st[p], "data");
+    bool ok = d.MakeDir(data).ok();
+    for (size_t i = 0; ok && i < chosen.size(); ++i) {
+      const auto& r = (*chosen[i])[p];
+      ok = r && d.Link(Join(upload_dir, r->data_file), Join(data, PartFileName(i + 1))).ok();
+    }
+    return ok && d.FsyncDir(data).ok();
+  });
+  const auto& dist = meta.erasure->distribution;
+  std::vector<ObjectMeta> metas;
+  for (size_t p = 0; p < roots_.size(); ++p) metas.push_back(MetaFor(meta, dist, p, nullptr));
+  if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
+  RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, write_quorum(), **lock));
+  RemoveUpload(bucket, upload_id);
+  return meta.ToInfo(bucket, key);
+}
+
+Result<PutOptions> ErasureSet::GetUploadOptions(const std::string& bucket, const std::string& key,
+                                                const std::string& upload_id) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto rec = LoadUpload(bucket, key, upload_id);
+  if (!rec.ok()) return rec.error();
+  PutOptions opts;
+  opts.content_type = rec->content_type;
+  opts.user_metadata = rec->user_metadata;
+  opts.tags = rec->tags;
+  opts.storage_class = rec->storage_class;
+  if (!rec->checksum_algorithm.empty()) {
+    opts.user_metadata[kChecksumAlgorithmKey] = rec->checksum_algorithm;
+  }
+  return opts;
+}
+
+}  // namespace rdmastor::storage

@@ -1,0 +1,331 @@
+// The erasure read path: shard sources, stripe reads (verify, decode), version resolution, the
+// object reader.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "storage/erasure/set.h"
+
+namespace rdmastor::storage {
+
+namespace {
+
+using erasure::Codec;
+using erasure::Geometry;
+using paths::Join;
+
+}  // namespace
+
+bool ShardSource::Read(size_t part, uint64_t off, char* buf, size_t len) {
+  if (!usable) return false;
+  if (is_inline) {
+    if (part != 0 || off + len > inline_shard.size()) return false;
+    std::memcpy(buf, inline_shard.data() + off, len);
+    return true;
+  }
+  if (fds.size() <= part) {
+    fds.resize(part + 1);
+    tried.resize(part + 1, false);
+  }
+  if (!fds[part]) {
+    if (tried[part]) return false;
+    tried[part] = true;
+    auto fd = drive->OpenShard(Join(data_dir, PartFileName(part + 1)),
+                               part < file_sizes.size() ? file_sizes[part] : 0);
+    if (!fd.ok()) return false;
+    fds[part] = std::move(*fd);
+  }
+  auto n = fds[part]->ReadAt(off, buf, len);
+  return n.ok() && *n == len;
+}
+Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, size_t part,
+                  uint64_t s, std::vector<uint8_t>& shards, std::vector<bool>& present,
+                  std::vector<int>* bad, bool all, std::vector<uint8_t*>* blocks) {
+  const auto& e = *v.meta.erasure;
+  Geometry g{e.data, e.parity, e.stripe_size};
+  const uint64_t size = v.meta.parts[part].size;
+  const uint64_t block = g.BlockSize(g.StripeBytes(size, s));
+  const uint64_t off = g.ShardOffset(size, s);
+  const int n = g.total();
+  shards.resize(static_cast<size_t>(n) * block);
+  present.assign(static_cast<size_t>(n), false);
+  v.framed.resize(static_cast<size_t>(n));
+  // Positions ordered: data shards first.
+  std::vector<int> order;
+  for (int p = 0; p < n; ++p) order.push_back(p);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return (v.sources[static_cast<size_t>(a)].shard >= e.data) <
+           (v.sources[static_cast<size_t>(b)].shard >= e.data);
+  });
+  std::vector<uint8_t*> ptrs(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    ptrs[static_cast<size_t>(i)] = &shards[static_cast<size_t>(i) * block];
+  int good = 0;
+  size_t next = 0;  // into order
+  // Each round reads, in parallel, as many of the next usable positions as blocks are still
+  // needed; a block that is missing or corrupt sends the next round to a further position.
+  while (all || good < e.data) {
+    std::vector<bool> round(static_cast<size_t>(n), false);
+    int picked = 0;
+    for (; next < order.size() && (all || picked < e.data - good); ++next) {
+      const auto p = static_cast<size_t>(order[next]);
+      if (!v.sources[p].usable) continue;
+      round[p] = true;
+      ++picked;
+    }
+    if (picked == 0) break;
+    auto ok = drives.ForEachDrive(round, [&](size_t p) {
+      auto& framed = v.framed[p];
+      framed.resize(erasure::kBitrotHashSize + block);
+      return v.sources[p].Read(part, off, framed.data(), framed.size()) &&
+             erasure::VerifyFramedBlock(framed.data(), block);
+    });
+    for (size_t p = 0; p < static_cast<size_t>(n); ++p) {
+      if (!round[p]) continue;
+      if (!ok[p]) {
+        if (bad) bad->push_back(static_cast<int>(p));
+        continue;
+      }
+      const auto shard = static_cast<size_t>(v.sources[p].shard);
+      auto* verified = reinterpret_cast<uint8_t*>(v.framed[p].data() + erasure::kBitrotHashSize);
+      if (blocks)
+        ptrs[shard] = verified;
+      else
+        std::memcpy(ptrs[shard], verified, block);
+      present[shard] = true;
+      ++good;
+    }
+    if (all) break;
+  }
+  RS_RETURN_IF_ERROR(codec.Reconstruct(ptrs.data(), present, block, /*data_only=*/!all));
+  if (blocks) *blocks = std::move(ptrs);
+  return {};
+}
+
+Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::KeyLocation& loc) {
+  const size_t n = roots_.size();
+  std::vector<std::optional<ObjectMeta>> metas(n);
+  const std::string path = Join(Join(bucket, loc.rel_dir), loc.meta_name);
+  // true: the drive answers and has no such key.
+  auto missing_on = ForEachDrive(
+      [&](size_t p) {
+        auto raw = roots_[p]->ReadFile(path);
+        if (!raw.ok()) return false;
+        if (!raw->has_value()) return roots_[p]->StatVol(bucket);
+        auto m = ParseObjectMeta(**raw, path);
+        if (m.ok() && m->erasure)
+          metas[p] = std::move(*m);  // else corrupt: this drive needs healing
+        return false;
+      },
+      DriveWork::kLookup);
+  const int missing = Count(missing_on);
+  std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups;
+  for (size_t p = 0; p < n; ++p) {
+    if (metas[p]) groups[{metas[p]->data_dir, metas[p]->etag}].push_back(p);
+  }
+  const std::vector<size_t>* best = nullptr;
+  for (const auto& [id, ps] : groups) {
+    if (!best || ps.size() > best->size() ||
+        (ps.size() == best->size() && metas[ps[0]]->mtime_ns > metas[(*best)[0]]->mtime_ns)) {
+      best = &ps;
+    }
+  }
+  if (!best || static_cast<int>(best->size()) < metas[(*best)[0]]->erasure->data) {
+    if (missing > static_cast<int>(n) - read_quorum() || !best) {
+      return MakeError(ErrorCode::kNoSuchKey);
+    }
+    return MakeError(
+        ErrorCode::kInsufficientReadQuorum,
+        "object metadata readable on " + std::to_string(best->size()) + " drives only");
+  }
+  ObjectView v;
+  v.meta = *metas[(*best)[0]];
+  v.meta.erasure->inline_shard.clear();
+  v.sources.resize(n);
+  v.has.assign(n, false);
+  const auto& dist = v.meta.erasure->distribution;
+  const auto& e = *v.meta.erasure;
+  const erasure::Geometry g{e.data, e.parity, e.stripe_size};
+  std::vector<uint64_t> file_sizes;
+  for (const auto& part : v.meta.parts) file_sizes.push_back(g.ShardFileSize(part.size));
+  for (size_t p = 0; p < n; ++p) {
+    v.sources[p].shard = dist[p];
+    v.sources[p].drive = roots_[p];
+    v.sources[p].file_sizes = file_sizes;
+  }
+  for (size_t p : *best) {
+    ShardSource& s = v.sources[p];
+    ObjectMeta& m = *metas[p];
+    v.has[p] = true;
+    if (m.erasure->index != dist[p]) continue;  // inconsistent copy: heal rewrites it
+    s.usable = true;
+    s.is_inline = m.erasure->is_inline;
+    s.inline_shard = std::move(m.erasure->inline_shard);
+    s.data_dir = Join(Join(bucket, loc.rel_dir), m.data_dir);
+  }
+  return v;
+}
+
+Result<ObjectView> ErasureSet::ResolveForRead(const std::string& bucket,
+                                              const paths::KeyLocation& loc) {
+  auto v = Resolve(bucket, loc);
+  if (!v.ok() && v.error().code == ErrorCode::kNoSuchKey) RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  return v;
+}
+
+Result<ObjectInfo> ErasureSet::StatObject(const std::string& bucket, const std::string& key) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket, /*cached=*/true));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  auto lock = LockObject(bucket, key, LockMode::kShared, "HeadObject");
+  if (!lock.ok()) return lock.error();
+  auto v = ResolveForRead(bucket, *loc);
+  if (!v.ok()) return v.error();
+  return v->meta.ToInfo(bucket, key);
+}
+
+namespace {
+
+class ErasureReader final : public ObjectReader {
+ public:
+  // `drives`: the set's fan-out (the set outlives its readers).
+  ErasureReader(ObjectInfo info, ObjectView view, const Codec* codec, const DriveFanout& drives,
+                std::function<void()> degraded)
+      : info_(std::move(info)),
+        v_(std::move(view)),
+        codec_(codec),
+        drives_(drives),
+        degraded_(std::move(degraded)) {
+    uint64_t off = 0;
+    for (const auto& p : v_.meta.parts) {
+      offsets_.push_back(off);
+      off += p.size;
+    }
+  }
+
+  const ObjectInfo& info() const override { return info_; }
+
+  Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) override {
+    std::lock_guard lock(mu_);
+    const uint64_t stripe = v_.meta.erasure->stripe_size;
+    size_t done = 0;
+    while (done < len && off + done < info_.size) {
+      const uint64_t pos = off + done;
+      size_t part = static_cast<size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), pos) -
+                                        offsets_.begin() - 1);
+      while (part < offsets_.size() && v_.meta.parts[part].size == 0) ++part;  // empty parts
+      const uint64_t in_part = pos - offsets_[part];
+      const uint64_t s = in_part / stripe;
+      if (!cached_ || cached_part_ != part || cached_stripe_ != s) {
+        RS_RETURN_IF_ERROR(Load(part, s));
+      }
+      // The one copy of the GET path: from the verified shard blocks (where they were read)
+      // into the caller's buffer, block by block.
+      uint64_t in_stripe = in_part - s * stripe;
+      const uint64_t want = std::min<uint64_t>(len - done, stripe_bytes_ - in_stripe);
+      for (uint64_t left = want; left > 0;) {
+        const uint64_t i = in_stripe / block_, at = in_stripe % block_;
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(left, block_ - at));
+        std::memcpy(buf + done, blocks_[static_cast<size_t>(i)] + at, n);
+        done += n;
+        in_stripe += n;
+        left -= n;
+      }
+      copied_ += want;
+    }
+    return done;
+  }
+
+  uint64_t bytes_copied() const override { return copied_; }
+
+ private:
+  Status Load(size_t part, uint64_t s) {
+    std::vector<int> bad;
+    auto st =
+        ReadStripe(v_, drives_, *codec_, part, s, shards_, present_, &bad, /*all=*/false, &blocks_);
+    if (!bad.empty()) Degraded();
+    if (!st.ok()) {
+      spdlog::error("erasure: {}/{}: {}", info_.bucket, info_.key, st.error().message);
+      return st;
+    }
+    const auto& e = *v_.meta.erasure;
+    Geometry g{e.data, e.parity, e.stripe_size};
+    stripe_bytes_ = g.StripeBytes(v_.meta.parts[part].size, s);
+    block_ = g.BlockSize(stripe_bytes_);
+    // A degraded stripe's rebuilt data shards were computed, not read: count them as copied.
+    for (int i = 0; i < e.data; ++i)
+      if (!present_[static_cast<size_t>(i)]) copied_ += block_;
+    cached_ = true;
+    cached_part_ = part;
+    cached_stripe_ = s;
+    return {};
+  }
+
+  void Degraded() {
+    if (reported_) return;
+    reported_ = true;
+    if (degraded_) degraded_();
+  }
+
+  ObjectInfo info_;
+  ObjectView v_;
+  const Codec* codec_;
+  const DriveFanout& drives_;
+  std::function<void()> degraded_;
+  std::vector<uint64_t> offsets_;
+  std::mutex mu_;
+  std::vector<uint8_t> shards_;  // reconstructed blocks of a degraded stripe
+  std::vector<bool> present_;
+  // The loaded stripe: its data bytes and each shard's block (ReadStripe's `blocks`).
+  std::vector<uint8_t*> blocks_;
+  uint64_t stripe_bytes_ = 0, block_ = 0;
+  uint64_t copied_ = 0;  // bytes_copied()
+  bool cached_ = false;
+  size_t cached_part_ = 0;
+  uint64_t cached_stripe_ = 0;
+  bool reported_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ObjectReader>> ErasureSet::OpenObject(const std::string& bucket,
+                                                             const std::string& key) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket, /*cached=*/true));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  // Shared: no writer commits while the version is resolved and its shards are opened. Not held
+  // while the body streams (a slow reader would hold up every writer of the key).
+  auto lock = LockObject(bucket, key, LockMode::kShared, "GetObject");
+  if (!lock.ok()) return lock.error();
+  auto v = ResolveForRead(bucket, *loc);
+  if (!v.ok()) return v.error();
+  auto codec = GetCodec(v->meta.erasure->data, v->meta.erasure->parity);
+  if (!codec.ok()) return codec.error();
+  // Snapshot: open the first part on every drive now, so an overwrite cannot pull it away.
+  std::vector<bool> probe(v->sources.size(), false);
+  for (size_t p = 0; p < v->sources.size(); ++p) {
+    probe[p] = v->has[p] && v->sources[p].usable && !v->sources[p].is_inline &&
+               !v->meta.parts.empty() && v->meta.parts[0].size > 0;
+  }
+  auto probed = ForEachDrive(
+      probe,
+      [&](size_t p) {
+        char byte;
+        return v->sources[p].Read(0, 0, &byte, 1);
+      },
+      DriveWork::kLookup);
+  bool degraded = false;
+  for (size_t p = 0; p < v->sources.size(); ++p) {
+    degraded = degraded || !v->has[p] || !v->sources[p].usable || (probe[p] && !probed[p]);
+  }
+  if (degraded) ReportDegraded(bucket, key);
+  ObjectInfo info = v->meta.ToInfo(bucket, key);
+  return std::unique_ptr<ObjectReader>(
+      new ErasureReader(std::move(info), std::move(*v), *codec, fanout_,
+                        [this, bucket, key] { ReportDegraded(bucket, key); }));
+}
+
+}  // namespace rdmastor::storage

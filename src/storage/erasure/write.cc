@@ -1,0 +1,345 @@
+// The erasure write path: staging, encode, publish, commit, rollback; PUT, DELETE, metadata
+// updates.
+
+#include <spdlog/spdlog.h>
+
+#include "common/hash.h"
+#include "storage/erasure/set.h"
+#include "storage/fsutil.h"
+#include "storage/s3_limits.h"
+
+namespace rdmastor::storage {
+
+namespace {
+
+using erasure::Codec;
+using erasure::Geometry;
+using paths::Join;
+
+}  // namespace
+
+ErasureSet::Stagings::Stagings(const ErasureSet& set, std::vector<bool>& alive, bool create)
+    : set_(set), dir_(rel::Staging(hash::RandomHex(16))), used_(alive.size(), 0) {
+  if (!create) return;
+  const auto& roots = set.roots_;
+  alive = set.ForEachDrive(alive, [&](size_t p) {
+    auto made = roots[p]->MakeDir(dir_);
+    if (!made.ok()) {
+      spdlog::warn("erasure: drive {} not writable: {}", roots[p]->name(), made.error().message);
+    }
+    used_[p] = made.ok();
+    return made.ok();
+  });
+}
+
+ErasureSet::Stagings::~Stagings() {
+  std::vector<bool> used(used_.begin(), used_.end());
+  set_.ForEachDrive(used, [&](size_t p) { return set_.roots_[p]->RemoveAll(dir_).ok(); });
+}
+
+Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> declared,
+                                    uint64_t limit, const Codec& codec,
+                                    const std::vector<int>& dist, const Stagings& st,
+                                    std::vector<bool>& alive, const std::string& rel,
+                                    bool allow_inline, std::vector<std::string>* inline_out,
+                                    std::string* md5_out, bool committed_by_rename_data) {
+  if (declared && *declared > limit) {
+    return MakeError(ErrorCode::kEntityTooLarge, "declared size " + std::to_string(*declared) +
+                                                     " exceeds the limit of " +
+                                                     std::to_string(limit) + " bytes");
+  }
+  const size_t n = static_cast<size_t>(n_);
+  std::vector<std::unique_ptr<ShardWriter>> fds(n);
+  std::vector<std::string> pending(n);  // by shard index
+  std::vector<uint8_t> scratch;
+  std::vector<char> buf(erasure::kStripeSize);
+  std::unique_ptr<hash::Hasher> md5;
+  if (md5_out) md5 = hash::NewHasher(hash::Algo::kMD5);
+  bool files = false;
+  uint64_t total = 0;
+  // What every shard file will hold when the body has its declared size (0: not declared).
+  const uint64_t shard_size =
+      declared
+          ? erasure::Geometry{codec.data(), codec.parity(), erasure::kStripeSize}.ShardFileSize(
+                *declared)
+          : 0;
+  for (;;) {
+    auto got = body.ReadFull(buf.data(), buf.size());
+    if (!got.ok()) return got.error();
+    total += *got;
+    if (declared && total > *declared) {
+      return MakeError(ErrorCode::kInvalidRequest, "request body is longer than the declared " +
+                                                       std::to_string(*declared) + " bytes");
+    }
+    if (total > limit) {
+      return MakeError(ErrorCode::kEntityTooLarge,
+                       "body exceeds the limit of " + std::to_string(limit) + " bytes");
+    }
+    if (*got > 0) {
+      if (md5) md5->Update(buf.data(), *got);
+      erasure::EncodeStripe(codec, buf.data(), *got, pending, scratch);
+    }
+    const bool end = *got < buf.size();
+    if (!files && (!allow_inline || total >= kInlineThreshold || !end)) {
+      files = true;
+      alive = ForEachDrive(alive, [&](size_t p) {
+        st.Use(p);  // the shard's creation makes the staging directory
+        auto fd = roots_[p]->CreateShard(Join(st[p], rel), shard_size);
+        if (!fd.ok()) return false;
+        fds[p] = std::move(*fd);
+        return true;
+      });
+    }
+    if (files) {
+      alive = ForEachDrive(alive, [&](size_t p) {
+        return fds[p]->Append(pending[static_cast<size_t>(dist[p])]).ok();
+      });
+      for (auto& s : pending) s.clear();
+      if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
+    }
+    if (end) break;
+  }
+  if (declared && total < *declared) {
+    return MakeError(ErrorCode::kIncompleteBody, "received " + std::to_string(total) + " of " +
+                                                     std::to_string(*declared) + " bytes");
+  }
+  if (files) {
+    // Files a RenameData commits are made durable by its first barrier (group commit); others
+    // (multipart parts) are synced here.
+    alive = ForEachDrive(alive, [&](size_t p) {
+      return (committed_by_rename_data ? fds[p]->Close() : fds[p]->Finish()).ok();
+    });
+  } else {
+    inline_out->assign(n, std::string());
+    for (size_t p = 0; p < n; ++p) (*inline_out)[p] = pending[static_cast<size_t>(dist[p])];
+  }
+  if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
+  if (md5_out) *md5_out = hash::HexEncode(md5->Final());
+  return total;
+}
+
+Status ErasureSet::Publish(const std::string& bucket, const std::string& key,
+                           const paths::KeyLocation& loc, const Stagings& st,
+                           std::vector<bool>& alive, const std::vector<ObjectMeta>& metas,
+                           int quorum, const WritePrecondition& precondition) {
+  // The key's lock covers the commit only: staging is private to this write, so the body can
+  // stream in unlocked, and a slow client never holds up other writers of the key.
+  auto lock = LockObject(bucket, key, LockMode::kExclusive, "PutObject");
+  if (!lock.ok()) return lock.error();
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  // Cached: RenameData refuses a bucket deleted meanwhile (kNoSuchBucket from CommitAll).
+  RS_RETURN_IF_ERROR(CheckBucket(bucket, /*cached=*/true));
+  RS_RETURN_IF_ERROR(CheckPrecondition(bucket, key, loc, precondition));
+  return CommitAll(bucket, loc, st, alive, metas, quorum, **lock);
+}
+
+Status ErasureSet::CheckPrecondition(const std::string& bucket, const std::string& key,
+                                     const paths::KeyLocation& loc,
+                                     const WritePrecondition& precondition) {
+  if (!precondition) return {};
+  auto current = Resolve(bucket, loc);
+  if (!current.ok() && current.error().code != ErrorCode::kNoSuchKey) return current.error();
+  std::optional<ObjectInfo> info;
+  if (current.ok()) info = current->meta.ToInfo(bucket, key);
+  return precondition(info ? &*info : nullptr);
+}
+
+Status ErasureSet::CommitAll(const std::string& bucket, const paths::KeyLocation& loc,
+                             const Stagings& st, std::vector<bool>& alive,
+                             const std::vector<ObjectMeta>& metas, int quorum,
+                             const NamespaceLock& lock, bool keep_data) {
+  if (lock.lost()) {
+    return MakeError(ErrorCode::kSlowDown,
+                     "lock on " + bucket + "/" + loc.rel_dir + " was lost; nothing committed");
+  }
+  const size_t n = roots_.size();
+  std::vector<RenameDataResult> old(n);
+  std::vector<char> no_bucket(n, 0);
+  const std::string key_dir = Join(bucket, loc.rel_dir);
+  auto new_data = [&](size_t p) {
+    const bool has_data = !keep_data && (!metas[p].erasure || !metas[p].erasure->is_inline);
+    return has_data ? metas[p].data_dir : std::string();
+  };
+  auto committed = ForEachDrive(alive, [&](size_t p) {
+    RenameDataRequest req{st[p],       bucket,
+                          key_dir,     std::string(loc.meta_name),
+                          new_data(p), SerializeObjectMeta(metas[p]),
+                          keep_data,   /*prune=*/false};
+    st.Use(p);
+    auto r = roots_[p]->RenameData(req);
+    if (!r.ok()) {
+      no_bucket[p] = r.error().code == ErrorCode::kNoSuchBucket;
+      return false;
+    }
+    if (r->old_data_name.empty()) st.Gone(p);  // else Stagings removes it with the old data
+    old[p] = std::move(*r);
+    return true;
+  });
+  if (Count(committed) >= quorum) return {};
+  spdlog::warn("erasure: {}/{}: only {} of {} drives committed; rolling back", bucket, loc.rel_dir,
+               Count(committed), quorum);
+  ForEachDrive(committed, [&](size_t p) {
+    Rollback(p, bucket, loc, st[p], old[p].old_meta, old[p].old_data_name, new_data(p));
+    return true;
+  });
+  if (static_cast<int>(std::count(no_bucket.begin(), no_bucket.end(), 1)) >
+      static_cast<int>(n) - quorum) {
+    ForgetBucket(bucket);  // deleted (by another node) since it was cached
+    return MakeError(ErrorCode::kNoSuchBucket);
+  }
+  return WriteQuorumError(Count(committed), quorum);
+}
+
+void ErasureSet::Rollback(size_t p, const std::string& bucket, const paths::KeyLocation& loc,
+                          const std::string& staging, const std::optional<std::string>& old_raw,
+                          const std::string& old_data, const std::string& new_data) {
+  Drive& d = *roots_[p];
+  const std::string s2 = rel::Staging(hash::RandomHex(16));
+  if (!d.MakeDir(s2).ok()) return;
+  std::string restore_data;
+  if (old_raw) {
+    (void)d.WriteFile(Join(s2, "meta"), *old_raw);
+    if (!old_data.empty() && d.Rename(Join(staging, "old"), Join(s2, "data")).ok()) {
+      restore_data = old_data;
+    }
+  }
+  const std::string key_dir = Join(bucket, loc.rel_dir);
+  fsutil::CommitPlan plan{std::string(), bucket,  s2, key_dir, std::string(loc.meta_name),
+                          restore_data,  new_data};
+  if (auto c = d.Commit(plan); !c.ok()) {
+    spdlog::error("erasure: rollback on {} failed: {}", d.name(), c.error().message);
+  }
+  (void)d.RemoveAll(s2);
+}
+
+ObjectMeta ErasureSet::MetaFor(const ObjectMeta& base, const std::vector<int>& dist, size_t p,
+                               const std::vector<std::string>* inline_shards) const {
+  ObjectMeta m = base;
+  m.erasure->index = dist[p];
+  if (inline_shards) m.erasure->inline_shard = (*inline_shards)[p];
+  return m;
+}
+
+ObjectMeta ErasureSet::NewMeta(const std::string& key, const paths::KeyLocation& loc) const {
+  ObjectMeta m;
+  m.data_dir = std::string(loc.data_prefix) + hash::RandomHex(16);
+  ErasureMeta e;
+  e.data = data_;
+  e.parity = parity_;
+  e.stripe_size = erasure::kStripeSize;
+  e.distribution = Distribution(key);
+  e.bitrot = erasure::kBitrotAlgorithm;
+  m.erasure = std::move(e);
+  return m;
+}
+
+Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::string& key,
+                                         BodySource& body, const PutOptions& opts,
+                                         const CommitCheck& check) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket, /*cached=*/true));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  auto codec = GetCodec(data_, parity_);
+  if (!codec.ok()) return codec.error();
+  ObjectMeta meta = NewMeta(key, *loc);
+  const auto& dist = meta.erasure->distribution;
+  std::vector<bool> alive(roots_.size(), true);
+  // Per remote drive: the shard's pieces (none for an inline object) and one RenameData.
+  Stagings st(*this, alive, /*create=*/false);
+  std::vector<std::string> inline_shards;
+  std::string md5;
+  auto size =
+      Encode(body, opts.size, kMaxPutSize, **codec, dist, st, alive, "data/" + PartFileName(1),
+             /*allow_inline=*/true, &inline_shards, check ? nullptr : &md5,
+             /*committed_by_rename_data=*/true);
+  if (!size.ok()) return size.error();
+  CommitInfo ci;
+  if (check) {
+    auto r = check(*size);
+    if (!r.ok()) return r.error();
+    ci = std::move(*r);
+  } else {
+    ci.etag = md5;
+  }
+  meta.size = *size;
+  meta.etag = StripQuotes(ci.etag);
+  meta.mtime_ns = NowNs();
+  meta.content_type = opts.content_type;
+  meta.user_metadata = opts.user_metadata;
+  meta.tags = opts.tags;
+  meta.storage_class = opts.storage_class;
+  meta.checksums = ci.checksums;
+  meta.parts.push_back(PartMeta{1, *size, meta.etag});
+  meta.erasure->is_inline = !inline_shards.empty();
+  std::vector<ObjectMeta> metas;
+  for (size_t p = 0; p < roots_.size(); ++p) {
+    metas.push_back(MetaFor(meta, dist, p, meta.erasure->is_inline ? &inline_shards : nullptr));
+  }
+  RS_RETURN_IF_ERROR(
+      Publish(bucket, key, *loc, st, alive, metas, write_quorum(), opts.precondition));
+  return meta.ToInfo(bucket, key);
+}
+
+Status ErasureSet::DeleteObject(const std::string& bucket, const std::string& key) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  std::vector<bool> alive(roots_.size(), true);
+  Stagings st(*this, alive, /*create=*/false);
+  const std::string key_dir = Join(bucket, loc->rel_dir);
+  auto lock = LockObject(bucket, key, LockMode::kExclusive, "DeleteObject");
+  if (!lock.ok()) return lock.error();
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  const int done = Count(ForEachDrive(alive, [&](size_t p) {
+    RenameDataRequest req{st[p],
+                          bucket,
+                          key_dir,
+                          std::string(loc->meta_name),
+                          "",
+                          std::nullopt,
+                          /*keep_data=*/false,
+                          /*prune=*/true};
+    st.Use(p);
+    auto r = roots_[p]->RenameData(req);
+    if (r.ok()) st.Gone(p);  // a delete keeps nothing to roll back to
+    return r.ok();
+  }));
+  if (done < write_quorum()) return WriteQuorumError(done, write_quorum());
+  return {};
+}
+
+Result<ObjectInfo> ErasureSet::UpdateMetadata(const std::string& bucket, const std::string& key,
+                                              const PutOptions& opts) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  auto loc = paths::MapKey(key);
+  if (!loc.ok()) return loc.error();
+  std::vector<bool> alive(roots_.size(), true);
+  Stagings st(*this, alive, /*create=*/false);
+  auto lock = LockObject(bucket, key, LockMode::kExclusive, "CopyObject");
+  if (!lock.ok()) return lock.error();
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  auto v = Resolve(bucket, *loc);
+  if (!v.ok()) return v.error();
+  v->meta.tags = opts.tags;
+  if (!opts.tags_only) {
+    v->meta.content_type = opts.content_type;
+    v->meta.user_metadata = opts.user_metadata;
+    v->meta.storage_class = opts.storage_class;
+    v->meta.mtime_ns = NowNs();
+  }
+  std::vector<ObjectMeta> metas(roots_.size());
+  for (size_t p = 0; p < roots_.size(); ++p) {
+    alive[p] = alive[p] && v->sources[p].usable;
+    if (!alive[p]) continue;
+    metas[p] = v->meta;
+    // Each drive keeps its own shard index (v->meta carries one drive's): writing one index
+    // everywhere left a single readable shard after a metadata-only update.
+    metas[p].erasure->index = v->sources[p].shard;
+    metas[p].erasure->inline_shard = v->sources[p].inline_shard;
+  }
+  RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, write_quorum(), **lock,
+                               /*keep_data=*/true));
+  return v->meta.ToInfo(bucket, key);
+}
+
+}  // namespace rdmastor::storage

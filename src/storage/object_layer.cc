@@ -1,0 +1,46 @@
+// What an object layer without versions answers to the versioning calls: every object is its own
+// null version and nothing can be versioned.
+#include "storage/object_layer.h"
+
+namespace rdmastor::storage {
+
+Status ObjectLayer::SetBucketVersioning(const std::string&, Versioning) {
+  return MakeError(ErrorCode::kNotImplemented, "bucket versioning needs the erasure layout");
+}
+
+Result<std::unique_ptr<ObjectReader>> ObjectLayer::OpenObjectVersion(
+    const std::string& bucket, const std::string& key, const std::string& version_id) {
+  if (!version_id.empty()) return MakeError(ErrorCode::kNoSuchVersion);
+  return OpenObject(bucket, key);
+}
+
+Result<ObjectInfo> ObjectLayer::StatObjectVersion(const std::string& bucket,
+                                                  const std::string& key,
+                                                  const std::string& version_id) {
+  if (!version_id.empty()) return MakeError(ErrorCode::kNoSuchVersion);
+  return StatObject(bucket, key);
+}
+
+Result<ObjectInfo> ObjectLayer::StatLatest(const std::string& bucket, const std::string& key,
+                                           ObjectInfo*) {
+  return StatObject(bucket, key);
+}
+
+Result<DeleteResult> ObjectLayer::DeleteObjectVersion(const std::string& bucket,
+                                                      const std::string& key, const VersionSel& v) {
+  if (v && !v->empty()) return DeleteResult{*v, false, false};  // no such version: nothing to do
+  if (auto st = DeleteObject(bucket, key); !st.ok() && st.error().code != ErrorCode::kNoSuchKey)
+    return st.error();
+  return DeleteResult{};
+}
+
+Result<ListResult> ObjectLayer::ListObjectVersions(const std::string& bucket,
+                                                   const ListOptions& opts) {
+  ListOptions o = opts;
+  o.versions = false;
+  // start_after is inclusive for versions: the key itself may still have versions to list,
+  // here only its null one, which the caller already returned.
+  return ListObjects(bucket, o);
+}
+
+}  // namespace rdmastor::storage
