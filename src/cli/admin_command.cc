@@ -122,7 +122,7 @@ void PrintCounts(const char* what, const nlohmann::json& counts) {
 }
 
 // Root credentials and the endpoint's client for the admin commands; nullopt after printing why.
-std::optional<client::S3ClientConfig> AdminClientConfig(const char* what, const EnvMap& env,
+std::optional<client::S3ClientConfig> IamClientConfig(const char* what, const EnvMap& env,
                                                          const std::string& endpoint,
                                                          const std::string& certs_dir) {
   std::string user = EnvOr(env, "MINIO_ROOT_USER"), password = EnvOr(env, "MINIO_ROOT_PASSWORD");
@@ -150,7 +150,7 @@ std::optional<client::S3ClientConfig> AdminClientConfig(const char* what, const 
 }
 
 // One admin call on /minio/admin/v3/<op>; returns the response body.
-Result<std::string> AdminCall(client::S3Client& c, const std::string& method,
+Result<std::string> IamCall(client::S3Client& c, const std::string& method,
                               const std::string& op, const std::string& raw_query,
                               std::string_view body = {}) {
   client::S3Request req;
@@ -219,7 +219,7 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
           ((sub == "attach" || sub == "set") && !pos.empty() && !user_flag.empty())))
       return usage();
   }
-  auto cfg = AdminClientConfig(what.c_str(), env, endpoint, certs_dir);
+  auto cfg = IamClientConfig(what.c_str(), env, endpoint, certs_dir);
   if (!cfg) return 2;
   client::S3Client c(*cfg);
   Result<std::string> r = std::string();
@@ -233,13 +233,13 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
       while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
     }
     const std::string body = nlohmann::json{{"secretKey", secret}}.dump();
-    r = AdminCall(c, "PUT", "add-user", "accessKey=" + Enc(pos[0]), body);
+    r = IamCall(c, "PUT", "add-user", "accessKey=" + Enc(pos[0]), body);
     if (r.ok()) std::printf("user %s added\n", pos[0].c_str());
   } else if (what == "user" && sub == "remove") {
-    r = AdminCall(c, "DELETE", "remove-user", "accessKey=" + Enc(pos[0]));
+    r = IamCall(c, "DELETE", "remove-user", "accessKey=" + Enc(pos[0]));
     if (r.ok()) std::printf("user %s removed\n", pos[0].c_str());
   } else if (what == "user") {
-    r = AdminCall(c, "GET", "list-users", "");
+    r = IamCall(c, "GET", "list-users", "");
     if (r.ok()) {
       auto doc = nlohmann::json::parse(*r, nullptr, false);
       if (!doc.is_object()) {
@@ -261,13 +261,13 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
     size_t n;
     while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0 && doc.size() < (1 << 20)) doc.append(buf, n);
     std::fclose(f);
-    r = AdminCall(c, "PUT", "add-canned-policy", "name=" + Enc(pos[0]), doc);
+    r = IamCall(c, "PUT", "add-canned-policy", "name=" + Enc(pos[0]), doc);
     if (r.ok()) std::printf("policy %s created\n", pos[0].c_str());
   } else if (sub == "remove") {
-    r = AdminCall(c, "DELETE", "remove-canned-policy", "name=" + Enc(pos[0]));
+    r = IamCall(c, "DELETE", "remove-canned-policy", "name=" + Enc(pos[0]));
     if (r.ok()) std::printf("policy %s removed\n", pos[0].c_str());
   } else if (sub == "list") {
-    r = AdminCall(c, "GET", "list-canned-policies", "");
+    r = IamCall(c, "GET", "list-canned-policies", "");
     if (r.ok()) {
       auto doc = nlohmann::json::parse(*r, nullptr, false);
       if (!doc.is_object()) {
@@ -278,12 +278,12 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
     }
   } else if (sub == "attach") {
     const std::string body = nlohmann::json{{"policies", pos}, {"user", user_flag}}.dump();
-    r = AdminCall(c, "POST", "idp/builtin/policy/attach", "", body);
+    r = IamCall(c, "POST", "idp/builtin/policy/attach", "", body);
     if (r.ok()) std::printf("attached to user %s\n", user_flag.c_str());
   } else {  // set
     std::string names;
     for (const auto& p : pos) names += (names.empty() ? "" : ",") + p;
-    r = AdminCall(c, "PUT", "set-user-or-group-policy",
+    r = IamCall(c, "PUT", "set-user-or-group-policy",
                   "isGroup=false&policyName=" + Enc(names) + "&userOrGroup=" + Enc(user_flag));
     if (r.ok()) std::printf("policies of user %s set\n", user_flag.c_str());
   }

@@ -937,7 +937,8 @@ bool S3Api::Authorized(Context& ctx) {
   const bool copy = ctx.api == "CopyObject" || ctx.api == "CopyObjectPart";
   std::optional<std::pair<std::string, std::string>> source;
   if (copy) {
-    auto src = ParseCopySource(ctx.req.HeaderOr("x-amz-copy-source"));
+    storage::VersionSel src_version;
+    auto src = ParseCopySource(ctx.req.HeaderOr("x-amz-copy-source"), &src_version);
     if (src.ok()) source = std::move(*src);
     // The system bucket cannot be read through a copy either, not even by root.
     if (source && source->first == iam::kSystemBucket) {
