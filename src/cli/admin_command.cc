@@ -1,7 +1,9 @@
 #include "cli/admin_command.h"
 
 #include <chrono>
+#include <cctype>
 #include <cstdio>
+#include <optional>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -16,6 +18,19 @@ namespace {
 constexpr const char* kAdminUsage = R"(Usage:
   rdmastor admin prometheus-token [--expiry-days N]
   rdmastor admin heal [--endpoint URL] [--certs-dir DIR] [BUCKET]
+  rdmastor admin user add|remove|list [--endpoint URL] [--certs-dir DIR] [ACCESS_KEY [SECRET_KEY]]
+  rdmastor admin policy create|remove|list|attach|set [--endpoint URL] [--certs-dir DIR] ...
+      policy create NAME FILE          a custom policy from a JSON file (AWS policy language)
+      policy remove NAME
+      policy list                      every policy: readwrite, readonly, writeonly and custom
+      policy attach POLICY... --user AK    adds policies to a user
+      policy set POLICY... --user AK       replaces a user's policies
+
+  user, policy: manage the users of a running server (MinIO's `mc admin user` / `mc admin
+  policy`); users and policies are stored on the drives and every node of a cluster sees them.
+  The secret key may be given as "-" to read it from standard input. Signs with the root
+  credentials as heal does. Exit status 0 on success, 1 when the server refused, 2 on usage
+  errors.
 
   heal: asks a running erasure-coded server (default endpoint http://127.0.0.1:9000; an
   https:// endpoint is verified against the system CA store plus DIR/CAs/*.crt|*.pem, DIR
@@ -104,6 +119,179 @@ void PrintCounts(const char* what, const nlohmann::json& counts) {
                 names.c_str());
   }
   std::fflush(stdout);
+}
+
+// Root credentials and the endpoint's client for the admin commands; nullopt after printing why.
+std::optional<client::S3ClientConfig> IamClientConfig(const char* what, const EnvMap& env,
+                                                         const std::string& endpoint,
+                                                         const std::string& certs_dir) {
+  std::string user = EnvOr(env, "MINIO_ROOT_USER"), password = EnvOr(env, "MINIO_ROOT_PASSWORD");
+  if (user.empty() && password.empty()) {
+    user = EnvOr(env, "AWS_ACCESS_KEY_ID");
+    password = EnvOr(env, "AWS_SECRET_ACCESS_KEY");
+  }
+  if (user.empty() || password.empty()) {
+    std::fprintf(stderr,
+                 "rdmastor admin %s: set MINIO_ROOT_USER and MINIO_ROOT_PASSWORD (or "
+                 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) to the server's root "
+                 "credentials\n",
+                 what);
+    return std::nullopt;
+  }
+  auto cfg = client::S3ConfigFromEndpoint(
+      endpoint, user, password,
+      EnvOr(env, "MINIO_REGION").empty() ? std::string("us-east-1") : EnvOr(env, "MINIO_REGION"),
+      client::CertsDirTrust(certs_dir, EnvOr(env, "HOME")));
+  if (!cfg.ok()) {
+    std::fprintf(stderr, "rdmastor admin %s: %s\n", what, cfg.error().message.c_str());
+    return std::nullopt;
+  }
+  return *cfg;
+}
+
+// One admin call on /minio/admin/v3/<op>; returns the response body.
+Result<std::string> IamCall(client::S3Client& c, const std::string& method,
+                              const std::string& op, const std::string& raw_query,
+                              std::string_view body = {}) {
+  client::S3Request req;
+  req.method = method;
+  req.bucket = "minio";
+  req.key = "admin/v3/" + op;
+  req.raw_query = raw_query;
+  req.body = body;
+  auto resp = c.Execute(req, client::ResponseTarget::String());
+  if (!resp.ok()) return resp.error();
+  if (!resp->success()) return client::S3ErrorFromResponse(*resp, method + " /minio/admin/v3/" + op);
+  return resp->body;
+}
+
+std::string Enc(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char b[4];
+      std::snprintf(b, sizeof(b), "%%%02X", c);
+      out += b;
+    }
+  }
+  return out;
+}
+
+// `rdmastor admin user ...` and `rdmastor admin policy ...`.
+int RunIam(const std::string& what, const std::vector<std::string>& args, const EnvMap& env) {
+  std::string endpoint = "http://127.0.0.1:9000", certs_dir, user_flag;
+  std::vector<std::string> pos;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--endpoint" && i + 1 < args.size()) {
+      endpoint = args[++i];
+    } else if ((args[i] == "--certs-dir" || args[i] == "-S") && i + 1 < args.size()) {
+      certs_dir = args[++i];
+    } else if (args[i] == "--user" && i + 1 < args.size() && what == "policy") {
+      user_flag = args[++i];
+    } else if (args[i] == "--help" || args[i] == "-h") {
+      std::fputs(kAdminUsage, stdout);
+      return 0;
+    } else if (args[i] != "-" && args[i].starts_with("-")) {
+      std::fprintf(stderr, "rdmastor admin %s: unexpected argument '%s'\n\n%s", what.c_str(),
+                   args[i].c_str(), kAdminUsage);
+      return 2;
+    } else {
+      pos.push_back(args[i]);
+    }
+  }
+  auto usage = [&] {
+    std::fprintf(stderr, "rdmastor admin %s: wrong arguments\n\n%s", what.c_str(), kAdminUsage);
+    return 2;
+  };
+  if (pos.empty()) return usage();
+  const std::string sub = pos[0];
+  pos.erase(pos.begin());
+  // Validate the arguments before any connection.
+  if (what == "user") {
+    if (!((sub == "add" && (pos.size() == 2 || pos.size() == 1)) ||
+          (sub == "remove" && pos.size() == 1) || (sub == "list" && pos.empty())))
+      return usage();
+  } else {
+    if (!((sub == "create" && pos.size() == 2) || (sub == "remove" && pos.size() == 1) ||
+          (sub == "list" && pos.empty()) ||
+          ((sub == "attach" || sub == "set") && !pos.empty() && !user_flag.empty())))
+      return usage();
+  }
+  auto cfg = IamClientConfig(what.c_str(), env, endpoint, certs_dir);
+  if (!cfg) return 2;
+  client::S3Client c(*cfg);
+  Result<std::string> r = std::string();
+  const std::string label = what + " " + sub;
+  if (what == "user" && sub == "add") {
+    std::string secret = pos.size() == 2 ? pos[1] : "-";
+    if (secret == "-") {
+      char line[512];
+      if (!std::fgets(line, sizeof(line), stdin)) return usage();
+      secret = line;
+      while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+    }
+    const std::string body = nlohmann::json{{"secretKey", secret}}.dump();
+    r = IamCall(c, "PUT", "add-user", "accessKey=" + Enc(pos[0]), body);
+    if (r.ok()) std::printf("user %s added\n", pos[0].c_str());
+  } else if (what == "user" && sub == "remove") {
+    r = IamCall(c, "DELETE", "remove-user", "accessKey=" + Enc(pos[0]));
+    if (r.ok()) std::printf("user %s removed\n", pos[0].c_str());
+  } else if (what == "user") {
+    r = IamCall(c, "GET", "list-users", "");
+    if (r.ok()) {
+      auto doc = nlohmann::json::parse(*r, nullptr, false);
+      if (!doc.is_object()) {
+        r = MakeError(ErrorCode::kInternalError, "the server's answer is not JSON");
+      } else {
+        for (const auto& [ak, info] : doc.items())
+          std::printf("%s\t%s\t%s\n", ak.c_str(), info.value("status", "").c_str(),
+                      info.value("policyName", "").c_str());
+      }
+    }
+  } else if (sub == "create") {
+    std::FILE* f = std::fopen(pos[1].c_str(), "rb");
+    if (!f) {
+      std::fprintf(stderr, "rdmastor admin policy: cannot open %s\n", pos[1].c_str());
+      return 2;
+    }
+    std::string doc;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0 && doc.size() < (1 << 20)) doc.append(buf, n);
+    std::fclose(f);
+    r = IamCall(c, "PUT", "add-canned-policy", "name=" + Enc(pos[0]), doc);
+    if (r.ok()) std::printf("policy %s created\n", pos[0].c_str());
+  } else if (sub == "remove") {
+    r = IamCall(c, "DELETE", "remove-canned-policy", "name=" + Enc(pos[0]));
+    if (r.ok()) std::printf("policy %s removed\n", pos[0].c_str());
+  } else if (sub == "list") {
+    r = IamCall(c, "GET", "list-canned-policies", "");
+    if (r.ok()) {
+      auto doc = nlohmann::json::parse(*r, nullptr, false);
+      if (!doc.is_object()) {
+        r = MakeError(ErrorCode::kInternalError, "the server's answer is not JSON");
+      } else {
+        for (const auto& [name, _] : doc.items()) std::printf("%s\n", name.c_str());
+      }
+    }
+  } else if (sub == "attach") {
+    const std::string body = nlohmann::json{{"policies", pos}, {"user", user_flag}}.dump();
+    r = IamCall(c, "POST", "idp/builtin/policy/attach", "", body);
+    if (r.ok()) std::printf("attached to user %s\n", user_flag.c_str());
+  } else {  // set
+    std::string names;
+    for (const auto& p : pos) names += (names.empty() ? "" : ",") + p;
+    r = IamCall(c, "PUT", "set-user-or-group-policy",
+                  "isGroup=false&policyName=" + Enc(names) + "&userOrGroup=" + Enc(user_flag));
+    if (r.ok()) std::printf("policies of user %s set\n", user_flag.c_str());
+  }
+  if (!r.ok()) {
+    std::fprintf(stderr, "rdmastor admin %s: %s\n", label.c_str(), r.error().message.c_str());
+    return 1;
+  }
+  return 0;
 }
 
 int RunHeal(const std::vector<std::string>& args, const EnvMap& env) {
@@ -198,6 +386,8 @@ int RunAdminCommand(const std::vector<std::string>& args, const EnvMap& env) {
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "heal") return RunHeal({args.begin() + 1, args.end()}, env);
+  if (args[0] == "user" || args[0] == "policy")
+    return RunIam(args[0], {args.begin() + 1, args.end()}, env);
   if (args[0] != "prometheus-token") {
     std::fprintf(stderr, "rdmastor admin: unknown command '%s'\n\n%s", args[0].c_str(),
                  kAdminUsage);

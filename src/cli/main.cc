@@ -34,6 +34,8 @@ Usage:
   rdmastor server [--address HOST:PORT] [--certs-dir DIR] DIR...
   rdmastor admin prometheus-token [--expiry-days N]
   rdmastor admin heal [--endpoint URL] [--certs-dir DIR] [BUCKET]
+  rdmastor admin user add|remove|list [--endpoint URL] [ACCESS_KEY [SECRET_KEY]]
+  rdmastor admin policy create|remove|list|attach|set [--endpoint URL] ...
   rdmastor rdma check [--json]
   rdmastor --version
   rdmastor --help
@@ -41,7 +43,8 @@ Usage:
 Commands:
   server      serve S3 from the given drive directories (or MINIO_VOLUMES when none given)
   admin       operator helpers: prometheus-token prints a metrics bearer token; heal heals
-              every object (or BUCKET's) on a running erasure-coded server
+              every object (or BUCKET's) on a running erasure-coded server; user and policy
+              manage users and their policies (`rdmastor admin --help`)
   rdma        rdma check: is every layer an RDMA deployment needs ready? (exit 0 ready,
               1 a layer failed, e.g. no RDMA device)
 
@@ -100,6 +103,8 @@ rdmastor::s3::ApiOptions ApiOptionsFor(const rdmastor::cli::ServerConfig& cfg) {
   o.region = cfg.region;
   o.domains = cfg.domains;
   o.ops.prometheus_public = cfg.prometheus_public;
+  o.secure_transport = !cfg.tls_cert.empty();
+  o.iam.refresh = std::chrono::milliseconds(cfg.iam_refresh_ms);
   o.ops.access_key = cfg.root_user;
   o.ops.secret_key = cfg.root_password;
   return o;

@@ -327,6 +327,8 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
                               "2s or 500ms (>= 100ms)"));
   RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_QUICK_TIMEOUT", &cfg.peer_quick_timeout_ms, 100, false,
                               "5s or 500ms (>= 100ms)"));
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_IAM_REFRESH", &cfg.iam_refresh_ms, 100, false,
+                              "5s or 500ms (>= 100ms)"));
   if (auto st = ParseApiLimits(env, cfg); !st.ok()) return st.error();
 
   auto get = [&](const char* name) -> std::string {

@@ -39,6 +39,7 @@ struct ServerConfig {
   int peer_wait_ms = 120000;               // MINIO_PEER_WAIT: start-up wait for the peers
   int peer_ping_interval_ms = 1000;        // RDMASTOR_PEER_PING_INTERVAL (0: no health check)
   int peer_ping_timeout_ms = 2000;         // RDMASTOR_PEER_PING_TIMEOUT
+  int iam_refresh_ms = 5000;  // RDMASTOR_IAM_REFRESH: users/policies cached at most this long
   int peer_quick_timeout_ms = 5000;        // RDMASTOR_PEER_QUICK_TIMEOUT (quick metadata calls)
   // Inter-node shard transport (both builds; the standard one offers the soft fabric only):
   // MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE, MINIO_RDMA_INTERNODE_ADDRESS / _INFLIGHT / _RETRY,

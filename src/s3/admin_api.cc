@@ -9,6 +9,7 @@
 #include "common/error_code.h"
 #include "common/hash.h"
 #include "common/uri.h"
+#include "s3/admin_iam.h"
 #include "s3/names.h"
 #include "s3/ops.h"
 #include "rdma/s3_service.h"
@@ -145,7 +146,7 @@ Result<HealService::Snapshot> HealService::Status(const std::string& token, uint
 // ---- the admin endpoint ---------------------------------------------------------------------
 
 bool ServeAdmin(const HttpRequest& req, ResponseSink& sink, const std::string& request_id,
-                const AdminOptions& opts) {
+                const AdminOptions& opts, BodySource& body) {
   if (!req.raw_path.starts_with("/minio/admin/")) return false;
   auto fail = [&](const Error& e) {
     SendOpsError(req, sink, request_id, e);
@@ -166,7 +167,13 @@ bool ServeAdmin(const HttpRequest& req, ResponseSink& sink, const std::string& r
   }
   if (auth->payload_mode != PayloadMode::kSignedSha256 &&
       auth->payload_mode != PayloadMode::kUnsigned) {
-    return fail(MakeError(ErrorCode::kInvalidRequest, "admin requests carry no body"));
+    return fail(MakeError(ErrorCode::kInvalidRequest, "admin requests carry no streamed body"));
+  }
+  // Users and policies (s3/admin_iam.h).
+  if (IsIamAdminPath(req.raw_path)) {
+    if (opts.iam == nullptr) return fail(MakeError(ErrorCode::kNotImplemented));
+    ServeIamAdmin(req, sink, request_id, *opts.iam, *auth, body);
+    return true;
   }
   if (req.chunked || req.content_length.value_or(0) != 0) {
     return fail(MakeError(ErrorCode::kInvalidRequest, "admin requests carry no body"));
@@ -194,7 +201,8 @@ bool ServeAdmin(const HttpRequest& req, ResponseSink& sink, const std::string& r
   if (!path.starts_with(kHealPrefix) ||
       (path.size() > kHealPrefix.size() && path[kHealPrefix.size()] != '/')) {
     return fail(MakeError(ErrorCode::kNotImplemented,
-                          "This admin API is not implemented by rdmastor (only heal and rdma are)."));
+                          "This admin API is not implemented by rdmastor (only heal, rdma, users "
+                          "and policies are)."));
   }
   if (req.method != "POST") return fail(MakeError(ErrorCode::kMethodNotAllowed));
   auto bucket = uri::Decode(path.substr(std::min(path.size(), kHealPrefix.size() + 1)));

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "common/result.h"
+#include "iam/store.h"
 #include "s3/http_types.h"
 #include "storage/erasure_store.h"
 
@@ -84,10 +85,12 @@ struct AdminOptions {
   std::string access_key, secret_key;  // root credentials: the only ones admin requests accept
   HealService* heal = nullptr;         // null: heal requests are refused (single drive)
   const rdma::S3RdmaService* rdma = nullptr;  // null: S3 over RDMA not set up ("none")
+  iam::IamStore* iam = nullptr;        // users and policies (s3/admin_iam.h); null: refused
 };
 
-// Serves /minio/admin/...; returns false (and sends nothing) for any other path.
+// Serves /minio/admin/...; returns false (and sends nothing) for any other path. `body`: the
+// request body (only the user and policy calls have one).
 bool ServeAdmin(const HttpRequest& req, ResponseSink& sink, const std::string& request_id,
-                const AdminOptions& opts);
+                const AdminOptions& opts, BodySource& body);
 
 }  // namespace rdmastor::s3

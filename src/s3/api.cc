@@ -16,6 +16,8 @@
 #include "common/hash.h"
 #include "common/uri.h"
 #include "common/utf8.h"
+#include "iam/actions.h"
+#include "s3/access.h"
 #include "s3/admin_api.h"
 #include "s3/aws_chunked.h"
 #include "s3/checksums.h"
@@ -153,6 +155,7 @@ struct S3Api::Context {
   bool has_key = false;  // path named an object (possibly with an empty key -> invalid)
   std::vector<std::pair<std::string, std::string>> query;
   AuthContext auth;
+  Caller caller;  // who signed the request (anonymous: nobody)
   // MinIO's API name for metrics ("PutObject", ...); empty for health/metrics endpoints.
   std::string_view api = "unknown";
   storage::VersionSel version;  // ?versionId: nullopt = the latest, "" = the null version
@@ -182,7 +185,10 @@ void SendBody(ResponseSink& sink, HttpResponseHead head, const std::string& body
 }  // namespace
 
 S3Api::S3Api(ApiOptions opts, storage::ObjectLayer& store)
-    : opts_(std::move(opts)), store_(store), request_id_prefix_(hash::RandomHex(4)) {
+    : opts_(std::move(opts)),
+      store_(store),
+      iam_(std::make_unique<iam::IamStore>(store, opts_.access_key, opts_.iam)),
+      request_id_prefix_(hash::RandomHex(4)) {
   for (auto& c : request_id_prefix_) c = static_cast<char>(std::toupper(c));
   RegisterRdmaMetrics();
 }
@@ -613,6 +619,7 @@ const char* UnsupportedSubresource(const S3Api::Context& ctx) {
                                        "publicAccessBlock",
                                        "intelligent-tiering"};
   for (const char* sub : kUnsupported) {
+    if (!ctx.has_key && std::string_view(sub) == "policy") continue;  // s3/access.h
     if (ctx.Has(sub)) return sub;
   }
   return nullptr;
@@ -637,6 +644,8 @@ std::string_view ApiName(const S3Api::Context& ctx) {
   if (ctx.bucket.empty()) return m == "GET" ? "ListBuckets" : "unknown";
   if (UnsupportedSubresource(ctx)) return "unknown";
   if (ctx.Has("tagging")) return TaggingApiName(m, ctx.has_key);
+  if (!ctx.has_key && (ctx.Has("policy") || ctx.Has("policyStatus")))
+    return PolicyApiName(m, ctx.Has("policyStatus"));
   if (!ctx.has_key) {
     if (m == "PUT") return ctx.Has("versioning") ? "PutBucketVersioning" : "PutBucket";
     if (m == "HEAD") return "HeadBucket";
@@ -684,7 +693,7 @@ void S3Api::Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink)
                 static_cast<unsigned long long>(++request_counter_));
   MeteredBody metered_body(body);
   MeteredSink metered_sink(sink);
-  Context ctx{req, metered_body, metered_sink, id, {}, {}, false, {}, {}};
+  Context ctx{req, metered_body, metered_sink, id, {}, {}, false, {}, {}, {}};
   auto started = std::chrono::steady_clock::now();
   Dispatch(ctx);
   if (!ctx.api.empty()) {
@@ -738,7 +747,9 @@ void S3Api::Dispatch(Context& ctx) {
   // The admin API (root credentials only) is not an S3 request either.
   if (req.raw_path.starts_with("/minio/admin/") &&
       ServeAdmin(req, ctx.sink, ctx.request_id,
-                 AdminOptions{opts_.access_key, opts_.secret_key, opts_.heal, opts_.rdma})) {
+                 AdminOptions{opts_.access_key, opts_.secret_key, opts_.heal, opts_.rdma,
+                              iam_.get()},
+                 ctx.raw_body)) {
     ctx.api = {};
     return;
   }
@@ -788,7 +799,8 @@ void S3Api::Dispatch(Context& ctx) {
 
   // "minio" is reserved as in MinIO: its paths belong to the server's own endpoints (health,
   // metrics, admin), so a bucket of that name could be created but not all its keys reached.
-  if (ctx.bucket == kReservedBucket)
+  // The system bucket (users, policies) is as unreachable through S3.
+  if (ctx.bucket == kReservedBucket || ctx.bucket == iam::kSystemBucket)
     return SendError(ctx, MakeError(ErrorCode::kAllAccessDisabled));
 
   if (ctx.api == "PostPolicyBucket") return PostObject(ctx);
@@ -797,19 +809,28 @@ void S3Api::Dispatch(Context& ctx) {
       req,
       [this](std::string_view ak) -> std::optional<std::string> {
         if (ak == opts_.access_key) return opts_.secret_key;
-        return std::nullopt;
+        return iam_->SecretFor(ak);
       },
       static_cast<int64_t>(std::time(nullptr)), vhost ? std::string_view(ctx.bucket) : "");
   if (!auth.ok()) {
-    // AWS tells an anonymous caller that a bucket does not exist (404) before refusing access.
-    if (IsAnonymous(ctx) && IsValidBucketName(ctx.bucket)) {
-      auto info = store_.GetBucketInfo(ctx.bucket);
-      if (!info.ok() && info.error().code == ErrorCode::kNoSuchBucket)
-        return SendError(ctx, info.error());
+    if (!IsAnonymous(ctx)) return SendError(ctx, auth.error());
+    // AWS tells an anonymous caller that a bucket does not exist (404) before refusing access;
+    // an existing bucket's policy and ACL decide what the caller may do (Authorized below).
+    if (!IsValidBucketName(ctx.bucket)) return SendError(ctx, auth.error());
+    auto info = store_.GetBucketInfo(ctx.bucket);
+    if (!info.ok()) {
+      if (info.error().code == ErrorCode::kNoSuchBucket) return SendError(ctx, info.error());
+      return SendError(ctx, auth.error());
     }
-    return SendError(ctx, auth.error());
+    ctx.caller = Caller{Caller::Kind::kAnonymous, {}};
+    // Before any other check, as AWS: an anonymous caller learns nothing more than "denied".
+    if (!Authorized(ctx)) return;
+  } else {
+    ctx.auth = std::move(auth).value();
+    ctx.caller = Caller{ctx.auth.access_key == opts_.access_key ? Caller::Kind::kRoot
+                                                                : Caller::Kind::kUser,
+                        ctx.auth.access_key};
   }
-  ctx.auth = std::move(auth).value();
 
   if (!ctx.bucket.empty() && !IsValidBucketName(ctx.bucket)) {
     // An existing bucket is never invalid, so name rules answer every operation.
@@ -829,6 +850,7 @@ void S3Api::Dispatch(Context& ctx) {
     if (!v.ok()) return SendError(ctx, v.error());
     ctx.version = std::move(*v);
   }
+  if (!ctx.caller.anonymous() && !Authorized(ctx)) return;
   if (auto st = RefuseUnimplemented(ctx.api, req); !st.ok()) return SendError(ctx, st.error());
   using Handler = void (*)(S3Api&, Context&);
   static const std::pair<std::string_view, Handler> kRoutes[] = {
@@ -862,6 +884,10 @@ void S3Api::Dispatch(Context& ctx) {
       {"PutBucketTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
       {"GetBucketTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
       {"DeleteBucketTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
+      {"PutBucketPolicy", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
+      {"GetBucketPolicy", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
+      {"DeleteBucketPolicy", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
+      {"GetBucketPolicyStatus", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
   };
   for (const auto& [name, handler] : kRoutes) {
     if (ctx.api == name) return handler(*this, ctx);
@@ -875,6 +901,49 @@ void S3Api::Tagging(Context& ctx) {
   if (!reply.ok()) return SendError(ctx, reply.error());
   if (reply->xml.empty()) return SendEmpty(ctx, reply->status);
   SendXml(ctx, reply->xml, reply->status);
+}
+
+// ?policy and ?policyStatus on a bucket (s3/access.h).
+void S3Api::BucketPolicy(Context& ctx) {
+  auto reply =
+      HandleBucketPolicy(*iam_, store_, ctx.api, ctx.bucket, [&] { return ReadXmlBody(ctx); });
+  if (!reply.ok()) return SendError(ctx, reply.error());
+  if (reply->body.empty()) return SendEmpty(ctx, reply->status);
+  auto head = BaseHead(ctx.request_id, reply->status);
+  SendBody(ctx.sink, std::move(head), reply->body, reply->content_type);
+}
+
+bool S3Api::Authorized(Context& ctx) {
+  const bool copy = ctx.api == "CopyObject" || ctx.api == "CopyObjectPart";
+  std::optional<std::pair<std::string, std::string>> source;
+  if (copy) {
+    storage::VersionSel src_version;
+    auto src = ParseCopySource(ctx.req.HeaderOr("x-amz-copy-source"), &src_version);
+    if (src.ok()) source = std::move(*src);
+    // The system bucket cannot be read through a copy either, not even by root.
+    if (source && source->first == iam::kSystemBucket) {
+      SendError(ctx, MakeError(ErrorCode::kAccessDenied));
+      return false;
+    }
+  }
+  if (ctx.caller.root()) return true;
+  // DeleteObjects: s3:DeleteObject is checked for each key it names (DeleteObjects).
+  if (ctx.api == "DeleteMultipleObjects") return true;
+  const bool object_action = ctx.has_key && !iam::IsBucketAction(iam::ActionFor(ctx.api));
+  auto st = Allowed(ctx, iam::ActionFor(ctx.api), object_action ? ctx.key : std::string());
+  // A copy reads its source: s3:GetObject there too.
+  if (st.ok() && source) st = Allowed(ctx, "s3:GetObject", source->second, source->first);
+  if (!st.ok()) SendError(ctx, st.error());
+  return st.ok();
+}
+
+Status S3Api::Allowed(Context& ctx, std::string_view action, const std::string& key,
+                      const std::string& bucket) {
+  if (ctx.caller.root()) return {};
+  const auto conditions = ConditionsFor(ctx.req, ctx.query, opts_.secure_transport, ctx.caller,
+                                        ctx.caller.anonymous() ? nullptr : &ctx.auth);
+  return Authorize(*iam_, ctx.caller, action, bucket.empty() ? ctx.bucket : bucket, key,
+                   conditions);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -905,6 +974,7 @@ void S3Api::ListBuckets(Context& ctx) {
   const std::string prefix = ctx.Q("prefix");
   auto buckets = store_.ListBuckets();
   if (!buckets.ok()) return SendError(ctx, buckets.error());
+  std::erase_if(*buckets, [](const auto& b) { return b.name == iam::kSystemBucket; });
   std::sort(buckets->begin(), buckets->end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   ListBucketsParams p;
@@ -936,6 +1006,12 @@ void S3Api::CreateBucket(Context& ctx) {
   }
   auto st = store_.MakeBucket(ctx.bucket);
   if (!st.ok()) return SendError(ctx, st.error());
+  // The owner, when not root (a bucket without a record belongs to root).
+  if (!ctx.caller.root()) {
+    if (auto rec = iam_->PutBucketAccess(ctx.bucket, {ctx.caller.access_key, "private"}); !rec.ok())
+      spdlog::warn("{}: bucket {} created but its owner not recorded: {}", ctx.request_id,
+                   ctx.bucket, rec.error().message);
+  }
   SendEmpty(ctx, 200, {{"Location", "/" + ctx.bucket}});
 }
 
@@ -948,6 +1024,7 @@ void S3Api::HeadBucket(Context& ctx) {
 void S3Api::DeleteBucket(Context& ctx) {
   auto st = store_.DeleteBucket(ctx.bucket);
   if (!st.ok()) return SendError(ctx, st.error());
+  iam_->ForgetBucket(ctx.bucket);  // its policy and ACL
   SendEmpty(ctx, 204);
 }
 
@@ -1076,6 +1153,7 @@ void S3Api::DeleteObjects(Context& ctx) {
       else
         st = MakeError(ErrorCode::kNoSuchVersion);
     }
+    if (st.ok()) st = Allowed(ctx, "s3:DeleteObject", entry.key);  // each key on its own
     storage::DeleteResult done;
     if (st.ok()) {
       auto r = store_.DeleteObjectVersion(ctx.bucket, entry.key, version);
@@ -1195,7 +1273,7 @@ void S3Api::PostObject(Context& ctx) {
   auto now = static_cast<int64_t>(std::time(nullptr));
   auto ak = VerifyPostSignature(fields, [this](std::string_view k) -> std::optional<std::string> {
     if (k == opts_.access_key) return opts_.secret_key;
-    return std::nullopt;
+    return iam_->SecretFor(k);
   });
   if (!ak.ok()) return SendError(ctx, ak.error());
   auto policy = ParsePostPolicy(fields["policy"]);
@@ -1224,6 +1302,8 @@ void S3Api::PostObject(Context& ctx) {
   if (auto st = ValidateObjectKey(key); !st.ok()) return SendError(ctx, st.error());
   ctx.key = key;
   ctx.has_key = true;
+  ctx.caller = Caller{*ak == opts_.access_key ? Caller::Kind::kRoot : Caller::Kind::kUser, *ak};
+  if (!Authorized(ctx)) return;
 
   // Fields that become response headers on GET: a header on the wire can carry neither control
   // characters nor (in its name) separators, but a form field can, so they are refused here.

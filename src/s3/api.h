@@ -2,9 +2,11 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "iam/store.h"
 #include "s3/http_server.h"
 #include "s3/ops.h"
 #include "storage/object_layer.h"
@@ -27,6 +29,9 @@ struct ApiOptions {
   rdma::S3RdmaService* rdma = nullptr;
   // The admin API's heal (/minio/admin/v3/heal, s3/admin_api.h); null: heal requests are refused.
   HealService* heal = nullptr;
+  // Users, bucket policies, ACLs (s3/access.h, iam/store.h).
+  iam::StoreOptions iam;
+  bool secure_transport = false;  // served over TLS: aws:SecureTransport
 };
 
 class S3Api final : public RequestHandler {
@@ -69,9 +74,16 @@ class S3Api final : public RequestHandler {
   void AbortMultipartUpload(Context& ctx);
   void ListParts(Context& ctx);
   void Tagging(Context& ctx);  // ?tagging on a bucket or an object (s3/tagging.h)
+  void BucketPolicy(Context& ctx);  // ?policy, ?policyStatus (s3/access.h)
+  // Decides whether the request's caller may do what it asks (s3/access.h); sends the refusal.
+  bool Authorized(Context& ctx);
+  // May the caller do `action` on `key` (empty: the bucket) of `bucket` (empty: the request's)?
+  Status Allowed(Context& ctx, std::string_view action, const std::string& key,
+                 const std::string& bucket = {});
 
   ApiOptions opts_;
   storage::ObjectLayer& store_;
+  std::unique_ptr<iam::IamStore> iam_;
   std::string request_id_prefix_;
   std::atomic<uint64_t> request_counter_{0};
 };

@@ -1,0 +1,70 @@
+// Access control for S3 requests: who is asking (root, a user, anonymous), what the request
+// context offers to policy conditions, the decision over the bucket policy, the user's policies
+// and canned ACLs, and the ?policy / ?policyStatus subresource handlers.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "iam/policy.h"
+#include "iam/store.h"
+#include "s3/http_types.h"
+#include "s3/sigv4.h"
+#include "storage/object_layer.h"
+
+namespace rdmastor::s3 {
+
+struct Caller {
+  enum class Kind { kRoot, kUser, kAnonymous };
+  Kind kind = Kind::kAnonymous;
+  std::string access_key;  // empty for anonymous
+
+  bool root() const { return kind == Kind::kRoot; }
+  bool anonymous() const { return kind == Kind::kAnonymous; }
+  iam::Principal principal() const {
+    return iam::Principal{kind == Kind::kAnonymous, kind == Kind::kRoot, access_key};
+  }
+};
+
+// The condition keys a request offers: aws:SourceIp, aws:SecureTransport, aws:CurrentTime,
+// aws:EpochTime, aws:UserAgent, aws:Referer, aws:username / aws:userid, aws:PrincipalType,
+// s3:prefix / s3:delimiter / s3:max-keys (when in the query), s3:x-amz-acl and the other
+// x-amz-* request headers AWS lists as keys, s3:signatureversion, s3:authType, s3:versionid.
+iam::ConditionContext ConditionsFor(const HttpRequest& req,
+                                    const std::vector<std::pair<std::string, std::string>>& query,
+                                    bool secure_transport, const Caller& who,
+                                    const AuthContext* auth);
+
+// Is `who` allowed `action` on bucket (key empty: the bucket itself) in context `ctx`? Root is
+// allowed everything. Otherwise an explicit Deny in the bucket policy or in one of the user's
+// policies refuses; an Allow in either (or a grant of the bucket's canned ACL) allows; nothing
+// else does. Refusals are AccessDenied.
+Status Authorize(iam::IamStore& iam, const Caller& who, std::string_view action,
+                 const std::string& bucket, const std::string& key,
+                 const iam::ConditionContext& ctx);
+
+// The route name of a ?policy / ?policyStatus request ("PutBucketPolicy", ...), or "unknown".
+std::string_view PolicyApiName(std::string_view method, bool status);
+
+struct PolicyReply {
+  int status = 200;
+  std::string body;  // "" = none
+  std::string content_type;
+};
+
+// Runs Put/Get/DeleteBucketPolicy and GetBucketPolicyStatus on an existing bucket. `read_body`
+// reads the request body (PUT).
+Result<PolicyReply> HandleBucketPolicy(iam::IamStore& iam, storage::ObjectLayer& store,
+                                       std::string_view api, const std::string& bucket,
+                                       const std::function<Result<std::string>()>& read_body);
+
+// Does the policy make the bucket public (AWS's GetBucketPolicyStatus): an Allow to every
+// principal not limited to fixed source addresses or accounts.
+bool PolicyIsPublic(const iam::Policy& policy);
+
+}  // namespace rdmastor::s3
