@@ -99,7 +99,7 @@ struct RenameDataRequest {
   bool keep_data = false;           // a metadata-only update: the current data directory stays
   bool prune = false;  // afterwards remove key_dir and its parents when left empty (delete)
   RenameMode mode = RenameMode::kReplace;
-  std::string version_id;  // kRemoveVersion: the version to remove ("" = the null version)
+  std::string version_id = {};  // kRemoveVersion: the version to remove ("" = the null version)
 };
 
 struct RenameDataResult {

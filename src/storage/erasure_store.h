@@ -154,6 +154,19 @@ class ErasureStore final : public ObjectLayer {
                                     const PutOptions& opts) override;
   Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) override;
 
+  Status SetBucketVersioning(const std::string& bucket, Versioning state) override;
+  Result<std::unique_ptr<ObjectReader>> OpenObjectVersion(const std::string& bucket,
+                                                          const std::string& key,
+                                                          const std::string& version_id) override;
+  Result<ObjectInfo> StatObjectVersion(const std::string& bucket, const std::string& key,
+                                       const std::string& version_id) override;
+  Result<ObjectInfo> StatLatest(const std::string& bucket, const std::string& key,
+                                ObjectInfo* marker) override;
+  Result<DeleteResult> DeleteObjectVersion(const std::string& bucket, const std::string& key,
+                                           const VersionSel& v) override;
+  Result<ListResult> ListObjectVersions(const std::string& bucket,
+                                        const ListOptions& opts) override;
+
   Result<std::string> NewMultipartUpload(const std::string& bucket, const std::string& key,
                                          const PutOptions& opts) override;
   Result<PartInfo> PutObjectPart(const std::string& bucket, const std::string& key,

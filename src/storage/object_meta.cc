@@ -110,6 +110,14 @@ bool IsValidVersionId(std::string_view id) {
   return true;
 }
 
+std::string GenerateVersionId() {
+  std::string h = hash::RandomHex(16);
+  h[12] = '4';                                                 // version 4 (random)
+  h[16] = "89ab"[std::stoi(h.substr(16, 1), nullptr, 16) & 3];  // RFC 4122 variant
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
+         "-" + h.substr(20);
+}
+
 const ObjectMeta* ObjectVersions::Find(std::string_view version_id) const {
   for (const auto& v : versions) {
     if (v.version_id == version_id) return &v;

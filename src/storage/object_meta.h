@@ -27,6 +27,8 @@ inline constexpr int kMetaFormatVersion = 2;
 // [A-Za-z0-9-]. The null version (unversioned / Suspended writes) has the id "" (S3's "null").
 inline constexpr size_t kMaxVersionIdLength = 64;
 bool IsValidVersionId(std::string_view id);
+// A new random version id: a UUID (version 4) in its 36-character text form.
+std::string GenerateVersionId();
 
 // A multipart object's ETag from its parts' ETags (hex MD5s, unquoted): the MD5 of the
 // concatenated binary MD5s, "-N". A part ETag that is not hex (foreign) is hashed as text.

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
+#include "common/json_int.h"
 #include "storage/erasure/set.h"
 #include "storage/listing.h"
 
@@ -56,21 +57,33 @@ std::pair<int, int> ErasureSet::MakeBucket(const std::string& bucket, int64_t cr
   return {Count(have), static_cast<int>(std::count(existed.begin(), existed.end(), 1))};
 }
 
+namespace {
+
+const char* VersioningName(Versioning v) {
+  return v == Versioning::kEnabled ? "Enabled" : v == Versioning::kSuspended ? "Suspended" : "";
+}
+
+}  // namespace
+
 Result<BucketInfo> ErasureSet::GetBucketInfo(const std::string& bucket) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   BucketInfo info{bucket, 0, {}};
-  // The newest record wins ("updated_ns", written by SetBucketTags): a drive that was away
-  // during a tag change still holds the older one.
+  // The newest record wins ("updated_ns", written by SetBucketTags / SetBucketVersioning): a
+  // drive that was away during a change still holds the older one.
   int64_t newest = -1;
   for (Drive* d : roots_) {
     auto raw = d->ReadVolMeta(bucket);
     if (!raw.ok() || !raw->has_value()) continue;
     try {
       auto j = nlohmann::json::parse(**raw);
-      const int64_t updated = j.value("updated_ns", int64_t{0});
+      const int64_t updated = j.contains("updated_ns") ? json_int::At<int64_t>(j, "updated_ns") : 0;
       if (updated <= newest) continue;
-      info.created_ns = j.at("created_ns").get<int64_t>();
+      info.created_ns = json_int::At<int64_t>(j, "created_ns");
       info.tags = j.value("tags", std::string());
+      const std::string v = j.value("versioning", std::string());
+      info.versioning = v == "Enabled"     ? Versioning::kEnabled
+                        : v == "Suspended" ? Versioning::kSuspended
+                                           : Versioning::kUnversioned;
       newest = updated;
     } catch (const std::exception&) {
     }
@@ -78,18 +91,18 @@ Result<BucketInfo> ErasureSet::GetBucketInfo(const std::string& bucket) {
   return info;
 }
 
-Status ErasureSet::SetBucketTags(const std::string& bucket, const std::string& tags) {
-  RS_RETURN_IF_ERROR(CheckBucket(bucket));
-  std::unique_lock lock(BucketLock(bucket));
-  auto current = GetBucketInfo(bucket);
-  if (!current.ok()) return current.error();
+// Rewrites the bucket record on every drive from `info` (tags, versioning): staged in the staging
+// area, renamed over the record. Quorum as for any metadata write. Caller holds BucketLock.
+Status ErasureSet::WriteBucketRecord(const std::string& bucket, const BucketInfo& info) {
   std::string record;
   try {
     nlohmann::json j{{"version", 1},
                      {"name", bucket},
-                     {"created_ns", current->created_ns},
+                     {"created_ns", info.created_ns},
                      {"updated_ns", NowNs()}};
-    if (!tags.empty()) j["tags"] = tags;
+    if (!info.tags.empty()) j["tags"] = info.tags;
+    if (info.versioning != Versioning::kUnversioned)
+      j["versioning"] = VersioningName(info.versioning);
     record = j.dump();
   } catch (const std::exception& e) {
     return MakeError(ErrorCode::kInternalError, e.what());
@@ -110,6 +123,50 @@ Status ErasureSet::SetBucketTags(const std::string& bucket, const std::string& t
   }));
   if (have < write_quorum()) return WriteQuorumError(have, write_quorum());
   return {};
+}
+
+Status ErasureSet::SetBucketTags(const std::string& bucket, const std::string& tags) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  std::unique_lock lock(BucketLock(bucket));
+  auto current = GetBucketInfo(bucket);
+  if (!current.ok()) return current.error();
+  current->tags = tags;
+  return WriteBucketRecord(bucket, *current);
+}
+
+Status ErasureSet::SetBucketVersioning(const std::string& bucket, Versioning state) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  std::unique_lock lock(BucketLock(bucket));
+  auto current = GetBucketInfo(bucket);
+  if (!current.ok()) return current.error();
+  current->versioning = state;
+  RS_RETURN_IF_ERROR(WriteBucketRecord(bucket, *current));
+  std::lock_guard cache(versioning_mu_);
+  versioning_[bucket] = {state, std::chrono::steady_clock::now()};
+  return {};
+}
+
+Result<Versioning> ErasureSet::VersioningOf(const std::string& bucket) {
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard cache(versioning_mu_);
+    auto it = versioning_.find(bucket);
+    if (it != versioning_.end() && now - it->second.second < kVersioningCacheTtl)
+      return it->second.first;
+  }
+  auto info = GetBucketInfo(bucket);
+  if (!info.ok()) return info.error();
+  std::lock_guard cache(versioning_mu_);
+  if (versioning_.size() > kBucketCacheMax) versioning_.clear();
+  versioning_[bucket] = {info->versioning, now};
+  return info->versioning;
+}
+
+Result<std::string> ErasureSet::NewVersionId(const std::string& bucket) {
+  auto state = VersioningOf(bucket);
+  if (!state.ok()) return state.error();
+  if (*state != Versioning::kEnabled) return std::string();
+  return GenerateVersionId();
 }
 
 std::set<std::string> ErasureSet::BucketNames() {
@@ -185,6 +242,7 @@ Result<ListResult> ErasureSet::ListObjects(const std::string& bucket, const List
   std::vector<ListResult> parts;
   for (size_t p = 0; p < listed.size(); ++p)
     if (ok[p]) parts.push_back(std::move(listed[p]));
+  if (opts.versions) return MergeVersionListings(std::move(parts), opts.max_keys, min_copies);
   return MergeListings(std::move(parts), opts.max_keys, min_copies);
 }
 

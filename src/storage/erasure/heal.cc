@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "common/hash.h"
 #include "storage/erasure/set.h"
 #include "storage/format.h"
@@ -23,17 +25,52 @@ Result<ObjectHealResult> ErasureSet::HealObject(const std::string& bucket, const
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
   EnsureBucket(bucket);
+  // Every version any drive's file names is healed on its own (each has its own data directory);
+  // a drive that lost the file gets them back one by one, each in its place (mtime order).
+  const std::string path = Join(Join(bucket, loc->rel_dir), loc->meta_name);
+  std::vector<std::vector<std::string>> ids(roots_.size());
+  ForEachDrive(
+      [&](size_t p) {
+        auto raw = roots_[p]->ReadFile(path);
+        if (!raw.ok() || !raw->has_value()) return false;
+        auto file = ParseObjectVersions(**raw, path);
+        if (!file.ok()) return false;
+        for (const auto& v : file->versions) ids[p].push_back(v.version_id);
+        return true;
+      },
+      DriveWork::kLookup);
+  std::set<std::string> all;
+  for (const auto& d : ids) all.insert(d.begin(), d.end());
+  if (all.empty()) return HealVersion(bucket, key, *loc, std::nullopt);  // none, or unreadable
+  ObjectHealResult total;
+  std::set<std::string> missed;
+  for (const auto& id : all) {
+    auto r = HealVersion(bucket, key, *loc, id);
+    if (!r.ok()) return r.error();
+    total.rewritten += r->rewritten;
+    missed.insert(r->missed_drives.begin(), r->missed_drives.end());
+  }
+  total.missed_drives.assign(missed.begin(), missed.end());
+  return total;
+}
+
+Result<ObjectHealResult> ErasureSet::HealVersion(const std::string& bucket, const std::string& key,
+                                                 const paths::KeyLocation& loc_in,
+                                                 const VersionSel& sel) {
+  const paths::KeyLocation* loc = &loc_in;
   // Verification runs without the namespace lock, so a heal walk over healthy objects never holds
   // up writers (nor leaves a lock behind on the other nodes if this node dies mid-walk). Only a
   // heal with something to write takes the key's exclusive lock, and first checks that the version
   // it verified is still the current one.
-  auto v = Resolve(bucket, *loc);
+  auto v = Resolve(bucket, *loc, sel);
   if (!v.ok()) {
-    if (v.error().code != ErrorCode::kNoSuchKey) return v.error();
-    auto removed = RemoveDangling(bucket, *loc, key);
+    if (v.error().code != ErrorCode::kNoSuchKey && v.error().code != ErrorCode::kNoSuchVersion)
+      return v.error();
+    auto removed = RemoveDangling(bucket, *loc, key, sel);
     if (!removed.ok()) return removed.error();
     return ObjectHealResult{*removed, {}};
   }
+  if (v->meta.delete_marker) return HealMarker(bucket, key, *loc, *v);
   const auto& e = *v->meta.erasure;
   auto codec = GetCodec(e.data, e.parity);
   if (!codec.ok()) return codec.error();
@@ -68,8 +105,9 @@ Result<ObjectHealResult> ErasureSet::HealObject(const std::string& bucket, const
   auto lock = LockObject(bucket, key, LockMode::kExclusive, "HealObject");
   if (!lock.ok()) return lock.error();
   std::shared_lock bucket_lock(BucketLock(bucket));
-  auto now = Resolve(bucket, *loc);
-  if (!now.ok() || now->meta.data_dir != v->meta.data_dir || now->meta.etag != v->meta.etag) {
+  auto now = Resolve(bucket, *loc, sel);
+  if (!now.ok() || now->meta.data_dir != v->meta.data_dir || now->meta.etag != v->meta.etag ||
+      now->meta.version_id != v->meta.version_id) {
     // Rewritten or deleted meanwhile: a write commits a whole version on a quorum.
     return ObjectHealResult{};
   }
@@ -146,8 +184,42 @@ Result<ObjectHealResult> ErasureSet::HealObject(const std::string& bucket, const
   return result;
 }
 
+Result<ObjectHealResult> ErasureSet::HealMarker(const std::string& bucket, const std::string& key,
+                                                const paths::KeyLocation& loc,
+                                                const ObjectView& v) {
+  // A delete marker has no data: drives that lack it get its record.
+  const size_t n = roots_.size();
+  ObjectHealResult result;
+  auto needs = [&](const ObjectView& view) {
+    std::vector<bool> need(n, false);
+    result.missed_drives.clear();
+    for (size_t p = 0; p < n; ++p) {
+      if (view.has[p]) continue;
+      need[p] = roots_[p]->IsOnline();
+      if (!need[p]) result.missed_drives.push_back(roots_[p]->name());
+    }
+    return need;
+  };
+  if (Count(needs(v)) == 0) return result;
+  auto lock = LockObject(bucket, key, LockMode::kExclusive, "HealObject");
+  if (!lock.ok()) return lock.error();
+  std::shared_lock bucket_lock(BucketLock(bucket));
+  const VersionSel sel = v.meta.version_id;
+  auto now = Resolve(bucket, loc, sel);
+  if (!now.ok() || !now->meta.delete_marker || now->meta.mtime_ns != v.meta.mtime_ns)
+    return ObjectHealResult{};
+  std::vector<bool> need = needs(*now);
+  if (Count(need) == 0) return result;
+  Stagings st(*this, need, /*create=*/false);
+  std::vector<ObjectMeta> metas(n, now->meta);
+  RS_RETURN_IF_ERROR(CommitAll(bucket, loc, st, need, metas, /*quorum=*/1, **lock));
+  result.rewritten = Count(need);
+  spdlog::info("heal: {}/{}: wrote delete marker on {} drive(s)", bucket, key, result.rewritten);
+  return result;
+}
+
 Result<int> ErasureSet::RemoveDangling(const std::string& bucket, const paths::KeyLocation& loc,
-                                       const std::string& key) {
+                                       const std::string& key, const VersionSel& sel) {
   const std::string key_dir = Join(bucket, loc.rel_dir);
   const std::string meta_path = Join(key_dir, loc.meta_name);
   auto has_copy = [&](size_t p) { return roots_[p]->Exists(meta_path); };
@@ -155,11 +227,27 @@ Result<int> ErasureSet::RemoveDangling(const std::string& bucket, const paths::K
   auto lock = LockObject(bucket, key, LockMode::kExclusive, "HealObject");
   if (!lock.ok()) return lock.error();
   std::shared_lock bucket_lock(BucketLock(bucket));
-  auto v = Resolve(bucket, loc);
-  if (v.ok() || v.error().code != ErrorCode::kNoSuchKey) return 0;  // a write landed meanwhile
+  auto v = Resolve(bucket, loc, sel);
+  if (v.ok() || (v.error().code != ErrorCode::kNoSuchKey &&
+                 v.error().code != ErrorCode::kNoSuchVersion))
+    return 0;  // a write landed meanwhile
   const int removed = Count(ForEachDrive([&](size_t p) {
     Drive& d = *roots_[p];
     if (!d.Exists(meta_path)) return false;
+    if (sel) {
+      // One version on too few drives (a write that failed without its rollback): that version
+      // goes from the drives that have it, the others stay.
+      auto raw = d.ReadFile(meta_path);
+      if (!raw.ok() || !raw->has_value()) return false;
+      auto file = ParseObjectVersions(**raw, meta_path);
+      if (!file.ok() || !file->Find(*sel)) return false;
+      RenameDataRequest req{rel::Staging(hash::RandomHex(16)), bucket, key_dir,
+                            std::string(loc.meta_name),        "",     std::nullopt,
+                            /*keep_data=*/false,               /*prune=*/true};
+      req.mode = RenameMode::kRemoveVersion;
+      req.version_id = *sel;
+      return d.RenameData(req).ok();
+    }
     const std::string staging = rel::Staging(hash::RandomHex(16));
     if (!d.MakeDir(staging).ok()) return false;
     auto old = DataDirOf(d, meta_path);
@@ -368,10 +456,13 @@ Result<HealCounts> ErasureStore::HealAll(const std::string& bucket, const HealPr
       s->EnsureBucket(b);
       ListOptions opts;
       opts.max_keys = 1000;
+      opts.versions = true;  // keys whose latest version is a delete marker too
       for (;;) {
         auto page = s->ListObjects(b, opts, /*min_copies=*/1);  // leftovers too
         if (!page.ok()) return page.error();
-        for (const auto& o : page->objects) {
+        for (size_t i = 0; i < page->objects.size(); ++i) {
+          const auto& o = page->objects[i];
+          if (i > 0 && page->objects[i - 1].key == o.key) continue;  // one heal per key
           auto r = s->HealObject(b, o.key);
           if (!r.ok()) spdlog::warn("heal: {}/{}: {}", b, o.key, r.error().message);
           c.Add(r);
@@ -379,7 +470,8 @@ Result<HealCounts> ErasureStore::HealAll(const std::string& bucket, const HealPr
           if (progress) progress(b, o.key, c);
         }
         if (!page->truncated || page->objects.empty()) break;
-        opts.start_after = page->objects.back().key;
+        // Inclusive for versions: the smallest name after the key (keys hold no NUL).
+        opts.start_after = page->objects.back().key + std::string(1, '\0');
       }
     }
   }

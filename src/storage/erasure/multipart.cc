@@ -336,6 +336,10 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
   if (total > kMaxObjectSize) return MakeError(ErrorCode::kEntityTooLarge);
 
   ObjectMeta meta = NewMeta(key, *loc);
+  // Completing makes a version like a PUT does (a new id when the bucket is Enabled).
+  auto version_id = NewVersionId(bucket);
+  if (!version_id.ok()) return version_id.error();
+  meta.version_id = std::move(*version_id);
   const std::string suffix = "-" + std::to_string(infos.size());
   std::vector<std::string> etags;
   for (const auto& r : infos) etags.push_back(r.etag);

@@ -105,26 +105,33 @@ Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, 
   return {};
 }
 
-Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::KeyLocation& loc) {
+Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::KeyLocation& loc,
+                                       const VersionSel& sel) {
   const size_t n = roots_.size();
   std::vector<std::optional<ObjectMeta>> metas(n);
   const std::string path = Join(Join(bucket, loc.rel_dir), loc.meta_name);
-  // true: the drive answers and has no such key.
+  // true: the drive answers and has no such key (or, for a named version, not that version).
   auto missing_on = ForEachDrive(
       [&](size_t p) {
         auto raw = roots_[p]->ReadFile(path);
         if (!raw.ok()) return false;
         if (!raw->has_value()) return roots_[p]->StatVol(bucket);
-        auto m = ParseObjectMeta(**raw, path);
-        if (m.ok() && m->erasure)
-          metas[p] = std::move(*m);  // else corrupt: this drive needs healing
+        auto file = ParseObjectVersions(**raw, path);
+        if (!file.ok()) return false;  // corrupt: this drive needs healing
+        const ObjectMeta* m = sel ? file->Find(*sel) : file->Latest();
+        if (!m) return true;
+        if (m->delete_marker || m->erasure) metas[p] = *m;
         return false;
       },
       DriveWork::kLookup);
   const int missing = Count(missing_on);
-  std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups;
+  // A version is the same on every drive: id, data directory, ETag, marker or not.
+  std::map<std::tuple<std::string, std::string, std::string, bool>, std::vector<size_t>> groups;
   for (size_t p = 0; p < n; ++p) {
-    if (metas[p]) groups[{metas[p]->data_dir, metas[p]->etag}].push_back(p);
+    if (metas[p]) {
+      groups[{metas[p]->version_id, metas[p]->data_dir, metas[p]->etag, metas[p]->delete_marker}]
+          .push_back(p);
+    }
   }
   const std::vector<size_t>* best = nullptr;
   for (const auto& [id, ps] : groups) {
@@ -133,9 +140,11 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
       best = &ps;
     }
   }
-  if (!best || static_cast<int>(best->size()) < metas[(*best)[0]]->erasure->data) {
+  // A delete marker has no shards: it needs as many copies as an object of this set's geometry.
+  auto needed = [&](const ObjectMeta& m) { return m.erasure ? m.erasure->data : data_; };
+  if (!best || static_cast<int>(best->size()) < needed(*metas[(*best)[0]])) {
     if (missing > static_cast<int>(n) - read_quorum() || !best) {
-      return MakeError(ErrorCode::kNoSuchKey);
+      return MakeError(sel ? ErrorCode::kNoSuchVersion : ErrorCode::kNoSuchKey);
     }
     return MakeError(
         ErrorCode::kInsufficientReadQuorum,
@@ -143,9 +152,14 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
   }
   ObjectView v;
   v.meta = *metas[(*best)[0]];
-  v.meta.erasure->inline_shard.clear();
   v.sources.resize(n);
   v.has.assign(n, false);
+  if (v.meta.delete_marker) {
+    for (size_t p : *best) v.has[p] = true;
+    for (size_t p = 0; p < n; ++p) v.sources[p].drive = roots_[p];
+    return v;
+  }
+  v.meta.erasure->inline_shard.clear();
   const auto& dist = v.meta.erasure->distribution;
   const auto& e = *v.meta.erasure;
   const erasure::Geometry g{e.data, e.parity, e.stripe_size};
@@ -170,20 +184,34 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
 }
 
 Result<ObjectView> ErasureSet::ResolveForRead(const std::string& bucket,
-                                              const paths::KeyLocation& loc) {
-  auto v = Resolve(bucket, loc);
-  if (!v.ok() && v.error().code == ErrorCode::kNoSuchKey) RS_RETURN_IF_ERROR(CheckBucket(bucket));
+                                              const paths::KeyLocation& loc, const VersionSel& sel) {
+  auto v = Resolve(bucket, loc, sel);
+  if (!v.ok() && (v.error().code == ErrorCode::kNoSuchKey ||
+                  v.error().code == ErrorCode::kNoSuchVersion))
+    RS_RETURN_IF_ERROR(CheckBucket(bucket));
   return v;
 }
 
-Result<ObjectInfo> ErasureSet::StatObject(const std::string& bucket, const std::string& key) {
+Status ErasureSet::RefuseDeleteMarker(const std::string& bucket, const std::string& key,
+                                      const ObjectView& v, const VersionSel& sel,
+                                      ObjectInfo* marker) {
+  if (!v.meta.delete_marker) return {};
+  // A named marker: 405 (the S3 layer adds the marker headers); the latest is one: 404.
+  if (sel) return MakeError(ErrorCode::kMethodNotAllowed);
+  if (marker) *marker = v.meta.ToInfo(bucket, key);
+  return MakeError(ErrorCode::kNoSuchKey);
+}
+
+Result<ObjectInfo> ErasureSet::StatObject(const std::string& bucket, const std::string& key,
+                                          const VersionSel& sel, ObjectInfo* marker) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket, /*cached=*/true));
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
   auto lock = LockObject(bucket, key, LockMode::kShared, "HeadObject");
   if (!lock.ok()) return lock.error();
-  auto v = ResolveForRead(bucket, *loc);
+  auto v = ResolveForRead(bucket, *loc, sel);
   if (!v.ok()) return v.error();
+  RS_RETURN_IF_ERROR(RefuseDeleteMarker(bucket, key, *v, sel, marker));
   return v->meta.ToInfo(bucket, key);
 }
 
@@ -292,7 +320,8 @@ class ErasureReader final : public ObjectReader {
 }  // namespace
 
 Result<std::unique_ptr<ObjectReader>> ErasureSet::OpenObject(const std::string& bucket,
-                                                             const std::string& key) {
+                                                             const std::string& key,
+                                                             const VersionSel& sel) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket, /*cached=*/true));
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
@@ -300,8 +329,9 @@ Result<std::unique_ptr<ObjectReader>> ErasureSet::OpenObject(const std::string& 
   // while the body streams (a slow reader would hold up every writer of the key).
   auto lock = LockObject(bucket, key, LockMode::kShared, "GetObject");
   if (!lock.ok()) return lock.error();
-  auto v = ResolveForRead(bucket, *loc);
+  auto v = ResolveForRead(bucket, *loc, sel);
   if (!v.ok()) return v.error();
+  RS_RETURN_IF_ERROR(RefuseDeleteMarker(bucket, key, *v, sel, nullptr));
   auto codec = GetCodec(v->meta.erasure->data, v->meta.erasure->parity);
   if (!codec.ok()) return codec.error();
   // Snapshot: open the first part on every drive now, so an overwrite cannot pull it away.

@@ -210,6 +210,15 @@ class ErasureSet {
   // staging area, renamed over the record. Quorum as for any metadata write.
   Status SetBucketTags(const std::string& bucket, const std::string& tags);
 
+  Status WriteBucketRecord(const std::string& bucket, const BucketInfo& info);
+  // Records the versioning state in the bucket record on every drive (write quorum).
+  Status SetBucketVersioning(const std::string& bucket, Versioning state);
+  // The bucket's versioning state as writes see it: read from the records at most every
+  // kVersioningCacheTtl (a change made through another node shows within that time).
+  Result<Versioning> VersioningOf(const std::string& bucket);
+  // The version id a new write gets: a new one when Enabled, "" (null) otherwise.
+  Result<std::string> NewVersionId(const std::string& bucket);
+
   std::set<std::string> BucketNames();
 
   Result<bool> BucketHasObjects(const std::string& bucket);
@@ -283,21 +292,35 @@ class ErasureSet {
 
   // ---- reads ----
 
-  // Reads every drive's metadata and picks the version at least read-quorum drives agree on.
-  Result<ObjectView> Resolve(const std::string& bucket, const paths::KeyLocation& loc);
+  // Reads every drive's metadata file and picks the version at least read-quorum drives agree on:
+  // the latest version of each drive's file, or the version `sel` names (kNoSuchVersion when it
+  // is not on enough drives). A delete marker resolves like any version (no shards).
+  Result<ObjectView> Resolve(const std::string& bucket, const paths::KeyLocation& loc,
+                             const VersionSel& sel = std::nullopt);
 
   Result<std::unique_ptr<ObjectReader>> OpenObject(const std::string& bucket,
-                                                   const std::string& key);
+                                                   const std::string& key,
+                                                   const VersionSel& sel = std::nullopt);
 
   // Resolve for a read whose bucket check was a cached one: a key reported missing is checked
   // against the bucket's drives first (kNoSuchBucket when it was deleted meanwhile).
-  Result<ObjectView> ResolveForRead(const std::string& bucket, const paths::KeyLocation& loc);
+  Result<ObjectView> ResolveForRead(const std::string& bucket, const paths::KeyLocation& loc,
+                                    const VersionSel& sel = std::nullopt);
 
-  Result<ObjectInfo> StatObject(const std::string& bucket, const std::string& key);
+  // A read that resolved a delete marker: kMethodNotAllowed when `sel` named it, else kNoSuchKey
+  // (with the marker in `marker` when given).
+  Status RefuseDeleteMarker(const std::string& bucket, const std::string& key,
+                            const ObjectView& v, const VersionSel& sel, ObjectInfo* marker);
 
-  // One RenameData per drive: removes the metadata file, the data and the key's directories
-  // left empty (a drive without the key but with the bucket counts as done).
-  Status DeleteObject(const std::string& bucket, const std::string& key);
+  Result<ObjectInfo> StatObject(const std::string& bucket, const std::string& key,
+                                const VersionSel& sel = std::nullopt,
+                                ObjectInfo* marker = nullptr);
+
+  // Without `sel`: removes the null version (unversioned bucket) or adds a delete marker (a new
+  // id when Enabled, the null one when Suspended). With `sel`: removes that version. One
+  // RenameData per drive (a drive without the key but with the bucket counts as done).
+  Result<DeleteResult> DeleteObject(const std::string& bucket, const std::string& key,
+                                    const VersionSel& sel);
 
   Result<ObjectInfo> UpdateMetadata(const std::string& bucket, const std::string& key,
                                     const PutOptions& opts);
@@ -346,11 +369,16 @@ class ErasureSet {
   // Rewrites every drive copy of the object that is missing, stale, unreadable or corrupt on an
   // online drive; names the drives whose copy it could not rewrite.
   Result<ObjectHealResult> HealObject(const std::string& bucket, const std::string& key);
+  // One version (`sel`; nullopt: the latest of each drive's file), and a delete marker.
+  Result<ObjectHealResult> HealVersion(const std::string& bucket, const std::string& key,
+                                       const paths::KeyLocation& loc, const VersionSel& sel);
+  Result<ObjectHealResult> HealMarker(const std::string& bucket, const std::string& key,
+                                      const paths::KeyLocation& loc, const ObjectView& v);
 
-  // Removes the copies of an object held by fewer drives than read quorum (leftovers of a failed
-  // write), under the key's lock, if that is still all there is; returns 0.
+  // Removes the copies of an object (or of version `sel`) held by fewer drives than read quorum
+  // (leftovers of a failed write), under the key's lock, if that is still all there is; returns 0.
   Result<int> RemoveDangling(const std::string& bucket, const paths::KeyLocation& loc,
-                             const std::string& key);
+                             const std::string& key, const VersionSel& sel = std::nullopt);
 
   void EnsureBucket(const std::string& bucket);
 
@@ -377,6 +405,10 @@ class ErasureSet {
   std::mutex codec_mu_;
   std::map<std::pair<int, int>, std::unique_ptr<erasure::Codec>> codecs_;
   std::array<std::shared_mutex, 32> bucket_locks_;
+  // Versioning states read from the bucket records, and when (VersioningOf).
+  static constexpr std::chrono::seconds kVersioningCacheTtl{2};
+  std::mutex versioning_mu_;
+  std::map<std::string, std::pair<Versioning, std::chrono::steady_clock::time_point>> versioning_;
   // Buckets seen on a read quorum, and when (CheckBucket's `cached`).
   static constexpr std::chrono::seconds kBucketCacheTtl{60};
   static constexpr size_t kBucketCacheMax = 4096;

@@ -190,7 +190,9 @@ Result<ObjectInfo> ErasureStore::StatObject(const std::string& bucket, const std
 }
 
 Status ErasureStore::DeleteObject(const std::string& bucket, const std::string& key) {
-  return SetFor(key).DeleteObject(bucket, key);
+  auto r = SetFor(key).DeleteObject(bucket, key, std::nullopt);
+  if (!r.ok()) return r.error();
+  return {};
 }
 
 Result<ObjectInfo> ErasureStore::UpdateMetadata(const std::string& bucket, const std::string& key,
@@ -206,7 +208,44 @@ Result<ListResult> ErasureStore::ListObjects(const std::string& bucket, const Li
     parts.push_back(std::move(*l));
   }
   if (parts.size() == 1) return std::move(parts[0]);
+  if (opts.versions) return MergeVersionListings(std::move(parts), opts.max_keys, 1);
   return MergeListings(std::move(parts), opts.max_keys, 1);
+}
+
+// ---- versioning: the bucket state is in every set's records; a key's versions in its set ----
+
+Status ErasureStore::SetBucketVersioning(const std::string& bucket, Versioning state) {
+  for (auto& s : sets_) RS_RETURN_IF_ERROR(s->SetBucketVersioning(bucket, state));
+  return {};
+}
+
+Result<std::unique_ptr<ObjectReader>> ErasureStore::OpenObjectVersion(
+    const std::string& bucket, const std::string& key, const std::string& version_id) {
+  return SetFor(key).OpenObject(bucket, key, version_id);
+}
+
+Result<ObjectInfo> ErasureStore::StatObjectVersion(const std::string& bucket,
+                                                   const std::string& key,
+                                                   const std::string& version_id) {
+  return SetFor(key).StatObject(bucket, key, version_id);
+}
+
+Result<ObjectInfo> ErasureStore::StatLatest(const std::string& bucket, const std::string& key,
+                                            ObjectInfo* marker) {
+  return SetFor(key).StatObject(bucket, key, std::nullopt, marker);
+}
+
+Result<DeleteResult> ErasureStore::DeleteObjectVersion(const std::string& bucket,
+                                                       const std::string& key,
+                                                       const VersionSel& v) {
+  return SetFor(key).DeleteObject(bucket, key, v);
+}
+
+Result<ListResult> ErasureStore::ListObjectVersions(const std::string& bucket,
+                                                    const ListOptions& opts) {
+  ListOptions o = opts;
+  o.versions = true;
+  return ListObjects(bucket, o);
 }
 
 Result<std::string> ErasureStore::NewMultipartUpload(const std::string& bucket,

@@ -140,7 +140,8 @@ Status ErasureSet::CheckPrecondition(const std::string& bucket, const std::strin
   auto current = Resolve(bucket, loc);
   if (!current.ok() && current.error().code != ErrorCode::kNoSuchKey) return current.error();
   std::optional<ObjectInfo> info;
-  if (current.ok()) info = current->meta.ToInfo(bucket, key);
+  // A delete marker is no object to compare with.
+  if (current.ok() && !current->meta.delete_marker) info = current->meta.ToInfo(bucket, key);
   return precondition(info ? &*info : nullptr);
 }
 
@@ -165,6 +166,8 @@ Status ErasureSet::CommitAll(const std::string& bucket, const paths::KeyLocation
                           key_dir,     std::string(loc.meta_name),
                           new_data(p), SerializeObjectMeta(metas[p]),
                           keep_data,   /*prune=*/false};
+    // Each drive merges the version into its own file (its own shard index and inline shards).
+    req.mode = RenameMode::kAddVersion;
     st.Use(p);
     auto r = roots_[p]->RenameData(req);
     if (!r.ok()) {
@@ -242,6 +245,9 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   auto codec = GetCodec(data_, parity_);
   if (!codec.ok()) return codec.error();
   ObjectMeta meta = NewMeta(key, *loc);
+  auto version_id = NewVersionId(bucket);
+  if (!version_id.ok()) return version_id.error();
+  meta.version_id = std::move(*version_id);
   const auto& dist = meta.erasure->distribution;
   std::vector<bool> alive(roots_.size(), true);
   // Per remote drive: the shard's pieces (none for an inline object) and one RenameData.
@@ -280,16 +286,48 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   return meta.ToInfo(bucket, key);
 }
 
-Status ErasureSet::DeleteObject(const std::string& bucket, const std::string& key) {
+Result<DeleteResult> ErasureSet::DeleteObject(const std::string& bucket, const std::string& key,
+                                              const VersionSel& sel) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
+  std::optional<Versioning> state;
+  if (!sel) {
+    auto s = VersioningOf(bucket);
+    if (!s.ok()) return s.error();
+    state = *s;
+  }
   std::vector<bool> alive(roots_.size(), true);
   Stagings st(*this, alive, /*create=*/false);
   const std::string key_dir = Join(bucket, loc->rel_dir);
   auto lock = LockObject(bucket, key, LockMode::kExclusive, "DeleteObject");
   if (!lock.ok()) return lock.error();
   std::shared_lock bucket_lock(BucketLock(bucket));
+  DeleteResult out;
+  if (state && *state != Versioning::kUnversioned) {
+    // A delete marker becomes the latest version: a new id when Enabled; when Suspended the null
+    // one, replacing the null version (whose data goes).
+    ObjectMeta marker;
+    marker.delete_marker = true;
+    marker.mtime_ns = NowNs();
+    if (*state == Versioning::kEnabled) marker.version_id = GenerateVersionId();
+    std::vector<ObjectMeta> metas(roots_.size(), marker);
+    RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, write_quorum(), **lock));
+    out.version_id = marker.version_id;
+    out.delete_marker = out.created_marker = true;
+    return out;
+  }
+  // Removes a version for good: the named one, or the null one of an unversioned bucket.
+  out.version_id = sel ? *sel : std::string();
+  if (sel) {
+    auto v = Resolve(bucket, *loc, sel);
+    if (v.ok()) {
+      out.delete_marker = v->meta.delete_marker;
+    } else if (v.error().code != ErrorCode::kNoSuchVersion &&
+               v.error().code != ErrorCode::kNoSuchKey) {
+      return v.error();
+    }
+  }
   const int done = Count(ForEachDrive(alive, [&](size_t p) {
     RenameDataRequest req{st[p],
                           bucket,
@@ -299,13 +337,15 @@ Status ErasureSet::DeleteObject(const std::string& bucket, const std::string& ke
                           std::nullopt,
                           /*keep_data=*/false,
                           /*prune=*/true};
+    req.mode = RenameMode::kRemoveVersion;
+    req.version_id = out.version_id;
     st.Use(p);
     auto r = roots_[p]->RenameData(req);
     if (r.ok()) st.Gone(p);  // a delete keeps nothing to roll back to
     return r.ok();
   }));
   if (done < write_quorum()) return WriteQuorumError(done, write_quorum());
-  return {};
+  return out;
 }
 
 Result<ObjectInfo> ErasureSet::UpdateMetadata(const std::string& bucket, const std::string& key,
@@ -320,6 +360,8 @@ Result<ObjectInfo> ErasureSet::UpdateMetadata(const std::string& bucket, const s
   std::shared_lock bucket_lock(BucketLock(bucket));
   auto v = Resolve(bucket, *loc);
   if (!v.ok()) return v.error();
+  // The latest version changes in place (same id); a delete marker has nothing to update.
+  if (v->meta.delete_marker) return MakeError(ErrorCode::kNoSuchKey);
   v->meta.tags = opts.tags;
   if (!opts.tags_only) {
     v->meta.content_type = opts.content_type;
