@@ -228,26 +228,34 @@ Status IamStore::RemoveUser(const std::string& access_key) {
   return {};
 }
 
-Result<std::vector<User>> IamStore::ListUsers() {
-  std::vector<User> out;
+Status IamStore::ForEachDoc(
+    const std::string& prefix,
+    const std::function<void(const std::string& name, const std::string& key)>& each) {
   storage::ListOptions lo;
-  lo.prefix = "iam/users/";
+  lo.prefix = prefix;
   for (;;) {
     auto page = store_.ListObjects(kSys, lo);
     if (!page.ok()) {
-      if (page.error().code == ErrorCode::kNoSuchBucket) return out;
+      if (page.error().code == ErrorCode::kNoSuchBucket) return {};
       return page.error();
     }
     for (const auto& obj : page->objects) {
-      std::string ak = obj.key.substr(lo.prefix.size());
-      if (!ak.ends_with(".json")) continue;
-      ak.resize(ak.size() - 5);
-      auto user = LoadUser(ak);
-      if (user.ok() && user->has_value()) out.push_back(std::move(**user));
+      std::string name = obj.key.substr(prefix.size());
+      if (!name.ends_with(".json")) continue;
+      name.resize(name.size() - 5);
+      each(name, obj.key);
     }
-    if (!page->truncated || page->objects.empty()) break;
+    if (!page->truncated || page->objects.empty()) return {};
     lo.start_after = page->objects.back().key;
   }
+}
+
+Result<std::vector<User>> IamStore::ListUsers() {
+  std::vector<User> out;
+  RS_RETURN_IF_ERROR(ForEachDoc("iam/users/", [&](const std::string& ak, const std::string&) {
+    auto user = LoadUser(ak);
+    if (user.ok() && user->has_value()) out.push_back(std::move(**user));
+  }));
   return out;
 }
 
@@ -317,23 +325,11 @@ Status IamStore::RemovePolicy(const std::string& name) {
 Result<std::map<std::string, std::string>> IamStore::ListPolicies() {
   std::map<std::string, std::string> out;
   for (const auto& [n, doc] : kBuiltins) out[std::string(n)] = std::string(doc);
-  storage::ListOptions lo;
-  lo.prefix = "iam/policies/";
-  for (;;) {
-    auto page = store_.ListObjects(kSys, lo);
-    if (!page.ok()) {
-      if (page.error().code == ErrorCode::kNoSuchBucket) return out;
-      return page.error();
-    }
-    for (const auto& obj : page->objects) {
-      std::string name = obj.key.substr(lo.prefix.size());
-      if (!name.ends_with(".json")) continue;
-      auto doc = ReadDoc(obj.key);
-      if (doc.ok() && doc->has_value()) out[name.substr(0, name.size() - 5)] = std::move(**doc);
-    }
-    if (!page->truncated || page->objects.empty()) break;
-    lo.start_after = page->objects.back().key;
-  }
+  RS_RETURN_IF_ERROR(ForEachDoc("iam/policies/", [&](const std::string& name,
+                                                     const std::string& key) {
+    auto doc = ReadDoc(key);
+    if (doc.ok() && doc->has_value()) out[name] = std::move(**doc);
+  }));
   return out;
 }
 

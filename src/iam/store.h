@@ -16,6 +16,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -119,6 +120,10 @@ class IamStore {
 
   // Object I/O in the system bucket. ReadDoc: nullopt when the object (or the bucket) is absent.
   Result<std::optional<std::string>> ReadDoc(const std::string& key);
+  // Calls `each(name, key)` for every stored "<prefix><name>.json", page by page (an absent system
+  // bucket is an empty list).
+  Status ForEachDoc(const std::string& prefix,
+                    const std::function<void(const std::string& name, const std::string& key)>& each);
   Status WriteDoc(const std::string& key, const std::string& doc);
   Status DeleteDoc(const std::string& key);  // absent is fine
 

@@ -90,31 +90,19 @@ Status Authorize(iam::IamStore& iam, const Caller& who, std::string_view action,
   const iam::Principal principal = who.principal();
   const iam::Request request{action, resource, &principal, &ctx};
   bool allowed = false;
+  // Explicit deny in any applicable policy wins; otherwise one allow is enough.
+  auto denies = [&](const iam::Policy& policy) {
+    const iam::Decision d = iam::Evaluate(policy, request);
+    allowed = allowed || d == iam::Decision::kAllow;
+    return d == iam::Decision::kDeny;
+  };
   if (!bucket.empty()) {
-    if (auto policy = iam.BucketPolicy(bucket)) {
-      switch (iam::Evaluate(*policy, request)) {
-        case iam::Decision::kDeny:
-          return MakeError(ErrorCode::kAccessDenied);
-        case iam::Decision::kAllow:
-          allowed = true;
-          break;
-        case iam::Decision::kNotApplicable:
-          break;
-      }
-    }
+    if (auto policy = iam.BucketPolicy(bucket); policy && denies(*policy))
+      return MakeError(ErrorCode::kAccessDenied);
   }
   if (who.kind == Caller::Kind::kUser) {
-    for (const auto& policy : iam.PoliciesOf(who.access_key)) {
-      switch (iam::Evaluate(*policy, request)) {
-        case iam::Decision::kDeny:
-          return MakeError(ErrorCode::kAccessDenied);
-        case iam::Decision::kAllow:
-          allowed = true;
-          break;
-        case iam::Decision::kNotApplicable:
-          break;
-      }
-    }
+    for (const auto& policy : iam.PoliciesOf(who.access_key))
+      if (denies(*policy)) return MakeError(ErrorCode::kAccessDenied);
   }
   if (allowed) return {};
   return MakeError(ErrorCode::kAccessDenied);
