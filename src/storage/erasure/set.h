@@ -117,8 +117,13 @@ struct ShardSource {
   std::vector<uint64_t> file_sizes;             // per part: the shard file's size
   std::vector<bool> tried;
 
+  // Opens part `part`'s shard file (0-based) unless open; false when it cannot be opened.
+  bool Open(size_t part);
   // Reads `len` bytes at `off` of part `part` (0-based) into buf; false on any failure.
   bool Read(size_t part, uint64_t off, char* buf, size_t len);
+  // Reads one framed block at `off` of part `part`: its hash into `hash` (kBitrotHashSize bytes)
+  // and its `len` data bytes into `buf`, in one read where the drive can; false on any failure.
+  bool ReadFramed(size_t part, uint64_t off, char* hash, char* buf, size_t len);
 };
 
 // A resolved object version and where its shards are.
