@@ -336,16 +336,20 @@ Result<std::optional<std::string>> ReadFileIfExists(const std::string& path) {
     return ErrnoError("open", path, errno);
   }
   UniqueFd guard(fd);
+  // One read for any file that fits the buffer (every metadata file, inline data included): a
+  // regular file's read comes back short only at its end, so neither an fstat for the size nor a
+  // second read that returns 0 is needed. Files read here are replaced by rename, never rewritten
+  // in place, so a short read cannot be a writer's half-written end.
+  thread_local std::vector<char> buf(256 << 10);
   std::string out;
-  char buf[16384];
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
+    ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoError("read", path, errno);
     }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    out.append(buf.data(), static_cast<size_t>(n));
+    if (static_cast<size_t>(n) < buf.size()) break;
   }
   return std::optional<std::string>(std::move(out));
 }

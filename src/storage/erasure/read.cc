@@ -75,6 +75,11 @@ Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, 
   std::vector<uint8_t*> ptrs(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i)
     ptrs[static_cast<size_t>(i)] = &shards[static_cast<size_t>(i) * block];
+  // Inline shards are in memory already (read with the metadata): copying them is no I/O, and a
+  // hand-off to the pool would cost more than the copy.
+  bool all_inline = true;
+  for (const auto& src : v.sources) all_inline = all_inline && (!src.usable || src.is_inline);
+  const DriveWork work = all_inline ? DriveWork::kLookup : DriveWork::kIo;
   int good = 0;
   size_t next = 0;  // into order
   // Each round reads, in parallel, as many of the next usable positions as blocks are still
@@ -94,7 +99,7 @@ Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, 
       framed.resize(erasure::kBitrotHashSize + block);
       return v.sources[p].Read(part, off, framed.data(), framed.size()) &&
              erasure::VerifyFramedBlock(framed.data(), block);
-    });
+    }, work);
     for (size_t p = 0; p < static_cast<size_t>(n); ++p) {
       if (!round[p]) continue;
       if (!ok[p]) {
