@@ -487,6 +487,7 @@ Result<ObjectInfo> DriveStore::PutObject(const std::string& bucket, const std::s
   meta.content_type = opts.content_type;
   meta.user_metadata = opts.user_metadata;
   meta.tags = opts.tags;
+  meta.acl = opts.acl;
   meta.storage_class = opts.storage_class;
   meta.checksums = ci.checksums;
   meta.parts.push_back(PartMeta{1, *size, meta.etag});
@@ -602,13 +603,10 @@ Result<ObjectInfo> DriveStore::UpdateMetadata(const std::string& bucket, const s
   const std::string key_dir = KeyDir(bucket, *loc);
   auto meta = ReadMeta(Join(key_dir, loc->meta_name));
   if (!meta.ok()) return meta.error();
-  meta->tags = opts.tags;
-  if (!opts.tags_only) {
-    meta->content_type = opts.content_type;
-    meta->user_metadata = opts.user_metadata;
-    meta->storage_class = opts.storage_class;
-    meta->mtime_ns = NowNs();
-  }
+  // One version per key here: a named version must be that one.
+  if (opts.version && *opts.version != meta->version_id)
+    return MakeError(ErrorCode::kNoSuchVersion);
+  ApplyMetadataUpdate(opts, *meta, NowNs());
   RS_RETURN_IF_ERROR(fsutil::WriteFileDurable(Join(*staging, "meta"), SerializeObjectMeta(*meta)));
   fsutil::CommitPlan plan{root_,   paths::BucketDir(root_, bucket), *staging,
                           key_dir, std::string(loc->meta_name),     "",
@@ -899,6 +897,7 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
   meta.content_type = rec->content_type;
   meta.user_metadata = rec->user_metadata;
   meta.tags = rec->tags;
+  meta.acl = rec->acl;
   meta.storage_class = rec->storage_class;
   meta.multipart = true;
 
@@ -937,6 +936,7 @@ Result<PutOptions> DriveStore::GetUploadOptions(const std::string& bucket, const
   opts.content_type = rec->content_type;
   opts.user_metadata = rec->user_metadata;
   opts.tags = rec->tags;
+  opts.acl = rec->acl;
   opts.storage_class = rec->storage_class;
   if (!rec->checksum_algorithm.empty()) {
     opts.checksum_algorithm = rec->checksum_algorithm;
