@@ -101,7 +101,8 @@ TEST(CannedAcl, VersionActions) {
 
 TEST(AccessControlPolicyXml, RoundTripAndHostileBodies) {
   const AclOwner owner = OwnerOf("alice", "root");
-  const std::string xml = s3::AccessControlPolicyXml(owner, GrantsOf(CannedAcl::kPublicRead, owner));
+  const std::string xml =
+      s3::AccessControlPolicyXml(owner, GrantsOf(CannedAcl::kPublicRead, owner));
   EXPECT_NE(xml.find("<Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
                      "xsi:type=\"Group\"><URI>http://acs.amazonaws.com/groups/global/AllUsers"
                      "</URI></Grantee><Permission>READ</Permission>"),
