@@ -1,6 +1,6 @@
 // The object layer: buckets, objects, multipart uploads. The S3 handlers talk only to this
-// interface; the single-drive implementation lives in storage/drive_store.*, the erasure-coded one
-// replaces it later without touching the handlers.
+// interface. Its one implementation is the erasure-coded ErasureStore (storage/erasure_store.h);
+// a single drive runs as a one-drive erasure set.
 #pragma once
 
 #include <cstdint>
