@@ -21,6 +21,7 @@
 #include "storage/fsutil.h"
 #include "storage/listing.h"
 #include "storage/local_drive.h"
+#include "storage/multipart_checksum.h"
 
 namespace rdmastor::storage {
 
@@ -822,8 +823,7 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     if (parts[i].number < 1 || parts[i].number > kMaxPartNumber) {
-      return MakeError(ErrorCode::kInvalidPart,
-                       "invalid part number " + std::to_string(parts[i].number));
+      return InvalidPartError(upload_id, parts[i]);
     }
     if (i > 0 && parts[i].number <= parts[i - 1].number) {
       return MakeError(ErrorCode::kInvalidPartOrder);
@@ -847,16 +847,10 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
     const std::string path = Join(upload_dir, PartRecordName(p.number));
     auto raw = fsutil::ReadFileIfExists(path);
     if (!raw.ok()) return raw.error();
-    if (!raw->has_value()) {
-      return MakeError(ErrorCode::kInvalidPart,
-                       "part " + std::to_string(p.number) + " was not uploaded");
-    }
+    if (!raw->has_value()) return InvalidPartError(upload_id, p);
     auto r = ParsePartRecord(**raw, path);
     if (!r.ok()) return r.error();
-    if (r->info.etag != StripQuotes(p.etag)) {
-      return MakeError(ErrorCode::kInvalidPart,
-                       "part " + std::to_string(p.number) + ": ETag does not match");
-    }
+    if (r->info.etag != StripQuotes(p.etag)) return InvalidPartError(upload_id, p);
     records.push_back(std::move(*r));
   }
   uint64_t total = 0;
@@ -908,10 +902,7 @@ Result<ObjectInfo> DriveStore::CompleteMultipartUpload(const std::string& bucket
     const std::string src = Join(upload_dir, records[i].data_file);
     const std::string dst = Join(data, PartFileName(i + 1));
     if (fsutil::Link(src, dst) != 0) {
-      if (errno == ENOENT) {
-        return MakeError(ErrorCode::kInvalidPart,
-                         "part " + std::to_string(records[i].info.number) + " data is missing");
-      }
+      if (errno == ENOENT) return InvalidPartError(upload_id, parts[i]);
       if (fsutil::Rename(src, dst) != 0) {  // file system without hard links
         return fsutil::ErrnoError("rename", src, errno);
       }

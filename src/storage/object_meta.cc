@@ -340,6 +340,7 @@ std::string SerializeUploadRecord(const UploadRecord& r) {
   if (!r.tags.empty()) j["tags"] = r.tags;
   if (!r.storage_class.empty()) j["storage_class"] = r.storage_class;
   if (!r.checksum_type.empty()) j["checksum_type"] = r.checksum_type;
+  if (r.parity) j["parity"] = *r.parity;
   return Dump(j);
 }
 
@@ -355,6 +356,7 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
     r.tags = j.value("tags", std::string());
     r.storage_class = j.value("storage_class", std::string());
     r.checksum_type = j.value("checksum_type", std::string());
+    if (j.contains("parity")) r.parity = json_int::At<int>(j, "parity");
     return r;
   } catch (const std::exception& e) {
     return Malformed(path, e);

@@ -289,7 +289,7 @@ class CrashHarness : public ::testing::TestWithParam<int> {
       if (!s.ok()) return s.error();
       return std::unique_ptr<ObjectLayer>(std::move(*s));
     }
-    auto s = ErasureStore::Open(drives, "");
+    auto s = ErasureStore::Open(drives, {});
     if (!s.ok()) return s.error();
     return std::unique_ptr<ObjectLayer>(std::move(*s));
   }
