@@ -783,6 +783,45 @@ TEST_F(S3OverRdma, ANonSuccessReplyDeregistersTheBuffer) {
   EXPECT_EQ(*client_->TokenFor(buf.data(), buf.size(), true), kept);
 }
 
+// RegisterMemory keeps one registration of a reused buffer for both directions until Forget()
+// (what rdmastor.Buffer builds on): transfers into any part of it add no registration, a failed
+// call drops it like any other, and Forget() from another thread kills its rkey.
+TEST_F(S3OverRdma, RegisteredMemoryIsKeptUntilForget) {
+  const size_t n = 256 * 1024;
+  char* buf = static_cast<char*>(
+      mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(buf, MAP_FAILED);
+  const size_t before = client_->registrations();
+  ASSERT_TRUE(client_->RegisterMemory(buf, n).ok());
+  EXPECT_EQ(client_->registrations(), before + 1);
+  auto whole = rdma::ParseToken(*client_->TokenFor(buf, n, true));
+  auto part = rdma::ParseToken(*client_->TokenFor(buf + 4096, 5000, false));
+  ASSERT_TRUE(whole.ok() && part.ok());
+  EXPECT_EQ(whole->rkey, part->rkey);
+
+  auto data = Pattern(100000, 41);
+  std::memcpy(buf + 7, data.data(), data.size());
+  ASSERT_TRUE(client_->Put(bucket_, "kept", buf + 7, data.size()).ok());  // remote read
+  for (size_t off : {size_t{0}, size_t{4096}, n - data.size()}) {          // remote write
+    auto got = client_->Get(bucket_, "kept", buf + off, data.size());
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    EXPECT_EQ(got->transport, Transport::kRdma);
+    EXPECT_EQ(std::memcmp(buf + off, data.data(), data.size()), 0);
+  }
+  EXPECT_EQ(client_->registrations(), before + 1);  // nothing registered per call
+
+  ASSERT_FALSE(client_->Get(bucket_, "no-such-key", buf, n).ok());
+  EXPECT_EQ(client_->registrations(), before);  // a failed call dropped it
+  ASSERT_TRUE(client_->RegisterMemory(buf, n).ok());
+  std::string token = *client_->TokenFor(buf, n, true);
+  EXPECT_TRUE(LateWrite(token).ok());
+  std::thread([&] { client_->Forget(buf, n); }).join();
+  EXPECT_EQ(client_->registrations(), before);
+  EXPECT_FALSE(LateWrite(token).ok());
+  EXPECT_FALSE(client_->RegisterMemory(nullptr, n).ok());
+  munmap(buf, n);
+}
+
 // A remote-writable registration of a shared file mapping is refused before anything is sent
 // (issue 12 item 2: the kernel refuses such pins on verbs; the rule is the same on every fabric),
 // while a private mapping of the same file and anonymous memory receive normally.
