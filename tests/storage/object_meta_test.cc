@@ -123,6 +123,19 @@ TEST(ObjectMetaTest, UploadRecordKeepsClassAndBytes) {
   auto old = ParseUploadRecord(R"({"version":1,"key":"k","initiated_ns":1})", "upload.json");
   ASSERT_TRUE(old.ok()) << old.error().message;
   EXPECT_EQ(old->storage_class, "");
+  EXPECT_FALSE(old->parity.has_value());
+  // The parity the parts are coded with, when recorded (0 is a parity too).
+  for (int parity : {0, 1, 8}) {
+    r.parity = parity;
+    back = ParseUploadRecord(SerializeUploadRecord(r), "upload.json");
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(back->parity, parity);
+  }
+  for (const std::string text : {R"({"key":"k","initiated_ns":1,"parity":"2"})",
+                                 R"({"key":"k","initiated_ns":1,"parity":1.5})",
+                                 R"({"key":"k","initiated_ns":1,"parity":1e300})"}) {
+    EXPECT_FALSE(ParseUploadRecord(text, "upload.json").ok()) << text;
+  }
 }
 
 TEST(ObjectMetaTest, VersionListRoundTripsNewestFirst) {
