@@ -18,6 +18,7 @@
 #include "common/utf8.h"
 #include "iam/actions.h"
 #include "s3/access.h"
+#include "s3/acl.h"
 #include "s3/admin_api.h"
 #include "s3/aws_chunked.h"
 #include "s3/checksums.h"
@@ -474,6 +475,9 @@ Result<storage::PutOptions> ObjectOptionsFromHeaders(const HttpRequest& req) {
     opts.tags = std::move(*tags);
   }
   opts.storage_class = StorageClassOf(req);
+  auto acl = RequestedAcl(req);
+  if (!acl.ok()) return acl.error();
+  opts.acl = iam::StoredAcl(acl->value_or(iam::CannedAcl::kPrivate));
   return opts;
 }
 
@@ -595,8 +599,7 @@ namespace {
 // Subresources we do not implement: answered NotImplemented rather than acting on the
 // bucket/object.
 const char* UnsupportedSubresource(const S3Api::Context& ctx) {
-  static const char* kUnsupported[] = {"acl",
-                                       "policy",
+  static const char* kUnsupported[] = {"policy",
                                        "lifecycle",
                                        "cors",
                                        "encryption",
@@ -644,6 +647,7 @@ std::string_view ApiName(const S3Api::Context& ctx) {
   if (ctx.bucket.empty()) return m == "GET" ? "ListBuckets" : "unknown";
   if (UnsupportedSubresource(ctx)) return "unknown";
   if (ctx.Has("tagging")) return TaggingApiName(m, ctx.has_key);
+  if (ctx.Has("acl")) return AclApiName(m, ctx.has_key);
   if (!ctx.has_key && (ctx.Has("policy") || ctx.Has("policyStatus")))
     return PolicyApiName(m, ctx.Has("policyStatus"));
   if (!ctx.has_key) {
@@ -888,6 +892,10 @@ void S3Api::Dispatch(Context& ctx) {
       {"GetBucketPolicy", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
       {"DeleteBucketPolicy", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
       {"GetBucketPolicyStatus", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
+      {"PutBucketAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
+      {"GetBucketAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
+      {"PutObjectAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
+      {"GetObjectAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
   };
   for (const auto& [name, handler] : kRoutes) {
     if (ctx.api == name) return handler(*this, ctx);
@@ -913,11 +921,23 @@ void S3Api::BucketPolicy(Context& ctx) {
   SendBody(ctx.sink, std::move(head), reply->body, reply->content_type);
 }
 
+// ?acl on a bucket or an object (s3/acl.h).
+void S3Api::Acl(Context& ctx) {
+  auto reply = HandleAcl(*iam_, store_, ctx.api, ctx.bucket, ctx.key, ctx.version, ctx.req,
+                         [&] { return ReadXmlBody(ctx); });
+  if (!reply.ok()) {
+    if (ctx.has_key) return SendVersionError(ctx, reply.error(), store_);
+    return SendError(ctx, reply.error());
+  }
+  if (reply->xml.empty()) return SendEmpty(ctx, reply->status, reply->headers);
+  SendXml(ctx, reply->xml, reply->status, reply->headers);
+}
+
 bool S3Api::Authorized(Context& ctx) {
   const bool copy = ctx.api == "CopyObject" || ctx.api == "CopyObjectPart";
   std::optional<std::pair<std::string, std::string>> source;
+  storage::VersionSel src_version;
   if (copy) {
-    storage::VersionSel src_version;
     auto src = ParseCopySource(ctx.req.HeaderOr("x-amz-copy-source"), &src_version);
     if (src.ok()) source = std::move(*src);
     // The system bucket cannot be read through a copy either, not even by root.
@@ -930,20 +950,43 @@ bool S3Api::Authorized(Context& ctx) {
   // DeleteObjects: s3:DeleteObject is checked for each key it names (DeleteObjects).
   if (ctx.api == "DeleteMultipleObjects") return true;
   const bool object_action = ctx.has_key && !iam::IsBucketAction(iam::ActionFor(ctx.api));
-  auto st = Allowed(ctx, iam::ActionFor(ctx.api), object_action ? ctx.key : std::string());
-  // A copy reads its source: s3:GetObject there too.
-  if (st.ok() && source) st = Allowed(ctx, "s3:GetObject", source->second, source->first);
+  // An anonymous request is authorized before Dispatch parses its versionId: parsed here (a
+  // malformed one is refused as for anyone; it tells nothing about the bucket).
+  storage::VersionSel version = ctx.version;
+  if (!version && object_action && ctx.Has("versionId")) {
+    auto v = ParseVersionId(ctx.Q("versionId"));
+    if (!v.ok()) {
+      SendError(ctx, v.error());
+      return false;
+    }
+    version = std::move(*v);
+  }
+  std::string_view action = iam::ActionFor(ctx.api);
+  // A request naming a version needs the ...Version action (s3:GetObjectVersion, ...).
+  if (object_action && version) action = iam::VersionAction(action);
+  auto st = Allowed(ctx, action, object_action ? ctx.key : std::string(), {}, version);
+  // A copy reads its source: s3:GetObject (s3:GetObjectVersion for a named version) there too.
+  if (st.ok() && source) {
+    st = Allowed(ctx, src_version ? "s3:GetObjectVersion" : "s3:GetObject", source->second,
+                 source->first, src_version);
+  }
   if (!st.ok()) SendError(ctx, st.error());
   return st.ok();
 }
 
 Status S3Api::Allowed(Context& ctx, std::string_view action, const std::string& key,
-                      const std::string& bucket) {
+                      const std::string& bucket, const storage::VersionSel& version) {
   if (ctx.caller.root()) return {};
   const auto conditions = ConditionsFor(ctx.req, ctx.query, opts_.secure_transport, ctx.caller,
                                         ctx.caller.anonymous() ? nullptr : &ctx.auth);
-  return Authorize(*iam_, ctx.caller, action, bucket.empty() ? ctx.bucket : bucket, key,
-                   conditions);
+  const std::string& in_bucket = bucket.empty() ? ctx.bucket : bucket;
+  // The ACL of the version read: a missing object (or version, or a delete marker) grants nothing.
+  auto object_acl = [&]() {
+    auto info = version ? store_.StatObjectVersion(in_bucket, key, *version)
+                        : store_.StatObject(in_bucket, key);
+    return info.ok() ? iam::AclFromStored(info->acl) : iam::CannedAcl::kPrivate;
+  };
+  return Authorize(*iam_, ctx.caller, action, in_bucket, key, conditions, object_acl);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1004,13 +1047,19 @@ void S3Api::CreateBucket(Context& ctx) {
                                         " location constraint is incompatible for the region "
                                         "specific endpoint this request was sent to."));
   }
+  auto acl = RequestedAcl(ctx.req);
+  if (!acl.ok()) return SendError(ctx, acl.error());
   auto st = store_.MakeBucket(ctx.bucket);
   if (!st.ok()) return SendError(ctx, st.error());
-  // The owner, when not root (a bucket without a record belongs to root).
-  if (!ctx.caller.root()) {
-    if (auto rec = iam_->PutBucketAccess(ctx.bucket, {ctx.caller.access_key, "private"}); !rec.ok())
-      spdlog::warn("{}: bucket {} created but its owner not recorded: {}", ctx.request_id,
-                   ctx.bucket, rec.error().message);
+  // The owner ("" for root) and the ACL, written for every new bucket so that no record left by
+  // an earlier bucket of the same name (ForgetBucket is best effort) can apply to this one.
+  const iam::BucketAccess access{ctx.caller.root() ? std::string() : ctx.caller.access_key,
+                                 std::string(iam::AclName(acl->value_or(iam::CannedAcl::kPrivate)))};
+  if (auto rec = iam_->PutBucketAccess(ctx.bucket, access); !rec.ok()) {
+    spdlog::warn("{}: bucket {} created but its owner and ACL not recorded: {}", ctx.request_id,
+                 ctx.bucket, rec.error().message);
+    // The bucket exists and is private; a client that asked for more must not believe it got it.
+    if (access.acl != "private") return SendError(ctx, rec.error());
   }
   SendEmpty(ctx, 200, {{"Location", "/" + ctx.bucket}});
 }
@@ -1153,7 +1202,9 @@ void S3Api::DeleteObjects(Context& ctx) {
       else
         st = MakeError(ErrorCode::kNoSuchVersion);
     }
-    if (st.ok()) st = Allowed(ctx, "s3:DeleteObject", entry.key);  // each key on its own
+    // Each key on its own; a named version needs s3:DeleteObjectVersion.
+    if (st.ok())
+      st = Allowed(ctx, version ? "s3:DeleteObjectVersion" : "s3:DeleteObject", entry.key);
     storage::DeleteResult done;
     if (st.ok()) {
       auto r = store_.DeleteObjectVersion(ctx.bucket, entry.key, version);
@@ -1357,6 +1408,11 @@ void S3Api::PostObject(Context& ctx) {
     if (auto it = fields.find(std::string(stored)); it != fields.end())
       opts.user_metadata[std::string(stored)] = it->second;
   }
+  if (auto it = fields.find("acl"); it != fields.end()) {  // a canned ACL, as x-amz-acl
+    auto acl = iam::ParseCannedAcl(it->second);
+    if (!acl.ok()) return SendError(ctx, acl.error());
+    opts.acl = iam::StoredAcl(*acl);
+  }
   if (auto it = fields.find("tagging"); it != fields.end()) {  // a <Tagging> document, as AWS
     auto tags = ParseTaggingXml(it->second, /*object=*/true);
     if (!tags.ok()) return SendError(ctx, tags.error());
@@ -1440,6 +1496,10 @@ void S3Api::CopyObject(Context& ctx) {
   auto tags = CopyObjectTags(ctx.req, src_info.tags);
   if (!tags.ok()) return SendError(ctx, tags.error());
   opts.tags = std::move(*tags);
+  // The copy's ACL is the request's (private when it names none), never the source's (AWS).
+  auto acl = RequestedAcl(ctx.req);
+  if (!acl.ok()) return SendError(ctx, acl.error());
+  opts.acl = iam::StoredAcl(acl->value_or(iam::CannedAcl::kPrivate));
   // x-amz-checksum-algorithm: the copy gets a checksum of that algorithm, computed as it is copied.
   std::optional<hash::Algo> new_checksum;
   if (const auto* algo = ctx.req.FindHeader("x-amz-checksum-algorithm")) {

@@ -511,16 +511,25 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
       return ErrnoError(op, where, err);
     }
     data_moved = true;
-  } else if (has_meta && !IsDir(plan.target)) {
-    RS_RETURN_IF_ERROR(MkdirAll(plan.base, plan.target, /*sync=*/false));
   }
 
-  // 3. The commit point: the metadata file is replaced (or removed) atomically.
+  // 3. The commit point: the metadata file is replaced (or removed) atomically. Without a data
+  // directory moved in first (inline objects, metadata updates) the target may not exist (a
+  // fresh key), or a concurrent delete of a neighbouring key may prune it between its creation
+  // and the rename: create it and retry then (an overwrite needs neither a stat nor a mkdir).
   if (has_meta) {
-    if (Rename(staged_meta, target_meta) != 0) {
+    for (int attempt = 0;; ++attempt) {
+      if (Rename(staged_meta, target_meta) == 0) break;
       int err = errno;
+      std::string where = target_meta;
+      const char* op = "rename";
+      if (err == ENOENT && !data_moved && attempt < 16) {
+        err = MkdirAllErrno(plan.base, plan.target, &where, /*sync=*/false);
+        op = "mkdir";
+        if (err == 0 || err == ENOENT) continue;
+      }
       rollback();
-      return ErrnoError("rename", target_meta, err);
+      return ErrnoError(op, where, err);
     }
   } else if (Unlink(target_meta) != 0 && errno != ENOENT) {
     int err = errno;

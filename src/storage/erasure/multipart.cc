@@ -354,6 +354,7 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
   meta.content_type = rec->content_type;
   meta.user_metadata = rec->user_metadata;
   meta.tags = rec->tags;
+  meta.acl = rec->acl;
   meta.storage_class = rec->storage_class;
   meta.multipart = true;
   for (size_t i = 0; i < infos.size(); ++i) {
@@ -390,6 +391,7 @@ Result<PutOptions> ErasureSet::GetUploadOptions(const std::string& bucket, const
   opts.content_type = rec->content_type;
   opts.user_metadata = rec->user_metadata;
   opts.tags = rec->tags;
+  opts.acl = rec->acl;
   opts.storage_class = rec->storage_class;
   opts.checksum_algorithm = rec->checksum_algorithm;
   opts.checksum_type = rec->checksum_type;

@@ -273,6 +273,7 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   meta.content_type = opts.content_type;
   meta.user_metadata = opts.user_metadata;
   meta.tags = opts.tags;
+  meta.acl = opts.acl;
   meta.storage_class = opts.storage_class;
   meta.checksums = ci.checksums;
   meta.parts.push_back(PartMeta{1, *size, meta.etag});
@@ -358,17 +359,12 @@ Result<ObjectInfo> ErasureSet::UpdateMetadata(const std::string& bucket, const s
   auto lock = LockObject(bucket, key, LockMode::kExclusive, "CopyObject");
   if (!lock.ok()) return lock.error();
   std::shared_lock bucket_lock(BucketLock(bucket));
-  auto v = Resolve(bucket, *loc);
+  auto v = Resolve(bucket, *loc, opts.version);
   if (!v.ok()) return v.error();
-  // The latest version changes in place (same id); a delete marker has nothing to update.
-  if (v->meta.delete_marker) return MakeError(ErrorCode::kNoSuchKey);
-  v->meta.tags = opts.tags;
-  if (!opts.tags_only) {
-    v->meta.content_type = opts.content_type;
-    v->meta.user_metadata = opts.user_metadata;
-    v->meta.storage_class = opts.storage_class;
-    v->meta.mtime_ns = NowNs();
-  }
+  // The version changes in place (same id); a delete marker has nothing to update.
+  if (v->meta.delete_marker)
+    return MakeError(opts.version ? ErrorCode::kMethodNotAllowed : ErrorCode::kNoSuchKey);
+  ApplyMetadataUpdate(opts, v->meta, NowNs());
   std::vector<ObjectMeta> metas(roots_.size());
   for (size_t p = 0; p < roots_.size(); ++p) {
     alive[p] = alive[p] && v->sources[p].usable;
