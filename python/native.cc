@@ -352,8 +352,8 @@ class Native {
     rdmastor::Result<rdmastor::client::TransferResult> res = transfer();
     if (!registered)
       rdma_->Forget(p, len);
-    else if (!res.ok())
-      kept->Unregistered(rdma_);  // a failed call drops the memory's registrations
+    else if (!res.ok() || res->transport != rdmastor::client::Transport::kRdma)
+      kept->Unregistered(rdma_);  // a failed call, or an HTTP fallback, dropped its registrations
     return Unwrap(std::move(res));
   }
 

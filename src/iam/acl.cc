@@ -134,12 +134,12 @@ Policy BucketAclPolicy(CannedAcl acl, std::string_view bucket) {
   Policy p;
   if (acl == CannedAcl::kPrivate) return p;
   const bool authenticated = acl == CannedAcl::kAuthenticatedRead;
-  p.statements.push_back(AllowEveryone(
-      {"s3:listbucket", "s3:listbucketversions", "s3:listbucketmultipartuploads"},
-      std::string(bucket), authenticated));
+  p.statements.push_back(
+      AllowEveryone({"s3:listbucket", "s3:listbucketversions", "s3:listbucketmultipartuploads"},
+                    std::string(bucket), authenticated));
   if (acl == CannedAcl::kPublicReadWrite) {
-    p.statements.push_back(AllowEveryone({"s3:putobject", "s3:deleteobject"},
-                                         std::string(bucket) + "/*", false));
+    p.statements.push_back(
+        AllowEveryone({"s3:putobject", "s3:deleteobject"}, std::string(bucket) + "/*", false));
   }
   return p;
 }

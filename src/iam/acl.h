@@ -54,7 +54,7 @@ struct Grant {
 };
 
 struct AclOwner {
-  std::string id;            // canonical user id (CanonicalUserId)
+  std::string id;  // canonical user id (CanonicalUserId)
   std::string display_name;
 };
 

@@ -67,8 +67,8 @@ Result<AclReply> HandleAcl(iam::IamStore& iam, storage::ObjectLayer& store, std:
   AclReply reply;
   std::optional<storage::ObjectInfo> info;
   if (object) {
-    auto stat = version ? store.StatObjectVersion(bucket, key, *version)
-                        : store.StatObject(bucket, key);
+    auto stat =
+        version ? store.StatObjectVersion(bucket, key, *version) : store.StatObject(bucket, key);
     if (!stat.ok()) return stat.error();
     info = std::move(*stat);
     if (version || !info->version_id.empty())

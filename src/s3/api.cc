@@ -302,6 +302,9 @@ struct ChecksumRule {
   // CompleteMultipartUpload: the headers describe the object being completed, not the XML body.
   bool headers_describe_body = true;
   const storage::PutOptions* upload = nullptr;  // UploadPart: the upload's recorded algorithm
+  // Object data (PutObject, UploadPart): a body that declares no checksum gets S3's default one
+  // (checksum::kDefaultAlgo), computed as it streams.
+  bool default_checksum = false;
 };
 
 // `rdma`: the payload comes over RDMA (exactly rdma->size() bytes) instead of the HTTP body.
@@ -326,6 +329,7 @@ Result<UploadBody> PrepareUpload(S3Api::Context& ctx, RdmaPutBody* rdma = nullpt
     if (!algo.ok()) return algo.error();
     up.checksum_algo = *algo;
   }
+  if (!up.checksum_algo && rule.default_checksum) up.checksum_algo = checksum::kDefaultAlgo;
 
   const auto mode = ctx.auth.payload_mode;
   bool streaming = mode == PayloadMode::kStreamingSigned ||
@@ -1236,7 +1240,7 @@ void S3Api::PutObject(Context& ctx) {
   if (!opts.ok()) return SendError(ctx, opts.error());
   auto rdma = RdmaPutBodyFor(ctx.req, ctx.auth, opts_.rdma);
   if (!rdma.ok()) return SendError(ctx, rdma.error());
-  auto up = PrepareUpload(ctx, rdma->get());
+  auto up = PrepareUpload(ctx, rdma->get(), ChecksumRule{.default_checksum = true});
   if (!up.ok()) return SendError(ctx, up.error());
   opts->size = up->size;
   opts->precondition = ConditionalWrite(ctx.req);
@@ -1426,7 +1430,7 @@ void S3Api::PostObject(Context& ctx) {
     max_size = std::min<uint64_t>(max_size, static_cast<uint64_t>(policy->length_range->second));
   }
   LimitedSource limited(form.Content(), max_size);
-  DigestingSource digest(limited, false, std::nullopt);
+  DigestingSource digest(limited, false, checksum::kDefaultAlgo);  // S3's default checksum
   auto info = store_.PutObject(
       ctx.bucket, key, digest, opts, [&](uint64_t) -> Result<storage::CommitInfo> {
         if (static_cast<int64_t>(limited.bytes()) < min_size) {
@@ -1438,6 +1442,8 @@ void S3Api::PostObject(Context& ctx) {
         }
         storage::CommitInfo ci;
         ci.etag = hash::HexEncode(digest.Md5());
+        ci.checksums[std::string(hash::ChecksumName(checksum::kDefaultAlgo))] =
+            hash::Base64Encode(digest.Checksum());
         return ci;
       });
   if (!info.ok()) return SendError(ctx, info.error());
@@ -1512,16 +1518,18 @@ void S3Api::CopyObject(Context& ctx) {
   }
   // Copying a named version onto its own key makes it the latest again (a restore): a copy.
   bool same = src_bucket == ctx.bucket && src_key == ctx.key && !src_version;
-  if (same && !new_checksum) {
-    // Onto itself: legal when it replaces the metadata or names a storage class (AWS) or a checksum
-    // algorithm (which rewrites the data below).
-    if (!replace && !ctx.req.FindHeader("x-amz-storage-class")) {
-      return SendError(ctx, MakeError(ErrorCode::kInvalidRequest,
-                                      "This copy request is illegal because it is trying to copy "
-                                      "an object to itself without changing the object's "
-                                      "metadata, storage class, website redirect location or "
-                                      "encryption attributes."));
-    }
+  // Onto itself: legal when it replaces the metadata or names a storage class (AWS) or a checksum
+  // algorithm (which rewrites the data below).
+  if (same && !new_checksum && !replace && !ctx.req.FindHeader("x-amz-storage-class")) {
+    return SendError(ctx, MakeError(ErrorCode::kInvalidRequest,
+                                    "This copy request is illegal because it is trying to copy "
+                                    "an object to itself without changing the object's "
+                                    "metadata, storage class, website redirect location or "
+                                    "encryption attributes."));
+  }
+  // A new storage class is a new parity: the data is rewritten (the copy below), not only the
+  // metadata.
+  if (same && !new_checksum && opts.storage_class == src_info.storage_class) {
     // Onto itself the destination is the source: its conditions hold against the source read.
     if (auto cond = ConditionalWrite(ctx.req)) {
       if (auto st = cond(&src_info); !st.ok()) return SendError(ctx, st.error());
@@ -1537,23 +1545,31 @@ void S3Api::CopyObject(Context& ctx) {
   opts.size = src_info.size;
   // If-Match / If-None-Match name the destination, as on PutObject (checked at commit).
   opts.precondition = ConditionalWrite(ctx.req);
+  // Checksums: x-amz-checksum-algorithm's, computed as the bytes are copied; else the source's
+  // full-object ones are kept and a composite one (which describes parts, not a single PUT) is
+  // computed again over the whole object; with none at all, S3's default.
+  std::map<std::string, std::string> kept;
+  std::optional<hash::Algo> computed = new_checksum;
+  for (const auto& [name, value] : src_info.checksums) {
+    if (new_checksum) break;
+    if (value.find('-') == std::string::npos)
+      kept[name] = value;
+    else
+      computed = hash::ChecksumAlgoFromName(name);
+  }
+  if (!computed && kept.empty()) computed = checksum::kDefaultAlgo;
   ReaderSource source(**reader, 0, src_info.size);
-  DigestingSource digest(source, false, new_checksum);
+  DigestingSource digest(source, false, computed);
   // A single-part source keeps its ETag (its MD5); a multipart source gets the MD5 of its bytes,
   // as S3 does for copies.
   auto info = store_.PutObject(
       ctx.bucket, ctx.key, digest, opts, [&](uint64_t) -> Result<storage::CommitInfo> {
         storage::CommitInfo ci;
         ci.etag = hash::HexEncode(digest.Md5());
-        if (new_checksum) {
-          ci.checksums[std::string(hash::ChecksumName(*new_checksum))] =
+        ci.checksums = kept;
+        if (computed)
+          ci.checksums[std::string(hash::ChecksumName(*computed))] =
               hash::Base64Encode(digest.Checksum());
-          return ci;
-        }
-        ci.checksums = src_info.checksums;
-        // Composite multipart checksums don't describe a single PUT.
-        for (auto it = ci.checksums.begin(); it != ci.checksums.end();)
-          it = it->second.find('-') != std::string::npos ? ci.checksums.erase(it) : std::next(it);
         return ci;
       });
   if (!info.ok()) return SendError(ctx, info.error());
@@ -1828,7 +1844,8 @@ void S3Api::UploadPart(Context& ctx) {
   // The upload's checksum algorithm decides what the part must declare and what is computed.
   auto upload = store_.GetUploadOptions(ctx.bucket, ctx.key, upload_id);
   if (!upload.ok()) return SendError(ctx, RdmaUploadError(rdma->get(), upload.error()));
-  auto up = PrepareUpload(ctx, rdma->get(), ChecksumRule{true, &*upload});
+  auto up = PrepareUpload(ctx, rdma->get(),
+                          ChecksumRule{.upload = &*upload, .default_checksum = true});
   if (!up.ok()) return SendError(ctx, up.error());
   auto part = store_.PutObjectPart(ctx.bucket, ctx.key, upload_id, *pn, *up->digest, up->size,
                                    [&](uint64_t) { return FinishUpload(ctx, *up); });
@@ -1854,8 +1871,9 @@ void S3Api::UploadPartCopy(Context& ctx) {
   // Fail on a missing upload before reading any source data.
   auto upload = store_.GetUploadOptions(ctx.bucket, ctx.key, upload_id);
   if (!upload.ok()) return SendError(ctx, upload.error());
-  // The part gets the upload's checksum, computed as it is copied.
-  const auto part_algo = hash::ChecksumAlgoFromName(upload->checksum_algorithm);
+  // The part gets the upload's checksum (S3's default when it has none), computed as it is copied.
+  const hash::Algo part_algo =
+      hash::ChecksumAlgoFromName(upload->checksum_algorithm).value_or(checksum::kDefaultAlgo);
   auto reader = OpenSource(store_, src_bucket, src_key, src_version);
   if (!reader.ok()) return SendError(ctx, reader.error());
   const auto& src_info = (*reader)->info();
@@ -1890,8 +1908,8 @@ void S3Api::UploadPartCopy(Context& ctx) {
       [&](uint64_t) -> Result<storage::CommitInfo> {
         storage::CommitInfo ci;
         ci.etag = hash::HexEncode(digest.Md5());
-        if (part_algo)
-          ci.checksums[upload->checksum_algorithm] = hash::Base64Encode(digest.Checksum());
+        ci.checksums[std::string(hash::ChecksumName(part_algo))] =
+            hash::Base64Encode(digest.Checksum());
         return ci;
       });
   if (!part.ok()) return SendError(ctx, part.error());

@@ -358,6 +358,7 @@ std::string SerializeUploadRecord(const UploadRecord& r) {
   if (!r.acl.empty()) j["acl"] = r.acl;
   if (!r.storage_class.empty()) j["storage_class"] = r.storage_class;
   if (!r.checksum_type.empty()) j["checksum_type"] = r.checksum_type;
+  if (r.parity) j["parity"] = *r.parity;
   return Dump(j);
 }
 
@@ -374,6 +375,7 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
     r.acl = j.value("acl", std::string());
     r.storage_class = j.value("storage_class", std::string());
     r.checksum_type = j.value("checksum_type", std::string());
+    if (j.contains("parity")) r.parity = json_int::At<int>(j, "parity");
     return r;
   } catch (const std::exception& e) {
     return Malformed(path, e);

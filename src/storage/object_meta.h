@@ -121,6 +121,9 @@ struct UploadRecord {
   std::string tags;                // applied to the object at Complete; written when non-empty
   std::string acl;                 // canned ACL applied at Complete; written when non-empty
   std::string storage_class;       // "" = STANDARD
+  // Parity shards the parts are coded with (the class's parity when the upload began, so a
+  // settings change meanwhile cannot mix geometries); absent in records of earlier versions.
+  std::optional<int> parity;
 };
 std::string SerializeUploadRecord(const UploadRecord& rec);
 Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::string& path_for_errors);

@@ -92,16 +92,17 @@ TEST(CannedAcl, VersionActions) {
   EXPECT_EQ(VersionAction("s3:GetObjectAcl"), "s3:GetObjectVersionAcl");
   EXPECT_EQ(VersionAction("s3:GetObjectAttributes"), "s3:GetObjectVersionAttributes");
   EXPECT_EQ(VersionAction("s3:PutObject"), "s3:PutObject");
-  for (auto a : {"s3:GetObjectVersion", "s3:DeleteObjectVersion", "s3:GetObjectVersionTagging",
-                 "s3:PutObjectVersionTagging", "s3:DeleteObjectVersionTagging",
-                 "s3:GetObjectVersionAcl", "s3:PutObjectVersionAcl",
-                 "s3:GetObjectVersionAttributes"})
+  for (auto a :
+       {"s3:GetObjectVersion", "s3:DeleteObjectVersion", "s3:GetObjectVersionTagging",
+        "s3:PutObjectVersionTagging", "s3:DeleteObjectVersionTagging", "s3:GetObjectVersionAcl",
+        "s3:PutObjectVersionAcl", "s3:GetObjectVersionAttributes"})
     EXPECT_TRUE(IsKnownAction(a)) << a;
 }
 
 TEST(AccessControlPolicyXml, RoundTripAndHostileBodies) {
   const AclOwner owner = OwnerOf("alice", "root");
-  const std::string xml = s3::AccessControlPolicyXml(owner, GrantsOf(CannedAcl::kPublicRead, owner));
+  const std::string xml =
+      s3::AccessControlPolicyXml(owner, GrantsOf(CannedAcl::kPublicRead, owner));
   EXPECT_NE(xml.find("<Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
                      "xsi:type=\"Group\"><URI>http://acs.amazonaws.com/groups/global/AllUsers"
                      "</URI></Grantee><Permission>READ</Permission>"),
@@ -128,8 +129,9 @@ TEST(AccessControlPolicyXml, RoundTripAndHostileBodies) {
             ErrorCode::kMalformedXML);
   std::string many = "<AccessControlPolicy><AccessControlList>";
   for (int i = 0; i < 101; ++i)
-    many += "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-            "xsi:type=\"CanonicalUser\"><ID>x</ID></Grantee><Permission>READ</Permission></Grant>";
+    many +=
+        "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+        "xsi:type=\"CanonicalUser\"><ID>x</ID></Grantee><Permission>READ</Permission></Grant>";
   many += "</AccessControlList></AccessControlPolicy>";
   EXPECT_EQ(code(many), ErrorCode::kMalformedXML);
   // An e-mail grantee parses but is no canned ACL's.

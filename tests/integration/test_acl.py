@@ -16,6 +16,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 
 import pytest
+import requests
 from botocore.exceptions import ClientError
 
 from conftest import (AwsCli, make_client, rand_str, s3_error, sdk_script_runner, signed_request,
@@ -87,6 +88,7 @@ def section(fn):
         out["crash " + fn.__name__] = traceback.format_exc()[-2000:]
 
 bucket = prefix + "-acl"
+ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
 
 @section
 def bucket_acl():
@@ -102,7 +104,7 @@ def bucket_acl():
                                                 if g["Grantee"]["Type"] == "CanonicalUser"]}
     s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy=policy)
     out["body private"] = grants(s3.get_bucket_acl(Bucket=bucket))
-    policy["Grants"].append({"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AllUsers"},
+    policy["Grants"].append({"Grantee": {"Type": "Group", "URI": ALL_USERS},
                              "Permission": "READ"})
     s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy=policy)
     out["body public-read"] = grants(s3.get_bucket_acl(Bucket=bucket))
@@ -110,7 +112,7 @@ def bucket_acl():
         {"Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": "a@example.com"},
          "Permission": "READ"}])
     out["body email grant"] = err(s3.put_bucket_acl, Bucket=bucket, AccessControlPolicy=email)
-    out["grant header"] = err(s3.put_bucket_acl, Bucket=bucket, GrantRead="uri=" + "http://acs.amazonaws.com/groups/global/AllUsers")
+    out["grant header"] = err(s3.put_bucket_acl, Bucket=bucket, GrantRead="uri=" + ALL_USERS)
     out["grant and canned"] = err(s3.put_bucket_acl, Bucket=bucket, ACL="private", GrantRead="id=x")
     out["bogus canned"] = err(s3.put_bucket_acl, Bucket=bucket, ACL="bogus")
     out["after refusals"] = grants(s3.get_bucket_acl(Bucket=bucket))
@@ -136,9 +138,11 @@ def object_acl():
                    ACL="authenticated-read")
     out["copy authenticated-read"] = grants(s3.get_object_acl(Bucket=bucket, Key="copy-auth"))
     mp = s3.create_multipart_upload(Bucket=bucket, Key="mpu", ACL="public-read")
-    part = s3.upload_part(Bucket=bucket, Key="mpu", UploadId=mp["UploadId"], PartNumber=1, Body=b"m")
-    s3.complete_multipart_upload(Bucket=bucket, Key="mpu", UploadId=mp["UploadId"],
-                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+    part = s3.upload_part(Bucket=bucket, Key="mpu", UploadId=mp["UploadId"], PartNumber=1,
+                          Body=b"m")
+    s3.complete_multipart_upload(
+        Bucket=bucket, Key="mpu", UploadId=mp["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
     out["multipart"] = grants(s3.get_object_acl(Bucket=bucket, Key="mpu"))
     out["missing key"] = err(s3.get_object_acl, Bucket=bucket, Key="nope")
     out["put missing key"] = err(s3.put_object_acl, Bucket=bucket, Key="nope", ACL="private")
@@ -495,3 +499,21 @@ def test_acls_survive_restart_and_a_lost_drive(erasure_server):
     root.delete_bucket(Bucket=b)
     root.create_bucket(Bucket=b)
     assert anon_code(srv, "GET", f"/{b}?list-type=2") == (403, "AccessDenied")
+
+
+def test_post_object_acl_field(server):
+    root = make_client(server)
+    b = unique_bucket("aclp")
+    root.create_bucket(Bucket=b)
+    for key, acl in (("form-pub", "public-read"), ("form-priv", "private")):
+        post = root.generate_presigned_post(b, key, Fields={"acl": acl},
+                                            Conditions=[{"acl": acl}], ExpiresIn=300)
+        r = requests.post(post["url"], data=post["fields"],
+                          files={"file": ("f", b"form " + key.encode())}, timeout=30)
+        assert r.status_code == 204, r.text
+    assert anon(server, "GET", f"/{b}/form-pub") == (200, b"form form-pub")
+    assert anon_code(server, "GET", f"/{b}/form-priv") == (403, "AccessDenied")
+    post = root.generate_presigned_post(b, "bad", Fields={"acl": "bogus"},
+                                        Conditions=[{"acl": "bogus"}], ExpiresIn=300)
+    r = requests.post(post["url"], data=post["fields"], files={"file": ("f", b"x")}, timeout=30)
+    assert (r.status_code, s3_error(r.content)["Code"]) == (400, "InvalidArgument")

@@ -205,6 +205,10 @@ def test_501_with_and_without_fallback(server_factory):
     assert e.value.code == "RDMANotSupported"
     buf = bytearray(7)
     assert lenient.get_into("fbk", "k", buf).transport == "http" and buf == b"payload"
+    # A registered Buffer that fell back to HTTP is registered again on its next RDMA call.
+    rb = rdmastor.Buffer(7)
+    assert lenient.get_into("fbk", "k", rb).transport == "http" and bytes(rb) == b"payload"
+    assert rb.clients == 0
     # "auto" falls back by default; "off" never tries RDMA.
     auto = client(srv, rdma="auto")
     assert auto.get_object("fbk", "k") == b"payload"

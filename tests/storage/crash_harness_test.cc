@@ -285,7 +285,7 @@ class CrashHarness : public ::testing::TestWithParam<int> {
     return out;
   }
   static Result<std::unique_ptr<ObjectLayer>> OpenStore(const std::vector<std::string>& drives) {
-    auto s = ErasureStore::Open(drives, "");
+    auto s = ErasureStore::Open(drives, {});
     if (!s.ok()) return s.error();
     return std::unique_ptr<ObjectLayer>(std::move(*s));
   }

@@ -46,7 +46,7 @@ class MultipartTest : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = tmp_.path() + "/drive";
-    auto s = ErasureStore::Open(std::vector<std::string>{root_}, "");
+    auto s = ErasureStore::Open(std::vector<std::string>{root_}, {});
     RS_ASSERT_OK(s);
     store_ = std::move(*s);
     RS_ASSERT_OK(store_->MakeBucket("bkt"));

@@ -26,7 +26,7 @@ using namespace testing;  // NOLINT(google-build-using-namespace): test helpers
 // One drive runs as a one-drive erasure set (EC 1+0): what the retired single-drive object layer
 // promised (its tests, ported here) holds for the set.
 Result<std::unique_ptr<ErasureStore>> OpenOne(const std::string& dir) {
-  return ErasureStore::Open(std::vector<std::string>{dir}, "");
+  return ErasureStore::Open(std::vector<std::string>{dir}, {});
 }
 
 class OneDriveSetTest : public ::testing::Test {
