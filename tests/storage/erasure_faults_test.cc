@@ -33,7 +33,7 @@ class ErasureFaultTest : public ::testing::Test {
       faults_.push_back(d.get());
       drives.push_back(std::move(d));
     }
-    auto s = ErasureStore::Open(std::move(drives), "", FormatOptions{});
+    auto s = ErasureStore::Open(std::move(drives), {}, FormatOptions{});
     RS_ASSERT_OK(s);
     store_ = std::move(*s);
     RS_ASSERT_OK(store_->MakeBucket("bkt"));
