@@ -118,10 +118,10 @@ TEST_F(ErasureFaultTest, SlowDataDriveStillAnswersRight) {
   const auto t0 = Clock::now();
   EXPECT_EQ(Get(*store_, "bkt", "k"), data);
   const auto took = Clock::now() - t0;
-  // Probe (two data drives, one after another on the calling thread) + 3 stripes in parallel.
-  EXPECT_LT(took, 9 * kDelay)
+  // 3 stripes, each read from both data drives in parallel (the probe at open does not read).
+  EXPECT_LT(took, 5 * kDelay)  // one drive after the other: 6
       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
-  EXPECT_GE(faults_[p]->calls(DriveOp::kShardRead), 4u);
+  EXPECT_EQ(faults_[p]->calls(DriveOp::kShardRead), 3u);  // one read per stripe
 }
 
 // ---- failing drives ----
@@ -150,9 +150,9 @@ TEST_F(ErasureFaultTest, FailingDrivesWithinParityAreTolerated) {
   ClearFaults();
   EXPECT_EQ(Get(*store_, "bkt", "k"), v2);
   RS_EXPECT_CODE(store_->StatObject("bkt", "fresh"), ErrorCode::kNoSuchKey);
-  auto healed = store_->HealObject("bkt", "k");
-  RS_ASSERT_OK(healed);
-  EXPECT_TRUE(*healed);
+  // The degraded reads queued it: the background healer may get there first.
+  EXPECT_TRUE(store_->DrainHealQueue(10000));
+  RS_ASSERT_OK(store_->HealObject("bkt", "k"));
   for (size_t p = 0; p < faults_.size(); ++p) {
     auto file = ParseObjectVersions(RawMeta(p, "k"), "meta");
     RS_ASSERT_OK(file);
