@@ -122,7 +122,8 @@ struct UploadRecord {
   std::string acl;                 // canned ACL applied at Complete; written when non-empty
   std::string storage_class;       // "" = STANDARD
   // Parity shards the parts are coded with (the class's parity when the upload began, so a
-  // settings change meanwhile cannot mix geometries); absent in records of earlier versions.
+  // settings change meanwhile cannot mix geometries); absent in records of earlier releases,
+  // whose parts all had the standard parity.
   std::optional<int> parity;
 };
 std::string SerializeUploadRecord(const UploadRecord& rec);

@@ -133,7 +133,8 @@ ErasureSet::Shape ErasureSet::ShapeFor(const std::string& storage_class) const {
 }
 
 Result<ErasureSet::Shape> ErasureSet::ShapeOf(const UploadRecord& upload) const {
-  if (!upload.parity) return ShapeFor(upload.storage_class);
+  // A record of an earlier release has none: every object was coded with the standard parity then.
+  if (!upload.parity) return ShapeFor("");
   const int parity = *upload.parity;
   if (parity < 0 || parity > n_ / 2) {
     return MakeError(ErrorCode::kInternalError, "upload record names parity " +

@@ -204,7 +204,7 @@ class ErasureSet {
   // The shape of a new object of `storage_class` (as stored: "" = STANDARD).
   Shape ShapeFor(const std::string& storage_class) const;
   // The shape an upload's parts and object get: the parity its record names (kInternalError when
-  // that cannot be this set's), else its class's.
+  // that cannot be this set's); a record without one (earlier releases) had the standard parity.
   Result<Shape> ShapeOf(const UploadRecord& upload) const;
   const std::vector<Drive*>& drives() const { return roots_; }
 
