@@ -354,7 +354,8 @@ Status DriveStore::MakeBucket(const std::string& bucket) {
 
 Result<BucketInfo> DriveStore::GetBucketInfo(const std::string& bucket) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
-  BucketInfo info{bucket, 0, {}};
+  BucketInfo info;
+  info.name = bucket;
   auto raw = fsutil::ReadFileIfExists(paths::BucketMetaFile(root_, bucket));
   if (raw.ok() && raw->has_value()) {
     try {

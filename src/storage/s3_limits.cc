@@ -18,6 +18,7 @@ Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& o
   rec.user_metadata = opts.user_metadata;
   rec.tags = opts.tags;
   rec.storage_class = opts.storage_class;
+  rec.internal = opts.internal;
   // CreateMultipartUpload's x-amz-checksum-algorithm / -type (checked by the S3 layer).
   if (!opts.checksum_algorithm.empty()) {
     if (!hash::ChecksumAlgoFromName(opts.checksum_algorithm)) {

@@ -274,6 +274,7 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   meta.user_metadata = opts.user_metadata;
   meta.tags = opts.tags;
   meta.storage_class = opts.storage_class;
+  meta.internal = opts.internal;
   meta.checksums = ci.checksums;
   meta.parts.push_back(PartMeta{1, *size, meta.etag});
   meta.erasure->is_inline = !inline_shards.empty();
@@ -362,6 +363,10 @@ Result<ObjectInfo> ErasureSet::UpdateMetadata(const std::string& bucket, const s
   if (!v.ok()) return v.error();
   // The latest version changes in place (same id); a delete marker has nothing to update.
   if (v->meta.delete_marker) return MakeError(ErrorCode::kNoSuchKey);
+  if (opts.precondition) {
+    const ObjectInfo now = v->meta.ToInfo(bucket, key);
+    RS_RETURN_IF_ERROR(opts.precondition(&now));
+  }
   v->meta.tags = opts.tags;
   if (!opts.tags_only) {
     v->meta.content_type = opts.content_type;
@@ -369,6 +374,7 @@ Result<ObjectInfo> ErasureSet::UpdateMetadata(const std::string& bucket, const s
     v->meta.storage_class = opts.storage_class;
     v->meta.mtime_ns = NowNs();
   }
+  if (opts.replace_internal) v->meta.internal = opts.internal;
   std::vector<ObjectMeta> metas(roots_.size());
   for (size_t p = 0; p < roots_.size(); ++p) {
     alive[p] = alive[p] && v->sources[p].usable;
