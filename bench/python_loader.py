@@ -7,7 +7,12 @@ readinto() as the ceiling, rdmastor from 4 threads of one process (no DataLoader
 client library reading the same objects from 4 threads (bench/client_read, over RDMA and HTTP).
 Reports samples/s, MiB/s and client CPU s/GiB (this process, its DataLoader workers and the C++
 reader), the load average, and the ratios the issue sets goals for. Every sample is checked (its
-first and last bytes name the object), so a fast wrong answer cannot pass. See bench/README.md.
+first and last bytes name the object), so a fast wrong answer cannot pass. Each DataLoader item
+is --batch objects (default 32; the worker yields their byte count), as a training loader batches:
+one item per object costs the DataLoader's inter-process hand-off per object, about as much CPU
+as reading a 128 KiB object (--batch 1 shows it). rdmastor reads into a registered_tensor (an
+rdmastor.Buffer, registered once), as bench/client_read keeps its buffer registered. See
+bench/README.md.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_loader.py --build-dir build \
         --sets 20000x128KiB,200x16MiB
@@ -46,17 +51,23 @@ def payload(i, size):
 
 
 class Reader(torch.utils.data.IterableDataset):
-    """Reads its shard of keys into one reused uint8 buffer per worker; yields the byte count."""
+    """Reads its shard of keys into one reused uint8 buffer per worker (rdmastor: a
+    registered_tensor, registered once); yields the byte count of each `batch` objects, so that
+    the DataLoader passes one item per batch between processes, as training loaders do."""
 
-    def __init__(self, mode, keys, size, opts):
-        self.mode, self.keys, self.size, self.opts = mode, keys, size, opts
+    def __init__(self, mode, keys, size, opts, batch):
+        self.mode, self.keys, self.size, self.opts, self.batch = mode, keys, size, opts, batch
 
     def __iter__(self):
         info = torch.utils.data.get_worker_info()
         wid, nw = (info.id, info.num_workers) if info else (0, 1)
-        buf = torch.empty(self.size, dtype=torch.uint8)
-        mv = memoryview(buf.numpy())
         o = self.opts
+        if self.mode.startswith("rdmastor"):
+            from rdmastor.torch import registered_tensor
+            buf = registered_tensor(self.size)
+        else:
+            buf = torch.empty(self.size, dtype=torch.uint8)
+        mv = memoryview(buf.numpy())
         if self.mode.startswith("rdmastor"):
             import rdmastor
             c = rdmastor.Client(o["endpoint"], o["ak"], o["sk"],
@@ -78,12 +89,18 @@ class Reader(torch.utils.data.IterableDataset):
             def read(i, k):
                 with open(os.path.join(o["dir"], k.replace("/", "_")), "rb", buffering=0) as f:
                     return f.readinto(mv)
-        for i in range(wid, len(self.keys), nw):
+        done = 0
+        for j, i in enumerate(range(wid, len(self.keys), nw)):
             n = int(read(i, self.keys[i]))
             tag = i.to_bytes(4, "little")
             if n != self.size or bytes(mv[:4]) != tag or bytes(mv[n - 4:n]) != tag:
                 raise RuntimeError(f"{self.mode}: wrong bytes for {self.keys[i]}")
-            yield n
+            done += n
+            if (j + 1) % self.batch == 0:
+                yield done
+                done = 0
+        if done:
+            yield done
 
 
 def cpu_seconds():
@@ -95,10 +112,11 @@ def run_threads(keys, size, opts, workers):
     """rdmastor over RDMA from threads of this process sharing one Client (no DataLoader): what
     the binding costs without the worker processes."""
     import rdmastor
+    from rdmastor.torch import registered_tensor
     c = rdmastor.Client(opts["endpoint"], opts["ak"], opts["sk"], rdma="soft")
 
     def work(w):
-        buf = torch.empty(size, dtype=torch.uint8)
+        buf = registered_tensor(size)
         return sum(int(c.get_into("bench", keys[i], buf)) for i in range(w, len(keys), workers))
 
     cpu0, t0 = cpu_seconds(), time.monotonic()
@@ -129,12 +147,12 @@ def run_cpp(mode, keys, size, opts, workers):
             "cpu_s_per_gib": cpu / (r["bytes"] / GiB), "seconds": r["seconds"], "wall": dt}
 
 
-def run(mode, keys, size, opts, workers):
+def run(mode, keys, size, opts, workers, batch):
     if mode == "rdmastor-threads":
         return run_threads(keys, size, opts, workers)
     if mode.startswith("c++-"):
         return run_cpp(mode, keys, size, opts, workers)
-    ds = Reader(mode, keys, size, opts)
+    ds = Reader(mode, keys, size, opts, batch)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers,
                                          multiprocessing_context="fork")
     cpu0, t0 = cpu_seconds(), time.monotonic()
@@ -152,6 +170,8 @@ def main():
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--modes", default="rdmastor-rdma,rdmastor-http,rdmastor-threads,boto3,local,"
                                        "c++-rdma,c++-http")
+    ap.add_argument("--batch", type=int, default=32,
+                    help="objects per DataLoader item (1: one item per object)")
     ap.add_argument("--json-out", help="also write every row (and the load averages) here")
     args = ap.parse_args()
     sys.path.insert(0, os.path.join(args.build_dir, "python"))
@@ -206,7 +226,7 @@ def main():
                   f"{'':>10} {dt:8.1f} {os.getloadavg()[0]:6.2f}", flush=True)
             by_mode = {}
             for mode in args.modes.split(","):
-                r = run(mode, keys, size, opts, args.workers)
+                r = run(mode, keys, size, opts, args.workers, args.batch)
                 r["load1"] = os.getloadavg()[0]
                 by_mode[mode] = r
                 rows.append({"set": spec, "mode": mode, **r})

@@ -7,6 +7,8 @@
 // rdmastor._errors.from_native (code text, HTTP status, request id parsed there).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #ifndef RDMASTOR_PY_CUDA
@@ -20,9 +22,11 @@
 #include <dlfcn.h>
 #endif
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -113,6 +117,112 @@ std::optional<ByteRange> RangeOf(uint64_t offset, int64_t length) {
   }
   return r;
 }
+
+// Memory of an rdmastor.Buffer: anonymous, page-aligned, faulted in at allocation, and registered
+// once with each native client that moves bytes through it (RdmaS3Client::RegisterMemory), the 3FS
+// RDMABuf model: a loop reading into one such buffer registers nothing per call. Python owns it
+// through the Buffer object, which numpy/torch views (np.frombuffer, torch.frombuffer) keep alive,
+// so the memory cannot be freed, nor its address reused, while anything can still name it; when
+// it is freed, every client of this process that registered it forgets it first, so no stale
+// registration outlives it. Plain buffers (bytearray, numpy, tensors) are registered per call and
+// forgotten on return instead: the caller may free them the moment a call returns.
+class RegisteredMemory {
+ public:
+  explicit RegisteredMemory(size_t nbytes) : size_(nbytes) {
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    map_len_ = std::max<size_t>((nbytes + page - 1) / page * page, page);
+    void* m = ::mmap(nullptr, map_len_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    mem_ = static_cast<char*>(m);
+    std::lock_guard lock(Mutex());
+    Registry()[reinterpret_cast<uintptr_t>(mem_)] = this;
+  }
+
+  ~RegisteredMemory() {
+    std::vector<std::shared_ptr<RdmaS3Client>> clients;
+    {
+      std::lock_guard lock(Mutex());
+      Registry().erase(reinterpret_cast<uintptr_t>(mem_));
+      const pid_t pid = ::getpid();
+      for (auto& u : users_)  // a forked child leaves its parent's clients alone (see ~Native)
+        if (auto client = u.client.lock(); client && u.pid == pid) clients.push_back(client);
+    }
+    for (const auto& client : clients) client->Forget(mem_, map_len_);
+    ::munmap(mem_, map_len_);
+  }
+  RegisteredMemory(const RegisteredMemory&) = delete;
+  RegisteredMemory& operator=(const RegisteredMemory&) = delete;
+
+  char* data() const { return mem_; }
+  size_t size() const { return size_; }
+
+  // The live Buffer memory holding [p, p+len), or nullptr. Callers hold a buffer export of an
+  // object that keeps that Buffer alive, so the pointer stays valid through their call.
+  static RegisteredMemory* Find(const void* p, size_t len) {
+    const auto lo = reinterpret_cast<uintptr_t>(p);
+    std::lock_guard lock(Mutex());
+    auto& reg = Registry();
+    auto it = reg.upper_bound(lo);
+    if (it == reg.begin()) return nullptr;
+    RegisteredMemory* m = std::prev(it)->second;
+    const auto base = reinterpret_cast<uintptr_t>(m->mem_);
+    return lo - base <= m->map_len_ && len <= m->map_len_ - (lo - base) ? m : nullptr;
+  }
+
+  // Registers this memory with `client` (used by the calling thread only) unless it already is;
+  // false when that fails (the call then registers per call, as for plain buffers).
+  bool RegisterWith(const std::shared_ptr<RdmaS3Client>& client) {
+    {
+      std::lock_guard lock(Mutex());
+      for (const auto& u : users_)
+        if (u.client.lock() == client) return true;
+    }
+    // Outside the lock: registration can take milliseconds on hardware.
+    if (!client->RegisterMemory(mem_, map_len_).ok()) return false;
+    std::lock_guard lock(Mutex());
+    std::erase_if(users_, [](const User& u) { return u.client.expired(); });
+    users_.push_back({client, ::getpid()});
+    return true;
+  }
+
+  // After a failed transfer, which drops the memory's registrations with `client`.
+  void Unregistered(const std::shared_ptr<RdmaS3Client>& client) {
+    std::lock_guard lock(Mutex());
+    std::erase_if(users_, [&](const User& u) { return u.client.lock() == client; });
+  }
+
+  // How many live clients of this process hold a registration of it.
+  size_t clients() const {
+    std::lock_guard lock(Mutex());
+    const pid_t pid = ::getpid();
+    return static_cast<size_t>(std::count_if(users_.begin(), users_.end(), [&](const User& u) {
+      return u.pid == pid && !u.client.expired();
+    }));
+  }
+
+  // Held only for short bookkeeping, never across a registration or a transfer; taken around
+  // fork() (pthread_atfork in the module init) so that a child never inherits it locked.
+  static std::mutex& Mutex() {
+    static std::mutex mu;
+    return mu;
+  }
+
+ private:
+  struct User {
+    std::weak_ptr<RdmaS3Client> client;
+    pid_t pid;
+  };
+  static std::map<uintptr_t, RegisteredMemory*>& Registry() {  // by start address
+    static std::map<uintptr_t, RegisteredMemory*> registry;
+    return registry;
+  }
+
+  char* mem_ = nullptr;
+  size_t size_;
+  size_t map_len_ = 0;
+  std::vector<User> users_;  // guarded by Mutex()
+};
 
 #if RDMASTOR_PY_CUDA
 // The three driver entry points the export needs, from the libcuda.so.1 the process has (the
@@ -224,12 +334,28 @@ class Native {
   // leaks it instead (its sockets close with the process).
   ~Native() {
     if (::getpid() != pid_) {
-      (void)rdma_.release();
+      new std::shared_ptr<RdmaS3Client>(std::move(rdma_));  // leaked on purpose
       (void)plain_.release();
     }
   }
 
   const std::string& fabric() const { return fabric_; }
+  size_t registrations() const { return rdma_ ? rdma_->registrations() : 0; }
+
+  // Runs transfer() (GIL released) over RDMA on host memory [p, p+len). Memory of an
+  // rdmastor.Buffer stays registered with this client afterwards; any other is registered for
+  // the call and forgotten before it returns (its owner may free it right after).
+  template <class F>
+  rdmastor::client::TransferResult OverRdma(const char* p, size_t len, F&& transfer) {
+    RegisteredMemory* kept = RegisteredMemory::Find(p, len);
+    const bool registered = kept && kept->RegisterWith(rdma_);
+    rdmastor::Result<rdmastor::client::TransferResult> res = transfer();
+    if (!registered)
+      rdma_->Forget(p, len);
+    else if (!res.ok() || res->transport != rdmastor::client::Transport::kRdma)
+      kept->Unregistered(rdma_);  // a failed call, or an HTTP fallback, dropped its registrations
+    return Unwrap(std::move(res));
+  }
 
   py::dict Put(const std::string& bucket, const std::string& key, py::handle data,
                const std::map<std::string, std::string>& headers) {
@@ -239,9 +365,8 @@ class Native {
     {
       py::gil_scoped_release nogil;
       if (rdma_) {
-        auto res = rdma_->Put(bucket, key, buf.data(), buf.size(), h);
-        rdma_->Forget(buf.data(), buf.size());
-        r = Unwrap(std::move(res));
+        r = OverRdma(buf.data(), buf.size(),
+                     [&] { return rdma_->Put(bucket, key, buf.data(), buf.size(), h); });
       } else {
         auto p = Unwrap(plain_->PutObject(bucket, key, std::string_view(buf.data(), buf.size()), h));
         r.transport = rdmastor::client::Transport::kHttp;
@@ -261,9 +386,9 @@ class Native {
     {
       py::gil_scoped_release nogil;
       if (rdma_) {
-        auto res = rdma_->UploadPart(bucket, key, upload_id, part_number, buf.data(), buf.size());
-        rdma_->Forget(buf.data(), buf.size());
-        r = Unwrap(std::move(res));
+        r = OverRdma(buf.data(), buf.size(), [&] {
+          return rdma_->UploadPart(bucket, key, upload_id, part_number, buf.data(), buf.size());
+        });
       } else {
         rdmastor::client::S3Request req;
         req.method = "PUT";
@@ -295,9 +420,8 @@ class Native {
     {
       py::gil_scoped_release nogil;
       if (rdma_) {
-        auto res = rdma_->Get(bucket, key, buf.data(), capacity, range);
-        rdma_->Forget(buf.data(), capacity);
-        r = Unwrap(std::move(res));
+        r = OverRdma(buf.data(), capacity,
+                     [&] { return rdma_->Get(bucket, key, buf.data(), capacity, range); });
       } else {
         auto g = Unwrap(plain_->GetObjectInto(bucket, key, range, buf.data(), capacity));
         r.transport = rdmastor::client::Transport::kHttp;
@@ -386,7 +510,7 @@ class Native {
  private:
   pid_t pid_;
   std::string fabric_;
-  std::unique_ptr<RdmaS3Client> rdma_;
+  std::shared_ptr<RdmaS3Client> rdma_;  // shared with the Buffers it registered (weakly)
   std::unique_ptr<S3Client> plain_;
 };
 
@@ -404,6 +528,10 @@ PYBIND11_MODULE(_native, m) {
       PyErr_SetObject(exc.get_type().ptr(), exc.ptr());
     }
   });
+  // A child of fork() must not inherit RegisteredMemory's lock held by another thread.
+  ::pthread_atfork([] { RegisteredMemory::Mutex().lock(); },
+                   [] { RegisteredMemory::Mutex().unlock(); },
+                   [] { RegisteredMemory::Mutex().unlock(); });
   m.def("built_with_verbs", &rdmastor::rdma::BuiltWithVerbs);
   // Whether this binding can move CUDA device memory (dma-buf export compiled in).
   m.def("cuda_built", [] { return RDMASTOR_PY_CUDA != 0; });
@@ -411,6 +539,21 @@ PYBIND11_MODULE(_native, m) {
     auto probe = rdmastor::rdma::ProbeDevices();
     return py::make_tuple(probe.devices, probe.error);
   });
+  py::class_<RegisteredMemory, std::shared_ptr<RegisteredMemory>>(
+      m, "Buffer",
+      "Buffer(nbytes): host memory for transfers that repeat into (or from) the same memory, "
+      "registered for RDMA once per client thread instead of on every call. Any buffer-protocol "
+      "view of it works: np.frombuffer(b, np.uint8), torch.frombuffer(b, dtype=torch.uint8) "
+      "(rdmastor.torch.registered_tensor), memoryview(b). It stays registered until the Buffer "
+      "and every view of it are gone; the registrations are dropped before the memory is freed.",
+      py::buffer_protocol())
+      .def(py::init<size_t>(), py::arg("nbytes"))
+      .def_buffer([](RegisteredMemory& b) {
+        return py::buffer_info(b.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(b.size())}, {1}, /*readonly=*/false);
+      })
+      .def("__len__", &RegisteredMemory::size)
+      .def_property_readonly("clients", &RegisteredMemory::clients);
   py::class_<Native>(m, "Native")
       .def(py::init<const std::string&, const std::string&, const std::string&,
                     const std::string&, const std::string&, bool,
@@ -419,6 +562,7 @@ PYBIND11_MODULE(_native, m) {
            py::arg("fabric"), py::arg("allow_http_fallback"), py::arg("verbs_env"),
            py::arg("connect_timeout"), py::arg("io_timeout"))
       .def_property_readonly("fabric", &Native::fabric)
+      .def_property_readonly("registrations", &Native::registrations)
       .def("put", &Native::Put, py::arg("bucket"), py::arg("key"), py::arg("data"),
            py::arg("headers"))
       .def("upload_part", &Native::UploadPart)

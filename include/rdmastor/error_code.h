@@ -33,7 +33,7 @@ namespace rdmastor {
   X(kInvalidObjectName, "XMinioInvalidObjectName", 400,                                            \
     "Object name contains unsupported characters.")                                                \
   X(kInvalidPart, "InvalidPart", 400,                                                              \
-    "One or more of the specified parts could not be found. The part may not have been "           \
+    "One or more of the specified parts could not be found.  The part may not have been "          \
     "uploaded, or the specified entity tag may not match the part's entity tag.")                  \
   X(kInvalidPartNumber, "InvalidPartNumber", 400, "The requested partnumber is not satisfiable")   \
   X(kInvalidPartOrder, "InvalidPartOrder", 400,                                                    \

@@ -13,7 +13,7 @@
 // gets the fd from cuMemGetHandleForAddressRange), after which Get/Put/UploadPart take the device
 // pointer like host memory; such buffers are never read or written by the library itself, so an
 // HTTP fallback for them is refused.
-// Not thread-safe: one RdmaS3Client per thread.
+// Not thread-safe (but Forget): one RdmaS3Client per thread.
 #pragma once
 
 #include <cstdint>
@@ -87,8 +87,19 @@ class RdmaS3Client {
       std::string_view bucket, std::string_view key, std::string_view upload_id,
       const std::vector<std::pair<int, std::string>>& parts);
 
-  // Drops cached registrations overlapping [p, p+len): call before freeing such a buffer.
+  // Registers host memory [p, p+len) once for transfers in both directions and keeps it until
+  // Forget() (the cache may evict its entries; this one stays): for a buffer the application
+  // allocates to reuse, so that no later call registers or checks it again (3FS's RDMABuf model).
+  // Get/Put/UploadPart into any part of it use this registration.
+  Status RegisterMemory(void* p, size_t len);
+
+  // Drops every registration overlapping [p, p+len) (cached, RegisterMemory's, device memory):
+  // call before freeing such a buffer. Unlike the rest of the class, safe to call from another
+  // thread while this client transfers (it only drops registrations; a transfer in flight on
+  // the memory being forgotten fails).
   void Forget(const void* p, size_t len);
+  // How many registrations this client holds now (cached and kept): for tests and diagnostics.
+  size_t registrations() const;
 
   // Registers device memory [device_ptr, device_ptr + len) exported as the dma-buf `dmabuf_fd`
   // (starting `dmabuf_offset` bytes into it) for Get/Put/UploadPart. Verbs fabric only (others:

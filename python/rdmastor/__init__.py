@@ -22,7 +22,10 @@ import xml.etree.ElementTree as ET
 from . import _native
 from ._errors import S3Error, from_response
 
-__all__ = ["Client", "S3Error", "Transfer", "ObjectBytes", "ObjectInfo", "DeviceMemoryError"]
+__all__ = ["Client", "S3Error", "Transfer", "ObjectBytes", "ObjectInfo", "DeviceMemoryError",
+           "Buffer"]
+
+Buffer = _native.Buffer
 
 MiB = 1024 * 1024
 _S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
@@ -133,12 +136,12 @@ def _buffer(obj, writable):
     offers __cuda_array_interface__."""
     torch = sys.modules.get("torch")  # a tensor exists only once torch is imported
     if torch is not None and isinstance(obj, torch.Tensor):
-        if obj.device.type == "cuda":
+        if obj.is_cuda:
             if not obj.is_contiguous():
                 raise ValueError("rdmastor: the tensor is not contiguous (call .contiguous())")
             return _DeviceBuffer(obj.data_ptr(), obj.numel() * obj.element_size(),
                                  f"a CUDA tensor ({obj.device})", obj)
-        if obj.device.type != "cpu":
+        if not obj.is_cpu:
             raise ValueError(
                 f"rdmastor: a {obj.device.type} tensor cannot be a transfer buffer: only CPU "
                 "memory and CUDA device memory (over verbs, through dma-buf) can; copy it to "
@@ -148,7 +151,10 @@ def _buffer(obj, writable):
         t = obj.detach()
         if t.numel() == 0:
             return bytearray(0) if writable else b""
-        return t.reshape(-1).view(torch.uint8).numpy()
+        try:  # per call: numpy's views cost less than torch's
+            return t.numpy().reshape(-1).view("u1")
+        except (TypeError, RuntimeError):  # no numpy dtype (bfloat16, ...)
+            return t.reshape(-1).view(torch.uint8).numpy()
     try:
         memoryview(obj).release()
         return obj
@@ -360,8 +366,15 @@ class Client:
             raise from_response(status, hdrs, data, what)
         return status, hdrs, data
 
-    def create_bucket(self, bucket):
-        self._request("PUT", bucket)
+    def create_bucket(self, bucket, exist_ok=False):
+        """Creates the bucket. exist_ok: a bucket this account already owns is not an error
+        (BucketAlreadyOwnedByYou is swallowed; BucketAlreadyExists, someone else's, still raises),
+        so a script that creates its bucket can run again."""
+        try:
+            self._request("PUT", bucket)
+        except S3Error as e:
+            if not (exist_ok and e.code == "BucketAlreadyOwnedByYou"):
+                raise
 
     def delete_bucket(self, bucket):
         self._request("DELETE", bucket, ok=(204, 200))
@@ -418,18 +431,22 @@ class Client:
             r = self._native().put(bucket, key, buf, headers)
             prog.add(size)
             return Transfer(r["bytes"], r["transport"], r["status"], r["etag"])
-        return self._put_multipart(bucket, key, buf, size, headers, prog)
+        mv = memoryview(buf).cast("B")
+        return self._put_multipart(bucket, key, size, headers, prog, lambda native, upload_id, n,
+                                   off, ln: native.upload_part(bucket, key, upload_id, n,
+                                                               mv[off:off + ln]))
 
-    def _put_multipart(self, bucket, key, buf, size, headers, prog):
+    def _put_multipart(self, bucket, key, size, headers, prog, upload_part):
+        """A multipart upload of size bytes, parts of part_size max_concurrency at a time, each
+        sent by upload_part(native, upload_id, part_number, offset, length) -> result dict."""
         _, _, body = self._request("POST", bucket, key, query={"uploads": None}, headers=headers)
         upload_id = ET.fromstring(body).findtext(_S3_NS + "UploadId")
-        mv = memoryview(buf).cast("B")
         parts = [(i + 1, off, min(self.part_size, size - off))
                  for i, off in enumerate(range(0, size, self.part_size))]
 
         def one(part):
             n, off, ln = part
-            r = self._native().upload_part(bucket, key, upload_id, n, mv[off:off + ln])
+            r = upload_part(self._native(), upload_id, n, off, ln)
             prog.add(ln)
             return n, r
 
@@ -474,11 +491,15 @@ class Client:
             r = self._native().get_into(bucket, key, dst, offset, -1 if length is None else length)
             prog.add(r["bytes"])
             return Transfer(r["bytes"], r["transport"], r["status"], r["etag"], r["object_size"])
-        return self._get_parallel(bucket, key, dst, offset, length, want, prog)
-
-    def _get_parallel(self, bucket, key, dst, offset, length, want, prog):
         mv = memoryview(dst).cast("B")
-        first = self._native().get_into(bucket, key, mv[:self.part_size], offset, self.part_size)
+        return self._get_parallel(bucket, key, offset, length, want, prog,
+                                  lambda native, at, o, ln: native.get_into(
+                                      bucket, key, mv[at:at + ln], o, ln))
+
+    def _get_parallel(self, bucket, key, offset, length, want, prog, read_range):
+        """Reads the object (or [offset, offset+length)) as parallel ranges of part_size, each by
+        read_range(native, buffer offset, object offset, length) -> result dict."""
+        first = read_range(self._native(), 0, offset, min(self.part_size, want))
         total = first["object_size"]
         if total is None:
             raise S3Error(f"GET /{bucket}/{key}: no object size in the ranged reply")
@@ -492,7 +513,7 @@ class Client:
 
         def one(chunk):
             o, ln = chunk
-            r = self._native().get_into(bucket, key, mv[o - offset:o - offset + ln], o, ln)
+            r = read_range(self._native(), o - offset, o, ln)
             if r["bytes"] != ln:
                 raise S3Error(f"GET /{bucket}/{key}: short range read at {o}")
             prog.add(ln)
@@ -516,10 +537,13 @@ class Client:
         headers = {"content-type": content_type} if content_type else {}
         for k, v in (metadata or {}).items():
             headers["x-amz-meta-" + k.lower()] = str(v)
-        if dev.nbytes > self.multipart_threshold:
-            raise DeviceMemoryError("rdmastor: GPU buffers larger than multipart_threshold are "
-                                    "not uploaded as multipart yet; raise multipart_threshold")
+        prog = _Progress(None, dev.nbytes, f"put {key}")
+        if dev.nbytes > self.multipart_threshold:  # parts straight from device memory
+            return self._put_multipart(bucket, key, dev.nbytes, headers, prog, lambda n_, upload_id,
+                                       n, off, ln: n_.put_device(bucket, key, dev.ptr + off, ln,
+                                                                 {}, upload_id, n))
         r = native.put_device(bucket, key, dev.ptr, dev.nbytes, headers, "", 0)
+        prog.add(dev.nbytes)
         return Transfer(r["bytes"], r["transport"], r["status"], r["etag"])
 
     def _get_device(self, bucket, key, dev, offset, length):
@@ -528,8 +552,14 @@ class Client:
             raise ValueError(f"length {length} exceeds the buffer's {dev.nbytes} bytes")
         if length == 0 or dev.nbytes == 0:
             return Transfer(0, "none", 200)
-        r = native.get_into_device(bucket, key, dev.ptr, dev.nbytes if length is None else length,
-                                   offset, -1 if length is None else length)
+        want = dev.nbytes if length is None else length
+        if want > self.multipart_threshold:  # parallel ranges straight into device memory
+            return self._get_parallel(bucket, key, offset, length, want,
+                                      _Progress(None, want, f"get {key}"),
+                                      lambda n_, at, o, ln: n_.get_into_device(
+                                          bucket, key, dev.ptr + at, ln, o, ln))
+        r = native.get_into_device(bucket, key, dev.ptr, want, offset,
+                                   -1 if length is None else length)
         return Transfer(r["bytes"], r["transport"], r["status"], r["etag"], r["object_size"])
 
     def get_object(self, bucket, key, offset=0, length=None):

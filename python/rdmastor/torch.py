@@ -18,7 +18,7 @@ import threading
 import torch
 import torch.utils.data
 
-from . import Client
+from . import Buffer, Client
 
 _default = {}
 _default_lock = threading.Lock()
@@ -34,6 +34,15 @@ def default_client():
             _default.clear()
             _default[pid] = c
         return c
+
+
+def registered_tensor(nbytes):
+    """A uint8 CPU tensor of nbytes on an rdmastor.Buffer: memory registered for RDMA once per
+    client thread, so reading into it again and again registers nothing per call. Slices of it
+    keep that (the registration covers the whole Buffer)."""
+    if nbytes == 0:
+        return torch.empty(0, dtype=torch.uint8)
+    return torch.frombuffer(Buffer(nbytes), dtype=torch.uint8)
 
 
 def split_url(url):
@@ -110,7 +119,7 @@ class ObjectIterableDataset(torch.utils.data.IterableDataset):
     """Iterable dataset over the objects under url_prefix, sharded so that every object is read
     exactly once per epoch across DataLoader workers and distributed ranks (rank/world_size
     from the arguments, torch.distributed, or RANK/WORLD_SIZE). Each object is read into one
-    reused buffer per worker; decode(view, key) gets a view of it that is valid only during the
+    reused buffer per worker (a registered_tensor); decode(view, key) gets a view of it that is valid only during the
     call (it must return something that owns its memory). Without decode, a copy is yielded.
     shuffle: the key order changes per epoch (set_epoch) the same way in every worker."""
 
@@ -148,7 +157,7 @@ class ObjectIterableDataset(torch.utils.data.IterableDataset):
             if size is None:
                 size = client.head_object(self.bucket, key)["size"]
             if buf.numel() < size:
-                buf = torch.empty(max(size, 2 * buf.numel()), dtype=torch.uint8)
+                buf = registered_tensor(max(size, 2 * buf.numel()))
             view = buf[:size]
             n = client.get_into(self.bucket, key, view)
             view = view[:n]

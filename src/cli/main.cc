@@ -140,7 +140,7 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   cc.listen_port = cfg.port;
   cc.access_key = cfg.root_user;
   cc.secret_key = cfg.root_password;
-  cc.storage_class = cfg.storage_class;
+  cc.storage_classes = cfg.storage_classes;
   cc.internode = cfg.internode;
   cc.peer_wait = std::chrono::milliseconds(cfg.peer_wait_ms);
   cc.peer_ping_interval = std::chrono::milliseconds(cfg.peer_ping_interval_ms);
@@ -244,7 +244,7 @@ int RunServer(const std::vector<std::string>& args) {
       [svc = rdma_service.get()] { rdmastor::admin::SetRdmaFabricReady(svc->available()); });
   // Admin heal (/minio/admin/v3/heal): runs ErasureStore::HealAll on its own thread. A single
   // drive has no parity to heal from: heal requests are refused (XMinioHealNotImplemented).
-  const bool can_heal = store->erasure->layout().parity > 0;
+  const bool can_heal = store->erasure->layout().set_size > 1;
   rdmastor::s3::HealService heal_service(can_heal ? store->erasure : nullptr);
   api_opts.heal = &heal_service;
   if (can_heal) rdmastor::cli::PublishHealMetrics(*store->erasure);

@@ -280,21 +280,20 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
   auto expanded = ExpandDriveArgs(cfg.drives);  // MinIO ellipses: /mnt/disk{1...8}
   if (!expanded.ok()) return expanded.error();
   cfg.drives = std::move(expanded).value();
-  if (auto it = env.find("MINIO_STORAGE_CLASS_STANDARD"); it != env.end() && !it->second.empty()) {
-    cfg.storage_class = it->second;
+  // The storage classes' parity (erasure/layout.h). One drive has none: the settings are
+  // ignored there, with a warning rather than silently.
+  for (auto [name, value] : {std::pair{"MINIO_STORAGE_CLASS_STANDARD", &cfg.storage_classes.standard},
+                             std::pair{"MINIO_STORAGE_CLASS_RRS", &cfg.storage_classes.rrs}}) {
+    auto it = env.find(name);
+    if (it == env.end() || it->second.empty()) continue;
     if (cfg.drives.size() == 1) {
-      cfg.warnings.push_back("MINIO_STORAGE_CLASS_STANDARD is ignored: one drive has no parity");
+      cfg.warnings.push_back(std::string(name) + " is ignored: one drive has no parity");
+    } else {
+      *value = it->second;
     }
   }
-  // MinIO codes REDUCED_REDUNDANCY objects with this parity; here the class is stored and
-  // returned, and every object gets the standard parity: say so rather than drop it silently.
-  if (auto it = env.find("MINIO_STORAGE_CLASS_RRS"); it != env.end() && !it->second.empty()) {
-    cfg.warnings.push_back(
-        "MINIO_STORAGE_CLASS_RRS is ignored: REDUCED_REDUNDANCY objects are stored with the "
-        "standard parity");
-  }
   if (cfg.drives.size() > 1) {  // validated now so a bad value refuses to start
-    auto layout = erasure::PlanLayout(static_cast<int>(cfg.drives.size()), cfg.storage_class);
+    auto layout = erasure::PlanLayout(static_cast<int>(cfg.drives.size()), cfg.storage_classes);
     if (!layout.ok()) return layout.error();
   }
   // A duration setting (ParseDurationMs) of at least min_ms; `off` (or 0) = 0 where allowed.

@@ -11,6 +11,7 @@
 #include "cluster/internode_rdma.h"
 #include "common/result.h"
 #include "crypto/keys.h"
+#include "erasure/layout.h"
 #include "rdma/settings.h"
 
 namespace rdmastor::cli {
@@ -37,7 +38,7 @@ struct ServerConfig {
   std::vector<std::string> rdma_settings;  // MINIO_RDMA_* names that were set
   rdma::RdmaSettings rdma;                 // S3 over RDMA: MINIO_RDMA_FABRIC, verbs knobs, ...
   std::vector<std::string> warnings;       // to log once at start
-  std::string storage_class;               // MINIO_STORAGE_CLASS_STANDARD (EC:N), 2+ drives
+  erasure::StorageClassSettings storage_classes;  // MINIO_STORAGE_CLASS_STANDARD / _RRS, 2+ drives
   int drive_check_interval_ms = 10000;     // RDMASTOR_DRIVE_CHECK_INTERVAL (replaced drives)
   bool distributed = false;                // drives are URLs (cluster/topology.h)
   int peer_wait_ms = 120000;               // MINIO_PEER_WAIT: start-up wait for the peers

@@ -13,7 +13,7 @@ namespace rdmastor::cli {
 
 Result<OpenedStorage> OpenStorage(const ServerConfig& cfg) {
   OpenedStorage out;
-  auto store = storage::ErasureStore::Open(cfg.drives, cfg.storage_class);
+  auto store = storage::ErasureStore::Open(cfg.drives, cfg.storage_classes);
   if (!store.ok()) return store.error();
   (*store)->StartMonitor(cfg.drive_check_interval_ms);
   out.erasure = store->get();

@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <mutex>
+
 #include "rdma/mapping.h"
 #include "rdma/memory.h"
 #include "rdma/settings.h"
@@ -40,6 +42,15 @@ Result<std::string> LocalAddressToward(const std::string& host, uint16_t port) {
   return std::string(text);
 }
 
+// A shared file mapping must not be pinned for remote write (rdma/mapping.h). Checked when memory
+// is registered, not on every transfer: that costs a walk of the process's mappings.
+Status CheckPinnable(const void* p, size_t len, unsigned access) {
+  if (access & rdma::kRemoteWrite)
+    if (auto why = rdma::RemoteWriteRefusal(p, len); !why.empty())
+      return MakeError(ErrorCode::kInvalidArgument, why);
+  return {};
+}
+
 std::string Between(const std::string& s, std::string_view open, std::string_view close) {
   auto a = s.find(open);
   if (a == std::string::npos) return {};
@@ -57,20 +68,29 @@ struct RdmaS3Client::Impl {
   S3Client s3;
   std::unique_ptr<rdma::Target> target;
   std::unique_ptr<rdma::MrCache> mrs;
-  // Device (GPU) memory registered through dma-buf, by device address; never touched by the CPU.
-  std::vector<std::unique_ptr<rdma::MemoryRegion>> device_mrs;
+  // Registrations kept until Forget(), both directions: host memory of RegisterMemory, and device
+  // (GPU) memory registered through dma-buf (by device address; never touched by the CPU).
+  struct Kept {
+    std::unique_ptr<rdma::MemoryRegion> mr;
+    bool device;
+  };
+  mutable std::mutex kept_mu;  // Forget() may come from another thread
+  std::vector<Kept> kept;
 
   explicit Impl(RdmaClientConfig c) : config(std::move(c)), s3(config.s3) {}
 
-  const rdma::MemoryRegion* DeviceRegion(const void* p, size_t len) const {
-    for (const auto& mr : device_mrs)
-      if (mr->Contains(p, std::max<size_t>(len, 1))) return mr.get();
-    return nullptr;
+  // The kept registration covering [p, p+len): its rkey and whether it is device memory.
+  std::optional<std::pair<uint32_t, bool>> KeptRegion(const void* p, size_t len) const {
+    std::lock_guard lock(kept_mu);
+    for (const auto& k : kept)
+      if (k.mr->Contains(p, std::max<size_t>(len, 1))) return std::pair{k.mr->rkey(), k.device};
+    return std::nullopt;
   }
 
   // A 501 is retried over HTTP only for host memory the caller allowed it for.
   Status FallbackAllowed(const void* p, size_t len, const std::string& what) const {
-    if (!DeviceRegion(p, len)) return {};
+    auto region = KeptRegion(p, len);
+    if (!region || !region->second) return {};
     return MakeError(ErrorCode::kRDMANotSupported,
                      what +
                          ": the server cannot serve this over RDMA, and device memory cannot "
@@ -79,13 +99,9 @@ struct RdmaS3Client::Impl {
 
   Result<rdma::RdmaToken> Token(const void* p, size_t len, bool remote_write) {
     uint32_t rkey = 0;
-    if (const rdma::MemoryRegion* dev = DeviceRegion(p, len)) {
-      rkey = dev->rkey();
+    if (auto region = KeptRegion(p, len)) {
+      rkey = region->first;
     } else {
-      // A shared file mapping must not be pinned for remote write (rdma/mapping.h).
-      if (remote_write)
-        if (auto why = rdma::RemoteWriteRefusal(p, len); !why.empty())
-          return MakeError(ErrorCode::kInvalidArgument, why);
       // A zero-length buffer still needs a registration the server can name.
       auto mr = mrs->Get(const_cast<void*>(p), std::max<size_t>(len, 1),
                          remote_write ? rdma::kRemoteWrite : rdma::kRemoteRead);
@@ -107,14 +123,15 @@ struct RdmaS3Client::Impl {
     return t;
   }
 
-  // Drops every registration overlapping [p, p+len), host (MR cache) and device (dma-buf): after
+  // Drops every registration overlapping [p, p+len), cached and kept (host and device): after
   // it no rkey the library handed out for that memory is valid.
   void Release(const void* p, size_t len) {
     mrs->Invalidate(const_cast<void*>(p), std::max<size_t>(len, 1));
     const char* lo = static_cast<const char*>(p);
     const char* hi = lo + std::max<size_t>(len, 1);
-    std::erase_if(device_mrs, [&](const std::unique_ptr<rdma::MemoryRegion>& mr) {
-      return mr->addr() < hi && lo < mr->addr() + mr->length();
+    std::lock_guard lock(kept_mu);
+    std::erase_if(kept, [&](const Kept& k) {
+      return k.mr->addr() < hi && lo < k.mr->addr() + k.mr->length();
     });
   }
 
@@ -175,7 +192,10 @@ struct RdmaS3Client::Impl {
 
 RdmaS3Client::RdmaS3Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RdmaS3Client::~RdmaS3Client() {
-  if (impl_) impl_->mrs.reset();  // deregister before the target goes away
+  if (impl_) {  // deregister before the target goes away
+    impl_->mrs.reset();
+    impl_->kept.clear();
+  }
 }
 
 Result<std::unique_ptr<RdmaS3Client>> RdmaS3Client::Create(RdmaClientConfig config) {
@@ -204,7 +224,10 @@ Result<std::unique_ptr<RdmaS3Client>> RdmaS3Client::Create(RdmaClientConfig conf
   }
   rdma::Target* t = impl->target.get();
   impl->mrs = std::make_unique<rdma::MrCache>(
-      [t](void* p, size_t len, unsigned access) { return t->RegisterMemory(p, len, access); },
+      [t](void* p, size_t len, unsigned access) -> Result<std::unique_ptr<rdma::MemoryRegion>> {
+        RS_RETURN_IF_ERROR(CheckPinnable(p, len, access));
+        return t->RegisterMemory(p, len, access);
+      },
       impl->config.mr_cache_entries);
   return std::unique_ptr<RdmaS3Client>(new RdmaS3Client(std::move(impl)));
 }
@@ -325,7 +348,24 @@ Result<std::string> RdmaS3Client::CompleteMultipartUpload(
   return Between(resp->body, "<ETag>", "</ETag>");
 }
 
+Status RdmaS3Client::RegisterMemory(void* p, size_t len) {
+  if (p == nullptr || len == 0)
+    return MakeError(ErrorCode::kInvalidArgument, "RegisterMemory needs an address and a length");
+  const unsigned access = rdma::kRemoteWrite | rdma::kRemoteRead;
+  RS_RETURN_IF_ERROR(CheckPinnable(p, len, access));
+  auto mr = impl_->target->RegisterMemory(p, len, access);
+  if (!mr.ok()) return mr.error();
+  std::lock_guard lock(impl_->kept_mu);
+  impl_->kept.push_back({std::move(mr).value(), /*device=*/false});
+  return {};
+}
+
 void RdmaS3Client::Forget(const void* p, size_t len) { impl_->Release(p, len); }
+
+size_t RdmaS3Client::registrations() const {
+  std::lock_guard lock(impl_->kept_mu);
+  return impl_->mrs->size() + impl_->kept.size();
+}
 
 Status RdmaS3Client::RegisterDeviceMemory(void* device_ptr, size_t len, int dmabuf_fd,
                                           uint64_t dmabuf_offset) {
@@ -336,7 +376,8 @@ Status RdmaS3Client::RegisterDeviceMemory(void* device_ptr, size_t len, int dmab
                                           reinterpret_cast<uint64_t>(device_ptr),
                                           rdma::kRemoteWrite | rdma::kRemoteRead);
   if (!mr.ok()) return mr.error();
-  impl_->device_mrs.push_back(std::move(mr).value());
+  std::lock_guard lock(impl_->kept_mu);
+  impl_->kept.push_back({std::move(mr).value(), /*device=*/true});
   return {};
 }
 

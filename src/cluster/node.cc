@@ -132,7 +132,8 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterConfig& co
       {"volumes", VolumesHash(config.drives)},
       {"drive_count", config.drives.size()},
       {"credentials", node->auth_->credential_hash()},
-      {"storage_class", config.storage_class},
+      {"storage_class", config.storage_classes.standard},
+      {"storage_class_rrs", config.storage_classes.rrs},
       {"rdma_internode", config.internode.enabled ? "on" : "off"},
       {"rdma_min_size", config.internode.min_size},
       {"rdma_fabric",
@@ -261,6 +262,7 @@ Status ClusterNode::WaitForPeers(Clock::time_point deadline) {
         return *e;
       if (auto e = differs("drive_count", "different number of drives")) return *e;
       if (auto e = differs("storage_class", "different MINIO_STORAGE_CLASS_STANDARD")) return *e;
+      if (auto e = differs("storage_class_rrs", "different MINIO_STORAGE_CLASS_RRS")) return *e;
       if (auto e = differs("rdma_internode", "different MINIO_RDMA_INTERNODE")) return *e;
       if (auto e = differs("rdma_min_size", "different MINIO_RDMA_MIN_SIZE")) return *e;
       if (auto e = differs("rdma_fabric", "different inter-node RDMA fabric (MINIO_RDMA_FABRIC)"))
@@ -312,7 +314,7 @@ Result<std::unique_ptr<storage::ErasureStore>> ClusterNode::Start() {
     storage::FormatOptions fo;
     fo.may_create = t.is_first();  // MinIO: the first endpoint's node formats a new deployment
     fo.fresh_needs_all = true;
-    auto store = storage::ErasureStore::Open(std::move(drives), config_.storage_class, fo);
+    auto store = storage::ErasureStore::Open(std::move(drives), config_.storage_classes, fo);
     if (store.ok()) return store;
     if (store.error().code != ErrorCode::kServiceUnavailable || Clock::now() >= deadline) {
       return store.error();

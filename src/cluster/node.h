@@ -25,7 +25,7 @@ struct ClusterConfig {
   std::string listen_host;          // --address host ("" = all interfaces)
   uint16_t listen_port = 9000;
   std::string access_key, secret_key;
-  std::string storage_class;
+  erasure::StorageClassSettings storage_classes;  // MINIO_STORAGE_CLASS_STANDARD / _RRS
   // Inter-node shard transport (MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE, ...). bind_ip "" =
   // this node's own address.
   InternodeRdmaSettings internode;

@@ -20,6 +20,10 @@ using hash::Algo;
 // always FULL_OBJECT.
 enum class Type { kComposite, kFullObject };
 
+// What S3 gives a new object uploaded without any checksum (AWS's default data-integrity
+// protection since 2025): a full-object CRC64NVME, stored and returned like a declared one.
+inline constexpr Algo kDefaultAlgo = Algo::kCRC64NVME;
+
 std::string_view TypeName(Type type);                     // "COMPOSITE" | "FULL_OBJECT"
 std::optional<Type> TypeFromName(std::string_view name);  // case-insensitive, as AWS accepts
 

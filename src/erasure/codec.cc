@@ -135,7 +135,11 @@ void AppendFramedBlock(std::string& out, const uint8_t* block, size_t len) {
 }
 
 bool VerifyFramedBlock(const char* framed, size_t block_size) {
-  return GetLe64(framed) == BlockHash(framed + kBitrotHashSize, block_size);
+  return VerifyBlock(framed, framed + kBitrotHashSize, block_size);
+}
+
+bool VerifyBlock(const char* hash, const char* block, size_t block_size) {
+  return GetLe64(hash) == BlockHash(block, block_size);
 }
 
 }  // namespace rdmastor::erasure

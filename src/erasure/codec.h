@@ -87,5 +87,7 @@ void AppendFramedBlock(std::string& out, const uint8_t* block, size_t len);
 
 // Checks the frame of one block read from a shard file: `framed` holds hash + block_size bytes.
 bool VerifyFramedBlock(const char* framed, size_t block_size);
+// The same for a block whose hash and data were read into separate buffers.
+bool VerifyBlock(const char* hash, const char* block, size_t block_size);
 
 }  // namespace rdmastor::erasure

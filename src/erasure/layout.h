@@ -1,4 +1,4 @@
-// How a drive list is cut into erasure sets, and each set's parity.
+// How a drive list is cut into erasure sets, and the parity of each storage class.
 //
 // Set size (MinIO's rule for one pool): the largest divisor of the drive count in 2..16; so 4
 // drives are one set of 4, 16 one set of 16, 24 two sets of 12, 32 two of 16, 18 two of 9. A count
@@ -7,8 +7,13 @@
 // check has nothing to act on. Drives are assigned to sets in order: set 0 takes the first
 // `set_size`.
 //
-// Parity defaults (DESIGN.md §5): EC:1 for sets of 2-3 drives, EC:2 for 4-5, EC:3 for 6-7, EC:4 for
-// 8 and more; MINIO_STORAGE_CLASS_STANDARD=EC:N overrides it with 1 <= N <= set size / 2.
+// Storage classes (MinIO's): objects written with x-amz-storage-class STANDARD (or none) get the
+// standard parity, REDUCED_REDUNDANCY ones the RRS parity; every object version records its own
+// data/parity counts, so a later change of these settings affects new writes only.
+// Standard parity defaults (DESIGN.md §5): EC:1 for sets of 2-3 drives, EC:2 for 4-5, EC:3 for
+// 6-7, EC:4 for 8 and more; RRS parity defaults to EC:1 (at most the standard parity).
+// MINIO_STORAGE_CLASS_STANDARD / MINIO_STORAGE_CLASS_RRS = EC:N override them, 0 <= N <= set size
+// / 2 (so data shards are never fewer than parity shards), RRS never above STANDARD.
 // Quorums per object: read = data shards; write = data shards, +1 when data == parity (so two
 // writes that disagree cannot both reach quorum).
 #pragma once
@@ -19,12 +24,25 @@
 
 namespace rdmastor::erasure {
 
+// The storage-class settings as given; "" = unset (the default applies).
+struct StorageClassSettings {
+  std::string standard;  // MINIO_STORAGE_CLASS_STANDARD
+  std::string rrs;       // MINIO_STORAGE_CLASS_RRS
+
+  bool operator==(const StorageClassSettings&) const = default;
+};
+
 struct SetLayout {
   int set_count = 1;
   int set_size = 1;  // drives per set
-  int parity = 0;
+  int parity = 0;    // STANDARD objects' parity shards
+  int rrs_parity = 0;  // REDUCED_REDUNDANCY objects' parity shards
 
   int data() const { return set_size - parity; }
+  // Parity for an object of `storage_class` as stored ("" = STANDARD, "REDUCED_REDUNDANCY").
+  int ParityFor(const std::string& storage_class) const {
+    return storage_class == "REDUCED_REDUNDANCY" ? rrs_parity : parity;
+  }
 };
 
 inline int ReadQuorum(int data, int parity) { return data; }
@@ -32,8 +50,8 @@ inline int WriteQuorum(int data, int parity) { return data == parity ? data + 1 
 
 int DefaultParity(int set_size);
 
-// `drives` >= 2; `storage_class` is MINIO_STORAGE_CLASS_STANDARD ("" when unset). Errors
-// (kInvalidArgument) name what is wrong and what is accepted.
-Result<SetLayout> PlanLayout(int drives, const std::string& storage_class);
+// `drives` >= 1. Errors (kInvalidArgument) name the setting that is wrong and what is accepted.
+// One drive has no parity: only unset or EC:0 is accepted there.
+Result<SetLayout> PlanLayout(int drives, const StorageClassSettings& classes = {});
 
 }  // namespace rdmastor::erasure

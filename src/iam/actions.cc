@@ -62,7 +62,24 @@ constexpr std::string_view kBucketActions[] = {
     "s3:PutEncryptionConfiguration", "s3:GetEncryptionConfiguration",
 };
 
+constexpr std::pair<std::string_view, std::string_view> kVersionActions[] = {
+    {"s3:GetObject", "s3:GetObjectVersion"},
+    {"s3:DeleteObject", "s3:DeleteObjectVersion"},
+    {"s3:GetObjectTagging", "s3:GetObjectVersionTagging"},
+    {"s3:PutObjectTagging", "s3:PutObjectVersionTagging"},
+    {"s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging"},
+    {"s3:GetObjectAcl", "s3:GetObjectVersionAcl"},
+    {"s3:PutObjectAcl", "s3:PutObjectVersionAcl"},
+    {"s3:GetObjectAttributes", "s3:GetObjectVersionAttributes"},
+};
+
 }  // namespace
+
+std::string_view VersionAction(std::string_view action) {
+  for (const auto& [plain, versioned] : kVersionActions)
+    if (plain == action) return versioned;
+  return action;
+}
 
 std::string_view ActionFor(std::string_view api) {
   for (const auto& [name, action] : kActions)

@@ -12,6 +12,11 @@ namespace rdmastor::iam {
 // CopyObject and UploadPartCopy also need s3:GetObject on their source (the caller checks that).
 std::string_view ActionFor(std::string_view api);
 
+// The action AWS checks instead of `action` when the request names a version (versionId):
+// s3:GetObject -> s3:GetObjectVersion, s3:DeleteObject -> s3:DeleteObjectVersion, the object
+// tagging, ACL and attributes actions -> their ...Version... forms; any other action unchanged.
+std::string_view VersionAction(std::string_view action);
+
 // True when the action applies to the bucket itself (resource "bucket") rather than to an
 // object in it (resource "bucket/key"); ListAllMyBuckets and CreateBucket are bucket-level too.
 bool IsBucketAction(std::string_view action);

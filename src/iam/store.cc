@@ -509,8 +509,36 @@ Result<BucketAccess> IamStore::GetBucketAccess(const std::string& bucket) {
 }
 
 Status IamStore::PutBucketAccess(const std::string& bucket, const BucketAccess& access) {
-  return WriteDoc(BucketAclKey(bucket),
-                  Json{{"version", 1}, {"owner", access.owner}, {"acl", access.acl}}.dump());
+  RS_RETURN_IF_ERROR(
+      WriteDoc(BucketAclKey(bucket),
+               Json{{"version", 1}, {"owner", access.owner}, {"acl", access.acl}}.dump()));
+  std::lock_guard lock(mu_);
+  Bound(bucket_access_);
+  bucket_access_[bucket] = AccessEntry{access, Clock::now()};
+  return {};
+}
+
+BucketAccess IamStore::CachedBucketAccess(const std::string& bucket) {
+  const auto now = Clock::now();
+  std::optional<BucketAccess> stale;
+  {
+    std::lock_guard lock(mu_);
+    auto it = bucket_access_.find(bucket);
+    if (it != bucket_access_.end()) {
+      if (now - it->second.fetched < opts_.refresh) return it->second.access;
+      stale = it->second.access;
+    }
+  }
+  auto read = GetBucketAccess(bucket);
+  if (!read.ok()) {
+    spdlog::warn("iam: cannot read the ACL of bucket {}: {}", bucket, read.error().message);
+    if (!stale) return BucketAccess{};  // not cached: refused for a retry, private meanwhile
+  }
+  BucketAccess access = read.ok() ? std::move(*read) : *stale;
+  std::lock_guard lock(mu_);
+  Bound(bucket_access_);
+  bucket_access_[bucket] = AccessEntry{access, now};
+  return access;
 }
 
 void IamStore::ForgetBucket(const std::string& bucket) {
@@ -520,6 +548,7 @@ void IamStore::ForgetBucket(const std::string& bucket) {
   }
   std::lock_guard lock(mu_);
   bucket_policies_.erase(bucket);
+  bucket_access_.erase(bucket);
 }
 
 uint64_t IamStore::unknown_key_reads() const {

@@ -53,7 +53,7 @@ struct User {
 
 struct BucketAccess {
   std::string owner;            // access key of the creator ("" = root / unknown: created before)
-  std::string acl = "private";  // canned ACL
+  std::string acl = "private";  // canned ACL (iam/acl.h names)
 };
 
 class IamStore {
@@ -91,8 +91,12 @@ class IamStore {
   Status DeleteBucketPolicy(const std::string& bucket);  // no error when there is none
   // The parsed bucket policy, cached; nullptr when the bucket has none.
   std::shared_ptr<const Policy> BucketPolicy(const std::string& bucket);
+  // The bucket's owner and canned ACL as stored (defaults when there is no record).
   Result<BucketAccess> GetBucketAccess(const std::string& bucket);
   Status PutBucketAccess(const std::string& bucket, const BucketAccess& access);
+  // The same for the request path, cached like bucket policies (re-read after `refresh`; when
+  // storage cannot be read, what was cached, else private).
+  BucketAccess CachedBucketAccess(const std::string& bucket);
   // Removes what a deleted bucket leaves here (policy, ACL); best effort.
   void ForgetBucket(const std::string& bucket);
 
@@ -115,6 +119,10 @@ class IamStore {
   };
   struct PolicyEntry {
     std::shared_ptr<const Policy> policy;  // nullptr: none
+    Clock::time_point fetched;
+  };
+  struct AccessEntry {
+    BucketAccess access;
     Clock::time_point fetched;
   };
 
@@ -141,6 +149,7 @@ class IamStore {
   std::map<std::string, UserEntry, std::less<>> users_;
   std::map<std::string, PolicyEntry, std::less<>> named_policies_;
   std::map<std::string, PolicyEntry, std::less<>> bucket_policies_;
+  std::map<std::string, AccessEntry, std::less<>> bucket_access_;
   double tokens_;
   Clock::time_point tokens_at_;
   uint64_t unknown_reads_ = 0, unknown_refusals_ = 0;

@@ -82,7 +82,7 @@ iam::ConditionContext ConditionsFor(const HttpRequest& req,
 
 Status Authorize(iam::IamStore& iam, const Caller& who, std::string_view action,
                  const std::string& bucket, const std::string& key,
-                 const iam::ConditionContext& ctx) {
+                 const iam::ConditionContext& ctx, const ObjectAclReader& object_acl) {
   if (who.root()) return {};
   if (action.empty()) return MakeError(ErrorCode::kAccessDenied);
   const std::string resource =
@@ -104,7 +104,20 @@ Status Authorize(iam::IamStore& iam, const Caller& who, std::string_view action,
     for (const auto& policy : iam.PoliciesOf(who.access_key))
       if (denies(*policy)) return MakeError(ErrorCode::kAccessDenied);
   }
-  if (allowed) return {};
+  if (allowed || bucket.empty()) return allowed ? Status{} : MakeError(ErrorCode::kAccessDenied);
+  // ACL grants: allows applied after every explicit deny (none matched above).
+  auto grants = [&](const iam::Policy& acl_policy) {
+    return iam::Evaluate(acl_policy, request) == iam::Decision::kAllow;
+  };
+  const iam::CannedAcl bucket_acl = iam::AclFromStored(iam.CachedBucketAccess(bucket).acl);
+  if (grants(iam::BucketAclPolicy(bucket_acl, bucket))) return {};
+  // Only an object read can be granted by the object's ACL: the metadata is read just for those.
+  const std::string lower_action = text::ToLower(action);
+  const bool object_read =
+      lower_action == "s3:getobject" || lower_action == "s3:getobjectversion";
+  if (!key.empty() && object_acl && object_read &&
+      grants(iam::ObjectAclPolicy(object_acl(), bucket, key)))
+    return {};
   return MakeError(ErrorCode::kAccessDenied);
 }
 

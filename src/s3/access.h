@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "iam/acl.h"
 #include "iam/policy.h"
 #include "iam/store.h"
 #include "s3/http_types.h"
@@ -40,13 +41,17 @@ iam::ConditionContext ConditionsFor(const HttpRequest& req,
                                     bool secure_transport, const Caller& who,
                                     const AuthContext* auth);
 
+// The canned ACL of the object version a request addresses, read when an ACL could decide.
+using ObjectAclReader = std::function<iam::CannedAcl()>;
+
 // Is `who` allowed `action` on bucket (key empty: the bucket itself) in context `ctx`? Root is
 // allowed everything. Otherwise an explicit Deny in the bucket policy or in one of the user's
-// policies refuses; an Allow in either (or a grant of the bucket's canned ACL) allows; nothing
-// else does. Refusals are AccessDenied.
+// policies refuses; an Allow in either allows; then the grants of the bucket's canned ACL and,
+// for an object read, of the object's (`object_acl`, called only then) allow, evaluated as
+// policies (iam/acl.h); nothing else does. Refusals are AccessDenied.
 Status Authorize(iam::IamStore& iam, const Caller& who, std::string_view action,
                  const std::string& bucket, const std::string& key,
-                 const iam::ConditionContext& ctx);
+                 const iam::ConditionContext& ctx, const ObjectAclReader& object_acl = {});
 
 // The route name of a ?policy / ?policyStatus request ("PutBucketPolicy", ...), or "unknown".
 std::string_view PolicyApiName(std::string_view method, bool status);

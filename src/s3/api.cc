@@ -18,6 +18,7 @@
 #include "common/utf8.h"
 #include "iam/actions.h"
 #include "s3/access.h"
+#include "s3/acl.h"
 #include "s3/admin_api.h"
 #include "s3/aws_chunked.h"
 #include "s3/checksums.h"
@@ -352,6 +353,9 @@ struct ChecksumRule {
   // CompleteMultipartUpload: the headers describe the object being completed, not the XML body.
   bool headers_describe_body = true;
   const storage::PutOptions* upload = nullptr;  // UploadPart: the upload's recorded algorithm
+  // Object data (PutObject, UploadPart): a body that declares no checksum gets S3's default one
+  // (checksum::kDefaultAlgo), computed as it streams.
+  bool default_checksum = false;
 };
 
 // `rdma`: the payload comes over RDMA (exactly rdma->size() bytes) instead of the HTTP body.
@@ -376,6 +380,7 @@ Result<UploadBody> PrepareUpload(S3Api::Context& ctx, RdmaPutBody* rdma = nullpt
     if (!algo.ok()) return algo.error();
     up.checksum_algo = *algo;
   }
+  if (!up.checksum_algo && rule.default_checksum) up.checksum_algo = checksum::kDefaultAlgo;
 
   const auto mode = ctx.auth.payload_mode;
   bool streaming = mode == PayloadMode::kStreamingSigned ||
@@ -525,6 +530,9 @@ Result<storage::PutOptions> ObjectOptionsFromHeaders(const HttpRequest& req) {
     opts.tags = std::move(*tags);
   }
   opts.storage_class = StorageClassOf(req);
+  auto acl = RequestedAcl(req);
+  if (!acl.ok()) return acl.error();
+  opts.acl = iam::StoredAcl(acl->value_or(iam::CannedAcl::kPrivate));
   return opts;
 }
 
@@ -646,8 +654,7 @@ namespace {
 // Subresources we do not implement: answered NotImplemented rather than acting on the
 // bucket/object.
 const char* UnsupportedSubresource(const S3Api::Context& ctx) {
-  static const char* kUnsupported[] = {"acl",
-                                       "policy",
+  static const char* kUnsupported[] = {"policy",
                                        "lifecycle",
                                        "cors",
                                        "encryption",
@@ -696,6 +703,7 @@ std::string_view ApiName(const S3Api::Context& ctx) {
   if (ctx.bucket.empty()) return m == "GET" ? "ListBuckets" : "unknown";
   if (UnsupportedSubresource(ctx)) return "unknown";
   if (ctx.Has("tagging")) return TaggingApiName(m, ctx.has_key);
+  if (ctx.Has("acl")) return AclApiName(m, ctx.has_key);
   if (!ctx.has_key && (ctx.Has("policy") || ctx.Has("policyStatus")))
     return PolicyApiName(m, ctx.Has("policyStatus"));
   if (!ctx.has_key && ctx.Has("encryption")) {
@@ -949,6 +957,10 @@ void S3Api::Dispatch(Context& ctx) {
       {"GetBucketEncryption", [](S3Api& a, Context& c) { a.BucketEncryption(c); }},
       {"PutBucketEncryption", [](S3Api& a, Context& c) { a.BucketEncryption(c); }},
       {"DeleteBucketEncryption", [](S3Api& a, Context& c) { a.BucketEncryption(c); }},
+      {"PutBucketAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
+      {"GetBucketAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
+      {"PutObjectAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
+      {"GetObjectAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
   };
   for (const auto& [name, handler] : kRoutes) {
     if (ctx.api == name) return handler(*this, ctx);
@@ -1002,11 +1014,23 @@ void S3Api::BucketPolicy(Context& ctx) {
   SendBody(ctx.sink, std::move(head), reply->body, reply->content_type);
 }
 
+// ?acl on a bucket or an object (s3/acl.h).
+void S3Api::Acl(Context& ctx) {
+  auto reply = HandleAcl(*iam_, store_, ctx.api, ctx.bucket, ctx.key, ctx.version, ctx.req,
+                         [&] { return ReadXmlBody(ctx); });
+  if (!reply.ok()) {
+    if (ctx.has_key) return SendVersionError(ctx, reply.error(), store_);
+    return SendError(ctx, reply.error());
+  }
+  if (reply->xml.empty()) return SendEmpty(ctx, reply->status, reply->headers);
+  SendXml(ctx, reply->xml, reply->status, reply->headers);
+}
+
 bool S3Api::Authorized(Context& ctx) {
   const bool copy = ctx.api == "CopyObject" || ctx.api == "CopyObjectPart";
   std::optional<std::pair<std::string, std::string>> source;
+  storage::VersionSel src_version;
   if (copy) {
-    storage::VersionSel src_version;
     auto src = ParseCopySource(ctx.req.HeaderOr("x-amz-copy-source"), &src_version);
     if (src.ok()) source = std::move(*src);
     // The system bucket cannot be read through a copy either, not even by root.
@@ -1019,20 +1043,43 @@ bool S3Api::Authorized(Context& ctx) {
   // DeleteObjects: s3:DeleteObject is checked for each key it names (DeleteObjects).
   if (ctx.api == "DeleteMultipleObjects") return true;
   const bool object_action = ctx.has_key && !iam::IsBucketAction(iam::ActionFor(ctx.api));
-  auto st = Allowed(ctx, iam::ActionFor(ctx.api), object_action ? ctx.key : std::string());
-  // A copy reads its source: s3:GetObject there too.
-  if (st.ok() && source) st = Allowed(ctx, "s3:GetObject", source->second, source->first);
+  // An anonymous request is authorized before Dispatch parses its versionId: parsed here (a
+  // malformed one is refused as for anyone; it tells nothing about the bucket).
+  storage::VersionSel version = ctx.version;
+  if (!version && object_action && ctx.Has("versionId")) {
+    auto v = ParseVersionId(ctx.Q("versionId"));
+    if (!v.ok()) {
+      SendError(ctx, v.error());
+      return false;
+    }
+    version = std::move(*v);
+  }
+  std::string_view action = iam::ActionFor(ctx.api);
+  // A request naming a version needs the ...Version action (s3:GetObjectVersion, ...).
+  if (object_action && version) action = iam::VersionAction(action);
+  auto st = Allowed(ctx, action, object_action ? ctx.key : std::string(), {}, version);
+  // A copy reads its source: s3:GetObject (s3:GetObjectVersion for a named version) there too.
+  if (st.ok() && source) {
+    st = Allowed(ctx, src_version ? "s3:GetObjectVersion" : "s3:GetObject", source->second,
+                 source->first, src_version);
+  }
   if (!st.ok()) SendError(ctx, st.error());
   return st.ok();
 }
 
 Status S3Api::Allowed(Context& ctx, std::string_view action, const std::string& key,
-                      const std::string& bucket) {
+                      const std::string& bucket, const storage::VersionSel& version) {
   if (ctx.caller.root()) return {};
   const auto conditions = ConditionsFor(ctx.req, ctx.query, opts_.secure_transport, ctx.caller,
                                         ctx.caller.anonymous() ? nullptr : &ctx.auth);
-  return Authorize(*iam_, ctx.caller, action, bucket.empty() ? ctx.bucket : bucket, key,
-                   conditions);
+  const std::string& in_bucket = bucket.empty() ? ctx.bucket : bucket;
+  // The ACL of the version read: a missing object (or version, or a delete marker) grants nothing.
+  auto object_acl = [&]() {
+    auto info = version ? store_.StatObjectVersion(in_bucket, key, *version)
+                        : store_.StatObject(in_bucket, key);
+    return info.ok() ? iam::AclFromStored(info->acl) : iam::CannedAcl::kPrivate;
+  };
+  return Authorize(*iam_, ctx.caller, action, in_bucket, key, conditions, object_acl);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1093,13 +1140,19 @@ void S3Api::CreateBucket(Context& ctx) {
                                         " location constraint is incompatible for the region "
                                         "specific endpoint this request was sent to."));
   }
+  auto acl = RequestedAcl(ctx.req);
+  if (!acl.ok()) return SendError(ctx, acl.error());
   auto st = store_.MakeBucket(ctx.bucket);
   if (!st.ok()) return SendError(ctx, st.error());
-  // The owner, when not root (a bucket without a record belongs to root).
-  if (!ctx.caller.root()) {
-    if (auto rec = iam_->PutBucketAccess(ctx.bucket, {ctx.caller.access_key, "private"}); !rec.ok())
-      spdlog::warn("{}: bucket {} created but its owner not recorded: {}", ctx.request_id,
-                   ctx.bucket, rec.error().message);
+  // The owner ("" for root) and the ACL, written for every new bucket so that no record left by
+  // an earlier bucket of the same name (ForgetBucket is best effort) can apply to this one.
+  const iam::BucketAccess access{ctx.caller.root() ? std::string() : ctx.caller.access_key,
+                                 std::string(iam::AclName(acl->value_or(iam::CannedAcl::kPrivate)))};
+  if (auto rec = iam_->PutBucketAccess(ctx.bucket, access); !rec.ok()) {
+    spdlog::warn("{}: bucket {} created but its owner and ACL not recorded: {}", ctx.request_id,
+                 ctx.bucket, rec.error().message);
+    // The bucket exists and is private; a client that asked for more must not believe it got it.
+    if (access.acl != "private") return SendError(ctx, rec.error());
   }
   SendEmpty(ctx, 200, {{"Location", "/" + ctx.bucket}});
 }
@@ -1242,7 +1295,9 @@ void S3Api::DeleteObjects(Context& ctx) {
       else
         st = MakeError(ErrorCode::kNoSuchVersion);
     }
-    if (st.ok()) st = Allowed(ctx, "s3:DeleteObject", entry.key);  // each key on its own
+    // Each key on its own; a named version needs s3:DeleteObjectVersion.
+    if (st.ok())
+      st = Allowed(ctx, version ? "s3:DeleteObjectVersion" : "s3:DeleteObject", entry.key);
     storage::DeleteResult done;
     if (st.ok()) {
       auto r = store_.DeleteObjectVersion(ctx.bucket, entry.key, version);
@@ -1283,7 +1338,7 @@ void S3Api::PutObject(Context& ctx) {
     object_key = nk->key;
     opts->internal = std::move(nk->internal);
   }
-  auto up = PrepareUpload(ctx, rdma->get());
+  auto up = PrepareUpload(ctx, rdma->get(), ChecksumRule{.default_checksum = true});
   if (!up.ok()) return SendError(ctx, up.error());
   StoredBody stored(*up->digest, object_key);
   opts->size = stored.Size(up->size);
@@ -1467,6 +1522,11 @@ void S3Api::PostObject(Context& ctx) {
     if (auto it = fields.find(std::string(stored)); it != fields.end())
       opts.user_metadata[std::string(stored)] = it->second;
   }
+  if (auto it = fields.find("acl"); it != fields.end()) {  // a canned ACL, as x-amz-acl
+    auto acl = iam::ParseCannedAcl(it->second);
+    if (!acl.ok()) return SendError(ctx, acl.error());
+    opts.acl = iam::StoredAcl(*acl);
+  }
   if (auto it = fields.find("tagging"); it != fields.end()) {  // a <Tagging> document, as AWS
     auto tags = ParseTaggingXml(it->second, /*object=*/true);
     if (!tags.ok()) return SendError(ctx, tags.error());
@@ -1487,7 +1547,7 @@ void S3Api::PostObject(Context& ctx) {
     opts.internal = std::move(nk->internal);
   }
   LimitedSource limited(form.Content(), max_size);
-  DigestingSource digest(limited, false, std::nullopt);
+  DigestingSource digest(limited, false, checksum::kDefaultAlgo);  // S3's default checksum
   StoredBody stored(digest, object_key);
   auto info = store_.PutObject(
       ctx.bucket, key, *stored.body, opts, [&](uint64_t) -> Result<storage::CommitInfo> {
@@ -1500,6 +1560,8 @@ void S3Api::PostObject(Context& ctx) {
         }
         storage::CommitInfo ci;
         ci.etag = hash::HexEncode(digest.Md5());
+        ci.checksums[std::string(hash::ChecksumName(checksum::kDefaultAlgo))] =
+            hash::Base64Encode(digest.Checksum());
         return ci;
       });
   if (!info.ok()) return SendError(ctx, info.error());
@@ -1568,6 +1630,10 @@ void S3Api::CopyObject(Context& ctx) {
   auto tags = CopyObjectTags(ctx.req, src_info.tags);
   if (!tags.ok()) return SendError(ctx, tags.error());
   opts.tags = std::move(*tags);
+  // The copy's ACL is the request's (private when it names none), never the source's (AWS).
+  auto acl = RequestedAcl(ctx.req);
+  if (!acl.ok()) return SendError(ctx, acl.error());
+  opts.acl = iam::StoredAcl(acl->value_or(iam::CannedAcl::kPrivate));
   // x-amz-checksum-algorithm: the copy gets a checksum of that algorithm, computed as it is copied.
   std::optional<hash::Algo> new_checksum;
   if (const auto* algo = ctx.req.FindHeader("x-amz-checksum-algorithm")) {
@@ -1584,16 +1650,19 @@ void S3Api::CopyObject(Context& ctx) {
   // changes the encryption, which AWS counts as a change).
   const bool reencrypt = dst_sse->kind != SseKind::kNone || SseKindOf(src_info.internal) !=
                                                                  SseKind::kNone;
-  if (same && !new_checksum && !reencrypt) {
-    // Onto itself: legal when it replaces the metadata or names a storage class (AWS) or a checksum
-    // algorithm or an encryption (which rewrite the data below).
-    if (!replace && !ctx.req.FindHeader("x-amz-storage-class")) {
-      return SendError(ctx, MakeError(ErrorCode::kInvalidRequest,
-                                      "This copy request is illegal because it is trying to copy "
-                                      "an object to itself without changing the object's "
-                                      "metadata, storage class, website redirect location or "
-                                      "encryption attributes."));
-    }
+  // Onto itself: legal when it replaces the metadata or names a storage class (AWS), a checksum
+  // algorithm or an encryption (which rewrite the data below).
+  if (same && !new_checksum && !reencrypt && !replace &&
+      !ctx.req.FindHeader("x-amz-storage-class")) {
+    return SendError(ctx, MakeError(ErrorCode::kInvalidRequest,
+                                    "This copy request is illegal because it is trying to copy "
+                                    "an object to itself without changing the object's "
+                                    "metadata, storage class, website redirect location or "
+                                    "encryption attributes."));
+  }
+  // A new storage class is a new parity: the data is rewritten (the copy below), not only the
+  // metadata.
+  if (same && !new_checksum && !reencrypt && opts.storage_class == src_info.storage_class) {
     // Onto itself the destination is the source: its conditions hold against the source read.
     if (auto cond = ConditionalWrite(ctx.req)) {
       if (auto st = cond(&src_info); !st.ok()) return SendError(ctx, st.error());
@@ -1615,8 +1684,21 @@ void S3Api::CopyObject(Context& ctx) {
   }
   // If-Match / If-None-Match name the destination, as on PutObject (checked at commit).
   opts.precondition = ConditionalWrite(ctx.req);
+  // Checksums: x-amz-checksum-algorithm's, computed as the bytes are copied; else the source's
+  // full-object ones are kept and a composite one (which describes parts, not a single PUT) is
+  // computed again over the whole object; with none at all, S3's default.
+  std::map<std::string, std::string> kept;
+  std::optional<hash::Algo> computed = new_checksum;
+  for (const auto& [name, value] : src_info.checksums) {
+    if (new_checksum) break;
+    if (value.find('-') == std::string::npos)
+      kept[name] = value;
+    else
+      computed = hash::ChecksumAlgoFromName(name);
+  }
+  if (!computed && kept.empty()) computed = checksum::kDefaultAlgo;
   ReaderSource source(**reader, 0, src_info.size);
-  DigestingSource digest(source, false, new_checksum);
+  DigestingSource digest(source, false, computed);
   StoredBody stored(digest, dst_key);
   opts.size = stored.Size(src_info.size);
   // A single-part source keeps its ETag (its MD5); a multipart source gets the MD5 of its bytes,
@@ -1625,15 +1707,10 @@ void S3Api::CopyObject(Context& ctx) {
       ctx.bucket, ctx.key, *stored.body, opts, [&](uint64_t) -> Result<storage::CommitInfo> {
         storage::CommitInfo ci;
         ci.etag = WriteEtag(dst_sse->kind, dst_key, hash::HexEncode(digest.Md5()));
-        if (new_checksum) {
-          ci.checksums[std::string(hash::ChecksumName(*new_checksum))] =
+        ci.checksums = kept;
+        if (computed)
+          ci.checksums[std::string(hash::ChecksumName(*computed))] =
               hash::Base64Encode(digest.Checksum());
-          return ci;
-        }
-        ci.checksums = src_info.checksums;
-        // Composite multipart checksums don't describe a single PUT.
-        for (auto it = ci.checksums.begin(); it != ci.checksums.end();)
-          it = it->second.find('-') != std::string::npos ? ci.checksums.erase(it) : std::next(it);
         return ci;
       });
   if (!info.ok()) return SendError(ctx, info.error());
@@ -1972,7 +2049,8 @@ void S3Api::UploadPart(Context& ctx) {
   auto object_key = UploadKey(opts_.sse, ctx.req, *upload, ctx.bucket, ctx.key, &sse);
   if (!object_key.ok()) return SendError(ctx, RdmaUploadError(rdma->get(), object_key.error()));
   const SseKind kind = SseKindOf(upload->internal);
-  auto up = PrepareUpload(ctx, rdma->get(), ChecksumRule{true, &*upload});
+  auto up = PrepareUpload(ctx, rdma->get(),
+                          ChecksumRule{.upload = &*upload, .default_checksum = true});
   if (!up.ok()) return SendError(ctx, up.error());
   StoredBody stored(*up->digest, *object_key);
   auto part = store_.PutObjectPart(ctx.bucket, ctx.key, upload_id, *pn, *stored.body,
@@ -2005,8 +2083,9 @@ void S3Api::UploadPartCopy(Context& ctx) {
   // Fail on a missing upload before reading any source data.
   auto upload = store_.GetUploadOptions(ctx.bucket, ctx.key, upload_id);
   if (!upload.ok()) return SendError(ctx, upload.error());
-  // The part gets the upload's checksum, computed as it is copied.
-  const auto part_algo = hash::ChecksumAlgoFromName(upload->checksum_algorithm);
+  // The part gets the upload's checksum (S3's default when it has none), computed as it is copied.
+  const hash::Algo part_algo =
+      hash::ChecksumAlgoFromName(upload->checksum_algorithm).value_or(checksum::kDefaultAlgo);
   SseRequest sse;
   auto object_key = UploadKey(opts_.sse, ctx.req, *upload, ctx.bucket, ctx.key, &sse);
   if (!object_key.ok()) return SendError(ctx, object_key.error());
@@ -2051,8 +2130,8 @@ void S3Api::UploadPartCopy(Context& ctx) {
       [&](uint64_t) -> Result<storage::CommitInfo> {
         storage::CommitInfo ci;
         ci.etag = WriteEtag(kind, *object_key, hash::HexEncode(digest.Md5()));
-        if (part_algo)
-          ci.checksums[upload->checksum_algorithm] = hash::Base64Encode(digest.Checksum());
+        ci.checksums[std::string(hash::ChecksumName(part_algo))] =
+            hash::Base64Encode(digest.Checksum());
         return ci;
       });
   if (!part.ok()) return SendError(ctx, part.error());

@@ -80,11 +80,13 @@ class S3Api final : public RequestHandler {
   void Tagging(Context& ctx);  // ?tagging on a bucket or an object (s3/tagging.h)
   void BucketPolicy(Context& ctx);  // ?policy, ?policyStatus (s3/access.h)
   void BucketEncryption(Context& ctx);  // ?encryption on a bucket: Get/Put/DeleteBucketEncryption
+  void Acl(Context& ctx);           // ?acl on a bucket or an object (s3/acl.h)
   // Decides whether the request's caller may do what it asks (s3/access.h); sends the refusal.
   bool Authorized(Context& ctx);
   // May the caller do `action` on `key` (empty: the bucket) of `bucket` (empty: the request's)?
+  // `version`: the object version addressed (nullopt: the latest), whose ACL may grant a read.
   Status Allowed(Context& ctx, std::string_view action, const std::string& key,
-                 const std::string& bucket = {});
+                 const std::string& bucket = {}, const storage::VersionSel& version = {});
 
   ApiOptions opts_;
   storage::ObjectLayer& store_;

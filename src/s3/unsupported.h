@@ -14,9 +14,9 @@ namespace rdmastor::s3 {
 // other writes implement them, s3/sse.h); a bucket's default encryption still applies.
 Status CheckEncryptionHeaders(const HttpRequest& req);
 
-// x-amz-storage-class: STANDARD is what every object gets. REDUCED_REDUNDANCY (MinIO's RRS
-// parity) is not implemented yet: 501. Any other value, including AWS classes such as GLACIER
-// this server does not offer, is 400 InvalidStorageClass, as MinIO answers.
+// x-amz-storage-class: STANDARD and REDUCED_REDUNDANCY (MinIO's two classes, each a parity:
+// erasure/layout.h) are accepted. Any other value, including AWS classes such as GLACIER this
+// server does not offer, is 400 InvalidStorageClass, as MinIO answers.
 Status CheckStorageClass(const HttpRequest& req);
 
 // Every refusal for the request routed to `api` (MinIO's API name: "PutObject", "PutBucket",

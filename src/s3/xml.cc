@@ -826,8 +826,110 @@ std::string VersioningConfigurationXml(storage::Versioning state) {
   return d.str();
 }
 
+std::string AccessControlPolicyXml(const iam::AclOwner& owner,
+                                   const std::vector<iam::Grant>& grants) {
+  Doc d("AccessControlPolicy");
+  AddOwner(d.root(), "Owner", Owner{owner.id, owner.display_name});
+  pugi::xml_node list = d.root().append_child("AccessControlList");
+  for (const auto& g : grants) {
+    pugi::xml_node grant = list.append_child("Grant");
+    pugi::xml_node grantee = grant.append_child("Grantee");
+    grantee.append_attribute("xmlns:xsi") = "http://www.w3.org/2001/XMLSchema-instance";
+    grantee.append_attribute("xsi:type") = g.group ? "Group" : "CanonicalUser";
+    if (g.group) {
+      Add(grantee, "URI", g.uri);
+    } else {
+      Add(grantee, "ID", g.id);
+      Add(grantee, "DisplayName", g.display_name);
+    }
+    Add(grant, "Permission", g.permission);
+  }
+  return d.str();
+}
+
 // -----------------------------------------------------------------------------------------------
 // Request documents.
+
+Result<AclRequest> ParseAccessControlPolicyXml(std::string_view body) {
+  constexpr size_t kMaxGrants = 100;
+  const Error malformed = MakeError(ErrorCode::kMalformedXML);
+  pugi::xml_document doc;
+  const pugi::xml_node root = LoadBody(body, doc);
+  if (!root || LocalName(root) != "AccessControlPolicy") return malformed;
+  AclRequest out;
+  // The text of the one child element `name` of `n` (nullopt: absent; malformed: structure).
+  auto child_text = [](pugi::xml_node n, std::string_view name,
+                       std::optional<std::string>& slot) -> bool {
+    for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+      if (c.type() != pugi::node_element || LocalName(c) != name) continue;
+      auto v = LeafText(c);
+      if (!v || slot) return false;
+      slot = std::string(Trim(*v));
+    }
+    return true;
+  };
+  bool seen_list = false;
+  for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    const std::string_view name = LocalName(c);
+    if (name == "Owner") {
+      if (!child_text(c, "ID", out.owner_id)) return malformed;
+    } else if (name == "AccessControlList") {
+      if (seen_list) return malformed;
+      seen_list = true;
+      for (pugi::xml_node g = c.first_child(); g; g = g.next_sibling()) {
+        if (g.type() != pugi::node_element) continue;
+        if (LocalName(g) != "Grant" || out.grants.size() == kMaxGrants) return malformed;
+        pugi::xml_node grantee;
+        std::optional<std::string> permission;
+        for (pugi::xml_node f = g.first_child(); f; f = f.next_sibling()) {
+          if (f.type() != pugi::node_element) continue;
+          if (LocalName(f) == "Grantee" && !grantee) {
+            grantee = f;
+          } else if (LocalName(f) == "Permission" && !permission) {
+            auto v = LeafText(f);
+            if (!v) return malformed;
+            permission = std::string(Trim(*v));
+          } else {
+            return malformed;
+          }
+        }
+        if (!grantee || !permission) return malformed;
+        if (*permission != "FULL_CONTROL" && *permission != "READ" && *permission != "WRITE" &&
+            *permission != "READ_ACP" && *permission != "WRITE_ACP")
+          return malformed;
+        std::string_view type;
+        for (pugi::xml_attribute a = grantee.first_attribute(); a; a = a.next_attribute()) {
+          std::string_view an = a.name();
+          if (an == "type" || (an.ends_with(":type") && !an.starts_with("xmlns"))) type = a.value();
+        }
+        std::optional<std::string> id, uri, email, display;
+        if (!child_text(grantee, "ID", id) || !child_text(grantee, "URI", uri) ||
+            !child_text(grantee, "EmailAddress", email) ||
+            !child_text(grantee, "DisplayName", display))
+          return malformed;
+        iam::Grant grant;
+        grant.permission = std::move(*permission);
+        if (type == "CanonicalUser" && id) {
+          grant.id = std::move(*id);
+          grant.display_name = display.value_or("");
+        } else if (type == "Group" && uri) {
+          grant.group = true;
+          grant.uri = std::move(*uri);
+        } else if (type == "AmazonCustomerByEmail" && email) {
+          grant.id = "email:" + *email;
+        } else {
+          return malformed;
+        }
+        out.grants.push_back(std::move(grant));
+      }
+    } else {
+      return malformed;
+    }
+  }
+  if (!seen_list) return malformed;
+  return out;
+}
 
 Result<DeleteRequest> ParseDeleteXml(std::string_view body) {
   pugi::xml_document doc;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "iam/acl.h"
 #include "storage/object_layer.h"
 
 namespace rdmastor::s3 {
@@ -26,8 +27,8 @@ std::string HttpDate(int64_t unix_ns);
 std::optional<int64_t> ParseHttpDate(std::string_view s);
 
 struct Owner {
-  std::string id = "02d6176db174dc93cb1b899f7c6078f08654445fe8cf1b6ce98d8855f66bdbf4";
-  std::string display_name = "rdmastor";
+  std::string id = std::string(iam::kRootCanonicalId);
+  std::string display_name = std::string(iam::kRootDisplayName);
 };
 
 // ListBuckets: `buckets` is the page to list; the rest describes the page.
@@ -163,5 +164,18 @@ struct VersioningRequest {
   std::optional<bool> mfa_delete;
 };
 Result<VersioningRequest> ParseVersioningXml(std::string_view body);
+
+// <AccessControlPolicy>: GetBucketAcl / GetObjectAcl's answer, grants in the order given.
+std::string AccessControlPolicyXml(const iam::AclOwner& owner,
+                                   const std::vector<iam::Grant>& grants);
+// PutBucketAcl / PutObjectAcl's body. Grantees of a type other than CanonicalUser and Group
+// (AmazonCustomerByEmail) are returned as a grant no canned ACL has (by id "email:ADDRESS").
+// kMalformedXML on bad XML, a DOCTYPE, a grant without grantee or permission, a permission
+// AWS does not define, or more than 100 grants (AWS's limit).
+struct AclRequest {
+  std::optional<std::string> owner_id;  // <Owner><ID>, when sent
+  std::vector<iam::Grant> grants;
+};
+Result<AclRequest> ParseAccessControlPolicyXml(std::string_view body);
 
 }  // namespace rdmastor::s3

@@ -102,14 +102,14 @@ class ErasureSet;
 
 class ErasureStore final : public ObjectLayer {
  public:
-  // Plans the layout (MINIO_STORAGE_CLASS_STANDARD in `storage_class`, "" = default parity),
-  // loads or writes the format files, and starts the background healer. Errors name the problem.
+  // Plans the layout (the storage classes' parity from `classes`; unset = the defaults), loads
+  // or writes the format files, and starts the background healer. Errors name the problem.
   static Result<std::unique_ptr<ErasureStore>> Open(const std::vector<std::string>& drives,
-                                                    const std::string& storage_class);
+                                                    const erasure::StorageClassSettings& classes);
   // The same over any drives (local and remote, in endpoint order; clusters). Only local drives
   // are prepared (staging recovery) and checked for replacement here.
   static Result<std::unique_ptr<ErasureStore>> Open(std::vector<std::unique_ptr<Drive>> drives,
-                                                    const std::string& storage_class,
+                                                    const erasure::StorageClassSettings& classes,
                                                     const FormatOptions& format_options);
   const std::vector<std::unique_ptr<Drive>>& drives() const { return drives_; }
   ~ErasureStore() override;

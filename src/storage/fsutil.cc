@@ -336,16 +336,20 @@ Result<std::optional<std::string>> ReadFileIfExists(const std::string& path) {
     return ErrnoError("open", path, errno);
   }
   UniqueFd guard(fd);
+  // One read for any file that fits the buffer (every metadata file, inline data included): a
+  // regular file's read comes back short only at its end, so neither an fstat for the size nor a
+  // second read that returns 0 is needed. Files read here are replaced by rename, never rewritten
+  // in place, so a short read cannot be a writer's half-written end.
+  thread_local std::vector<char> buf(256 << 10);
   std::string out;
-  char buf[16384];
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
+    ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoError("read", path, errno);
     }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    out.append(buf.data(), static_cast<size_t>(n));
+    if (static_cast<size_t>(n) < buf.size()) break;
   }
   return std::optional<std::string>(std::move(out));
 }
@@ -511,16 +515,25 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
       return ErrnoError(op, where, err);
     }
     data_moved = true;
-  } else if (has_meta && !IsDir(plan.target)) {
-    RS_RETURN_IF_ERROR(MkdirAll(plan.base, plan.target, /*sync=*/false));
   }
 
-  // 3. The commit point: the metadata file is replaced (or removed) atomically.
+  // 3. The commit point: the metadata file is replaced (or removed) atomically. Without a data
+  // directory moved in first (inline objects, metadata updates) the target may not exist (a
+  // fresh key), or a concurrent delete of a neighbouring key may prune it between its creation
+  // and the rename: create it and retry then (an overwrite needs neither a stat nor a mkdir).
   if (has_meta) {
-    if (Rename(staged_meta, target_meta) != 0) {
+    for (int attempt = 0;; ++attempt) {
+      if (Rename(staged_meta, target_meta) == 0) break;
       int err = errno;
+      std::string where = target_meta;
+      const char* op = "rename";
+      if (err == ENOENT && !data_moved && attempt < 16) {
+        err = MkdirAllErrno(plan.base, plan.target, &where, /*sync=*/false);
+        op = "mkdir";
+        if (err == 0 || err == ENOENT) continue;
+      }
       rollback();
-      return ErrnoError("rename", target_meta, err);
+      return ErrnoError(op, where, err);
     }
   } else if (Unlink(target_meta) != 0 && errno != ENOENT) {
     int err = errno;

@@ -1,5 +1,5 @@
-// Listing one drive's key directories (shared by DriveStore and the erasure-coded layer, which
-// lists every drive of a set and merges), and merging sorted listings.
+// Listing one drive's key directories (LocalDrive::ListObjects; the erasure layer lists every drive
+// of a set and merges), and merging sorted listings.
 #pragma once
 
 #include <string>

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,6 +47,30 @@ class LocalShardFile final : public ShardFile {
   LocalShardFile(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
   Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) override {
     return fsutil::PreadFull(fd_.get(), buf, len, off, path_);
+  }
+  Result<size_t> ReadFramedAt(uint64_t off, char* head, size_t head_len, char* buf,
+                              size_t len) override {
+    struct iovec iov[2] = {{head, head_len}, {buf, len}};
+    ssize_t n;
+    do {
+      n = ::preadv(fd_.get(), iov, 2, static_cast<off_t>(off));
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return fsutil::ErrnoError("preadv", path_, errno);
+    const auto got = static_cast<size_t>(n);
+    if (got == 0 || got == head_len + len) return got;
+    // A short read: at the end of the file, or (rarely) cut short; finish piece by piece.
+    if (got < head_len) {
+      auto h = fsutil::PreadFull(fd_.get(), head + got, head_len - got, off + got, path_);
+      if (!h.ok()) return h;
+      if (got + *h < head_len) return got + *h;
+      auto d = fsutil::PreadFull(fd_.get(), buf, len, off + head_len, path_);
+      if (!d.ok()) return d;
+      return head_len + *d;
+    }
+    const size_t have = got - head_len;
+    auto d = fsutil::PreadFull(fd_.get(), buf + have, len - have, off + got, path_);
+    if (!d.ok()) return d;
+    return got + *d;
   }
 
  private:
@@ -362,13 +387,14 @@ Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
     out.old_meta = std::move(*old);
   }
   std::optional<std::string> new_meta = req.meta;
-  std::string old_data;                     // retired by the commit (into <staging>/old)
-  std::vector<std::string> extra_data;      // no longer named, removed after the commit
+  std::string old_data;                 // retired by the commit (into <staging>/old)
+  std::vector<std::string> extra_data;  // no longer named, removed after the commit
   switch (req.mode) {
     case RenameMode::kReplace: {
       std::vector<std::string> keep;
       if (req.meta) {
-        if (auto f = ParseObjectVersions(*req.meta, "renamedata meta"); f.ok()) keep = f->DataDirs();
+        if (auto f = ParseObjectVersions(*req.meta, "renamedata meta"); f.ok())
+          keep = f->DataDirs();
       }
       if (current && !req.keep_data) {
         for (const auto& d : current->DataDirs()) {

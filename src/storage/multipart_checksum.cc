@@ -6,19 +6,16 @@
 
 namespace rdmastor::storage {
 
-namespace {
-
-Error InvalidPart(const std::string& upload_id, const CompletePart& part) {
-  // AWS's wording (two spaces after "found."), and the details it adds.
-  Error e = MakeError(ErrorCode::kInvalidPart,
-                      "One or more of the specified parts could not be found.  The part may not "
-                      "have been uploaded, or the specified entity tag may not match the part's "
-                      "entity tag.");
+Error InvalidPartError(const std::string& upload_id, const CompletePart& part) {
+  // The table's message is AWS's wording (two spaces after "found.").
+  Error e = MakeError(ErrorCode::kInvalidPart);
   e.details.emplace_back("UploadId", upload_id);
   e.details.emplace_back("PartNumber", std::to_string(part.number));
   e.details.emplace_back("ETag", part.etag);
   return e;
 }
+
+namespace {
 
 Error Mismatch(const std::string& algo) {
   return MakeError(ErrorCode::kBadDigest,
@@ -56,7 +53,7 @@ Result<std::map<std::string, std::string>> CompleteChecksums(
       continue;
     }
     const auto& [sent_algo, sent_value] = *part.checksums.begin();
-    if (!algo) return InvalidPart(upload_id, part);  // the upload keeps no part checksums
+    if (!algo) return InvalidPartError(upload_id, part);  // the upload keeps no part checksums
     if (sent_algo != algo_name) {
       return MakeError(ErrorCode::kBadDigest, "The " + sent_algo + " you specified for part " +
                                                   std::to_string(part.number) +
@@ -64,38 +61,38 @@ Result<std::map<std::string, std::string>> CompleteChecksums(
     }
     auto it = stored[i].checksums.find(algo_name);
     if (it == stored[i].checksums.end() || it->second != sent_value)
-      return InvalidPart(upload_id, part);
+      return InvalidPartError(upload_id, part);
   }
 
   std::map<std::string, std::string> out;
-  if (!algo) {
-    if (!declared.algo.empty()) return Mismatch(declared.algo);
-    return out;
-  }
+  // An upload created without an algorithm gets S3's default, a full-object CRC64NVME combined
+  // from the CRC64NVME each part got (checksum::kDefaultAlgo).
+  const hash::Algo object_algo = algo ? *algo : checksum::kDefaultAlgo;
+  const std::string object_name(hash::ChecksumName(object_algo));
   std::vector<checksum::PartChecksum> sums;
   for (const auto& p : stored) {
-    auto it = p.checksums.find(algo_name);
+    auto it = p.checksums.find(object_name);
     std::optional<std::string> raw;
-    if (it != p.checksums.end()) raw = checksum::DecodeValue(*algo, it->second);
-    // A part stored without the upload's checksum (written before parts always got one): the
-    // object gets none rather than a wrong one.
+    if (it != p.checksums.end()) raw = checksum::DecodeValue(object_algo, it->second);
+    // A part stored without that checksum (written before parts always got one, or one that
+    // declared another algorithm): the object gets none rather than a wrong one.
     if (!raw) {
       if (!declared.algo.empty()) return Mismatch(declared.algo);
       return out;
     }
     sums.push_back({std::move(*raw), p.size});
   }
-  auto value = checksum::MultipartValue(*algo, type, sums);
+  auto value = checksum::MultipartValue(object_algo, type, sums);
   if (!value) return MakeError(ErrorCode::kInternalError, "cannot compute the upload's checksum");
   if (!declared.algo.empty()) {
-    if (declared.algo != algo_name) return Mismatch(declared.algo);
+    if (declared.algo != object_name) return Mismatch(declared.algo);
     // A composite value may be declared with or without its "-N".
     std::string want = declared.value;
     if (type == checksum::Type::kComposite && want.find('-') == std::string::npos)
       want += value->substr(value->find('-'));
     if (want != *value) return Mismatch(declared.algo);
   }
-  out[algo_name] = *value;
+  out[object_name] = *value;
   return out;
 }
 

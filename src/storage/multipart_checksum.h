@@ -15,6 +15,10 @@
 
 namespace rdmastor::storage {
 
+// CompleteMultipartUpload naming a part that was not uploaded, or with another ETag (or a
+// checksum the upload keeps none of): InvalidPart with AWS's message and the details it adds.
+Error InvalidPartError(const std::string& upload_id, const CompletePart& part);
+
 // `parts` as the client listed them (after repeated numbers were collapsed), `stored` the part
 // each one names, in the same order. Returns what the object records: algorithm -> base64 value
 // (empty for an upload created without a checksum algorithm).

@@ -1,6 +1,6 @@
 // The object layer: buckets, objects, multipart uploads. The S3 handlers talk only to this
-// interface; the single-drive implementation lives in storage/drive_store.*, the erasure-coded one
-// replaces it later without touching the handlers.
+// interface. Its one implementation is the erasure-coded ErasureStore (storage/erasure_store.h);
+// a single drive runs as a one-drive erasure set.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +36,8 @@ struct ObjectInfo {
   std::vector<std::map<std::string, std::string>> part_checksums;
   // Object tags in the canonical URL-encoded query form ("k1=v1&k2=v2", keys sorted); "" = none.
   std::string tags;
+  // The version's canned ACL (x-amz-acl: "public-read", ...); "" = private (iam/acl.h).
+  std::string acl;
   // Versioning: "" = the null version (S3's "null"). A delete marker has no data (size 0).
   std::string version_id;
   bool delete_marker = false;
@@ -88,6 +90,12 @@ struct PutOptions {
   // UpdateMetadata only: replace the tags and nothing else (PutObjectTagging / DeleteObjectTagging;
   // content type, user metadata and mtime stay as stored under the key lock).
   bool tags_only = false;
+  // The canned ACL recorded with the object (ObjectInfo::acl form; "" = private). UpdateMetadata
+  // sets it unless tags_only; with acl_only it replaces the ACL and nothing else
+  // (PutObjectAcl), on `version` (nullopt = the latest version).
+  std::string acl;
+  bool acl_only = false;
+  std::optional<std::string> version;
   // Multipart uploads: CreateMultipartUpload's x-amz-checksum-algorithm (lower-case name) and
   // x-amz-checksum-type ("COMPOSITE" | "FULL_OBJECT"), recorded with the upload; "" = none.
   std::string checksum_algorithm;

@@ -91,6 +91,7 @@ ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key)
   info.content_type = content_type;
   info.user_metadata = user_metadata;
   info.tags = tags;
+  info.acl = acl;
   info.checksums = checksums;
   info.storage_class = storage_class;
   info.version_id = version_id;
@@ -126,6 +127,21 @@ ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key)
     }
   }
   return info;
+}
+
+void ApplyMetadataUpdate(const PutOptions& opts, ObjectMeta& meta, int64_t now_ns) {
+  if (opts.replace_internal) meta.internal = opts.internal;  // a re-seal (s3/sse.h)
+  if (opts.acl_only) {
+    meta.acl = opts.acl;
+    return;
+  }
+  meta.tags = opts.tags;
+  if (opts.tags_only) return;
+  meta.acl = opts.acl;
+  meta.content_type = opts.content_type;
+  meta.user_metadata = opts.user_metadata;
+  meta.storage_class = opts.storage_class;
+  meta.mtime_ns = now_ns;
 }
 
 bool IsValidVersionId(std::string_view id) {
@@ -199,6 +215,7 @@ json VersionJson(const ObjectMeta& m) {
   PutMetadata(j, "user_metadata", m.user_metadata);
   // Optional fields (absent in files written before they existed, and when unset).
   if (!m.tags.empty()) j["tags"] = m.tags;
+  if (!m.acl.empty()) j["acl"] = m.acl;
   if (!m.storage_class.empty()) j["storage_class"] = m.storage_class;
   if (!m.version_id.empty()) j["version_id"] = m.version_id;
   if (m.delete_marker) j["delete_marker"] = true;
@@ -228,6 +245,7 @@ Result<ObjectMeta> ParseVersion(const json& j, const std::string& path) {
   m.content_type = j.value("content_type", std::string());
   m.user_metadata = GetMetadata(j, "user_metadata");
   m.tags = j.value("tags", std::string());
+  m.acl = j.value("acl", std::string());
   m.checksums = StringMap(j, "checksums");
   m.storage_class = j.value("storage_class", std::string());
   m.multipart = j.value("multipart", false);
@@ -371,8 +389,10 @@ std::string SerializeUploadRecord(const UploadRecord& r) {
             {"checksum_algorithm", r.checksum_algorithm}};
   PutMetadata(j, "user_metadata", r.user_metadata);
   if (!r.tags.empty()) j["tags"] = r.tags;
+  if (!r.acl.empty()) j["acl"] = r.acl;
   if (!r.storage_class.empty()) j["storage_class"] = r.storage_class;
   if (!r.checksum_type.empty()) j["checksum_type"] = r.checksum_type;
+  if (r.parity) j["parity"] = *r.parity;
   if (!r.internal.empty()) j["internal"] = r.internal;
   return Dump(j);
 }
@@ -387,8 +407,10 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
     r.user_metadata = GetMetadata(j, "user_metadata");
     r.checksum_algorithm = j.value("checksum_algorithm", std::string());
     r.tags = j.value("tags", std::string());
+    r.acl = j.value("acl", std::string());
     r.storage_class = j.value("storage_class", std::string());
     r.checksum_type = j.value("checksum_type", std::string());
+    if (j.contains("parity")) r.parity = json_int::At<int>(j, "parity");
     r.internal = StringMap(j, "internal");
     return r;
   } catch (const std::exception& e) {

@@ -87,12 +87,20 @@ struct ObjectMeta {
   std::string data_dir;         // directory name next to the metadata file
   std::optional<ErasureMeta> erasure;
   std::string tags;  // ObjectInfo::tags form; written only when non-empty ("tags")
+  // The version's canned ACL ("acl": "public-read", ...; iam/acl.h). Optional: absent = private,
+  // so files written before the field existed read as private and need no migration.
+  std::string acl;
   std::string version_id;      // "" = the null version; written only when non-empty
   bool delete_marker = false;  // no data: size 0, no parts, no data_dir; written only when true
   std::map<std::string, std::string> internal;  // format 3: see above; written when non-empty
 
   ObjectInfo ToInfo(const std::string& bucket, const std::string& key) const;
 };
+
+// UpdateMetadata's change to one version, as PutOptions asks for it: the ACL alone (acl_only),
+// the tags alone (tags_only), or tags, ACL, content type, user metadata and storage class (a
+// copy onto itself, which also sets the modification time to `now_ns`).
+void ApplyMetadataUpdate(const PutOptions& opts, ObjectMeta& meta, int64_t now_ns);
 
 // Every version of one key, newest first (at most one per version id, the null one included).
 struct ObjectVersions {
@@ -130,7 +138,11 @@ struct UploadRecord {
   std::string checksum_algorithm;  // "" | "crc32" | "crc32c" | "crc64nvme" | "sha1" | "sha256"
   std::string checksum_type;       // "" (none) | "COMPOSITE" | "FULL_OBJECT"; written when set
   std::string tags;                // applied to the object at Complete; written when non-empty
+  std::string acl;                 // canned ACL applied at Complete; written when non-empty
   std::string storage_class;       // "" = STANDARD
+  // Parity shards the parts are coded with (the class's parity when the upload began, so a
+  // settings change meanwhile cannot mix geometries); absent in records of earlier versions.
+  std::optional<int> parity;
   // The object's ObjectMeta::internal (its sealed key): every part is encrypted with the same
   // object key. Written when non-empty, with "version": 2 so that a reader of version 1 refuses
   // the upload rather than completing it into an object without its key.

@@ -17,6 +17,7 @@ Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& o
   rec.content_type = opts.content_type;
   rec.user_metadata = opts.user_metadata;
   rec.tags = opts.tags;
+  rec.acl = opts.acl;
   rec.storage_class = opts.storage_class;
   rec.internal = opts.internal;
   // CreateMultipartUpload's x-amz-checksum-algorithm / -type (checked by the S3 layer).

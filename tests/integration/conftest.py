@@ -341,14 +341,63 @@ def erasure_server():
         yield srv
 
 
+# The start of every boto3 script sdk_script_runner runs (argv: endpoint, access key, secret key,
+# bucket prefix): the imports, client() and `s3` (path style, SigV4, never retried), the results
+# `out` (printed as JSON on the last line by the script), err() / err_message() and section().
+SDK_SCRIPT_PREAMBLE = r'''
+import hashlib, json, sys, threading, traceback
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+endpoint, ak, sk, prefix = sys.argv[1:5]
+
+
+def client():
+    return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=ak,
+                        aws_secret_access_key=sk, region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
+                                      retries={"total_max_attempts": 1, "mode": "standard"}))
+
+
+s3 = client()
+out = {"boto3": boto3.__version__}
+
+
+def err_message(fn, **kw):
+    """[HTTP status, S3 error code, message] of a call that must fail; ["ok", None, None] if it
+    succeeded."""
+    try:
+        fn(**kw)
+    except ClientError as e:
+        return [e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"].get("Code"),
+                e.response["Error"].get("Message")]
+    return ["ok", None, None]
+
+
+def err(fn, **kw):
+    """[HTTP status, S3 error code] of a call that must fail; ["ok", None] if it succeeded."""
+    return err_message(fn, **kw)[:2]
+
+
+def section(fn):
+    """Runs a group of checks at once; a crash (an old server's surprise) is recorded, not fatal,
+    so that every other group still reports its own results."""
+    try:
+        fn()
+    except Exception:
+        out["crash " + fn.__name__] = traceback.format_exc()[-3000:]
+    return fn
+'''
+
+
 def sdk_script_runner(tmp_path_factory, script_text, name, bucket_prefix, timeout=600):
-    """Returns run(python, server, section) for an SDK script (argv: endpoint, access key, secret
-    key, bucket prefix; last stdout line: a JSON object of results). The script runs once per
+    """Returns run(python, server, section) for an SDK script (SDK_SCRIPT_PREAMBLE is put before
+    `script_text`; last stdout line: a JSON object of results). The script runs once per
     (interpreter, server); a failed run is cached too, so every test then reports its stderr. A
     result "crash <section>" (the script's group raised) fails that section's tests."""
     cache = {}
     script = tmp_path_factory.mktemp("sdk") / name
-    script.write_text(script_text)
+    script.write_text(SDK_SCRIPT_PREAMBLE + script_text)
 
     def run(py, srv, section):
         k = (py, srv.name)

@@ -21,28 +21,6 @@ from test_conformance import _interpreters
 S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 
 SDK_SCRIPT = r'''
-import hashlib, json, sys, threading
-import boto3
-from botocore.config import Config
-from botocore.exceptions import ClientError
-endpoint, ak, sk, prefix = sys.argv[1:5]
-
-def client():
-    return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=ak,
-                        aws_secret_access_key=sk, region_name="us-east-1",
-                        config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
-                                      retries={"total_max_attempts": 1, "mode": "standard"}))
-s3 = client()
-out = {"boto3": boto3.__version__}
-
-def err(fn, **kw):
-    """(HTTP status, S3 error code) of a call that must fail; ("ok", None) if it succeeded."""
-    try:
-        fn(**kw)
-    except ClientError as e:
-        return [e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"].get("Code")]
-    return ["ok", None]
-
 def with_headers(c, headers, fn, **kw):
     """err(fn) with extra (signed) request headers: Debian's boto3 has no IfMatch/IfNoneMatch
     parameters on writes, and both SDKs then send exactly the same request."""
@@ -57,16 +35,6 @@ def with_headers(c, headers, fn, **kw):
 
 bucket = prefix + "-main"
 s3.create_bucket(Bucket=bucket)
-
-
-def section(fn):
-    """Runs a group of checks at once; a crash (an old server's surprise) is recorded, not fatal,
-    so that every other group still reports its own results."""
-    import traceback
-    try:
-        fn()
-    except Exception:
-        out["crash " + fn.__name__] = traceback.format_exc()[-2000:]
 
 
 def body_of(key):

@@ -205,6 +205,10 @@ def test_501_with_and_without_fallback(server_factory):
     assert e.value.code == "RDMANotSupported"
     buf = bytearray(7)
     assert lenient.get_into("fbk", "k", buf).transport == "http" and buf == b"payload"
+    # A registered Buffer that fell back to HTTP is registered again on its next RDMA call.
+    rb = rdmastor.Buffer(7)
+    assert lenient.get_into("fbk", "k", rb).transport == "http" and bytes(rb) == b"payload"
+    assert rb.clients == 0
     # "auto" falls back by default; "off" never tries RDMA.
     auto = client(srv, rdma="auto")
     assert auto.get_object("fbk", "k") == b"payload"
@@ -308,6 +312,90 @@ def test_torch_tensors_round_trip(c):
     assert torch.equal(big, out)
     with pytest.raises(ValueError, match="contiguous"):
         c.get_into("pyt", "torch/big", torch.empty(1024, 1024)[:, :4])
+
+
+def test_registered_buffer_registers_once_and_is_forgotten_when_freed(soft, c):
+    """Transfers into and out of an rdmastor.Buffer (through numpy and torch views, whole or
+    sliced) register it once with the thread's client; plain buffers are forgotten after each
+    call; freeing the Buffer drops its registration before the memory goes, and a new Buffer
+    (at the same address or not) moves the right bytes."""
+    native = c._native()
+    sizes = [MiB, 1, 4096, 300_001, MiB - 1, 0, 77]
+    for i, size in enumerate(sizes):
+        c.put_object("pyt", f"rb/{i}", seeded_bytes(size, seed=500 + i))
+    base = native.registrations
+    rb = rdmastor.Buffer(MiB)
+    assert len(rb) == MiB and rb.clients == 0
+    arr = np.frombuffer(rb, np.uint8)
+    for rounds in range(3):
+        for i, size in enumerate(sizes):
+            n = c.get_into("pyt", f"rb/{i}", arr[:size] if rounds else arr)
+            assert int(n) == size and n.transport == "rdma"
+            assert arr[:size].tobytes() == seeded_bytes(size, seed=500 + i), (rounds, i)
+    # PUT from the registered memory: the same registration serves remote reads.
+    arr[:5000] = 7
+    assert c.put_object("pyt", "rb/from-buffer", arr[:5000]).transport == "rdma"
+    assert c.get_object("pyt", "rb/from-buffer") == b"\x07" * 5000
+    assert rb.clients == 1 and native.registrations == base + 1
+    plain = np.empty(MiB, np.uint8)
+    c.get_into("pyt", "rb/0", plain)
+    assert native.registrations == base + 1  # a plain buffer is forgotten on return
+    addr = arr.ctypes.data
+    del arr, rb  # the last view goes: deregistered, then unmapped
+    assert native.registrations == base
+    for attempt in range(3):  # mmap usually hands the same address out again
+        rb2 = rdmastor.Buffer(MiB)
+        arr2 = np.frombuffer(rb2, np.uint8)
+        arr2[:] = 0xEE
+        assert c.get_into("pyt", "rb/4", arr2) == MiB - 1
+        assert arr2[:MiB - 1].tobytes() == seeded_bytes(MiB - 1, seed=504)
+        assert arr2[MiB - 1] == 0xEE
+        same = arr2.ctypes.data == addr
+        del arr2, rb2
+        if same:
+            break
+    assert native.registrations == base
+
+
+def test_registered_buffer_threads_and_fork(soft, c):
+    """One Buffer shared by 4 threads (each its own client: 4 registrations) and read in a forked
+    child (its own client registers it there; the parent's stay)."""
+    torch = pytest.importorskip("torch", reason="python3-torch not installed")
+    for t in range(4):
+        c.put_object("pyt", f"rbt/{t}", seeded_bytes(64 * 1024, seed=600 + t))
+    rb = rdmastor.Buffer(4 * 64 * 1024)
+    buf = torch.frombuffer(rb, dtype=torch.uint8)  # what rdmastor.torch.registered_tensor makes
+    barrier = threading.Barrier(4)
+
+    def work(t):
+        barrier.wait(timeout=30)  # four threads, not one reused
+        view = buf[t * 65536:(t + 1) * 65536]
+        for _ in range(5):
+            assert c.get_into("pyt", f"rbt/{t}", view).transport == "rdma"
+        return bytes(view.numpy()) == seeded_bytes(65536, seed=600 + t)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        assert all(ex.map(work, range(4)))
+        assert rb.clients == 4  # the pool's threads (and their clients) still live
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            buf.zero_()
+            t = c.get_into("pyt", "rbt/2", buf[:65536])
+            ok = bytes(buf[:65536].numpy()) == seeded_bytes(65536, seed=602)
+            os.write(w, f"{t.transport}|{ok}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        out = f.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0 and out == b"rdma|True"
+    assert bytes(buf[65536:131072].numpy()) == seeded_bytes(65536, seed=601)  # parent untouched
 
 
 @pytest.fixture(scope="module")

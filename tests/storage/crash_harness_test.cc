@@ -1,9 +1,10 @@
 // Crash-consistency harness (issue 13 item 4): records the storage layer's writes, creations,
 // renames, unlinks and syncs (fsutil::Recorder) while one operation runs on a 4-drive erasure
-// store (EC 2+2) or a single-drive store, then rebuilds, in a fresh directory, every state a power
-// loss could leave and opens a store on it. Every state must show the old object or the new one,
-// read back whole and intact, never a mix and never an error; once the operation returned, only
-// the new one; after recovery no drive keeps staging data or a data directory no metadata names.
+// store (EC 2+2) or a one-drive erasure set (EC 1+0, how a single drive runs), then rebuilds, in
+// a fresh directory, every state a power loss could leave and opens a store on it. Every state must
+// show the old object or the new one, read back whole and intact, never a mix and never an error;
+// once the operation returned, only the new one; after recovery no drive keeps staging data or a
+// data directory no metadata names.
 //
 // The crash model (documented in docs/architecture.md, "What is synced when"):
 //  - a crash happens just before a sync (any sync the operation issued) or after the operation
@@ -284,12 +285,7 @@ class CrashHarness : public ::testing::TestWithParam<int> {
     return out;
   }
   static Result<std::unique_ptr<ObjectLayer>> OpenStore(const std::vector<std::string>& drives) {
-    if (drives.size() == 1) {
-      auto s = DriveStore::Open(drives[0]);
-      if (!s.ok()) return s.error();
-      return std::unique_ptr<ObjectLayer>(std::move(*s));
-    }
-    auto s = ErasureStore::Open(drives, "");
+    auto s = ErasureStore::Open(drives, {});
     if (!s.ok()) return s.error();
     return std::unique_ptr<ObjectLayer>(std::move(*s));
   }

@@ -116,6 +116,28 @@ TEST(MultipartChecksumTest, UploadWithoutAlgorithm) {
   // A part checksum for an upload that keeps none: the part "could not be found", as AWS says.
   f.parts[0].checksums.emplace("crc32c", B64(hash::Algo::kCRC32C, "hello "));
   EXPECT_EQ(f.Run().error().code, ErrorCode::kInvalidPart);
+  EXPECT_EQ(f.Run().error().message,
+            "One or more of the specified parts could not be found.  The part may not have been "
+            "uploaded, or the specified entity tag may not match the part's entity tag.");
+}
+
+TEST(MultipartChecksumTest, UploadWithoutAlgorithmGetsDefaultFullObjectCrc64) {
+  // Parts that got S3's default CRC64NVME make the object's full-object CRC64NVME.
+  Fixture f("");
+  f.stored[0].checksums["crc64nvme"] = B64(hash::Algo::kCRC64NVME, "hello ");
+  f.stored[1].checksums["crc64nvme"] = B64(hash::Algo::kCRC64NVME, "world");
+  auto r = f.Run();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, (std::map<std::string, std::string>{
+                    {"crc64nvme", B64(hash::Algo::kCRC64NVME, "hello world")}}));
+  EXPECT_TRUE(f.Run({"crc64nvme", B64(hash::Algo::kCRC64NVME, "hello world"), ""}).ok());
+  EXPECT_EQ(f.Run({"crc32", B64(hash::Algo::kCRC32, "hello world"), ""}).error().code,
+            ErrorCode::kBadDigest);
+  // One part without it (it declared another algorithm): no object checksum rather than a wrong one.
+  f.stored[1].checksums = {{"crc32", B64(hash::Algo::kCRC32, "world")}};
+  r = f.Run();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->empty());
 }
 
 }  // namespace

@@ -144,7 +144,7 @@ class ErasureLockTest : public ::testing::Test {
       drives_.push_back(dir_.path() + "/d" + std::to_string(i));
       std::filesystem::create_directories(drives_.back());
     }
-    auto s = ErasureStore::Open(drives_, "");
+    auto s = ErasureStore::Open(drives_, {});
     ASSERT_TRUE(s.ok()) << s.error().message;
     store_ = std::move(*s);
     locker_ = std::make_shared<RecordingLocker>();

@@ -72,6 +72,44 @@ TEST(ObjectMetaTest, TagsAreStoredOnlyWhenPresent) {
   EXPECT_EQ(up->tags, "m=1");
 }
 
+TEST(ObjectMetaTest, AclIsOptionalAndOnlyAclOnlyUpdatesTouchIt) {
+  ObjectMeta m = Sample();
+  EXPECT_EQ(SerializeObjectMeta(m).find("\"acl\""), std::string::npos);  // absent = private
+  m.acl = "public-read";
+  auto back = ParseObjectMeta(SerializeObjectMeta(m), "meta");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->acl, "public-read");
+  EXPECT_EQ(back->ToInfo("b", "k").acl, "public-read");
+  UploadRecord r;
+  r.key = "k";
+  r.acl = "authenticated-read";
+  auto up = ParseUploadRecord(SerializeUploadRecord(r), "upload.json");
+  ASSERT_TRUE(up.ok()) << up.error().message;
+  EXPECT_EQ(up->acl, "authenticated-read");
+
+  // PutObjectAcl changes the ACL alone; PutObjectTagging the tags alone; a copy onto itself both.
+  m.tags = "t=1";
+  PutOptions acl_only;
+  acl_only.acl_only = true;
+  ApplyMetadataUpdate(acl_only, m, 99);
+  EXPECT_EQ(m.acl, "");
+  EXPECT_EQ(m.tags, "t=1");
+  EXPECT_NE(m.mtime_ns, 99);
+  PutOptions tags_only;
+  tags_only.tags_only = true;
+  tags_only.acl = "public-read";
+  ApplyMetadataUpdate(tags_only, m, 99);
+  EXPECT_EQ(m.acl, "");
+  EXPECT_EQ(m.tags, "");
+  PutOptions replace;
+  replace.acl = "public-read-write";
+  replace.content_type = "text/x";
+  ApplyMetadataUpdate(replace, m, 99);
+  EXPECT_EQ(m.acl, "public-read-write");
+  EXPECT_EQ(m.content_type, "text/x");
+  EXPECT_EQ(m.mtime_ns, 99);
+}
+
 TEST(ObjectMetaTest, UploadRecordKeepsClassAndBytes) {
   UploadRecord r;
   r.key = "k";
@@ -85,6 +123,19 @@ TEST(ObjectMetaTest, UploadRecordKeepsClassAndBytes) {
   auto old = ParseUploadRecord(R"({"version":1,"key":"k","initiated_ns":1})", "upload.json");
   ASSERT_TRUE(old.ok()) << old.error().message;
   EXPECT_EQ(old->storage_class, "");
+  EXPECT_FALSE(old->parity.has_value());
+  // The parity the parts are coded with, when recorded (0 is a parity too).
+  for (int parity : {0, 1, 8}) {
+    r.parity = parity;
+    back = ParseUploadRecord(SerializeUploadRecord(r), "upload.json");
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(back->parity, parity);
+  }
+  for (const std::string text : {R"({"key":"k","initiated_ns":1,"parity":"2"})",
+                                 R"({"key":"k","initiated_ns":1,"parity":1.5})",
+                                 R"({"key":"k","initiated_ns":1,"parity":1e300})"}) {
+    EXPECT_FALSE(ParseUploadRecord(text, "upload.json").ok()) << text;
+  }
 }
 
 TEST(ObjectMetaTest, VersionListRoundTripsNewestFirst) {

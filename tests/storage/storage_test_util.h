@@ -17,7 +17,7 @@
 #include "common/hash.h"
 #include "common/result.h"
 #include "s3/http_types.h"
-#include "storage/drive_store.h"
+#include "storage/object_layer.h"
 
 namespace rdmastor::storage::testing {
 

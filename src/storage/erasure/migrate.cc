@@ -1,11 +1,12 @@
-// Upgrading a drive of the retired single-drive layout (DriveStore, before one drive became a
-// one-drive erasure set) in place, once, at start-up. That layout is this one without the erasure
-// parts: the same paths, bucket records and metadata files, but no format file, metadata without
-// an `erasure` block and plain part files. Each object's parts are rewritten as bitrot-framed
-// shards of a 1+0 set and committed with the drive's own RenameData (old version or new one after
-// a crash, never a mix); the part files of multipart uploads in progress are framed and renamed
-// over the plain ones. The format file is written last, so a conversion that a crash cut short
-// starts again and skips what is done (objects with an `erasure` block, framed part files).
+// Upgrading a drive of the retired single-drive layout (DriveStore, removed since one drive
+// became a one-drive erasure set) in place, once, at start-up. That layout is this one without the
+// erasure parts: the same paths, bucket records and metadata files, but no format file, metadata
+// without an `erasure` block and plain part files. Each object's parts are rewritten as
+// bitrot-framed shards of a 1+0 set and committed with the drive's own RenameData (old version or
+// new one after a crash, never a mix); the part files of multipart uploads in progress are framed
+// and renamed over the plain ones. The format file is written last, so a conversion that a crash
+// cut short starts again and skips what is done (objects with an `erasure` block, framed part
+// files).
 
 #include <spdlog/spdlog.h>
 

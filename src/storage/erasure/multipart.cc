@@ -48,6 +48,8 @@ Result<std::string> ErasureSet::NewMultipartUpload(const std::string& bucket,
   auto made = NewUploadRecord(key, opts);
   if (!made.ok()) return made.error();
   UploadRecord rec = std::move(*made);
+  const Shape shape = ShapeFor(rec.storage_class);
+  rec.parity = shape.parity;  // the parts' geometry, whatever the settings when they arrive
   const std::string id = hash::RandomHex(16);
   std::vector<bool> alive(roots_.size(), true);
   Stagings st(*this, alive, /*create=*/true);
@@ -64,9 +66,9 @@ Result<std::string> ErasureSet::NewMultipartUpload(const std::string& bucket,
     (void)d.FsyncDir(mp);
     return true;
   }));
-  if (done < write_quorum()) {
+  if (done < shape.write_quorum()) {
     ForEachDrive([&](size_t p) { return roots_[p]->RemoveAll(Join(mp, id)).ok(); });
-    return WriteQuorumError(done, write_quorum());
+    return WriteQuorumError(done, shape.write_quorum());
   }
   return id;
 }
@@ -82,12 +84,15 @@ Result<PartInfo> ErasureSet::PutObjectPart(const std::string& bucket, const std:
   }
   auto rec = LoadUpload(bucket, key, upload_id);
   if (!rec.ok()) return rec.error();
-  auto codec = GetCodec(data_, parity_);
+  auto shape = ShapeOf(*rec);
+  if (!shape.ok()) return shape.error();
+  const int quorum = shape->write_quorum();
+  auto codec = GetCodec(shape->data, shape->parity);
   if (!codec.ok()) return codec.error();
   const std::vector<int> dist = Distribution(key);
   std::vector<bool> alive(roots_.size(), true);
   Stagings st(*this, alive, /*create=*/true);
-  if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
+  if (Count(alive) < quorum) return WriteQuorumError(Count(alive), quorum);
   std::string md5;
   auto got = Encode(body, size, kMaxPutSize, **codec, dist, st, alive, "part",
                     /*allow_inline=*/false, nullptr, check ? nullptr : &md5);
@@ -138,7 +143,7 @@ Result<PartInfo> ErasureSet::PutObjectPart(const std::string& bucket, const std:
     }
     return true;
   }));
-  if (done < write_quorum()) return WriteQuorumError(done, write_quorum());
+  if (done < quorum) return WriteQuorumError(done, quorum);
   return part.info;
 }
 
@@ -286,8 +291,7 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     if (parts[i].number < 1 || parts[i].number > kMaxPartNumber) {
-      return MakeError(ErrorCode::kInvalidPart,
-                       "invalid part number " + std::to_string(parts[i].number));
+      return InvalidPartError(upload_id, parts[i]);
     }
     if (i > 0 && parts[i].number <= parts[i - 1].number) {
       return MakeError(ErrorCode::kInvalidPartOrder);
@@ -313,14 +317,7 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
     if (it != all.end())
       for (const auto& r : it->second)
         if (r && !any) any = &*r;
-    if (!any) {
-      return MakeError(ErrorCode::kInvalidPart,
-                       "part " + std::to_string(p.number) + " was not uploaded");
-    }
-    if (any->info.etag != StripQuotes(p.etag)) {
-      return MakeError(ErrorCode::kInvalidPart,
-                       "part " + std::to_string(p.number) + ": ETag does not match");
-    }
+    if (!any || any->info.etag != StripQuotes(p.etag)) return InvalidPartError(upload_id, p);
     chosen.push_back(&it->second);
     infos.push_back(any->info);
   }
@@ -335,7 +332,9 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
   }
   if (total > kMaxObjectSize) return MakeError(ErrorCode::kEntityTooLarge);
 
-  ObjectMeta meta = NewMeta(key, *loc);
+  auto shape = ShapeOf(*rec);  // the geometry the parts were coded with
+  if (!shape.ok()) return shape.error();
+  ObjectMeta meta = NewMeta(key, *loc, *shape);
   // Completing makes a version like a PUT does (a new id when the bucket is Enabled).
   auto version_id = NewVersionId(bucket);
   if (!version_id.ok()) return version_id.error();
@@ -354,6 +353,7 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
   meta.content_type = rec->content_type;
   meta.user_metadata = rec->user_metadata;
   meta.tags = rec->tags;
+  meta.acl = rec->acl;
   meta.storage_class = rec->storage_class;
   meta.internal = rec->internal;
   meta.multipart = true;
@@ -376,8 +376,9 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
   const auto& dist = meta.erasure->distribution;
   std::vector<ObjectMeta> metas;
   for (size_t p = 0; p < roots_.size(); ++p) metas.push_back(MetaFor(meta, dist, p, nullptr));
-  if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
-  RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, write_quorum(), **lock));
+  const int quorum = shape->write_quorum();
+  if (Count(alive) < quorum) return WriteQuorumError(Count(alive), quorum);
+  RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, quorum, **lock));
   RemoveUpload(bucket, upload_id);
   return meta.ToInfo(bucket, key);
 }
@@ -391,6 +392,7 @@ Result<PutOptions> ErasureSet::GetUploadOptions(const std::string& bucket, const
   opts.content_type = rec->content_type;
   opts.user_metadata = rec->user_metadata;
   opts.tags = rec->tags;
+  opts.acl = rec->acl;
   opts.storage_class = rec->storage_class;
   opts.checksum_algorithm = rec->checksum_algorithm;
   opts.checksum_type = rec->checksum_type;

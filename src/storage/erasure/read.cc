@@ -19,6 +19,22 @@ using paths::Join;
 
 }  // namespace
 
+bool ShardSource::Open(size_t part) {
+  if (!usable || is_inline) return false;
+  if (fds.size() <= part) {
+    fds.resize(part + 1);
+    tried.resize(part + 1, false);
+  }
+  if (fds[part]) return true;
+  if (tried[part]) return false;
+  tried[part] = true;
+  auto fd = drive->OpenShard(Join(data_dir, PartFileName(part + 1)),
+                             part < file_sizes.size() ? file_sizes[part] : 0);
+  if (!fd.ok()) return false;
+  fds[part] = std::move(*fd);
+  return true;
+}
+
 bool ShardSource::Read(size_t part, uint64_t off, char* buf, size_t len) {
   if (!usable) return false;
   if (is_inline) {
@@ -26,21 +42,17 @@ bool ShardSource::Read(size_t part, uint64_t off, char* buf, size_t len) {
     std::memcpy(buf, inline_shard.data() + off, len);
     return true;
   }
-  if (fds.size() <= part) {
-    fds.resize(part + 1);
-    tried.resize(part + 1, false);
-  }
-  if (!fds[part]) {
-    if (tried[part]) return false;
-    tried[part] = true;
-    auto fd = drive->OpenShard(Join(data_dir, PartFileName(part + 1)),
-                               part < file_sizes.size() ? file_sizes[part] : 0);
-    if (!fd.ok()) return false;
-    fds[part] = std::move(*fd);
-  }
+  if (!Open(part)) return false;
   auto n = fds[part]->ReadAt(off, buf, len);
   return n.ok() && *n == len;
 }
+
+bool ShardSource::ReadFramed(size_t part, uint64_t off, char* hash, char* buf, size_t len) {
+  if (!usable || is_inline || !Open(part)) return false;
+  auto n = fds[part]->ReadFramedAt(off, hash, erasure::kBitrotHashSize, buf, len);
+  return n.ok() && *n == erasure::kBitrotHashSize + len;
+}
+
 Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, size_t part,
                   uint64_t s, std::vector<uint8_t>& shards, std::vector<bool>& present,
                   std::vector<int>* bad, bool all, std::vector<uint8_t*>* blocks) {
@@ -63,6 +75,11 @@ Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, 
   std::vector<uint8_t*> ptrs(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i)
     ptrs[static_cast<size_t>(i)] = &shards[static_cast<size_t>(i) * block];
+  // Inline shards are in memory already (read with the metadata): copying them is no I/O, and a
+  // hand-off to the pool would cost more than the copy.
+  bool all_inline = true;
+  for (const auto& src : v.sources) all_inline = all_inline && (!src.usable || src.is_inline);
+  const DriveWork work = all_inline ? DriveWork::kLookup : DriveWork::kIo;
   int good = 0;
   size_t next = 0;  // into order
   // Each round reads, in parallel, as many of the next usable positions as blocks are still
@@ -82,7 +99,7 @@ Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, 
       framed.resize(erasure::kBitrotHashSize + block);
       return v.sources[p].Read(part, off, framed.data(), framed.size()) &&
              erasure::VerifyFramedBlock(framed.data(), block);
-    });
+    }, work);
     for (size_t p = 0; p < static_cast<size_t>(n); ++p) {
       if (!round[p]) continue;
       if (!ok[p]) {
@@ -125,11 +142,15 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
       },
       DriveWork::kLookup);
   const int missing = Count(missing_on);
-  // A version is the same on every drive: id, data directory, ETag, marker or not.
-  std::map<std::tuple<std::string, std::string, std::string, bool>, std::vector<size_t>> groups;
+  // A version is the same on every drive: id, data directory, ETag, marker or not, and ACL (a
+  // drive that missed a PutObjectAcl must not decide who may read: the quorum's copy wins).
+  std::map<std::tuple<std::string, std::string, std::string, bool, std::string>,
+           std::vector<size_t>>
+      groups;
   for (size_t p = 0; p < n; ++p) {
     if (metas[p]) {
-      groups[{metas[p]->version_id, metas[p]->data_dir, metas[p]->etag, metas[p]->delete_marker}]
+      groups[{metas[p]->version_id, metas[p]->data_dir, metas[p]->etag, metas[p]->delete_marker,
+              metas[p]->acl}]
           .push_back(p);
     }
   }
@@ -184,10 +205,11 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
 }
 
 Result<ObjectView> ErasureSet::ResolveForRead(const std::string& bucket,
-                                              const paths::KeyLocation& loc, const VersionSel& sel) {
+                                              const paths::KeyLocation& loc,
+                                              const VersionSel& sel) {
   auto v = Resolve(bucket, loc, sel);
-  if (!v.ok() && (v.error().code == ErrorCode::kNoSuchKey ||
-                  v.error().code == ErrorCode::kNoSuchVersion))
+  if (!v.ok() &&
+      (v.error().code == ErrorCode::kNoSuchKey || v.error().code == ErrorCode::kNoSuchVersion))
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
   return v;
 }
@@ -249,6 +271,12 @@ class ErasureReader final : public ObjectReader {
       while (part < offsets_.size() && v_.meta.parts[part].size == 0) ++part;  // empty parts
       const uint64_t in_part = pos - offsets_[part];
       const uint64_t s = in_part / stripe;
+      if (in_part == s * stripe) {
+        if (const size_t direct = ReadWholeStripe(part, s, buf + done, len - done); direct > 0) {
+          done += direct;
+          continue;
+        }
+      }
       if (!cached_ || cached_part_ != part || cached_stripe_ != s) {
         RS_RETURN_IF_ERROR(Load(part, s));
       }
@@ -272,6 +300,27 @@ class ErasureReader final : public ObjectReader {
   uint64_t bytes_copied() const override { return copied_; }
 
  private:
+  // A set without parity holding one data shard (a single drive, EC 1+0): a stripe's block is
+  // the stripe's bytes, so a read that wants the whole stripe gets it straight into the caller's
+  // buffer with one read (hash and data in one preadv), verified there: no staging buffer, no
+  // copy. Returns the bytes read; 0 (nothing consumed) when the stripe does not fit, or the read
+  // or its hash check failed: the stripe path then reads it again and reports the failure.
+  size_t ReadWholeStripe(size_t part, uint64_t s, char* out, size_t room) {
+    const auto& e = *v_.meta.erasure;
+    if (e.data != 1 || e.parity != 0 || v_.sources.size() != 1) return 0;
+    ShardSource& src = v_.sources[0];
+    if (src.is_inline) return 0;
+    Geometry g{e.data, e.parity, e.stripe_size};
+    const uint64_t size = v_.meta.parts[part].size;
+    const auto bytes = static_cast<size_t>(g.StripeBytes(size, s));
+    if (bytes == 0 || bytes > room) return 0;
+    char hash[erasure::kBitrotHashSize];
+    if (!src.ReadFramed(part, g.ShardOffset(size, s), hash, out, bytes) ||
+        !erasure::VerifyBlock(hash, out, bytes))
+      return 0;
+    return bytes;
+  }
+
   Status Load(size_t part, uint64_t s) {
     std::vector<int> bad;
     auto st =
@@ -344,12 +393,7 @@ Result<std::unique_ptr<ObjectReader>> ErasureSet::OpenObject(const std::string& 
                !v->meta.parts.empty() && v->meta.parts[0].size > 0;
   }
   auto probed = ForEachDrive(
-      probe,
-      [&](size_t p) {
-        char byte;
-        return v->sources[p].Read(0, 0, &byte, 1);
-      },
-      DriveWork::kLookup);
+      probe, [&](size_t p) { return v->sources[p].Open(0); }, DriveWork::kLookup);
   bool degraded = false;
   for (size_t p = 0; p < v->sources.size(); ++p) {
     degraded = degraded || !v->has[p] || !v->sources[p].usable || (probe[p] && !probed[p]);

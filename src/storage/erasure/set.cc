@@ -127,6 +127,22 @@ Result<const Codec*> ErasureSet::GetCodec(int k, int m) {
   return c.get();
 }
 
+ErasureSet::Shape ErasureSet::ShapeFor(const std::string& storage_class) const {
+  const int parity = layout_.ParityFor(storage_class);
+  return Shape{n_ - parity, parity};
+}
+
+Result<ErasureSet::Shape> ErasureSet::ShapeOf(const UploadRecord& upload) const {
+  if (!upload.parity) return ShapeFor(upload.storage_class);
+  const int parity = *upload.parity;
+  if (parity < 0 || parity > n_ / 2) {
+    return MakeError(ErrorCode::kInternalError, "upload record names parity " +
+                                                    std::to_string(parity) + " for a set of " +
+                                                    std::to_string(n_) + " drives");
+  }
+  return Shape{n_ - parity, parity};
+}
+
 std::vector<int> ErasureSet::Distribution(const std::string& key) const {
   const uint64_t h = XXH3_64bits(key.data(), key.size()) % static_cast<uint64_t>(n_);
   std::vector<int> d(static_cast<size_t>(n_));

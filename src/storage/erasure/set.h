@@ -117,8 +117,13 @@ struct ShardSource {
   std::vector<uint64_t> file_sizes;             // per part: the shard file's size
   std::vector<bool> tried;
 
+  // Opens part `part`'s shard file (0-based) unless open; false when it cannot be opened.
+  bool Open(size_t part);
   // Reads `len` bytes at `off` of part `part` (0-based) into buf; false on any failure.
   bool Read(size_t part, uint64_t off, char* buf, size_t len);
+  // Reads one framed block at `off` of part `part`: its hash into `hash` (kBitrotHashSize bytes)
+  // and its `len` data bytes into `buf`, in one read where the drive can; false on any failure.
+  bool ReadFramed(size_t part, uint64_t off, char* hash, char* buf, size_t len);
 };
 
 // A resolved object version and where its shards are.
@@ -147,11 +152,14 @@ class ErasureSet {
  public:
   using Degraded = std::function<void(const std::string&, const std::string&)>;
 
-  ErasureSet(std::vector<Drive*> drives, int parity, Degraded on_degraded, ThreadPool* pool)
+  // `layout`: the storage classes' parity (its set size is the drive count).
+  ErasureSet(std::vector<Drive*> drives, const erasure::SetLayout& layout, Degraded on_degraded,
+             ThreadPool* pool)
       : roots_(std::move(drives)),
         n_(static_cast<int>(roots_.size())),
-        data_(n_ - parity),
-        parity_(parity),
+        data_(n_ - layout.parity),
+        parity_(layout.parity),
+        layout_(layout),
         on_degraded_(std::move(on_degraded)),
         fanout_(roots_, pool) {}
 
@@ -183,8 +191,21 @@ class ErasureSet {
     return Lock(UploadResource(bucket, upload_id), LockMode::kExclusive, source);
   }
 
+  // The set's quorums: those of STANDARD objects, used for what is no object's data (buckets,
+  // upload records, delete markers). An object's own writes use its Shape's.
   int write_quorum() const { return erasure::WriteQuorum(data_, parity_); }
   int read_quorum() const { return erasure::ReadQuorum(data_, parity_); }
+
+  // How a new object version is coded: data and parity shards over the set's drives.
+  struct Shape {
+    int data = 0, parity = 0;
+    int write_quorum() const { return erasure::WriteQuorum(data, parity); }
+  };
+  // The shape of a new object of `storage_class` (as stored: "" = STANDARD).
+  Shape ShapeFor(const std::string& storage_class) const;
+  // The shape an upload's parts and object get: the parity its record names (kInternalError when
+  // that cannot be this set's), else its class's.
+  Result<Shape> ShapeOf(const UploadRecord& upload) const;
   const std::vector<Drive*>& drives() const { return roots_; }
 
   Result<const erasure::Codec*> GetCodec(int k, int m);
@@ -289,7 +310,8 @@ class ErasureSet {
   ObjectMeta MetaFor(const ObjectMeta& base, const std::vector<int>& dist, size_t p,
                      const std::vector<std::string>* inline_shards) const;
 
-  ObjectMeta NewMeta(const std::string& key, const paths::KeyLocation& loc) const;
+  ObjectMeta NewMeta(const std::string& key, const paths::KeyLocation& loc,
+                     const Shape& shape) const;
 
   Result<ObjectInfo> PutObject(const std::string& bucket, const std::string& key, BodySource& body,
                                const PutOptions& opts, const CommitCheck& check);
@@ -401,6 +423,7 @@ class ErasureSet {
  private:
   std::vector<Drive*> roots_;  // owned by ErasureStore
   int n_, data_, parity_;
+  erasure::SetLayout layout_;
   Degraded on_degraded_;
   DriveFanout fanout_;
   std::mutex locker_mu_;  // guards locker_ and lock_timeout_ (replaced at start-up)

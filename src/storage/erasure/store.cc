@@ -35,9 +35,9 @@ std::string Absolute(const std::string& dir) {
 
 }  // namespace
 
-Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(const std::vector<std::string>& drives,
-                                                         const std::string& storage_class) {
-  auto layout = erasure::PlanLayout(static_cast<int>(drives.size()), storage_class);
+Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(
+    const std::vector<std::string>& drives, const erasure::StorageClassSettings& classes) {
+  auto layout = erasure::PlanLayout(static_cast<int>(drives.size()), classes);
   if (!layout.ok()) return layout.error();
   std::vector<std::unique_ptr<Drive>> local;
   for (const auto& d : drives) {
@@ -57,13 +57,13 @@ Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(const std::vector<std::
     if (!legacy.ok()) return legacy.error();
     if (*legacy) RS_RETURN_IF_ERROR(MigrateSingleDriveLayout(*local[0]));
   }
-  return Open(std::move(local), storage_class, FormatOptions{});
+  return Open(std::move(local), classes, FormatOptions{});
 }
 
 Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(std::vector<std::unique_ptr<Drive>> drives,
-                                                         const std::string& storage_class,
+                                                         const erasure::StorageClassSettings& classes,
                                                          const FormatOptions& format_options) {
-  auto layout = erasure::PlanLayout(static_cast<int>(drives.size()), storage_class);
+  auto layout = erasure::PlanLayout(static_cast<int>(drives.size()), classes);
   if (!layout.ok()) return layout.error();
   std::vector<Drive*> roots;
   for (const auto& d : drives) roots.push_back(d.get());
@@ -92,16 +92,17 @@ Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(std::vector<std::unique
     std::vector<Drive*> set_roots(roots.begin() + s * layout->set_size,
                                   roots.begin() + (s + 1) * layout->set_size);
     store->sets_.push_back(std::make_unique<ErasureSet>(
-        std::move(set_roots), layout->parity,
+        std::move(set_roots), *layout,
         [self](const std::string& b, const std::string& k) { self->Enqueue(b, k); },
         store->drive_pool_.get()));
   }
   spdlog::info(
       "erasure: {} drive(s) in {} set(s) of {}, EC {}+{} (read quorum {}, write quorum "
-      "{}), deployment {}",
+      "{}), REDUCED_REDUNDANCY EC {}+{}, deployment {}",
       roots.size(), layout->set_count, layout->set_size, layout->data(), layout->parity,
       erasure::ReadQuorum(layout->data(), layout->parity),
-      erasure::WriteQuorum(layout->data(), layout->parity), format->deployment_id);
+      erasure::WriteQuorum(layout->data(), layout->parity), layout->set_size - layout->rrs_parity,
+      layout->rrs_parity, format->deployment_id);
   store->worker_ = std::thread([self] { self->BackgroundLoop(); });
   if (replaced) {
     std::lock_guard lock(store->mu_);

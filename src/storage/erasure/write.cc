@@ -49,6 +49,7 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
                                                      std::to_string(limit) + " bytes");
   }
   const size_t n = static_cast<size_t>(n_);
+  const int quorum = erasure::WriteQuorum(codec.data(), codec.parity());  // the object's
   std::vector<std::unique_ptr<ShardWriter>> fds(n);
   std::vector<std::string> pending(n);  // by shard index
   std::vector<uint8_t> scratch;
@@ -95,7 +96,7 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
         return fds[p]->Append(pending[static_cast<size_t>(dist[p])]).ok();
       });
       for (auto& s : pending) s.clear();
-      if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
+      if (Count(alive) < quorum) return WriteQuorumError(Count(alive), quorum);
     }
     if (end) break;
   }
@@ -113,7 +114,7 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
     inline_out->assign(n, std::string());
     for (size_t p = 0; p < n; ++p) (*inline_out)[p] = pending[static_cast<size_t>(dist[p])];
   }
-  if (Count(alive) < write_quorum()) return WriteQuorumError(Count(alive), write_quorum());
+  if (Count(alive) < quorum) return WriteQuorumError(Count(alive), quorum);
   if (md5_out) *md5_out = hash::HexEncode(md5->Final());
   return total;
 }
@@ -223,12 +224,13 @@ ObjectMeta ErasureSet::MetaFor(const ObjectMeta& base, const std::vector<int>& d
   return m;
 }
 
-ObjectMeta ErasureSet::NewMeta(const std::string& key, const paths::KeyLocation& loc) const {
+ObjectMeta ErasureSet::NewMeta(const std::string& key, const paths::KeyLocation& loc,
+                               const Shape& shape) const {
   ObjectMeta m;
   m.data_dir = std::string(loc.data_prefix) + hash::RandomHex(16);
   ErasureMeta e;
-  e.data = data_;
-  e.parity = parity_;
+  e.data = shape.data;
+  e.parity = shape.parity;
   e.stripe_size = erasure::kStripeSize;
   e.distribution = Distribution(key);
   e.bitrot = erasure::kBitrotAlgorithm;
@@ -242,9 +244,12 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   RS_RETURN_IF_ERROR(CheckBucket(bucket, /*cached=*/true));
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
-  auto codec = GetCodec(data_, parity_);
+  // The storage class decides the parity (MINIO_STORAGE_CLASS_STANDARD / _RRS); the version
+  // records it, and everything after (reads, heals, quorums) follows the version's own.
+  const Shape shape = ShapeFor(opts.storage_class);
+  auto codec = GetCodec(shape.data, shape.parity);
   if (!codec.ok()) return codec.error();
-  ObjectMeta meta = NewMeta(key, *loc);
+  ObjectMeta meta = NewMeta(key, *loc, shape);
   auto version_id = NewVersionId(bucket);
   if (!version_id.ok()) return version_id.error();
   meta.version_id = std::move(*version_id);
@@ -273,6 +278,7 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   meta.content_type = opts.content_type;
   meta.user_metadata = opts.user_metadata;
   meta.tags = opts.tags;
+  meta.acl = opts.acl;
   meta.storage_class = opts.storage_class;
   meta.internal = opts.internal;
   meta.checksums = ci.checksums;
@@ -283,7 +289,7 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
     metas.push_back(MetaFor(meta, dist, p, meta.erasure->is_inline ? &inline_shards : nullptr));
   }
   RS_RETURN_IF_ERROR(
-      Publish(bucket, key, *loc, st, alive, metas, write_quorum(), opts.precondition));
+      Publish(bucket, key, *loc, st, alive, metas, shape.write_quorum(), opts.precondition));
   return meta.ToInfo(bucket, key);
 }
 
@@ -359,22 +365,21 @@ Result<ObjectInfo> ErasureSet::UpdateMetadata(const std::string& bucket, const s
   auto lock = LockObject(bucket, key, LockMode::kExclusive, "CopyObject");
   if (!lock.ok()) return lock.error();
   std::shared_lock bucket_lock(BucketLock(bucket));
-  auto v = Resolve(bucket, *loc);
+  auto v = Resolve(bucket, *loc, opts.version);
   if (!v.ok()) return v.error();
-  // The latest version changes in place (same id); a delete marker has nothing to update.
-  if (v->meta.delete_marker) return MakeError(ErrorCode::kNoSuchKey);
+  // The version changes in place (same id); a delete marker has nothing to update.
+  if (v->meta.delete_marker)
+    return MakeError(opts.version ? ErrorCode::kMethodNotAllowed : ErrorCode::kNoSuchKey);
+  // A class is a parity: changing it rewrites the data (CopyObject copies then), never here.
+  if (!opts.tags_only && !opts.acl_only && opts.storage_class != v->meta.storage_class) {
+    return MakeError(ErrorCode::kInternalError,
+                     "a storage class change needs the data rewritten; not a metadata update");
+  }
   if (opts.precondition) {
     const ObjectInfo now = v->meta.ToInfo(bucket, key);
     RS_RETURN_IF_ERROR(opts.precondition(&now));
   }
-  v->meta.tags = opts.tags;
-  if (!opts.tags_only) {
-    v->meta.content_type = opts.content_type;
-    v->meta.user_metadata = opts.user_metadata;
-    v->meta.storage_class = opts.storage_class;
-    v->meta.mtime_ns = NowNs();
-  }
-  if (opts.replace_internal) v->meta.internal = opts.internal;
+  ApplyMetadataUpdate(opts, v->meta, NowNs());
   std::vector<ObjectMeta> metas(roots_.size());
   for (size_t p = 0; p < roots_.size(); ++p) {
     alive[p] = alive[p] && v->sources[p].usable;
@@ -385,8 +390,9 @@ Result<ObjectInfo> ErasureSet::UpdateMetadata(const std::string& bucket, const s
     metas[p].erasure->index = v->sources[p].shard;
     metas[p].erasure->inline_shard = v->sources[p].inline_shard;
   }
-  RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, write_quorum(), **lock,
-                               /*keep_data=*/true));
+  const auto& e = *v->meta.erasure;
+  RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, erasure::WriteQuorum(e.data, e.parity),
+                               **lock, /*keep_data=*/true));
   return v->meta.ToInfo(bucket, key);
 }
 

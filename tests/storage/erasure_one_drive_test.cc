@@ -1,5 +1,3 @@
-#include "storage/drive_store.h"
-
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,8 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "storage/erasure_store.h"
 #include "storage/fsutil.h"
 #include "storage/paths.h"
+#include "storage/s3_limits.h"
 #include "storage_test_util.h"
 
 namespace rdmastor::storage {
@@ -23,12 +23,18 @@ namespace {
 
 using namespace testing;  // NOLINT(google-build-using-namespace): test helpers
 
-class DriveStoreTest : public ::testing::Test {
+// One drive runs as a one-drive erasure set (EC 1+0): what the retired single-drive object layer
+// promised (its tests, ported here) holds for the set.
+Result<std::unique_ptr<ErasureStore>> OpenOne(const std::string& dir) {
+  return ErasureStore::Open(std::vector<std::string>{dir}, {});
+}
+
+class OneDriveSetTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_FALSE(tmp_.path().empty());
     root_ = tmp_.path() + "/drive";
-    auto s = DriveStore::Open(root_);
+    auto s = OpenOne(root_);
     RS_ASSERT_OK(s);
     store_ = std::move(*s);
     RS_ASSERT_OK(store_->MakeBucket("bkt"));
@@ -36,7 +42,7 @@ class DriveStoreTest : public ::testing::Test {
 
   void Reopen() {
     store_.reset();
-    auto s = DriveStore::Open(root_);
+    auto s = OpenOne(root_);
     RS_ASSERT_OK(s);
     store_ = std::move(*s);
   }
@@ -45,62 +51,68 @@ class DriveStoreTest : public ::testing::Test {
 
   TempDir tmp_;
   std::string root_;
-  std::unique_ptr<DriveStore> store_;
+  std::unique_ptr<ErasureStore> store_;
 };
 
 // ---- Open ----
 
-TEST_F(DriveStoreTest, OpenCreatesLayout) {
+TEST_F(OneDriveSetTest, OpenCreatesLayout) {
   EXPECT_TRUE(std::filesystem::is_directory(root_ + "/.rdmastor.sys/tmp"));
   EXPECT_TRUE(std::filesystem::is_directory(root_ + "/.rdmastor.sys/multipart"));
   EXPECT_TRUE(std::filesystem::is_directory(root_ + "/.rdmastor.sys/buckets"));
-  EXPECT_EQ(store_->root(), root_);
+  EXPECT_EQ(store_->drives()[0]->name(), root_);
   // Nested, not yet existing directories are created too.
-  auto nested = DriveStore::Open(tmp_.path() + "/x/y/z/");
+  auto nested = OpenOne(tmp_.path() + "/x/y/z/");
   RS_ASSERT_OK(nested);
-  EXPECT_EQ((*nested)->root(), tmp_.path() + "/x/y/z");
+  EXPECT_EQ((*nested)->drives()[0]->name(), tmp_.path() + "/x/y/z");
 }
 
-TEST_F(DriveStoreTest, OpenFailsClearlyOnUnusablePath) {
+TEST_F(OneDriveSetTest, OpenFailsClearlyOnUnusablePath) {
   const std::string file = tmp_.path() + "/plainfile";
   std::ofstream(file) << "x";
-  auto r = DriveStore::Open(file);
+  auto r = OpenOne(file);
   RS_EXPECT_CODE(r, ErrorCode::kDriveNotWritable);
   EXPECT_NE(r.error().message.find(file), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("ot a directory"), std::string::npos) << r.error().message;
 
-  auto below = DriveStore::Open(file + "/sub");
+  auto below = OpenOne(file + "/sub");
   RS_EXPECT_CODE(below, ErrorCode::kDriveNotWritable);
   EXPECT_NE(below.error().message.find(file + "/sub"), std::string::npos);
 
   if (::geteuid() != 0) {  // root writes anywhere
     const std::string ro = tmp_.path() + "/readonly";
     ASSERT_EQ(::mkdir(ro.c_str(), 0555), 0);
-    auto r2 = DriveStore::Open(ro);
+    auto r2 = OpenOne(ro);
     RS_EXPECT_CODE(r2, ErrorCode::kDriveNotWritable);
     EXPECT_NE(r2.error().message.find(ro), std::string::npos);
     EXPECT_NE(r2.error().message.find("ermission denied"), std::string::npos);
   }
 }
 
-TEST_F(DriveStoreTest, ReopenRemovesStaleTempData) {
+TEST_F(OneDriveSetTest, ReopenRemovesStaleTempData) {
   const std::string t = paths::TmpDir(root_);
   std::filesystem::create_directories(t + "/deadbeef/data");
   std::ofstream(t + "/deadbeef/data/part.1") << "half written";
   std::ofstream(t + "/stray-file") << "x";
-  // A bucket record whose bucket directory is gone (crash inside DeleteBucket).
+  // A bucket record whose bucket directory is gone (the retired layout's crash inside
+  // DeleteBucket; the erasure layer renames the record away first): no bucket shows.
   std::ofstream(paths::BucketMetaFile(root_, "gone")) << "{}";
   RS_ASSERT_OK(Put(*store_, "bkt", "k", "data"));
   Reopen();
   EXPECT_TRUE(TmpEntries().empty());
-  EXPECT_FALSE(std::filesystem::exists(paths::BucketMetaFile(root_, "gone")));
+  RS_EXPECT_CODE(store_->GetBucketInfo("gone"), ErrorCode::kNoSuchBucket);
+  auto buckets = store_->ListBuckets();
+  RS_ASSERT_OK(buckets);
+  ASSERT_EQ(buckets->size(), 1u);
+  EXPECT_EQ((*buckets)[0].name, "bkt");
   EXPECT_EQ(Get(*store_, "bkt", "k"), "data");
 }
 
 // A crash between publishing and retiring leaves a journal in tmp: recovery deletes exactly the
 // data directory the surviving metadata does not reference.
-TEST_F(DriveStoreTest, ReopenSettlesInterruptedCommits) {
-  RS_ASSERT_OK(Put(*store_, "bkt", "dir/k", "current"));
+TEST_F(OneDriveSetTest, ReopenSettlesInterruptedCommits) {
+  const std::string current = Pattern(200 << 10, 1);  // above the inline threshold: a data dir
+  RS_ASSERT_OK(Put(*store_, "bkt", "dir/k", current));
   const std::string key_dir = root_ + "/bkt/dir/k";
   std::string live;
   for (auto& e : std::filesystem::directory_iterator(key_dir)) {
@@ -133,7 +145,7 @@ TEST_F(DriveStoreTest, ReopenSettlesInterruptedCommits) {
   Reopen();
   EXPECT_FALSE(std::filesystem::exists(key_dir + "/.rdmastor.data.orphan1"));
   EXPECT_TRUE(std::filesystem::exists(key_dir + "/" + live));
-  EXPECT_EQ(Get(*store_, "bkt", "dir/k"), "current");
+  EXPECT_EQ(Get(*store_, "bkt", "dir/k"), current);
   EXPECT_FALSE(std::filesystem::exists(root_ + "/bkt/e"));
   EXPECT_TRUE(std::filesystem::exists(outside + "/.rdmastor.data.y"));
   EXPECT_TRUE(TmpEntries().empty());
@@ -141,14 +153,14 @@ TEST_F(DriveStoreTest, ReopenSettlesInterruptedCommits) {
 
 // kill -9 at arbitrary moments of a writer process: after recovery each key shows one complete
 // version (or none), and nothing but the live data remains outside the staging area.
-TEST_F(DriveStoreTest, KillNineLeavesOldOrNewVersion) {
+TEST_F(OneDriveSetTest, KillNineLeavesOldOrNewVersion) {
   store_.reset();
   for (int trial = 0; trial < 12; ++trial) {
     SCOPED_TRACE(trial);
     pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {  // the writer: overwrite, create and delete until killed
-      auto s = DriveStore::Open(root_);
+      auto s = OpenOne(root_);
       if (!s.ok()) ::_exit(1);
       for (int i = 0;; ++i) {
         size_t size =
@@ -207,7 +219,7 @@ TEST_F(DriveStoreTest, KillNineLeavesOldOrNewVersion) {
 
 // ---- Buckets ----
 
-TEST_F(DriveStoreTest, BucketLifecycle) {
+TEST_F(OneDriveSetTest, BucketLifecycle) {
   RS_EXPECT_CODE(store_->MakeBucket("bkt"), ErrorCode::kBucketAlreadyOwnedByYou);
   RS_ASSERT_OK(store_->MakeBucket("another.bucket"));
   std::filesystem::create_directories(root_ + "/lost+found");  // a mount point's own dir
@@ -249,7 +261,7 @@ TEST_F(DriveStoreTest, BucketLifecycle) {
   RS_EXPECT_CODE(store_->DeleteBucket("bkt"), ErrorCode::kBucketNotEmpty);
 }
 
-TEST_F(DriveStoreTest, ObjectOpsOnMissingBucket) {
+TEST_F(OneDriveSetTest, ObjectOpsOnMissingBucket) {
   MemBody body("x");
   RS_EXPECT_CODE(store_->PutObject("nope", "k", body, {}, Md5Check("x")), ErrorCode::kNoSuchBucket);
   RS_EXPECT_CODE(store_->OpenObject("nope", "k"), ErrorCode::kNoSuchBucket);
@@ -265,7 +277,7 @@ TEST_F(DriveStoreTest, ObjectOpsOnMissingBucket) {
 
 // ---- Objects ----
 
-TEST_F(DriveStoreTest, PutGetStatDeleteRoundTrip) {
+TEST_F(OneDriveSetTest, PutGetStatDeleteRoundTrip) {
   for (size_t size : {size_t{0}, size_t{1}, size_t{4096}, size_t{(1 << 20) - 1}, size_t{1 << 20},
                       size_t{(3 << 20) + 17}}) {
     SCOPED_TRACE(size);
@@ -322,7 +334,7 @@ TEST_F(DriveStoreTest, PutGetStatDeleteRoundTrip) {
   EXPECT_TRUE(TmpEntries().empty());
 }
 
-TEST_F(DriveStoreTest, MissingKeys) {
+TEST_F(OneDriveSetTest, MissingKeys) {
   RS_ASSERT_OK(Put(*store_, "bkt", "a/b", "x"));
   RS_EXPECT_CODE(store_->StatObject("bkt", "a"), ErrorCode::kNoSuchKey);  // only a directory
   RS_EXPECT_CODE(store_->StatObject("bkt", "a/"), ErrorCode::kNoSuchKey);
@@ -333,7 +345,7 @@ TEST_F(DriveStoreTest, MissingKeys) {
   EXPECT_EQ(Get(*store_, "bkt", "a/b"), "x");
 }
 
-TEST_F(DriveStoreTest, NoCommitCheckComputesMd5) {
+TEST_F(OneDriveSetTest, NoCommitCheckComputesMd5) {
   const std::string data = Pattern(3 << 20, 9);
   MemBody body(data);
   auto put = store_->PutObject("bkt", "k", body, {}, nullptr);  // size unknown, no check
@@ -342,7 +354,7 @@ TEST_F(DriveStoreTest, NoCommitCheckComputesMd5) {
   EXPECT_EQ(put->size, data.size());
 }
 
-TEST_F(DriveStoreTest, OverwriteIsAtomicForOpenReaders) {
+TEST_F(OneDriveSetTest, OverwriteIsAtomicForOpenReaders) {
   const std::string v1 = Pattern((2 << 20) + 3, 1), v2 = Pattern(1 << 20, 2);
   RS_ASSERT_OK(Put(*store_, "bkt", "k", v1));
   auto old_reader = store_->OpenObject("bkt", "k");
@@ -372,16 +384,22 @@ TEST_F(DriveStoreTest, OverwriteIsAtomicForOpenReaders) {
   EXPECT_TRUE(Tree(root_ + "/bkt").empty());
 }
 
-TEST_F(DriveStoreTest, OnlyOneDataDirSurvivesOverwrites) {
-  for (int i = 0; i < 5; ++i) RS_ASSERT_OK(Put(*store_, "bkt", "k", Pattern(1000 + i, i)));
+TEST_F(OneDriveSetTest, OnlyOneDataDirSurvivesOverwrites) {
+  constexpr size_t kLarge = kInlineThreshold + 1000;
+  for (int i = 0; i < 5; ++i) RS_ASSERT_OK(Put(*store_, "bkt", "k", Pattern(kLarge + i, i)));
   std::vector<std::string> tree = Tree(root_ + "/bkt/k");
   ASSERT_EQ(tree.size(), 3u) << ::testing::PrintToString(tree);  // meta, data dir, part.1
   EXPECT_EQ(tree[0], ".rdmastor.data." + tree[0].substr(15));
   EXPECT_EQ(tree[2], ".rdmastor.meta");
-  EXPECT_EQ(Get(*store_, "bkt", "k"), Pattern(1004, 4));
+  EXPECT_EQ(Get(*store_, "bkt", "k"), Pattern(kLarge + 4, 4));
+  // A small object lives inside the metadata file: the overwrite retires the data dir.
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", Pattern(1000, 9)));
+  tree = Tree(root_ + "/bkt/k");
+  EXPECT_EQ(tree, std::vector<std::string>{".rdmastor.meta"});
+  EXPECT_EQ(Get(*store_, "bkt", "k"), Pattern(1000, 9));
 }
 
-TEST_F(DriveStoreTest, CommitCheckVetoLeavesNothing) {
+TEST_F(OneDriveSetTest, CommitCheckVetoLeavesNothing) {
   MemBody body(Pattern(3 << 20, 5));
   uint64_t seen = 0;
   auto veto = [&seen](uint64_t n) -> Result<CommitInfo> {
@@ -402,7 +420,7 @@ TEST_F(DriveStoreTest, CommitCheckVetoLeavesNothing) {
   EXPECT_TRUE(TmpEntries().empty());
 }
 
-TEST_F(DriveStoreTest, SizeMismatchAndLimits) {
+TEST_F(OneDriveSetTest, SizeMismatchAndLimits) {
   bool called = false;
   auto check = [&](uint64_t) -> Result<CommitInfo> {
     called = true;
@@ -428,7 +446,7 @@ TEST_F(DriveStoreTest, SizeMismatchAndLimits) {
   EXPECT_TRUE(Tree(root_ + "/bkt").empty());
 }
 
-TEST_F(DriveStoreTest, UpdateMetadataKeepsData) {
+TEST_F(OneDriveSetTest, UpdateMetadataKeepsData) {
   const std::string data = Pattern(5000, 3);
   PutOptions opts;
   opts.content_type = "text/plain";
@@ -451,7 +469,7 @@ TEST_F(DriveStoreTest, UpdateMetadataKeepsData) {
   EXPECT_TRUE(TmpEntries().empty());
 }
 
-TEST_F(DriveStoreTest, KeysNestingIntoEachOtherCoexist) {
+TEST_F(OneDriveSetTest, KeysNestingIntoEachOtherCoexist) {
   const std::vector<std::string> keys = {"a", "a/", "a/b", "a-x", "a0", "a/b/", "a/b/c"};
   for (const auto& k : keys) RS_ASSERT_OK(Put(*store_, "bkt", k, "content of " + k));
   for (const auto& k : keys) EXPECT_EQ(Get(*store_, "bkt", k), "content of " + k) << k;
@@ -491,7 +509,7 @@ TEST_F(DriveStoreTest, KeysNestingIntoEachOtherCoexist) {
   RS_EXPECT_CODE(store_->StatObject("bkt", "a"), ErrorCode::kNoSuchKey);
 }
 
-TEST_F(DriveStoreTest, PathEscapeAttemptsAreRejected) {
+TEST_F(OneDriveSetTest, PathEscapeAttemptsAreRejected) {
   const std::vector<std::string> bad = {"../escape",
                                         "a/../../escape",
                                         "/abs",
@@ -587,7 +605,7 @@ std::vector<Entry> Merge(const ListResult& r) {
   return out;
 }
 
-TEST_F(DriveStoreTest, ListingMatchesModel) {
+TEST_F(OneDriveSetTest, ListingMatchesModel) {
   std::set<std::string> keys = {
       "a",          "a/",      "a/b",    "a/b/",   "a/b/c", "a/b/d/e", "a-x",
       "a-x/y",      "a0",      "a.b",    "b",      "b/a",   "b/a-b/c", "b/z",
@@ -633,7 +651,7 @@ TEST_F(DriveStoreTest, ListingMatchesModel) {
   EXPECT_EQ(checked, 12 * 5 * 11 * 2);
 }
 
-TEST_F(DriveStoreTest, PaginationWalksEverything) {
+TEST_F(OneDriveSetTest, PaginationWalksEverything) {
   std::set<std::string> keys;
   for (int i = 0; i < 12; ++i) {
     for (const char* leaf : {"x", "y/", "y/z", "w-1"}) {
@@ -684,7 +702,7 @@ TEST_F(DriveStoreTest, PaginationWalksEverything) {
 
 // ---- Concurrency ----
 
-TEST_F(DriveStoreTest, ConcurrentWritersLeaveOneCompleteVersion) {
+TEST_F(OneDriveSetTest, ConcurrentWritersLeaveOneCompleteVersion) {
   constexpr int kWriters = 6, kRounds = 4;
   constexpr size_t kSize = 300 * 1024 + 7;
   std::atomic<bool> stop{false};
@@ -737,7 +755,7 @@ TEST_F(DriveStoreTest, ConcurrentWritersLeaveOneCompleteVersion) {
 }
 
 // Writers creating keys while deleters prune the shared parent directories.
-TEST_F(DriveStoreTest, ConcurrentCreateAndPruneInSharedDirectories) {
+TEST_F(OneDriveSetTest, ConcurrentCreateAndPruneInSharedDirectories) {
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {

@@ -1,0 +1,313 @@
+// The erasure set against misbehaving drives (FaultDrive wraps real LocalDrives): a slow drive
+// beyond the data shards does not hold up stripe reads, failing drives within parity are
+// tolerated and beyond it refused with the quorum errors, a drive returning wrong bytes is caught
+// by the bitrot hash and never reaches the reader, and metadata that disagrees between drives
+// resolves to the version a quorum holds.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "fault_drive.h"
+#include "storage/erasure_store.h"
+#include "storage/object_meta.h"
+#include "storage/paths.h"
+#include "storage_test_util.h"
+
+namespace rdmastor::storage {
+namespace {
+
+using namespace testing;  // NOLINT(google-build-using-namespace): test helpers
+using Clock = std::chrono::steady_clock;
+
+class ErasureFaultTest : public ::testing::Test {
+ protected:
+  void Open(int n) {
+    store_.reset();
+    faults_.clear();
+    std::vector<std::unique_ptr<Drive>> drives;
+    for (int i = 0; i < n; ++i) {
+      const std::string root = tmp_.path() + "/d" + std::to_string(i);
+      std::filesystem::create_directories(root);
+      auto d = std::make_unique<FaultDrive>(root);
+      faults_.push_back(d.get());
+      drives.push_back(std::move(d));
+    }
+    auto s = ErasureStore::Open(std::move(drives), "", FormatOptions{});
+    RS_ASSERT_OK(s);
+    store_ = std::move(*s);
+    RS_ASSERT_OK(store_->MakeBucket("bkt"));
+  }
+
+  std::string MetaPath(const std::string& key) {
+    auto loc = paths::MapKey(key);
+    EXPECT_TRUE(loc.ok());
+    return paths::Join(paths::Join("bkt", loc->rel_dir), loc->meta_name);
+  }
+
+  // The metadata file drive p holds for `key`, read past the faults.
+  std::string RawMeta(size_t p, const std::string& key) {
+    auto raw = faults_[p]->inner().ReadFile(MetaPath(key));
+    EXPECT_TRUE(raw.ok() && raw->has_value()) << key;
+    return raw.ok() && raw->has_value() ? **raw : std::string();
+  }
+
+  // The shard index drive p holds for `key`.
+  int ShardOf(size_t p, const std::string& key) {
+    auto file = ParseObjectVersions(RawMeta(p, key), MetaPath(key));
+    EXPECT_TRUE(file.ok() && file->Latest() && file->Latest()->erasure);
+    return file.ok() ? file->Latest()->erasure->index : -1;
+  }
+
+  // The first drive position holding a data shard (parity: a parity shard) of `key`.
+  size_t PositionOf(const std::string& key, bool parity) {
+    const int data = store_->layout().data();
+    for (size_t p = 0; p < faults_.size(); ++p) {
+      if ((ShardOf(p, key) >= data) == parity) return p;
+    }
+    ADD_FAILURE() << "no " << (parity ? "parity" : "data") << " drive for " << key;
+    return 0;
+  }
+
+  void ClearFaults() {
+    for (auto* f : faults_) f->Clear();
+  }
+
+  TempDir tmp_;
+  std::vector<FaultDrive*> faults_;  // owned by store_
+  std::unique_ptr<ErasureStore> store_;
+};
+
+// ---- slow drives ----
+
+// A drive holding only parity is never waited for while stripes stream: reads ask the data
+// shards' drives (only the snapshot probe at open, which opens every drive's shard file without
+// reading it, touches it once).
+TEST_F(ErasureFaultTest, SlowParityDriveDoesNotHoldUpStripeReads) {
+  Open(4);
+  ASSERT_EQ(store_->layout().data(), 2);
+  const std::string data = Pattern((6 << 20) + 7, 1);  // 7 stripes
+  RS_ASSERT_OK(Put(*store_, "bkt", "slow", data));
+  constexpr auto kDelay = std::chrono::milliseconds(300);
+  FaultDrive* slow = faults_[PositionOf("slow", /*parity=*/true)];
+  slow->Set(DriveOp::kOpenShard, {.delay = kDelay});
+  slow->Set(DriveOp::kShardRead, {.delay = kDelay});
+  slow->ResetCounts();
+  const auto t0 = Clock::now();
+  EXPECT_EQ(Get(*store_, "bkt", "slow"), data);
+  const auto took = Clock::now() - t0;
+  EXPECT_EQ(slow->calls(DriveOp::kOpenShard), 1u);  // the snapshot probe at open
+  EXPECT_EQ(slow->calls(DriveOp::kShardRead), 0u);
+  // Waiting for the slow drive on every stripe would take 8 delays.
+  EXPECT_LT(took, 3 * kDelay)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
+}
+
+// A slow data drive delays the read but the answer is complete and right; its calls run in
+// parallel with the other drives' (one delay per stripe, not one per drive and stripe).
+TEST_F(ErasureFaultTest, SlowDataDriveStillAnswersRight) {
+  Open(4);
+  const std::string data = Pattern((2 << 20) + 5, 2);  // 3 stripes
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", data));
+  const size_t p = PositionOf("k", /*parity=*/false);
+  constexpr auto kDelay = std::chrono::milliseconds(100);
+  for (size_t q = 0; q < faults_.size(); ++q) {
+    if (ShardOf(q, "k") < store_->layout().data())
+      faults_[q]->Set(DriveOp::kShardRead, {.delay = kDelay});
+  }
+  const auto t0 = Clock::now();
+  EXPECT_EQ(Get(*store_, "bkt", "k"), data);
+  const auto took = Clock::now() - t0;
+  // Probe (two data drives, one after another on the calling thread) + 3 stripes in parallel.
+  EXPECT_LT(took, 9 * kDelay)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
+  EXPECT_GE(faults_[p]->calls(DriveOp::kShardRead), 4u);
+}
+
+// ---- failing drives ----
+
+TEST_F(ErasureFaultTest, FailingDrivesWithinParityAreTolerated) {
+  Open(4);
+  ASSERT_EQ(store_->layout().parity, 2);
+  const std::string v1 = Pattern(300 << 10, 3), v2 = Pattern((1 << 20) + 3, 4);
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", v1));
+
+  // One dead drive: writes (quorum 3 of 4) and reads go on.
+  faults_[1]->SetAll({.fail = true});
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", v2));
+  EXPECT_EQ(Get(*store_, "bkt", "k"), v2);
+  // Two dead: still readable (any 2 shards of 2+2), no longer writable.
+  faults_[3]->SetAll({.fail = true});
+  EXPECT_EQ(Get(*store_, "bkt", "k"), v2);
+  RS_EXPECT_CODE(Put(*store_, "bkt", "k", v1), ErrorCode::kInsufficientWriteQuorum);
+  RS_EXPECT_CODE(Put(*store_, "bkt", "fresh", v1), ErrorCode::kInsufficientWriteQuorum);
+  // Three dead: below read quorum, a 503, never a 404 or wrong bytes.
+  faults_[0]->SetAll({.fail = true});
+  RS_EXPECT_CODE(store_->OpenObject("bkt", "k"), ErrorCode::kInsufficientReadQuorum);
+  RS_EXPECT_CODE(store_->StatObject("bkt", "k"), ErrorCode::kInsufficientReadQuorum);
+
+  // Back online: the refused writes left nothing, healing brings drive 1 up to date.
+  ClearFaults();
+  EXPECT_EQ(Get(*store_, "bkt", "k"), v2);
+  RS_EXPECT_CODE(store_->StatObject("bkt", "fresh"), ErrorCode::kNoSuchKey);
+  auto healed = store_->HealObject("bkt", "k");
+  RS_ASSERT_OK(healed);
+  EXPECT_TRUE(*healed);
+  for (size_t p = 0; p < faults_.size(); ++p) {
+    auto file = ParseObjectVersions(RawMeta(p, "k"), "meta");
+    RS_ASSERT_OK(file);
+    EXPECT_EQ(file->Latest()->etag, hash::Md5Hex(v2)) << "drive " << p;
+  }
+  // Every drive now serves its shard: with the other two dead, each pair still reads v2.
+  for (size_t a = 0; a < 4; ++a) {
+    for (size_t b = a + 1; b < 4; ++b) {
+      for (size_t q = 0; q < 4; ++q) {
+        if (q != a && q != b) faults_[q]->SetAll({.fail = true});
+      }
+      EXPECT_EQ(Get(*store_, "bkt", "k"), v2) << "drives " << a << "," << b;
+      ClearFaults();
+    }
+  }
+}
+
+// Commits that fail on too many drives are rolled back on the drives that did commit: the old
+// version stays whole everywhere.
+TEST_F(ErasureFaultTest, CommitBelowWriteQuorumRollsBack) {
+  Open(4);
+  const std::string v1 = Pattern(400 << 10, 5), v2 = Pattern(500 << 10, 6);
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", v1));
+  std::vector<std::string> before;
+  for (size_t p = 0; p < 4; ++p) before.push_back(RawMeta(p, "k"));
+  faults_[0]->Set(DriveOp::kRenameData, {.fail = true});
+  faults_[2]->Set(DriveOp::kRenameData, {.fail = true});
+  RS_EXPECT_CODE(Put(*store_, "bkt", "k", v2), ErrorCode::kInsufficientWriteQuorum);
+  ClearFaults();
+  for (size_t p = 0; p < 4; ++p) EXPECT_EQ(RawMeta(p, "k"), before[p]) << "drive " << p;
+  EXPECT_EQ(Get(*store_, "bkt", "k"), v1);
+  // Shard writes failing on one drive only: the write still reaches quorum.
+  faults_[3]->Set(DriveOp::kShardAppend, {.fail = true});
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", v2));
+  ClearFaults();
+  EXPECT_EQ(Get(*store_, "bkt", "k"), v2);
+}
+
+// ---- lying drives ----
+
+// A drive returning wrong shard bytes: the bitrot hash catches every block, parity stands in, the
+// object is queued for healing, and the reader gets the right bytes.
+TEST_F(ErasureFaultTest, LyingDriveIsCaughtByBitrotHash) {
+  Open(4);
+  const std::string data = Pattern((3 << 20) + 11, 7);
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", data));
+  FaultDrive* liar = faults_[PositionOf("k", /*parity=*/false)];
+  liar->Set(DriveOp::kShardRead, {.corrupt = true});
+  EXPECT_EQ(Get(*store_, "bkt", "k"), data);
+  EXPECT_TRUE(store_->DrainHealQueue(10000));
+  EXPECT_GE(store_->heal_status().total.objects_scanned + store_->heal_status().total.failed +
+                store_->heal_status().total.objects_healed,
+            1u);
+  // Two liars within parity: still right. Three: an error, never wrong data.
+  faults_[PositionOf("k", /*parity=*/true)]->Set(DriveOp::kShardRead, {.corrupt = true});
+  EXPECT_EQ(Get(*store_, "bkt", "k"), data);
+  for (auto* f : faults_) f->Set(DriveOp::kShardRead, {.corrupt = true});
+  auto r = store_->OpenObject("bkt", "k");
+  RS_ASSERT_OK(r);
+  std::string buf(1 << 20, '\0');
+  auto n = (*r)->ReadAt(0, buf.data(), buf.size());
+  ASSERT_FALSE(n.ok()) << "served " << *n << " bytes read from lying drives";
+  EXPECT_EQ(n.error().code, ErrorCode::kInsufficientReadQuorum) << n.error().message;
+}
+
+// One drive (EC 1+0) has no parity: a lie is an error, never wrong bytes.
+TEST_F(ErasureFaultTest, OneDriveSetRefusesToServeCorruptBytes) {
+  Open(1);
+  const std::string data = Pattern((1 << 20) + 3, 8);
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", data));
+  faults_[0]->Set(DriveOp::kShardRead, {.corrupt = true});
+  auto r = store_->OpenObject("bkt", "k");
+  RS_ASSERT_OK(r);
+  std::string buf(4096, '\0');
+  auto n = (*r)->ReadAt(0, buf.data(), buf.size());
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.error().code, ErrorCode::kInsufficientReadQuorum);
+  ClearFaults();
+  EXPECT_EQ(Get(*store_, "bkt", "k"), data);
+  // A dead drive: writes are refused with 503, nothing half-written shows later.
+  faults_[0]->SetAll({.fail = true});
+  RS_EXPECT_CODE(Put(*store_, "bkt", "k2", "x"), ErrorCode::kInsufficientWriteQuorum);
+  ClearFaults();
+  RS_EXPECT_CODE(store_->StatObject("bkt", "k2"), ErrorCode::kNoSuchKey);
+}
+
+// Inline objects carry their shard inside the metadata file: corrupted there, the hash catches
+// it too (the 2+2 set rebuilds it from the others).
+TEST_F(ErasureFaultTest, CorruptInlineShardIsCaught) {
+  Open(4);
+  const std::string data = Pattern(20000, 9);
+  RS_ASSERT_OK(Put(*store_, "bkt", "small", data));
+  const size_t p = PositionOf("small", /*parity=*/false);
+  const std::string good = RawMeta(p, "small");
+  auto file = ParseObjectVersions(good, "m");
+  RS_ASSERT_OK(file);
+  ObjectMeta m = *file->Latest();
+  ASSERT_TRUE(m.erasure && m.erasure->is_inline);
+  ASSERT_GT(m.erasure->inline_shard.size(), 1000u);
+  m.erasure->inline_shard[m.erasure->inline_shard.size() / 2] ^= 0x01;
+  ObjectVersions bad;
+  bad.versions.push_back(m);
+  const std::string lie = SerializeObjectVersions(bad);
+  const std::string path = MetaPath("small");
+  faults_[p]->SetLie([&](const std::string& at, std::optional<std::string>& content) {
+    if (at == path) content = lie;
+  });
+  EXPECT_EQ(Get(*store_, "bkt", "small"), data);
+}
+
+// ---- metadata disagreeing between drives ----
+
+TEST_F(ErasureFaultTest, MetadataDisagreementResolvesToQuorum) {
+  Open(4);
+  const std::string v1 = Pattern(200 << 10, 10), v2 = Pattern(300 << 10, 11);
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", v1));
+  std::vector<std::string> old_meta;
+  for (size_t p = 0; p < 4; ++p) old_meta.push_back(RawMeta(p, "k"));
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", v2));
+  const std::string path = MetaPath("k");
+  auto stale = [&](size_t p) {
+    faults_[p]->SetLie([&, p](const std::string& at, std::optional<std::string>& content) {
+      if (at == path) content = old_meta[p];
+    });
+  };
+  // One drive shows the previous version: three agree on v2.
+  stale(0);
+  EXPECT_EQ(Get(*store_, "bkt", "k"), v2);
+  auto st = store_->StatObject("bkt", "k");
+  RS_ASSERT_OK(st);
+  EXPECT_EQ(st->etag, hash::Md5Hex(v2));
+  // Two against two: both have a read quorum; the newer version wins.
+  stale(1);
+  EXPECT_EQ(Get(*store_, "bkt", "k"), v2);
+  // Garbage on a drive is that drive's problem only.
+  faults_[1]->SetLie([&](const std::string& at, std::optional<std::string>& content) {
+    if (at == path) content = "{\"format\": 2, \"versions\": [{\"size\": \"hostile\"";
+  });
+  EXPECT_EQ(Get(*store_, "bkt", "k"), v2);
+  // A drive that lost the file (nullopt) while three have v2: read, and queued for healing.
+  ClearFaults();
+  faults_[2]->SetLie([&](const std::string& at, std::optional<std::string>& content) {
+    if (at == path) content.reset();
+  });
+  EXPECT_EQ(Get(*store_, "bkt", "k"), v2);
+  EXPECT_GE(store_->heal_queue_size() + store_->heal_status().total.objects_scanned, 1u);
+  ClearFaults();
+  // Three drives without the key: it is gone (a delete that reached quorum), not an error.
+  for (size_t p = 0; p < 3; ++p) {
+    faults_[p]->SetLie([&](const std::string& at, std::optional<std::string>& content) {
+      if (at == path) content.reset();
+    });
+  }
+  RS_EXPECT_CODE(store_->StatObject("bkt", "k"), ErrorCode::kNoSuchKey);
+}
+
+}  // namespace
+}  // namespace rdmastor::storage
