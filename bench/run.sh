@@ -10,6 +10,8 @@
 # is built, NGINX (default /usr/sbin/nginx; NGINX=none skips the nginx reference),
 # BENCH_TMP (parent of the temporary directory, default $TMPDIR or /tmp), KEEP_TMP=1 to keep it,
 # DRIVES (default 1: the plain layout; N > 1: N drive directories, erasure coded).
+# Encryption: bench/run.sh --sse none,s3,c --sizes 1MiB,64MiB (the server gets a random master key
+# and RDMASTOR_SSE_C_ALLOW_HTTP=on).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -106,7 +108,10 @@ if [ "$drives" -gt 1 ]; then
 fi
 server_port="$(free_port)"
 log "starting rdmastor on 127.0.0.1:$server_port (data $tmp/data, $drives drive(s))"
+# A bench master key (SSE-S3) and SSE-C over loopback HTTP, so that `--sse none,s3,c` can run.
 MINIO_ROOT_USER="$access_key" MINIO_ROOT_PASSWORD="$secret_key" MINIO_PROMETHEUS_AUTH_TYPE=public \
+  MINIO_KMS_SECRET_KEY="${MINIO_KMS_SECRET_KEY:-bench-key:$(head -c 32 /dev/urandom | base64)}" \
+  RDMASTOR_SSE_C_ALLOW_HTTP=on \
   "$server_bin" server --address "127.0.0.1:$server_port" "${drive_args[@]}" >"$tmp/server.log" 2>&1 &
 server_pid=$!
 wait_http "http://127.0.0.1:$server_port/minio/health/live" "$server_pid" rdmastor

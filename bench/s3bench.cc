@@ -70,6 +70,8 @@ struct Options {
   std::vector<int> server_pids;        // CPU time (utime+stime) per PUT/GET phase
   bool file_ref = true;                // --no-file-ref: no local-file phase
   bool syncs = false;                  // --syncs: storage syncs per PUT from the server metric
+  // --sse: server-side encryption modes measured per cell: "none", "s3" (SSE-S3), "c" (SSE-C).
+  std::vector<std::string> sse = {"none"};
 };
 
 void PrintUsage(FILE* out) {
@@ -79,7 +81,7 @@ void PrintUsage(FILE* out) {
                [--duration-s SECONDS] [--max-phase-s SECONDS] [--ops N] [--ref-file-dir DIR]
                [--nginx-url http://HOST:PORT/PREFIX] [--json FILE]
                [--bucket NAME] [--region REGION] [--verify sample|full] [--io-timeout-s S]
-               [--server-pids PID,...] [--no-file-ref] [--syncs]
+               [--server-pids PID,...] [--no-file-ref] [--syncs] [--sse none,s3,c]
 
 For each size and concurrency: a PUT phase (one connection per thread), a GET phase over the
 objects written, a local-file phase (pread of the same bytes) and, with --nginx-url, a GET phase
@@ -96,6 +98,11 @@ each PUT and GET phase (JSON: server_cpu_s per pid; table: CPU s/GiB summed over
 --no-file-ref: skip the local-file reference phase (no reference file is written).
 --syncs: read rdmastor_storage_syncs_total (every endpoint's /minio/v2/metrics/node, which needs
 MINIO_PROMETHEUS_AUTH_TYPE=public) before and after each PUT phase; the table shows syncs per PUT.
+--sse: server-side encryption modes, each measured for every size and concurrency in the same run:
+none (plain), s3 (x-amz-server-side-encryption: AES256; the server needs MINIO_KMS_SECRET_KEY),
+c (SSE-C, a fixed customer key on every PUT and GET; over plain HTTP the server needs
+RDMASTOR_SSE_C_ALLOW_HTTP=on). SSE-C ETags are not MD5s, so they are not checked. The table adds
+each mode's throughput relative to none.
 --access-key/--secret-key default to $MINIO_ROOT_USER/$MINIO_ROOT_PASSWORD.
 Exit status: 0 all verified, 1 an operation failed or returned wrong data, 2 bad usage.
 )");
@@ -253,6 +260,11 @@ Result<Options> ParseArgs(int argc, char** argv) {
     } else if (arg == "--verify") {
       if (value != "sample" && value != "full") return bad("--verify: sample or full");
       o.verify_full = value == "full";
+    } else if (arg == "--sse") {
+      o.sse = SplitComma(value);
+      for (const auto& m : o.sse)
+        if (m != "none" && m != "s3" && m != "c") return bad("--sse: none, s3 or c");
+      if (o.sse.empty()) return bad("--sse: none, s3 or c");
     } else if (arg == "--io-timeout-s") {
       auto n = ParseSize(value);
       if (!n || *n == 0 || *n > 3600) return bad("--io-timeout-s: 1-3600");
@@ -581,9 +593,22 @@ Status WriteRefFile(const std::string& dir, const Pattern& pattern, const SizeCo
 // ----------------------------------------------------------------------------------------------
 // The run
 
+// The headers of an object request in an --sse mode (a fixed SSE-C key: the bench measures
+// cost, not key handling).
+client::HeaderList SseHeaders(const std::string& mode) {
+  if (mode == "s3") return {{"x-amz-server-side-encryption", "AES256"}};
+  if (mode != "c") return {};
+  const std::string key(32, 'k');
+  return {{"x-amz-server-side-encryption-customer-algorithm", "AES256"},
+          {"x-amz-server-side-encryption-customer-key", hash::Base64Encode(key)},
+          {"x-amz-server-side-encryption-customer-key-md5",
+           hash::Base64Encode(hash::Digest(hash::Algo::kMD5, key))}};
+}
+
 struct CellResult {
   uint64_t size = 0;
   int conc = 0;
+  std::string sse = "none";
   PhaseResult put, get, file, nginx;
   uint64_t reconnects = 0;  // connections opened beyond one per thread (keep-alive broken)
 };
@@ -596,7 +621,8 @@ class Bench {
 
  private:
   Status Setup();
-  Status RunCell(const SizeContent& content, int conc, CellResult* cell);
+  // `refs`: also run the reference phases (file, nginx); once per size and concurrency.
+  Status RunCell(const SizeContent& content, int conc, bool refs, CellResult* cell);
   void Cleanup();
   void PrintProgress(const CellResult& cell, std::string_view phase, const PhaseResult& p) const;
   void PrintTable() const;
@@ -676,11 +702,14 @@ void Bench::PrintProgress(const CellResult& cell, std::string_view phase,
       p.cut_ops ? (" (" + std::to_string(p.cut_ops) + " cut at the hard limit)").c_str() : "");
 }
 
-Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
+Status Bench::RunCell(const SizeContent& content, int conc, bool refs, CellResult* cell) {
   const uint64_t size = content.size;
   const uint64_t ops = o_.ops ? *o_.ops : DefaultOps(size, conc);
   const bool full = o_.verify_full;
-  const std::string prefix = "s3bench/" + FormatSize(size) + "/c" + std::to_string(conc) + "/";
+  const std::string prefix = "s3bench/" + FormatSize(size) + "/c" + std::to_string(conc) + "/" +
+                             cell->sse + "/";
+  const client::HeaderList sse_headers = SseHeaders(cell->sse);
+  const bool etag_is_md5 = cell->sse != "c";  // SSE-C ETags are not the body's MD5 (AWS)
   auto key_of = [&](uint64_t i) { return prefix + std::to_string(i); };
   auto variant_of = [&](uint64_t i) -> const Variant& {
     return content.variants[i % content.variants.size()];
@@ -704,7 +733,8 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
         Result<client::PutObjectResult> put = MakeError(ErrorCode::kInternalError);
         if (size <= kPiece) {
           put = s3.PutObject(o_.bucket, key_of(i),
-                             std::string_view(pattern_.At(v.offset, 0), static_cast<size_t>(size)));
+                             std::string_view(pattern_.At(v.offset, 0), static_cast<size_t>(size)),
+                             sse_headers);
         } else {
           uint64_t pos = 0;
           put = s3.PutObject(o_.bucket, key_of(i), size, [&]() -> Result<std::string_view> {
@@ -713,10 +743,10 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
             std::string_view piece(pattern_.At(v.offset, pos), len);
             pos += len;
             return piece;
-          });
+          }, sse_headers);
         }
         if (!put.ok()) return put.error();
-        if (StripQuotes(put->etag) != v.md5_hex) {
+        if (etag_is_md5 && StripQuotes(put->etag) != v.md5_hex) {
           return MakeError(ErrorCode::kBadDigest, "PUT " + key_of(i) + ": ETag " + put->etag +
                                                       ", expected the body's MD5 \"" + v.md5_hex +
                                                       "\"");
@@ -752,23 +782,40 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
           const Variant& v = variant_of(obj);
           uint64_t pos = 0;
           std::string key = key_of(obj);
-          auto get =
-              s3.GetObject(o_.bucket, key, std::nullopt, [&](const char* data, size_t n) -> Status {
-                if (pos + n > size || !ContentMatches(pattern_, v.offset, pos, data, n, full)) {
-                  return MakeError(ErrorCode::kInternalError,
-                                   "GET " + key + ": wrong content at byte " + std::to_string(pos));
-                }
-                pos += n;
-                if (pos < size && ctx.Expired()) return ctx.Cut(pos);
-                return {};
-              });
+          client::BodySink sink = [&](const char* data, size_t n) -> Status {
+            if (pos + n > size || !ContentMatches(pattern_, v.offset, pos, data, n, full)) {
+              return MakeError(ErrorCode::kInternalError,
+                               "GET " + key + ": wrong content at byte " + std::to_string(pos));
+            }
+            pos += n;
+            if (pos < size && ctx.Expired()) return ctx.Cut(pos);
+            return {};
+          };
+          Result<client::GetObjectResult> get = MakeError(ErrorCode::kInternalError);
+          if (cell->sse == "c") {
+            // SSE-C: the key on the GET too (the client's GetObject sends no extra headers).
+            client::S3Request req;
+            req.bucket = o_.bucket;
+            req.key = key;
+            req.headers = sse_headers;
+            auto resp = s3.Execute(req, client::ResponseTarget::Sink(sink));
+            if (!resp.ok()) return resp.error();
+            if (resp->status != 200) return client::S3ErrorFromResponse(*resp, "GET " + key);
+            client::GetObjectResult g;
+            g.status = resp->status;
+            g.bytes = resp->body_bytes;
+            if (const auto* e = resp->FindHeader("etag")) g.etag = *e;
+            get = g;
+          } else {
+            get = s3.GetObject(o_.bucket, key, std::nullopt, sink);
+          }
           if (!get.ok()) return get.error();
           if (get->bytes != size || pos != size) {
             return MakeError(ErrorCode::kIncompleteBody,
                              "GET " + key + ": " + std::to_string(get->bytes) +
                                  " bytes, expected " + std::to_string(size));
           }
-          if (StripQuotes(get->etag) != v.md5_hex) {
+          if (etag_is_md5 && StripQuotes(get->etag) != v.md5_hex) {
             return MakeError(ErrorCode::kBadDigest, "GET " + key + ": ETag " + get->etag +
                                                         ", PUT returned \"" + v.md5_hex + "\"");
           }
@@ -810,7 +857,7 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
   if (!cell_status.ok()) return cell_status;
 
   // Local file: the same bytes with pread, same concurrency and op count.
-  if (o_.file_ref) {
+  if (refs && o_.file_ref) {
     std::string path = ref_dir_ + "/" + RefFileName(size);
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -845,7 +892,7 @@ Status Bench::RunCell(const SizeContent& content, int conc, CellResult* cell) {
   }
 
   // nginx: the same file over loopback HTTP with the same client code.
-  if (nginx_) {
+  if (refs && nginx_) {
     std::vector<std::unique_ptr<HttpClient>> http;
     client::HttpClientOptions hopt;
     hopt.read_buffer_size = kPiece;
@@ -920,13 +967,14 @@ std::string Num(const PhaseResult& p, double v) {
 }
 
 void Bench::PrintTable() const {
-  std::printf("\n%-7s %5s %11s %10s %11s %10s %11s %11s %9s %10s\n", "size", "conc", "PUT MiB/s",
-              "PUT ops/s", "GET MiB/s", "GET ops/s", "file MiB/s", "nginx MiB/s", "GET/file",
-              "GET/nginx");
+  std::printf("\n%-7s %5s %4s %11s %10s %11s %10s %11s %11s %9s %10s\n", "size", "conc", "sse",
+              "PUT MiB/s", "PUT ops/s", "GET MiB/s", "GET ops/s", "file MiB/s", "nginx MiB/s",
+              "GET/file", "GET/nginx");
   bool any_limited = false;
   for (const auto& c : cells_) {
-    std::printf("%-7s %5d %11s %10s %11s %10s %11s %11s %9s %10s\n", FormatSize(c.size).c_str(),
-                c.conc, Num(c.put, c.put.MiBps()).c_str(), Num(c.put, c.put.OpsPerSec()).c_str(),
+    std::printf("%-7s %5d %4s %11s %10s %11s %10s %11s %11s %9s %10s\n", FormatSize(c.size).c_str(),
+                c.conc, c.sse.c_str(), Num(c.put, c.put.MiBps()).c_str(),
+                Num(c.put, c.put.OpsPerSec()).c_str(),
                 Num(c.get, c.get.MiBps()).c_str(), Num(c.get, c.get.OpsPerSec()).c_str(),
                 Num(c.file, c.file.MiBps()).c_str(), Num(c.nginx, c.nginx.MiBps()).c_str(),
                 Ratio(c.get, c.file).c_str(), Ratio(c.get, c.nginx).c_str());
@@ -936,8 +984,8 @@ void Bench::PrintTable() const {
     std::printf("\nserver CPU seconds per GiB moved (utime+stime of %zu process(es), summed);"
                 " storage syncs per PUT (rdmastor_storage_syncs_total, all kinds):\n",
                 o_.server_pids.size());
-    std::printf("%-7s %5s %13s %13s %10s\n", "size", "conc", "PUT cpu s/GiB", "GET cpu s/GiB",
-                "syncs/PUT");
+    std::printf("%-7s %5s %4s %13s %13s %10s\n", "size", "conc", "sse", "PUT cpu s/GiB",
+                "GET cpu s/GiB", "syncs/PUT");
     auto cpu = [](const PhaseResult& p) -> std::string {
       if (!p.ran || p.CpuPerGiB() < 0) return "-";
       char buf[32];
@@ -951,8 +999,20 @@ void Bench::PrintTable() const {
       return buf;
     };
     for (const auto& c : cells_) {
-      std::printf("%-7s %5d %13s %13s %10s\n", FormatSize(c.size).c_str(), c.conc,
-                  cpu(c.put).c_str(), cpu(c.get).c_str(), syncs(c.put).c_str());
+      std::printf("%-7s %5d %4s %13s %13s %10s\n", FormatSize(c.size).c_str(), c.conc,
+                  c.sse.c_str(), cpu(c.put).c_str(), cpu(c.get).c_str(), syncs(c.put).c_str());
+    }
+  }
+  if (o_.sse.size() > 1) {
+    std::printf("\nencrypted throughput relative to plain (same size and concurrency):\n");
+    std::printf("%-7s %5s %4s %9s %9s\n", "size", "conc", "sse", "PUT/none", "GET/none");
+    for (const auto& c : cells_) {
+      if (c.sse == "none") continue;
+      for (const auto& plain : cells_) {
+        if (plain.sse != "none" || plain.size != c.size || plain.conc != c.conc) continue;
+        std::printf("%-7s %5d %4s %9s %9s\n", FormatSize(c.size).c_str(), c.conc, c.sse.c_str(),
+                    Ratio(c.put, plain.put).c_str(), Ratio(c.get, plain.get).c_str());
+      }
     }
   }
   if (any_limited) {
@@ -1009,6 +1069,7 @@ Status Bench::WriteJson() const {
     nlohmann::json r = {{"size", c.size},
                         {"size_text", FormatSize(c.size)},
                         {"concurrency", c.conc},
+                        {"sse", c.sse},
                         {"put", PhaseJson(c.put)},
                         {"get", PhaseJson(c.get)},
                         {"file", PhaseJson(c.file)},
@@ -1053,15 +1114,19 @@ int Bench::Run() {
       ref_files_written_.push_back(ref_dir_ + "/" + RefFileName(size));
     }
     for (int conc : o_.concurrency) {
-      CellResult cell;
-      cell.size = size;
-      cell.conc = conc;
-      Status st = RunCell(content, conc, &cell);
-      cells_.push_back(cell);
-      if (!st.ok()) {
-        failure_ = st.error().message;
-        break;
+      for (const auto& mode : o_.sse) {
+        CellResult cell;
+        cell.size = size;
+        cell.conc = conc;
+        cell.sse = mode;
+        Status st = RunCell(content, conc, /*refs=*/mode == o_.sse.front(), &cell);
+        cells_.push_back(cell);
+        if (!st.ok()) {
+          failure_ = st.error().message;
+          break;
+        }
       }
+      if (failure_) break;
     }
   }
   Cleanup();

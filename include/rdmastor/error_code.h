@@ -119,7 +119,11 @@ namespace rdmastor {
     "Policy exceeds the maximum allowed document size.")                                           \
   X(kNoSuchBucketPolicy, "NoSuchBucketPolicy", 404, "The bucket policy does not exist")           \
   X(kNoSuchUser, "XMinioAdminNoSuchUser", 404, "The specified user does not exist.")               \
-  X(kNoSuchPolicy, "XMinioAdminNoSuchPolicy", 404, "The canned policy does not exist.")
+  X(kNoSuchPolicy, "XMinioAdminNoSuchPolicy", 404, "The canned policy does not exist.")     \
+  X(kInvalidEncryptionAlgorithm, "InvalidEncryptionAlgorithmError", 400,                           \
+    "The encryption request you specified is not valid. The valid value is AES256.")               \
+  X(kServerSideEncryptionConfigurationNotFound, "ServerSideEncryptionConfigurationNotFoundError",  \
+    404, "The server side encryption configuration was not found")
 
 enum class ErrorCode {
 #define RDMASTOR_ENUM_ENTRY(name, code, status, msg) name,

@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -104,6 +105,8 @@ rdmastor::s3::ApiOptions ApiOptionsFor(const rdmastor::cli::ServerConfig& cfg) {
   o.domains = cfg.domains;
   o.ops.prometheus_public = cfg.prometheus_public;
   o.secure_transport = !cfg.tls_cert.empty();
+  o.sse.allow_sse_c_over_http = cfg.sse_c_allow_http;
+  o.sse.ring = cfg.kms;
   o.iam.refresh = std::chrono::milliseconds(cfg.iam_refresh_ms);
   o.ops.access_key = cfg.root_user;
   o.ops.secret_key = cfg.root_password;
@@ -174,6 +177,9 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
       std::make_shared<rdmastor::cluster::DsyncNamespaceLocker>((*node)->dsync()));
   (*store)->StartMonitor(cfg.drive_check_interval_ms);
   rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(cfg);
+  if (cfg.kms_reseal)
+    spdlog::warn("RDMASTOR_KMS_RESEAL=on is not implemented for a distributed deployment yet: "
+                 "keep the previous master keys in RDMASTOR_KMS_PREVIOUS_SECRET_KEYS");
   // Drive metrics cover this node's drives; health (endpoints and minio_cluster_health_status)
   // covers every drive of the deployment against each set's quorum (a node that answers 200
   // while every request gets 503 misleads load balancers).
@@ -253,7 +259,21 @@ int RunServer(const std::vector<std::string>& args) {
 
   rdmastor::cli::LogStartup(*cfg, (*server)->port());
   StopOnSignal(stop_signals, **server);
+  // Master-key rotation (RDMASTOR_KMS_RESEAL=on): SSE-S3 object keys sealed by a previous key are
+  // re-sealed under the current one while the server serves (docs/encryption.md).
+  std::atomic<bool> stop_reseal{false};
+  std::thread reseal;
+  if (cfg->kms_reseal && api_opts.sse.ring) {
+    reseal = std::thread([&] {
+      auto stats = rdmastor::s3::ResealObjectKeys(*store->layer, *api_opts.sse.ring, stop_reseal);
+      spdlog::info("SSE-S3 re-seal under master key '{}' done: {} object(s) scanned, {} re-sealed, "
+                   "{} failed",
+                   api_opts.sse.ring->current().id, stats.scanned, stats.resealed, stats.failed);
+    });
+  }
   (*server)->Run();
+  stop_reseal = true;
+  if (reseal.joinable()) reseal.join();
   return 0;
 }
 

@@ -361,6 +361,36 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
   auto s3_rdma = rdma::ParseRdmaSettings(env);
   if (!s3_rdma.ok()) return s3_rdma.error();
   cfg.rdma = std::move(s3_rdma).value();
+  // SSE-S3's master key (MinIO's single-key KMS form) and the keys it replaced.
+  {
+    const std::string cur = get("MINIO_KMS_SECRET_KEY");
+    const std::string prev = get("RDMASTOR_KMS_PREVIOUS_SECRET_KEYS");
+    auto ring = crypto::ParseKeyRing(cur.c_str(), prev.c_str());
+    if (!ring.ok()) return ring.error();
+    cfg.kms = std::move(*ring);
+  }
+  if (auto v = get("RDMASTOR_KMS_RESEAL"); !v.empty()) {
+    std::string lower = v;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower != "on" && lower != "off")
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "RDMASTOR_KMS_RESEAL='" + v + "' is invalid: use on or off");
+    cfg.kms_reseal = lower == "on";
+    if (cfg.kms_reseal && !cfg.kms)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "RDMASTOR_KMS_RESEAL=on needs MINIO_KMS_SECRET_KEY (the key to re-seal under)");
+  }
+  // SSE-C sends the customer's key in a header: AWS takes it only over TLS; an operator whose
+  // clients reach the server over a trusted network (or a TLS-terminating proxy) may allow HTTP.
+  if (auto v = get("RDMASTOR_SSE_C_ALLOW_HTTP"); !v.empty()) {
+    std::string lower = v;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower != "on" && lower != "off")
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "RDMASTOR_SSE_C_ALLOW_HTTP='" + v + "' is invalid: use on or off");
+    cfg.sse_c_allow_http = lower == "on";
+  }
+
   // Inter-node RDMA: validated in both builds (the standard build moves shards over the soft
   // fabric when MINIO_RDMA_FABRIC=soft); an invalid value refuses to start, naming it.
   auto& in = cfg.internode;

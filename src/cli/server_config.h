@@ -10,6 +10,7 @@
 
 #include "cluster/internode_rdma.h"
 #include "common/result.h"
+#include "crypto/keys.h"
 #include "erasure/layout.h"
 #include "rdma/settings.h"
 
@@ -28,6 +29,9 @@ struct ServerConfig {
   bool default_credentials = false;
   std::string region = "us-east-1";
   std::vector<std::string> domains;
+  std::optional<crypto::KeyRing> kms;     // MINIO_KMS_SECRET_KEY (+ previous keys): SSE-S3
+  bool kms_reseal = false;                 // RDMASTOR_KMS_RESEAL=on: re-seal under the current key
+  bool sse_c_allow_http = false;           // RDMASTOR_SSE_C_ALLOW_HTTP=on: SSE-C without TLS
   bool prometheus_public = false;          // MINIO_PROMETHEUS_AUTH_TYPE=public (default jwt)
   std::string certs_dir;                   // --certs-dir (default ~/.rdmastor/certs)
   std::string tls_cert, tls_key;           // both set when certs_dir holds them: HTTPS only

@@ -48,7 +48,8 @@ json InfoToJson(const storage::ObjectInfo& o) {
           {"tags", o.tags},
           {"version_id", o.version_id},
           {"delete_marker", o.delete_marker},
-          {"is_latest", o.is_latest}};
+          {"is_latest", o.is_latest},
+          {"internal", o.internal}};
 }
 
 storage::ObjectInfo InfoFromJson(const json& j) {
@@ -71,6 +72,8 @@ storage::ObjectInfo InfoFromJson(const json& j) {
   o.version_id = j.value("version_id", std::string());
   o.delete_marker = j.value("delete_marker", false);
   o.is_latest = j.value("is_latest", true);
+  if (auto it = j.find("internal"); it != j.end())  // absent from peers that predate encryption
+    o.internal = it->get<std::map<std::string, std::string>>();
   return o;
 }
 

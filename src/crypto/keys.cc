@@ -112,8 +112,11 @@ const MasterKey* KeyRing::Find(std::string_view id) const {
 }
 
 Result<std::optional<KeyRing>> KeyRingFromEnv() {
-  const char* cur = std::getenv("MINIO_KMS_SECRET_KEY");
-  const char* prev = std::getenv("RDMASTOR_KMS_PREVIOUS_SECRET_KEYS");
+  return ParseKeyRing(std::getenv("MINIO_KMS_SECRET_KEY"),
+                      std::getenv("RDMASTOR_KMS_PREVIOUS_SECRET_KEYS"));
+}
+
+Result<std::optional<KeyRing>> ParseKeyRing(const char* cur, const char* prev) {
   if (!cur || Trim(cur).empty()) {
     if (prev && !Trim(prev).empty())
       return MakeError(ErrorCode::kInvalidArgument,

@@ -51,5 +51,7 @@ class KeyRing {
 // The key ring from MINIO_KMS_SECRET_KEY and RDMASTOR_KMS_PREVIOUS_SECRET_KEYS (comma-separated
 // "name:base64" keys); nullopt when no master key is configured.
 Result<std::optional<KeyRing>> KeyRingFromEnv();
+// The same from the two values (null or empty: unset).
+Result<std::optional<KeyRing>> ParseKeyRing(const char* current, const char* previous);
 
 }  // namespace rdmastor::crypto

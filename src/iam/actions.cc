@@ -26,6 +26,9 @@ constexpr std::pair<std::string_view, std::string_view> kActions[] = {
     {"GetBucketPolicy", "s3:GetBucketPolicy"},
     {"DeleteBucketPolicy", "s3:DeleteBucketPolicy"},
     {"GetBucketPolicyStatus", "s3:GetBucketPolicyStatus"},
+    {"PutBucketEncryption", "s3:PutEncryptionConfiguration"},
+    {"GetBucketEncryption", "s3:GetEncryptionConfiguration"},
+    {"DeleteBucketEncryption", "s3:PutEncryptionConfiguration"},  // AWS: Delete needs Put
     {"PutBucketAcl", "s3:PutBucketAcl"},
     {"GetBucketAcl", "s3:GetBucketAcl"},
     {"ListenNotification", "s3:ListenBucketNotification"},
@@ -56,6 +59,7 @@ constexpr std::string_view kBucketActions[] = {
     "s3:PutBucketTagging",     "s3:GetBucketTagging",   "s3:PutBucketPolicy",
     "s3:GetBucketPolicy",      "s3:DeleteBucketPolicy", "s3:GetBucketPolicyStatus",
     "s3:PutBucketAcl",         "s3:GetBucketAcl",       "s3:ListenBucketNotification",
+    "s3:PutEncryptionConfiguration", "s3:GetEncryptionConfiguration",
 };
 
 constexpr std::pair<std::string_view, std::string_view> kVersionActions[] = {

@@ -140,6 +140,41 @@ class ReaderSource : public BodySource {
   uint64_t pos_, end_;
 };
 
+// What a write stores: the plaintext as it arrives, or its encryption under the object key
+// (crypto/dare.h), one stream per object or part. Encryption comes before erasure coding: the
+// storage layer sees only the stream.
+struct StoredBody {
+  std::optional<crypto::Key> key;  // set: encrypted
+  std::unique_ptr<crypto::EncryptingSource> enc;
+  BodySource* body = nullptr;
+
+  StoredBody(BodySource& plain, const std::optional<crypto::Key>& object_key) : key(object_key) {
+    if (key) enc = std::make_unique<crypto::EncryptingSource>(plain, *key);
+    body = enc ? static_cast<BodySource*>(enc.get()) : &plain;
+  }
+  ~StoredBody() {
+    if (enc) CountEncrypted(enc->plaintext_bytes());
+  }
+  StoredBody(const StoredBody&) = delete;
+  StoredBody& operator=(const StoredBody&) = delete;
+  // The declared plaintext size as stored.
+  std::optional<uint64_t> Size(std::optional<uint64_t> plain) const {
+    if (!key || !plain) return plain;
+    return crypto::EncryptedSize(*plain);
+  }
+};
+
+// The ETag a write records from its plaintext MD5 (hex): SSE-C data gets a keyed digest (AWS:
+// not the MD5 of the data); SSE-S3 and plain data the MD5.
+std::string WriteEtag(SseKind kind, const std::optional<crypto::Key>& key, std::string md5_hex) {
+  if (kind == SseKind::kC && key) return SseCEtag(*key, md5_hex);
+  return md5_hex;
+}
+
+void SetHeaders(HttpResponseHead& head, const HeaderList& headers) {
+  for (const auto& [k, v] : headers) head.Set(k, v);
+}
+
 // Headers S3 stores with an object and returns on GET/HEAD (besides x-amz-meta-*).
 constexpr std::string_view kStoredHeaders[] = {"cache-control", "content-disposition",
                                                "content-encoding", "content-language", "expires"};
@@ -191,6 +226,7 @@ S3Api::S3Api(ApiOptions opts, storage::ObjectLayer& store)
       iam_(std::make_unique<iam::IamStore>(store, opts_.access_key, opts_.iam)),
       request_id_prefix_(hash::RandomHex(4)) {
   for (auto& c : request_id_prefix_) c = static_cast<char>(std::toupper(c));
+  opts_.sse.secure_transport = opts_.secure_transport;
   RegisterRdmaMetrics();
 }
 
@@ -254,6 +290,21 @@ void SendEmpty(S3Api::Context& ctx, int status, const HeaderList& extra = {}) {
   for (const auto& [k, v] : extra) head.Set(k, v);
   head.content_length = 0;
   ctx.sink.SendHead(head);
+}
+
+// The encryption a new object gets (SSE-C / x-amz-server-side-encryption headers, else the
+// bucket's default).
+Result<SseRequest> WriteEncryptionOf(S3Api::Context& ctx, storage::ObjectLayer& store,
+                                     const SseConfig& cfg) {
+  auto bucket_default = store.BucketEncryption(ctx.bucket);
+  if (!bucket_default.ok()) return bucket_default.error();
+  return ParseSseWrite(ctx.req, cfg, *bucket_default);
+}
+
+// The object key of a stored object about to be read (nullopt: not encrypted).
+Result<std::optional<crypto::Key>> ReadKey(const SseConfig& cfg, const storage::ObjectInfo& info,
+                                           const SseRequest& sse) {
+  return OpenObjectKey(cfg, sse, info.internal, info.bucket, info.key);
 }
 
 // A read that met a delete marker: the latest version is one (404, with the marker's headers, as
@@ -627,6 +678,7 @@ const char* UnsupportedSubresource(const S3Api::Context& ctx) {
                                        "intelligent-tiering"};
   for (const char* sub : kUnsupported) {
     if (!ctx.has_key && std::string_view(sub) == "policy") continue;  // s3/access.h
+    if (!ctx.has_key && std::string_view(sub) == "encryption") continue;  // s3/sse.h
     if (ctx.Has(sub)) return sub;
   }
   return nullptr;
@@ -654,6 +706,12 @@ std::string_view ApiName(const S3Api::Context& ctx) {
   if (ctx.Has("acl")) return AclApiName(m, ctx.has_key);
   if (!ctx.has_key && (ctx.Has("policy") || ctx.Has("policyStatus")))
     return PolicyApiName(m, ctx.Has("policyStatus"));
+  if (!ctx.has_key && ctx.Has("encryption")) {
+    if (m == "GET") return "GetBucketEncryption";
+    if (m == "PUT") return "PutBucketEncryption";
+    if (m == "DELETE") return "DeleteBucketEncryption";
+    return "unknown";
+  }
   if (!ctx.has_key) {
     if (m == "PUT") return ctx.Has("versioning") ? "PutBucketVersioning" : "PutBucket";
     if (m == "HEAD") return "HeadBucket";
@@ -896,6 +954,9 @@ void S3Api::Dispatch(Context& ctx) {
       {"GetBucketPolicy", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
       {"DeleteBucketPolicy", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
       {"GetBucketPolicyStatus", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
+      {"GetBucketEncryption", [](S3Api& a, Context& c) { a.BucketEncryption(c); }},
+      {"PutBucketEncryption", [](S3Api& a, Context& c) { a.BucketEncryption(c); }},
+      {"DeleteBucketEncryption", [](S3Api& a, Context& c) { a.BucketEncryption(c); }},
       {"PutBucketAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
       {"GetBucketAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
       {"PutObjectAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
@@ -913,6 +974,34 @@ void S3Api::Tagging(Context& ctx) {
   if (!reply.ok()) return SendError(ctx, reply.error());
   if (reply->xml.empty()) return SendEmpty(ctx, reply->status);
   SendXml(ctx, reply->xml, reply->status);
+}
+
+// ?encryption on a bucket: the default encryption of new objects (SSE-S3 only: SSE-C cannot be a
+// default, aws:kms needs a KMS).
+void S3Api::BucketEncryption(Context& ctx) {
+  if (ctx.api == "GetBucketEncryption") {
+    auto algo = store_.GetBucketInfo(ctx.bucket);
+    if (!algo.ok()) return SendError(ctx, algo.error());
+    if (algo->encryption.empty())
+      return SendError(ctx, MakeError(ErrorCode::kServerSideEncryptionConfigurationNotFound));
+    return SendXml(ctx, EncryptionConfigXml(algo->encryption));
+  }
+  if (ctx.api == "DeleteBucketEncryption") {
+    if (auto st = store_.SetBucketEncryption(ctx.bucket, ""); !st.ok())
+      return SendError(ctx, st.error());
+    return SendEmpty(ctx, 204);
+  }
+  auto body = ReadXmlBody(ctx);
+  if (!body.ok()) return SendError(ctx, body.error());
+  auto algo = ParseEncryptionConfig(*body);
+  if (!algo.ok()) return SendError(ctx, algo.error());
+  if (!opts_.sse.ring)
+    return SendError(ctx, MakeError(ErrorCode::kNotImplemented,
+                                    "Server side encryption specified but KMS is not configured: "
+                                    "set MINIO_KMS_SECRET_KEY to enable SSE-S3."));
+  if (auto st = store_.SetBucketEncryption(ctx.bucket, *algo); !st.ok())
+    return SendError(ctx, st.error());
+  SendEmpty(ctx, 200);
 }
 
 // ?policy and ?policyStatus on a bucket (s3/access.h).
@@ -1240,19 +1329,34 @@ void S3Api::PutObject(Context& ctx) {
   if (!opts.ok()) return SendError(ctx, opts.error());
   auto rdma = RdmaPutBodyFor(ctx.req, ctx.auth, opts_.rdma);
   if (!rdma.ok()) return SendError(ctx, rdma.error());
+  auto sse = WriteEncryptionOf(ctx, store_, opts_.sse);
+  if (!sse.ok()) return SendError(ctx, RdmaUploadError(rdma->get(), sse.error()));
+  std::optional<crypto::Key> object_key;
+  if (sse->kind != SseKind::kNone) {
+    auto nk = SealNewObjectKey(opts_.sse, *sse, ctx.bucket, ctx.key);
+    if (!nk.ok()) return SendError(ctx, RdmaUploadError(rdma->get(), nk.error()));
+    object_key = nk->key;
+    opts->internal = std::move(nk->internal);
+  }
   auto up = PrepareUpload(ctx, rdma->get(), ChecksumRule{.default_checksum = true});
   if (!up.ok()) return SendError(ctx, up.error());
-  opts->size = up->size;
+  StoredBody stored(*up->digest, object_key);
+  opts->size = stored.Size(up->size);
   opts->precondition = ConditionalWrite(ctx.req);
-  auto info = store_.PutObject(ctx.bucket, ctx.key, *up->digest, *opts,
-                               [&](uint64_t) { return FinishUpload(ctx, *up); });
+  auto info = store_.PutObject(ctx.bucket, ctx.key, *stored.body, *opts,
+                               [&](uint64_t) -> Result<storage::CommitInfo> {
+                                 auto ci = FinishUpload(ctx, *up);
+                                 if (ci.ok()) ci->etag = WriteEtag(sse->kind, object_key, ci->etag);
+                                 return ci;
+                               });
   if (!info.ok()) return SendError(ctx, RdmaUploadError(rdma->get(), info.error()));
   HeaderList extra{{"ETag", Quote(info->etag)}};
+  AddSseHeaders(extra, sse->kind, *sse);
   if (!info->version_id.empty()) extra.emplace_back("x-amz-version-id", info->version_id);
   for (const auto& [algo, value] : info->checksums)
     extra.emplace_back("x-amz-checksum-" + algo, value);
   if (!info->checksums.empty()) extra.emplace_back("x-amz-checksum-type", "FULL_OBJECT");
-  AddRdmaUploadReply(rdma->get(), extra);
+  AddRdmaUploadReply(rdma->get(), extra, stored.enc ? stored.enc->plaintext_bytes() : 0);
   SendEmpty(ctx, 200, extra);
 }
 
@@ -1397,6 +1501,12 @@ void S3Api::PostObject(Context& ctx) {
   }
   if (auto st = RefuseUnimplemented("PutObject", as_put); !st.ok())
     return SendError(ctx, st.error());
+  if (auto st = CheckEncryptionHeaders(as_put); !st.ok()) return SendError(ctx, st.error());
+  // No encryption fields: the bucket's default encryption decides.
+  auto bucket_default = store_.BucketEncryption(ctx.bucket);
+  if (!bucket_default.ok()) return SendError(ctx, bucket_default.error());
+  auto sse = ParseSseWrite(as_put, opts_.sse, *bucket_default);
+  if (!sse.ok()) return SendError(ctx, sse.error());
 
   storage::PutOptions opts;
   opts.content_type = fields.count("content-type") ? fields["content-type"] : "binary/octet-stream";
@@ -1429,10 +1539,18 @@ void S3Api::PostObject(Context& ctx) {
     min_size = policy->length_range->first;
     max_size = std::min<uint64_t>(max_size, static_cast<uint64_t>(policy->length_range->second));
   }
+  std::optional<crypto::Key> object_key;
+  if (sse->kind != SseKind::kNone) {
+    auto nk = SealNewObjectKey(opts_.sse, *sse, ctx.bucket, key);
+    if (!nk.ok()) return SendError(ctx, nk.error());
+    object_key = nk->key;
+    opts.internal = std::move(nk->internal);
+  }
   LimitedSource limited(form.Content(), max_size);
   DigestingSource digest(limited, false, checksum::kDefaultAlgo);  // S3's default checksum
+  StoredBody stored(digest, object_key);
   auto info = store_.PutObject(
-      ctx.bucket, key, digest, opts, [&](uint64_t) -> Result<storage::CommitInfo> {
+      ctx.bucket, key, *stored.body, opts, [&](uint64_t) -> Result<storage::CommitInfo> {
         if (static_cast<int64_t>(limited.bytes()) < min_size) {
           Error e = MakeError(ErrorCode::kEntityTooSmall,
                               "Your proposed upload is smaller than the minimum allowed size");
@@ -1451,6 +1569,7 @@ void S3Api::PostObject(Context& ctx) {
   std::string location = "http://" + ctx.req.HeaderOr("host") + "/" + ctx.bucket + "/" +
                          uri::Encode(key, /*encode_slash=*/false);
   HeaderList extra{{"ETag", Quote(info->etag)}, {"Location", location}};
+  AddSseHeaders(extra, sse->kind, *sse);
   std::string redirect = fields.count("success_action_redirect")
                              ? fields["success_action_redirect"]
                              : fields.count("redirect") ? fields["redirect"] : std::string();
@@ -1479,8 +1598,17 @@ void S3Api::CopyObject(Context& ctx) {
     return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "Unknown metadata directive."));
   bool replace = directive == "REPLACE";
 
+  // The source's SSE-C key (x-amz-copy-source-server-side-encryption-customer-*) and the
+  // destination's encryption: checked before any data moves.
+  auto src_sse = ParseSseCustomer(ctx.req, opts_.sse, /*copy_source=*/true);
+  if (!src_sse.ok()) return SendError(ctx, src_sse.error());
+  auto dst_sse = WriteEncryptionOf(ctx, store_, opts_.sse);
+  if (!dst_sse.ok()) return SendError(ctx, dst_sse.error());
   auto reader = OpenSource(store_, src_bucket, src_key, src_version);
   if (!reader.ok()) return SendError(ctx, reader.error());
+  auto src_key_r = ReadKey(opts_.sse, (*reader)->info(), *src_sse);
+  if (!src_key_r.ok()) return SendError(ctx, src_key_r.error());
+  if (*src_key_r) *reader = NewDecryptingReader(std::move(*reader), **src_key_r);
   const auto& src_info = (*reader)->info();
   if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok())
     return SendError(ctx, st.error());
@@ -1518,9 +1646,14 @@ void S3Api::CopyObject(Context& ctx) {
   }
   // Copying a named version onto its own key makes it the latest again (a restore): a copy.
   bool same = src_bucket == ctx.bucket && src_key == ctx.key && !src_version;
-  // Onto itself: legal when it replaces the metadata or names a storage class (AWS) or a checksum
-  // algorithm (which rewrites the data below).
-  if (same && !new_checksum && !replace && !ctx.req.FindHeader("x-amz-storage-class")) {
+  // Encrypted data is always rewritten: a copy gets its own object key (and onto itself the copy
+  // changes the encryption, which AWS counts as a change).
+  const bool reencrypt = dst_sse->kind != SseKind::kNone || SseKindOf(src_info.internal) !=
+                                                                 SseKind::kNone;
+  // Onto itself: legal when it replaces the metadata or names a storage class (AWS), a checksum
+  // algorithm or an encryption (which rewrite the data below).
+  if (same && !new_checksum && !reencrypt && !replace &&
+      !ctx.req.FindHeader("x-amz-storage-class")) {
     return SendError(ctx, MakeError(ErrorCode::kInvalidRequest,
                                     "This copy request is illegal because it is trying to copy "
                                     "an object to itself without changing the object's "
@@ -1529,7 +1662,7 @@ void S3Api::CopyObject(Context& ctx) {
   }
   // A new storage class is a new parity: the data is rewritten (the copy below), not only the
   // metadata.
-  if (same && !new_checksum && opts.storage_class == src_info.storage_class) {
+  if (same && !new_checksum && !reencrypt && opts.storage_class == src_info.storage_class) {
     // Onto itself the destination is the source: its conditions hold against the source read.
     if (auto cond = ConditionalWrite(ctx.req)) {
       if (auto st = cond(&src_info); !st.ok()) return SendError(ctx, st.error());
@@ -1542,7 +1675,13 @@ void S3Api::CopyObject(Context& ctx) {
                    version_headers);
   }
 
-  opts.size = src_info.size;
+  std::optional<crypto::Key> dst_key;
+  if (dst_sse->kind != SseKind::kNone) {
+    auto nk = SealNewObjectKey(opts_.sse, *dst_sse, ctx.bucket, ctx.key);
+    if (!nk.ok()) return SendError(ctx, nk.error());
+    dst_key = nk->key;
+    opts.internal = std::move(nk->internal);
+  }
   // If-Match / If-None-Match name the destination, as on PutObject (checked at commit).
   opts.precondition = ConditionalWrite(ctx.req);
   // Checksums: x-amz-checksum-algorithm's, computed as the bytes are copied; else the source's
@@ -1560,12 +1699,14 @@ void S3Api::CopyObject(Context& ctx) {
   if (!computed && kept.empty()) computed = checksum::kDefaultAlgo;
   ReaderSource source(**reader, 0, src_info.size);
   DigestingSource digest(source, false, computed);
+  StoredBody stored(digest, dst_key);
+  opts.size = stored.Size(src_info.size);
   // A single-part source keeps its ETag (its MD5); a multipart source gets the MD5 of its bytes,
   // as S3 does for copies.
   auto info = store_.PutObject(
-      ctx.bucket, ctx.key, digest, opts, [&](uint64_t) -> Result<storage::CommitInfo> {
+      ctx.bucket, ctx.key, *stored.body, opts, [&](uint64_t) -> Result<storage::CommitInfo> {
         storage::CommitInfo ci;
-        ci.etag = hash::HexEncode(digest.Md5());
+        ci.etag = WriteEtag(dst_sse->kind, dst_key, hash::HexEncode(digest.Md5()));
         ci.checksums = kept;
         if (computed)
           ci.checksums[std::string(hash::ChecksumName(*computed))] =
@@ -1574,6 +1715,7 @@ void S3Api::CopyObject(Context& ctx) {
       });
   if (!info.ok()) return SendError(ctx, info.error());
   if (!info->version_id.empty()) version_headers.emplace_back("x-amz-version-id", info->version_id);
+  AddSseHeaders(version_headers, dst_sse->kind, *dst_sse);
   SendXml(ctx, CopyObjectResultXml(info->etag, info->mtime_ns, info->checksums), 200,
           version_headers);
 }
@@ -1640,10 +1782,16 @@ void S3Api::GetObject(Context& ctx, bool head) {
     if (!token.ok()) return SendError(ctx, token.error());
     rdma_token = *token;
   }
+  auto sse = ParseSseCustomer(ctx.req, opts_.sse);
+  if (!sse.ok()) return SendError(ctx, sse.error());
   auto reader_r = ctx.version ? store_.OpenObjectVersion(ctx.bucket, ctx.key, *ctx.version)
                               : store_.OpenObject(ctx.bucket, ctx.key);
   if (!reader_r.ok()) return SendVersionError(ctx, reader_r.error(), store_);
-  auto& reader = **reader_r;
+  std::unique_ptr<storage::ObjectReader> reader_ptr = std::move(*reader_r);
+  auto object_key = ReadKey(opts_.sse, reader_ptr->info(), *sse);
+  if (!object_key.ok()) return SendError(ctx, object_key.error());
+  if (*object_key) reader_ptr = NewDecryptingReader(std::move(reader_ptr), **object_key);
+  auto& reader = *reader_ptr;
   const auto& info = reader.info();
   if (auto st = CheckPreconditions(ctx.req, info); !st.ok()) {
     if (st.error().code == ErrorCode::kNotModified) {
@@ -1685,6 +1833,11 @@ void S3Api::GetObject(Context& ctx, bool head) {
   uint64_t length = range ? range->length : info.size;
   auto resp = BaseHead(ctx.request_id, partial ? 206 : 200);
   AddObjectHeaders(resp, info);
+  {
+    HeaderList sse_headers;
+    AddSseHeaders(sse_headers, SseKindOf(info.internal), *sse);
+    SetHeaders(resp, sse_headers);
+  }
   if (ToLower(ctx.req.HeaderOr("x-amz-checksum-mode")) == "enabled" && !info.checksums.empty()) {
     // A part of a composite object is still described as COMPOSITE.
     AddChecksumHeaders(resp, ResponseChecksums(info, ctx.Has("partNumber"), start, length),
@@ -1787,6 +1940,12 @@ void S3Api::GetObjectAttributes(Context& ctx) {
   auto info = ctx.version ? store_.StatObjectVersion(ctx.bucket, ctx.key, *ctx.version)
                           : store_.StatObject(ctx.bucket, ctx.key);
   if (!info.ok()) return SendVersionError(ctx, info.error(), store_);
+  {
+    auto sse = ParseSseCustomer(ctx.req, opts_.sse);
+    if (!sse.ok()) return SendError(ctx, sse.error());
+    auto object_key = ReadKey(opts_.sse, *info, *sse);
+    if (!object_key.ok()) return SendError(ctx, object_key.error());
+  }
   if (auto st = CheckPreconditions(ctx.req, *info); !st.ok()) {
     if (st.error().code == ErrorCode::kNotModified)
       return SendEmpty(ctx, 304, {{"ETag", Quote(info->etag)}});
@@ -1810,14 +1969,56 @@ void S3Api::DeleteObject(Context& ctx) {
   SendEmpty(ctx, 204, extra);
 }
 
+namespace {
+
+// The object key of a multipart upload for a part (or Complete) request: an SSE-C upload needs
+// the upload's key on every part (AWS), SSE-S3 and plain uploads take no SSE-C parameters.
+// `required`: false where AWS lets the key be left out (Complete without checksums); a key that
+// is sent is always checked.
+Result<std::optional<crypto::Key>> UploadKey(const SseConfig& cfg, const HttpRequest& req,
+                                             const storage::PutOptions& upload,
+                                             const std::string& bucket, const std::string& key,
+                                             SseRequest* sse_out, bool required = true) {
+  auto sse = ParseSseCustomer(req, cfg);
+  if (!sse.ok()) return sse.error();
+  *sse_out = *sse;
+  const SseKind kind = SseKindOf(upload.internal);
+  if (kind == SseKind::kC && sse->kind == SseKind::kNone) {
+    if (!required) return std::optional<crypto::Key>();
+    return MakeError(ErrorCode::kInvalidRequest,
+                     "The multipart upload initiate requested encryption. Subsequent part "
+                     "requests must include the appropriate encryption parameters.");
+  }
+  if (kind != SseKind::kC && sse->kind == SseKind::kC)
+    return MakeError(ErrorCode::kInvalidRequest,
+                     "The multipart upload initiate did not request encryption with customer "
+                     "provided keys. Subsequent part requests must not include them.");
+  auto k = OpenObjectKey(cfg, *sse, upload.internal, bucket, key);
+  if (!k.ok() && k.error().code == ErrorCode::kAccessDenied)
+    return MakeError(ErrorCode::kInvalidRequest,
+                     "The provided encryption parameters did not match the ones used originally.");
+  return k;
+}
+
+}  // namespace
+
 void S3Api::CreateMultipartUpload(Context& ctx) {
   auto opts = ObjectOptionsFromHeaders(ctx.req);
   if (!opts.ok()) return SendError(ctx, opts.error());
   if (auto st = ParseMultipartChecksumHeaders(ctx.req, *opts); !st.ok())
     return SendError(ctx, st.error());
+  auto sse = WriteEncryptionOf(ctx, store_, opts_.sse);
+  if (!sse.ok()) return SendError(ctx, sse.error());
+  if (sse->kind != SseKind::kNone) {
+    // Every part is a stream of its own under this one object key.
+    auto nk = SealNewObjectKey(opts_.sse, *sse, ctx.bucket, ctx.key);
+    if (!nk.ok()) return SendError(ctx, nk.error());
+    opts->internal = std::move(nk->internal);
+  }
   auto id = store_.NewMultipartUpload(ctx.bucket, ctx.key, *opts);
   if (!id.ok()) return SendError(ctx, id.error());
   HeaderList extra;
+  AddSseHeaders(extra, sse->kind, *sse);
   if (auto algo = hash::ChecksumAlgoFromName(opts->checksum_algorithm)) {
     extra.emplace_back("x-amz-checksum-algorithm", checksum::UpperName(*algo));
     extra.emplace_back("x-amz-checksum-type", opts->checksum_type);
@@ -1844,16 +2045,27 @@ void S3Api::UploadPart(Context& ctx) {
   // The upload's checksum algorithm decides what the part must declare and what is computed.
   auto upload = store_.GetUploadOptions(ctx.bucket, ctx.key, upload_id);
   if (!upload.ok()) return SendError(ctx, RdmaUploadError(rdma->get(), upload.error()));
+  SseRequest sse;
+  auto object_key = UploadKey(opts_.sse, ctx.req, *upload, ctx.bucket, ctx.key, &sse);
+  if (!object_key.ok()) return SendError(ctx, RdmaUploadError(rdma->get(), object_key.error()));
+  const SseKind kind = SseKindOf(upload->internal);
   auto up = PrepareUpload(ctx, rdma->get(),
                           ChecksumRule{.upload = &*upload, .default_checksum = true});
   if (!up.ok()) return SendError(ctx, up.error());
-  auto part = store_.PutObjectPart(ctx.bucket, ctx.key, upload_id, *pn, *up->digest, up->size,
-                                   [&](uint64_t) { return FinishUpload(ctx, *up); });
+  StoredBody stored(*up->digest, *object_key);
+  auto part = store_.PutObjectPart(ctx.bucket, ctx.key, upload_id, *pn, *stored.body,
+                                   stored.Size(up->size),
+                                   [&](uint64_t) -> Result<storage::CommitInfo> {
+                                     auto ci = FinishUpload(ctx, *up);
+                                     if (ci.ok()) ci->etag = WriteEtag(kind, *object_key, ci->etag);
+                                     return ci;
+                                   });
   if (!part.ok()) return SendError(ctx, RdmaUploadError(rdma->get(), part.error()));
   HeaderList extra{{"ETag", Quote(part->etag)}};
+  AddSseHeaders(extra, kind, sse);
   for (const auto& [algo, value] : part->checksums)
     extra.emplace_back("x-amz-checksum-" + algo, value);
-  AddRdmaUploadReply(rdma->get(), extra);
+  AddRdmaUploadReply(rdma->get(), extra, stored.enc ? stored.enc->plaintext_bytes() : 0);
   SendEmpty(ctx, 200, extra);
 }
 
@@ -1874,8 +2086,17 @@ void S3Api::UploadPartCopy(Context& ctx) {
   // The part gets the upload's checksum (S3's default when it has none), computed as it is copied.
   const hash::Algo part_algo =
       hash::ChecksumAlgoFromName(upload->checksum_algorithm).value_or(checksum::kDefaultAlgo);
+  SseRequest sse;
+  auto object_key = UploadKey(opts_.sse, ctx.req, *upload, ctx.bucket, ctx.key, &sse);
+  if (!object_key.ok()) return SendError(ctx, object_key.error());
+  const SseKind kind = SseKindOf(upload->internal);
+  auto src_sse = ParseSseCustomer(ctx.req, opts_.sse, /*copy_source=*/true);
+  if (!src_sse.ok()) return SendError(ctx, src_sse.error());
   auto reader = OpenSource(store_, src_bucket, src_key, src_version);
   if (!reader.ok()) return SendError(ctx, reader.error());
+  auto src_key_r = ReadKey(opts_.sse, (*reader)->info(), *src_sse);
+  if (!src_key_r.ok()) return SendError(ctx, src_key_r.error());
+  if (*src_key_r) *reader = NewDecryptingReader(std::move(*reader), **src_key_r);
   const auto& src_info = (*reader)->info();
   if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok())
     return SendError(ctx, st.error());
@@ -1903,17 +2124,20 @@ void S3Api::UploadPartCopy(Context& ctx) {
   }
   ReaderSource source(**reader, start, length);
   DigestingSource digest(source, false, part_algo);
+  StoredBody stored(digest, *object_key);
   auto part = store_.PutObjectPart(
-      ctx.bucket, ctx.key, upload_id, *pn, digest, length,
+      ctx.bucket, ctx.key, upload_id, *pn, *stored.body, stored.Size(length),
       [&](uint64_t) -> Result<storage::CommitInfo> {
         storage::CommitInfo ci;
-        ci.etag = hash::HexEncode(digest.Md5());
+        ci.etag = WriteEtag(kind, *object_key, hash::HexEncode(digest.Md5()));
         ci.checksums[std::string(hash::ChecksumName(part_algo))] =
             hash::Base64Encode(digest.Checksum());
         return ci;
       });
   if (!part.ok()) return SendError(ctx, part.error());
-  SendXml(ctx, CopyPartResultXml(part->etag, part->mtime_ns, part->checksums));
+  HeaderList extra;
+  AddSseHeaders(extra, kind, sse);
+  SendXml(ctx, CopyPartResultXml(part->etag, part->mtime_ns, part->checksums), 200, extra);
 }
 
 namespace {
@@ -1945,6 +2169,17 @@ void S3Api::CompleteMultipartUpload(Context& ctx) {
   auto declared = ParseCompleteChecksumHeaders(ctx.req);
   if (!declared.ok()) return SendError(ctx, declared.error());
   if (auto st = CollapseRepeatedParts(*parts); !st.ok()) return SendError(ctx, st.error());
+  // An SSE-C key sent with Complete must be the upload's; AWS requires it only when the upload
+  // has a checksum algorithm.
+  SseRequest sse;
+  SseKind kind = SseKind::kNone;
+  if (auto upload = store_.GetUploadOptions(ctx.bucket, ctx.key, ctx.Q("uploadId"));
+      upload.ok()) {
+    kind = SseKindOf(upload->internal);
+    auto object_key = UploadKey(opts_.sse, ctx.req, *upload, ctx.bucket, ctx.key, &sse,
+                                /*required=*/!upload->checksum_algorithm.empty());
+    if (!object_key.ok()) return SendError(ctx, object_key.error());
+  }
   auto info = store_.CompleteMultipartUpload(ctx.bucket, ctx.key, ctx.Q("uploadId"), *parts,
                                              ConditionalWrite(ctx.req), *declared);
   if (!info.ok() && info.error().code == ErrorCode::kNoSuchUpload) {
@@ -1960,6 +2195,8 @@ void S3Api::CompleteMultipartUpload(Context& ctx) {
   if (!info.ok()) return SendError(ctx, info.error());
   HeaderList extra;
   if (!info->version_id.empty()) extra.emplace_back("x-amz-version-id", info->version_id);
+  if (kind == SseKind::kNone) kind = SseKindOf(info->internal);  // a retried Complete
+  if (kind == SseKind::kS3 || sse.kind == SseKind::kC) AddSseHeaders(extra, kind, sse);
   std::string location =
       "http://" + ctx.req.HeaderOr("host") + "/" + ctx.bucket + "/" + uri::Encode(ctx.key, false);
   SendXml(ctx, CompleteMultipartUploadXml(location, ctx.bucket, ctx.key, info->etag,
@@ -1987,6 +2224,11 @@ void S3Api::ListParts(Context& ctx) {
   if (!parts.ok()) return SendError(ctx, parts.error());
   auto upload = store_.GetUploadOptions(ctx.bucket, ctx.key, ctx.Q("uploadId"));
   if (!upload.ok()) return SendError(ctx, upload.error());
+  if (storage::IsEncrypted(upload->internal)) {
+    // Parts are stored encrypted: list the sizes the client uploaded.
+    for (auto& part : *parts)
+      if (auto plain = crypto::DecryptedSize(part.size); plain.ok()) part.size = *plain;
+  }
   ListPartsParams p;
   p.bucket = ctx.bucket;
   p.key = ctx.key;

@@ -9,6 +9,7 @@
 #include "iam/store.h"
 #include "s3/http_server.h"
 #include "s3/ops.h"
+#include "s3/sse.h"
 #include "storage/object_layer.h"
 
 namespace rdmastor::rdma {
@@ -32,6 +33,9 @@ struct ApiOptions {
   // Users, bucket policies, ACLs (s3/access.h, iam/store.h).
   iam::StoreOptions iam;
   bool secure_transport = false;  // served over TLS: aws:SecureTransport
+  // Server-side encryption (s3/sse.h): the master key ring and whether SSE-C may come over HTTP.
+  // Its secure_transport is set from the field above.
+  SseConfig sse;
 };
 
 class S3Api final : public RequestHandler {
@@ -75,6 +79,7 @@ class S3Api final : public RequestHandler {
   void ListParts(Context& ctx);
   void Tagging(Context& ctx);  // ?tagging on a bucket or an object (s3/tagging.h)
   void BucketPolicy(Context& ctx);  // ?policy, ?policyStatus (s3/access.h)
+  void BucketEncryption(Context& ctx);  // ?encryption on a bucket: Get/Put/DeleteBucketEncryption
   void Acl(Context& ctx);           // ?acl on a bucket or an object (s3/acl.h)
   // Decides whether the request's caller may do what it asks (s3/access.h); sends the refusal.
   bool Authorized(Context& ctx);

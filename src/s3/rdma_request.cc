@@ -94,12 +94,12 @@ Error RdmaUploadError(const RdmaPutBody* body, const Error& store_error) {
   return e;
 }
 
-void AddRdmaUploadReply(const RdmaPutBody* body, HeaderList& headers) {
+void AddRdmaUploadReply(const RdmaPutBody* body, HeaderList& headers, uint64_t extra_copied) {
   if (!body) return;
   headers.emplace_back("x-amz-rdma-reply", "200");
   if (body->echo_agent) headers.emplace_back("x-amz-rdma-agent", "cuobj");
   headers.emplace_back("x-amz-rdma-bytes-transferred", std::to_string(body->bytes()));
-  RecordRdmaOutcome(200, body->bytes(), 0, body->bytes());
+  RecordRdmaOutcome(200, body->bytes(), 0, body->bytes() + extra_copied);
 }
 
 namespace {

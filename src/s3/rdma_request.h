@@ -64,7 +64,9 @@ Result<std::unique_ptr<RdmaPutBody>> RdmaPutBodyFor(const HttpRequest& req, cons
 // The error to answer a failed upload with: the transfer's own error when it caused the failure.
 Error RdmaUploadError(const RdmaPutBody* body, const Error& store_error);
 // Adds x-amz-rdma-reply / x-amz-rdma-bytes-transferred to a successful upload's reply.
-void AddRdmaUploadReply(const RdmaPutBody* body, HeaderList& headers);
+// `extra_copied`: payload bytes copied on top of the transfer's own copy (encryption writes every
+// byte once more), counted by the copy metric too.
+void AddRdmaUploadReply(const RdmaPutBody* body, HeaderList& headers, uint64_t extra_copied = 0);
 
 // Records a finished RDMA request in the metrics: reply code (200, 206, 501, ...), payload
 // bytes moved and user-space bytes copied.

@@ -24,11 +24,6 @@ Error NotImplemented(std::string message) {
   return MakeError(ErrorCode::kNotImplemented, std::move(message));
 }
 
-bool WritesObject(std::string_view api) {
-  return api == "PutObject" || api == "CopyObject" || api == "NewMultipartUpload" ||
-         api == "PutObjectPart" || api == "CopyObjectPart";
-}
-
 // The requests that create an object version and so carry its properties (class, lock).
 bool CreatesObject(std::string_view api) {
   return api == "PutObject" || api == "CopyObject" || api == "NewMultipartUpload";
@@ -45,8 +40,9 @@ Status CheckEncryptionHeaders(const HttpRequest& req) {
   for (const auto& [name, value] : req.headers) {
     if (name.starts_with("x-amz-server-side-encryption") ||
         name.starts_with("x-amz-copy-source-server-side-encryption")) {
-      return NotImplemented("Server-side encryption (" + name +
-                            ") is not implemented by rdmastor; the object was not stored.");
+      return NotImplemented("Server-side encryption fields (" + name +
+                            ") in a browser-form upload are not implemented by rdmastor; the "
+                            "object was not stored. Use PutObject, or a bucket default.");
     }
   }
   return {};
@@ -59,9 +55,6 @@ Status CheckStorageClass(const HttpRequest& req) {
 }
 
 Status RefuseUnimplemented(std::string_view api, const HttpRequest& req) {
-  if (WritesObject(api)) {
-    if (auto st = CheckEncryptionHeaders(req); !st.ok()) return st;
-  }
   if (CreatesObject(api)) {
     if (auto st = CheckStorageClass(req); !st.ok()) return st;
     // No bucket can have Object Lock enabled (CreateBucket refuses it), so AWS's answer for a

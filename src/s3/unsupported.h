@@ -10,8 +10,8 @@
 
 namespace rdmastor::s3 {
 
-// Server-side encryption headers (SSE-S3, SSE-KMS, SSE-C, and SSE-C on a copy source) on the
-// requests that write objects. The one place the encryption work replaces.
+// Server-side encryption fields of a browser-form upload (PostObject): not implemented there (the
+// other writes implement them, s3/sse.h); a bucket's default encryption still applies.
 Status CheckEncryptionHeaders(const HttpRequest& req);
 
 // x-amz-storage-class: STANDARD and REDUCED_REDUNDANCY (MinIO's two classes, each a parity:

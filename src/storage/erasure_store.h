@@ -155,6 +155,8 @@ class ErasureStore final : public ObjectLayer {
   Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) override;
 
   Status SetBucketVersioning(const std::string& bucket, Versioning state) override;
+  Status SetBucketEncryption(const std::string& bucket, const std::string& algorithm) override;
+  Result<std::string> BucketEncryption(const std::string& bucket) override;
   Result<std::unique_ptr<ObjectReader>> OpenObjectVersion(const std::string& bucket,
                                                           const std::string& key,
                                                           const std::string& version_id) override;

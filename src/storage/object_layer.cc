@@ -4,6 +4,12 @@
 
 namespace rdmastor::storage {
 
+Status ObjectLayer::SetBucketEncryption(const std::string&, const std::string&) {
+  return MakeError(ErrorCode::kNotImplemented, "bucket encryption needs the erasure layout");
+}
+
+Result<std::string> ObjectLayer::BucketEncryption(const std::string&) { return std::string(); }
+
 Status ObjectLayer::SetBucketVersioning(const std::string&, Versioning) {
   return MakeError(ErrorCode::kNotImplemented, "bucket versioning needs the erasure layout");
 }

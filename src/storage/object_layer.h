@@ -42,6 +42,11 @@ struct ObjectInfo {
   std::string version_id;
   bool delete_marker = false;
   bool is_latest = true;  // ListObjectVersions: the key's newest version
+  // Server-side state never sent to clients as such: the encryption of the object's data
+  // (storage/object_meta.h names the keys; s3/sse.h gives them meaning). Empty = unencrypted.
+  // When encrypted, `size` and `part_sizes` are the plaintext sizes; the stored bytes (what an
+  // ObjectReader reads) are the encrypted streams (crypto/dare.h), one per part.
+  std::map<std::string, std::string> internal;
 };
 
 // A bucket's versioning state (PutBucketVersioning). A bucket that was versioned never returns
@@ -64,6 +69,8 @@ struct BucketInfo {
   int64_t created_ns = 0;
   std::string tags;  // bucket tags, canonical URL-encoded query form; "" = none
   Versioning versioning = Versioning::kUnversioned;
+  // Default encryption (PutBucketEncryption): "" none, "AES256" SSE-S3.
+  std::string encryption;
 };
 
 // Conditional writes (If-Match / If-None-Match on PutObject and CompleteMultipartUpload): run under
@@ -78,7 +85,7 @@ struct PutOptions {
   std::map<std::string, std::string> user_metadata;
   std::optional<uint64_t> size;  // declared decoded size, when known (checked against what arrived)
   std::string storage_class;     // x-amz-storage-class; "" = STANDARD
-  WritePrecondition precondition;  // PutObject only; empty: unconditional
+  WritePrecondition precondition;  // PutObject; UpdateMetadata too; empty: unconditional
   std::string tags;                // object tags (ObjectInfo::tags form); recorded with the object
   // UpdateMetadata only: replace the tags and nothing else (PutObjectTagging / DeleteObjectTagging;
   // content type, user metadata and mtime stay as stored under the key lock).
@@ -93,6 +100,11 @@ struct PutOptions {
   // x-amz-checksum-type ("COMPOSITE" | "FULL_OBJECT"), recorded with the upload; "" = none.
   std::string checksum_algorithm;
   std::string checksum_type;
+  // Recorded with the object (PutObject) or the upload (NewMultipartUpload, then the object at
+  // Complete): ObjectInfo::internal. UpdateMetadata keeps the stored value unless
+  // `replace_internal` is set (a master-key rotation re-seals the object key, s3/sse.h).
+  std::map<std::string, std::string> internal;
+  bool replace_internal = false;
 };
 
 // Finishing hook run after the body was fully received (and written, fsynced) but before the
@@ -237,6 +249,12 @@ class ObjectLayer {
   // Lists every version (ListOptions::versions is set by the caller).
   virtual Result<ListResult> ListObjectVersions(const std::string& bucket,
                                                 const ListOptions& opts);
+
+  // ---- default encryption (BucketInfo::encryption) ----
+  virtual Status SetBucketEncryption(const std::string& bucket, const std::string& algorithm);
+  // The bucket's default encryption, cheap enough for every PUT (may be a few seconds stale when
+  // changed through another node).
+  virtual Result<std::string> BucketEncryption(const std::string& bucket);
 };
 
 }  // namespace rdmastor::storage

@@ -10,6 +10,7 @@
 #include "common/hash.h"
 #include "common/json_int.h"
 #include "common/utf8.h"
+#include "crypto/dare.h"
 #include "storage/paths.h"
 
 namespace rdmastor::storage {
@@ -75,8 +76,13 @@ Error Malformed(const std::string& path, const std::exception& e) {
 
 }  // namespace
 
+bool IsEncrypted(const std::map<std::string, std::string>& internal) {
+  return internal.count(kInternalSse) > 0;
+}
+
 ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key) const {
   ObjectInfo info;
+  info.internal = internal;
   info.bucket = bucket;
   info.key = key;
   info.size = size;
@@ -100,10 +106,31 @@ ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key)
     if (part_sums)
       for (const auto& p : parts) info.part_checksums.push_back(p.checksums);
   }
+  if (IsEncrypted(internal) && !delete_marker) {
+    // Clients see plaintext sizes; every part is one encrypted stream. A stored size no plaintext
+    // encrypts to (a damaged record) stays as stored: reading the object then fails to decrypt.
+    uint64_t plain = 0;
+    bool sound = true;
+    std::vector<uint64_t> plain_parts;
+    for (const auto& p : parts) {
+      auto n = crypto::DecryptedSize(p.size);
+      if (!n.ok()) {
+        sound = false;
+        break;
+      }
+      plain_parts.push_back(*n);
+      plain += *n;
+    }
+    if (sound) {
+      info.size = plain;
+      if (multipart) info.part_sizes = std::move(plain_parts);
+    }
+  }
   return info;
 }
 
 void ApplyMetadataUpdate(const PutOptions& opts, ObjectMeta& meta, int64_t now_ns) {
+  if (opts.replace_internal) meta.internal = opts.internal;  // a re-seal (s3/sse.h)
   if (opts.acl_only) {
     meta.acl = opts.acl;
     return;
@@ -192,6 +219,7 @@ json VersionJson(const ObjectMeta& m) {
   if (!m.storage_class.empty()) j["storage_class"] = m.storage_class;
   if (!m.version_id.empty()) j["version_id"] = m.version_id;
   if (m.delete_marker) j["delete_marker"] = true;
+  if (!m.internal.empty()) j["internal"] = m.internal;
   if (m.erasure) {
     const ErasureMeta& e = *m.erasure;
     j["erasure"] = {{"data", e.data},
@@ -223,6 +251,7 @@ Result<ObjectMeta> ParseVersion(const json& j, const std::string& path) {
   m.multipart = j.value("multipart", false);
   m.version_id = j.value("version_id", std::string());
   m.delete_marker = j.value("delete_marker", false);
+  m.internal = StringMap(j, "internal");
   uint64_t total = 0;
   const json& parts = j.at("parts");
   if (!parts.is_array()) throw std::runtime_error("parts is not an array");
@@ -282,8 +311,13 @@ Result<ObjectMeta> ParseVersion(const json& j, const std::string& path) {
 
 std::string SerializeObjectVersions(const ObjectVersions& file) {
   json versions = json::array();
-  for (const auto& v : file.versions) versions.push_back(VersionJson(v));
-  json j = {{"version", kMetaFormatVersion}, {"versions", std::move(versions)}};
+  bool encrypted = false;
+  for (const auto& v : file.versions) {
+    versions.push_back(VersionJson(v));
+    encrypted = encrypted || !v.internal.empty();
+  }
+  json j = {{"version", encrypted ? kMetaFormatEncrypted : kMetaFormatVersion},
+            {"versions", std::move(versions)}};
   // Checksum over the canonical dump (keys sorted; invalid UTF-8 already replaced).
   json canonical = json::parse(Dump(j));
   canonical["checksum"] = MetaChecksum(Dump(canonical));
@@ -312,7 +346,7 @@ Result<ObjectVersions> ParseObjectVersions(const std::string& text, const std::s
       out.versions.push_back(std::move(*v));
       return out;
     }
-    if (format != kMetaFormatVersion) {
+    if (format != kMetaFormatVersion && format != kMetaFormatEncrypted) {
       return MakeError(ErrorCode::kInternalError,
                        "unsupported metadata version " + std::to_string(format) + " in " + path);
     }
@@ -348,7 +382,7 @@ Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& p
 }
 
 std::string SerializeUploadRecord(const UploadRecord& r) {
-  json j = {{"version", 1},
+  json j = {{"version", r.internal.empty() ? 1 : 2},
             {"key", r.key},
             {"initiated_ns", r.initiated_ns},
             {"content_type", r.content_type},
@@ -359,6 +393,7 @@ std::string SerializeUploadRecord(const UploadRecord& r) {
   if (!r.storage_class.empty()) j["storage_class"] = r.storage_class;
   if (!r.checksum_type.empty()) j["checksum_type"] = r.checksum_type;
   if (r.parity) j["parity"] = *r.parity;
+  if (!r.internal.empty()) j["internal"] = r.internal;
   return Dump(j);
 }
 
@@ -376,6 +411,7 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
     r.storage_class = j.value("storage_class", std::string());
     r.checksum_type = j.value("checksum_type", std::string());
     if (j.contains("parity")) r.parity = json_int::At<int>(j, "parity");
+    r.internal = StringMap(j, "internal");
     return r;
   } catch (const std::exception& e) {
     return Malformed(path, e);

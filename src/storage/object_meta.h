@@ -7,6 +7,16 @@
 // Each version has its own data directory (none for a delete marker). A format 1 file (one
 // object, its fields at the top level) reads as a file holding one null version; it is rewritten
 // in format 2 by the next write of its key.
+//
+// Format 3 (server-side encryption, issue 16) is format 2 with an optional per-version member
+//   "internal": {"sse": "SSE-S3"|"SSE-C", "sse-sealed-key": <base64>, "sse-kek-id": <name>}
+// (absent = the version's data is stored as sent). An encrypted version's "size" and part sizes
+// are the stored (encrypted) sizes; the plaintext sizes follow from them (crypto::DecryptedSize)
+// and are what ToInfo reports. A file is written as format 3 only when one of its versions has
+// "internal": a reader that predates it refuses such a file ("unsupported metadata version")
+// instead of serving ciphertext as the object, and files without encrypted versions stay
+// format 2, readable by older binaries. Migration: none needed; a downgrade makes encrypted
+// objects unreadable (500) until the newer binary is back, unencrypted ones stay readable.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +32,14 @@
 namespace rdmastor::storage {
 
 inline constexpr int kMetaFormatVersion = 2;
+inline constexpr int kMetaFormatEncrypted = 3;  // a version carries "internal" (see above)
+
+// Keys of ObjectMeta::internal / ObjectInfo::internal / UploadRecord::internal.
+inline constexpr const char* kInternalSse = "sse";                // "SSE-S3" | "SSE-C"
+inline constexpr const char* kInternalSealedKey = "sse-sealed-key";  // crypto::SealKey's form
+inline constexpr const char* kInternalKekId = "sse-kek-id";        // SSE-S3: the master key's name
+// True when the data is stored encrypted (sizes in the metadata are the stored sizes).
+bool IsEncrypted(const std::map<std::string, std::string>& internal);
 
 // Version ids the stores generate and accept from a file or a request: 1..64 bytes of
 // [A-Za-z0-9-]. The null version (unversioned / Suspended writes) has the id "" (S3's "null").
@@ -74,6 +92,7 @@ struct ObjectMeta {
   std::string acl;
   std::string version_id;      // "" = the null version; written only when non-empty
   bool delete_marker = false;  // no data: size 0, no parts, no data_dir; written only when true
+  std::map<std::string, std::string> internal;  // format 3: see above; written when non-empty
 
   ObjectInfo ToInfo(const std::string& bucket, const std::string& key) const;
 };
@@ -125,6 +144,10 @@ struct UploadRecord {
   // settings change meanwhile cannot mix geometries); absent in records of earlier releases,
   // whose parts all had the standard parity.
   std::optional<int> parity;
+  // The object's ObjectMeta::internal (its sealed key): every part is encrypted with the same
+  // object key. Written when non-empty, with "version": 2 so that a reader of version 1 refuses
+  // the upload rather than completing it into an object without its key.
+  std::map<std::string, std::string> internal;
 };
 std::string SerializeUploadRecord(const UploadRecord& rec);
 Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::string& path_for_errors);

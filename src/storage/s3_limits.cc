@@ -19,6 +19,7 @@ Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& o
   rec.tags = opts.tags;
   rec.acl = opts.acl;
   rec.storage_class = opts.storage_class;
+  rec.internal = opts.internal;
   // CreateMultipartUpload's x-amz-checksum-algorithm / -type (checked by the S3 layer).
   if (!opts.checksum_algorithm.empty()) {
     if (!hash::ChecksumAlgoFromName(opts.checksum_algorithm)) {

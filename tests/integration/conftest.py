@@ -317,19 +317,28 @@ def server():
     srv.cleanup()
 
 
-@pytest.fixture(scope="module")
-def erasure_server():
-    """A 4-drive erasure-coded server (EC 2+2) for the test file that asks for it."""
+@contextlib.contextmanager
+def erasure4(name="erasure4", env=None):
+    """A started 4-drive erasure-coded server (EC 2+2) with `env`, removed on exit."""
     base = tempfile.mkdtemp(prefix="rdmastor-it-4d-", dir="/tmp")
-    srv = Server("erasure4", data_dirs=[os.path.join(base, f"d{i}") for i in range(4)])
+    srv = Server(name, env=env, data_dirs=[os.path.join(base, f"d{i}") for i in range(4)])
     try:
         srv.start()
     except RuntimeError as e:
         srv.cleanup()
         pytest.fail(str(e))
-    yield srv
-    srv.cleanup()
-    shutil.rmtree(base, ignore_errors=True)
+    try:
+        yield srv
+    finally:
+        srv.cleanup()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def erasure_server():
+    """A 4-drive erasure-coded server (EC 2+2) for the test file that asks for it."""
+    with erasure4() as srv:
+        yield srv
 
 
 # The start of every boto3 script sdk_script_runner runs (argv: endpoint, access key, secret key,

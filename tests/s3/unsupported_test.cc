@@ -21,23 +21,32 @@ std::optional<ErrorCode> Refusal(std::string_view api, const HttpRequest& req) {
   return st.error().code;
 }
 
-TEST(UnsupportedTest, EncryptionOnEveryWrite) {
+// Writes implement encryption (s3/sse.h): RefuseUnimplemented lets its headers through.
+TEST(UnsupportedTest, EncryptionIsNotRefusedOnWrites) {
   for (const char* api :
        {"PutObject", "CopyObject", "NewMultipartUpload", "PutObjectPart", "CopyObjectPart"}) {
-    EXPECT_EQ(Refusal(api, With({{"x-amz-server-side-encryption", "AES256"}})),
-              ErrorCode::kNotImplemented)
+    EXPECT_EQ(Refusal(api, With({{"x-amz-server-side-encryption", "AES256"}})), std::nullopt)
         << api;
     EXPECT_EQ(Refusal(api, With({{"x-amz-server-side-encryption-customer-algorithm", "AES256"}})),
-              ErrorCode::kNotImplemented)
-        << api;
-    EXPECT_EQ(Refusal(api, With({{"x-amz-server-side-encryption", "rot13"}})),
-              ErrorCode::kInvalidArgument)
+              std::nullopt)
         << api;
   }
-  EXPECT_EQ(
-      Refusal("CopyObject", With({{"x-amz-copy-source-server-side-encryption-customer-key", "k"}})),
-      ErrorCode::kNotImplemented);
-  EXPECT_EQ(Refusal("PutObject", With({{"content-type", "text/plain"}})), std::nullopt);
+}
+
+// A browser-form upload's encryption fields are refused, never dropped.
+TEST(UnsupportedTest, EncryptionFieldsOfFormUploads) {
+  auto refusal = [](const HttpRequest& req) -> std::optional<ErrorCode> {
+    auto st = CheckEncryptionHeaders(req);
+    if (st.ok()) return std::nullopt;
+    return st.error().code;
+  };
+  EXPECT_EQ(refusal(With({{"x-amz-server-side-encryption", "AES256"}})),
+            ErrorCode::kNotImplemented);
+  EXPECT_EQ(refusal(With({{"x-amz-server-side-encryption-customer-algorithm", "AES256"}})),
+            ErrorCode::kNotImplemented);
+  EXPECT_EQ(refusal(With({{"x-amz-server-side-encryption", "rot13"}})),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(refusal(With({{"content-type", "text/plain"}})), std::nullopt);
 }
 
 TEST(UnsupportedTest, StorageClass) {

@@ -67,7 +67,8 @@ const char* VersioningName(Versioning v) {
 
 Result<BucketInfo> ErasureSet::GetBucketInfo(const std::string& bucket) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
-  BucketInfo info{bucket, 0, {}};
+  BucketInfo info;
+  info.name = bucket;
   // The newest record wins ("updated_ns", written by SetBucketTags / SetBucketVersioning): a
   // drive that was away during a change still holds the older one.
   int64_t newest = -1;
@@ -80,6 +81,7 @@ Result<BucketInfo> ErasureSet::GetBucketInfo(const std::string& bucket) {
       if (updated <= newest) continue;
       info.created_ns = json_int::At<int64_t>(j, "created_ns");
       info.tags = j.value("tags", std::string());
+      info.encryption = j.value("encryption", std::string());
       const std::string v = j.value("versioning", std::string());
       info.versioning = v == "Enabled"     ? Versioning::kEnabled
                         : v == "Suspended" ? Versioning::kSuspended
@@ -101,6 +103,7 @@ Status ErasureSet::WriteBucketRecord(const std::string& bucket, const BucketInfo
                      {"created_ns", info.created_ns},
                      {"updated_ns", NowNs()}};
     if (!info.tags.empty()) j["tags"] = info.tags;
+    if (!info.encryption.empty()) j["encryption"] = info.encryption;
     if (info.versioning != Versioning::kUnversioned)
       j["versioning"] = VersioningName(info.versioning);
     record = j.dump();
@@ -131,7 +134,9 @@ Status ErasureSet::SetBucketTags(const std::string& bucket, const std::string& t
   auto current = GetBucketInfo(bucket);
   if (!current.ok()) return current.error();
   current->tags = tags;
-  return WriteBucketRecord(bucket, *current);
+  RS_RETURN_IF_ERROR(WriteBucketRecord(bucket, *current));
+  CacheBucketInfo(*current);
+  return {};
 }
 
 Status ErasureSet::SetBucketVersioning(const std::string& bucket, Versioning state) {
@@ -141,12 +146,28 @@ Status ErasureSet::SetBucketVersioning(const std::string& bucket, Versioning sta
   if (!current.ok()) return current.error();
   current->versioning = state;
   RS_RETURN_IF_ERROR(WriteBucketRecord(bucket, *current));
-  std::lock_guard cache(versioning_mu_);
-  versioning_[bucket] = {state, std::chrono::steady_clock::now()};
+  CacheBucketInfo(*current);
   return {};
 }
 
-Result<Versioning> ErasureSet::VersioningOf(const std::string& bucket) {
+Status ErasureSet::SetBucketEncryption(const std::string& bucket, const std::string& algorithm) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  std::unique_lock lock(BucketLock(bucket));
+  auto current = GetBucketInfo(bucket);
+  if (!current.ok()) return current.error();
+  current->encryption = algorithm;
+  RS_RETURN_IF_ERROR(WriteBucketRecord(bucket, *current));
+  CacheBucketInfo(*current);
+  return {};
+}
+
+void ErasureSet::CacheBucketInfo(const BucketInfo& info) {
+  std::lock_guard cache(versioning_mu_);
+  if (versioning_.size() > kBucketCacheMax) versioning_.clear();
+  versioning_[info.name] = {info, std::chrono::steady_clock::now()};
+}
+
+Result<BucketInfo> ErasureSet::CachedBucketInfo(const std::string& bucket) {
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard cache(versioning_mu_);
@@ -156,9 +177,13 @@ Result<Versioning> ErasureSet::VersioningOf(const std::string& bucket) {
   }
   auto info = GetBucketInfo(bucket);
   if (!info.ok()) return info.error();
-  std::lock_guard cache(versioning_mu_);
-  if (versioning_.size() > kBucketCacheMax) versioning_.clear();
-  versioning_[bucket] = {info->versioning, now};
+  CacheBucketInfo(*info);
+  return info;
+}
+
+Result<Versioning> ErasureSet::VersioningOf(const std::string& bucket) {
+  auto info = CachedBucketInfo(bucket);
+  if (!info.ok()) return info.error();
   return info->versioning;
 }
 

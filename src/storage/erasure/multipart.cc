@@ -355,6 +355,7 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
   meta.tags = rec->tags;
   meta.acl = rec->acl;
   meta.storage_class = rec->storage_class;
+  meta.internal = rec->internal;
   meta.multipart = true;
   for (size_t i = 0; i < infos.size(); ++i) {
     meta.parts.push_back(
@@ -395,6 +396,7 @@ Result<PutOptions> ErasureSet::GetUploadOptions(const std::string& bucket, const
   opts.storage_class = rec->storage_class;
   opts.checksum_algorithm = rec->checksum_algorithm;
   opts.checksum_type = rec->checksum_type;
+  opts.internal = rec->internal;
   return opts;
 }
 

@@ -254,6 +254,7 @@ class ErasureReader final : public ObjectReader {
       offsets_.push_back(off);
       off += p.size;
     }
+    stored_size_ = off;
   }
 
   const ObjectInfo& info() const override { return info_; }
@@ -262,7 +263,8 @@ class ErasureReader final : public ObjectReader {
     std::lock_guard lock(mu_);
     const uint64_t stripe = v_.meta.erasure->stripe_size;
     size_t done = 0;
-    while (done < len && off + done < info_.size) {
+    // Stored bytes: info_.size is the plaintext size of an encrypted object.
+    while (done < len && off + done < stored_size_) {
       const uint64_t pos = off + done;
       size_t part = static_cast<size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), pos) -
                                         offsets_.begin() - 1);
@@ -353,6 +355,7 @@ class ErasureReader final : public ObjectReader {
   const DriveFanout& drives_;
   std::function<void()> degraded_;
   std::vector<uint64_t> offsets_;
+  uint64_t stored_size_ = 0;
   std::mutex mu_;
   std::vector<uint8_t> shards_;  // reconstructed blocks of a degraded stripe
   std::vector<bool> present_;

@@ -234,8 +234,12 @@ class ErasureSet {
   Status WriteBucketRecord(const std::string& bucket, const BucketInfo& info);
   // Records the versioning state in the bucket record on every drive (write quorum).
   Status SetBucketVersioning(const std::string& bucket, Versioning state);
-  // The bucket's versioning state as writes see it: read from the records at most every
-  // kVersioningCacheTtl (a change made through another node shows within that time).
+  // Records the default encryption ("" none, "AES256") in the bucket record (write quorum).
+  Status SetBucketEncryption(const std::string& bucket, const std::string& algorithm);
+  // The bucket record as writes see it (versioning state, default encryption): read from the
+  // records at most every kVersioningCacheTtl (a change made through another node shows within
+  // that time).
+  Result<BucketInfo> CachedBucketInfo(const std::string& bucket);
   Result<Versioning> VersioningOf(const std::string& bucket);
   // The version id a new write gets: a new one when Enabled, "" (null) otherwise.
   Result<std::string> NewVersionId(const std::string& bucket);
@@ -431,7 +435,8 @@ class ErasureSet {
   // Versioning states read from the bucket records, and when (VersioningOf).
   static constexpr std::chrono::seconds kVersioningCacheTtl{2};
   std::mutex versioning_mu_;
-  std::map<std::string, std::pair<Versioning, std::chrono::steady_clock::time_point>> versioning_;
+  std::map<std::string, std::pair<BucketInfo, std::chrono::steady_clock::time_point>> versioning_;
+  void CacheBucketInfo(const BucketInfo& info);
   // Buckets seen on a read quorum, and when (CheckBucket's `cached`).
   static constexpr std::chrono::seconds kBucketCacheTtl{60};
   static constexpr size_t kBucketCacheMax = 4096;

@@ -220,6 +220,17 @@ Status ErasureStore::SetBucketVersioning(const std::string& bucket, Versioning s
   return {};
 }
 
+Status ErasureStore::SetBucketEncryption(const std::string& bucket, const std::string& algorithm) {
+  for (auto& s : sets_) RS_RETURN_IF_ERROR(s->SetBucketEncryption(bucket, algorithm));
+  return {};
+}
+
+Result<std::string> ErasureStore::BucketEncryption(const std::string& bucket) {
+  auto info = sets_[0]->CachedBucketInfo(bucket);
+  if (!info.ok()) return info.error();
+  return info->encryption;
+}
+
 Result<std::unique_ptr<ObjectReader>> ErasureStore::OpenObjectVersion(
     const std::string& bucket, const std::string& key, const std::string& version_id) {
   return SetFor(key).OpenObject(bucket, key, version_id);

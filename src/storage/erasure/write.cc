@@ -280,6 +280,7 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   meta.tags = opts.tags;
   meta.acl = opts.acl;
   meta.storage_class = opts.storage_class;
+  meta.internal = opts.internal;
   meta.checksums = ci.checksums;
   meta.parts.push_back(PartMeta{1, *size, meta.etag});
   meta.erasure->is_inline = !inline_shards.empty();
@@ -373,6 +374,10 @@ Result<ObjectInfo> ErasureSet::UpdateMetadata(const std::string& bucket, const s
   if (!opts.tags_only && !opts.acl_only && opts.storage_class != v->meta.storage_class) {
     return MakeError(ErrorCode::kInternalError,
                      "a storage class change needs the data rewritten; not a metadata update");
+  }
+  if (opts.precondition) {
+    const ObjectInfo now = v->meta.ToInfo(bucket, key);
+    RS_RETURN_IF_ERROR(opts.precondition(&now));
   }
   ApplyMetadataUpdate(opts, v->meta, NowNs());
   std::vector<ObjectMeta> metas(roots_.size());
