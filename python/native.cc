@@ -33,7 +33,6 @@
 #include <vector>
 
 #include "rdma/build_info.h"
-#include "rdma/settings.h"
 #include "rdmastor/rdma_client.h"
 #include "rdmastor/s3_client.h"
 
@@ -299,7 +298,8 @@ class DmaBufExport {
 
 class Native {
  public:
-  // fabric: "soft" | "verbs" | "off". verbs_env: MINIO_RDMA_DEVICE / _PORT / _GID_INDEX / _DC_KEY.
+  // fabric: "soft" | "verbs" | "off". verbs_env: MINIO_RDMA_DEVICE / _PORT / _GID_INDEX / _DC_KEY /
+  // _TRAFFIC_CLASS / _SERVICE_LEVEL / _PKEY_INDEX.
   Native(const std::string& endpoint, const std::string& access_key,
          const std::string& secret_key, const std::string& region, const std::string& fabric,
          bool allow_http_fallback, const std::map<std::string, std::string>& verbs_env,
@@ -318,9 +318,8 @@ class Native {
     cfg.s3 = std::move(s3cfg);
     cfg.allow_http_fallback = allow_http_fallback;
     if (fabric == "verbs") {
-      auto rs = Unwrap(rdmastor::rdma::ParseRdmaSettings(verbs_env));
       cfg.fabric = rdmastor::client::ClientFabric::kVerbs;
-      cfg.verbs = {rs.verbs.device, rs.verbs.port, rs.verbs.gid_index, rs.verbs.dc_key};
+      cfg.verbs = Unwrap(rdmastor::client::VerbsClientSettingsFromEnv(verbs_env));
     } else if (fabric != "soft") {
       Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument,
                                 "rdma must be auto, soft, verbs or off, not '" + fabric + "'"));

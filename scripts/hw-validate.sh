@@ -93,6 +93,7 @@ if [ -z "$(devices)" ] && [ "$use_rxe" = 1 ]; then
     if [ "$rxe_made" = 1 ]; then
       verdict "soft-roce" "GO" "rxe_hw0 over veth hwv0 (10.250.0.1) <-> hwv1 (10.250.0.2)"
       device="rxe_hw0"
+      export RDMASTOR_HW_RC_IP="${RDMASTOR_HW_RC_IP:-10.250.0.1}"
     else
       verdict "soft-roce" "NO-GO" "could not create rxe_hw0 over a veth pair"
     fi
@@ -128,6 +129,16 @@ for g in /sys/class/infiniband/*/ports/*/gids/*; do
   type="$(cat "$port_dir/gid_attrs/types/$idx" 2>/dev/null)"
   ndev="$(cat "$port_dir/gid_attrs/ndevs/$idx" 2>/dev/null)"
   echo "$g $type $addr $ndev" >>"$report"
+  # The first RoCE v2 IPv4-mapped GID of the device under test: the address the hw tests' RC
+  # loopback (VerbsRc) listens on, unless RDMASTOR_HW_RC_IP is set.
+  dev_of_gid="${g#/sys/class/infiniband/}"
+  dev_of_gid="${dev_of_gid%%/*}"
+  if [ -z "${RDMASTOR_HW_RC_IP:-}" ] && [ "$type" = "RoCE v2" ] &&
+     { [ -z "$device" ] || [ "$dev_of_gid" = "$device" ]; } &&
+     [ "${addr:0:30}" = "0000:0000:0000:0000:0000:ffff:" ]; then
+    hex="${addr:30:4}${addr:35:4}"
+    export RDMASTOR_HW_RC_IP="$((16#${hex:0:2})).$((16#${hex:2:2})).$((16#${hex:4:2})).$((16#${hex:6:2}))"
+  fi
 done
 record ip -br link
 section "ulimit -l"
@@ -220,6 +231,8 @@ else
 fi
 
 # ---- 4. device tests ---------------------------------------------------------------------------
+# VerbsRc (inter-node RC over rdma_cm, loopback) runs only with an address to listen on.
+section "RDMASTOR_HW_RC_IP=${RDMASTOR_HW_RC_IP:-} (empty: the RC loopback test skips)"
 if record ctest --test-dir "$build" -L hw --output-on-failure --timeout 600; then
   verdict "ctest-hw" "GO" "$(grep -a 'tests passed' "$report" | tail -1)"
 else

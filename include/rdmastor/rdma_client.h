@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,14 +31,24 @@ namespace rdmastor::client {
 
 enum class ClientFabric { kSoft, kVerbs };
 
-// The verbs fabric's knobs (the server's MINIO_RDMA_DEVICE / _PORT / _GID_INDEX / _DC_KEY mean
-// the same). dc_key must equal the server's.
+// The verbs fabric's knobs (the server's MINIO_RDMA_DEVICE / _PORT / _GID_INDEX / _DC_KEY /
+// _TRAFFIC_CLASS / _SERVICE_LEVEL / _PKEY_INDEX mean the same). dc_key must equal the server's;
+// the DC target answers (RDMA READ responses, ACKs) in traffic_class / service_level, and must be
+// in the server's partition (pkey_index), so set those as on the server too.
 struct VerbsClientSettings {
   std::string device;  // "" = the first device
   int port = 1;
   int gid_index = -1;  // -1 = a RoCE v2 IPv4-mapped entry (0 on InfiniBand)
   uint64_t dc_key = 0xffeeddcc;
+  int traffic_class = 0;  // GRH traffic class, 0..255
+  int service_level = 0;  // SL (IB) / Ethernet priority (RoCE), 0..15
+  int pkey_index = 0;     // P_Key table index
 };
+// The knobs above from MINIO_RDMA_DEVICE, _PORT, _GID_INDEX, _DC_KEY, _TRAFFIC_CLASS,
+// _SERVICE_LEVEL and _PKEY_INDEX in `env` (unset: the defaults), validated as the server
+// validates them: an invalid value is an error naming the variable.
+Result<VerbsClientSettings> VerbsClientSettingsFromEnv(
+    const std::map<std::string, std::string>& env);
 
 struct RdmaClientConfig {
   S3ClientConfig s3;  // endpoint and credentials (S3ConfigFromEndpoint)

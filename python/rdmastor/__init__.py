@@ -30,7 +30,8 @@ Buffer = _native.Buffer
 MiB = 1024 * 1024
 _S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 _MODES = ("auto", "soft", "verbs", "off")
-_VERBS_ENV = ("MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_DC_KEY")
+_VERBS_ENV = ("MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_DC_KEY",
+              "MINIO_RDMA_TRAFFIC_CLASS", "MINIO_RDMA_SERVICE_LEVEL", "MINIO_RDMA_PKEY_INDEX")
 
 
 class Transfer(int):

@@ -61,6 +61,22 @@ std::string Between(const std::string& s, std::string_view open, std::string_vie
 
 }  // namespace
 
+Result<VerbsClientSettings> VerbsClientSettingsFromEnv(
+    const std::map<std::string, std::string>& env) {
+  auto rs = rdma::ParseRdmaSettings(env);
+  if (!rs.ok()) return rs.error();
+  const rdma::VerbsSettings& v = rs->verbs;
+  VerbsClientSettings out;
+  out.device = v.device;
+  out.port = v.port;
+  out.gid_index = v.gid_index;
+  out.dc_key = v.dc_key;
+  out.traffic_class = v.traffic_class;
+  out.service_level = v.service_level;
+  out.pkey_index = v.pkey_index;
+  return out;
+}
+
 std::string_view TransportName(Transport t) { return t == Transport::kRdma ? "rdma" : "http"; }
 
 struct RdmaS3Client::Impl {
@@ -76,6 +92,17 @@ struct RdmaS3Client::Impl {
   };
   mutable std::mutex kept_mu;  // Forget() may come from another thread
   std::vector<Kept> kept;
+  // Device memory as RegisterDeviceMemory described it, until Forget(): a failed call drops the
+  // registration (its rkey dies) but not this, so the range is still known to be device memory —
+  // registered again from the dma-buf on its next call, never registered as host memory and
+  // never given an HTTP fallback (either would touch a device pointer from the CPU).
+  struct DeviceMemory {
+    const char* ptr;
+    size_t len;
+    int dmabuf_fd;
+    uint64_t dmabuf_offset;
+  };
+  std::vector<DeviceMemory> device_memory;
 
   explicit Impl(RdmaClientConfig c) : config(std::move(c)), s3(config.s3) {}
 
@@ -87,10 +114,26 @@ struct RdmaS3Client::Impl {
     return std::nullopt;
   }
 
+  // The device memory [p, p+len) overlaps: nullopt for host memory; a range that overlaps device
+  // memory without lying inside one registration of it is an error.
+  Result<std::optional<DeviceMemory>> DeviceMemoryOf(const void* p, size_t len) const {
+    const char* lo = static_cast<const char*>(p);
+    const char* hi = lo + std::max<size_t>(len, 1);
+    std::lock_guard lock(kept_mu);
+    for (const auto& d : device_memory) {
+      if (!(d.ptr < hi && lo < d.ptr + d.len)) continue;
+      if (d.ptr <= lo && hi <= d.ptr + d.len) return std::optional<DeviceMemory>(d);
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "the buffer overlaps device memory registered with RegisterDeviceMemory but "
+                       "does not lie inside it");
+    }
+    return std::optional<DeviceMemory>();
+  }
+
   // A 501 is retried over HTTP only for host memory the caller allowed it for.
   Status FallbackAllowed(const void* p, size_t len, const std::string& what) const {
-    auto region = KeptRegion(p, len);
-    if (!region || !region->second) return {};
+    auto device = DeviceMemoryOf(p, len);
+    if (device.ok() && !*device) return {};
     return MakeError(ErrorCode::kRDMANotSupported,
                      what +
                          ": the server cannot serve this over RDMA, and device memory cannot "
@@ -101,6 +144,13 @@ struct RdmaS3Client::Impl {
     uint32_t rkey = 0;
     if (auto region = KeptRegion(p, len)) {
       rkey = region->first;
+    } else if (auto device = DeviceMemoryOf(p, len); !device.ok() || *device) {
+      if (!device.ok()) return device.error();
+      // Device memory whose registration a failed call dropped: registered again from its
+      // dma-buf (which the caller keeps open until Forget), as a host buffer would be.
+      auto mr = KeepDeviceRegistration(**device);
+      if (!mr.ok()) return mr.error();
+      rkey = *mr;
     } else {
       // A zero-length buffer still needs a registration the server can name.
       auto mr = mrs->Get(const_cast<void*>(p), std::max<size_t>(len, 1),
@@ -123,9 +173,22 @@ struct RdmaS3Client::Impl {
     return t;
   }
 
+  // Registers device memory through its dma-buf and keeps the registration; its rkey.
+  Result<uint32_t> KeepDeviceRegistration(const DeviceMemory& d) {
+    auto mr = target->RegisterDmabuf(d.dmabuf_fd, d.dmabuf_offset, d.len,
+                                     reinterpret_cast<uint64_t>(d.ptr),
+                                     rdma::kRemoteWrite | rdma::kRemoteRead);
+    if (!mr.ok()) return mr.error();
+    const uint32_t rkey = (*mr)->rkey();
+    std::lock_guard lock(kept_mu);
+    kept.push_back({std::move(mr).value(), /*device=*/true});
+    return rkey;
+  }
+
   // Drops every registration overlapping [p, p+len), cached and kept (host and device): after
-  // it no rkey the library handed out for that memory is valid.
-  void Release(const void* p, size_t len) {
+  // it no rkey the library handed out for that memory is valid. `forget_device`: the caller is
+  // done with the memory (Forget), so device memory there is no longer known either.
+  void Release(const void* p, size_t len, bool forget_device = false) {
     mrs->Invalidate(const_cast<void*>(p), std::max<size_t>(len, 1));
     const char* lo = static_cast<const char*>(p);
     const char* hi = lo + std::max<size_t>(len, 1);
@@ -133,6 +196,9 @@ struct RdmaS3Client::Impl {
     std::erase_if(kept, [&](const Kept& k) {
       return k.mr->addr() < hi && lo < k.mr->addr() + k.mr->length();
     });
+    if (forget_device)
+      std::erase_if(device_memory,
+                    [&](const DeviceMemory& d) { return d.ptr < hi && lo < d.ptr + d.len; });
   }
 
   // A call that did not end in success (an error reply, a 501 even when retried over HTTP, a
@@ -206,6 +272,9 @@ Result<std::unique_ptr<RdmaS3Client>> RdmaS3Client::Create(RdmaClientConfig conf
     vs.port = impl->config.verbs.port;
     vs.gid_index = impl->config.verbs.gid_index;
     vs.dc_key = impl->config.verbs.dc_key;
+    vs.traffic_class = impl->config.verbs.traffic_class;
+    vs.service_level = impl->config.verbs.service_level;
+    vs.pkey_index = impl->config.verbs.pkey_index;
     auto target = rdma::StartVerbsDcTarget(vs);
     if (!target.ok()) return target.error();
     impl->target = std::move(target).value();
@@ -360,7 +429,9 @@ Status RdmaS3Client::RegisterMemory(void* p, size_t len) {
   return {};
 }
 
-void RdmaS3Client::Forget(const void* p, size_t len) { impl_->Release(p, len); }
+void RdmaS3Client::Forget(const void* p, size_t len) {
+  impl_->Release(p, len, /*forget_device=*/true);
+}
 
 size_t RdmaS3Client::registrations() const {
   std::lock_guard lock(impl_->kept_mu);
@@ -372,12 +443,11 @@ Status RdmaS3Client::RegisterDeviceMemory(void* device_ptr, size_t len, int dmab
   if (device_ptr == nullptr || len == 0 || dmabuf_fd < 0)
     return MakeError(ErrorCode::kInvalidArgument,
                      "RegisterDeviceMemory needs a device pointer, a length and a dma-buf fd");
-  auto mr = impl_->target->RegisterDmabuf(dmabuf_fd, dmabuf_offset, len,
-                                          reinterpret_cast<uint64_t>(device_ptr),
-                                          rdma::kRemoteWrite | rdma::kRemoteRead);
-  if (!mr.ok()) return mr.error();
+  const Impl::DeviceMemory d{static_cast<const char*>(device_ptr), len, dmabuf_fd, dmabuf_offset};
+  auto rkey = impl_->KeepDeviceRegistration(d);
+  if (!rkey.ok()) return rkey.error();
   std::lock_guard lock(impl_->kept_mu);
-  impl_->kept.push_back({std::move(mr).value(), /*device=*/true});
+  impl_->device_memory.push_back(d);
   return {};
 }
 

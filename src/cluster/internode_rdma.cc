@@ -144,6 +144,7 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdma
       rc.connect_timeout = s.connect_timeout;
       rc.allow = s.soft_allow;
       rc.tos = s.traffic_class;
+      rc.source_ip = s.bind_ip;  // connections leave from the node's address and its device
       auto fabric = rdma::CreateVerbsRcFabric(rc);
       if (!fabric.ok()) {
         self->unavailable_reason_ = fabric.error().message;
@@ -379,7 +380,7 @@ Status InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::string_v
   auto buffer = pool_->Acquire(settings_.inflight_wait);
   if (!buffer.ok()) return buffer.error();
   auto lease = channels_->Acquire(peer, rdma::RemoteAddress::FromToken(t),
-                                  rdma::RequestOrigin{std::string(origin_ip)});
+                                  rdma::RequestOrigin{std::string(origin_ip), settings_.bind_ip});
   if (!lease.ok()) {
     if (lease.error().code != ErrorCode::kSlowDown) return fail(lease.error());
     // Every channel stayed busy: the caller sends this piece over TCP and counts the fallback.

@@ -341,6 +341,8 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
   }
 
   // 10. The live server (--endpoint): what clients get from it now, whatever this host's settings.
+  // Its answer is what the server's rdmastor_rdma_fabric_ready gauge says (the same state: port
+  // down or device failed and not reopened -> 0), named so the two are read as one.
   if (f.server) {
     const auto& s = *f.server;
     if (!s.answer.ok()) {
@@ -354,7 +356,8 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
            s.endpoint + " serves S3 over RDMA on the " + s.answer->fabric + " fabric" +
                (s.answer->fabric == "soft"
                     ? " (TCP emulation; clients: rdma=\"soft\" or \"auto\", rdmastor-cli --rdma)"
-                    : ""),
+                    : "") +
+               "; rdmastor_rdma_fabric_ready 1",
            ""});
     } else if (s.answer->fabric == "none") {
       items.push_back({"server", CheckStatus::kWarning,
@@ -364,7 +367,8 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
     } else {
       items.push_back({"server", CheckStatus::kFailed,
                        s.endpoint + ": the " + s.answer->fabric +
-                           " fabric is not ready: " + s.answer->reason,
+                           " fabric is not ready: " + s.answer->reason +
+                           " (rdmastor_rdma_fabric_ready 0; token requests get 501)",
                        "see the server log; the fabric is reopened when the device is back"});
     }
   }

@@ -34,6 +34,10 @@ struct RcSettings {
   std::chrono::milliseconds connect_timeout{3000};  // address/route resolution and connection
   std::vector<soft::Cidr> allow;  // targets reachable besides the requester's own address
   int tos = -1;  // MINIO_RDMA_INTERNODE_TRAFFIC_CLASS (0-255, rdma_cm ToS); -1: the default
+  // The node's own address (where its RC target listens and its peer RPCs come from): the
+  // initiator uses the device that address belongs to and binds it as the source of its
+  // connections (SelectRcDevice). "": the first usable device, routes as the kernel picks.
+  std::string source_ip;
 };
 
 // Connection private data: magic + the endpoint id from the token (8 bytes, little endian).

@@ -23,8 +23,9 @@ struct VerbsSettings {
   uint64_t dc_key = 0xffeeddcc;  // MINIO_RDMA_DC_KEY
   int num_dcis = 64;             // MINIO_RDMA_NUM_DCIS: 1..1024
   int cq_depth = 1024;           // MINIO_RDMA_CQ_DEPTH: 16..65536
-  // Fabric knobs for the DC initiators' address handles and QPs (the DCT's pkey index too), as
-  // cuObject's server exposes them: lossless RoCE classes and IB partitions.
+  // Fabric knobs for the DC initiators' address handles and QPs (a client DCT's traffic class,
+  // SL and pkey index too), as cuObject's server exposes them: lossless RoCE classes and IB
+  // partitions.
   int traffic_class = 0;  // MINIO_RDMA_TRAFFIC_CLASS: 0..255, GRH traffic class (DSCP << 2 on RoCE)
   int service_level = 0;  // MINIO_RDMA_SERVICE_LEVEL: 0..15
   int pkey_index = 0;     // MINIO_RDMA_PKEY_INDEX: 0..65535

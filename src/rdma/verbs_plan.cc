@@ -69,6 +69,39 @@ Result<DevicePick> SelectDevice(const std::vector<DeviceInfo>& devices, const st
                                                      std::to_string(port) + " (" + seen + ")");
 }
 
+bool DeviceAllowed(const std::string& wanted, const std::string& name) {
+  auto names = SplitDeviceList(wanted);
+  return names.empty() || std::find(names.begin(), names.end(), name) != names.end();
+}
+
+Result<RcDeviceChoice> SelectRcDevice(const std::vector<DeviceInfo>& devices,
+                                      const std::string& wanted, int port,
+                                      const std::string& bind_device) {
+  if (bind_device.empty()) {
+    auto pick = SelectDevice(devices, wanted, port, /*need_dc=*/false);
+    if (!pick.ok()) return pick.error();
+    return RcDeviceChoice{*pick, false};
+  }
+  if (!DeviceAllowed(wanted, bind_device))
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     "the node's address belongs to " + bind_device +
+                         ", which MINIO_RDMA_DEVICE=" + wanted +
+                         " does not list: inter-node RDMA leaves from that address");
+  for (const auto& d : devices) {
+    if (d.name != bind_device) continue;
+    const PortInfo* p = nullptr;
+    for (const auto& candidate : d.ports)
+      if (candidate.port == port) p = &candidate;
+    std::string why = p ? PortUnusableReason(*p)
+                        : "port " + std::to_string(port) + " does not exist (MINIO_RDMA_PORT)";
+    if (why.empty()) return RcDeviceChoice{DevicePick{d.name, port, &d, p}, true};
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     "the node's address belongs to " + bind_device + ", whose " + why);
+  }
+  return MakeError(ErrorCode::kRDMANotSupported, "the node's address belongs to " + bind_device +
+                                                     ", which libibverbs does not list");
+}
+
 QueueSizes ClampQueues(int wanted, int cap, int recv_wr, const DeviceLimits& limits) {
   int send = std::max(1, cap > 0 ? std::min(wanted, cap) : wanted);
   if (limits.max_qp_wr > 0) send = std::min(send, limits.max_qp_wr);

@@ -63,6 +63,23 @@ struct DevicePick {
 // set.
 Result<DevicePick> SelectDevice(const std::vector<DeviceInfo>& devices, const std::string& wanted,
                                 int port, bool need_dc);
+// The device the inter-node RC initiator uses. Its connections leave from the node's own address
+// (the address its peer RPCs come from and its RC target listens on), so the device is the one
+// rdma_cm binds that address to (`bind_device`; "" when the address is no RDMA interface's or
+// is a loopback address): it must be usable and, when MINIO_RDMA_DEVICE is set, one it lists.
+// Without a bound device: SelectDevice's choice (the first usable device). `bind_source` says
+// whether connections should bind the node's address as their source (rdma_resolve_addr), which
+// pins their route to that device's netdev.
+struct RcDeviceChoice {
+  DevicePick pick;
+  bool bind_source = false;
+};
+Result<RcDeviceChoice> SelectRcDevice(const std::vector<DeviceInfo>& devices,
+                                      const std::string& wanted, int port,
+                                      const std::string& bind_device);
+// Whether a device `name` is allowed by MINIO_RDMA_DEVICE (`wanted`: "" allows any; else one of
+// its comma-separated names).
+bool DeviceAllowed(const std::string& wanted, const std::string& name);
 // Why `port` of `device` is not usable ("" when it is).
 std::string PortUnusableReason(const PortInfo& port);
 

@@ -85,7 +85,8 @@ def test_rdma_check_reads_the_live_fabric(started):
                         env=_clean_env(), stdin=subprocess.DEVNULL)
     line = [ln for ln in cp.stdout.splitlines() if re.match(r"\[....\] server ", ln)]
     assert line == [f"[ ok ] server           {endpoint} serves S3 over RDMA on the soft fabric "
-                    "(TCP emulation; clients: rdma=\"soft\" or \"auto\", rdmastor-cli --rdma)"], (
+                    "(TCP emulation; clients: rdma=\"soft\" or \"auto\", rdmastor-cli --rdma); "
+                    "rdmastor_rdma_fabric_ready 1"], (
         cp.stdout, cp.stderr)
 
 

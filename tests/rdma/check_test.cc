@@ -189,6 +189,7 @@ TEST(RdmaCheck, LiveServerLayerJudgesTheServersAnswer) {
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->status, CheckStatus::kOk);
   EXPECT_NE(s->detail.find("http://h:9000 serves S3 over RDMA on the soft fabric"), std::string::npos);
+  EXPECT_NE(s->detail.find("rdmastor_rdma_fabric_ready 1"), std::string::npos) << s->detail;
 
   f.server = LiveServerFacts{"http://h:9000", LiveFabric{"none", false, "off (MINIO_RDMA_FABRIC=off)"}};
   items = RunRdmaCheck(f);
@@ -202,6 +203,7 @@ TEST(RdmaCheck, LiveServerLayerJudgesTheServersAnswer) {
   s = Find(*items, "server");
   EXPECT_EQ(s->status, CheckStatus::kFailed);
   EXPECT_NE(s->detail.find("the verbs fabric is not ready: port 1 is DOWN"), std::string::npos);
+  EXPECT_NE(s->detail.find("rdmastor_rdma_fabric_ready 0"), std::string::npos) << s->detail;
   EXPECT_EQ(CheckExitCode(*items), 1);
 
   f.server = LiveServerFacts{"http://h:9000", MakeError(ErrorCode::kInternalError, "refused")};

@@ -104,6 +104,48 @@ TEST(VerbsPlanTest, NoUsableDeviceSaysWhyForEach) {
   EXPECT_NE(dc.error().message.find("rxe0: not an mlx5 device"), std::string::npos);
 }
 
+TEST(VerbsPlanTest, InterNodeRcUsesTheDeviceOfTheNodesAddress) {
+  // Two NICs: mlx5_0 (first, usable) on a client network, mlx5_1 on the cluster network the
+  // node's address (and its RC target) is on. Connections must leave from mlx5_1.
+  std::vector<DeviceInfo> devs = {Dev("mlx5_0", true, {Port(1, "ACTIVE", "Ethernet")}),
+                                  Dev("mlx5_1", true, {Port(1, "ACTIVE", "Ethernet")}),
+                                  Dev("mlx5_2", true, {Port(1, "DOWN", "Ethernet")})};
+  auto bound = SelectRcDevice(devs, "", 1, "mlx5_1");
+  ASSERT_TRUE(bound.ok()) << bound.error().message;
+  EXPECT_EQ(bound->pick.device, "mlx5_1");
+  EXPECT_TRUE(bound->bind_source);
+  // MINIO_RDMA_DEVICE lists it (multi-rail list): still that device.
+  auto listed = SelectRcDevice(devs, "mlx5_0, mlx5_1", 1, "mlx5_1");
+  ASSERT_TRUE(listed.ok()) << listed.error().message;
+  EXPECT_EQ(listed->pick.device, "mlx5_1");
+  // MINIO_RDMA_DEVICE names another device: refused (its target could not listen there either).
+  auto other = SelectRcDevice(devs, "mlx5_0", 1, "mlx5_1");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().message.find("mlx5_1"), std::string::npos) << other.error().message;
+  EXPECT_NE(other.error().message.find("MINIO_RDMA_DEVICE=mlx5_0"), std::string::npos);
+  // The address's device has its port down: refused naming it, never another device.
+  auto down = SelectRcDevice(devs, "", 1, "mlx5_2");
+  ASSERT_FALSE(down.ok());
+  EXPECT_NE(down.error().message.find("mlx5_2, whose port 1 is DOWN"), std::string::npos)
+      << down.error().message;
+  EXPECT_FALSE(SelectRcDevice(devs, "", 2, "mlx5_1").ok());       // no port 2
+  EXPECT_FALSE(SelectRcDevice(devs, "", 1, "mlx5_9").ok());       // not listed
+  // The address is no RDMA interface's (or loopback): the first usable device, route unpinned.
+  auto unbound = SelectRcDevice(devs, "", 1, "");
+  ASSERT_TRUE(unbound.ok());
+  EXPECT_EQ(unbound->pick.device, "mlx5_0");
+  EXPECT_FALSE(unbound->bind_source);
+  auto named = SelectRcDevice(devs, "mlx5_1", 1, "");
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->pick.device, "mlx5_1");
+  EXPECT_FALSE(named->bind_source);
+  // DeviceAllowed: the RC target's check of the device its address is on.
+  EXPECT_TRUE(DeviceAllowed("", "mlx5_3"));
+  EXPECT_TRUE(DeviceAllowed("mlx5_0,mlx5_1", "mlx5_1"));
+  EXPECT_FALSE(DeviceAllowed("mlx5_0,mlx5_1", "mlx5_10"));
+  EXPECT_FALSE(DeviceAllowed("mlx5_0", "mlx5_1"));
+}
+
 TEST(VerbsPlanTest, QueuesAreClampedToDeviceLimitsAndCqsHoldWhatCanBeOutstanding) {
   // MINIO_RDMA_CQ_DEPTH=65536 on a ConnectX (max_qp_wr 32768, max_cqe 4194303): the RC QP.
   auto rc = ClampQueues(65536, 0, 1, {32768, 4194303});

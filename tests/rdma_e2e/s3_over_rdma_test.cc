@@ -257,17 +257,23 @@ TEST_F(S3OverRdma, MultipartMixesRdmaAndHttpParts) {
 
 TEST_F(S3OverRdma, ChecksumsAreVerifiedOverTheRawBuffer) {
   auto data = Pattern(300000, 8);
-  auto crc = hash::NewHasher(*hash::ChecksumAlgoFromName("crc32c"));
-  crc->Update(data.data(), data.size());
-  std::string good = hash::Base64Encode(crc->Final());
-  auto ok = client_->Put(bucket_, "c", data.data(), data.size(), {{"x-amz-checksum-crc32c", good}});
-  ASSERT_TRUE(ok.ok()) << ok.error().message;
-  EXPECT_EQ(*Header(ok->headers, "x-amz-checksum-crc32c"), good);
-  auto bad = client_->Put(bucket_, "c2", data.data(), data.size(),
-                          {{"x-amz-checksum-crc32c", "AAAAAA=="}});
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().code, ErrorCode::kBadDigest);
-  EXPECT_FALSE(Exists("c2"));
+  // CRC64NVME too (issue 12 item 15: cuObject clients send it, S3's default since 2025).
+  for (std::string algo : {"crc32c", "crc64nvme"}) {
+    SCOPED_TRACE(algo);
+    const std::string header = "x-amz-checksum-" + algo;
+    auto crc = hash::NewHasher(*hash::ChecksumAlgoFromName(algo));
+    crc->Update(data.data(), data.size());
+    std::string good = hash::Base64Encode(crc->Final());
+    auto ok = client_->Put(bucket_, "c-" + algo, data.data(), data.size(), {{header, good}});
+    ASSERT_TRUE(ok.ok()) << ok.error().message;
+    EXPECT_EQ(*Header(ok->headers, header), good);
+    std::string wrong = good;
+    wrong[0] = wrong[0] == 'A' ? 'B' : 'A';
+    auto bad = client_->Put(bucket_, "c2-" + algo, data.data(), data.size(), {{header, wrong}});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().code, ErrorCode::kBadDigest);
+    EXPECT_FALSE(Exists("c2-" + algo));
+  }
 }
 
 TEST_F(S3OverRdma, MalformedAndUnsignedTokens) {
@@ -847,6 +853,25 @@ TEST_F(S3OverRdma, DeviceMemoryNeverTakesTheHttpFallbackAndIsReleased) {
   EXPECT_NE(got.error().message.find("device memory"), std::string::npos) << got.error().message;
   EXPECT_FALSE(LateWrite(token).ok());  // deregistered after the non-success reply
   EXPECT_EQ(gpu.Read(), std::vector<char>(gpu.len, 0));
+
+  // The failed call dropped the registration, not the knowledge that this is device memory: the
+  // next call registers it again from its dma-buf — never as host memory, never over HTTP (the
+  // PROT_NONE "device pointer" would crash this test on either).
+  auto again = c->Get(bucket_, "big", gpu.device, gpu.len);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.error().message.find("device memory"), std::string::npos)
+      << again.error().message;
+  auto small = Pattern(gpu.len, 25);
+  ASSERT_TRUE(c->Put(bucket_, "small", small.data(), small.size()).ok());
+  auto got_small = c->Get(bucket_, "small", gpu.device, gpu.len);
+  ASSERT_TRUE(got_small.ok()) << got_small.error().message;
+  EXPECT_EQ(got_small->transport, Transport::kRdma);
+  EXPECT_EQ(gpu.Read(), small);
+  // A range straddling the end of the device memory is refused, not registered as host memory.
+  auto straddle = c->TokenFor(gpu.device + gpu.len - 16, 64, true);
+  ASSERT_FALSE(straddle.ok());
+  EXPECT_EQ(straddle.error().code, ErrorCode::kInvalidArgument);
+  c->Forget(gpu.device, gpu.len);
 }
 
 TEST_F(S3OverRdma, ANonSuccessReplyDeregistersTheBuffer) {

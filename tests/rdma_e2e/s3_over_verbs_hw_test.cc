@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "rdma/build_info.h"
-#include "rdma/settings.h"
 #include "rdmastor/rdma_client.h"
 #include "server_process.h"
 
@@ -41,7 +40,8 @@ std::map<std::string, std::string> VerbsEnv() {
   std::map<std::string, std::string> env{{"MINIO_RDMA_FABRIC", "verbs"},
                                          {"MINIO_RDMA_ALLOW", "any"}};
   for (const char* name :
-       {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_DC_KEY"})
+       {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_DC_KEY",
+        "MINIO_RDMA_TRAFFIC_CLASS", "MINIO_RDMA_SERVICE_LEVEL", "MINIO_RDMA_PKEY_INDEX"})
     if (const char* v = std::getenv(name)) env[name] = v;
   return env;
 }
@@ -60,11 +60,9 @@ TEST(S3OverVerbs, TwoProcessRoundTripsAndFailurePaths) {
   cfg.s3 = *client::S3ConfigFromEndpoint(server.endpoint(), ServerProcess::kUser,
                                          ServerProcess::kPassword);
   cfg.fabric = client::ClientFabric::kVerbs;
-  auto env = VerbsEnv();
-  auto settings = rdma::ParseRdmaSettings(env);
+  auto settings = client::VerbsClientSettingsFromEnv(VerbsEnv());
   ASSERT_TRUE(settings.ok()) << settings.error().message;
-  cfg.verbs = {settings->verbs.device, settings->verbs.port, settings->verbs.gid_index,
-               settings->verbs.dc_key};
+  cfg.verbs = *settings;
   auto c = RdmaS3Client::Create(cfg);
   if (!c.ok()) GTEST_SKIP() << "no DC-capable (mlx5) device: " << c.error().message;
   auto& client = **c;

@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "rdma/settings.h"
 #include "rdmastor/rdma_client.h"
 
 namespace {
@@ -181,12 +180,13 @@ int main(int argc, char** argv) {
     // The verbs knobs mean what they mean on the server; validated the same way.
     std::map<std::string, std::string> env;
     for (const char* name :
-         {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_DC_KEY"})
+         {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_DC_KEY",
+          "MINIO_RDMA_TRAFFIC_CLASS", "MINIO_RDMA_SERVICE_LEVEL", "MINIO_RDMA_PKEY_INDEX"})
       if (const char* v = std::getenv(name)) env[name] = v;
-    auto rs = rdmastor::rdma::ParseRdmaSettings(env);
-    if (!rs.ok()) return Fail(rs.error().message);
+    auto vs = rdmastor::client::VerbsClientSettingsFromEnv(env);
+    if (!vs.ok()) return Fail(vs.error().message);
     cfg.fabric = rdmastor::client::ClientFabric::kVerbs;
-    cfg.verbs = {rs->verbs.device, rs->verbs.port, rs->verbs.gid_index, rs->verbs.dc_key};
+    cfg.verbs = *vs;
   }
   std::unique_ptr<RdmaS3Client> rc;
   std::unique_ptr<rdmastor::client::S3Client> plain;

@@ -81,15 +81,38 @@ Status Expect(rdma_event_channel* ch, rdma_cm_event_type want, std::chrono::mill
                        (status ? " (status " + std::to_string(status) + ")" : std::string()));
 }
 
-// The device context rdma_cm uses, chosen as every fabric chooses (SelectDevice: `name`, or the
-// first device whose `port` is usable): QPs on rdma_cm ids must be created in a protection domain
-// of that very context.
-Result<ibv_context*> CmDevice(const std::string& name, int port) {
+// The device rdma_cm binds `ip` to ("" when it is no RDMA interface's address, or loopback,
+// which rdma_cm binds to an arbitrary device).
+std::string BoundDevice(const std::string& ip) {
+  auto addr = soft::ParseIpv4(ip);
+  if (!addr || (*addr >> 24) == 127) return "";
+  ChannelPtr ch(rdma_create_event_channel());
+  rdma_cm_id* id = nullptr;
+  if (!ch || rdma_create_id(ch.get(), &id, nullptr, RDMA_PS_TCP)) return "";
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(*addr);
+  std::string name;
+  if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&a)) == 0 && id->verbs)
+    name = ibv_get_device_name(id->verbs->device);
+  rdma_destroy_id(id);
+  return name;
+}
+
+// The device context rdma_cm uses, chosen by SelectRcDevice (the device the node's address
+// belongs to, else the first usable one): QPs on rdma_cm ids must be created in a protection
+// domain of that very context.
+struct CmChoice {
+  ibv_context* ctx = nullptr;
+  bool bind_source = false;
+};
+Result<CmChoice> CmDevice(const RcSettings& s) {
   auto devices = QueryDevices();
   if (!devices.ok())
     return MakeError(ErrorCode::kRDMANotSupported, "no RDMA device: " + devices.error().message);
-  auto pick = SelectDevice(*devices, name, port, /*need_dc=*/false);
-  if (!pick.ok()) return pick.error();
+  auto choice = SelectRcDevice(*devices, s.device, s.port, BoundDevice(s.source_ip));
+  if (!choice.ok()) return choice.error();
+  const DevicePick* pick = &choice->pick;
   int n = 0;
   errno = 0;
   ibv_context** list = rdma_get_devices(&n);
@@ -104,7 +127,7 @@ Result<ibv_context*> CmDevice(const std::string& name, int port) {
   if (!ctx)
     return MakeError(ErrorCode::kRDMANotSupported,
                      "rdma_cm does not list " + pick->device + " (MINIO_RDMA_DEVICE)");
-  return ctx;
+  return CmChoice{ctx, choice->bind_source};
 }
 
 DeviceLimits Limits(ibv_context* ctx) {
@@ -218,10 +241,11 @@ class RcEndpoint final : public Endpoint {
 
 class RcFabric final : public Fabric {
  public:
-  RcFabric(ibv_context* ctx, ibv_pd* pd, RcSettings s)
+  RcFabric(ibv_context* ctx, ibv_pd* pd, RcSettings s, bool bind_source)
       : ctx_(ctx),
         pd_(pd),
         settings_(std::move(s)),
+        bind_source_(bind_source),
         rd_atomic_(MaxReadAtomic(ctx, true)),
         queues_(ClampQueues(settings_.cq_depth, 0, /*recv_wr=*/1, Limits(ctx))) {}
   ~RcFabric() override { ibv_dealloc_pd(pd_); }
@@ -249,8 +273,14 @@ class RcFabric final : public Fabric {
     dst.sin_family = AF_INET;
     dst.sin_port = htons(where->port);
     dst.sin_addr.s_addr = htonl(where->ip);
-    if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst),
-                          static_cast<int>(t.count())))
+    // From the node's own address when it is on this device: the route is then pinned to its
+    // netdev (rdma_cm binds the id there), not whichever interface the routing table prefers.
+    sockaddr_in src{};
+    src.sin_family = AF_INET;
+    auto source = soft::ParseIpv4(settings_.source_ip);
+    if (source) src.sin_addr.s_addr = htonl(*source);
+    if (rdma_resolve_addr(id, bind_source_ && source ? reinterpret_cast<sockaddr*>(&src) : nullptr,
+                          reinterpret_cast<sockaddr*>(&dst), static_cast<int>(t.count())))
       return RcError("rdma_resolve_addr " + name, errno);
     RS_RETURN_IF_ERROR(Expect(ep->channel(), RDMA_CM_EVENT_ADDR_RESOLVED, t, "resolve " + name));
     if (rdma_resolve_route(id, static_cast<int>(t.count())))
@@ -303,6 +333,7 @@ class RcFabric final : public Fabric {
   ibv_context* ctx_;
   ibv_pd* pd_;
   RcSettings settings_;
+  bool bind_source_;  // connections leave from settings_.source_ip (SelectRcDevice)
   int rd_atomic_;
   QueueSizes queues_;  // per QP; its CQ holds every completion that can be outstanding
 };
@@ -345,7 +376,7 @@ class RcTarget final : public Target {
     if (!t->listen_->verbs)
       return MakeError(ErrorCode::kRDMANotSupported,
                        "verbs RC target: " + bind_ip + " is not the address of an RDMA interface");
-    if (!s.device.empty() && s.device != ibv_get_device_name(t->listen_->verbs->device))
+    if (!DeviceAllowed(s.device, ibv_get_device_name(t->listen_->verbs->device)))
       return MakeError(ErrorCode::kRDMANotSupported,
                        "verbs RC target: " + bind_ip + " belongs to " +
                            ibv_get_device_name(t->listen_->verbs->device) + ", not " + s.device +
@@ -479,13 +510,14 @@ class RcTarget final : public Target {
 }  // namespace verbs
 
 Result<std::unique_ptr<Fabric>> CreateVerbsRcFabric(const RcSettings& settings) {
-  auto ctx = verbs::CmDevice(settings.device, settings.port);
-  if (!ctx.ok()) return ctx.error();
-  ibv_pd* pd = ibv_alloc_pd(*ctx);
+  auto cm = verbs::CmDevice(settings);
+  if (!cm.ok()) return cm.error();
+  ibv_pd* pd = ibv_alloc_pd(cm->ctx);
   if (!pd) return verbs::RcError("ibv_alloc_pd", errno);
-  spdlog::info("verbs RC fabric: {} (inter-node RDMA over RC queue pairs, librdmacm)",
-               ibv_get_device_name((*ctx)->device));
-  return std::unique_ptr<Fabric>(new verbs::RcFabric(*ctx, pd, settings));
+  spdlog::info("verbs RC fabric: {} (inter-node RDMA over RC queue pairs, librdmacm){}",
+               ibv_get_device_name(cm->ctx->device),
+               cm->bind_source ? ", connections from " + settings.source_ip : std::string());
+  return std::unique_ptr<Fabric>(new verbs::RcFabric(cm->ctx, pd, settings, cm->bind_source));
 }
 
 Result<std::unique_ptr<Target>> StartVerbsRcTarget(const std::string& bind_ip,

@@ -431,6 +431,14 @@ class VerbsFabric final : public Fabric {
     uint8_t idx = PickGidIndex(ctx_.get(), settings_, attr);
     if (idx != gid_index_.exchange(idx))
       spdlog::info("verbs: port {} now uses GID index {}", settings_.port, idx);
+    // The DCIs' path MTU was fixed when they were created; a smaller one now (a netdev MTU
+    // lowered while the link was down) would make transfers above it end in retry-exceeded.
+    if (PathMtu now = ClampPathMtu(static_cast<PathMtu>(attr.active_mtu), PathMtu::k4096);
+        PathMtuBytes(now) < PathMtuBytes(plan_.mtu))
+      spdlog::error(
+          "verbs: port {} active MTU is now {} bytes, below the DC initiators' path MTU {}: "
+          "restart rdmastor to apply it",
+          settings_.port, PathMtuBytes(now), PathMtuBytes(plan_.mtu));
     std::lock_guard lock(ah_mu_);
     ah_cache_.Clear();
   }
@@ -698,6 +706,11 @@ class VerbsDcTarget final : public Target {
     qa.ah_attr.is_global = 1;
     qa.ah_attr.grh.sgid_index = port.gid_index;
     qa.ah_attr.grh.hop_limit = 64;
+    // What the DCT answers in (RDMA READ responses carry a PUT's payload, ACKs a GET's): the same
+    // lossless class as the server's DCIs (mlx5 takes the DCT's tclass here and, on RoCE, its
+    // Ethernet priority from the SL).
+    qa.ah_attr.grh.traffic_class = static_cast<uint8_t>(s.traffic_class);
+    qa.ah_attr.sl = static_cast<uint8_t>(s.service_level);
     if (int e = ibv_modify_qp(t->dct_.get(), &qa,
                               IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV | IBV_QP_PATH_MTU))
       return VerbsError("DCT to RTR", e);
