@@ -20,6 +20,14 @@ PathMtu ClampPathMtu(PathMtu active, PathMtu wanted) {
   return static_cast<PathMtu>(std::min(a, static_cast<int>(wanted)));
 }
 
+namespace {
+const PortInfo* FindPort(const DeviceInfo& d, int port) {
+  for (const auto& candidate : d.ports)
+    if (candidate.port == port) return &candidate;
+  return nullptr;
+}
+}  // namespace
+
 std::string PortUnusableReason(const PortInfo& p) {
   if (p.state != "ACTIVE") return "port " + std::to_string(p.port) + " is " + p.state;
   if (p.link_layer == "Ethernet" &&
@@ -48,9 +56,7 @@ Result<DevicePick> SelectDevice(const std::vector<DeviceInfo>& devices, const st
   for (const auto& d : devices) {
     if (!wanted.empty() && d.name != wanted) continue;
     std::string why;
-    const PortInfo* p = nullptr;
-    for (const auto& candidate : d.ports)
-      if (candidate.port == port) p = &candidate;
+    const PortInfo* p = FindPort(d, port);
     if (need_dc && !d.dc_capable)
       why = "not an mlx5 device: DC transport unavailable";
     else if (!p)
@@ -84,14 +90,11 @@ Result<RcDeviceChoice> SelectRcDevice(const std::vector<DeviceInfo>& devices,
   }
   if (!DeviceAllowed(wanted, bind_device))
     return MakeError(ErrorCode::kRDMANotSupported,
-                     "the node's address belongs to " + bind_device +
-                         ", which MINIO_RDMA_DEVICE=" + wanted +
-                         " does not list: inter-node RDMA leaves from that address");
+                     "the node's address belongs to " + bind_device + ", which MINIO_RDMA_DEVICE=" +
+                         wanted + " does not list: inter-node RDMA leaves from that address");
   for (const auto& d : devices) {
     if (d.name != bind_device) continue;
-    const PortInfo* p = nullptr;
-    for (const auto& candidate : d.ports)
-      if (candidate.port == port) p = &candidate;
+    const PortInfo* p = FindPort(d, port);
     std::string why = p ? PortUnusableReason(*p)
                         : "port " + std::to_string(port) + " does not exist (MINIO_RDMA_PORT)";
     if (why.empty()) return RcDeviceChoice{DevicePick{d.name, port, &d, p}, true};

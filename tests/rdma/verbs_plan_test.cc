@@ -128,8 +128,8 @@ TEST(VerbsPlanTest, InterNodeRcUsesTheDeviceOfTheNodesAddress) {
   ASSERT_FALSE(down.ok());
   EXPECT_NE(down.error().message.find("mlx5_2, whose port 1 is DOWN"), std::string::npos)
       << down.error().message;
-  EXPECT_FALSE(SelectRcDevice(devs, "", 2, "mlx5_1").ok());       // no port 2
-  EXPECT_FALSE(SelectRcDevice(devs, "", 1, "mlx5_9").ok());       // not listed
+  EXPECT_FALSE(SelectRcDevice(devs, "", 2, "mlx5_1").ok());  // no port 2
+  EXPECT_FALSE(SelectRcDevice(devs, "", 1, "mlx5_9").ok());  // not listed
   // The address is no RDMA interface's (or loopback): the first usable device, route unpinned.
   auto unbound = SelectRcDevice(devs, "", 1, "");
   ASSERT_TRUE(unbound.ok());
