@@ -970,10 +970,14 @@ void S3Api::Dispatch(Context& ctx) {
 
 // ?tagging on a bucket or an object (s3/tagging.h).
 void S3Api::Tagging(Context& ctx) {
-  auto reply = HandleTagging(store_, ctx.api, ctx.bucket, ctx.key, [&] { return ReadXmlBody(ctx); });
-  if (!reply.ok()) return SendError(ctx, reply.error());
-  if (reply->xml.empty()) return SendEmpty(ctx, reply->status);
-  SendXml(ctx, reply->xml, reply->status);
+  auto reply = HandleTagging(store_, ctx.api, ctx.bucket, ctx.key, ctx.version,
+                             [&] { return ReadXmlBody(ctx); });
+  if (!reply.ok()) {
+    if (ctx.has_key) return SendVersionError(ctx, reply.error(), store_);
+    return SendError(ctx, reply.error());
+  }
+  if (reply->xml.empty()) return SendEmpty(ctx, reply->status, reply->headers);
+  SendXml(ctx, reply->xml, reply->status, reply->headers);
 }
 
 // ?encryption on a bucket: the default encryption of new objects (SSE-S3 only: SSE-C cannot be a
@@ -1843,8 +1847,11 @@ void S3Api::GetObject(Context& ctx, bool head) {
     AddChecksumHeaders(resp, ResponseChecksums(info, ctx.Has("partNumber"), start, length),
                        checksum::TypeOfValue(info.checksums.begin()->second));
   }
-  if (ctx.version || !info.version_id.empty())
-    resp.Set("x-amz-version-id", info.version_id.empty() ? "null" : info.version_id);
+  {
+    HeaderList version_header;
+    AddReadVersionHeader(version_header, store_, ctx.bucket, ctx.version, info);
+    SetHeaders(resp, version_header);
+  }
   if (partial) {
     resp.Set("Content-Range", "bytes " + std::to_string(start) + "-" +
                                   std::to_string(start + length - 1) + "/" +
