@@ -115,6 +115,9 @@ def bucket_tags():
 @section
 def version_tags():
     # Versioning needs the erasure layout: run on the four-drive server only.
+    def err2(fn, **kw):  # [status, code]
+        return err(fn, **kw)[:2]
+
     vb = bucket + "-v"
     s3.create_bucket(Bucket=vb)
     s3.put_object(Bucket=vb, Key="plain", Body=b"p", Tagging="u=1")
@@ -147,16 +150,17 @@ def version_tags():
     out["latest after delete"] = vtags()
     # A well-formed id that names no version of the key: NoSuchVersion, for all three calls.
     missing = "0" * len(v1)
-    out["unknown get"] = err(s3.get_object_tagging, Bucket=vb, Key="k", VersionId=missing)
-    out["unknown put"] = err(s3.put_object_tagging, Bucket=vb, Key="k", VersionId=missing,
+    out["unknown get"] = err2(s3.get_object_tagging, Bucket=vb, Key="k", VersionId=missing)
+    out["unknown put"] = err2(s3.put_object_tagging, Bucket=vb, Key="k", VersionId=missing,
                              Tagging=tagset([("a", "b")]))
-    out["unknown delete"] = err(s3.delete_object_tagging, Bucket=vb, Key="k", VersionId=missing)
-    out["malformed"] = err(s3.get_object_tagging, Bucket=vb, Key="k", VersionId="a/b")
+    out["unknown delete"] = err2(s3.delete_object_tagging, Bucket=vb, Key="k",
+                                 VersionId=missing)
+    out["malformed"] = err2(s3.get_object_tagging, Bucket=vb, Key="k", VersionId="a/b")
     out["after refusals"] = [vtags(v1), vtags(v2)]
     # A delete marker has no tags: named, 405; as the latest, 404 NoSuchKey.
     marker = s3.delete_object(Bucket=vb, Key="k")["VersionId"]
-    out["marker named"] = err(s3.get_object_tagging, Bucket=vb, Key="k", VersionId=marker)
-    out["marker latest"] = err(s3.put_object_tagging, Bucket=vb, Key="k",
+    out["marker named"] = err2(s3.get_object_tagging, Bucket=vb, Key="k", VersionId=marker)
+    out["marker latest"] = err2(s3.put_object_tagging, Bucket=vb, Key="k",
                                Tagging=tagset([("a", "b")]))
     out["v2 under marker"] = vtags(v2)
     # The null version of a Suspended bucket: "null" named or not.
@@ -389,9 +393,11 @@ def test_tags_read_quorum_wins_over_a_stale_drive(server_factory, tmp_path):
         assert g.header("x-amz-tagging-count") == "2", g.headers
         h = signed_request(srv, "HEAD", f"/{bucket}/k")
         assert h.status == 200 and h.header("x-amz-tagging-count") == "2", h.headers
+    # The reads queued a heal of the stale copy; an admin heal (done by then or not) leaves the
+    # drive with the quorum's tags.
     res = admin_heal(srv, bucket)
     assert res.returncode == 0 and res.counts["failed"] == 0, res
-    assert res.counts["healed"] == 1, res  # the stale copy, nothing else
+    assert res.counts["healed"] in (0, 1), res
     with open(meta) as f:
         assert json.load(f)["versions"][0]["tags"] == "v=new&w=2"
 
