@@ -458,7 +458,8 @@ def test_acl_requests_hostile_and_malformed(server):
         err = assert_s3_error(r.status, r.hdict, r.body, "InvalidArgument", 400)
         assert (err["ArgumentName"], err["ArgumentValue"]) == (name, value), r.body
     email = grant(b"AmazonCustomerByEmail", b"<EmailAddress>a@example.com</EmailAddress>")
-    r = signed_request(server, "PUT", f"/{b}", query=[("acl", "")], body=policy(owner_grant + email))
+    r = signed_request(server, "PUT", f"/{b}", query=[("acl", "")],
+                       body=policy(owner_grant + email))
     assert_s3_error(r.status, r.hdict, r.body, "UnresolvableGrantByEmailAddress", 400,
                     "The email address you provided does not match any account on record.")
     # Valid but not a canned ACL's grants (LogDelivery, another owner): not implemented here.
