@@ -226,8 +226,9 @@ ResealStats ResealObjectKeys(storage::ObjectLayer& store, const crypto::KeyRing&
   const auto& current = ring.current();
   for (const auto& b : *buckets) {
     storage::ListOptions opts;
+    opts.versions = true;  // every version: an older one sealed by a retired key would not open
     for (bool more = true; more && !stop;) {
-      auto page = store.ListObjects(b.name, opts);
+      auto page = store.ListObjectVersions(b.name, opts);
       if (!page.ok()) {
         spdlog::error("SSE-S3 re-seal: cannot list {}: {}", b.name, page.error().message);
         ++stats.failed;
@@ -235,7 +236,7 @@ ResealStats ResealObjectKeys(storage::ObjectLayer& store, const crypto::KeyRing&
       }
       for (const auto& o : page->objects) {
         if (stop) break;
-        if (SseKindOf(o.internal) != SseKind::kS3) continue;
+        if (o.delete_marker || SseKindOf(o.internal) != SseKind::kS3) continue;
         ++stats.scanned;
         auto id = o.internal.find(storage::kInternalKekId);
         if (id != o.internal.end() && id->second == current.id) continue;
@@ -246,14 +247,15 @@ ResealStats ResealObjectKeys(storage::ObjectLayer& store, const crypto::KeyRing&
           continue;
         }
         storage::PutOptions update;
-        update.tags_only = true;  // content type, metadata and mtime stay
+        update.version = o.version_id;  // "" names the null version
+        update.tags_only = true;        // content type, metadata and mtime stay
         update.tags = o.tags;
         update.replace_internal = true;
         update.internal = o.internal;
         update.internal[storage::kInternalKekId] = current.id;
         update.internal[storage::kInternalSealedKey] =
             crypto::SealKey(current.key, **key, SealContext(kSseS3, b.name, o.key));
-        // Only the version this walk read: not one written or re-tagged since.
+        // Only the version as this walk read it: not one re-tagged or re-sealed since.
         update.precondition = [seen = o](const storage::ObjectInfo* now) -> Status {
           if (!now || now->version_id != seen.version_id || now->internal != seen.internal ||
               now->tags != seen.tags)
@@ -263,13 +265,17 @@ ResealStats ResealObjectKeys(storage::ObjectLayer& store, const crypto::KeyRing&
         auto done = store.UpdateMetadata(b.name, o.key, update);
         if (done.ok()) {
           ++stats.resealed;
-        } else if (done.error().code != ErrorCode::kPreconditionFailed) {
-          spdlog::warn("SSE-S3 re-seal: {}/{}: {}", b.name, o.key, done.error().message);
+        } else if (done.error().code != ErrorCode::kPreconditionFailed &&
+                   done.error().code != ErrorCode::kNoSuchVersion &&
+                   done.error().code != ErrorCode::kNoSuchKey) {  // deleted meanwhile
+          spdlog::warn("SSE-S3 re-seal: {}/{} version {}: {}", b.name, o.key,
+                       o.version_id.empty() ? "null" : o.version_id, done.error().message);
           ++stats.failed;
         }
       }
-      more = page->truncated && !page->next_marker.empty();
-      opts.start_after = page->next_marker;
+      more = page->truncated && !page->objects.empty();
+      // Inclusive for versions: the smallest name after the last key (keys hold no NUL).
+      if (more) opts.start_after = page->objects.back().key + std::string(1, '\0');
     }
   }
   return stats;

@@ -408,6 +408,13 @@ def test_restart_with_master_key_from_environment(server_factory):
         b = new_bucket(c)
         data = seeded_bytes(PKG * 3, 50)
         c.put_object(Bucket=b, Key="o", Body=data, ServerSideEncryption="AES256")
+        # Older versions are re-sealed too (a delete marker on top: nothing to re-seal there).
+        vb = new_bucket(c, "ssev")
+        c.put_bucket_versioning(Bucket=vb, VersioningConfiguration={"Status": "Enabled"})
+        versions = {c.put_object(Bucket=vb, Key="v", Body=body,
+                                 ServerSideEncryption="AES256")["VersionId"]: body
+                    for body in (b"first", b"second")}
+        c.delete_object(Bucket=vb, Key="v")
         srv.kill()
         # Without the key the object cannot be read (and is not served as ciphertext).
         srv.extra_env = {}
@@ -429,7 +436,8 @@ def test_restart_with_master_key_from_environment(server_factory):
         while "re-seal under master key 'next-key' done" not in srv.log_text():
             assert time.monotonic() < deadline, srv.log_tail(20)
             time.sleep(0.2)
-        assert "1 re-sealed, 0 failed" in srv.log_text(), srv.log_tail(20)
+        assert "3 object version(s) scanned, 3 re-sealed, 0 failed" in srv.log_text(), \
+            srv.log_tail(20)
         srv.kill()
         assert {f: open(f, "rb").read() for d in dirs for f in shard_files(d, b)} == shards_before
         # The previous key is no longer needed.
@@ -438,6 +446,8 @@ def test_restart_with_master_key_from_environment(server_factory):
         c = make_client(srv)
         assert c.get_object(Bucket=b, Key="o")["Body"].read() == data
         assert c.head_object(Bucket=b, Key="o")["ETag"] == etag
+        for vid, body in versions.items():
+            assert c.get_object(Bucket=vb, Key="v", VersionId=vid)["Body"].read() == body
         srv.kill()
         # A malformed key refuses to start, naming the variable.
         env = _clean_env({"MINIO_KMS_SECRET_KEY": "no-colon"},
