@@ -320,6 +320,17 @@ def test_multipart_sse_c_and_sse_s3(sse_server, c):
     g = c.get_object(Bucket=b, Key="s")
     assert g["ServerSideEncryption"] == "AES256"
     assert g["Body"].read() == parts_data[0] + whole[lo:lo + PKG + 1]
+    # S3's 5 MiB minimum applies to the part as sent: 5 MiB - 1 bytes encrypt to more than
+    # 5 MiB stored, and the part is still too small.
+    up = c.create_multipart_upload(Bucket=b, Key="small", ServerSideEncryption="AES256")
+    uid = up["UploadId"]
+    etags = [c.upload_part(Bucket=b, Key="small", UploadId=uid, PartNumber=i, Body=d)["ETag"]
+             for i, d in enumerate([parts_data[1][:-1], b"tail"], 1)]
+    assert err(c.complete_multipart_upload, Bucket=b, Key="small", UploadId=uid,
+               MultipartUpload={"Parts": [{"PartNumber": i, "ETag": e}
+                                          for i, e in enumerate(etags, 1)]}) == \
+        (400, "EntityTooSmall")
+    c.abort_multipart_upload(Bucket=b, Key="small", UploadId=uid)
 
 
 def test_copy_between_keys(c):
