@@ -19,8 +19,9 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import (_clean_env, erasure4, make_client, md5_hex, scrape, seeded_bytes,
-                      signed_request, unique_bucket, wait_heal_idle)
+from conftest import (_clean_env, assert_s3_error, erasure4, make_client, md5_hex, scrape,
+                      seeded_bytes, signed_request, unique_bucket, wait_heal_idle)
+from test_auth_v2_post import post_form, v4_form
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -331,6 +332,38 @@ def test_multipart_sse_c_and_sse_s3(sse_server, c):
                                           for i, e in enumerate(etags, 1)]}) == \
         (400, "EntityTooSmall")
     c.abort_multipart_upload(Bucket=b, Key="small", UploadId=uid)
+
+
+def test_post_form_fields_encrypt_as_put_headers_do(sse_server, c):
+    """A browser-form upload (PostObject) with x-amz-server-side-encryption or the SSE-C fields
+    is encrypted as PutObject with those headers; what PutObject refuses is refused here."""
+    b = new_bucket(c)
+    data = seeded_bytes(3 * PKG + 9, 60)
+    form = v4_form(sse_server, b, "s3", {"x-amz-server-side-encryption": "AES256"})
+    r = post_form(sse_server, b, form, data)
+    assert r.status == 204, r
+    assert r.header("x-amz-server-side-encryption") == "AES256"
+    assert r.header("ETag") == f'"{md5_hex(data)}"'
+    g = c.get_object(Bucket=b, Key="s3")
+    assert g["ServerSideEncryption"] == "AES256" and g["Body"].read() == data
+    key = customer_key("post")
+    r = post_form(sse_server, b, v4_form(sse_server, b, "c", ssec_headers(key)), data)
+    assert r.status == 204, r
+    assert r.header("x-amz-server-side-encryption-customer-algorithm") == "AES256"
+    assert r.header("ETag") != f'"{md5_hex(data)}"'  # SSE-C: not the MD5 (AWS)
+    g = c.get_object(Bucket=b, Key="c", **ssec_args(key))
+    assert g["Body"].read() == data and g["ETag"] == r.header("ETag")
+    assert err(c.get_object, Bucket=b, Key="c") == (400, "InvalidRequest")
+    for fields, code, status in (
+            ({"x-amz-server-side-encryption": "rot13"}, "InvalidArgument", 400),
+            ({"x-amz-server-side-encryption": "aws:kms"}, "NotImplemented", 501),
+            (dict(ssec_headers(key), **{"x-amz-server-side-encryption": "AES256"}),
+             "InvalidArgument", 400),
+            ({"x-amz-server-side-encryption-customer-algorithm": "AES256"},
+             "InvalidArgument", 400)):
+        r = post_form(sse_server, b, v4_form(sse_server, b, "refused", fields), b"x")
+        assert_s3_error(r.status, r.headers, r.body, code, status)
+    assert err(c.head_object, Bucket=b, Key="refused")[0] == 404
 
 
 def test_copy_between_keys(c):
