@@ -266,8 +266,8 @@ int RunServer(const std::vector<std::string>& args) {
   if (cfg->kms_reseal && api_opts.sse.ring) {
     reseal = std::thread([&] {
       auto stats = rdmastor::s3::ResealObjectKeys(*store->layer, *api_opts.sse.ring, stop_reseal);
-      spdlog::info("SSE-S3 re-seal under master key '{}' done: {} object(s) scanned, {} re-sealed, "
-                   "{} failed",
+      spdlog::info("SSE-S3 re-seal under master key '{}' done: {} object version(s) scanned, "
+                   "{} re-sealed, {} failed",
                    api_opts.sse.ring->current().id, stats.scanned, stats.resealed, stats.failed);
     });
   }

@@ -1509,8 +1509,7 @@ void S3Api::PostObject(Context& ctx) {
   }
   if (auto st = RefuseUnimplemented("PutObject", as_put); !st.ok())
     return SendError(ctx, st.error());
-  if (auto st = CheckEncryptionHeaders(as_put); !st.ok()) return SendError(ctx, st.error());
-  // No encryption fields: the bucket's default encryption decides.
+  // Encryption fields as PutObject's headers (SSE-S3, SSE-C); none: the bucket's default decides.
   auto bucket_default = store_.BucketEncryption(ctx.bucket);
   if (!bucket_default.ok()) return SendError(ctx, bucket_default.error());
   auto sse = ParseSseWrite(as_put, opts_.sse, *bucket_default);
@@ -1567,7 +1566,7 @@ void S3Api::PostObject(Context& ctx) {
           return e;
         }
         storage::CommitInfo ci;
-        ci.etag = hash::HexEncode(digest.Md5());
+        ci.etag = WriteEtag(sse->kind, object_key, hash::HexEncode(digest.Md5()));
         ci.checksums[std::string(hash::ChecksumName(checksum::kDefaultAlgo))] =
             hash::Base64Encode(digest.Checksum());
         return ci;

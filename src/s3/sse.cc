@@ -3,13 +3,17 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include <pugixml.hpp>
 
 #include "admin/metrics.h"
 #include "common/hash.h"
+#include "common/thread_pool.h"
 #include "storage/object_meta.h"
 
 namespace rdmastor::s3 {
@@ -222,8 +226,9 @@ ResealStats ResealObjectKeys(storage::ObjectLayer& store, const crypto::KeyRing&
   const auto& current = ring.current();
   for (const auto& b : *buckets) {
     storage::ListOptions opts;
+    opts.versions = true;  // every version: an older one sealed by a retired key would not open
     for (bool more = true; more && !stop;) {
-      auto page = store.ListObjects(b.name, opts);
+      auto page = store.ListObjectVersions(b.name, opts);
       if (!page.ok()) {
         spdlog::error("SSE-S3 re-seal: cannot list {}: {}", b.name, page.error().message);
         ++stats.failed;
@@ -231,7 +236,7 @@ ResealStats ResealObjectKeys(storage::ObjectLayer& store, const crypto::KeyRing&
       }
       for (const auto& o : page->objects) {
         if (stop) break;
-        if (SseKindOf(o.internal) != SseKind::kS3) continue;
+        if (o.delete_marker || SseKindOf(o.internal) != SseKind::kS3) continue;
         ++stats.scanned;
         auto id = o.internal.find(storage::kInternalKekId);
         if (id != o.internal.end() && id->second == current.id) continue;
@@ -242,14 +247,15 @@ ResealStats ResealObjectKeys(storage::ObjectLayer& store, const crypto::KeyRing&
           continue;
         }
         storage::PutOptions update;
-        update.tags_only = true;  // content type, metadata and mtime stay
+        update.version = o.version_id;  // "" names the null version
+        update.tags_only = true;        // content type, metadata and mtime stay
         update.tags = o.tags;
         update.replace_internal = true;
         update.internal = o.internal;
         update.internal[storage::kInternalKekId] = current.id;
         update.internal[storage::kInternalSealedKey] =
             crypto::SealKey(current.key, **key, SealContext(kSseS3, b.name, o.key));
-        // Only the version this walk read: not one written or re-tagged since.
+        // Only the version as this walk read it: not one re-tagged or re-sealed since.
         update.precondition = [seen = o](const storage::ObjectInfo* now) -> Status {
           if (!now || now->version_id != seen.version_id || now->internal != seen.internal ||
               now->tags != seen.tags)
@@ -259,13 +265,17 @@ ResealStats ResealObjectKeys(storage::ObjectLayer& store, const crypto::KeyRing&
         auto done = store.UpdateMetadata(b.name, o.key, update);
         if (done.ok()) {
           ++stats.resealed;
-        } else if (done.error().code != ErrorCode::kPreconditionFailed) {
-          spdlog::warn("SSE-S3 re-seal: {}/{}: {}", b.name, o.key, done.error().message);
+        } else if (done.error().code != ErrorCode::kPreconditionFailed &&
+                   done.error().code != ErrorCode::kNoSuchVersion &&
+                   done.error().code != ErrorCode::kNoSuchKey) {  // deleted meanwhile
+          spdlog::warn("SSE-S3 re-seal: {}/{} version {}: {}", b.name, o.key,
+                       o.version_id.empty() ? "null" : o.version_id, done.error().message);
           ++stats.failed;
         }
       }
-      more = page->truncated && !page->next_marker.empty();
-      opts.start_after = page->next_marker;
+      more = page->truncated && !page->objects.empty();
+      // Inclusive for versions: the smallest name after the last key (keys hold no NUL).
+      if (more) opts.start_after = page->objects.back().key + std::string(1, '\0');
     }
   }
   return stats;
@@ -349,9 +359,64 @@ std::string EncryptionConfigXml(const std::string& algorithm) {
 
 namespace {
 
-// Bounds the scratch buffer of one ReadAt (callers loop over short reads).
+// Bounds the stored bytes one ReadAt reads (callers loop over short reads).
 constexpr uint64_t kMaxReadPackages = 64;  // 4 MiB of plaintext
 
+// Threads that read an encrypted object's next stored bytes while its reader decrypts (and the
+// request sends) the current ones: without them, drive reads and decryption take turns. Shared
+// and bounded; a read-ahead still queued when its reader needs it is taken back and read on the
+// reader's thread, so a busy pool never makes a GET wait for other GETs' reads.
+ThreadPool& ReadAheadPool() {
+  static ThreadPool pool(static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 2u, 16u)));
+  return pool;
+}
+
+// Reads exactly `len` stored bytes at `off`.
+Status ReadStoredFully(storage::ObjectReader& inner, uint64_t off, char* buf, size_t len) {
+  size_t got = 0;
+  while (got < len) {
+    auto r = inner.ReadAt(off + got, buf + got, len - got);
+    if (!r.ok()) return r.error();
+    if (*r == 0) return MakeError(ErrorCode::kInternalError, "encrypted object is truncated");
+    got += *r;
+  }
+  return {};
+}
+
+// Stored bytes [offset, offset + length) of the object's streams and the buffer holding them
+// (never zero-filled: every byte used is read first).
+struct StoredChunk {
+  uint64_t offset = 0;
+  size_t length = 0;
+  std::unique_ptr<char[]> data;
+  size_t capacity = 0;
+
+  void Reserve(size_t n) {
+    if (capacity >= n) return;
+    data.reset(new char[n]);
+    capacity = n;
+  }
+  bool Holds(uint64_t off, size_t len) const {
+    return off >= offset && off + len <= offset + length;
+  }
+};
+
+// One read-ahead on ReadAheadPool: queued, running, done; or taken back before it ran.
+struct ReadAhead {
+  enum State { kQueued, kRunning, kDone, kTakenBack };
+  StoredChunk chunk;
+  Status status;
+  std::mutex mu;
+  std::condition_variable cv;
+  State state = kQueued;  // guarded by mu
+};
+
+// Decrypts as it reads: every package is authenticated (AES-GCM) before ReadAt returns any of
+// its bytes, and a package that does not authenticate fails the whole ReadAt, so the caller sends
+// nothing of it. Whole packages decrypt straight into the caller's buffer; a package the range
+// cuts decrypts into a package-sized scratch first. While the caller sends one chunk, the stored
+// bytes of the next are read ahead (sequential reads only: a read from offset 0 or where the last
+// one ended).
 class DecryptingReader final : public storage::ObjectReader {
  public:
   DecryptingReader(std::unique_ptr<storage::ObjectReader> inner, const crypto::Key& key)
@@ -371,9 +436,15 @@ class DecryptingReader final : public storage::ObjectReader {
     headers_.resize(plain_sizes_.size());
     have_header_.resize(plain_sizes_.size(), false);
   }
+  ~DecryptingReader() override { SettleReadAhead(); }
+  DecryptingReader(const DecryptingReader&) = delete;
+  DecryptingReader& operator=(const DecryptingReader&) = delete;
 
   const storage::ObjectInfo& info() const override { return inner_->info(); }
-  uint64_t bytes_copied() const override { return inner_->bytes_copied() + decrypted_; }
+  uint64_t bytes_copied() const override {
+    SettleReadAhead();  // the inner reader's count is not to be read while it reads
+    return inner_->bytes_copied() + decrypted_;
+  }
 
   Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) override {
     const uint64_t size = inner_->info().size;
@@ -383,65 +454,137 @@ class DecryptingReader final : public storage::ObjectReader {
         plain_offsets_.begin() - 1);
     while (part < plain_sizes_.size() && off - plain_offsets_[part] >= plain_sizes_[part]) ++part;
     if (part >= plain_sizes_.size()) return size_t{0};
-    const uint64_t part_plain = plain_sizes_[part];
     const uint64_t in_part = off - plain_offsets_[part];
-    uint64_t n = std::min<uint64_t>(len, part_plain - in_part);
-    // At most kMaxReadPackages packages per call.
-    const uint64_t first_pkg = in_part / crypto::kPackageSize;
-    n = std::min<uint64_t>(n, (first_pkg + kMaxReadPackages) * crypto::kPackageSize - in_part);
+    const uint64_t n = Plan(part, in_part, len);
     RS_RETURN_IF_ERROR(LoadHeader(part));
-    const crypto::PackageSpan span = crypto::SpanOf(part_plain, in_part, n);
-    scratch_.resize(static_cast<size_t>(span.stored_length));
-    RS_RETURN_IF_ERROR(ReadStored(stored_offsets_[part] + span.stored_offset, scratch_.data(),
-                                  scratch_.size()));
+    const crypto::PackageSpan span = crypto::SpanOf(plain_sizes_[part], in_part, n);
+    const uint64_t stored_off = stored_offsets_[part] + span.stored_offset;
+    const auto stored_len = static_cast<size_t>(span.stored_length);
+    RS_RETURN_IF_ERROR(Fetch(stored_off, stored_len));
+    const bool sequential = off == 0 || off == next_off_;
+    if (sequential && in_part + n < plain_sizes_[part]) StartReadAhead(part, in_part + n, len);
+    auto done = Decrypt(part, span, in_part, n, cur_.data.get() + (stored_off - cur_.offset),
+                        stored_len, buf);
+    if (!done.ok()) return done.error();
+    next_off_ = off + *done;
+    decrypted_ += *done;
+    SseBytes("decrypt").Inc(*done);
+    return *done;
+  }
+
+ private:
+  // Plaintext bytes one ReadAt serves from `in_part` of `part` for a caller wanting `len`: at most
+  // kMaxReadPackages packages, and ending on a package boundary unless it ends the part, so that
+  // the next sequential read starts on one (no package read and decrypted twice).
+  uint64_t Plan(size_t part, uint64_t in_part, uint64_t len) const {
+    const uint64_t P = crypto::kPackageSize;
+    uint64_t n = std::min<uint64_t>(len, plain_sizes_[part] - in_part);
+    n = std::min<uint64_t>(n, (in_part / P + kMaxReadPackages) * P - in_part);
+    const uint64_t end = in_part + n;
+    if (end < plain_sizes_[part] && end / P * P > in_part) n = end / P * P - in_part;
+    return n;
+  }
+
+  // Makes cur_ hold the stored bytes [off, off + len): the read-ahead's when it read them, else
+  // read here. Every ReadAt reads (nothing is served again from an earlier read).
+  Status Fetch(uint64_t off, size_t len) {
+    SettleReadAhead();
+    if (ahead_) {
+      auto job = std::move(ahead_);
+      std::swap(cur_, job->chunk);
+      spare_ = std::move(job->chunk);  // the buffer the next read-ahead fills
+      if (job->state == ReadAhead::kDone && cur_.Holds(off, len)) {
+        if (job->status.ok()) return {};
+        cur_.length = 0;
+        return job->status;
+      }
+    }
+    cur_.Reserve(len);
+    cur_.offset = off;
+    cur_.length = 0;  // holds nothing until read
+    RS_RETURN_IF_ERROR(ReadStoredFully(*inner_, off, cur_.data.get(), len));
+    cur_.length = len;
+    return {};
+  }
+
+  // Queues the read of the stored bytes the next sequential ReadAt (from `in_part`, wanting
+  // `len`) will need.
+  void StartReadAhead(size_t part, uint64_t in_part, uint64_t len) {
+    const uint64_t n = Plan(part, in_part, len);
+    const crypto::PackageSpan span = crypto::SpanOf(plain_sizes_[part], in_part, n);
+    auto job = std::make_shared<ReadAhead>();
+    job->chunk = std::move(spare_);
+    job->chunk.offset = stored_offsets_[part] + span.stored_offset;
+    job->chunk.length = static_cast<size_t>(span.stored_length);
+    job->chunk.Reserve(job->chunk.length);
+    ahead_ = job;
+    ReadAheadPool().Submit([job, inner = inner_.get()] {
+      {
+        std::lock_guard lock(job->mu);
+        if (job->state != ReadAhead::kQueued) return;  // taken back: the reader may be gone
+        job->state = ReadAhead::kRunning;
+      }
+      Status st = ReadStoredFully(*inner, job->chunk.offset, job->chunk.data.get(),
+                                  job->chunk.length);
+      {
+        std::lock_guard lock(job->mu);
+        job->status = std::move(st);
+        job->state = ReadAhead::kDone;
+      }
+      job->cv.notify_all();
+    });
+  }
+
+  // After this, no pool thread uses the inner reader: a queued read-ahead is taken back, a running
+  // one waited for (ahead_ stays, done or taken back).
+  void SettleReadAhead() const {
+    if (!ahead_) return;
+    std::unique_lock lock(ahead_->mu);
+    if (ahead_->state == ReadAhead::kQueued) ahead_->state = ReadAhead::kTakenBack;
+    ahead_->cv.wait(lock, [&] { return ahead_->state != ReadAhead::kRunning; });
+  }
+
+  // Authenticates and decrypts the packages of `span` (its stored bytes at `stored`) into `buf`:
+  // the plaintext [in_part, in_part + n) of `part`. Returns n.
+  Result<size_t> Decrypt(size_t part, const crypto::PackageSpan& span, uint64_t in_part,
+                         uint64_t n, const char* stored, size_t stored_len, char* buf) {
+    const uint64_t part_plain = plain_sizes_[part];
     const uint64_t packages = std::max<uint64_t>(
         1, (part_plain + crypto::kPackageSize - 1) / crypto::kPackageSize);
     size_t done = 0;
     for (uint64_t i = 0; i < span.count; ++i) {
       const uint64_t seq = span.first + i;
       const size_t at = static_cast<size_t>(i * crypto::kSealedPackageSize);
-      const size_t sealed_len =
-          std::min<size_t>(crypto::kSealedPackageSize, scratch_.size() - at);
-      char* p = scratch_.data() + at;
-      auto st = cipher_.Open(headers_[part].data(), seq, seq + 1 == packages, p, sealed_len, p);
+      const size_t sealed_len = std::min<size_t>(crypto::kSealedPackageSize, stored_len - at);
+      const uint64_t plain_len = sealed_len - crypto::kTagSize;
+      // The slice of this package's plaintext the caller asked for.
+      const uint64_t pkg_start = seq * crypto::kPackageSize;
+      const uint64_t from = std::max(pkg_start, in_part) - pkg_start;
+      const uint64_t to = std::min<uint64_t>(plain_len, in_part + n - pkg_start);
+      const bool whole = from == 0 && to == plain_len;
+      if (!whole && !package_) package_ = std::make_unique<char[]>(crypto::kPackageSize);
+      char* out = whole ? buf + done : package_.get();
+      auto st = cipher_.Open(headers_[part].data(), seq, seq + 1 == packages, stored + at,
+                             sealed_len, out);
       if (!st.ok()) {
         SseAuthFailures().Inc(1);
         spdlog::error("SSE: {}/{} part {} package {} does not authenticate",
                       inner_->info().bucket, inner_->info().key, part + 1, seq);
         return MakeError(ErrorCode::kInternalError, "encrypted data does not authenticate");
       }
-      // The slice of this package's plaintext the caller asked for.
-      const uint64_t pkg_start = seq * crypto::kPackageSize;
-      const uint64_t from = std::max(pkg_start, in_part) - pkg_start;
-      const uint64_t to =
-          std::min<uint64_t>(sealed_len - crypto::kTagSize, in_part + n - pkg_start);
-      if (to > from) {
-        std::memcpy(buf + done, p + from, static_cast<size_t>(to - from));
-        done += static_cast<size_t>(to - from);
-      }
+      if (!whole && to > from)
+        std::memcpy(buf + done, package_.get() + from, static_cast<size_t>(to - from));
+      done += static_cast<size_t>(to > from ? to - from : 0);
     }
-    decrypted_ += done;
-    SseBytes("decrypt").Inc(done);
     return done;
-  }
-
- private:
-  Status ReadStored(uint64_t off, char* buf, size_t len) {
-    size_t got = 0;
-    while (got < len) {
-      auto r = inner_->ReadAt(off + got, buf + got, len - got);
-      if (!r.ok()) return r.error();
-      if (*r == 0) return MakeError(ErrorCode::kInternalError, "encrypted object is truncated");
-      got += *r;
-    }
-    return {};
   }
 
   Status LoadHeader(size_t part) {
     if (have_header_[part]) return {};
-    RS_RETURN_IF_ERROR(ReadStored(stored_offsets_[part],
-                                  reinterpret_cast<char*>(headers_[part].data()),
-                                  crypto::kStreamHeaderSize));
+    SettleReadAhead();
+    RS_RETURN_IF_ERROR(ReadStoredFully(*inner_, stored_offsets_[part],
+                                       reinterpret_cast<char*>(headers_[part].data()),
+                                       crypto::kStreamHeaderSize));
     RS_RETURN_IF_ERROR(crypto::CheckStreamHeader(headers_[part].data()));
     have_header_[part] = true;
     return {};
@@ -452,7 +595,11 @@ class DecryptingReader final : public storage::ObjectReader {
   std::vector<uint64_t> plain_sizes_, plain_offsets_, stored_offsets_;
   std::vector<std::array<unsigned char, crypto::kStreamHeaderSize>> headers_;
   std::vector<bool> have_header_;
-  std::vector<char> scratch_;
+  StoredChunk cur_;    // the stored bytes being decrypted
+  StoredChunk spare_;  // a buffer for the next read-ahead
+  std::shared_ptr<ReadAhead> ahead_;  // the read-ahead in flight (or settled, not yet used)
+  std::unique_ptr<char[]> package_;   // a cut package's plaintext
+  uint64_t next_off_ = 0;             // where the last ReadAt ended
   uint64_t decrypted_ = 0;
 };
 

@@ -96,13 +96,12 @@ Result<std::string> ParseEncryptionConfig(const std::string& xml);
 // GetBucketEncryption's document for a default algorithm.
 std::string EncryptionConfigXml(const std::string& algorithm);
 
-// Master-key rotation: re-seals the object key of every SSE-S3 object (its latest version) sealed
-// by a master key other than the ring's current one, under the current one. Only the metadata
-// changes (the sealed key and the key's name); data, ETag, mtime and tags stay. An object
-// overwritten or re-tagged meanwhile is left as it is (the update is conditional). Older versions
-// keep their seal: keep the previous key configured while they exist. `stop` ends the walk early.
+// Master-key rotation: re-seals the object key of every SSE-S3 object version sealed by a master
+// key other than the ring's current one, under the current one. Only the metadata changes (the
+// sealed key and the key's name); data, ETag, mtime and tags stay. A version re-tagged or deleted
+// meanwhile is left as it is (the update is conditional). `stop` ends the walk early.
 struct ResealStats {
-  uint64_t scanned = 0;   // SSE-S3 objects seen
+  uint64_t scanned = 0;   // SSE-S3 object versions seen
   uint64_t resealed = 0;  // re-sealed under the current key
   uint64_t failed = 0;    // sealed by a key the ring lacks, or the update failed
 };

@@ -31,23 +31,6 @@ bool CreatesObject(std::string_view api) {
 
 }  // namespace
 
-Status CheckEncryptionHeaders(const HttpRequest& req) {
-  if (const std::string* sse = req.FindHeader("x-amz-server-side-encryption")) {
-    if (*sse != "AES256" && *sse != "aws:kms" && *sse != "aws:kms:dsse")
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "The encryption method specified is not supported");
-  }
-  for (const auto& [name, value] : req.headers) {
-    if (name.starts_with("x-amz-server-side-encryption") ||
-        name.starts_with("x-amz-copy-source-server-side-encryption")) {
-      return NotImplemented("Server-side encryption fields (" + name +
-                            ") in a browser-form upload are not implemented by rdmastor; the "
-                            "object was not stored. Use PutObject, or a bucket default.");
-    }
-  }
-  return {};
-}
-
 Status CheckStorageClass(const HttpRequest& req) {
   const std::string* sc = req.FindHeader("x-amz-storage-class");
   if (!sc || sc->empty() || *sc == "STANDARD" || *sc == "REDUCED_REDUNDANCY") return {};

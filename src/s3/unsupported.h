@@ -10,10 +10,6 @@
 
 namespace rdmastor::s3 {
 
-// Server-side encryption fields of a browser-form upload (PostObject): not implemented there (the
-// other writes implement them, s3/sse.h); a bucket's default encryption still applies.
-Status CheckEncryptionHeaders(const HttpRequest& req);
-
 // x-amz-storage-class: STANDARD and REDUCED_REDUNDANCY (MinIO's two classes, each a parity:
 // erasure/layout.h) are accepted. Any other value, including AWS classes such as GLACIER this
 // server does not offer, is 400 InvalidStorageClass, as MinIO answers.

@@ -5,8 +5,19 @@
 #include <chrono>
 
 #include "common/hash.h"
+#include "crypto/dare.h"
 
 namespace rdmastor::storage {
+
+uint64_t MaxStoredPutSize(const std::map<std::string, std::string>& internal) {
+  return IsEncrypted(internal) ? crypto::EncryptedSize(kMaxPutSize) : kMaxPutSize;
+}
+
+uint64_t PlaintextSize(uint64_t stored, const std::map<std::string, std::string>& internal) {
+  if (!IsEncrypted(internal)) return stored;
+  auto plain = crypto::DecryptedSize(stored);
+  return plain.ok() ? *plain : stored;
+}
 
 Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& opts) {
   UploadRecord rec;

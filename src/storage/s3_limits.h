@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "common/result.h"
@@ -19,6 +20,13 @@ inline constexpr int kMaxPartNumber = 10000;
 // takes it from there (removed from the stored user metadata, kept as its own field) and
 // GetUploadOptions hands it back under the same key.
 inline constexpr const char* kChecksumAlgorithmKey = "x-amz-checksum-algorithm";
+
+// S3's size limits are on what the client sends, the plaintext; an encrypted object stores a
+// longer stream (crypto::EncryptedSize). For data with the internal fields `internal`
+// (ObjectMeta::internal): the largest stored size one PUT or part may have, and the plaintext
+// size of `stored` bytes (a stored size no plaintext encrypts to counts as stored).
+uint64_t MaxStoredPutSize(const std::map<std::string, std::string>& internal);
+uint64_t PlaintextSize(uint64_t stored, const std::map<std::string, std::string>& internal);
 
 // The record of a new multipart upload of `key` (both object layers): the checksum algorithm moves
 // out of the user metadata into its own field; an unknown one is kInvalidArgument.

@@ -529,7 +529,8 @@ def test_post_hostile_forms(server, bucket, s3):
         r = post_form(server, bucket, fh, b"x")
         assert_s3_error(r.status, r.headers, r.body, "InvalidArgument", 400)
     assert head_object(s3, bucket, "hdr") is None
-    # What PutObject refuses as a header is refused as a form field (never silently dropped).
+    # What PutObject refuses as a header is refused as a form field (never silently dropped):
+    # SSE-S3 without a master key on this server, as PutObject.
     for field, value, code, status in (
             ("x-amz-server-side-encryption", "AES256", "NotImplemented", 501),
             ("x-amz-storage-class", "GLACIER", "InvalidStorageClass", 400),

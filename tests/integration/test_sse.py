@@ -19,8 +19,9 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import (_clean_env, erasure4, make_client, md5_hex, scrape, seeded_bytes,
-                      signed_request, unique_bucket, wait_heal_idle)
+from conftest import (_clean_env, assert_s3_error, erasure4, make_client, md5_hex, scrape,
+                      seeded_bytes, signed_request, unique_bucket, wait_heal_idle)
+from test_auth_v2_post import post_form, v4_form
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -320,6 +321,49 @@ def test_multipart_sse_c_and_sse_s3(sse_server, c):
     g = c.get_object(Bucket=b, Key="s")
     assert g["ServerSideEncryption"] == "AES256"
     assert g["Body"].read() == parts_data[0] + whole[lo:lo + PKG + 1]
+    # S3's 5 MiB minimum applies to the part as sent: 5 MiB - 1 bytes encrypt to more than
+    # 5 MiB stored, and the part is still too small.
+    up = c.create_multipart_upload(Bucket=b, Key="small", ServerSideEncryption="AES256")
+    uid = up["UploadId"]
+    etags = [c.upload_part(Bucket=b, Key="small", UploadId=uid, PartNumber=i, Body=d)["ETag"]
+             for i, d in enumerate([parts_data[1][:-1], b"tail"], 1)]
+    assert err(c.complete_multipart_upload, Bucket=b, Key="small", UploadId=uid,
+               MultipartUpload={"Parts": [{"PartNumber": i, "ETag": e}
+                                          for i, e in enumerate(etags, 1)]}) == \
+        (400, "EntityTooSmall")
+    c.abort_multipart_upload(Bucket=b, Key="small", UploadId=uid)
+
+
+def test_post_form_fields_encrypt_as_put_headers_do(sse_server, c):
+    """A browser-form upload (PostObject) with x-amz-server-side-encryption or the SSE-C fields
+    is encrypted as PutObject with those headers; what PutObject refuses is refused here."""
+    b = new_bucket(c)
+    data = seeded_bytes(3 * PKG + 9, 60)
+    form = v4_form(sse_server, b, "s3", {"x-amz-server-side-encryption": "AES256"})
+    r = post_form(sse_server, b, form, data)
+    assert r.status == 204, r
+    assert r.header("x-amz-server-side-encryption") == "AES256"
+    assert r.header("ETag") == f'"{md5_hex(data)}"'
+    g = c.get_object(Bucket=b, Key="s3")
+    assert g["ServerSideEncryption"] == "AES256" and g["Body"].read() == data
+    key = customer_key("post")
+    r = post_form(sse_server, b, v4_form(sse_server, b, "c", ssec_headers(key)), data)
+    assert r.status == 204, r
+    assert r.header("x-amz-server-side-encryption-customer-algorithm") == "AES256"
+    assert r.header("ETag") != f'"{md5_hex(data)}"'  # SSE-C: not the MD5 (AWS)
+    g = c.get_object(Bucket=b, Key="c", **ssec_args(key))
+    assert g["Body"].read() == data and g["ETag"] == r.header("ETag")
+    assert err(c.get_object, Bucket=b, Key="c") == (400, "InvalidRequest")
+    for fields, code, status in (
+            ({"x-amz-server-side-encryption": "rot13"}, "InvalidArgument", 400),
+            ({"x-amz-server-side-encryption": "aws:kms"}, "NotImplemented", 501),
+            (dict(ssec_headers(key), **{"x-amz-server-side-encryption": "AES256"}),
+             "InvalidArgument", 400),
+            ({"x-amz-server-side-encryption-customer-algorithm": "AES256"},
+             "InvalidArgument", 400)):
+        r = post_form(sse_server, b, v4_form(sse_server, b, "refused", fields), b"x")
+        assert_s3_error(r.status, r.headers, r.body, code, status)
+    assert err(c.head_object, Bucket=b, Key="refused")[0] == 404
 
 
 def test_copy_between_keys(c):
@@ -408,6 +452,13 @@ def test_restart_with_master_key_from_environment(server_factory):
         b = new_bucket(c)
         data = seeded_bytes(PKG * 3, 50)
         c.put_object(Bucket=b, Key="o", Body=data, ServerSideEncryption="AES256")
+        # Older versions are re-sealed too (a delete marker on top: nothing to re-seal there).
+        vb = new_bucket(c, "ssev")
+        c.put_bucket_versioning(Bucket=vb, VersioningConfiguration={"Status": "Enabled"})
+        versions = {c.put_object(Bucket=vb, Key="v", Body=body,
+                                 ServerSideEncryption="AES256")["VersionId"]: body
+                    for body in (b"first", b"second")}
+        c.delete_object(Bucket=vb, Key="v")
         srv.kill()
         # Without the key the object cannot be read (and is not served as ciphertext).
         srv.extra_env = {}
@@ -429,7 +480,8 @@ def test_restart_with_master_key_from_environment(server_factory):
         while "re-seal under master key 'next-key' done" not in srv.log_text():
             assert time.monotonic() < deadline, srv.log_tail(20)
             time.sleep(0.2)
-        assert "1 re-sealed, 0 failed" in srv.log_text(), srv.log_tail(20)
+        assert "3 object version(s) scanned, 3 re-sealed, 0 failed" in srv.log_text(), \
+            srv.log_tail(20)
         srv.kill()
         assert {f: open(f, "rb").read() for d in dirs for f in shard_files(d, b)} == shards_before
         # The previous key is no longer needed.
@@ -438,6 +490,8 @@ def test_restart_with_master_key_from_environment(server_factory):
         c = make_client(srv)
         assert c.get_object(Bucket=b, Key="o")["Body"].read() == data
         assert c.head_object(Bucket=b, Key="o")["ETag"] == etag
+        for vid, body in versions.items():
+            assert c.get_object(Bucket=vb, Key="v", VersionId=vid)["Body"].read() == body
         srv.kill()
         # A malformed key refuses to start, naming the variable.
         env = _clean_env({"MINIO_KMS_SECRET_KEY": "no-colon"},

@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "common/hash.h"
 #include "storage/object_meta.h"
@@ -247,6 +250,136 @@ TEST(SseTest, DecryptingReaderOverPartsAndTampering) {
   auto wrong = NewDecryptingReader(std::make_unique<StoredReader>(Encrypt(a, key), single),
                                    crypto::RandomKey());
   EXPECT_FALSE(wrong->ReadAt(0, buf, sizeof(buf)).ok());
+}
+
+// A stored reader that can fail every read reaching `fail_from`, take `delay` per read, and
+// counts reads made after its destruction (a read-ahead outliving its reader would make one).
+class ProbeReader : public StoredReader {
+ public:
+  ProbeReader(std::string stored, storage::ObjectInfo info,
+              std::shared_ptr<std::atomic<int>> reads_after_death)
+      : StoredReader(std::move(stored), std::move(info)),
+        reads_after_death_(std::move(reads_after_death)) {}
+  ~ProbeReader() override { alive_ = false; }
+  Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) override {
+    if (!alive_) ++*reads_after_death_;
+    if (delay.count() > 0) std::this_thread::sleep_for(delay);
+    if (off + len > fail_from) return MakeError(ErrorCode::kInternalError, "drive failed");
+    return StoredReader::ReadAt(off, buf, len);
+  }
+  uint64_t fail_from = UINT64_MAX;
+  std::chrono::milliseconds delay{0};
+
+ private:
+  std::atomic<bool> alive_{true};
+  std::shared_ptr<std::atomic<int>> reads_after_death_;
+};
+
+// Reads [off, off + len) in ReadAt calls of at most `chunk` bytes, as GET's loop does; stops at
+// the first error and returns what it read then.
+std::string ReadInChunks(storage::ObjectReader& r, uint64_t off, uint64_t len, size_t chunk,
+                         Status* failed = nullptr) {
+  std::string out;
+  std::vector<char> buf(chunk);
+  while (out.size() < len) {
+    auto n = r.ReadAt(off + out.size(), buf.data(),
+                      static_cast<size_t>(std::min<uint64_t>(chunk, len - out.size())));
+    if (!n.ok()) {
+      if (failed) *failed = n.error();
+      break;
+    }
+    if (*n == 0) break;
+    out.append(buf.data(), *n);
+  }
+  return out;
+}
+
+TEST(SseTest, SequentialReadsReadAheadAndServeEveryChunkSize) {
+  const auto key = crypto::RandomKey();
+  const uint64_t P = crypto::kPackageSize;
+  const std::string plain = Pattern(80 * P + 12345, 9);  // more than one 4 MiB ReadAt
+  storage::ObjectInfo info;
+  info.size = plain.size();
+  const std::string stored = Encrypt(plain, key);
+  auto deaths = std::make_shared<std::atomic<int>>(0);
+  auto reader =
+      NewDecryptingReader(std::make_unique<ProbeReader>(stored, info, deaths), key);
+  // GET's 1 MiB loop, a chunk that is no package multiple, chunks larger than one ReadAt serves,
+  // and sequential reads from inside a package.
+  for (size_t chunk : {size_t{1} << 20, size_t{100000}, size_t{5} << 20})
+    EXPECT_EQ(ReadInChunks(*reader, 0, plain.size(), chunk), plain) << chunk;
+  EXPECT_EQ(ReadInChunks(*reader, 0, 2 * P, 1000), plain.substr(0, 2 * P));
+  EXPECT_EQ(ReadInChunks(*reader, P / 2, 20 * P, 1 << 20), plain.substr(P / 2, 20 * P));
+  // Jumps between reads (what was read ahead is not what is asked for) and a read of the end.
+  for (uint64_t off : {40 * P + 3, 2 * P, 79 * P, 0 * P, plain.size() - 10})
+    EXPECT_EQ(ReadInChunks(*reader, off, std::min<uint64_t>(P + 9, plain.size() - off), 1 << 20),
+              plain.substr(off, P + 9))
+        << off;
+  // Every byte returned was decrypted once: nothing is counted twice for read-ahead.
+  EXPECT_GE(reader->bytes_copied(), plain.size());
+  reader.reset();
+  EXPECT_EQ(deaths->load(), 0);
+}
+
+TEST(SseTest, ReadAheadStillAuthenticatesEveryPackage) {
+  const auto key = crypto::RandomKey();
+  const uint64_t P = crypto::kPackageSize, S = crypto::kSealedPackageSize;
+  const std::string plain = Pattern(48 * P, 4);
+  storage::ObjectInfo info;
+  info.size = plain.size();
+  const std::string good = Encrypt(plain, key);
+  auto deaths = std::make_shared<std::atomic<int>>(0);
+  auto read_all = [&](std::string stored, Status* failed) {
+    auto r = NewDecryptingReader(std::make_unique<ProbeReader>(std::move(stored), info, deaths),
+                                 key);
+    return ReadInChunks(*r, 0, plain.size(), 1 << 20, failed);
+  };
+  const size_t first = crypto::kStreamHeaderSize;  // package 0's stored offset
+  // A flipped byte in package 20 (the second 1 MiB chunk, read ahead while the first is served):
+  // the first chunk is served, the second fails as a whole.
+  {
+    std::string t = good;
+    t[first + 20 * S + 7] ^= 0x40;
+    Status failed;
+    EXPECT_EQ(read_all(t, &failed), plain.substr(0, 16 * P));
+    EXPECT_FALSE(failed.ok());
+  }
+  // Packages 33 and 34 swapped, the last package dropped (and the stream cut inside a package).
+  {
+    std::string t = good;
+    std::string a = t.substr(first + 33 * S, S);
+    t.replace(first + 33 * S, S, t.substr(first + 34 * S, S));
+    t.replace(first + 34 * S, S, a);
+    Status failed;
+    EXPECT_EQ(read_all(t, &failed), plain.substr(0, 32 * P));
+    EXPECT_FALSE(failed.ok());
+  }
+  for (size_t cut : {good.size() - S, good.size() - 100}) {
+    Status failed;
+    EXPECT_EQ(read_all(good.substr(0, cut), &failed), plain.substr(0, 32 * P)) << cut;
+    EXPECT_FALSE(failed.ok()) << cut;
+  }
+  // A drive error under a read-ahead reaches the ReadAt that needs those bytes, and an earlier
+  // range still reads afterwards.
+  {
+    auto probe = std::make_unique<ProbeReader>(good, info, deaths);
+    probe->fail_from = first + 20 * S;
+    auto r = NewDecryptingReader(std::move(probe), key);
+    Status failed;
+    EXPECT_EQ(ReadInChunks(*r, 0, plain.size(), 1 << 20, &failed), plain.substr(0, 16 * P));
+    EXPECT_FALSE(failed.ok());
+    EXPECT_EQ(ReadInChunks(*r, P, 2 * P, 1 << 20), plain.substr(P, 2 * P));
+  }
+  // A reader given up while it reads ahead (slow drives) waits for that read: nothing reads its
+  // inner reader afterwards.
+  {
+    auto probe = std::make_unique<ProbeReader>(good, info, deaths);
+    probe->delay = std::chrono::milliseconds(20);
+    auto r = NewDecryptingReader(std::move(probe), key);
+    char buf[4096];
+    ASSERT_TRUE(r->ReadAt(0, buf, sizeof(buf)).ok());
+  }
+  EXPECT_EQ(deaths->load(), 0);
 }
 
 TEST(SseTest, BucketEncryptionDocuments) {

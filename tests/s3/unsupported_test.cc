@@ -33,22 +33,6 @@ TEST(UnsupportedTest, EncryptionIsNotRefusedOnWrites) {
   }
 }
 
-// A browser-form upload's encryption fields are refused, never dropped.
-TEST(UnsupportedTest, EncryptionFieldsOfFormUploads) {
-  auto refusal = [](const HttpRequest& req) -> std::optional<ErrorCode> {
-    auto st = CheckEncryptionHeaders(req);
-    if (st.ok()) return std::nullopt;
-    return st.error().code;
-  };
-  EXPECT_EQ(refusal(With({{"x-amz-server-side-encryption", "AES256"}})),
-            ErrorCode::kNotImplemented);
-  EXPECT_EQ(refusal(With({{"x-amz-server-side-encryption-customer-algorithm", "AES256"}})),
-            ErrorCode::kNotImplemented);
-  EXPECT_EQ(refusal(With({{"x-amz-server-side-encryption", "rot13"}})),
-            ErrorCode::kInvalidArgument);
-  EXPECT_EQ(refusal(With({{"content-type", "text/plain"}})), std::nullopt);
-}
-
 TEST(UnsupportedTest, StorageClass) {
   EXPECT_EQ(Refusal("PutObject", With({{"x-amz-storage-class", "STANDARD"}})), std::nullopt);
   EXPECT_EQ(Refusal("PutObject", With({{"x-amz-storage-class", "REDUCED_REDUNDANCY"}})),

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "crypto/dare.h"
 #include "storage/erasure_store.h"
 #include "storage/fsutil.h"
 #include "storage/paths.h"
@@ -436,6 +437,17 @@ TEST_F(OneDriveSetTest, SizeMismatchAndLimits) {
   opts.size = kMaxPutSize + 1;
   MemBody big("x");
   RS_EXPECT_CODE(store_->PutObject("bkt", "k", big, opts, check), ErrorCode::kEntityTooLarge);
+  // Encrypted data: the limit is on the plaintext, so a 5 GiB plaintext's longer stream is
+  // taken (this body then ends short of it), one byte more is not.
+  opts.internal = {{kInternalSse, "SSE-S3"}};
+  opts.size = crypto::EncryptedSize(kMaxPutSize);
+  MemBody encrypted("x");
+  RS_EXPECT_CODE(store_->PutObject("bkt", "k", encrypted, opts, check),
+                 ErrorCode::kIncompleteBody);
+  opts.size = crypto::EncryptedSize(kMaxPutSize) + 1;
+  RS_EXPECT_CODE(store_->PutObject("bkt", "k", encrypted, opts, check),
+                 ErrorCode::kEntityTooLarge);
+  opts.internal.clear();
   opts.size = 100;
   MemBody failing(std::string(100, 'x'), 10);
   failing.FailAfter(50);

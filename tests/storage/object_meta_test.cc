@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "crypto/dare.h"
+#include "storage/s3_limits.h"
+
 namespace rdmastor::storage {
 namespace {
 
@@ -255,6 +258,19 @@ TEST(ObjectMetaTest, HostileFilesAreErrorsNamingTheFile) {
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_NE(r.error().message.find("part.1.json"), std::string::npos);
   }
+}
+
+TEST(S3Limits, SizeLimitsApplyToThePlaintextOfEncryptedData) {
+  const std::map<std::string, std::string> encrypted{{kInternalSse, "SSE-C"}}, plain;
+  EXPECT_EQ(MaxStoredPutSize(plain), kMaxPutSize);
+  EXPECT_EQ(MaxStoredPutSize(encrypted), crypto::EncryptedSize(kMaxPutSize));
+  // A part just under the minimum is stored as more than the minimum once encrypted: the check
+  // needs its plaintext size.
+  EXPECT_GT(crypto::EncryptedSize(kMinPartSize - 1), kMinPartSize);
+  EXPECT_EQ(PlaintextSize(crypto::EncryptedSize(kMinPartSize - 1), encrypted), kMinPartSize - 1);
+  EXPECT_EQ(PlaintextSize(crypto::EncryptedSize(0), encrypted), 0u);
+  EXPECT_EQ(PlaintextSize(kMinPartSize - 1, plain), kMinPartSize - 1);
+  EXPECT_EQ(PlaintextSize(3, encrypted), 3u);  // no plaintext encrypts to 3 bytes: as stored
 }
 
 }  // namespace

@@ -94,7 +94,7 @@ Result<PartInfo> ErasureSet::PutObjectPart(const std::string& bucket, const std:
   Stagings st(*this, alive, /*create=*/true);
   if (Count(alive) < quorum) return WriteQuorumError(Count(alive), quorum);
   std::string md5;
-  auto got = Encode(body, size, kMaxPutSize, **codec, dist, st, alive, "part",
+  auto got = Encode(body, size, MaxStoredPutSize(rec->internal), **codec, dist, st, alive, "part",
                     /*allow_inline=*/false, nullptr, check ? nullptr : &md5);
   if (!got.ok()) return got.error();
   CommitInfo ci;
@@ -321,16 +321,18 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
     chosen.push_back(&it->second);
     infos.push_back(any->info);
   }
-  uint64_t total = 0;
+  uint64_t total = 0, total_plain = 0;  // stored; as sent (S3's limits: differ when encrypted)
   for (size_t i = 0; i < infos.size(); ++i) {
-    if (i + 1 < infos.size() && infos[i].size < kMinPartSize) {
+    const uint64_t plain = PlaintextSize(infos[i].size, rec->internal);
+    if (i + 1 < infos.size() && plain < kMinPartSize) {
       return MakeError(ErrorCode::kEntityTooSmall,
                        "part " + std::to_string(infos[i].number) +
                            " is smaller than 5 MiB and not the last part");
     }
     total += infos[i].size;
+    total_plain += plain;
   }
-  if (total > kMaxObjectSize) return MakeError(ErrorCode::kEntityTooLarge);
+  if (total_plain > kMaxObjectSize) return MakeError(ErrorCode::kEntityTooLarge);
 
   auto shape = ShapeOf(*rec);  // the geometry the parts were coded with
   if (!shape.ok()) return shape.error();

@@ -260,7 +260,7 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   std::vector<std::string> inline_shards;
   std::string md5;
   auto size =
-      Encode(body, opts.size, kMaxPutSize, **codec, dist, st, alive, "data/" + PartFileName(1),
+      Encode(body, opts.size, MaxStoredPutSize(opts.internal), **codec, dist, st, alive, "data/" + PartFileName(1),
              /*allow_inline=*/true, &inline_shards, check ? nullptr : &md5,
              /*committed_by_rename_data=*/true);
   if (!size.ok()) return size.error();
