@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "common/hash.h"
+
 namespace rdmastor::storage {
 namespace {
 
@@ -185,6 +189,57 @@ TEST(ObjectMetaTest, VersionListRoundTripsNewestFirst) {
   auto latest = ParseObjectMeta(SerializeObjectVersions(*back), "meta");
   ASSERT_TRUE(latest.ok()) << latest.error().message;
   EXPECT_EQ(latest->data_dir, ".rdmastor.data.bbbb");
+}
+
+// A file is its canonical dump with the checksum member first, the checksum being that of the dump
+// without it: checked on the bytes when the file is laid out so, the long way (parse, dump again)
+// when it is not, and either way a changed byte is a mismatch.
+TEST(ObjectMetaTest, ChecksumIsCheckedOnTheBytesOrAfterAReDump) {
+  ObjectMeta m = Sample();
+  m.user_metadata["x-amz-meta-latin1"] = "caf\xe9";
+  ErasureMeta e;
+  e.data = 2;
+  e.parity = 2;
+  e.stripe_size = 1 << 20;
+  e.index = 1;
+  e.distribution = {1, 2, 3, 0};
+  e.bitrot = "xxh3-64";
+  e.is_inline = true;
+  for (int i = 0; i < 2056; ++i) e.inline_shard += static_cast<char>(i * 7);
+  m.erasure = e;
+  const std::string text = SerializeObjectMeta(m);
+  // The layout: a dump of the whole object (keys sorted, so "checksum" first) ...
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j.dump(), text);
+  // ... whose checksum is the CRC32C of the dump without that member.
+  const std::string want = j.at("checksum").get<std::string>();
+  j.erase("checksum");
+  EXPECT_EQ(hash::HexEncode(hash::Digest(hash::Algo::kCRC32C, j.dump())), want);
+  auto back = ParseObjectMeta(text, "meta");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_TRUE(back->erasure);
+  EXPECT_EQ(back->erasure->inline_shard, e.inline_shard);
+  EXPECT_EQ(back->user_metadata, m.user_metadata);
+
+  // One base64 character of the shard changed (still valid JSON and base64): refused.
+  std::string flipped = text;
+  const size_t at = flipped.find("\"inline_shard\":\"") + 20;
+  flipped[at] = flipped[at] == 'A' ? 'B' : 'A';
+  auto bad = ParseObjectMeta(flipped, "meta");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("checksum mismatch"), std::string::npos);
+
+  // The same JSON spelled otherwise (indented, checksum member last) still reads: checked the
+  // long way. A changed value in it is a mismatch there too.
+  auto whole = nlohmann::json::parse(text);
+  const std::string indented = whole.dump(2);
+  auto again = ParseObjectMeta(indented, "meta");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->erasure->inline_shard, e.inline_shard);
+  whole["versions"][0]["size"] = 4;
+  auto changed = ParseObjectMeta(whole.dump(2), "meta");
+  ASSERT_FALSE(changed.ok());
+  EXPECT_NE(changed.error().message.find("checksum mismatch"), std::string::npos);
 }
 
 TEST(ObjectMetaTest, FormatOneFileIsOneNullVersion) {
