@@ -242,6 +242,57 @@ TEST(ObjectMetaTest, ChecksumIsCheckedOnTheBytesOrAfterAReDump) {
   EXPECT_NE(changed.error().message.find("checksum mismatch"), std::string::npos);
 }
 
+// Inline shards are cut out of the text before the JSON parse and decoded from the file's bytes:
+// every inline version gets its own shard back, whatever else the file holds (a version with
+// shard files, a delete marker, metadata that spells the shard's key inside a string).
+TEST(ObjectMetaTest, InlineShardsOfEveryVersionRoundTrip) {
+  auto inline_version = [](const std::string& id, int64_t mtime, char fill, size_t n) {
+    ObjectMeta m = Sample();
+    m.version_id = id;
+    m.mtime_ns = mtime;
+    ErasureMeta e;
+    e.data = 1;
+    e.stripe_size = 1 << 20;
+    e.distribution = {0};
+    e.bitrot = "xxh3-64";
+    e.is_inline = true;
+    e.inline_shard = std::string(n, fill);
+    m.erasure = e;
+    return m;
+  };
+  ObjectVersions file;
+  file.Add(inline_version("1b0f4d5e-0000-4000-8000-000000000001", 10, 'a', 1000));
+  ObjectMeta large = Sample();
+  large.version_id = "1b0f4d5e-0000-4000-8000-000000000002";
+  large.mtime_ns = 20;
+  large.user_metadata["x-amz-meta-trick"] = R"("inline":true,"inline_shard":"QUJD")";
+  large.erasure = inline_version("", 0, 'x', 1).erasure;
+  large.erasure->is_inline = false;
+  large.erasure->inline_shard.clear();
+  file.Add(large);
+  ObjectMeta marker;
+  marker.version_id = "1b0f4d5e-0000-4000-8000-000000000003";
+  marker.delete_marker = true;
+  marker.mtime_ns = 30;
+  file.Add(marker);
+  file.Add(inline_version("1b0f4d5e-0000-4000-8000-000000000004", 40, 'b', 7));
+  file.Add(inline_version("1b0f4d5e-0000-4000-8000-000000000005", 50, 'c', 0));
+  auto back = ParseObjectVersions(SerializeObjectVersions(file), "meta");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->versions.size(), 5u);
+  for (size_t i = 0; i < file.versions.size(); ++i) {
+    const auto& want = file.versions[i];
+    const auto& got = back->versions[i];
+    EXPECT_EQ(got.version_id, want.version_id);
+    EXPECT_EQ(got.user_metadata, want.user_metadata);
+    ASSERT_EQ(got.erasure.has_value(), want.erasure.has_value()) << i;
+    if (want.erasure) {
+      EXPECT_EQ(got.erasure->is_inline, want.erasure->is_inline) << i;
+      EXPECT_EQ(got.erasure->inline_shard, want.erasure->inline_shard) << i;
+    }
+  }
+}
+
 TEST(ObjectMetaTest, FormatOneFileIsOneNullVersion) {
   const std::string v1 =
       R"({"checksums":{},"content_type":"text/plain","data_dir":".rdmastor.data.0123456789abcdef",)"
