@@ -10,6 +10,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -151,14 +152,14 @@ int HexValue(char c) {
 
 constexpr char kB64Alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-int B64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
+// Sextet of each byte, -1 for bytes outside the alphabet: one load per character (metadata
+// files carry small objects' shards in base64, so a small GET decodes a few KiB per drive).
+constexpr std::array<int8_t, 256> kB64Values = [] {
+  std::array<int8_t, 256> t{};
+  t.fill(-1);
+  for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(kB64Alphabet[i])] = static_cast<int8_t>(i);
+  return t;
+}();
 
 }  // namespace
 
@@ -351,29 +352,24 @@ std::optional<std::string> HexDecode(std::string_view hex) {
 }
 
 std::string Base64Encode(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::string out((bytes.size() + 2) / 3 * 4, '\0');
+  char* o = out.data();
   size_t i = 0;
   auto byte = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(bytes[k])); };
-  for (; i + 3 <= bytes.size(); i += 3) {
-    uint32_t v = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
-    out += kB64Alphabet[(v >> 18) & 63];
-    out += kB64Alphabet[(v >> 12) & 63];
-    out += kB64Alphabet[(v >> 6) & 63];
-    out += kB64Alphabet[v & 63];
+  for (; i + 3 <= bytes.size(); i += 3, o += 4) {
+    const uint32_t v = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
+    o[0] = kB64Alphabet[(v >> 18) & 63];
+    o[1] = kB64Alphabet[(v >> 12) & 63];
+    o[2] = kB64Alphabet[(v >> 6) & 63];
+    o[3] = kB64Alphabet[v & 63];
   }
-  size_t rest = bytes.size() - i;
-  if (rest == 1) {
-    uint32_t v = byte(i) << 16;
-    out += kB64Alphabet[(v >> 18) & 63];
-    out += kB64Alphabet[(v >> 12) & 63];
-    out += "==";
-  } else if (rest == 2) {
-    uint32_t v = (byte(i) << 16) | (byte(i + 1) << 8);
-    out += kB64Alphabet[(v >> 18) & 63];
-    out += kB64Alphabet[(v >> 12) & 63];
-    out += kB64Alphabet[(v >> 6) & 63];
-    out += '=';
+  const size_t rest = bytes.size() - i;
+  if (rest > 0) {
+    const uint32_t v = (byte(i) << 16) | (rest == 2 ? byte(i + 1) << 8 : 0);
+    o[0] = kB64Alphabet[(v >> 18) & 63];
+    o[1] = kB64Alphabet[(v >> 12) & 63];
+    o[2] = rest == 2 ? kB64Alphabet[(v >> 6) & 63] : '=';
+    o[3] = '=';
   }
   return out;
 }
@@ -382,35 +378,37 @@ std::string Base64Encode(std::string_view bytes) {
 // low bits of the last group must be zero (so every byte string has exactly one accepted form).
 std::optional<std::string> Base64Decode(std::string_view b64) {
   if (b64.size() % 4 != 0) return std::nullopt;
-  std::string out;
-  out.reserve(b64.size() / 4 * 3);
-  for (size_t i = 0; i < b64.size(); i += 4) {
-    bool last = i + 4 == b64.size();
-    int pad = 0;
-    if (last) {
-      if (b64[i + 3] == '=') pad = b64[i + 2] == '=' ? 2 : 1;
-    }
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      int d = 0;
-      if (k < 4 - pad) {
-        d = B64Value(b64[i + k]);
-        if (d < 0) return std::nullopt;
-      }
-      v = (v << 6) | static_cast<uint32_t>(d);
-    }
-    out += static_cast<char>(v >> 16);
-    if (pad == 2) {
-      if ((v & 0xffff) != 0) return std::nullopt;
-    } else {
-      out += static_cast<char>(v >> 8);
-      if (pad == 1) {
-        if ((v & 0xff) != 0) return std::nullopt;
-      } else {
-        out += static_cast<char>(v);
-      }
-    }
+  if (b64.empty()) return std::string();
+  const size_t groups = b64.size() / 4;
+  const int pad = b64.back() != '=' ? 0 : b64[b64.size() - 2] == '=' ? 2 : 1;
+  std::string out(groups * 3 - static_cast<size_t>(pad), '\0');
+  char* o = out.data();
+  const auto* in = reinterpret_cast<const unsigned char*>(b64.data());
+  // Full groups: any byte outside the alphabet (including '=') makes the OR of the values negative.
+  for (size_t g = 0; g + 1 < groups; ++g, in += 4, o += 3) {
+    const int a = kB64Values[in[0]], b = kB64Values[in[1]], c = kB64Values[in[2]],
+              d = kB64Values[in[3]];
+    if ((a | b | c | d) < 0) return std::nullopt;
+    const auto v = static_cast<uint32_t>((a << 18) | (b << 12) | (c << 6) | d);
+    o[0] = static_cast<char>(v >> 16);
+    o[1] = static_cast<char>(v >> 8);
+    o[2] = static_cast<char>(v);
   }
+  // The last group: its padding positions hold '=' and decode as zero bits.
+  uint32_t v = 0;
+  for (int k = 0; k < 4; ++k) {
+    int d = 0;
+    if (k < 4 - pad) {
+      d = kB64Values[in[k]];
+      if (d < 0) return std::nullopt;
+    }
+    v = (v << 6) | static_cast<uint32_t>(d);
+  }
+  o[0] = static_cast<char>(v >> 16);
+  if (pad == 2) return (v & 0xffff) == 0 ? std::optional<std::string>(std::move(out)) : std::nullopt;
+  o[1] = static_cast<char>(v >> 8);
+  if (pad == 1) return (v & 0xff) == 0 ? std::optional<std::string>(std::move(out)) : std::nullopt;
+  o[2] = static_cast<char>(v);
   return out;
 }
 

@@ -387,21 +387,28 @@ class Session final : public Connection,
     for (const auto& field : msg) {
       request_.headers.emplace_back(ToLower(field.name_string()), std::string(field.value()));
     }
-    beast::error_code ep_ec;
-    auto ep = Lowest().socket().remote_endpoint(ep_ec);
-    if (!ep_ec) {
-      auto addr = ep.address();
-      if (addr.is_v6() && addr.to_v6().is_v4_mapped())
-        addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
-      request_.remote_ip = addr.to_string();
-      request_.remote_port = ep.port();
+    // A connection's addresses do not change: asked once (two system calls), not per request.
+    if (!endpoints_known_) {
+      endpoints_known_ = true;
+      beast::error_code ep_ec;
+      auto ep = Lowest().socket().remote_endpoint(ep_ec);
+      if (!ep_ec) {
+        auto addr = ep.address();
+        if (addr.is_v6() && addr.to_v6().is_v4_mapped())
+          addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
+        remote_ip_ = addr.to_string();
+        remote_port_ = ep.port();
+      }
+      if (auto local = Lowest().socket().local_endpoint(ep_ec); !ep_ec) {
+        auto addr = local.address();
+        if (addr.is_v6() && addr.to_v6().is_v4_mapped())
+          addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
+        local_ip_ = addr.to_string();
+      }
     }
-    if (auto local = Lowest().socket().local_endpoint(ep_ec); !ep_ec) {
-      auto addr = local.address();
-      if (addr.is_v6() && addr.to_v6().is_v4_mapped())
-        addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
-      request_.local_ip = addr.to_string();
-    }
+    request_.remote_ip = remote_ip_;
+    request_.remote_port = remote_port_;
+    request_.local_ip = local_ip_;
     request_.chunked = parser_->chunked();
     if (auto cl = parser_->content_length()) request_.content_length = *cl;
     keep_alive_ = msg.keep_alive();
@@ -555,6 +562,9 @@ class Session final : public Connection,
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::buffer_body>> parser_;
   HttpRequest request_;
+  bool endpoints_known_ = false;  // remote_ip_, remote_port_, local_ip_ (strand-only)
+  std::string remote_ip_, local_ip_;
+  uint16_t remote_port_ = 0;
   std::vector<char> drain_buf_;
   std::string out_;  // a buffered response: head (+ interim 100 Continue) and body
   size_t drained_ = 0;

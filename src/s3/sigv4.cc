@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "common/hash.h"
@@ -732,12 +735,50 @@ std::string CanonicalQuery(std::string_view raw_query, bool drop_signature) {
   return out;
 }
 
+namespace {
+
+// A signing key depends on the secret and the scope only, so it changes once a day per
+// credential; deriving it is four HMACs on every request. Derived keys are kept, as AWS SDKs and
+// MinIO keep them, in a bounded map (emptied when full: scopes that vary on every request, as
+// a hostile client's may, only cost the derivation they would cost anyway).
+class SigningKeyCache {
+ public:
+  static constexpr size_t kMaxKeys = 1024;
+
+  std::string Get(std::string_view secret, std::string_view date, std::string_view region,
+                  std::string_view service) {
+    std::string id;  // length-prefixed parts: no two scopes share an id
+    id.reserve(secret.size() + date.size() + region.size() + service.size() + 16);
+    for (std::string_view part : {secret, date, region, service}) {
+      id += std::to_string(part.size());
+      id += ':';
+      id += part;
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = keys_.find(id); it != keys_.end()) return it->second;
+    }
+    std::string k = hash::HmacSha256("AWS4" + std::string(secret), date);
+    k = hash::HmacSha256(k, region);
+    k = hash::HmacSha256(k, service);
+    k = hash::HmacSha256(k, "aws4_request");
+    std::lock_guard lock(mu_);
+    if (keys_.size() >= kMaxKeys) keys_.clear();
+    keys_.emplace(std::move(id), k);
+    return k;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::string> keys_;
+};
+
+}  // namespace
+
 std::string DeriveSigningKey(std::string_view secret, std::string_view date,
                              std::string_view region, std::string_view service) {
-  std::string k = hash::HmacSha256("AWS4" + std::string(secret), date);
-  k = hash::HmacSha256(k, region);
-  k = hash::HmacSha256(k, service);
-  return hash::HmacSha256(k, "aws4_request");
+  static SigningKeyCache cache;
+  return cache.Get(secret, date, region, service);
 }
 
 std::string ChunkStringToSign(std::string_view amz_date, std::string_view scope,

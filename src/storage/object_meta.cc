@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -65,8 +67,57 @@ std::map<std::string, std::string> GetMetadata(const json& j, const char* name) 
   return out;
 }
 
-std::string MetaChecksum(const std::string& canonical) {
+std::string MetaChecksum(std::string_view canonical) {
   return hash::HexEncode(hash::Digest(hash::Algo::kCRC32C, canonical));
+}
+
+// `{"checksum":"<8 hex>",<rest>`, the layout SerializeObjectVersions writes, whose checksum is
+// that of `{<rest>`: checked on the bytes, with no parse and no re-dump (a small GET reads one
+// such file per drive). False for any other layout, and for a mismatch.
+bool CanonicalChecksumMatches(std::string_view text) {
+  constexpr std::string_view kHead = "{\"checksum\":\"";
+  constexpr size_t kHexLen = 8;  // CRC32C
+  const size_t rest_at = kHead.size() + kHexLen + 2;
+  if (text.size() <= rest_at || !text.starts_with(kHead) ||
+      text.substr(kHead.size() + kHexLen, 2) != "\",")
+    return false;
+  const uint32_t crc = hash::Crc32c(text.data() + rest_at, text.size() - rest_at,
+                                    hash::Crc32c("{", 1));
+  char hex[kHexLen + 1];
+  std::snprintf(hex, sizeof(hex), "%08x", crc);  // HexEncode of the big-endian digest
+  return text.substr(kHead.size(), kHexLen) == std::string_view(hex, kHexLen);
+}
+
+// Inline shards cut out of a file before its parse (CutInlineShards), handed out in file order.
+struct CutShards {
+  std::vector<std::string_view> b64;
+  size_t next = 0;
+};
+
+// In a file laid out by SerializeObjectVersions (keys sorted), an inline shard's base64 follows
+// `"inline":true,"inline_shard":"` and runs to the next quote (base64 has none). No other place
+// can hold those bytes: a `true` under the key "inline" is an erasure record's (every other
+// object of the file maps names to strings, numbers or `parts`), and a quote inside a string is
+// escaped. The JSON parser would copy such a shard byte by byte, so it is cut out of the text
+// parsed (left as "") and decoded from the file's bytes. nullopt: no inline shard.
+std::optional<std::string> CutInlineShards(std::string_view text, CutShards& cut) {
+  constexpr std::string_view kShardKey = "\"inline\":true,\"inline_shard\":\"";
+  size_t at = text.find(kShardKey);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string out;
+  out.reserve(text.size());
+  size_t copied = 0;
+  while (at != std::string_view::npos) {
+    const size_t start = at + kShardKey.size();
+    const size_t end = text.find('"', start);
+    if (end == std::string_view::npos) return std::nullopt;  // not JSON: the parse says so
+    out.append(text.substr(copied, start - copied));
+    cut.b64.push_back(text.substr(start, end - start));
+    copied = end;
+    at = text.find(kShardKey, end);
+  }
+  out.append(text.substr(copied));
+  return out;
 }
 
 Error Malformed(const std::string& path, const std::exception& e) {
@@ -235,8 +286,9 @@ json VersionJson(const ObjectMeta& m) {
 }
 
 // One version's fields (format 1: the whole file; format 2: one element of "versions"). Throws
-// on a missing or mistyped member; the caller turns that into a kInternalError.
-Result<ObjectMeta> ParseVersion(const json& j, const std::string& path) {
+// on a missing or mistyped member; the caller turns that into a kInternalError. `cut`: the file's
+// inline shards were cut out of the parsed text, this version's (if inline) is the next one.
+Result<ObjectMeta> ParseVersion(const json& j, const std::string& path, CutShards* cut) {
   if (!j.is_object()) throw std::runtime_error("version is not an object");
   ObjectMeta m;
   m.size = json_int::At<uint64_t>(j, "size");
@@ -278,7 +330,14 @@ Result<ObjectMeta> ParseVersion(const json& j, const std::string& path) {
     e.bitrot = it->at("bitrot").get<std::string>();
     e.is_inline = it->value("inline", false);
     if (e.is_inline) {
-      auto raw = hash::Base64Decode(it->at("inline_shard").get<std::string>());
+      const std::string& in_json = it->at("inline_shard").get_ref<const std::string&>();
+      std::string_view b64 = in_json;
+      if (cut) {
+        if (!in_json.empty() || cut->next >= cut->b64.size())
+          return MakeError(ErrorCode::kInternalError, "inline shards out of place in " + path);
+        b64 = cut->b64[cut->next++];
+      }
+      auto raw = hash::Base64Decode(b64);
       if (!raw) return MakeError(ErrorCode::kInternalError, "bad inline shard in " + path);
       e.inline_shard = std::move(*raw);
     }
@@ -318,28 +377,40 @@ std::string SerializeObjectVersions(const ObjectVersions& file) {
   }
   json j = {{"version", encrypted ? kMetaFormatEncrypted : kMetaFormatVersion},
             {"versions", std::move(versions)}};
-  // Checksum over the canonical dump (keys sorted; invalid UTF-8 already replaced).
-  json canonical = json::parse(Dump(j));
-  canonical["checksum"] = MetaChecksum(Dump(canonical));
-  return Dump(canonical);
+  // Checksum over the canonical dump (keys sorted; invalid UTF-8 already replaced, so the dump
+  // parses back to itself). "checksum" sorts before "version": the file is that dump with the
+  // checksum member put first, which is what a dump of the object with it would print.
+  const std::string canonical = Dump(j);
+  std::string out = "{\"checksum\":\"" + MetaChecksum(canonical) + "\",";
+  out.append(canonical, 1);
+  return out;
 }
 
 Result<ObjectVersions> ParseObjectVersions(const std::string& text, const std::string& path) {
   try {
-    json j = json::parse(text);
+    // A file as SerializeObjectVersions writes it is checked on its bytes, before parsing; any
+    // other spelling of the same JSON (a file that fails this test) is checked the long way.
+    const bool verified = CanonicalChecksumMatches(text);
+    CutShards cut;
+    std::optional<std::string> without_shards;
+    if (verified) without_shards = CutInlineShards(text, cut);
+    CutShards* shards = without_shards ? &cut : nullptr;
+    json j = json::parse(without_shards ? *without_shards : text);
     if (!j.is_object()) return MakeError(ErrorCode::kInternalError, "malformed metadata " + path);
     if (auto it = j.find("checksum"); it != j.end()) {
       std::string want = it->get<std::string>();
       j.erase("checksum");
-      if (MetaChecksum(Dump(j)) != want) {
+      if (!verified && MetaChecksum(Dump(j)) != want) {
         return MakeError(ErrorCode::kInternalError, "metadata checksum mismatch in " + path);
       }
     }
     const int format = json_int::At<int>(j, "version");
     ObjectVersions out;
     if (format == 1) {
-      auto v = ParseVersion(j, path);
+      auto v = ParseVersion(j, path, shards);
       if (!v.ok()) return v.error();
+      if (shards && shards->next != shards->b64.size())
+        return MakeError(ErrorCode::kInternalError, "inline shards out of place in " + path);
       v->version = 1;
       v->version_id.clear();  // format 1 had no versions: its object is the null version
       v->delete_marker = false;
@@ -355,7 +426,7 @@ Result<ObjectVersions> ParseObjectVersions(const std::string& text, const std::s
       return MakeError(ErrorCode::kInternalError, "metadata without versions in " + path);
     }
     for (const auto& e : versions) {
-      auto v = ParseVersion(e, path);
+      auto v = ParseVersion(e, path, shards);
       if (!v.ok()) return v.error();
       if (out.Find(v->version_id)) {
         return MakeError(ErrorCode::kInternalError, "duplicate version id in " + path);
@@ -363,6 +434,8 @@ Result<ObjectVersions> ParseObjectVersions(const std::string& text, const std::s
       v->version = format;
       out.versions.push_back(std::move(*v));
     }
+    if (shards && shards->next != shards->b64.size())
+      return MakeError(ErrorCode::kInternalError, "inline shards out of place in " + path);
     return out;
   } catch (const std::exception& e) {
     return Malformed(path, e);

@@ -85,6 +85,33 @@ TEST(SigV4Test, DeriveSigningKeyGeneralExample) {
             "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9");
 }
 
+// Derived keys are cached: a repeated scope, a scope whose parts only split differently, and
+// scopes past the cache's bound all still get the key their own four HMACs give.
+TEST(SigV4Test, DeriveSigningKeyIsTheSameFromTheCache) {
+  auto derived = [](std::string_view secret, std::string_view date, std::string_view region,
+                    std::string_view service) {
+    std::string k = hash::HmacSha256("AWS4" + std::string(secret), date);
+    k = hash::HmacSha256(k, region);
+    k = hash::HmacSha256(k, service);
+    return hash::HmacSha256(k, "aws4_request");
+  };
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(DeriveSigningKey("secret", "20240101", "us-east-1", "s3"),
+              derived("secret", "20240101", "us-east-1", "s3"));
+    EXPECT_EQ(DeriveSigningKey("secret2", "0240101", "us-east-1", "s3"),
+              derived("secret2", "0240101", "us-east-1", "s3"));
+    EXPECT_EQ(DeriveSigningKey("secret", "20240101", "us-east-1s", "3"),
+              derived("secret", "20240101", "us-east-1s", "3"));
+  }
+  EXPECT_NE(DeriveSigningKey("secret", "20240101", "us-east-1", "s3"),
+            DeriveSigningKey("secret", "20240102", "us-east-1", "s3"));
+  for (int i = 0; i < 3000; ++i) {
+    const std::string region = "r" + std::to_string(i % 1500);
+    ASSERT_EQ(DeriveSigningKey("k", "20240101", region, "s3"), derived("k", "20240101", region, "s3"))
+        << region;
+  }
+}
+
 TEST(SigV4Test, CanonicalUri) {
   EXPECT_EQ(CanonicalUri(""), "/");
   EXPECT_EQ(CanonicalUri("/"), "/");

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "common/hash.h"
 #include "crypto/dare.h"
 #include "storage/s3_limits.h"
 
@@ -188,6 +191,108 @@ TEST(ObjectMetaTest, VersionListRoundTripsNewestFirst) {
   auto latest = ParseObjectMeta(SerializeObjectVersions(*back), "meta");
   ASSERT_TRUE(latest.ok()) << latest.error().message;
   EXPECT_EQ(latest->data_dir, ".rdmastor.data.bbbb");
+}
+
+// A file is its canonical dump with the checksum member first, the checksum being that of the dump
+// without it: checked on the bytes when the file is laid out so, the long way (parse, dump again)
+// when it is not, and either way a changed byte is a mismatch.
+TEST(ObjectMetaTest, ChecksumIsCheckedOnTheBytesOrAfterAReDump) {
+  ObjectMeta m = Sample();
+  m.user_metadata["x-amz-meta-latin1"] = "caf\xe9";
+  ErasureMeta e;
+  e.data = 2;
+  e.parity = 2;
+  e.stripe_size = 1 << 20;
+  e.index = 1;
+  e.distribution = {1, 2, 3, 0};
+  e.bitrot = "xxh3-64";
+  e.is_inline = true;
+  for (int i = 0; i < 2056; ++i) e.inline_shard += static_cast<char>(i * 7);
+  m.erasure = e;
+  const std::string text = SerializeObjectMeta(m);
+  // The layout: a dump of the whole object (keys sorted, so "checksum" first) ...
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j.dump(), text);
+  // ... whose checksum is the CRC32C of the dump without that member.
+  const std::string want = j.at("checksum").get<std::string>();
+  j.erase("checksum");
+  EXPECT_EQ(hash::HexEncode(hash::Digest(hash::Algo::kCRC32C, j.dump())), want);
+  auto back = ParseObjectMeta(text, "meta");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_TRUE(back->erasure);
+  EXPECT_EQ(back->erasure->inline_shard, e.inline_shard);
+  EXPECT_EQ(back->user_metadata, m.user_metadata);
+
+  // One base64 character of the shard changed (still valid JSON and base64): refused.
+  std::string flipped = text;
+  const size_t at = flipped.find("\"inline_shard\":\"") + 20;
+  flipped[at] = flipped[at] == 'A' ? 'B' : 'A';
+  auto bad = ParseObjectMeta(flipped, "meta");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("checksum mismatch"), std::string::npos);
+
+  // The same JSON spelled otherwise (indented, checksum member last) still reads: checked the
+  // long way. A changed value in it is a mismatch there too.
+  auto whole = nlohmann::json::parse(text);
+  const std::string indented = whole.dump(2);
+  auto again = ParseObjectMeta(indented, "meta");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->erasure->inline_shard, e.inline_shard);
+  whole["versions"][0]["size"] = 4;
+  auto changed = ParseObjectMeta(whole.dump(2), "meta");
+  ASSERT_FALSE(changed.ok());
+  EXPECT_NE(changed.error().message.find("checksum mismatch"), std::string::npos);
+}
+
+// Inline shards are cut out of the text before the JSON parse and decoded from the file's bytes:
+// every inline version gets its own shard back, whatever else the file holds (a version with
+// shard files, a delete marker, metadata that spells the shard's key inside a string).
+TEST(ObjectMetaTest, InlineShardsOfEveryVersionRoundTrip) {
+  auto inline_version = [](const std::string& id, int64_t mtime, char fill, size_t n) {
+    ObjectMeta m = Sample();
+    m.version_id = id;
+    m.mtime_ns = mtime;
+    ErasureMeta e;
+    e.data = 1;
+    e.stripe_size = 1 << 20;
+    e.distribution = {0};
+    e.bitrot = "xxh3-64";
+    e.is_inline = true;
+    e.inline_shard = std::string(n, fill);
+    m.erasure = e;
+    return m;
+  };
+  ObjectVersions file;
+  file.Add(inline_version("1b0f4d5e-0000-4000-8000-000000000001", 10, 'a', 1000));
+  ObjectMeta large = Sample();
+  large.version_id = "1b0f4d5e-0000-4000-8000-000000000002";
+  large.mtime_ns = 20;
+  large.user_metadata["x-amz-meta-trick"] = R"("inline":true,"inline_shard":"QUJD")";
+  large.erasure = inline_version("", 0, 'x', 1).erasure;
+  large.erasure->is_inline = false;
+  large.erasure->inline_shard.clear();
+  file.Add(large);
+  ObjectMeta marker;
+  marker.version_id = "1b0f4d5e-0000-4000-8000-000000000003";
+  marker.delete_marker = true;
+  marker.mtime_ns = 30;
+  file.Add(marker);
+  file.Add(inline_version("1b0f4d5e-0000-4000-8000-000000000004", 40, 'b', 7));
+  file.Add(inline_version("1b0f4d5e-0000-4000-8000-000000000005", 50, 'c', 0));
+  auto back = ParseObjectVersions(SerializeObjectVersions(file), "meta");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->versions.size(), 5u);
+  for (size_t i = 0; i < file.versions.size(); ++i) {
+    const auto& want = file.versions[i];
+    const auto& got = back->versions[i];
+    EXPECT_EQ(got.version_id, want.version_id);
+    EXPECT_EQ(got.user_metadata, want.user_metadata);
+    ASSERT_EQ(got.erasure.has_value(), want.erasure.has_value()) << i;
+    if (want.erasure) {
+      EXPECT_EQ(got.erasure->is_inline, want.erasure->is_inline) << i;
+      EXPECT_EQ(got.erasure->inline_shard, want.erasure->inline_shard) << i;
+    }
+  }
 }
 
 TEST(ObjectMetaTest, FormatOneFileIsOneNullVersion) {
