@@ -45,9 +45,9 @@ def registered_tensor(nbytes):
     return torch.frombuffer(Buffer(nbytes), dtype=torch.uint8)
 
 
-# Objects up to this size (a map-style batch: in all) are read into a reused registered buffer and
-# copied out; a copy of a few MiB costs less CPU than registering fresh memory for every read.
-# Larger ones are read straight into a new tensor (registered for that call).
+# Objects up to this size are read into a reused registered buffer (a map-style batch in calls
+# of up to this many bytes) and copied out: a copy costs less CPU than registering fresh memory
+# for every read. Larger ones are read straight into a new tensor (registered for that call).
 _SCRATCH_MAX = 16 * 1024 * 1024
 
 
@@ -95,10 +95,11 @@ class ObjectDataset(torch.utils.data.Dataset):
     """Map-style dataset: item i is the i-th object (sorted by key) under url_prefix, read into
     a new uint8 tensor and passed through decode(tensor, key) when given.
 
-    A DataLoader with batch_size (automatic batching) fetches a batch through __getitems__: one
-    get_batch_into call for the whole batch into a reused registered buffer per worker (registered
-    once, not per item), each object then copied into its own tensor. Single items up to 16 MiB
-    go through that buffer too; larger objects are read straight into their tensor."""
+    A DataLoader with batch_size (automatic batching) fetches a batch through __getitems__:
+    get_batch_into calls of up to 16 MiB each into a reused registered buffer per worker
+    (registered once, not per item), each object then copied into its own tensor. Single items
+    up to 16 MiB go through that buffer too; larger objects are read straight into their
+    tensor."""
 
     def __init__(self, url_prefix, decode=None, client=None, keys=None):
         self._client = client
@@ -137,23 +138,29 @@ class ObjectDataset(torch.utils.data.Dataset):
         return self.__getitems__([i])[0]
 
     def __getitems__(self, indices):
-        """The items at indices (a list), read with one get_batch_into call when they fit the
-        reused buffer, else one by one straight into their tensors."""
+        """The items at indices (a list): get_batch_into calls of up to 16 MiB into the reused
+        buffer, each object then copied into its own tensor; objects over 16 MiB are read one by
+        one straight into their tensors."""
         indices = list(indices)
         sizes = [self._size(i) for i in indices]
         slot = max(sizes, default=0)
         client = self.client
-        if slot == 0 or slot * len(indices) > _SCRATCH_MAX:
+        if slot == 0 or slot > _SCRATCH_MAX:
             out = []
             for i, size in zip(indices, sizes):
                 t = torch.empty(size, dtype=torch.uint8)
                 n = client.get_into(self.bucket, self.keys[i], t)
                 out.append(self._finish(t[:n], self.keys[i]))
             return out
-        buf = self._scratch.get(slot * len(indices))[:slot * len(indices)].view(len(indices), slot)
-        counts = client.get_batch_into(self.bucket, [self.keys[i] for i in indices], buf, slot)
-        return [self._finish(buf[j, :n].clone(), self.keys[i])
-                for j, (i, n) in enumerate(zip(indices, counts))]
+        per_call = min(len(indices), _SCRATCH_MAX // slot)
+        buf = self._scratch.get(per_call * slot)[:per_call * slot].view(per_call, slot)
+        out = []
+        for at in range(0, len(indices), per_call):
+            part = indices[at:at + per_call]
+            counts = client.get_batch_into(self.bucket, [self.keys[i] for i in part], buf, slot)
+            out.extend(self._finish(buf[j, :n].clone(), self.keys[i])
+                       for j, (i, n) in enumerate(zip(part, counts)))
+        return out
 
 
 def shard_info(rank=None, world_size=None):

@@ -536,7 +536,7 @@ def test_iterable_dataset_batches_with_workers(soft, c, thousand):
         ObjectIterableDataset("s3://pyt/dl/", client=c, batch_size=0)
 
 
-def test_map_style_dataset_batches_register_once(soft, c, thousand):
+def test_map_style_dataset_batches_register_once(soft, c, thousand, monkeypatch):
     """A DataLoader with batch_size fetches ObjectDataset batches through __getitems__ (one
     get_batch_into per batch into a reused registered buffer: the client keeps one registration,
     none per item); items are tensors of their own that stay valid after the next batch."""
@@ -553,6 +553,15 @@ def test_map_style_dataset_batches_register_once(soft, c, thousand):
                                                  for i in (0, 5, 999)]
     assert bytes(second[19].numpy()) == (thousand[119] + "|").encode() * 8
     assert bytes(single.numpy()) == (thousand[7] + "|").encode() * 8
+    # A batch larger than the reused buffer's cap goes in several calls; objects over the cap
+    # one by one into their own tensors.
+    import rdmastor.torch as rt
+    monkeypatch.setattr(rt, "_SCRATCH_MAX", 200)  # 3 objects of 64 bytes per call
+    assert [bytes(t.numpy()) for t in ds.__getitems__(list(range(10)))] == [
+        (k + "|").encode() * 8 for k in thousand[:10]]
+    monkeypatch.setattr(rt, "_SCRATCH_MAX", 50)
+    assert bytes(ds.__getitems__([3, 4])[1].numpy()) == (thousand[4] + "|").encode() * 8
+    monkeypatch.undo()
     loader = torch.utils.data.DataLoader(ds, batch_size=16, num_workers=2, shuffle=True,
                                          multiprocessing_context="fork")
     got = []
