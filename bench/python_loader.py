@@ -219,13 +219,17 @@ def run(mode, keys, size, opts, workers, batch, epochs=1):
     rows = []
     for epoch in range(epochs):
         cpu0, t0 = cpu_now(), time.monotonic()
-        total = sum(loader)
+        total, first = 0, None
+        for n in loader:
+            total += n
+            if first is None:
+                first = time.monotonic() - t0  # the workers' start-up, on a cold epoch
         if epoch == epochs - 1 and epochs > 1:
             loader._iterator._shutdown_workers()  # the last epoch stops (and reaps) them
         dt, cpu = time.monotonic() - t0, cpu_now() - cpu0
         assert total == len(keys) * size
         rows.append({"samples_s": len(keys) / dt, "mib_s": total / MiB / dt,
-                     "cpu_s_per_gib": cpu / (total / GiB), "seconds": dt})
+                     "cpu_s_per_gib": cpu / (total / GiB), "seconds": dt, "first_item_s": first})
     return rows
 
 
@@ -275,7 +279,7 @@ def main():
         print(f"load average at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
               f"{os.getloadavg()[2]:.2f}; {os.cpu_count()} CPUs", flush=True)
         print(f"{'set':>14} {'mode':>19} {'samples/s':>10} {'MiB/s':>9} {'CPU s/GiB':>10} "
-              f"{'seconds':>8} {'load1':>6}")
+              f"{'seconds':>8} {'load1':>6} {'1st item':>9}")
         for spec in args.sets.split(","):
             count, size = spec.split("x")
             count, size = int(count), parse_size(size)
@@ -302,9 +306,10 @@ def main():
                     name = mode if epoch == 0 else mode + "-warm"
                     by_mode[name] = r
                     rows.append({"set": spec, "mode": name, **r})
+                    first = r.get("first_item_s")
                     print(f"{spec:>14} {name:>19} {r['samples_s']:10.0f} {r['mib_s']:9.1f} "
-                          f"{r['cpu_s_per_gib']:10.2f} {r['seconds']:8.1f} {r['load1']:6.2f}",
-                          flush=True)
+                          f"{r['cpu_s_per_gib']:10.2f} {r['seconds']:8.1f} {r['load1']:6.2f} "
+                          f"{'' if first is None else format(first, '.2f'):>9}", flush=True)
             for mine in ("rdmastor-rdma", "rdmastor-rdma-warm"):
                 rd = by_mode.get(mine)
                 for other in ("boto3", "rdmastor-http", "c++-rdma", "local"):
