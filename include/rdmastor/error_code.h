@@ -54,6 +54,9 @@ namespace rdmastor {
   X(kMalformedXML, "MalformedXML", 400,                                                            \
     "The XML you provided was not well-formed or did not validate against our published "          \
     "schema.")                                                                                     \
+  X(kMalformedACLError, "MalformedACLError", 400,                                                  \
+    "The XML you provided was not well-formed or did not validate against our published "          \
+    "schema.")                                                                                     \
   X(kMalformedPOSTRequest, "MalformedPOSTRequest", 400,                                            \
     "The body of your POST request is not well-formed multipart/form-data.")                       \
   X(kMaxPostPreDataLengthExceeded, "MaxPostPreDataLengthExceeded", 400,                            \
@@ -68,6 +71,9 @@ namespace rdmastor {
     "You must provide the Content-Length HTTP header.")                                            \
   X(kMissingSecurityHeader, "MissingSecurityHeader", 400,                                          \
     "Your request was missing a required header")                                                  \
+  X(kUnexpectedContent, "UnexpectedContent", 400, "This request does not support content.")        \
+  X(kUnresolvableGrantByEmailAddress, "UnresolvableGrantByEmailAddress", 400,                      \
+    "The email address you provided does not match any account on record.")                       \
   X(kNoSuchBucket, "NoSuchBucket", 404, "The specified bucket does not exist")                     \
   X(kNoSuchKey, "NoSuchKey", 404, "The specified key does not exist.")                             \
   X(kNoSuchUpload, "NoSuchUpload", 404,                                                            \

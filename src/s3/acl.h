@@ -22,7 +22,9 @@ std::string_view AclApiName(std::string_view method, bool has_key);
 // The canned ACL a creating request (CreateBucket, PutObject, CopyObject, CreateMultipartUpload,
 // Put*Acl) names in x-amz-acl; nullopt when it names none. x-amz-grant-* headers: NotImplemented
 // (explicit grants beyond canned ACLs are not implemented), or InvalidRequest together with
-// x-amz-acl (as AWS). An x-amz-acl AWS does not define: InvalidArgument (iam::ParseCannedAcl).
+// x-amz-acl, InvalidArgument for a value AWS refuses (a form other than id= / uri= /
+// emailAddress=, an id or group that cannot exist), UnresolvableGrantByEmailAddress for an
+// e-mail grantee (as AWS). An x-amz-acl AWS does not define: InvalidArgument (iam::ParseCannedAcl).
 Result<std::optional<iam::CannedAcl>> RequestedAcl(const HttpRequest& req);
 
 struct AclReply {
@@ -34,7 +36,9 @@ struct AclReply {
 // Runs `api` (an AclApiName) on an existing bucket, or on bucket/key's `version` (nullopt: the
 // latest). The owner shown is the bucket's (recorded at creation; root's when none was): objects
 // belong to their bucket's owner here. Put* takes x-amz-acl, or a body equivalent to a canned ACL
-// (another grant set: NotImplemented; both: InvalidRequest; neither: MissingSecurityHeader).
+// (another grant set: NotImplemented; both: UnexpectedContent; neither: MissingSecurityHeader; a
+// malformed body: MalformedACLError; an id or group that cannot exist: InvalidArgument; an e-mail
+// grantee: UnresolvableGrantByEmailAddress), as AWS answers.
 Result<AclReply> HandleAcl(iam::IamStore& iam, storage::ObjectLayer& store, std::string_view api,
                            const std::string& bucket, const std::string& key,
                            const storage::VersionSel& version, const HttpRequest& req,

@@ -323,6 +323,19 @@ void SendVersionError(S3Api::Context& ctx, const Error& err, storage::ObjectLaye
   SendError(ctx, err, extra);
 }
 
+// The answer of an object or bucket subresource handler (?tagging, ?acl: a reply with `status`,
+// `xml` ("" = no body) and `headers`); on an object a delete marker met answers as reads do.
+template <typename Reply>
+void SendSubresourceReply(S3Api::Context& ctx, const Result<Reply>& reply,
+                          storage::ObjectLayer& store) {
+  if (!reply.ok()) {
+    if (ctx.has_key) return SendVersionError(ctx, reply.error(), store);
+    return SendError(ctx, reply.error());
+  }
+  if (reply->xml.empty()) return SendEmpty(ctx, reply->status, reply->headers);
+  SendXml(ctx, reply->xml, reply->status, reply->headers);
+}
+
 // A copy source: a named version (a delete marker cannot be copied) or the latest.
 Result<std::unique_ptr<storage::ObjectReader>> OpenSource(storage::ObjectLayer& store,
                                                           const std::string& bucket,
@@ -970,10 +983,9 @@ void S3Api::Dispatch(Context& ctx) {
 
 // ?tagging on a bucket or an object (s3/tagging.h).
 void S3Api::Tagging(Context& ctx) {
-  auto reply = HandleTagging(store_, ctx.api, ctx.bucket, ctx.key, [&] { return ReadXmlBody(ctx); });
-  if (!reply.ok()) return SendError(ctx, reply.error());
-  if (reply->xml.empty()) return SendEmpty(ctx, reply->status);
-  SendXml(ctx, reply->xml, reply->status);
+  SendSubresourceReply(ctx, HandleTagging(store_, ctx.api, ctx.bucket, ctx.key, ctx.version,
+                                           [&] { return ReadXmlBody(ctx); }),
+                       store_);
 }
 
 // ?encryption on a bucket: the default encryption of new objects (SSE-S3 only: SSE-C cannot be a
@@ -1016,14 +1028,10 @@ void S3Api::BucketPolicy(Context& ctx) {
 
 // ?acl on a bucket or an object (s3/acl.h).
 void S3Api::Acl(Context& ctx) {
-  auto reply = HandleAcl(*iam_, store_, ctx.api, ctx.bucket, ctx.key, ctx.version, ctx.req,
-                         [&] { return ReadXmlBody(ctx); });
-  if (!reply.ok()) {
-    if (ctx.has_key) return SendVersionError(ctx, reply.error(), store_);
-    return SendError(ctx, reply.error());
-  }
-  if (reply->xml.empty()) return SendEmpty(ctx, reply->status, reply->headers);
-  SendXml(ctx, reply->xml, reply->status, reply->headers);
+  SendSubresourceReply(ctx,
+                       HandleAcl(*iam_, store_, ctx.api, ctx.bucket, ctx.key, ctx.version,
+                                 ctx.req, [&] { return ReadXmlBody(ctx); }),
+                       store_);
 }
 
 bool S3Api::Authorized(Context& ctx) {
@@ -1843,8 +1851,11 @@ void S3Api::GetObject(Context& ctx, bool head) {
     AddChecksumHeaders(resp, ResponseChecksums(info, ctx.Has("partNumber"), start, length),
                        checksum::TypeOfValue(info.checksums.begin()->second));
   }
-  if (ctx.version || !info.version_id.empty())
-    resp.Set("x-amz-version-id", info.version_id.empty() ? "null" : info.version_id);
+  {
+    HeaderList version_header;
+    AddReadVersionHeader(version_header, store_, ctx.bucket, ctx.version, info);
+    SetHeaders(resp, version_header);
+  }
   if (partial) {
     resp.Set("Content-Range", "bytes " + std::to_string(start) + "-" +
                                   std::to_string(start + length - 1) + "/" +

@@ -7,6 +7,7 @@
 
 #include "common/uri.h"
 #include "common/utf8.h"
+#include "s3/versioning.h"
 
 namespace rdmastor::s3 {
 
@@ -219,6 +220,7 @@ std::string_view TaggingApiName(std::string_view method, bool has_key) {
 
 Result<TaggingReply> HandleTagging(storage::ObjectLayer& store, std::string_view api,
                                    const std::string& bucket, const std::string& key,
+                                   const storage::VersionSel& version,
                                    const std::function<Result<std::string>()>& read_body) {
   const bool object = api.ends_with("ObjectTagging");
   std::string tags;
@@ -230,26 +232,33 @@ Result<TaggingReply> HandleTagging(storage::ObjectLayer& store, std::string_view
     tags = std::move(*parsed);
   }
   if (object) {
+    auto info =
+        version ? store.StatObjectVersion(bucket, key, *version) : store.StatObject(bucket, key);
+    if (!info.ok()) return info.error();
+    TaggingReply reply;
+    AddReadVersionHeader(reply.headers, store, bucket, version, *info);
     if (api == "GetObjectTagging") {
-      auto info = store.StatObject(bucket, key);
-      if (!info.ok()) return info.error();
-      return TaggingReply{200, TaggingXml(info->tags)};
+      reply.xml = TaggingXml(info->tags);
+      return reply;
     }
     storage::PutOptions opts;
     opts.tags = std::move(tags);
     opts.tags_only = true;
-    auto info = store.UpdateMetadata(bucket, key, opts);
-    if (!info.ok()) return info.error();
-    return TaggingReply{api == "PutObjectTagging" ? 200 : 204, ""};
+    // The version resolved above: a new latest version written meanwhile keeps its own tags.
+    opts.version = info->version_id;
+    auto updated = store.UpdateMetadata(bucket, key, opts);
+    if (!updated.ok()) return updated.error();
+    reply.status = api == "PutObjectTagging" ? 200 : 204;
+    return reply;
   }
   if (api == "GetBucketTagging") {
     auto info = store.GetBucketInfo(bucket);
     if (!info.ok()) return info.error();
     if (info->tags.empty()) return MakeError(ErrorCode::kNoSuchTagSet);
-    return TaggingReply{200, TaggingXml(info->tags)};
+    return TaggingReply{200, TaggingXml(info->tags), {}};
   }
   RS_RETURN_IF_ERROR(store.SetBucketTags(bucket, tags));
-  return TaggingReply{204, ""};
+  return TaggingReply{204, "", {}};
 }
 
 }  // namespace rdmastor::s3

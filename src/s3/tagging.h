@@ -41,12 +41,15 @@ std::string_view TaggingApiName(std::string_view method, bool has_key);
 struct TaggingReply {
   int status = 200;
   std::string xml;
+  HeaderList headers;  // x-amz-version-id of the object version
 };
 
-// Runs the tagging operation `api` (a TaggingApiName) on bucket/key. `read_body` reads the
-// request's XML document (PUT only).
+// Runs the tagging operation `api` (a TaggingApiName) on bucket/key, on its `version` for object
+// tagging (nullopt: the latest; a version that is not there: NoSuchVersion; a delete marker:
+// MethodNotAllowed, as for reads). `read_body` reads the request's XML document (PUT only).
 Result<TaggingReply> HandleTagging(storage::ObjectLayer& store, std::string_view api,
                                    const std::string& bucket, const std::string& key,
+                                   const storage::VersionSel& version,
                                    const std::function<Result<std::string>()>& read_body);
 
 }  // namespace rdmastor::s3

@@ -106,4 +106,14 @@ void AddVersionHeaders(HeaderList& headers, const storage::ObjectInfo& info) {
   if (info.delete_marker) headers.emplace_back("x-amz-delete-marker", "true");
 }
 
+void AddReadVersionHeader(HeaderList& headers, storage::ObjectLayer& store,
+                          const std::string& bucket, const storage::VersionSel& named,
+                          const storage::ObjectInfo& info) {
+  if (!named && info.version_id.empty()) {
+    auto state = store.BucketVersioning(bucket);
+    if (!state.ok() || *state == storage::Versioning::kUnversioned) return;
+  }
+  headers.emplace_back("x-amz-version-id", info.version_id.empty() ? "null" : info.version_id);
+}
+
 }  // namespace rdmastor::s3

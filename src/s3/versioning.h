@@ -37,4 +37,11 @@ Result<std::string> ListVersionsPage(storage::ObjectLayer& store, const std::str
 // x-amz-delete-marker: true.
 void AddVersionHeaders(HeaderList& headers, const storage::ObjectInfo& info);
 
+// The x-amz-version-id a read of a version answers with (GetObject, HeadObject, GetObjectAcl,
+// Get/Put/DeleteObjectTagging): its id; for the null version "null" when a version was named or
+// the bucket is versioned (Enabled or Suspended), nothing in a bucket never versioned, as AWS.
+void AddReadVersionHeader(HeaderList& headers, storage::ObjectLayer& store,
+                          const std::string& bucket, const storage::VersionSel& named,
+                          const storage::ObjectInfo& info);
+
 }  // namespace rdmastor::s3

@@ -852,7 +852,7 @@ std::string AccessControlPolicyXml(const iam::AclOwner& owner,
 
 Result<AclRequest> ParseAccessControlPolicyXml(std::string_view body) {
   constexpr size_t kMaxGrants = 100;
-  const Error malformed = MakeError(ErrorCode::kMalformedXML);
+  const Error malformed = MakeError(ErrorCode::kMalformedACLError);
   pugi::xml_document doc;
   const pugi::xml_node root = LoadBody(body, doc);
   if (!root || LocalName(root) != "AccessControlPolicy") return malformed;
@@ -868,12 +868,14 @@ Result<AclRequest> ParseAccessControlPolicyXml(std::string_view body) {
     }
     return true;
   };
-  bool seen_list = false;
+  bool seen_list = false, seen_owner = false;
   for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
     if (c.type() != pugi::node_element) continue;
     const std::string_view name = LocalName(c);
     if (name == "Owner") {
-      if (!child_text(c, "ID", out.owner_id)) return malformed;
+      if (seen_owner || !child_text(c, "ID", out.owner_id)) return malformed;
+      seen_owner = true;
+      if (!out.owner_id) out.owner_id.emplace();  // an Owner without ID: an invalid id
     } else if (name == "AccessControlList") {
       if (seen_list) return malformed;
       seen_list = true;
@@ -927,7 +929,7 @@ Result<AclRequest> ParseAccessControlPolicyXml(std::string_view body) {
       return malformed;
     }
   }
-  if (!seen_list) return malformed;
+  if (!seen_list || !seen_owner) return malformed;
   return out;
 }
 

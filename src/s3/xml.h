@@ -170,10 +170,11 @@ std::string AccessControlPolicyXml(const iam::AclOwner& owner,
                                    const std::vector<iam::Grant>& grants);
 // PutBucketAcl / PutObjectAcl's body. Grantees of a type other than CanonicalUser and Group
 // (AmazonCustomerByEmail) are returned as a grant no canned ACL has (by id "email:ADDRESS").
-// kMalformedXML on bad XML, a DOCTYPE, a grant without grantee or permission, a permission
-// AWS does not define, or more than 100 grants (AWS's limit).
+// kMalformedACLError (AWS's code for a bad ACL document) on bad XML, a DOCTYPE, no Owner or no
+// AccessControlList, a grant without grantee or permission, a grantee type or permission AWS does
+// not define, or more than 100 grants (AWS's limit).
 struct AclRequest {
-  std::optional<std::string> owner_id;  // <Owner><ID>, when sent
+  std::optional<std::string> owner_id;  // <Owner><ID>; "" for an Owner without one
   std::vector<iam::Grant> grants;
 };
 Result<AclRequest> ParseAccessControlPolicyXml(std::string_view body);

@@ -157,6 +157,7 @@ class ErasureStore final : public ObjectLayer {
   Status SetBucketVersioning(const std::string& bucket, Versioning state) override;
   Status SetBucketEncryption(const std::string& bucket, const std::string& algorithm) override;
   Result<std::string> BucketEncryption(const std::string& bucket) override;
+  Result<Versioning> BucketVersioning(const std::string& bucket) override;
   Result<std::unique_ptr<ObjectReader>> OpenObjectVersion(const std::string& bucket,
                                                           const std::string& key,
                                                           const std::string& version_id) override;

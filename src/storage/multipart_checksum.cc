@@ -53,7 +53,17 @@ Result<std::map<std::string, std::string>> CompleteChecksums(
       continue;
     }
     const auto& [sent_algo, sent_value] = *part.checksums.begin();
-    if (!algo) return InvalidPartError(upload_id, part);  // the upload keeps no part checksums
+    if (!algo) {
+      // No algorithm named at creation: each part got S3's default, a CRC64NVME (UploadPart
+      // answered it, ListParts shows it), so a client may list it back and it must match. Any
+      // other algorithm is InvalidPart, as AWS answers (SDKs that echo the CRC32 they added to
+      // UploadPart get the same from AWS).
+      auto it = stored[i].checksums.find(std::string(hash::ChecksumName(checksum::kDefaultAlgo)));
+      if (sent_algo != hash::ChecksumName(checksum::kDefaultAlgo) ||
+          it == stored[i].checksums.end() || it->second != sent_value)
+        return InvalidPartError(upload_id, part);
+      continue;
+    }
     if (sent_algo != algo_name) {
       return MakeError(ErrorCode::kBadDigest, "The " + sent_algo + " you specified for part " +
                                                   std::to_string(part.number) +

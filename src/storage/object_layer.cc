@@ -10,6 +10,10 @@ Status ObjectLayer::SetBucketEncryption(const std::string&, const std::string&) 
 
 Result<std::string> ObjectLayer::BucketEncryption(const std::string&) { return std::string(); }
 
+Result<Versioning> ObjectLayer::BucketVersioning(const std::string&) {
+  return Versioning::kUnversioned;
+}
+
 Status ObjectLayer::SetBucketVersioning(const std::string&, Versioning) {
   return MakeError(ErrorCode::kNotImplemented, "bucket versioning needs the erasure layout");
 }

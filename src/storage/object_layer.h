@@ -250,6 +250,10 @@ class ObjectLayer {
   virtual Result<ListResult> ListObjectVersions(const std::string& bucket,
                                                 const ListOptions& opts);
 
+  // The bucket's versioning state as writes see it, cheap enough for every read (may be a few
+  // seconds stale when changed through another node). An unversioned layer: kUnversioned.
+  virtual Result<Versioning> BucketVersioning(const std::string& bucket);
+
   // ---- default encryption (BucketInfo::encryption) ----
   virtual Status SetBucketEncryption(const std::string& bucket, const std::string& algorithm);
   // The bucket's default encryption, cheap enough for every PUT (may be a few seconds stale when

@@ -212,6 +212,51 @@ def full_object_mpu():
                                  ChecksumAlgorithm="CRC64NVME", ChecksumType="COMPOSITE")
 
 @section
+def echo_part_checksums():
+    # An upload created without an algorithm, completed by a client that lists back each part's
+    # checksum as UploadPart answered it (the Go and Java transfer managers do). Current botocore
+    # is told to send none (so each part gets S3's default CRC64NVME); Debian's sends none anyway
+    # and does not know the CRC64NVME field (it lists ETags only).
+    quiet = s3
+    if CRC64:
+        quiet = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=ak,
+                             aws_secret_access_key=sk, region_name="us-east-1",
+                             config=Config(s3={"addressing_style": "path"},
+                                           signature_version="s3v4",
+                                           request_checksum_calculation="when_required",
+                                           retries={"total_max_attempts": 1, "mode": "standard"}))
+    key = "mpu-echo"
+    up = quiet.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    parts = []
+    for n, body in enumerate((P1, P2), 1):
+        r = quiet.upload_part(Bucket=bucket, Key=key, UploadId=up, PartNumber=n, Body=body)
+        parts.append(dict(sums(r), PartNumber=n, ETag=r["ETag"]))
+    out["echo parts"] = [sorted(sums(p)) for p in parts]
+    if CRC64:
+        wrong = [dict(parts[0], ChecksumCRC64NVME=V["p2"]["CRC64NVME"]), parts[1]]
+        out["echo wrong"] = err(quiet.complete_multipart_upload, Bucket=bucket, Key=key,
+                                UploadId=up, MultipartUpload={"Parts": wrong})[:2]
+    done = quiet.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up,
+                                           MultipartUpload={"Parts": parts})
+    out["echo complete"] = [done.get("ChecksumCRC64NVME"), done.get("ChecksumType")]
+    out["echo body"] = s3.get_object(Bucket=bucket, Key=key)["Body"].read() == P1 + P2
+    if CRC64:
+        # Current botocore's own default on UploadPart is a CRC32; listing that back for an
+        # upload created without an algorithm is InvalidPart on AWS (reported against S3 by the
+        # Go and Java SDKs' users) and here; the ETags alone complete it.
+        up = s3.create_multipart_upload(Bucket=bucket, Key=key + "-32")["UploadId"]
+        r = s3.upload_part(Bucket=bucket, Key=key + "-32", UploadId=up, PartNumber=1, Body=SMALL)
+        out["crc32 part"] = sorted(sums(r))
+        part = dict(sums(r), PartNumber=1, ETag=r["ETag"])
+        out["crc32 echo"] = err(s3.complete_multipart_upload, Bucket=bucket, Key=key + "-32",
+                                UploadId=up, MultipartUpload={"Parts": [part]})[:2]
+        s3.complete_multipart_upload(Bucket=bucket, Key=key + "-32", UploadId=up,
+                                     MultipartUpload={"Parts": [{"PartNumber": 1,
+                                                                 "ETag": r["ETag"]}]})
+        out["crc32 etag only"] = s3.get_object(Bucket=bucket,
+                                               Key=key + "-32")["Body"].read().decode()
+
+@section
 def transfer_manager():
     # upload_file: current s3transfer asks for CRC32 (composite) and lists each part's CRC32.
     import io
@@ -300,6 +345,25 @@ def test_full_object_multipart(sdk_results, erasure_server, py):
                                "used with the sha256 checksum algorithm."]
     assert out["crc64 composite"] == [400, "InvalidRequest", "The COMPOSITE checksum type cannot "
                                       "be used with the crc64nvme checksum algorithm."]
+
+
+@pytest.mark.parametrize("py", _interpreters())
+def test_echoed_default_part_checksums(sdk_results, erasure_server, py):
+    """CompleteMultipartUpload of an upload created without an algorithm, listing each part's
+    checksum as UploadPart answered it: the default CRC64NVME each part got matches and the object
+    gets the full-object CRC64NVME; a wrong one is InvalidPart, as is the CRC32 current botocore
+    adds on its own (AWS's answer too)."""
+    out = sdk_results(py, erasure_server, "echo_part_checksums")
+    assert out["echo body"] is True
+    if not out["has crc64"]:  # Debian's boto3 lists ETags only
+        assert out["echo parts"] == [[], []]
+        return
+    assert out["echo parts"] == [["ChecksumCRC64NVME"], ["ChecksumCRC64NVME"]]
+    assert out["echo wrong"] == [400, "InvalidPart"]
+    assert out["echo complete"] == [VALUES["whole"]["CRC64NVME"], "FULL_OBJECT"]
+    assert out["crc32 part"] == ["ChecksumCRC32"]
+    assert out["crc32 echo"] == [400, "InvalidPart"]
+    assert out["crc32 etag only"] == "123456789"
 
 
 @pytest.mark.parametrize("py", _interpreters())
@@ -557,6 +621,45 @@ def test_default_crc64nvme_for_uploads_without_checksum(erasure_server, server):
             assert r.status == 200, r
             sums = {k.lower(): v for k, v in _head_sums(srv, f"/{b}/copy-{src}").items()}
             assert sums == {header: value, "x-amz-checksum-type": "FULL_OBJECT"}, (src, sums)
+
+
+def test_default_part_checksums_listed_at_complete_raw(erasure_server, server):
+    """An upload created without an algorithm: Complete may list the CRC64NVME each part got
+    (S3's default, as UploadPart answered it); it must match (else InvalidPart with AWS's
+    elements), parts listed without one are fine beside it, and the object gets the full-object
+    CRC64NVME. A part that declared CRC32 listed with it: InvalidPart, as AWS answers."""
+    for srv in (erasure_server, server):
+        b = _bucket(srv, "ck-echo")
+        _, up = _mpu(srv, b, "k", {})
+        etags = []
+        for n, body in ((1, P1), (2, P2)):
+            r = signed_request(srv, "PUT", f"/{b}/k",
+                               query=[("partNumber", str(n)), ("uploadId", up)], body=body)
+            assert r.header("x-amz-checksum-crc64nvme") == b64("CRC64NVME", body), r
+            etags.append(r.header("etag"))
+        p1 = ("CRC64NVME", b64("CRC64NVME", P1))
+        for sums in ([("CRC64NVME", b64("CRC64NVME", P2))], [("CRC32", b64("CRC32", P1))]):
+            r = signed_request(srv, "POST", f"/{b}/k", query=[("uploadId", up)],
+                               body=_complete_body([(1, etags[0], sums), (2, etags[1], [])]))
+            err = assert_s3_error(r.status, r.hdict, r.body, "InvalidPart", 400)
+            assert [err.get("UploadId"), err.get("PartNumber")] == [up, "1"], err
+        r = signed_request(srv, "POST", f"/{b}/k", query=[("uploadId", up)],
+                           body=_complete_body([(1, etags[0], [p1]), (2, etags[1], [])]))
+        assert r.status == 200, r
+        whole = b64("CRC64NVME", P1 + P2)
+        assert _xml(r).find(S3_NS + "ChecksumCRC64NVME").text == whole
+        assert _xml(r).find(S3_NS + "ChecksumType").text == "FULL_OBJECT"
+        assert {k.lower(): v for k, v in _head_sums(srv, f"/{b}/k").items()} == {
+            "x-amz-checksum-crc64nvme": whole, "x-amz-checksum-type": "FULL_OBJECT"}
+        # A part that declared a CRC32, listed with it.
+        _, up = _mpu(srv, b, "c", {})
+        r = signed_request(srv, "PUT", f"/{b}/c", query=[("partNumber", "1"), ("uploadId", up)],
+                           headers={"x-amz-checksum-crc32": VALUES["small"]["CRC32"]}, body=SMALL)
+        assert r.status == 200, r
+        r = signed_request(srv, "POST", f"/{b}/c", query=[("uploadId", up)],
+                           body=_complete_body([(1, r.header("etag"),
+                                                 [("CRC32", VALUES["small"]["CRC32"])])]))
+        assert_s3_error(r.status, r.hdict, r.body, "InvalidPart", 400)
 
 
 def test_invalid_part_message_as_aws(erasure_server, server):

@@ -5,13 +5,15 @@ and errors. The SDK checks are one script run under Debian's boto3 and, when the
 a current boto3 (as test_conformance2.py); raw signed requests check the exact error codes and
 messages for the x-amz-tagging header limits.
 """
+import json
 import os
 import urllib.parse
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import assert_s3_error, sdk_script_runner, signed_request, unique_bucket
+from conftest import (admin_heal, assert_s3_error, sdk_script_runner, signed_request,
+                      unique_bucket)
 from test_conformance import _interpreters
 
 S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
@@ -110,6 +112,64 @@ def bucket_tags():
     out["bucket deleted"] = err(s3.get_bucket_tagging, Bucket=bucket)
     out["no such bucket"] = err(s3.get_bucket_tagging, Bucket=prefix + "-missing")[:2]
 
+@section
+def version_tags():
+    # Versioning needs the erasure layout: run on the four-drive server only.
+    def err2(fn, **kw):  # [status, code]
+        return err(fn, **kw)[:2]
+
+    vb = bucket + "-v"
+    s3.create_bucket(Bucket=vb)
+    s3.put_object(Bucket=vb, Key="plain", Body=b"p", Tagging="u=1")
+    r = s3.get_object_tagging(Bucket=vb, Key="plain")
+    out["never versioned id"] = r.get("VersionId")  # no x-amz-version-id, as AWS
+    s3.put_bucket_versioning(Bucket=vb, VersioningConfiguration={"Status": "Enabled"})
+    v1 = s3.put_object(Bucket=vb, Key="k", Body=b"one", Tagging="gen=1")["VersionId"]
+    v2 = s3.put_object(Bucket=vb, Key="k", Body=b"two", Tagging="gen=2")["VersionId"]
+    out["ids"] = [v1, v2]
+
+    def vtags(v=None):
+        kw = {"VersionId": v} if v else {}
+        r = s3.get_object_tagging(Bucket=vb, Key="k", **kw)
+        return [r.get("VersionId"), sorted([t["Key"], t["Value"]] for t in r["TagSet"])]
+
+    out["v1"] = vtags(v1)
+    out["latest"] = vtags()
+    r = s3.put_object_tagging(Bucket=vb, Key="k", VersionId=v1,
+                              Tagging=tagset([("old", "yes"), ("gen", "1b")]))
+    out["put v1 answers"] = r.get("VersionId")
+    out["v1 after put"] = vtags(v1)
+    out["latest after put"] = vtags()
+    out["v1 count"] = s3.get_object(Bucket=vb, Key="k", VersionId=v1).get("TagCount")
+    r = s3.put_object_tagging(Bucket=vb, Key="k", Tagging=tagset([("latest", "1")]))
+    out["put latest answers"] = r.get("VersionId")
+    out["v1 after latest put"] = vtags(v1)
+    r = s3.delete_object_tagging(Bucket=vb, Key="k", VersionId=v1)
+    out["delete v1 answers"] = r.get("VersionId")
+    out["v1 after delete"] = vtags(v1)
+    out["latest after delete"] = vtags()
+    # A well-formed id that names no version of the key: NoSuchVersion, for all three calls.
+    missing = "0" * len(v1)
+    out["unknown get"] = err2(s3.get_object_tagging, Bucket=vb, Key="k", VersionId=missing)
+    out["unknown put"] = err2(s3.put_object_tagging, Bucket=vb, Key="k", VersionId=missing,
+                             Tagging=tagset([("a", "b")]))
+    out["unknown delete"] = err2(s3.delete_object_tagging, Bucket=vb, Key="k",
+                                 VersionId=missing)
+    out["malformed"] = err2(s3.get_object_tagging, Bucket=vb, Key="k", VersionId="a/b")
+    out["after refusals"] = [vtags(v1), vtags(v2)]
+    # A delete marker has no tags: named, 405; as the latest, 404 NoSuchKey.
+    marker = s3.delete_object(Bucket=vb, Key="k")["VersionId"]
+    out["marker named"] = err2(s3.get_object_tagging, Bucket=vb, Key="k", VersionId=marker)
+    out["marker latest"] = err2(s3.put_object_tagging, Bucket=vb, Key="k",
+                               Tagging=tagset([("a", "b")]))
+    out["v2 under marker"] = vtags(v2)
+    # The null version of a Suspended bucket: "null" named or not.
+    s3.put_bucket_versioning(Bucket=vb, VersioningConfiguration={"Status": "Suspended"})
+    s3.put_object(Bucket=vb, Key="k", Body=b"null", Tagging="n=0")
+    out["null latest"] = vtags()
+    s3.put_object_tagging(Bucket=vb, Key="k", VersionId="null", Tagging=tagset([("n", "1")]))
+    out["null named"] = vtags("null")
+
 print(json.dumps(out))
 '''
 
@@ -123,6 +183,35 @@ def srv(request, server, erasure_server):
 def sdk_results(tmp_path_factory):
     """Runs SDK_SCRIPT once per (interpreter, server), cached: run(python, server, section)."""
     return sdk_script_runner(tmp_path_factory, SDK_SCRIPT, "tagging_sdk.py", "tg", timeout=300)
+
+
+@pytest.mark.parametrize("py", _interpreters())
+def test_version_tagging(sdk_results, erasure_server, py):
+    """Put/Get/DeleteObjectTagging with versionId act on that version and answer its
+    x-amz-version-id; an unknown version is 404 NoSuchVersion; a delete marker has no tags."""
+    out = sdk_results(py, erasure_server, "version_tags")
+    v1, v2 = out["ids"]
+    assert out["never versioned id"] is None
+    assert out["v1"] == [v1, [["gen", "1"]]]
+    assert out["latest"] == [v2, [["gen", "2"]]]
+    assert out["put v1 answers"] == v1
+    assert out["v1 after put"] == [v1, [["gen", "1b"], ["old", "yes"]]]
+    assert out["latest after put"] == [v2, [["gen", "2"]]]  # the latest kept its own
+    assert out["v1 count"] == 2
+    assert out["put latest answers"] == v2
+    assert out["v1 after latest put"] == [v1, [["gen", "1b"], ["old", "yes"]]]
+    assert out["delete v1 answers"] == v1
+    assert out["v1 after delete"] == [v1, []]
+    assert out["latest after delete"] == [v2, [["latest", "1"]]]
+    for call in ("unknown get", "unknown put", "unknown delete"):
+        assert out[call] == [404, "NoSuchVersion"], call
+    assert out["malformed"] == [400, "InvalidArgument"]
+    assert out["after refusals"] == [[v1, []], [v2, [["latest", "1"]]]]
+    assert out["marker named"] == [405, "MethodNotAllowed"]
+    assert out["marker latest"] == [404, "NoSuchKey"]
+    assert out["v2 under marker"] == [v2, [["latest", "1"]]]
+    assert out["null latest"] == ["null", [["n", "0"]]]
+    assert out["null named"] == ["null", [["n", "1"]]]
 
 
 @pytest.mark.parametrize("py", _interpreters())
@@ -270,6 +359,47 @@ def test_tags_survive_restart(server_factory, tmp_path):
     assert g.status == 200 and b"<Key>a</Key><Value>1</Value>" in g.body, g.body
     g = signed_request(srv, "GET", f"/{bucket}", query=[("tagging", "")])
     assert g.status == 200 and b"<Key>team</Key><Value>x</Value>" in g.body, g.body
+
+
+def test_tags_read_quorum_wins_over_a_stale_drive(server_factory, tmp_path):
+    """A drive that missed a PutObjectTagging (its metadata file put back to the copy it had
+    before, as after an outage) must not answer reads of the tags: GetObjectTagging and
+    x-amz-tagging-count come from the copy the other three drives agree on, as for the ACL; a heal
+    then brings the stale drive up to date. The stale drive is the first: before the fix the first
+    drive's copy answered whatever the others said."""
+    dirs = [str(tmp_path / f"d{i}") for i in range(4)]
+    srv = server_factory(data_dirs=dirs)
+    bucket = _bucket(srv)
+    data = os.urandom(300 << 10)  # beyond the inline limit: shards on every drive
+    r = signed_request(srv, "PUT", f"/{bucket}/k", headers={"x-amz-tagging": "v=old"}, body=data)
+    assert r.status == 200, r.body
+    meta = os.path.join(dirs[0], bucket, "k", ".rdmastor.meta")
+    with open(meta, "rb") as f:
+        before = f.read()
+    body = (b"<Tagging><TagSet><Tag><Key>v</Key><Value>new</Value></Tag>"
+            b"<Tag><Key>w</Key><Value>2</Value></Tag></TagSet></Tagging>")
+    r = signed_request(srv, "PUT", f"/{bucket}/k", query=[("tagging", "")], body=body)
+    assert r.status == 200, r.body
+    srv.stop()
+    with open(meta, "wb") as f:  # drive 0 missed the update
+        f.write(before)
+    srv.start()
+    quorum = b"<Key>v</Key><Value>new</Value>"
+    for attempt in range(3):  # the same answer every time, not by chance
+        g = signed_request(srv, "GET", f"/{bucket}/k", query=[("tagging", "")])
+        assert g.status == 200 and quorum in g.body and b"old" not in g.body, (attempt, g.body)
+        g = signed_request(srv, "GET", f"/{bucket}/k")
+        assert g.status == 200 and g.body == data
+        assert g.header("x-amz-tagging-count") == "2", g.headers
+        h = signed_request(srv, "HEAD", f"/{bucket}/k")
+        assert h.status == 200 and h.header("x-amz-tagging-count") == "2", h.headers
+    # The reads queued a heal of the stale copy; an admin heal (done by then or not) leaves the
+    # drive with the quorum's tags.
+    res = admin_heal(srv, bucket)
+    assert res.returncode == 0 and res.counts["failed"] == 0, res
+    assert res.counts["healed"] in (0, 1), res
+    with open(meta) as f:
+        assert json.load(f)["versions"][0]["tags"] == "v=new&w=2"
 
 
 def test_metadata_only_update_keeps_every_shard(srv):

@@ -104,6 +104,9 @@ def null_version():
     s3.create_bucket(Bucket=b)
     r = s3.put_object(Bucket=b, Key="k", Body=b"unversioned")
     out["unversioned put id"] = r.get("VersionId")
+    # A bucket never versioned answers reads without x-amz-version-id (as AWS).
+    out["unversioned read ids"] = [s3.get_object(Bucket=b, Key="k").get("VersionId"),
+                                   s3.head_object(Bucket=b, Key="k").get("VersionId")]
     s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
     v = s3.put_object(Bucket=b, Key="k", Body=b"versioned")["VersionId"]
     out["null readable"] = body(Bucket=b, Key="k", VersionId="null")
@@ -113,6 +116,9 @@ def null_version():
     vs, ms, _ = versions(b)
     out["suspended versions"] = [[x[1] == "null", x[2]] for x in vs]
     out["suspended null"] = body(Bucket=b, Key="k", VersionId="null")
+    # The latest is the null version: GET and HEAD name it ("null"), as AWS answers.
+    out["suspended read ids"] = [s3.get_object(Bucket=b, Key="k").get("VersionId"),
+                                 s3.head_object(Bucket=b, Key="k").get("VersionId")]
     out["kept"] = body(Bucket=b, Key="k", VersionId=v)
     d = s3.delete_object(Bucket=b, Key="k")
     out["suspended delete"] = [d.get("DeleteMarker"), d.get("VersionId")]
@@ -235,10 +241,12 @@ def test_overwrite_delete_restore(sdk, erasure_server, py):
 def test_null_version(sdk, erasure_server, py):
     out = sdk(py, erasure_server, "null_version")
     assert out["unversioned put id"] is None
+    assert out["unversioned read ids"] == [None, None]
     assert out["null readable"] == "unversioned"
     # Suspended writes replace the null version; the Enabled one stays.
     assert out["suspended versions"] == [[True, True], [False, False]]
     assert out["suspended null"] == "suspended 2"
+    assert out["suspended read ids"] == ["null", "null"]
     assert out["kept"] == "versioned"
     assert out["suspended delete"] == [True, "null"]
     assert out["after suspended delete"] == [True, ["null"]]

@@ -135,6 +135,18 @@ TEST(MultipartChecksumTest, UploadWithoutAlgorithmGetsDefaultFullObjectCrc64) {
   EXPECT_TRUE(f.Run({"crc64nvme", B64(hash::Algo::kCRC64NVME, "hello world"), ""}).ok());
   EXPECT_EQ(f.Run({"crc32", B64(hash::Algo::kCRC32, "hello world"), ""}).error().code,
             ErrorCode::kBadDigest);
+  // Complete may list those default part values back (clients echo UploadPart's answer): they
+  // must match; another algorithm is InvalidPart, as AWS answers.
+  f.parts[0].checksums = {{"crc64nvme", B64(hash::Algo::kCRC64NVME, "hello ")}};
+  r = f.Run();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->at("crc64nvme"), B64(hash::Algo::kCRC64NVME, "hello world"));
+  f.parts[1].checksums = {{"crc64nvme", B64(hash::Algo::kCRC64NVME, "hello ")}};
+  EXPECT_EQ(f.Run().error().code, ErrorCode::kInvalidPart);
+  f.parts[1].checksums = {{"crc32", B64(hash::Algo::kCRC32, "world")}};
+  EXPECT_EQ(f.Run().error().code, ErrorCode::kInvalidPart);
+  f.parts[0].checksums.clear();
+  f.parts[1].checksums.clear();
   // One part without it (it declared another algorithm): no object checksum rather than a wrong one.
   f.stored[1].checksums = {{"crc32", B64(hash::Algo::kCRC32, "world")}};
   r = f.Run();

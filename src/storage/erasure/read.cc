@@ -142,15 +142,16 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
       },
       DriveWork::kLookup);
   const int missing = Count(missing_on);
-  // A version is the same on every drive: id, data directory, ETag, marker or not, and ACL (a
-  // drive that missed a PutObjectAcl must not decide who may read: the quorum's copy wins).
-  std::map<std::tuple<std::string, std::string, std::string, bool, std::string>,
+  // A version is the same on every drive: id, data directory, ETag, marker or not, ACL and tags
+  // (a drive that missed a PutObjectAcl or PutObjectTagging must not decide who may read or what
+  // the tags are: the quorum's copy wins).
+  std::map<std::tuple<std::string, std::string, std::string, bool, std::string, std::string>,
            std::vector<size_t>>
       groups;
   for (size_t p = 0; p < n; ++p) {
     if (metas[p]) {
       groups[{metas[p]->version_id, metas[p]->data_dir, metas[p]->etag, metas[p]->delete_marker,
-              metas[p]->acl}]
+              metas[p]->acl, metas[p]->tags}]
           .push_back(p);
     }
   }

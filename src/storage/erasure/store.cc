@@ -231,6 +231,10 @@ Result<std::string> ErasureStore::BucketEncryption(const std::string& bucket) {
   return info->encryption;
 }
 
+Result<Versioning> ErasureStore::BucketVersioning(const std::string& bucket) {
+  return sets_[0]->VersioningOf(bucket);
+}
+
 Result<std::unique_ptr<ObjectReader>> ErasureStore::OpenObjectVersion(
     const std::string& bucket, const std::string& key, const std::string& version_id) {
   return SetFor(key).OpenObject(bucket, key, version_id);
