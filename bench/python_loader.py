@@ -51,56 +51,95 @@ def payload(i, size):
 
 
 class Reader(torch.utils.data.IterableDataset):
-    """Reads its shard of keys into one reused uint8 buffer per worker (rdmastor: a
-    registered_tensor, registered once); yields the byte count of each `batch` objects, so that
-    the DataLoader passes one item per batch between processes, as training loaders do."""
+    """Reads its shard of keys, `batch` objects per DataLoader item, and yields their byte count,
+    so that the DataLoader passes one item per batch between processes, as training loaders do.
+    rdmastor-rdma / rdmastor-http: one Client.get_batch_into call per batch (at most 16 MiB of
+    objects per call) into a reused registered_tensor of rows (registered once per worker); rdmastor-rdma-each: one
+    get_into per object into a reused registered_tensor (the binding's per-call cost shows);
+    boto3 and local files: one read per object into a reused uint8 buffer. The worker's client
+    is made once per worker process and kept across epochs (persistent workers)."""
 
     def __init__(self, mode, keys, size, opts, batch):
         self.mode, self.keys, self.size, self.opts, self.batch = mode, keys, size, opts, batch
+        self._state = None
+
+    def _setup(self):
+        """(read_batch(indices) -> bytes read, checking every object) for this worker process."""
+        if self._state is not None and self._state[0] == os.getpid():
+            return self._state[1]
+        o, size, keys = self.opts, self.size, self.keys
+        if self.mode in ("rdmastor-rdma", "rdmastor-http"):
+            import numpy as np
+            import rdmastor
+            from rdmastor.torch import registered_tensor
+            c = rdmastor.Client(o["endpoint"], o["ak"], o["sk"],
+                                rdma="soft" if self.mode == "rdmastor-rdma" else "off")
+            # At most 16 MiB of rows per call (one 16 MiB object, 128 x 128 KiB): large
+            # objects gain nothing from batching, and the buffer stays as small as before.
+            per_call = max(1, min(self.batch, 16 * MiB // size))
+            rows = registered_tensor(per_call * size).view(per_call, size)
+            ends = rows.numpy()
+
+            def read_batch(idx):
+                for at in range(0, len(idx), per_call):
+                    part = idx[at:at + per_call]
+                    n = len(part)
+                    got = c.get_batch_into("bench", [keys[i] for i in part], rows, size)
+                    tags = np.asarray(part, dtype="<u4")
+                    if (got != [size] * n
+                            or (ends[:n, :4].copy().view("<u4")[:, 0] != tags).any()
+                            or (ends[:n, size - 4:].copy().view("<u4")[:, 0] != tags).any()):
+                        raise RuntimeError(f"{self.mode}: wrong bytes in the batch at "
+                                           f"{keys[part[0]]}")
+                return len(idx) * size
+        else:
+            if self.mode == "rdmastor-rdma-each":
+                from rdmastor.torch import registered_tensor
+                buf = registered_tensor(size)
+            else:
+                buf = torch.empty(size, dtype=torch.uint8)
+            mv = memoryview(buf.numpy())
+            if self.mode == "rdmastor-rdma-each":
+                import rdmastor
+                c = rdmastor.Client(o["endpoint"], o["ak"], o["sk"], rdma="soft")
+                read = lambda k: c.get_into("bench", k, buf)  # noqa: E731
+            elif self.mode == "boto3":
+                import boto3
+                from botocore.config import Config
+                s3 = boto3.client("s3", endpoint_url=o["endpoint"], aws_access_key_id=o["ak"],
+                                  aws_secret_access_key=o["sk"], region_name="us-east-1",
+                                  config=Config(signature_version="s3v4"))
+
+                def read(k):
+                    data = s3.get_object(Bucket="bench", Key=k)["Body"].read()
+                    t = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+                    buf[:len(data)] = t
+                    return len(data)
+            else:
+                def read(k):
+                    with open(os.path.join(o["dir"], k.replace("/", "_")), "rb",
+                              buffering=0) as f:
+                        return f.readinto(mv)
+
+            def read_batch(idx):
+                done = 0
+                for i in idx:
+                    n = int(read(keys[i]))
+                    tag = i.to_bytes(4, "little")
+                    if n != size or bytes(mv[:4]) != tag or bytes(mv[n - 4:n]) != tag:
+                        raise RuntimeError(f"{self.mode}: wrong bytes for {keys[i]}")
+                    done += n
+                return done
+        self._state = (os.getpid(), read_batch)
+        return read_batch
 
     def __iter__(self):
         info = torch.utils.data.get_worker_info()
         wid, nw = (info.id, info.num_workers) if info else (0, 1)
-        o = self.opts
-        if self.mode.startswith("rdmastor"):
-            from rdmastor.torch import registered_tensor
-            buf = registered_tensor(self.size)
-        else:
-            buf = torch.empty(self.size, dtype=torch.uint8)
-        mv = memoryview(buf.numpy())
-        if self.mode.startswith("rdmastor"):
-            import rdmastor
-            c = rdmastor.Client(o["endpoint"], o["ak"], o["sk"],
-                                rdma="soft" if self.mode == "rdmastor-rdma" else "off")
-            read = lambda i, k: c.get_into("bench", k, buf)  # noqa: E731
-        elif self.mode == "boto3":
-            import boto3
-            from botocore.config import Config
-            s3 = boto3.client("s3", endpoint_url=o["endpoint"], aws_access_key_id=o["ak"],
-                              aws_secret_access_key=o["sk"], region_name="us-east-1",
-                              config=Config(signature_version="s3v4"))
-
-            def read(i, k):
-                data = s3.get_object(Bucket="bench", Key=k)["Body"].read()
-                t = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-                buf[:len(data)] = t
-                return len(data)
-        else:
-            def read(i, k):
-                with open(os.path.join(o["dir"], k.replace("/", "_")), "rb", buffering=0) as f:
-                    return f.readinto(mv)
-        done = 0
-        for j, i in enumerate(range(wid, len(self.keys), nw)):
-            n = int(read(i, self.keys[i]))
-            tag = i.to_bytes(4, "little")
-            if n != self.size or bytes(mv[:4]) != tag or bytes(mv[n - 4:n]) != tag:
-                raise RuntimeError(f"{self.mode}: wrong bytes for {self.keys[i]}")
-            done += n
-            if (j + 1) % self.batch == 0:
-                yield done
-                done = 0
-        if done:
-            yield done
+        read_batch = self._setup()
+        mine = range(wid, len(self.keys), nw)
+        for at in range(0, len(mine), self.batch):
+            yield read_batch(mine[at:at + self.batch])
 
 
 def cpu_seconds():
@@ -147,20 +186,51 @@ def run_cpp(mode, keys, size, opts, workers):
             "cpu_s_per_gib": cpu / (r["bytes"] / GiB), "seconds": r["seconds"], "wall": dt}
 
 
-def run(mode, keys, size, opts, workers, batch):
+def live_cpu_seconds(pids):
+    """user + system CPU of the live processes pids (DataLoader workers not yet reaped)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass  # gone: reaped, so RUSAGE_CHILDREN has it
+    return total
+
+
+def run(mode, keys, size, opts, workers, batch, epochs=1):
+    """One row per epoch: the first (cold: the DataLoader starts its workers and they make their
+    clients) and, with epochs > 1, the next ones on the same persistent workers (warm)."""
     if mode == "rdmastor-threads":
-        return run_threads(keys, size, opts, workers)
+        return [run_threads(keys, size, opts, workers)]
     if mode.startswith("c++-"):
-        return run_cpp(mode, keys, size, opts, workers)
+        return [run_cpp(mode, keys, size, opts, workers)]
     ds = Reader(mode, keys, size, opts, batch)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers,
-                                         multiprocessing_context="fork")
-    cpu0, t0 = cpu_seconds(), time.monotonic()
-    total = sum(loader)
-    dt, cpu = time.monotonic() - t0, cpu_seconds() - cpu0
-    assert total == len(keys) * size
-    return {"samples_s": len(keys) / dt, "mib_s": total / MiB / dt,
-            "cpu_s_per_gib": cpu / (total / GiB), "seconds": dt}
+                                         multiprocessing_context="fork",
+                                         persistent_workers=epochs > 1)
+
+    def cpu_now():  # this process, reaped children, and the live workers
+        it = loader._iterator
+        pids = [w.pid for w in it._workers] if it is not None and hasattr(it, "_workers") else []
+        return cpu_seconds() + live_cpu_seconds(pids)
+
+    rows = []
+    for epoch in range(epochs):
+        cpu0, t0 = cpu_now(), time.monotonic()
+        total, first = 0, None
+        for n in loader:
+            total += n
+            if first is None:
+                first = time.monotonic() - t0  # the workers' start-up, on a cold epoch
+        if epoch == epochs - 1 and epochs > 1:
+            loader._iterator._shutdown_workers()  # the last epoch stops (and reaps) them
+        dt, cpu = time.monotonic() - t0, cpu_now() - cpu0
+        assert total == len(keys) * size
+        rows.append({"samples_s": len(keys) / dt, "mib_s": total / MiB / dt,
+                     "cpu_s_per_gib": cpu / (total / GiB), "seconds": dt, "first_item_s": first})
+    return rows
 
 
 def main():
@@ -168,10 +238,13 @@ def main():
     ap.add_argument("--build-dir", default="build")
     ap.add_argument("--sets", default="20000x128KiB,200x16MiB")
     ap.add_argument("--workers", type=int, default=4)
-    ap.add_argument("--modes", default="rdmastor-rdma,rdmastor-http,rdmastor-threads,boto3,local,"
-                                       "c++-rdma,c++-http")
+    ap.add_argument("--modes", default="rdmastor-rdma,rdmastor-rdma-each,rdmastor-http,"
+                                       "rdmastor-threads,boto3,local,c++-rdma,c++-http")
     ap.add_argument("--batch", type=int, default=32,
                     help="objects per DataLoader item (1: one item per object)")
+    ap.add_argument("--warm-modes", default="rdmastor-rdma",
+                    help="DataLoader modes that also run a second epoch on the same (persistent) "
+                         "workers, reported as MODE-warm; the first epoch (cold) is the main row")
     ap.add_argument("--json-out", help="also write every row (and the load averages) here")
     args = ap.parse_args()
     sys.path.insert(0, os.path.join(args.build_dir, "python"))
@@ -205,8 +278,8 @@ def main():
         rows = []
         print(f"load average at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
               f"{os.getloadavg()[2]:.2f}; {os.cpu_count()} CPUs", flush=True)
-        print(f"{'set':>14} {'mode':>16} {'samples/s':>10} {'MiB/s':>9} {'CPU s/GiB':>10} "
-              f"{'seconds':>8} {'load1':>6}")
+        print(f"{'set':>14} {'mode':>19} {'samples/s':>10} {'MiB/s':>9} {'CPU s/GiB':>10} "
+              f"{'seconds':>8} {'load1':>6} {'1st item':>9}")
         for spec in args.sets.split(","):
             count, size = spec.split("x")
             count, size = int(count), parse_size(size)
@@ -222,22 +295,27 @@ def main():
             with concurrent.futures.ThreadPoolExecutor(4) as ex:
                 list(ex.map(put, range(count)))
             dt = time.monotonic() - t0
-            print(f"{spec:>14} {'(write)':>16} {count / dt:10.0f} {count * size / MiB / dt:9.1f} "
+            print(f"{spec:>14} {'(write)':>19} {count / dt:10.0f} {count * size / MiB / dt:9.1f} "
                   f"{'':>10} {dt:8.1f} {os.getloadavg()[0]:6.2f}", flush=True)
             by_mode = {}
             for mode in args.modes.split(","):
-                r = run(mode, keys, size, opts, args.workers, args.batch)
-                r["load1"] = os.getloadavg()[0]
-                by_mode[mode] = r
-                rows.append({"set": spec, "mode": mode, **r})
-                print(f"{spec:>14} {mode:>16} {r['samples_s']:10.0f} {r['mib_s']:9.1f} "
-                      f"{r['cpu_s_per_gib']:10.2f} {r['seconds']:8.1f} {r['load1']:6.2f}",
-                      flush=True)
-            rd = by_mode.get("rdmastor-rdma")
-            for other in ("boto3", "rdmastor-http", "c++-rdma", "local"):
-                if rd and other in by_mode:
-                    print(f"{spec:>14}   rdmastor-rdma / {other}: "
-                          f"{rd['mib_s'] / by_mode[other]['mib_s']:.2f}x", flush=True)
+                epochs = 2 if mode in args.warm_modes.split(",") else 1
+                for epoch, r in enumerate(run(mode, keys, size, opts, args.workers, args.batch,
+                                              epochs)):
+                    r["load1"] = os.getloadavg()[0]
+                    name = mode if epoch == 0 else mode + "-warm"
+                    by_mode[name] = r
+                    rows.append({"set": spec, "mode": name, **r})
+                    first = r.get("first_item_s")
+                    print(f"{spec:>14} {name:>19} {r['samples_s']:10.0f} {r['mib_s']:9.1f} "
+                          f"{r['cpu_s_per_gib']:10.2f} {r['seconds']:8.1f} {r['load1']:6.2f} "
+                          f"{'' if first is None else format(first, '.2f'):>9}", flush=True)
+            for mine in ("rdmastor-rdma", "rdmastor-rdma-warm"):
+                rd = by_mode.get(mine)
+                for other in ("boto3", "rdmastor-http", "c++-rdma", "local"):
+                    if rd and other in by_mode:
+                        print(f"{spec:>14}   {mine} / {other}: "
+                              f"{rd['mib_s'] / by_mode[other]['mib_s']:.2f}x", flush=True)
             for k in keys:
                 os.unlink(os.path.join(filedir, k.replace("/", "_")))
         print(f"load average at end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "

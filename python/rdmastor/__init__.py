@@ -22,8 +22,8 @@ import xml.etree.ElementTree as ET
 from . import _native
 from ._errors import S3Error, from_response
 
-__all__ = ["Client", "S3Error", "Transfer", "ObjectBytes", "ObjectInfo", "DeviceMemoryError",
-           "Buffer"]
+__all__ = ["Client", "S3Error", "Transfer", "BatchTransfer", "ObjectBytes", "ObjectInfo",
+           "DeviceMemoryError", "Buffer"]
 
 Buffer = _native.Buffer
 
@@ -48,6 +48,18 @@ class Transfer(int):
 
     def __repr__(self):
         return f"Transfer({int(self)}, transport={self.transport!r}, etag={self.etag!r})"
+
+
+class BatchTransfer(list):
+    """get_batch_into's result: the byte count of each object, in key order (a list), with
+    ``transport``: "rdma", "http", or "mixed" (some objects fell back to HTTP)."""
+
+    def __init__(self, counts, transport):
+        super().__init__(counts)
+        self.transport = transport
+
+    def __repr__(self):
+        return f"BatchTransfer({list.__repr__(self)}, transport={self.transport!r})"
 
 
 class ObjectBytes(bytes):
@@ -496,6 +508,32 @@ class Client:
         return self._get_parallel(bucket, key, offset, length, want, prog,
                                   lambda native, at, o, ln: native.get_into(
                                       bucket, key, mv[at:at + ln], o, ln))
+
+    def get_batch_into(self, bucket, keys, buf, slot=None):
+        """Reads the objects `keys` into buf, object i into bytes [i*slot, (i+1)*slot), in one
+        call: for many small objects (a data loader's batch) Python's per-call cost is paid once
+        per batch, the GIL is released throughout, and over RDMA the buffer is registered once
+        (an rdmastor.Buffer / registered_tensor: once per client thread). buf: a writable
+        C-contiguous CPU buffer, e.g. a uint8 tensor of shape (len(keys), slot); slot defaults
+        to buf's size // len(keys). Each object must fit its slot. Returns a BatchTransfer: the
+        byte count of each object (a list), with ``transport``. An error (S3Error) stops the
+        batch; the objects before the failing key have been read."""
+        keys = list(keys)
+        dst = _buffer(buf, writable=True)
+        if isinstance(dst, _DeviceBuffer):
+            raise DeviceMemoryError("rdmastor: get_batch_into reads into host memory only; "
+                                    "use get_into for device memory")
+        cap = _nbytes(dst, True)
+        if not keys:
+            return BatchTransfer([], "none")
+        if slot is None:
+            slot = cap // len(keys)
+        slot = int(slot)
+        if slot <= 0 or slot * len(keys) > cap:
+            raise ValueError(f"{len(keys)} slots of {slot} bytes do not fit the buffer's "
+                             f"{cap} bytes")
+        counts, transport = self._native().get_batch_into(bucket, keys, dst, slot)
+        return BatchTransfer(counts, transport)
 
     def _get_parallel(self, bucket, key, offset, length, want, prog, read_range):
         """Reads the object (or [offset, offset+length)) as parallel ranges of part_size, each by

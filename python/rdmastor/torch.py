@@ -45,6 +45,24 @@ def registered_tensor(nbytes):
     return torch.frombuffer(Buffer(nbytes), dtype=torch.uint8)
 
 
+# Objects up to this size are read into a reused registered buffer (a map-style batch in calls
+# of up to this many bytes) and copied out: a copy costs less CPU than registering fresh memory
+# for every read. Larger ones are read straight into a new tensor (registered for that call).
+_SCRATCH_MAX = 16 * 1024 * 1024
+
+
+class _Scratch(threading.local):
+    """A registered_tensor per thread (and per process: a forked DataLoader worker makes its own),
+    grown when a read needs more: reads into it register nothing after the first."""
+
+    def get(self, nbytes):
+        pid = os.getpid()
+        t = getattr(self, "t", None)
+        if t is None or self.pid != pid or t.numel() < nbytes:
+            self.t, self.pid = registered_tensor(max(nbytes, 1)), pid
+        return self.t
+
+
 def split_url(url):
     """("bucket", "key") of s3://bucket/key or rdmastor://bucket/key."""
     for scheme in ("s3://", "rdmastor://"):
@@ -75,7 +93,13 @@ def _resolve_keys(dataset, url_prefix, keys):
 
 class ObjectDataset(torch.utils.data.Dataset):
     """Map-style dataset: item i is the i-th object (sorted by key) under url_prefix, read into
-    a new uint8 tensor and passed through decode(tensor, key) when given."""
+    a new uint8 tensor and passed through decode(tensor, key) when given.
+
+    A DataLoader with batch_size (automatic batching) fetches a batch through __getitems__:
+    get_batch_into calls of up to 16 MiB each into a reused registered buffer per worker
+    (registered once, not per item), each object then copied into its own tensor. Single items
+    up to 16 MiB go through that buffer too; larger objects are read straight into their
+    tensor."""
 
     def __init__(self, url_prefix, decode=None, client=None, keys=None):
         self._client = client
@@ -83,6 +107,16 @@ class ObjectDataset(torch.utils.data.Dataset):
         self.bucket, items = _resolve_keys(self, url_prefix, keys)
         self.keys = [k for k, _ in items]
         self.sizes = [s for _, s in items]
+        self._scratch = _Scratch()
+
+    def __getstate__(self):  # picklable for spawn-started workers (each makes its own buffer)
+        state = self.__dict__.copy()
+        state.pop("_scratch", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._scratch = _Scratch()
 
     @property
     def client(self):
@@ -91,15 +125,42 @@ class ObjectDataset(torch.utils.data.Dataset):
     def __len__(self):
         return len(self.keys)
 
-    def __getitem__(self, i):
-        key = self.keys[i]
+    def _size(self, i):
         size = self.sizes[i]
         if size is None:
-            size = self.client.head_object(self.bucket, key)["size"]
-        t = torch.empty(size, dtype=torch.uint8)
-        n = self.client.get_into(self.bucket, key, t)
-        t = t[:n]
+            size = self.client.head_object(self.bucket, self.keys[i])["size"]
+        return size
+
+    def _finish(self, t, key):
         return self.decode(t, key) if self.decode else t
+
+    def __getitem__(self, i):
+        return self.__getitems__([i])[0]
+
+    def __getitems__(self, indices):
+        """The items at indices (a list): get_batch_into calls of up to 16 MiB into the reused
+        buffer, each object then copied into its own tensor; objects over 16 MiB are read one by
+        one straight into their tensors."""
+        indices = list(indices)
+        sizes = [self._size(i) for i in indices]
+        slot = max(sizes, default=0)
+        client = self.client
+        if slot == 0 or slot > _SCRATCH_MAX:
+            out = []
+            for i, size in zip(indices, sizes):
+                t = torch.empty(size, dtype=torch.uint8)
+                n = client.get_into(self.bucket, self.keys[i], t)
+                out.append(self._finish(t[:n], self.keys[i]))
+            return out
+        per_call = min(len(indices), _SCRATCH_MAX // slot)
+        buf = self._scratch.get(per_call * slot)[:per_call * slot].view(per_call, slot)
+        out = []
+        for at in range(0, len(indices), per_call):
+            part = indices[at:at + per_call]
+            counts = client.get_batch_into(self.bucket, [self.keys[i] for i in part], buf, slot)
+            out.extend(self._finish(buf[j, :n].clone(), self.keys[i])
+                       for j, (i, n) in enumerate(zip(part, counts)))
+        return out
 
 
 def shard_info(rank=None, world_size=None):
@@ -119,12 +180,22 @@ class ObjectIterableDataset(torch.utils.data.IterableDataset):
     """Iterable dataset over the objects under url_prefix, sharded so that every object is read
     exactly once per epoch across DataLoader workers and distributed ranks (rank/world_size
     from the arguments, torch.distributed, or RANK/WORLD_SIZE). Each object is read into one
-    reused buffer per worker (a registered_tensor); decode(view, key) gets a view of it that is valid only during the
-    call (it must return something that owns its memory). Without decode, a copy is yielded.
-    shuffle: the key order changes per epoch (set_epoch) the same way in every worker."""
+    reused buffer per worker (a registered_tensor); decode(view, key) gets a view of it that is
+    valid only during the call (it must return something that owns its memory). Without decode,
+    a copy is yielded. shuffle: the key order changes per epoch (set_epoch) the same way in
+    every worker.
+
+    batch_size=B: each worker reads B objects of its shard at a time with one get_batch_into
+    call into a reused registered buffer of B slots (slot: the batch's largest object) and yields
+    one item per batch: (data, lengths), a uint8 tensor of shape (b, slot) (b <= B for the
+    last batch; row j holds lengths[j] bytes, zeros after them) and an int64 tensor of the byte
+    counts; or, with decode, decode(view, lengths, keys) of the buffer's view (valid only during
+    the call). Use it with DataLoader(batch_size=None): the batches are already made."""
 
     def __init__(self, url_prefix, decode=None, client=None, keys=None, shuffle=False, seed=0,
-                 rank=None, world_size=None):
+                 rank=None, world_size=None, batch_size=None):
+        if batch_size is not None and int(batch_size) < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         self._client = client
         self.decode = decode
         self.bucket, items = _resolve_keys(self, url_prefix, keys)
@@ -134,6 +205,7 @@ class ObjectIterableDataset(torch.utils.data.IterableDataset):
         self.epoch = 0
         self.rank = rank
         self.world_size = world_size
+        self.batch_size = None if batch_size is None else int(batch_size)
 
     @property
     def client(self):
@@ -145,14 +217,20 @@ class ObjectIterableDataset(torch.utils.data.IterableDataset):
     def __len__(self):
         return len(self.items)
 
-    def __iter__(self):
+    def _shard(self):
         order = list(range(len(self.items)))
         if self.shuffle:
             random.Random(self.seed + self.epoch).shuffle(order)
         shard, shards = shard_info(self.rank, self.world_size)
+        return order[shard::shards]
+
+    def __iter__(self):
+        if self.batch_size is not None:
+            yield from self._batches()
+            return
         client = self.client
         buf = torch.empty(0, dtype=torch.uint8)
-        for i in order[shard::shards]:
+        for i in self._shard():
             key, size = self.items[i]
             if size is None:
                 size = client.head_object(self.bucket, key)["size"]
@@ -162,6 +240,32 @@ class ObjectIterableDataset(torch.utils.data.IterableDataset):
             n = client.get_into(self.bucket, key, view)
             view = view[:n]
             yield self.decode(view, key) if self.decode else view.clone()
+
+    def _batches(self):
+        client = self.client
+        mine = self._shard()
+        sizes = [s for _, s in self.items]
+        buf = torch.empty(0, dtype=torch.uint8)
+        for at in range(0, len(mine), self.batch_size):
+            idx = mine[at:at + self.batch_size]
+            keys = [self.items[i][0] for i in idx]
+            for i in idx:
+                if sizes[i] is None:
+                    sizes[i] = client.head_object(self.bucket, self.items[i][0])["size"]
+            slot = max(max(sizes[i] for i in idx), 1)
+            if buf.numel() < slot * len(idx):
+                buf = registered_tensor(max(slot * len(idx), 2 * buf.numel()))
+            view = buf[:slot * len(idx)].view(len(idx), slot)
+            counts = client.get_batch_into(self.bucket, keys, view, slot)
+            lengths = torch.tensor(counts, dtype=torch.int64)
+            if self.decode:
+                yield self.decode(view, lengths, keys)
+                continue
+            data = view.clone()
+            for j, n in enumerate(counts):
+                if n < slot:
+                    data[j, n:] = 0
+            yield data, lengths
 
 
 def save(obj, url, client=None, **kwargs):

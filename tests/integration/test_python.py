@@ -438,6 +438,139 @@ def test_map_style_dataset_with_workers(soft, c, thousand):
     assert all(v == (k + "|").encode() * 8 for k, v in got.items())
 
 
+def test_get_batch_into_slots_registration_and_errors(soft, c):
+    """get_batch_into reads each key into its slot in one call over RDMA: into an rdmastor.Buffer
+    (registered once, kept), a plain numpy array and a bytearray (registered for the call only);
+    short objects leave the rest of their slot alone; an object larger than its slot, a missing
+    key, or slots that overrun the buffer raise, and the client still works afterwards."""
+    native = c._native()
+    sizes = [0, 1, 4097, 128 * 1024, 77, 128 * 1024 - 1]
+    keys = [f"batch/{i}" for i in range(len(sizes))]
+    for i, (k, size) in enumerate(zip(keys, sizes)):
+        c.put_object("pyt", k, seeded_bytes(size, seed=700 + i))
+    slot = 128 * 1024
+    base = native.registrations
+    sent0, _ = rdma_bytes(soft)
+    rb = rdmastor.Buffer(len(keys) * slot)
+    plain = np.empty(len(keys) * slot, np.uint8)
+    for dst in (np.frombuffer(rb, np.uint8).reshape(len(keys), slot), plain, bytearray(len(plain))):
+        for _ in range(2):
+            memoryview(dst).cast("B")[:] = b"\xee" * len(plain)
+            got = c.get_batch_into("pyt", keys, dst)
+            assert list(got) == sizes and got.transport == "rdma"
+            flat = memoryview(dst).cast("B")
+            for i, size in enumerate(sizes):
+                assert bytes(flat[i * slot:i * slot + size]) == seeded_bytes(size, seed=700 + i)
+                assert bytes(flat[i * slot + size:(i + 1) * slot]) == b"\xee" * (slot - size)
+    assert rb.clients == 1 and native.registrations == base + 1  # only the Buffer stays
+    sent1, _ = rdma_bytes(soft)
+    assert sent1 - sent0 >= 6 * sum(sizes)
+    # An explicit slot smaller than buf / len(keys); keys as any iterable.
+    small = np.zeros(3 * 5000, np.uint8)
+    got = c.get_batch_into("pyt", iter(["batch/1", "batch/2", "batch/4"]), small, slot=4200)
+    assert list(got) == [1, 4097, 77]
+    assert small[4200 * 2:4200 * 2 + 77].tobytes() == seeded_bytes(77, seed=704)
+    assert c.get_batch_into("pyt", [], small) == [] and c.get_batch_into("pyt", [], small).transport == "none"
+    with pytest.raises(ValueError, match="do not fit"):
+        c.get_batch_into("pyt", keys, np.empty(slot, np.uint8), slot=slot)
+    with pytest.raises(TypeError, match="read-only"):
+        c.get_batch_into("pyt", keys[:1], bytes(slot))
+    # An object larger than its slot, and a missing key: the batch stops there.
+    dst = np.zeros(3 * 4096, np.uint8)
+    with pytest.raises(rdmastor.S3Error) as ei:
+        c.get_batch_into("pyt", ["batch/1", "batch/2", "batch/4"], dst)
+    # The server declines what does not fit the token (501; no HTTP fallback for rdma="soft").
+    assert ei.value.code == "RDMANotSupported" and "batch/2" in str(ei.value)
+    assert dst[0] == seeded_bytes(1, seed=701)[0]  # the key before it was read
+    with pytest.raises(rdmastor.S3Error) as ei:
+        c.get_batch_into("pyt", ["batch/4", "batch/missing", "batch/1"], dst)
+    assert ei.value.code == "NoSuchKey" and ei.value.status == 404
+    assert dst[:77].tobytes() == seeded_bytes(77, seed=704)
+    assert native.registrations == base + 1
+    assert list(c.get_batch_into("pyt", keys, rb)) == sizes  # still fine after the errors
+    del rb
+    assert native.registrations == base
+
+
+def test_get_batch_into_over_http(soft):
+    """rdma="off": the same slots, filled over HTTP."""
+    h = client(soft, rdma="off")
+    dst = np.zeros(2 * 4097, np.uint8)
+    got = h.get_batch_into("pyt", ["batch/2", "batch/1"], dst)
+    assert list(got) == [4097, 1] and got.transport == "http"
+    assert dst[:4097].tobytes() == seeded_bytes(4097, seed=702)
+    assert dst[4097] == seeded_bytes(1, seed=701)[0]
+
+
+def test_iterable_dataset_batches_with_workers(soft, c, thousand):
+    """ObjectIterableDataset(batch_size=32) under 4 forked workers and 2 ranks: every object once,
+    as rows of (data, lengths) batches; with decode, decode(view, lengths, keys)."""
+    torch = pytest.importorskip("torch", reason="python3-torch not installed")
+    from rdmastor.torch import ObjectIterableDataset
+    seen = []
+    for rank in range(2):
+        ds = ObjectIterableDataset("s3://pyt/dl/", client=c, rank=rank, world_size=2,
+                                   shuffle=True, seed=5, batch_size=32)
+        loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=4,
+                                             multiprocessing_context="fork")
+        for data, lengths in loader:
+            assert data.dtype == torch.uint8 and data.dim() == 2 and 1 <= len(data) <= 32
+            assert lengths.tolist() == [64] * len(data)
+            for row in data:
+                text = bytes(row.numpy())
+                key = text[:7].decode()
+                assert text == (key + "|").encode() * 8
+                seen.append(key)
+    assert len(seen) == 1000 and sorted(seen) == thousand
+
+    def decode(view, lengths, keys):
+        return [bytes(view[j, :n].numpy()) == (k + "|").encode() * 8
+                for j, (n, k) in enumerate(zip(lengths.tolist(), keys))]
+
+    ds = ObjectIterableDataset("s3://pyt/dl/01", client=c, decode=decode, batch_size=7)
+    flags = [f for batch in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                                        multiprocessing_context="fork")
+             for f in batch]
+    assert len(flags) == 100 and all(flags)
+    with pytest.raises(ValueError, match="batch_size"):
+        ObjectIterableDataset("s3://pyt/dl/", client=c, batch_size=0)
+
+
+def test_map_style_dataset_batches_register_once(soft, c, thousand, monkeypatch):
+    """A DataLoader with batch_size fetches ObjectDataset batches through __getitems__ (one
+    get_batch_into per batch into a reused registered buffer: the client keeps one registration,
+    none per item); items are tensors of their own that stay valid after the next batch."""
+    torch = pytest.importorskip("torch", reason="python3-torch not installed")
+    from rdmastor.torch import ObjectDataset
+    native = c._native()
+    ds = ObjectDataset("s3://pyt/dl/", client=c)
+    base = native.registrations
+    first = ds.__getitems__([0, 5, 999])
+    second = ds.__getitems__(list(range(100, 120)))
+    single = ds[7]
+    assert native.registrations <= base + 1  # the reused buffer, registered once
+    assert [bytes(t.numpy()) for t in first] == [(thousand[i] + "|").encode() * 8
+                                                 for i in (0, 5, 999)]
+    assert bytes(second[19].numpy()) == (thousand[119] + "|").encode() * 8
+    assert bytes(single.numpy()) == (thousand[7] + "|").encode() * 8
+    # A batch larger than the reused buffer's cap goes in several calls; objects over the cap
+    # one by one into their own tensors.
+    import rdmastor.torch as rt
+    monkeypatch.setattr(rt, "_SCRATCH_MAX", 200)  # 3 objects of 64 bytes per call
+    assert [bytes(t.numpy()) for t in ds.__getitems__(list(range(10)))] == [
+        (k + "|").encode() * 8 for k in thousand[:10]]
+    monkeypatch.setattr(rt, "_SCRATCH_MAX", 50)
+    assert bytes(ds.__getitems__([3, 4])[1].numpy()) == (thousand[4] + "|").encode() * 8
+    monkeypatch.undo()
+    loader = torch.utils.data.DataLoader(ds, batch_size=16, num_workers=2, shuffle=True,
+                                         multiprocessing_context="fork")
+    got = []
+    for batch in loader:
+        assert batch.shape[1] == 64
+        got.extend(bytes(row.numpy()) for row in batch)
+    assert sorted(got) == sorted((k + "|").encode() * 8 for k in thousand)
+
+
 def test_checkpoint_save_load(soft, c):
     torch = pytest.importorskip("torch", reason="python3-torch not installed")
     from rdmastor.torch import load, save
