@@ -292,6 +292,19 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
       *value = it->second;
     }
   }
+  if (auto it = env.find("MINIO_STORAGE_CLASS_INLINE_BLOCK");
+      it != env.end() && !it->second.empty()) {
+    auto block = ParseByteSize(it->second);
+    if (!block || *block > erasure::kMaxInlineBlock)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "MINIO_STORAGE_CLASS_INLINE_BLOCK='" + it->second +
+                           "' is invalid: use a size from 0 to 1MiB such as 128KiB");
+    if (*block > erasure::kDefaultInlineBlock)  // as MinIO warns
+      cfg.warnings.push_back("MINIO_STORAGE_CLASS_INLINE_BLOCK=" + it->second +
+                             " is above the recommended 128KiB: metadata reads (HEAD, listing) "
+                             "carry the inline data and may slow down");
+    cfg.storage_classes.inline_block = *block;
+  }
   if (cfg.drives.size() > 1) {  // validated now so a bad value refuses to start
     auto layout = erasure::PlanLayout(static_cast<int>(cfg.drives.size()), cfg.storage_classes);
     if (!layout.ok()) return layout.error();

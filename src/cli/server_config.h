@@ -38,7 +38,8 @@ struct ServerConfig {
   std::vector<std::string> rdma_settings;  // MINIO_RDMA_* names that were set
   rdma::RdmaSettings rdma;                 // S3 over RDMA: MINIO_RDMA_FABRIC, verbs knobs, ...
   std::vector<std::string> warnings;       // to log once at start
-  erasure::StorageClassSettings storage_classes;  // MINIO_STORAGE_CLASS_STANDARD / _RRS, 2+ drives
+  // MINIO_STORAGE_CLASS_STANDARD / _RRS (2+ drives), MINIO_STORAGE_CLASS_INLINE_BLOCK
+  erasure::StorageClassSettings storage_classes;
   int drive_check_interval_ms = 10000;     // RDMASTOR_DRIVE_CHECK_INTERVAL (replaced drives)
   bool distributed = false;                // drives are URLs (cluster/topology.h)
   int peer_wait_ms = 120000;               // MINIO_PEER_WAIT: start-up wait for the peers

@@ -40,6 +40,7 @@ int DefaultParity(int set_size) {
 Result<SetLayout> PlanLayout(int drives, const StorageClassSettings& classes) {
   if (drives < 1) return MakeError(ErrorCode::kInvalidArgument, "no drive given");
   SetLayout l;
+  l.inline_block = classes.inline_block;
   if (drives == 1) {
     // One drive is a one-drive set without parity (MinIO's single-drive mode): the same object
     // layer, bitrot-checked, nothing to heal from.

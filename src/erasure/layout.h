@@ -14,20 +14,37 @@
 // 6-7, EC:4 for 8 and more; RRS parity defaults to EC:1 (at most the standard parity).
 // MINIO_STORAGE_CLASS_STANDARD / MINIO_STORAGE_CLASS_RRS = EC:N override them, 0 <= N <= set size
 // / 2 (so data shards are never fewer than parity shards), RRS never above STANDARD.
+// Inline data (MinIO's MINIO_STORAGE_CLASS_INLINE_BLOCK): a version whose shard file (framed
+// blocks of every stripe, erasure::Geometry::ShardFileSize) would be at most the inline block is
+// kept inside each drive's metadata file instead (one file and one commit call per drive); in a
+// bucket with versioning Enabled at most an eighth of it, since that file then holds every version.
 // Quorums per object: read = data shards; write = data shards, +1 when data == parity (so two
 // writes that disagree cannot both reach quorum).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "common/result.h"
 
 namespace rdmastor::erasure {
 
+// MINIO_STORAGE_CLASS_INLINE_BLOCK: MinIO's default, above which MinIO warns that PUT and GET may
+// slow down; the maximum bounds what every metadata read (HEAD, listing) and a PUT's in-memory
+// shards carry per drive.
+inline constexpr uint64_t kDefaultInlineBlock = 128 << 10;
+inline constexpr uint64_t kMaxInlineBlock = 1 << 20;
+
+// The largest shard file kept inline: `inline_block`, or an eighth of it in a versioned bucket.
+inline uint64_t InlineShardLimit(uint64_t inline_block, bool versioned) {
+  return versioned ? inline_block / 8 : inline_block;
+}
+
 // The storage-class settings as given; "" = unset (the default applies).
 struct StorageClassSettings {
   std::string standard;  // MINIO_STORAGE_CLASS_STANDARD
   std::string rrs;       // MINIO_STORAGE_CLASS_RRS
+  uint64_t inline_block = kDefaultInlineBlock;  // MINIO_STORAGE_CLASS_INLINE_BLOCK, bytes
 
   bool operator==(const StorageClassSettings&) const = default;
 };
@@ -37,6 +54,7 @@ struct SetLayout {
   int set_size = 1;  // drives per set
   int parity = 0;    // STANDARD objects' parity shards
   int rrs_parity = 0;  // REDUCED_REDUNDANCY objects' parity shards
+  uint64_t inline_block = kDefaultInlineBlock;  // StorageClassSettings::inline_block
 
   int data() const { return set_size - parity; }
   // Parity for an object of `storage_class` as stored ("" = STANDARD, "REDUCED_REDUNDANCY").

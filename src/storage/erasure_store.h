@@ -6,8 +6,10 @@
 // object's metadata plus this drive's erasure info (ObjectMeta::erasure: geometry, this drive's
 // shard index, the shard distribution, bitrot algorithm), and <bucket>/<key>/.rdmastor.data.<id>/
 // part.N holds this drive's shard of part N. The data directory name is the same on every drive
-// and identifies the version. Objects below kInlineThreshold (128 KiB: one read of the metadata
-// file then serves the object, saving a file per drive) keep their shard inside the metadata.
+// and identifies the version. A version whose shard file would be at most the inline block
+// (erasure/layout.h, MINIO_STORAGE_CLASS_INLINE_BLOCK; 128 KiB by default, an eighth of it in a
+// versioned bucket) keeps its shard inside the metadata instead: one file and one commit call per
+// drive, and one read of the metadata file then serves the object.
 //
 // Shard distribution: drive position p of the set holds shard (p + h) mod n, h = XXH3-64(key) mod
 // n, so parity load spreads over the drives. Set selection: XXH3-64 of the key seeded with the
@@ -59,7 +61,6 @@ class ThreadPool;
 
 namespace rdmastor::storage {
 
-inline constexpr uint64_t kInlineThreshold = 128 << 10;
 // How long a write, delete or heal waits for its namespace lock before answering 503 SlowDown.
 inline constexpr std::chrono::milliseconds kDefaultLockTimeout{10000};
 

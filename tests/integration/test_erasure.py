@@ -37,7 +37,21 @@ MiB = 1 << 20
 SIZES = [0, 1, MiB - 1, MiB, MiB + 1, 10 * MiB]
 PARITY = {4: 2, 8: 4, 16: 4}
 ENV = {"RDMASTOR_DRIVE_CHECK_INTERVAL": "off", "MINIO_PROMETHEUS_AUTH_TYPE": "public"}
-INLINE_LIMIT = 128 << 10
+INLINE_BLOCK = 128 << 10  # MINIO_STORAGE_CLASS_INLINE_BLOCK's default
+HASH = 8  # the bitrot hash framing each shard block
+
+
+def shard_file_size(size, data):
+    """What a drive's shard file holds for an object of `size` on `data` data shards: per 1 MiB
+    stripe, [8-byte hash][ceil(stripe bytes / data)]."""
+    full, rest = divmod(size, MiB)
+    out = full * (HASH + -(-MiB // data))
+    return out + (HASH + -(-rest // data) if rest else 0)
+
+
+def is_inline(size, data):
+    """MinIO's rule: inline when the shard file would be at most the inline block."""
+    return shard_file_size(size, data) <= INLINE_BLOCK
 
 
 def sha(b):
@@ -178,7 +192,11 @@ def test_erasure_matrix_heal(server_factory, n):
             c.put_object(Bucket=bucket, Key=f"obj-{s}", Body=body)
             objs[f"obj-{s}"] = sha(body)
         snap = snapshot(dirs, bucket)
-        assert all(len(v) == 4 for v in snap.values()), snap  # 4 objects >= 128 KiB, 1 part each
+        # One shard file (1 part) per object whose shards are above the inline block (on 16
+        # drives, 12+4, objects up to ~1.5 MiB are inline).
+        with_file = sum(1 for s in SIZES if not is_inline(s, data))
+        assert with_file == {4: 4, 8: 4, 16: 1}[n]
+        assert all(len(v) == with_file for v in snap.values()), snap
 
         # Multipart, 5 x 10 MiB; the first drive is lost between parts 2 and 3.
         up = c.create_multipart_upload(Bucket=bucket, Key="multi/50m")["UploadId"]

@@ -2,9 +2,11 @@
 serves the S3 request, on a 4-node x 4-drive cluster (one erasure set of 16 drives, 12 of them
 remote for every node) of real rdmastor processes on 127.0.0.1.
 
-- a PUT of an inline object (< 128 KiB) makes exactly one storage call per remote drive
+- a PUT of an inline object (shard file <= 128 KiB, MINIO_STORAGE_CLASS_INLINE_BLOCK: on 12+4 up
+  to ~1.5 MiB, so 10 KiB and 1 MiB alike) makes exactly one storage call per remote drive
   (renamedata: metadata, inline data and the old version in one call), plus the lock round;
-- a 1 MiB PUT makes at most two per remote drive (its shard piece, renamedata);
+- a 2 MiB PUT (~171 KiB shards: files) makes at most two per remote drive (its shard piece,
+  renamedata);
 - a GET of an inline object reads each remote drive's metadata once (readfile), nothing else;
 - a DELETE is one renamedata per remote drive.
 
@@ -51,18 +53,25 @@ def test_put_and_get_call_budget(cluster):
     # One lock round: a lock and an unlock per other node at most.
     assert sum(locks.values()) <= 2 * (NODES - 1), locks
 
-    big = seeded_bytes(1 << 20, seed=2)
+    # 1 MiB on 12+4: ~85 KiB shards, inline by shard size: one call per remote drive as well.
+    mib = seeded_bytes(1 << 20, seed=5)
+    storage, locks = delta(c, lambda: s3.put_object(Bucket=bucket, Key="mib", Body=mib))
+    print("1 MiB (inline) PUT:", storage, locks)
+    assert storage == {"renamedata": REMOTE}, storage
+    assert sum(locks.values()) <= 2 * (NODES - 1), locks
+
+    big = seeded_bytes(2 << 20, seed=2)
     storage, locks = delta(c, lambda: s3.put_object(Bucket=bucket, Key="big", Body=big))
-    print("1 MiB PUT:", storage, locks)
+    print("2 MiB PUT:", storage, locks)
     assert sum(storage.values()) <= 2 * REMOTE, storage
     assert storage.get("renamedata") == REMOTE, storage
     assert sum(locks.values()) <= 2 * (NODES - 1), locks
 
     # Overwriting a version with a data directory: one more call per drive drops the retired
     # data once the new version has its quorum (until then it is what a rollback restores).
-    big2 = seeded_bytes(1 << 20, seed=3)
+    big2 = seeded_bytes(2 << 20, seed=3)
     storage, _ = delta(c, lambda: s3.put_object(Bucket=bucket, Key="big", Body=big2))
-    print("1 MiB overwrite:", storage)
+    print("2 MiB overwrite:", storage)
     assert sum(storage.values()) <= 3 * REMOTE, storage
     assert storage.get("removeall", 0) <= REMOTE, storage
 
@@ -72,8 +81,13 @@ def test_put_and_get_call_budget(cluster):
     assert got["small"] == small
     assert storage == {"readfile": REMOTE}, storage
 
+    storage, _ = delta(c, lambda: got.update(mib=get_bytes(s3, bucket, "mib")))
+    print("1 MiB (inline) GET:", storage)
+    assert got["mib"] == mib
+    assert storage == {"readfile": REMOTE}, storage
+
     storage, _ = delta(c, lambda: got.update(big=get_bytes(s3, bucket, "big")))
-    print("1 MiB GET:", storage)
+    print("2 MiB GET:", storage)
     assert got["big"] == big2
     assert storage.get("readfile") == REMOTE, storage
     # Metadata once per drive, and at most one shard window per drive holding data.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "erasure/codec.h"
 #include "fault_drive.h"
 #include "storage/erasure_store.h"
 #include "storage/object_meta.h"
@@ -22,7 +23,7 @@ using Clock = std::chrono::steady_clock;
 
 class ErasureFaultTest : public ::testing::Test {
  protected:
-  void Open(int n) {
+  void Open(int n, const erasure::StorageClassSettings& classes = {}) {
     store_.reset();
     faults_.clear();
     std::vector<std::unique_ptr<Drive>> drives;
@@ -33,7 +34,7 @@ class ErasureFaultTest : public ::testing::Test {
       faults_.push_back(d.get());
       drives.push_back(std::move(d));
     }
-    auto s = ErasureStore::Open(std::move(drives), {}, FormatOptions{});
+    auto s = ErasureStore::Open(std::move(drives), classes, FormatOptions{});
     RS_ASSERT_OK(s);
     store_ = std::move(*s);
     RS_ASSERT_OK(store_->MakeBucket("bkt"));
@@ -67,6 +68,52 @@ class ErasureFaultTest : public ::testing::Test {
     }
     ADD_FAILURE() << "no " << (parity ? "parity" : "data") << " drive for " << key;
     return 0;
+  }
+
+  // The latest version of `key` as drive p holds it.
+  ObjectMeta LatestMeta(size_t p, const std::string& key) {
+    auto file = ParseObjectVersions(RawMeta(p, key), MetaPath(key));
+    EXPECT_TRUE(file.ok() && file->Latest() && file->Latest()->erasure) << key;
+    return file.ok() && file->Latest() ? *file->Latest() : ObjectMeta{};
+  }
+
+  // Whether drive p holds a data directory for `key` (an inline version has none).
+  bool HasDataDir(size_t p, const std::string& key) {
+    auto loc = paths::MapKey(key);
+    EXPECT_TRUE(loc.ok());
+    const std::string dir = tmp_.path() + "/d" + std::to_string(p) + "/bkt/" + loc->rel_dir;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      if (e.path().filename().string().starts_with(".rdmastor.data.")) return true;
+    }
+    return false;
+  }
+
+  // True when every drive keeps `key`'s shard inside its metadata file (no data directory), each
+  // one as long as the shard file would be.
+  void ExpectInline(const std::string& key, uint64_t size, bool want) {
+    for (size_t p = 0; p < faults_.size(); ++p) {
+      const ObjectMeta m = LatestMeta(p, key);
+      ASSERT_TRUE(m.erasure) << key;
+      EXPECT_EQ(m.erasure->is_inline, want) << key << " on drive " << p;
+      EXPECT_EQ(HasDataDir(p, key), !want) << key << " on drive " << p;
+      if (want) {
+        const erasure::Geometry g{m.erasure->data, m.erasure->parity, m.erasure->stripe_size};
+        EXPECT_EQ(m.erasure->inline_shard.size(), g.ShardFileSize(size)) << key;
+      }
+    }
+  }
+
+  // `len` bytes of `key` from `off`, through one reader.
+  std::string ReadRange(const std::string& key, uint64_t off, size_t len) {
+    auto r = store_->OpenObject("bkt", key);
+    EXPECT_TRUE(r.ok()) << key;
+    if (!r.ok()) return {};
+    std::string out(len, '\0');
+    auto n = (*r)->ReadAt(off, out.data(), len);
+    EXPECT_TRUE(n.ok()) << key;
+    out.resize(n.ok() ? *n : 0);
+    return out;
   }
 
   void ClearFaults() {
@@ -261,6 +308,131 @@ TEST_F(ErasureFaultTest, CorruptInlineShardIsCaught) {
     if (at == path) content = lie;
   });
   EXPECT_EQ(Get(*store_, "bkt", "small"), data);
+}
+
+// ---- inline shards, decided by shard size (MINIO_STORAGE_CLASS_INLINE_BLOCK) ----
+
+// 16 drives code 12+4: a 1 MiB object's shards are ~85 KiB, under the 128 KiB block, so every drive
+// keeps its shard in the metadata file, one stripe's block or, past 1 MiB, several stripes'.
+// Reads are byte-exact, ranges across the stripe edge included, with four data drives gone (every
+// stripe decoded from parity), and a heal rebuilds a lost copy inline.
+TEST_F(ErasureFaultTest, OneMiBOnSixteenDrivesIsInlineAcrossStripes) {
+  Open(16);
+  ASSERT_EQ(store_->layout().data(), 12);
+  constexpr uint64_t kMiB = 1 << 20;
+  const std::string one = Pattern(kMiB, 21), two = Pattern(kMiB + (200 << 10) + 3, 22);
+  RS_ASSERT_OK(Put(*store_, "bkt", "one", one));
+  RS_ASSERT_OK(Put(*store_, "bkt", "two", two));
+  ExpectInline("one", one.size(), true);
+  ExpectInline("two", two.size(), true);  // two stripes per inline shard
+  EXPECT_EQ(Get(*store_, "bkt", "one"), one);
+  EXPECT_EQ(Get(*store_, "bkt", "two"), two);
+  auto ranges_match = [&](const std::string& why) {
+    for (auto [off, len] : std::vector<std::pair<uint64_t, size_t>>{
+             {kMiB - 5000, 10000}, {kMiB, 4096}, {kMiB - 1, 2}, {0, 7}, {two.size() - 1, 1},
+             {12345, kMiB}}) {
+      EXPECT_EQ(ReadRange("two", off, len), two.substr(off, len)) << why << " @" << off;
+    }
+    EXPECT_EQ(ReadRange("one", kMiB - 3, 3), one.substr(kMiB - 3)) << why;
+  };
+  ranges_match("all drives");
+
+  // Four drives holding data shards fail: parity stands in on every stripe.
+  std::vector<size_t> data_drives;
+  for (size_t p = 0; p < 16 && data_drives.size() < 4; ++p) {
+    if (ShardOf(p, "two") < 12) data_drives.push_back(p);
+  }
+  ASSERT_EQ(data_drives.size(), 4u);
+  for (size_t p : data_drives) faults_[p]->SetAll({.fail = true});
+  EXPECT_EQ(Get(*store_, "bkt", "two"), two);
+  EXPECT_EQ(Get(*store_, "bkt", "one"), one);
+  ranges_match("four data drives failed");
+  // A fifth: below read quorum, 503.
+  size_t fifth = 0;
+  while (std::find(data_drives.begin(), data_drives.end(), fifth) != data_drives.end()) ++fifth;
+  faults_[fifth]->SetAll({.fail = true});
+  RS_EXPECT_CODE(store_->OpenObject("bkt", "two"), ErrorCode::kInsufficientReadQuorum);
+  ClearFaults();
+  EXPECT_TRUE(store_->DrainHealQueue(10000));
+
+  // A drive loses its copy; heal rewrites it inline, and the read then needs exactly that copy.
+  const size_t lost = data_drives[0];
+  std::filesystem::remove(tmp_.path() + "/d" + std::to_string(lost) + "/" + MetaPath("two"));
+  auto healed = store_->HealObject("bkt", "two");
+  RS_ASSERT_OK(healed);
+  EXPECT_TRUE(*healed);
+  ExpectInline("two", two.size(), true);
+  size_t failed = 0;
+  for (size_t p = 0; p < 16 && failed < 4; ++p) {
+    if (p == lost) continue;
+    faults_[p]->SetAll({.fail = true});
+    ++failed;
+  }
+  EXPECT_EQ(Get(*store_, "bkt", "two"), two);
+  ranges_match("healed copy carrying the read");
+}
+
+// The block is a shard file size: on 2+2, a shard of exactly 128 KiB is inline, one byte more is
+// a file; the setting moves the line, and 0 keeps only empty objects inline.
+TEST_F(ErasureFaultTest, InlineBlockIsAShardFileSize) {
+  Open(4);
+  constexpr uint64_t kBlock = erasure::kDefaultInlineBlock;
+  const size_t at = 2 * (kBlock - erasure::kBitrotHashSize);  // shard file == the block
+  RS_ASSERT_OK(Put(*store_, "bkt", "at", Pattern(at, 1)));
+  RS_ASSERT_OK(Put(*store_, "bkt", "above", Pattern(at + 1, 2)));
+  ExpectInline("at", at, true);
+  ExpectInline("above", at + 1, false);
+  EXPECT_EQ(Get(*store_, "bkt", "at"), Pattern(at, 1));
+  EXPECT_EQ(Get(*store_, "bkt", "above"), Pattern(at + 1, 2));
+
+  erasure::StorageClassSettings none;
+  none.inline_block = 0;
+  Open(4, none);
+  RS_ASSERT_OK(Put(*store_, "bkt", "empty", ""));
+  RS_ASSERT_OK(Put(*store_, "bkt", "byte", "x"));
+  ExpectInline("empty", 0, true);
+  ExpectInline("byte", 1, false);
+  EXPECT_EQ(Get(*store_, "bkt", "byte"), "x");
+}
+
+// A bucket with versioning Enabled keeps every version in one metadata file: its inline shards
+// are held to an eighth of the block (16 KiB), as MinIO's ShouldInline does.
+TEST_F(ErasureFaultTest, VersionedBucketInlinesAnEighthOfTheBlock) {
+  Open(4);
+  const size_t small = 2 * (erasure::kDefaultInlineBlock / 8 - erasure::kBitrotHashSize);
+  const size_t mid = small + 2;  // a shard one byte over the eighth
+  RS_ASSERT_OK(Put(*store_, "bkt", "plain", Pattern(mid, 3)));
+  ExpectInline("plain", mid, true);
+  RS_ASSERT_OK(store_->SetBucketVersioning("bkt", Versioning::kEnabled));
+  RS_ASSERT_OK(Put(*store_, "bkt", "v-small", Pattern(small, 4)));
+  RS_ASSERT_OK(Put(*store_, "bkt", "v-mid", Pattern(mid, 5)));
+  ExpectInline("v-small", small, true);
+  ExpectInline("v-mid", mid, false);
+  EXPECT_EQ(Get(*store_, "bkt", "v-small"), Pattern(small, 4));
+  EXPECT_EQ(Get(*store_, "bkt", "v-mid"), Pattern(mid, 5));
+  // Suspended is not versioned (MinIO: opts.Versioned is false there): the whole block again.
+  RS_ASSERT_OK(store_->SetBucketVersioning("bkt", Versioning::kSuspended));
+  RS_ASSERT_OK(Put(*store_, "bkt", "s-mid", Pattern(mid, 6)));
+  ExpectInline("s-mid", mid, true);
+}
+
+// A body of unknown length keeps its shards in memory across stripes while they fit the block,
+// then moves them to files.
+TEST_F(ErasureFaultTest, UndeclaredLengthBodyInlinesWhileItFits) {
+  Open(16);
+  auto put_undeclared = [&](const std::string& key, const std::string& data) {
+    MemBody body(data);
+    RS_ASSERT_OK(store_->PutObject("bkt", key, body, PutOptions{}, Md5Check(data)));
+  };
+  const std::string fits = Pattern((1 << 20) + (300 << 10), 7);
+  const std::string over = Pattern((2 << 20) + 5, 8);  // two full stripes: ~171 KiB shards
+  put_undeclared("fits", fits);
+  put_undeclared("over", over);
+  ExpectInline("fits", fits.size(), true);
+  ExpectInline("over", over.size(), false);
+  EXPECT_EQ(Get(*store_, "bkt", "fits"), fits);
+  EXPECT_EQ(Get(*store_, "bkt", "over"), over);
+  EXPECT_EQ(ReadRange("over", (2 << 20) - 3, 8), over.substr((2 << 20) - 3, 8));
 }
 
 // ---- metadata disagreeing between drives ----

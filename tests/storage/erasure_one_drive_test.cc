@@ -386,7 +386,7 @@ TEST_F(OneDriveSetTest, OverwriteIsAtomicForOpenReaders) {
 }
 
 TEST_F(OneDriveSetTest, OnlyOneDataDirSurvivesOverwrites) {
-  constexpr size_t kLarge = kInlineThreshold + 1000;
+  constexpr size_t kLarge = erasure::kDefaultInlineBlock + 1000;
   for (int i = 0; i < 5; ++i) RS_ASSERT_OK(Put(*store_, "bkt", "k", Pattern(kLarge + i, i)));
   std::vector<std::string> tree = Tree(root_ + "/bkt/k");
   ASSERT_EQ(tree.size(), 3u) << ::testing::PrintToString(tree);  // meta, data dir, part.1

@@ -95,7 +95,7 @@ Result<PartInfo> ErasureSet::PutObjectPart(const std::string& bucket, const std:
   if (Count(alive) < quorum) return WriteQuorumError(Count(alive), quorum);
   std::string md5;
   auto got = Encode(body, size, MaxStoredPutSize(rec->internal), **codec, dist, st, alive, "part",
-                    /*allow_inline=*/false, nullptr, check ? nullptr : &md5);
+                    /*inline_limit=*/std::nullopt, nullptr, check ? nullptr : &md5);
   if (!got.ok()) return got.error();
   CommitInfo ci;
   if (check) {

@@ -273,13 +273,14 @@ class ErasureSet {
   };
 
   // Encodes `body` stripe by stripe into <staging>/<rel> on every alive drive (the shard's
-  // creation makes its directories), or into `inline_out` (per position) when allowed and the body
-  // stays below kInlineThreshold. Drops drives that fail; fails when fewer than write quorum
-  // remain.
+  // creation makes its directories), or into `inline_out` (per position, every stripe's framed
+  // blocks) when each shard file would hold at most `inline_limit` bytes (nullopt: never inline).
+  // Drops drives that fail; fails when fewer than write quorum remain.
   Result<uint64_t> Encode(BodySource& body, std::optional<uint64_t> declared, uint64_t limit,
                           const erasure::Codec& codec, const std::vector<int>& dist,
                           const Stagings& st, std::vector<bool>& alive, const std::string& rel,
-                          bool allow_inline, std::vector<std::string>* inline_out,
+                          std::optional<uint64_t> inline_limit,
+                          std::vector<std::string>* inline_out,
                           std::string* md5_out, bool committed_by_rename_data = false);
 
   // Commits the staged version (metadata per alive drive in the commit call) and rolls back when

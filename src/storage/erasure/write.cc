@@ -41,7 +41,8 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
                                     uint64_t limit, const Codec& codec,
                                     const std::vector<int>& dist, const Stagings& st,
                                     std::vector<bool>& alive, const std::string& rel,
-                                    bool allow_inline, std::vector<std::string>* inline_out,
+                                    std::optional<uint64_t> inline_limit,
+                                    std::vector<std::string>* inline_out,
                                     std::string* md5_out, bool committed_by_rename_data) {
   if (declared && *declared > limit) {
     return MakeError(ErrorCode::kEntityTooLarge, "declared size " + std::to_string(*declared) +
@@ -64,6 +65,12 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
           ? erasure::Geometry{codec.data(), codec.parity(), erasure::kStripeSize}.ShardFileSize(
                 *declared)
           : 0;
+  // Inline (MinIO's rule, by shard size): a declared body decides up front; one of unknown length
+  // keeps its framed shard bytes in memory, stripe after stripe, until they would exceed the limit.
+  auto too_big_for_inline = [&] {
+    if (!inline_limit) return true;
+    return declared ? shard_size > *inline_limit : pending[0].size() > *inline_limit;
+  };
   for (;;) {
     auto got = body.ReadFull(buf.data(), buf.size());
     if (!got.ok()) return got.error();
@@ -81,7 +88,7 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
       erasure::EncodeStripe(codec, buf.data(), *got, pending, scratch);
     }
     const bool end = *got < buf.size();
-    if (!files && (!allow_inline || total >= kInlineThreshold || !end)) {
+    if (!files && too_big_for_inline()) {
       files = true;
       alive = ForEachDrive(alive, [&](size_t p) {
         st.Use(p);  // the shard's creation makes the staging directory
@@ -259,9 +266,13 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   Stagings st(*this, alive, /*create=*/false);
   std::vector<std::string> inline_shards;
   std::string md5;
+  // A version id is made only when versioning is Enabled: that bucket's metadata files keep every
+  // version, so its inline shards are held to an eighth of the block (MinIO's ShouldInline).
+  const uint64_t inline_limit =
+      erasure::InlineShardLimit(layout_.inline_block, /*versioned=*/!meta.version_id.empty());
   auto size =
       Encode(body, opts.size, MaxStoredPutSize(opts.internal), **codec, dist, st, alive, "data/" + PartFileName(1),
-             /*allow_inline=*/true, &inline_shards, check ? nullptr : &md5,
+             inline_limit, &inline_shards, check ? nullptr : &md5,
              /*committed_by_rename_data=*/true);
   if (!size.ok()) return size.error();
   CommitInfo ci;
