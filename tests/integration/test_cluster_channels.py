@@ -1,5 +1,7 @@
 """Persistent inter-node RDMA channels (issue 10 item 4) on a 4-node x 4-drive loopback cluster,
-inter-node RDMA on over the soft fabric, MINIO_RDMA_MIN_SIZE=16KiB, MINIO_RDMA_CHANNELS=2.
+inter-node RDMA on over the soft fabric, MINIO_RDMA_MIN_SIZE=16KiB, MINIO_RDMA_CHANNELS=2, and
+MINIO_STORAGE_CLASS_INLINE_BLOCK=16KiB so that small objects' shards are files that move as pieces
+(at the default 128KiB a 256 KiB object is inline: no pieces at all).
 
 - 200 objects whose shards all move over RDMA open at most peers x channels connections per node
   (rdmastor_rdma_internode_connections_opened_total), instead of one per piece, and that many stay
@@ -25,7 +27,7 @@ MiB = 1 << 20
 CHANNELS = 2
 PEERS = 3
 ENV = {"MINIO_RDMA_INTERNODE": "on", "MINIO_RDMA_FABRIC": "soft", "MINIO_RDMA_MIN_SIZE": "16KiB",
-       "MINIO_RDMA_CHANNELS": str(CHANNELS)}
+       "MINIO_RDMA_CHANNELS": str(CHANNELS), "MINIO_STORAGE_CLASS_INLINE_BLOCK": "16KiB"}
 OPENED = "rdmastor_rdma_internode_connections_opened_total"
 SENT = "minio_system_network_internode_sent_bytes_total"
 
@@ -96,7 +98,8 @@ def cluster():
 def test_pieces_reuse_persistent_channels(cluster):
     c = cluster
     before = [metric_sum(c.metrics(i), SENT, transport="rdma") for i in range(4)]
-    # 256 KiB objects: ~22 KiB shards (EC 12+4), every piece over RDMA at MIN_SIZE=16KiB.
+    # 256 KiB objects: ~22 KiB shards (EC 12+4), above the 16KiB inline block: every piece over
+    # RDMA at MIN_SIZE=16KiB.
     bodies = {f"o{i:03d}": seeded_bytes(256 * KiB, seed=i) for i in range(200)}
 
     def put(item):

@@ -439,6 +439,24 @@ TEST_F(ErasureFaultTest, UndeclaredLengthBodyInlinesWhileItFits) {
   EXPECT_EQ(ReadRange("over", (2 << 20) - 3, 8), over.substr((2 << 20) - 3, 8));
 }
 
+// Two of four drives removed outright (their bucket directories with them): an inline PUT meets
+// them first at its commit, where they answer "no such bucket". That is a lost write quorum (503,
+// as MinIO reduces the errors), not a deleted bucket, and nothing is left on the other drives.
+TEST_F(ErasureFaultTest, InlinePutOnRemovedDrivesIsAWriteQuorumError) {
+  Open(4);
+  for (int p : {0, 1}) std::filesystem::remove_all(tmp_.path() + "/d" + std::to_string(p));
+  RS_EXPECT_CODE(Put(*store_, "bkt", "small", Pattern(200 << 10, 12)),
+                 ErrorCode::kInsufficientWriteQuorum);
+  auto loc = paths::MapKey("small");
+  ASSERT_TRUE(loc.ok());
+  for (int p : {2, 3}) {
+    EXPECT_EQ(Tree(tmp_.path() + "/d" + std::to_string(p) + "/bkt"), std::vector<std::string>{})
+        << p;
+  }
+  auto info = store_->GetBucketInfo("bkt");
+  RS_ASSERT_OK(info);
+}
+
 // ---- metadata disagreeing between drives ----
 
 TEST_F(ErasureFaultTest, MetadataDisagreementResolvesToQuorum) {

@@ -193,8 +193,11 @@ Status ErasureSet::CommitAll(const std::string& bucket, const paths::KeyLocation
     Rollback(p, bucket, loc, st[p], old[p].old_meta, old[p].old_data_name, new_data(p));
     return true;
   });
-  if (static_cast<int>(std::count(no_bucket.begin(), no_bucket.end(), 1)) >
-      static_cast<int>(n) - quorum) {
+  // As MinIO reduces write errors: the bucket is gone only when a write quorum of drives says so.
+  // Drives that lost everything (removed, replaced, not yet formatted) lack the bucket too, and a
+  // write that touched no drive before its commit (an inline object) meets them only here: that
+  // is a lost write quorum (503), not a deleted bucket (404).
+  if (static_cast<int>(std::count(no_bucket.begin(), no_bucket.end(), 1)) >= quorum) {
     ForgetBucket(bucket);  // deleted (by another node) since it was cached
     return MakeError(ErrorCode::kNoSuchBucket);
   }
@@ -219,6 +222,8 @@ void ErasureSet::Rollback(size_t p, const std::string& bucket, const paths::KeyL
                           restore_data,  new_data};
   if (auto c = d.Commit(plan); !c.ok()) {
     spdlog::error("erasure: rollback on {} failed: {}", d.name(), c.error().message);
+  } else if (!old_raw) {
+    d.PruneEmptyDirs(key_dir, bucket);  // a fresh key leaves no directory behind
   }
   (void)d.RemoveAll(s2);
 }
