@@ -100,23 +100,47 @@ struct CutShards {
 // object of the file maps names to strings, numbers or `parts`), and a quote inside a string is
 // escaped. The JSON parser would copy such a shard byte by byte, so it is cut out of the text
 // parsed (left as "") and decoded from the file's bytes. nullopt: no inline shard.
+constexpr std::string_view kInlineShardKey = "\"inline\":true,\"inline_shard\":\"";
+
 std::optional<std::string> CutInlineShards(std::string_view text, CutShards& cut) {
-  constexpr std::string_view kShardKey = "\"inline\":true,\"inline_shard\":\"";
-  size_t at = text.find(kShardKey);
+  size_t at = text.find(kInlineShardKey);
   if (at == std::string_view::npos) return std::nullopt;
   std::string out;
   out.reserve(text.size());
   size_t copied = 0;
   while (at != std::string_view::npos) {
-    const size_t start = at + kShardKey.size();
+    const size_t start = at + kInlineShardKey.size();
     const size_t end = text.find('"', start);
     if (end == std::string_view::npos) return std::nullopt;  // not JSON: the parse says so
     out.append(text.substr(copied, start - copied));
     cut.b64.push_back(text.substr(start, end - start));
     copied = end;
-    at = text.find(kShardKey, end);
+    at = text.find(kInlineShardKey, end);
   }
   out.append(text.substr(copied));
+  return out;
+}
+
+// The inverse of CutInlineShards for a dump whose inline shards were left "" (VersionJson):
+// each shard's base64 goes where the dump would have put it. The JSON dumper escapes a string
+// byte by byte (most of a PUT's CPU once shards reach ~100 KiB per drive); base64 needs no
+// escaping, so the result is byte for byte the dump with the shards in it.
+std::string SpliceInlineShards(std::string dump, const std::vector<std::string_view>& shards) {
+  if (shards.empty()) return dump;
+  std::string out;
+  size_t room = dump.size();
+  for (auto s : shards) room += (s.size() + 2) / 3 * 4;
+  out.reserve(room);
+  size_t copied = 0, at = 0;
+  for (auto shard : shards) {
+    at = dump.find(kInlineShardKey, at);
+    if (at == std::string::npos) break;  // cannot happen: VersionJson wrote one per shard
+    at += kInlineShardKey.size();
+    out.append(dump, copied, at - copied);
+    out.append(hash::Base64Encode(shard));
+    copied = at;
+  }
+  out.append(dump, copied);
   return out;
 }
 
@@ -248,7 +272,9 @@ std::vector<std::string> ObjectVersions::DataDirs() const {
 
 namespace {
 
-json VersionJson(const ObjectMeta& m) {
+// `shards`: when given, inline shards are left out ("") and collected here in file order for
+// SpliceInlineShards; else they are dumped as base64 members.
+json VersionJson(const ObjectMeta& m, std::vector<std::string_view>* shards = nullptr) {
   json parts = json::array();
   for (const auto& p : m.parts) {
     parts.push_back({{"number", p.number}, {"size", p.size}, {"etag", p.etag}});
@@ -280,7 +306,14 @@ json VersionJson(const ObjectMeta& m) {
                     {"distribution", e.distribution},
                     {"bitrot", e.bitrot},
                     {"inline", e.is_inline}};
-    if (e.is_inline) j["erasure"]["inline_shard"] = hash::Base64Encode(e.inline_shard);
+    if (e.is_inline) {
+      if (shards) {
+        j["erasure"]["inline_shard"] = "";
+        shards->push_back(e.inline_shard);
+      } else {
+        j["erasure"]["inline_shard"] = hash::Base64Encode(e.inline_shard);
+      }
+    }
   }
   return j;
 }
@@ -371,8 +404,9 @@ Result<ObjectMeta> ParseVersion(const json& j, const std::string& path, CutShard
 std::string SerializeObjectVersions(const ObjectVersions& file) {
   json versions = json::array();
   bool encrypted = false;
+  std::vector<std::string_view> shards;
   for (const auto& v : file.versions) {
-    versions.push_back(VersionJson(v));
+    versions.push_back(VersionJson(v, &shards));
     encrypted = encrypted || !v.internal.empty();
   }
   json j = {{"version", encrypted ? kMetaFormatEncrypted : kMetaFormatVersion},
@@ -380,7 +414,7 @@ std::string SerializeObjectVersions(const ObjectVersions& file) {
   // Checksum over the canonical dump (keys sorted; invalid UTF-8 already replaced, so the dump
   // parses back to itself). "checksum" sorts before "version": the file is that dump with the
   // checksum member put first, which is what a dump of the object with it would print.
-  const std::string canonical = Dump(j);
+  const std::string canonical = SpliceInlineShards(Dump(j), shards);
   std::string out = "{\"checksum\":\"" + MetaChecksum(canonical) + "\",";
   out.append(canonical, 1);
   return out;

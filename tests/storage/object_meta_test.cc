@@ -279,7 +279,13 @@ TEST(ObjectMetaTest, InlineShardsOfEveryVersionRoundTrip) {
   file.Add(marker);
   file.Add(inline_version("1b0f4d5e-0000-4000-8000-000000000004", 40, 'b', 7));
   file.Add(inline_version("1b0f4d5e-0000-4000-8000-000000000005", 50, 'c', 0));
-  auto back = ParseObjectVersions(SerializeObjectVersions(file), "meta");
+  const std::string text = SerializeObjectVersions(file);
+  // The shards are spliced into the dump (the dumper escapes strings byte by byte): the file is
+  // still exactly what the JSON dumper writes for it.
+  EXPECT_EQ(nlohmann::json::parse(text).dump(-1, ' ', false,
+                                             nlohmann::json::error_handler_t::replace),
+            text);
+  auto back = ParseObjectVersions(text, "meta");
   ASSERT_TRUE(back.ok()) << back.error().message;
   ASSERT_EQ(back->versions.size(), 5u);
   for (size_t i = 0; i < file.versions.size(); ++i) {
