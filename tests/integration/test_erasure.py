@@ -412,6 +412,9 @@ def test_erasure_config_errors(server_factory):
             return p.returncode, p.stderr.decode()
         rc, err = run([f"{base}/x{{1...4}}"], {"MINIO_STORAGE_CLASS_STANDARD": "EC:3"})
         assert rc != 0 and "MINIO_STORAGE_CLASS_STANDARD" in err
+        for bad in ("lots", "2MiB"):
+            rc, err = run([f"{base}/x{{1...4}}"], {"MINIO_STORAGE_CLASS_INLINE_BLOCK": bad})
+            assert rc != 0 and f"MINIO_STORAGE_CLASS_INLINE_BLOCK='{bad}' is invalid" in err, err
         rc, err = run([f"{base}/a{{1...4}}", f"{base}/b{{1...4}}"])
         assert rc != 0 and "pools" in err
         rc, err = run(["http://node{1...4}:9000/mnt/d{1...4}"])
