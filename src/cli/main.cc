@@ -1,4 +1,5 @@
 // rdmastor command line: `rdmastor server ...`, --help, --version.
+#include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -280,6 +281,13 @@ int RunServer(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Stripe buffers and shards (0.25-4 MiB) are allocated and freed per request. glibc serves those
+  // from fresh mmaps by default, so every request paid page faults plus zeroing by the kernel:
+  // about a quarter of server CPU for 1 MiB PUTs and half of it for 1 MiB GETs on 4 drives
+  // (perf). Below 4 MiB they come from the arenas and are reused; up to 16 MiB of free memory
+  // stays mapped per arena top, the rest still goes back to the system.
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  mallopt(M_TRIM_THRESHOLD, 16 << 20);
   if (auto st = rdmastor::admin::ConfigureLogging(rdmastor::cli::Environment()); !st.ok()) {
     std::fprintf(stderr, "rdmastor: %s\n", st.error().message.c_str());
     return 2;

@@ -119,12 +119,29 @@ void EncodeStripe(const Codec& codec, const char* data, size_t len, std::vector<
   const size_t k = static_cast<size_t>(codec.data());
   const size_t n = static_cast<size_t>(codec.total());
   const size_t block = (len + k - 1) / k;
-  scratch.assign(block * n, 0);
-  std::memcpy(scratch.data(), data, len);  // data shards are consecutive slices; tail stays 0
+  // Whole data blocks are encoded straight from `data`; only the padded last one and the parity
+  // blocks live in `scratch`, which keeps its size between calls. Zeroing and copying the stripe
+  // into a fresh buffer cost as much CPU as the encode itself (perf, 1 MiB PUTs on 4 drives).
+  const size_t whole = block == 0 ? 0 : len / block;
+  const size_t need = (n - whole) * block;
+  if (scratch.size() < need) scratch.resize(need);
   std::vector<uint8_t*> ptrs(n);
-  for (size_t i = 0; i < n; ++i) ptrs[i] = scratch.data() + i * block;
+  for (size_t i = 0; i < whole; ++i) {
+    // isa-l only reads the data blocks.
+    ptrs[i] = reinterpret_cast<uint8_t*>(const_cast<char*>(data)) + i * block;
+  }
+  for (size_t i = whole; i < n; ++i) ptrs[i] = scratch.data() + (i - whole) * block;
+  if (whole < k && block > 0) {
+    const size_t tail = len - whole * block;  // < block: the rest of the data, then zeros
+    std::memcpy(ptrs[whole], data + whole * block, tail);
+    std::memset(ptrs[whole] + tail, 0, block - tail);
+    for (size_t i = whole + 1; i < k; ++i) std::memset(ptrs[i], 0, block);
+  }
   codec.Encode(ptrs.data(), block);
-  for (size_t i = 0; i < n; ++i) AppendFramedBlock(out[i], ptrs[i], block);
+  for (size_t i = 0; i < n; ++i) {
+    out[i].reserve(out[i].size() + kBitrotHashSize + block);  // one allocation per shard
+    AppendFramedBlock(out[i], ptrs[i], block);
+  }
 }
 
 void AppendFramedBlock(std::string& out, const uint8_t* block, size_t len) {

@@ -187,6 +187,23 @@ class Drive {
   // Metadata + data + retirement of the old version in one call (see RenameDataRequest).
   virtual Result<RenameDataResult> RenameData(const RenameDataRequest& req) = 0;
 
+  // ---- drive groups ----
+  // Drives with the same non-zero key are served by one sync and one thread: the local drives on
+  // one file system, which share its page cache and its syncfs (each drive on its own disk is a
+  // group of one). DriveWork::kBuffered fan-outs run a group's calls one after another on one
+  // thread, and RenameDataGroup commits a group with two barriers in all. 0: a group of its own.
+  virtual uint64_t GroupKey() const { return 0; }
+  // RenameData of reqs[i] on group[i]; `group` holds this drive and others with its GroupKey().
+  // Each step runs for every drive before the next, with one barrier per step for all of them.
+  // The default runs the calls one after another. One result per drive.
+  virtual std::vector<Result<RenameDataResult>> RenameDataGroup(
+      const std::vector<Drive*>& group, const std::vector<RenameDataRequest>& reqs) {
+    std::vector<Result<RenameDataResult>> out;
+    out.reserve(group.size());
+    for (size_t i = 0; i < group.size(); ++i) out.push_back(group[i]->RenameData(reqs[i]));
+    return out;
+  }
+
   // ---- listing (ListDrive of one bucket) ----
   virtual Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) = 0;
 };

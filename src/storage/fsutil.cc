@@ -444,7 +444,12 @@ Result<std::vector<std::string>> ListDir(const std::string& dir, bool dirs_only)
   return out;
 }
 
-Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
+namespace {
+
+// Step 1 of a commit: checks the plan and journals what it may orphan (not synced by itself:
+// barrier 1 makes the journal durable together with the staged data and metadata, before anything
+// touches the target, so a torn journal after a crash means the target was never touched).
+Status CommitBegin(const CommitPlan& plan) {
   // The names are joined to the target: a name that is not the layout's own could leave the drive
   // (old data is retired by rename, or removed in place) or take a neighbouring key's directory.
   if (!paths::IsMetaFileName(plan.meta_name) ||
@@ -459,22 +464,6 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
       !IsUnder(plan.staging, plan.root)) {
     return MakeError(ErrorCode::kInternalError, "commit target outside drive: " + plan.target);
   }
-  std::shared_ptr<SyncBatcher> own;
-  if (!sync) {
-    auto b = SyncBatcher::For(plan.root);
-    if (!b.ok()) return b.error();
-    own = std::move(*b);
-    sync = own.get();
-  }
-  // Registered until barrier 2 is behind it (other commits' barriers wait for it briefly).
-  std::optional<SyncBatcher::Active> active(std::in_place, *sync);
-  const std::string staged_data = Join(plan.staging, "data");
-  const std::string staged_meta = Join(plan.staging, "meta");
-  const std::string target_meta = Join(plan.target, plan.meta_name);
-
-  // 1. Journal what this commit may orphan. Not synced by itself: barrier 1 below makes it
-  // durable together with the staged data and metadata, before anything touches the target (so a
-  // torn journal after a crash means the target was never touched).
   try {
     json intent = {{"version", 1},
                    {"base", plan.base.substr(plan.root.size() + 1)},
@@ -483,13 +472,18 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
                    {"data", json::array()}};
     if (!plan.new_data_name.empty()) intent["data"].push_back(plan.new_data_name);
     if (!plan.old_data_name.empty()) intent["data"].push_back(plan.old_data_name);
-    RS_RETURN_IF_ERROR(WriteFile(Join(plan.staging, kIntentFile), intent.dump()));
+    return WriteFile(Join(plan.staging, kIntentFile), intent.dump());
   } catch (const std::exception& e) {
     return MakeError(ErrorCode::kInternalError, std::string("commit intent: ") + e.what());
   }
-  // Barrier 1 (group commit): staged files, their directories and the journal are durable.
-  RS_RETURN_IF_ERROR(sync->Sync());
+}
 
+// Steps 2 and 3, after barrier 1: creates the target, moves the data in and replaces (or removes)
+// the metadata file, the commit point. A failure puts the data back into staging.
+Status CommitSwap(const CommitPlan& plan) {
+  const std::string staged_data = Join(plan.staging, "data");
+  const std::string staged_meta = Join(plan.staging, "meta");
+  const std::string target_meta = Join(plan.target, plan.meta_name);
   const bool has_meta = Exists(staged_meta);
   bool data_moved = false;
   auto rollback = [&] {
@@ -540,14 +534,12 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
     rollback();
     return ErrnoError("unlink", target_meta, err);
   }
-  // Barrier 2 (group commit): the renames are durable; only now may the write be acknowledged.
-  // A failure leaves the new version visible but maybe not durable: this drive does not count
-  // towards the write's quorum.
-  RS_RETURN_IF_ERROR(sync->Sync());
-  active.reset();
+  return {};
+}
 
-  // 4. Retire the old data into the staging area, where the caller (or recovery) deletes it. Not
-  // synced: after a crash recovery finds the journal and removes it again.
+// Step 4, after barrier 2: retires the old data into the staging area, where the caller (or
+// recovery) deletes it. Not synced: after a crash recovery finds the journal and removes it again.
+void CommitRetire(const CommitPlan& plan) {
   if (!plan.old_data_name.empty() && plan.old_data_name != plan.new_data_name) {
     const std::string old = Join(plan.target, plan.old_data_name);
     if (Rename(old, Join(plan.staging, "old")) != 0 && errno != ENOENT) {
@@ -555,7 +547,56 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
       (void)RemoveAll(old);
     }
   }
-  return {};
+}
+
+}  // namespace
+
+Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
+  std::shared_ptr<SyncBatcher> own;
+  if (!sync) {
+    auto b = SyncBatcher::For(plan.root);
+    if (!b.ok()) return b.error();
+    own = std::move(*b);
+    sync = own.get();
+  }
+  return std::move(CommitMany({plan}, *sync).front());
+}
+
+std::vector<Status> CommitMany(const std::vector<CommitPlan>& plans, SyncBatcher& sync) {
+  const size_t n = plans.size();
+  std::vector<Status> out(n);
+  auto any_ok = [&] {
+    return std::any_of(out.begin(), out.end(), [](const Status& s) { return s.ok(); });
+  };
+  // Registered until barrier 2 is behind it (other commits' barriers wait for it briefly).
+  std::optional<SyncBatcher::Active> active(std::in_place, sync);
+  for (size_t i = 0; i < n; ++i) out[i] = CommitBegin(plans[i]);
+  // Barrier 1 (group commit): staged files, their directories and the journals are durable.
+  if (!any_ok()) return out;
+  if (auto st = sync.Sync(); !st.ok()) {
+    for (auto& s : out) {
+      if (s.ok()) s = st;
+    }
+    return out;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (out[i].ok()) out[i] = CommitSwap(plans[i]);
+  }
+  // Barrier 2 (group commit): the renames are durable; only now may the writes be acknowledged.
+  // A failure leaves the new versions visible but maybe not durable: these drives do not count
+  // towards the write's quorum.
+  if (!any_ok()) return out;
+  if (auto st = sync.Sync(); !st.ok()) {
+    for (auto& s : out) {
+      if (s.ok()) s = st;
+    }
+    return out;
+  }
+  active.reset();
+  for (size_t i = 0; i < n; ++i) {
+    if (out[i].ok()) CommitRetire(plans[i]);
+  }
+  return out;
 }
 
 Status RecoverStaging(const std::string& root, const std::string& staging,

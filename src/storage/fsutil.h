@@ -219,6 +219,10 @@ struct CommitPlan {
 };
 // `sync`: the batcher of the drive's file system (nullptr: looked up from plan.root).
 Status Commit(const CommitPlan& plan, SyncBatcher* sync = nullptr);
+// Several commits on one file system (`sync` is its batcher), e.g. one object on the drives that
+// share it: each step for every plan, then one barrier for all of them, so the group costs two
+// syncs and no thread per drive. One status per plan; a plan that fails a step drops out.
+std::vector<Status> CommitMany(const std::vector<CommitPlan>& plans, SyncBatcher& sync);
 
 // Returns the data directory name the metadata file `meta_path` references ("" when the file
 // is missing), or an error when it cannot be read.

@@ -98,7 +98,10 @@ Result<std::vector<std::string>> DataDirsOfMetaFile(const std::string& meta_path
   return file->DataDirs();
 }
 
-LocalDrive::LocalDrive(std::string root) : root_(std::move(root)) {}
+LocalDrive::LocalDrive(std::string root) : root_(std::move(root)) {
+  struct stat st;
+  if (::stat(root_.c_str(), &st) == 0) group_key_ = static_cast<uint64_t>(st.st_dev) + 1;
+}
 
 Result<std::string> LocalDrive::Abs(const std::string& path) const {
   RS_RETURN_IF_ERROR(CheckRelPath(path));
@@ -335,6 +338,7 @@ Status LocalDrive::WriteShardAt(const std::string& path, uint64_t offset, std::s
 Result<std::shared_ptr<fsutil::SyncBatcher>> LocalDrive::Batcher() {
   struct stat st;
   if (::stat(root_.c_str(), &st) != 0) return fsutil::ErrnoError("stat", root_, errno);
+  group_key_.store(static_cast<uint64_t>(st.st_dev) + 1, std::memory_order_relaxed);
   std::lock_guard lock(batcher_mu_);
   if (!batcher_ || batcher_->dev() != st.st_dev) {
     auto b = fsutil::SyncBatcher::For(root_);
@@ -358,7 +362,7 @@ Status LocalDrive::Commit(const fsutil::CommitPlan& plan) {
   return fsutil::Commit(abs, batcher->get());
 }
 
-Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
+Result<LocalDrive::StagedRename> LocalDrive::StageRename(const RenameDataRequest& req) {
   // Every name is checked before anything is touched (fsutil::Commit checks them again).
   if (!InStaging(req.staging) || req.staging.find('/', rel::Tmp().size() + 1) != std::string::npos)
     return MakeError(ErrorCode::kInvalidArgument, "not a staging directory: " + req.staging);
@@ -375,7 +379,8 @@ Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
   // A version with data was staged by its shard writes, which made the directory.
   if (req.data_name.empty() && fsutil::Mkdir(staging, 0755) != 0 && errno != EEXIST)
     return fsutil::ErrnoError("mkdir", staging, errno);
-  RenameDataResult out;
+  StagedRename staged;
+  RenameDataResult& out = staged.out;
   const std::string meta_path = Join(target, req.meta_name);
   auto old = fsutil::ReadFileIfExists(meta_path);
   if (!old.ok()) return old.error();
@@ -387,8 +392,8 @@ Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
     out.old_meta = std::move(*old);
   }
   std::optional<std::string> new_meta = req.meta;
-  std::string old_data;                 // retired by the commit (into <staging>/old)
-  std::vector<std::string> extra_data;  // no longer named, removed after the commit
+  std::string& old_data = staged.old_data;
+  std::vector<std::string>& extra_data = staged.extra_data;
   switch (req.mode) {
     case RenameMode::kReplace: {
       std::vector<std::string> keep;
@@ -428,12 +433,12 @@ Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
       if (req.meta) return MakeError(ErrorCode::kInvalidArgument, "remove version with meta");
       if (!current) {  // nothing (readable) to remove from
         (void)fsutil::RemoveAll(staging);
-        return out;
+        return staged;
       }
       auto removed = current->Remove(req.version_id);
       if (!removed) {
         (void)fsutil::RemoveAll(staging);
-        return out;
+        return staged;
       }
       old_data = removed->data_dir;
       if (!current->versions.empty()) new_meta = SerializeObjectVersions(*current);
@@ -442,19 +447,86 @@ Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
   }
   // Not synced here: the commit's first barrier makes it durable with the data.
   if (new_meta) RS_RETURN_IF_ERROR(fsutil::WriteFile(Join(staging, "meta"), *new_meta));
+  staged.has_new_meta = new_meta.has_value();
+  staged.staging = staging;
+  staged.target = target;
+  staged.base = base;
+  staged.plan = fsutil::CommitPlan{root_, base, staging, target, req.meta_name, req.data_name,
+                                   old_data};
+  return staged;
+}
+
+RenameDataResult LocalDrive::FinishRename(StagedRename& s, const RenameDataRequest& req) {
+  for (const auto& d : s.extra_data) (void)fsutil::RemoveAll(Join(s.target, d));
+  // A removed version is not rolled back: its data goes with the staging directory.
+  if (s.has_new_meta && req.mode != RenameMode::kRemoveVersion && !s.old_data.empty() &&
+      s.old_data != req.data_name && fsutil::Exists(Join(s.staging, "old"))) {
+    s.out.old_data_name = s.old_data;  // kept for the caller: removed or restored after quorum
+  } else {
+    (void)fsutil::RemoveAll(s.staging);
+  }
+  if (req.prune) fsutil::PruneEmptyDirs(s.target, s.base);
+  return std::move(s.out);
+}
+
+Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
+  auto staged = StageRename(req);
+  if (!staged.ok()) return staged.error();
+  if (!staged->plan) return std::move(staged->out);
   auto batcher = Batcher();
   if (!batcher.ok()) return batcher.error();
-  fsutil::CommitPlan plan{root_, base, staging, target, req.meta_name, req.data_name, old_data};
-  RS_RETURN_IF_ERROR(fsutil::Commit(plan, batcher->get()));
-  for (const auto& d : extra_data) (void)fsutil::RemoveAll(Join(target, d));
-  // A removed version is not rolled back: its data goes with the staging directory.
-  if (new_meta && req.mode != RenameMode::kRemoveVersion && !old_data.empty() &&
-      old_data != req.data_name && fsutil::Exists(Join(staging, "old"))) {
-    out.old_data_name = old_data;  // kept for the caller: removed or restored after the quorum
-  } else {
-    (void)fsutil::RemoveAll(staging);
+  RS_RETURN_IF_ERROR(fsutil::Commit(*staged->plan, batcher->get()));
+  return FinishRename(*staged, req);
+}
+
+std::vector<Result<RenameDataResult>> LocalDrive::RenameDataGroup(
+    const std::vector<Drive*>& group, const std::vector<RenameDataRequest>& reqs) {
+  const size_t n = group.size();
+  std::vector<Result<RenameDataResult>> out(n, Result<RenameDataResult>(ErrorCode::kInternalError));
+  std::vector<std::optional<StagedRename>> staged(n);
+  std::vector<LocalDrive*> local(n, nullptr);
+  // Drives sharing a batcher (one file system) commit together; a drive moved to another file
+  // system since its key was read simply forms its own sub-group.
+  std::vector<std::pair<std::shared_ptr<fsutil::SyncBatcher>, std::vector<size_t>>> by_fs;
+  for (size_t i = 0; i < n; ++i) {
+    local[i] = dynamic_cast<LocalDrive*>(group[i]);
+    if (!local[i]) {
+      out[i] = group[i]->RenameData(reqs[i]);
+      continue;
+    }
+    auto s = local[i]->StageRename(reqs[i]);
+    if (!s.ok()) {
+      out[i] = s.error();
+      continue;
+    }
+    if (!s->plan) {
+      out[i] = std::move(s->out);
+      continue;
+    }
+    auto b = local[i]->Batcher();
+    if (!b.ok()) {
+      out[i] = b.error();
+      continue;
+    }
+    staged[i] = std::move(*s);
+    auto it = std::find_if(by_fs.begin(), by_fs.end(), [&](const auto& g) { return g.first == *b; });
+    if (it == by_fs.end()) it = by_fs.insert(by_fs.end(), {*b, {}});
+    it->second.push_back(i);
   }
-  if (req.prune) fsutil::PruneEmptyDirs(target, base);
+  for (auto& [batcher, members] : by_fs) {
+    std::vector<fsutil::CommitPlan> plans;
+    plans.reserve(members.size());
+    for (size_t i : members) plans.push_back(*staged[i]->plan);
+    auto done = fsutil::CommitMany(plans, *batcher);
+    for (size_t j = 0; j < members.size(); ++j) {
+      const size_t i = members[j];
+      if (!done[j].ok()) {
+        out[i] = done[j].error();
+        continue;
+      }
+      out[i] = local[i]->FinishRename(*staged[i], reqs[i]);
+    }
+  }
   return out;
 }
 

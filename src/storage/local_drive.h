@@ -2,10 +2,10 @@
 // format) behind the Drive interface. Relative paths are checked and resolved below the root.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
-
-#include <memory>
+#include <optional>
 #include <string>
 
 #include "storage/drive.h"
@@ -56,6 +56,9 @@ class LocalDrive final : public Drive {
 
   Status Commit(const fsutil::CommitPlan& plan) override;
   Result<RenameDataResult> RenameData(const RenameDataRequest& req) override;
+  uint64_t GroupKey() const override { return group_key_.load(std::memory_order_relaxed); }
+  std::vector<Result<RenameDataResult>> RenameDataGroup(
+      const std::vector<Drive*>& group, const std::vector<RenameDataRequest>& reqs) override;
 
   Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) override;
 
@@ -74,9 +77,26 @@ class LocalDrive final : public Drive {
   // replaced disk is a different file system).
   Result<std::shared_ptr<fsutil::SyncBatcher>> Batcher();
 
+  // RenameData in three parts, so that a group of drives runs each part for all of them around
+  // one fsutil::CommitMany: Stage checks the request and writes the merged metadata file into
+  // staging (or settles a request with nothing to commit: `plan` unset), Finish cleans up after a
+  // successful commit.
+  struct StagedRename {
+    std::optional<fsutil::CommitPlan> plan;  // unset: settled without a commit (`out` is final)
+    RenameDataResult out;
+    std::string staging, target, base;
+    std::vector<std::string> extra_data;  // no longer named by the file: removed after the commit
+    std::string old_data;                 // retired by the commit (into <staging>/old)
+    bool has_new_meta = false;
+  };
+  Result<StagedRename> StageRename(const RenameDataRequest& req);
+  RenameDataResult FinishRename(StagedRename& s, const RenameDataRequest& req);
+
   std::string root_;
   std::mutex batcher_mu_;
   std::shared_ptr<fsutil::SyncBatcher> batcher_;
+  // The file system's device number + 1 (GroupKey; 0 while unknown), refreshed by Batcher().
+  std::atomic<uint64_t> group_key_{0};
 };
 
 // A single drive must be usable to serve (no other drive stands in): creates `root` when missing

@@ -59,42 +59,104 @@ Result<std::string> DataDirOf(Drive& drive, const std::string& meta_path) {
   return meta->data_dir;
 }
 
-std::vector<bool> DriveFanout::ForEachDrive(const std::vector<bool>& which,
-                                            const std::function<bool(size_t)>& fn,
-                                            DriveWork work) const {
-  const size_t n = drives_.size();
-  std::vector<char> ok(n, 0);  // not vector<bool>: positions are written concurrently
-  auto on_pool = [&](size_t p) {
-    return pool_ && (work == DriveWork::kIo || !drives_[p]->is_local());
-  };
+std::vector<std::vector<size_t>> DriveFanout::Groups(const std::vector<bool>& which,
+                                                     bool by_key) const {
+  std::vector<std::vector<size_t>> tasks;
+  std::vector<std::pair<uint64_t, size_t>> task_of_key;
+  for (size_t p = 0; p < drives_.size(); ++p) {
+    if (!which[p]) continue;
+    const uint64_t key = by_key ? drives_[p]->GroupKey() : 0;
+    if (key != 0) {
+      auto it = std::find_if(task_of_key.begin(), task_of_key.end(),
+                             [&](const auto& k) { return k.first == key; });
+      if (it != task_of_key.end()) {
+        tasks[it->second].push_back(p);
+        continue;
+      }
+      task_of_key.emplace_back(key, tasks.size());
+    }
+    tasks.push_back({p});
+  }
+  return tasks;
+}
+
+void DriveFanout::RunTasks(const std::vector<std::vector<size_t>>& tasks,
+                           const std::vector<size_t>& here,
+                           const std::function<void(const std::vector<size_t>&)>& fn) const {
+  if (tasks.empty() || !pool_) {
+    if (!here.empty()) fn(here);
+    for (const auto& t : tasks) fn(t);
+    return;
+  }
   struct Join {
     std::mutex mu;
     std::condition_variable cv;
     size_t left = 0;
   } join;
-  // The calling thread would only wait: it runs the last pool call itself, which saves a thread
-  // hand-off per batch (all of them for a one-drive set).
-  size_t mine = n;
-  for (size_t p = 0; p < n; ++p) {
-    if (which[p] && on_pool(p)) mine = p;
-  }
-  for (size_t p = 0; p < n; ++p) join.left += which[p] && on_pool(p) && p != mine ? 1 : 0;
-  for (size_t p = 0; p < n; ++p) {
-    if (!which[p] || !on_pool(p) || p == mine) continue;
-    pool_->Submit([&, p] {
-      const bool r = fn(p);
+  // The calling thread would only wait: it runs the last task itself, which saves a thread
+  // hand-off per batch (all of them for a one-drive set or a set on one file system).
+  join.left = tasks.size() - 1;
+  for (size_t t = 0; t + 1 < tasks.size(); ++t) {
+    pool_->Submit([&, t] {
+      fn(tasks[t]);
       std::lock_guard lock(join.mu);  // notify under the lock: `join` lives on our stack
-      ok[p] = r;
       if (--join.left == 0) join.cv.notify_one();
     });
   }
-  for (size_t p = 0; p < n; ++p) {
-    if (which[p] && !on_pool(p)) ok[p] = fn(p);
-  }
-  if (mine < n) ok[mine] = fn(mine);
+  if (!here.empty()) fn(here);
+  fn(tasks.back());
   std::unique_lock lock(join.mu);
   join.cv.wait(lock, [&] { return join.left == 0; });
+}
+
+std::vector<bool> DriveFanout::ForEachDrive(const std::vector<bool>& which,
+                                            const std::function<bool(size_t)>& fn,
+                                            DriveWork work) const {
+  const size_t n = drives_.size();
+  std::vector<char> ok(n, 0);  // not vector<bool>: positions are written concurrently
+  // kLookup: local drives' calls run on the calling thread before the pool's last task.
+  std::vector<bool> pooled = which;
+  std::vector<size_t> here;
+  if (work == DriveWork::kLookup || !pool_) {
+    for (size_t p = 0; p < n; ++p) {
+      if (which[p] && (!pool_ || drives_[p]->is_local())) {
+        pooled[p] = false;
+        here.push_back(p);
+      }
+    }
+  }
+  RunTasks(Groups(pooled, work == DriveWork::kBuffered), here,
+           [&](const std::vector<size_t>& members) {
+    for (size_t p : members) ok[p] = fn(p);
+  });
   return std::vector<bool>(ok.begin(), ok.end());
+}
+
+void DriveFanout::ForEachGroup(const std::vector<bool>& which,
+                               const std::function<void(const std::vector<size_t>&)>& fn) const {
+  RunTasks(Groups(which, /*by_key=*/true), {}, fn);
+}
+
+std::vector<Result<RenameDataResult>> ErasureSet::RenameDataAll(
+    const std::vector<bool>& which,
+    const std::function<RenameDataRequest(size_t)>& make_req) const {
+  std::vector<Result<RenameDataResult>> out(
+      roots_.size(), Result<RenameDataResult>(MakeError(ErrorCode::kInternalError, "not run")));
+  fanout_.ForEachGroup(which, [&](const std::vector<size_t>& members) {
+    if (members.size() == 1) {
+      out[members[0]] = roots_[members[0]]->RenameData(make_req(members[0]));
+      return;
+    }
+    std::vector<Drive*> group;
+    std::vector<RenameDataRequest> reqs;
+    for (size_t p : members) {
+      group.push_back(roots_[p]);
+      reqs.push_back(make_req(p));
+    }
+    auto results = roots_[members[0]]->RenameDataGroup(group, reqs);
+    for (size_t j = 0; j < members.size(); ++j) out[members[j]] = std::move(results[j]);
+  });
+  return out;
 }
 
 void ErasureSet::SetLocker(std::shared_ptr<NamespaceLocker> locker,

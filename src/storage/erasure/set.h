@@ -70,9 +70,13 @@ Status MigrateSingleDriveLayout(Drive& drive);
 
 // What a batch of per-drive calls does, which decides where the calls run (DriveFanout).
 enum class DriveWork {
-  kIo,      // disk or network work (fsync, shard data, commit): every call on the pool
+  kIo,      // disk or network work (fsync, reads of shard data): every call on the pool
   kLookup,  // a metadata lookup that a local drive answers from the page cache in microseconds:
             // local drives' calls run on the calling thread, cheaper than a hand-off
+  kBuffered,  // steps of a write that land in the page cache (shard creation, appends, staging
+              // removal): the drives of one group (Drive::GroupKey: one file system) run one
+              // after another on one thread, since they share the page cache and threads would
+              // only add hand-offs; groups and remote drives in parallel
 };
 
 // Runs one call per drive position of an erasure set and collects per-position results. The
@@ -95,8 +99,19 @@ class DriveFanout {
                                  DriveWork work = DriveWork::kIo) const {
     return ForEachDrive(all_, fn, work);
   }
+  // Runs fn(members) once per group of the positions with which[p] (Drive::GroupKey; a drive
+  // with key 0 is a group of one), groups in parallel; members in position order. fn may touch
+  // only its members' state.
+  void ForEachGroup(const std::vector<bool>& which,
+                    const std::function<void(const std::vector<size_t>&)>& fn) const;
 
  private:
+  // Runs fn(task) for every task, in parallel on the pool (the last one on the calling thread),
+  // and fn(here) on the calling thread meanwhile (everything there without a pool).
+  void RunTasks(const std::vector<std::vector<size_t>>& tasks, const std::vector<size_t>& here,
+                const std::function<void(const std::vector<size_t>&)>& fn) const;
+  std::vector<std::vector<size_t>> Groups(const std::vector<bool>& which, bool by_key) const;
+
   std::vector<Drive*> drives_;
   std::vector<bool> all_;
   ThreadPool* pool_;
@@ -173,6 +188,12 @@ class ErasureSet {
     return fanout_.ForEachDrive(fn, work);
   }
   const DriveFanout& fanout() const { return fanout_; }
+  // RenameData of make_req(p) on every drive with which[p]: a drive group (Drive::GroupKey) in one
+  // RenameDataGroup call, groups in parallel. make_req runs on the group's thread, which may touch
+  // position p's state. One result per position (an error where it did not run).
+  std::vector<Result<RenameDataResult>> RenameDataAll(
+      const std::vector<bool>& which,
+      const std::function<RenameDataRequest(size_t)>& make_req) const;
 
   // ---- namespace locks ----
 

@@ -29,12 +29,13 @@ ErasureSet::Stagings::Stagings(const ErasureSet& set, std::vector<bool>& alive, 
     }
     used_[p] = made.ok();
     return made.ok();
-  });
+  }, DriveWork::kBuffered);
 }
 
 ErasureSet::Stagings::~Stagings() {
   std::vector<bool> used(used_.begin(), used_.end());
-  set_.ForEachDrive(used, [&](size_t p) { return set_.roots_[p]->RemoveAll(dir_).ok(); });
+  set_.ForEachDrive(
+      used, [&](size_t p) { return set_.roots_[p]->RemoveAll(dir_).ok(); }, DriveWork::kBuffered);
 }
 
 Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> declared,
@@ -96,12 +97,12 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
         if (!fd.ok()) return false;
         fds[p] = std::move(*fd);
         return true;
-      });
+      }, DriveWork::kBuffered);
     }
     if (files) {
       alive = ForEachDrive(alive, [&](size_t p) {
         return fds[p]->Append(pending[static_cast<size_t>(dist[p])]).ok();
-      });
+      }, DriveWork::kBuffered);
       for (auto& s : pending) s.clear();
       if (Count(alive) < quorum) return WriteQuorumError(Count(alive), quorum);
     }
@@ -116,7 +117,7 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
     // (multipart parts) are synced here.
     alive = ForEachDrive(alive, [&](size_t p) {
       return (committed_by_rename_data ? fds[p]->Close() : fds[p]->Finish()).ok();
-    });
+    }, committed_by_rename_data ? DriveWork::kBuffered : DriveWork::kIo);
   } else {
     inline_out->assign(n, std::string());
     for (size_t p = 0; p < n; ++p) (*inline_out)[p] = pending[static_cast<size_t>(dist[p])];
@@ -169,7 +170,7 @@ Status ErasureSet::CommitAll(const std::string& bucket, const paths::KeyLocation
     const bool has_data = !keep_data && (!metas[p].erasure || !metas[p].erasure->is_inline);
     return has_data ? metas[p].data_dir : std::string();
   };
-  auto committed = ForEachDrive(alive, [&](size_t p) {
+  auto results = RenameDataAll(alive, [&](size_t p) {
     RenameDataRequest req{st[p],       bucket,
                           key_dir,     std::string(loc.meta_name),
                           new_data(p), SerializeObjectMeta(metas[p]),
@@ -177,15 +178,20 @@ Status ErasureSet::CommitAll(const std::string& bucket, const paths::KeyLocation
     // Each drive merges the version into its own file (its own shard index and inline shards).
     req.mode = RenameMode::kAddVersion;
     st.Use(p);
-    auto r = roots_[p]->RenameData(req);
+    return req;
+  });
+  std::vector<bool> committed(n, false);
+  for (size_t p = 0; p < n; ++p) {
+    if (!alive[p]) continue;
+    auto& r = results[p];
     if (!r.ok()) {
       no_bucket[p] = r.error().code == ErrorCode::kNoSuchBucket;
-      return false;
+      continue;
     }
     if (r->old_data_name.empty()) st.Gone(p);  // else Stagings removes it with the old data
     old[p] = std::move(*r);
-    return true;
-  });
+    committed[p] = true;
+  }
   if (Count(committed) >= quorum) return {};
   spdlog::warn("erasure: {}/{}: only {} of {} drives committed; rolling back", bucket, loc.rel_dir,
                Count(committed), quorum);
@@ -351,7 +357,7 @@ Result<DeleteResult> ErasureSet::DeleteObject(const std::string& bucket, const s
       return v.error();
     }
   }
-  const int done = Count(ForEachDrive(alive, [&](size_t p) {
+  auto results = RenameDataAll(alive, [&](size_t p) {
     RenameDataRequest req{st[p],
                           bucket,
                           key_dir,
@@ -363,10 +369,14 @@ Result<DeleteResult> ErasureSet::DeleteObject(const std::string& bucket, const s
     req.mode = RenameMode::kRemoveVersion;
     req.version_id = out.version_id;
     st.Use(p);
-    auto r = roots_[p]->RenameData(req);
-    if (r.ok()) st.Gone(p);  // a delete keeps nothing to roll back to
-    return r.ok();
-  }));
+    return req;
+  });
+  int done = 0;
+  for (size_t p = 0; p < results.size(); ++p) {
+    if (!alive[p] || !results[p].ok()) continue;
+    st.Gone(p);  // a delete keeps nothing to roll back to
+    ++done;
+  }
   if (done < write_quorum()) return WriteQuorumError(done, write_quorum());
   return out;
 }
