@@ -3,6 +3,9 @@
 #include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <atomic>
@@ -13,7 +16,6 @@
 #include <deque>
 #include <future>
 #include <limits>
-#include <sstream>
 #include <thread>
 #include <unordered_map>
 
@@ -54,6 +56,34 @@ std::string ToLower(std::string_view s) {
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
+}
+
+// The response head as Beast would serialize it (status line, the handler's headers in order,
+// Content-Length, "Connection: close" when the connection ends after it), built in one string
+// without Beast's field container or a stream: this runs once per request.
+// Appends to `out`, with room reserved for `body_bytes` more.
+void RenderHead(const HttpResponseHead& head, bool keep_alive, size_t body_bytes,
+                std::string& out) {
+  const auto reason = http::obsolete_reason(http::int_to_status(static_cast<unsigned>(head.status)));
+  size_t size = out.size() + 64 + reason.size() + body_bytes;
+  for (const auto& [name, value] : head.headers) size += name.size() + value.size() + 4;
+  out.reserve(size);
+  out += "HTTP/1.1 ";
+  out += std::to_string(head.status);
+  out += ' ';
+  out.append(reason.data(), reason.size());
+  out += "\r\n";
+  for (const auto& [name, value] : head.headers) {
+    out += name;
+    out += ": ";
+    out += value;
+    out += "\r\n";
+  }
+  out += "Content-Length: ";
+  out += std::to_string(head.content_length);
+  out += "\r\n";
+  if (!keep_alive) out += "Connection: close\r\n";
+  out += "\r\n";
 }
 
 // Bounds the workers one client address holds at once. Requests over the bound wait, in order,
@@ -165,6 +195,9 @@ class Session final : public Connection,
 
   void Shutdown(bool force) override {
     asio::post(stream_.get_executor(), [self = this->shared_from_this(), force] {
+      // Under io_mu_: a worker finishing a request on its own thread (FinishOnWorker) either saw
+      // `stopping_` or has handed the connection back (in_handler_ false) by now.
+      std::lock_guard lock(self->io_mu_);
       if (force || !self->in_handler_) self->Close();
     });
   }
@@ -243,47 +276,28 @@ class Session final : public Connection,
     // the connection cannot be reused; AfterHandler lingers before closing.
     const bool body_pending = request_.chunked || request_.content_length.value_or(0) > 0;
     response_close_ = head.close_connection || (expect_continue_ && !sent_continue_ && body_pending);
-    auto res = std::make_shared<http::response<http::empty_body>>();
-    res->version(11);
-    res->result(static_cast<unsigned>(head.status));
-    for (const auto& [name, value] : head.headers) res->insert(name, value);
-    res->content_length(head.content_length);
-    res->keep_alive(keep_alive_ && !response_close_);
     // A client that sent "Expect: 100-continue" with an empty body may still wait for the interim
     // response (botocore reuses the first status line it sees on the connection); sending it
     // before the final response is always valid.
     bool interim = expect_continue_ && !sent_continue_ && request_.content_length &&
                    *request_.content_length == 0;
     sent_continue_ = sent_continue_ || interim;
-    if (is_head_request_ || head.content_length <= kBufferedResponseBytes) {
-      // Buffered: AfterHandler writes it once the handler returned.
-      std::ostringstream os;
-      os << res->base();
-      out_ = interim ? kContinue : std::string();
-      out_ += os.str();
-      if (is_head_request_) response_length_ = 0;
-      return true;
-    }
-    auto ec = Blocking(opts_.send_timeout, [this, res, interim](auto done) {
-      auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
-      if (interim) {
-        asio::async_write(stream_, asio::buffer(kContinue),
-                          [this, sr, res, done](beast::error_code e, size_t) {
-                            if (e) return done(e, 0);
-                            http::async_write_header(
-                                stream_, *sr,
-                                [sr, res, done](beast::error_code e2, size_t) { done(e2, 0); });
-                          });
-        return;
-      }
-      http::async_write_header(stream_, *sr,
-                               [sr, res, done](beast::error_code e, size_t) { done(e, 0); });
+    const bool buffered = is_head_request_ || head.content_length <= kBufferedResponseBytes;
+    out_ = interim ? kContinue : std::string();
+    RenderHead(head, keep_alive_ && !response_close_,
+               buffered && !is_head_request_ ? head.content_length : 0, out_);
+    if (is_head_request_) response_length_ = 0;
+    // Buffered: written once the handler returned (FinishOnWorker or AfterHandler).
+    if (buffered) return true;
+    auto ec = Blocking(opts_.send_timeout, [this](auto done) {
+      asio::async_write(stream_, asio::buffer(out_),
+                        [done](beast::error_code e, size_t) { done(e, 0); });
     });
+    std::string().swap(out_);  // a streamed body is written straight from the handler's buffer
     if (ec.first) {
       client_gone_ = true;
       return false;
     }
-    if (is_head_request_) response_length_ = 0;
     return true;
   }
 
@@ -445,7 +459,49 @@ class Session final : public Connection,
       }
     }
     if (gated_) shared_.gate.Leave(request_.remote_ip);
+    if (FinishOnWorker()) return;  // the connection may already be serving its next request
     asio::post(stream_.get_executor(), [self = this->shared_from_this()] { self->AfterHandler(); });
+  }
+
+  // The common end of a small request, done on the worker that ran it instead of handing the
+  // connection back to an I/O thread (a thread switch each way, costly on 2 cores and on
+  // paravirtualised guests): send the buffered response with one non-blocking send and start the
+  // read of the next request header from here; the reactor completes it on the strand. Anything
+  // else — a response the socket does not take at once, TLS, a connection to close, linger or
+  // drain, shutdown — goes to the strand as before (AfterHandler), so a slow reader still holds
+  // no worker. While in_handler_, nothing on the strand touches the session but Shutdown, which
+  // io_mu_ orders against this. Returns false when the strand has to finish the request.
+  bool FinishOnWorker() {
+    if constexpr (kTls) {
+      return false;
+    } else {
+      if (out_.empty() || client_gone_ || response_close_ || !keep_alive_ ||
+          response_written_ != response_length_ || !parser_->is_done()) {
+        return false;
+      }
+      std::lock_guard lock(io_mu_);
+      if (stopping_ || !Lowest().socket().is_open()) return false;
+      const int fd = Lowest().socket().native_handle();
+      size_t sent = 0;
+      while (sent < out_.size()) {
+        ssize_t n = ::send(fd, out_.data() + sent, out_.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0) {
+          sent += static_cast<size_t>(n);
+        } else if (n < 0 && errno == EINTR) {
+          continue;
+        } else {
+          break;  // the peer's window is full, or the connection failed: the strand finds out
+        }
+      }
+      if (sent < out_.size()) {
+        out_.erase(0, sent);
+        return false;
+      }
+      // A Shutdown queued after this sees in_handler_ false and closes the connection.
+      in_handler_ = false;
+      ReadHeader();
+      return true;
+    }
   }
 
   // On the strand: writes a buffered response (no worker waits for it), then goes on.
@@ -557,7 +613,9 @@ class Session final : public Connection,
   RequestHandler& handler_;
   ThreadPool& workers_;
   const std::atomic<bool>& stopping_;
-  bool in_handler_ = false;  // strand-only
+  // A handler (or the worker finishing it) owns the session; read by Shutdown on the strand.
+  std::atomic<bool> in_handler_{false};
+  std::mutex io_mu_;  // Shutdown's Close() against FinishOnWorker's socket use
   bool gated_ = false;       // the request counts against its client's share of workers
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::buffer_body>> parser_;

@@ -11,7 +11,8 @@ import time
 import pytest
 import requests
 
-from conftest import (CURL_BIN, HOST, RDMASTOR_BIN, REGION, UNSIGNED, _clean_env, free_port,
+from conftest import (CURL_BIN, HOST, RDMASTOR_BIN, REGION, UNSIGNED, _clean_env,
+                      assert_server_alive, free_port,
                       make_client, parse_raw_response, rand_str, seeded_bytes, sign_v4,
                       signed_request, unique_bucket)
 
@@ -386,6 +387,102 @@ def test_pipelined_requests(server, s3, bucket):
         status, _, body = rd.next()
         assert status == 404 and b"NoSuchKey" in body
         assert rd.next()[::2] == (200, b"two")
+
+
+def _next_head_only(rd):
+    """The next response's status and headers, for a reply without a body (HEAD)."""
+    deadline = time.monotonic() + rd.timeout
+    while b"\r\n\r\n" not in rd.buf:
+        rd._fill(deadline)
+    head, _, rd.buf = rd.buf.partition(b"\r\n\r\n")
+    status, headers, _ = parse_raw_response(head + b"\r\n\r\n")
+    return status, headers
+
+
+def test_keep_alive_and_pipelining_stay_in_order(server, s3, bucket):
+    """Small responses are sent by the worker that ran the request, which then starts reading
+    the connection's next request itself: many round trips and pipelined bursts (GET, HEAD,
+    errors) on one connection must each get their own complete reply, in order."""
+    bodies = {f"ka{i}": (f"body {i} " * (i + 1)).encode() for i in range(8)}
+    for key, body in bodies.items():
+        s3.put_object(Bucket=bucket, Key=key, Body=body)
+    with socket.create_connection((HOST, server.port), timeout=15) as s:
+        rd = RespReader(s)
+        for i in range(40):  # one request per round trip
+            key = f"ka{i % 8}"
+            s.sendall(_signed_head(server, "GET", f"/{bucket}/{key}", {}))
+            assert rd.next()[::2] == (200, bodies[key])
+        for _ in range(5):  # bursts: every request of a burst is sent before any reply is read
+            burst = b""
+            want = []
+            for i, (key, body) in enumerate(bodies.items()):
+                if i % 3 == 1:
+                    burst += _signed_head(server, "HEAD", f"/{bucket}/{key}", {})
+                    want.append(("HEAD", body))
+                elif i % 3 == 2:
+                    burst += _signed_head(server, "GET", f"/{bucket}/{key}-missing", {})
+                    want.append(("404", None))
+                else:
+                    burst += _signed_head(server, "GET", f"/{bucket}/{key}", {})
+                    want.append(("GET", body))
+            s.sendall(burst)
+            for kind, body in want:
+                if kind == "HEAD":  # a HEAD reply carries the length but no body
+                    status, headers = _next_head_only(rd)
+                    lower = {k.lower(): v for k, v in headers}
+                    assert status == 200, status
+                    assert int(lower["content-length"]) == len(body)
+                elif kind == "404":
+                    status, _, got = rd.next()
+                    assert status == 404 and b"NoSuchKey" in got, (status, got[:200])
+                else:
+                    assert rd.next()[::2] == (200, body)
+        s.settimeout(0.3)  # nothing extra came: every reply was framed exactly
+        with pytest.raises(socket.timeout):
+            extra = s.recv(1)
+            assert not extra, extra
+
+
+def test_stalled_drive_does_not_stall_other_connections(server_factory, tmp_path):
+    """A drive that never answers (here: an object's metadata file replaced by a FIFO, whose
+    open blocks until a writer comes) holds the worker serving that request, and nothing else:
+    other connections, and their keep-alive follow-up requests, are served meanwhile."""
+    srv = server_factory(env={"MINIO_API_REQUESTS_MAX": "4"},
+                         data_dirs=[str(tmp_path / f"d{i}") for i in range(4)])
+    c = srv.client(read_timeout=10)
+    c.create_bucket(Bucket="stall")
+    c.put_object(Bucket="stall", Key="stuck", Body=b"s" * 100)
+    c.put_object(Bucket="stall", Key="fine", Body=b"f" * 4096)
+    meta = os.path.join(srv.data_dirs[0], "stall", "stuck", ".rdmastor.meta")
+    assert os.path.exists(meta), os.listdir(os.path.join(srv.data_dirs[0], "stall"))
+    os.unlink(meta)
+    os.mkfifo(meta)
+    stuck = socket.create_connection((HOST, srv.port), timeout=30)
+    try:
+        stuck.sendall(_signed_head(srv, "GET", "/stall/stuck", {}))
+        time.sleep(0.5)  # the request is now blocked on the drive
+        t0 = time.monotonic()
+        with socket.create_connection((HOST, srv.port), timeout=10) as s:
+            rd = RespReader(s, timeout=5)
+            for _ in range(20):
+                s.sendall(_signed_head(srv, "GET", "/stall/fine", {}))
+                assert rd.next()[::2] == (200, b"f" * 4096)
+        assert time.monotonic() - t0 < 5
+        stuck.settimeout(0.2)
+        with pytest.raises(socket.timeout):  # still waiting on its drive
+            stuck.recv(1)
+    finally:
+        # Release the blocked open (a writer appears and goes: the reader sees an empty file).
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                fd = os.open(meta, os.O_WRONLY | os.O_NONBLOCK)
+                os.close(fd)
+                break
+            except OSError:
+                time.sleep(0.05)
+        stuck.close()
+    assert_server_alive(srv)
 
 
 def test_health_endpoints(server):
