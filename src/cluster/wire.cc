@@ -357,7 +357,8 @@ Frame Wire<storage::RenameDataRequest>::Encode(const storage::RenameDataRequest&
                     {"keep_data", v.keep_data},
                     {"prune", v.prune},
                     {"mode", static_cast<int>(v.mode)},
-                    {"version_id", v.version_id}}
+                    {"version_id", v.version_id},
+                    {"keep_staging", v.keep_staging}}
                    .dump(),
                v.meta.value_or(std::string())};
 }
@@ -379,15 +380,19 @@ Result<storage::RenameDataRequest> Wire<storage::RenameDataRequest>::Decode(Fram
       throw std::runtime_error("bad rename mode");
     v.mode = static_cast<storage::RenameMode>(mode);
     v.version_id = j.value("version_id", std::string());
+    // Absent from older peers: the staging directory is removed, as they expect.
+    v.keep_staging = j.value("keep_staging", false);
     return v;
   });
 }
 
 template <>
 Frame Wire<storage::RenameDataResult>::Encode(const storage::RenameDataResult& v) {
-  return Frame{
-      json{{"has_old_meta", v.old_meta.has_value()}, {"old_data_name", v.old_data_name}}.dump(),
-      v.old_meta.value_or(std::string())};
+  return Frame{json{{"has_old_meta", v.old_meta.has_value()},
+                    {"old_data_name", v.old_data_name},
+                    {"staging_kept", v.staging_kept}}
+                   .dump(),
+               v.old_meta.value_or(std::string())};
 }
 template <>
 Result<storage::RenameDataResult> Wire<storage::RenameDataResult>::Decode(Frame f) {
@@ -396,6 +401,8 @@ Result<storage::RenameDataResult> Wire<storage::RenameDataResult>::Decode(Frame 
                  storage::RenameDataResult v;
                  if (j.at("has_old_meta").get<bool>()) v.old_meta = std::move(f.payload);
                  v.old_data_name = j.at("old_data_name").get<std::string>();
+                 // Absent from older peers, which always remove the staging directory.
+                 v.staging_kept = j.value("staging_kept", false);
                  return v;
                });
 }

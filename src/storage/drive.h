@@ -88,7 +88,8 @@ class ShardFile {
 // and the replaced version's data directory is retired into <staging>/old. The staging directory is
 // then removed, unless it holds retired data of a replaced version: the caller removes it
 // (RemoveAll) once the write has its quorum, or restores the old version from it (a rollback). A
-// delete (`meta` nullopt) is not rolled back: its staging directory always goes. Names are checked
+// delete (`meta` nullopt) is not rolled back: its staging directory always goes (or is kept for
+// reuse, emptied of the retired data, with keep_staging). Names are checked
 // as fsutil::Commit checks them (paths::IsMetaFileName / IsDataDirName); `staging` must lie in the
 // staging area.
 //
@@ -112,12 +113,19 @@ struct RenameDataRequest {
   bool prune = false;  // afterwards remove key_dir and its parents when left empty (delete)
   RenameMode mode = RenameMode::kReplace;
   std::string version_id = {};  // kRemoveVersion: the version to remove ("" = the null version)
+  // After a commit that leaves no retired data to the caller, keep the staging directory (holding
+  // only the commit's journal) instead of removing it, for a later write to reuse: the next commit
+  // in it overwrites the journal in place, so a write costs no staging mkdir, journal create,
+  // unlink and rmdir (inode churn that is most of a small PUT's CPU on ext4 without a journal).
+  bool keep_staging = false;
 };
 
 struct RenameDataResult {
   std::optional<std::string> old_meta;  // the metadata file the commit replaced, when there was one
-  // The data directory retired into <staging>/old; "" when none (then staging is gone).
+  // The data directory retired into <staging>/old; "" when none (then staging is gone or kept).
   std::string old_data_name;
+  // The staging directory was kept for reuse (keep_staging): it holds only the commit's journal.
+  bool staging_kept = false;
 };
 
 class Drive {

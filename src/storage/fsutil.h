@@ -207,6 +207,8 @@ Result<std::vector<std::string>> ListDir(const std::string& dir, bool dirs_only)
 // journal and removes whichever named data directory the surviving metadata does not reference,
 // so a crash leaves exactly the old or the new version and no garbage outside the staging area.
 // Both barriers are group commits: concurrent commits on one file system share their syncfs.
+// The staging directory may be one reused from an earlier commit (RenameDataRequest::
+// keep_staging): it then holds that commit's stale journal, which Commit() overwrites in place.
 
 struct CommitPlan {
   std::string root;           // drive root; the journal stores paths relative to it

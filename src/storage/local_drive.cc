@@ -451,8 +451,8 @@ Result<LocalDrive::StagedRename> LocalDrive::StageRename(const RenameDataRequest
   staged.staging = staging;
   staged.target = target;
   staged.base = base;
-  staged.plan = fsutil::CommitPlan{root_, base, staging, target, req.meta_name, req.data_name,
-                                   old_data};
+  staged.plan =
+      fsutil::CommitPlan{root_, base, staging, target, req.meta_name, req.data_name, old_data};
   return staged;
 }
 
@@ -462,6 +462,10 @@ RenameDataResult LocalDrive::FinishRename(StagedRename& s, const RenameDataReque
   if (s.has_new_meta && req.mode != RenameMode::kRemoveVersion && !s.old_data.empty() &&
       s.old_data != req.data_name && fsutil::Exists(Join(s.staging, "old"))) {
     s.out.old_data_name = s.old_data;  // kept for the caller: removed or restored after quorum
+  } else if (req.keep_staging &&
+             (s.old_data.empty() || fsutil::RemoveAll(Join(s.staging, "old")).ok())) {
+    // The commit moved the staged data and metadata out: only the journal is left.
+    s.out.staging_kept = true;
   } else {
     (void)fsutil::RemoveAll(s.staging);
   }
@@ -509,7 +513,8 @@ std::vector<Result<RenameDataResult>> LocalDrive::RenameDataGroup(
       continue;
     }
     staged[i] = std::move(*s);
-    auto it = std::find_if(by_fs.begin(), by_fs.end(), [&](const auto& g) { return g.first == *b; });
+    auto it =
+        std::find_if(by_fs.begin(), by_fs.end(), [&](const auto& g) { return g.first == *b; });
     if (it == by_fs.end()) it = by_fs.insert(by_fs.end(), {*b, {}});
     it->second.push_back(i);
   }

@@ -112,11 +112,14 @@ storage::ListResult Sample() {
 }
 template <>
 storage::RenameDataRequest Sample() {
-  return {".rdmastor.sys/tmp/s", "b", "b/k", "m.json", "d1", kBinary, true, true};
+  storage::RenameDataRequest r{
+      ".rdmastor.sys/tmp/s", "b", "b/k", "m.json", "d1", kBinary, true, true};
+  r.keep_staging = true;
+  return r;
 }
 template <>
 storage::RenameDataResult Sample() {
-  return {kBinary, "d0"};
+  return {kBinary, "d0", /*staging_kept=*/true};
 }
 
 template <class T>
@@ -171,6 +174,31 @@ TEST(PeerCalls, MalformedRequestsAreErrorsNotExceptions) {
   }
   auto rd = DecodeRequest<storage::RenameDataRequest>("{\"staging\":\"s\"}\nmeta");
   EXPECT_FALSE(rd.ok());
+}
+
+// keep_staging (a reused staging directory) travels as a JSON boolean and nothing else; an older
+// peer's request without it asks for the staging directory's removal, as it always did.
+TEST(PeerCalls, KeepStagingIsABooleanDefaultingToFalse) {
+  const std::string head =
+      R"({"staging":".rdmastor.sys/tmp/s","bucket":"b","key_dir":"b/k","meta_name":"m.json",)"
+      R"("data_name":"","has_meta":true,"keep_data":false,"prune":false)";
+  auto old_peer = DecodeRequest<storage::RenameDataRequest>(head + "}\nmeta");
+  ASSERT_TRUE(old_peer.ok()) << old_peer.error().message;
+  EXPECT_FALSE(old_peer->keep_staging);
+  auto yes = DecodeRequest<storage::RenameDataRequest>(head + R"(,"keep_staging":true})" + "\nm");
+  ASSERT_TRUE(yes.ok()) << yes.error().message;
+  EXPECT_TRUE(yes->keep_staging);
+  for (const char* bad : {R"("yes")", "1", "null", "[]"}) {
+    auto r = DecodeRequest<storage::RenameDataRequest>(head + ",\"keep_staging\":" + bad + "}\nm");
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+  auto old_result = Wire<storage::RenameDataResult>::Decode(
+      Frame{R"({"has_old_meta":false,"old_data_name":""})", ""});
+  ASSERT_TRUE(old_result.ok());
+  EXPECT_FALSE(old_result->staging_kept);
+  EXPECT_FALSE(Wire<storage::RenameDataResult>::Decode(
+                   Frame{R"({"has_old_meta":false,"old_data_name":"","staging_kept":"no"})", ""})
+                   .ok());
 }
 
 // Found by fuzz/fuzz_peer_wire: a number that does not fit the field (here parsed as a double,

@@ -311,6 +311,7 @@ class CrashHarness : public ::testing::TestWithParam<int> {
     store_.reset();
     std::vector<FsOp> ops = log.Take();
     ASSERT_FALSE(ops.empty());
+    last_ops_ = ops;
     size_t syncs = 0;
     for (const auto& o : ops) syncs += IsSync(o);
     const std::string crash_root = dir_.path() + "/crash";
@@ -360,8 +361,28 @@ class CrashHarness : public ::testing::TestWithParam<int> {
     return {};
   }
 
+  // The staging directories on drive `d` and the files in each.
+  static std::map<std::string, std::set<std::string>> StagingDirs(const std::string& d) {
+    std::map<std::string, std::set<std::string>> out;
+    for (const auto& e : fs::directory_iterator(d + "/.rdmastor.sys/tmp")) {
+      auto& files = out[e.path().filename().string()];
+      for (const auto& f : fs::recursive_directory_iterator(e.path()))
+        files.insert(fs::relative(f.path(), e.path()).string());
+    }
+    return out;
+  }
+  // A staging directory (.rdmastor.sys/tmp/<id>) made by the operation Check() recorded.
+  bool MadeStagingDir() const {
+    for (const auto& op : last_ops_) {
+      if (op.kind != FsOp::kMkdir) continue;
+      if (op.path.substr(0, op.path.rfind('/')).ends_with("/.rdmastor.sys/tmp")) return true;
+    }
+    return false;
+  }
+
   ScratchDir dir_;
   std::unique_ptr<ObjectLayer> store_;
+  std::vector<FsOp> last_ops_;
 };
 
 TEST_P(CrashHarness, OverwriteLargeWithLarge) {
@@ -407,6 +428,75 @@ TEST_P(CrashHarness, MultipartComplete) {
     if (!r.ok()) return r.error();
     return {};
   });
+}
+
+// A clean commit keeps its staging directory, journal inside, for the next write
+// (RenameDataRequest::keep_staging). The checked PUT reuses the one the first PUT left, whose
+// stale journal names this very key and the data directory it still references: every crash
+// state, the ones where the new journal was not written yet or was torn included, must keep it.
+TEST_P(CrashHarness, OverwriteThroughReusedStaging) {
+  const std::string a = Pattern(300 << 10, 10), b = Pattern(250 << 10, 11);
+  ASSERT_TRUE(PutNow("r/x", a).ok());
+  for (const auto& d : Drives(Root())) {
+    const auto dirs = StagingDirs(d);
+    ASSERT_EQ(dirs.size(), 1u) << d;
+    EXPECT_EQ(dirs.begin()->second, std::set<std::string>{"intent.json"}) << d;
+  }
+  Check("r/x", {a, b}, [&] { return PutNow("r/x", b); });
+  EXPECT_FALSE(MadeStagingDir()) << "the PUT did not reuse the staging directory";
+}
+
+// An inline fresh key through a reused staging directory whose journal names another key.
+TEST_P(CrashHarness, FreshInlineKeyThroughReusedStaging) {
+  const std::string a = Pattern(300 << 10, 12), b = Pattern(3000, 13);
+  ASSERT_TRUE(PutNow("first", a).ok());
+  Check("second", {std::nullopt, b}, [&] { return PutNow("second", b); });
+  EXPECT_FALSE(MadeStagingDir()) << "the PUT did not reuse the staging directory";
+}
+
+// The pool of staging directories over many writes: one directory per drive for writes that
+// follow each other, holding only a journal; a failed write leaves nothing behind; reopening the
+// store (recovery reads every stale journal, and the versions of a versioned bucket are named
+// in them) loses nothing and leaves the staging area empty.
+TEST_P(CrashHarness, StagingPoolKeepsOneCleanDirectory) {
+  ASSERT_TRUE(store_->MakeBucket("ver").ok());
+  ASSERT_TRUE(store_->SetBucketVersioning("ver", Versioning::kEnabled).ok());
+  std::map<std::pair<std::string, std::string>, std::string> want;  // (bucket, key) -> body
+  for (int i = 0; i < 12; ++i) {
+    const std::string bucket = i % 3 == 0 ? "ver" : kBucket;
+    const std::string key = "k" + std::to_string(i % 4);
+    const std::string body = Pattern(i % 2 ? 3000 : 300 << 10, 20 + i);
+    auto r = testing::Put(*store_, bucket, key, body);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    want[{bucket, key}] = body;
+  }
+  ASSERT_TRUE(store_->DeleteObject(kBucket, "k1").ok());
+  want.erase({kBucket, "k1"});
+  {
+    testing::MemBody body(Pattern(300 << 10, 99));
+    body.FailAfter(200 << 10);
+    PutOptions opts;
+    opts.size = 300 << 10;
+    EXPECT_FALSE(store_->PutObject(kBucket, "failed", body, opts, nullptr).ok());
+  }
+  for (const auto& d : Drives(Root())) {
+    const auto dirs = StagingDirs(d);
+    ASSERT_EQ(dirs.size(), 1u) << d;
+    EXPECT_EQ(dirs.begin()->second, std::set<std::string>{"intent.json"}) << d;
+  }
+  store_.reset();
+  auto s = OpenStore(Drives(Root()));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  for (const auto& [bk, body] : want) {
+    auto r = (*s)->OpenObject(bk.first, bk.second);
+    ASSERT_TRUE(r.ok()) << bk.first << "/" << bk.second << ": " << r.error().message;
+    EXPECT_EQ(testing::ReadAll(**r), body) << bk.first << "/" << bk.second;
+  }
+  for (const auto& d : Drives(Root())) {
+    EXPECT_TRUE(StagingDirs(d).empty()) << d;
+    auto strays = Strays(d);
+    EXPECT_TRUE(strays.empty()) << d << ": " << strays.front();
+  }
 }
 
 // Issue 13: at most two syncs per drive per PUT (the commit's two barriers) before group commit

@@ -164,7 +164,7 @@ TEST_F(MultipartTest, HappyPath) {
   auto uploads = store_->ListMultipartUploads("bkt", "");
   RS_ASSERT_OK(uploads);
   EXPECT_TRUE(uploads->empty());
-  EXPECT_TRUE(Tree(paths::TmpDir(root_)).empty());
+  EXPECT_TRUE(testing::StagingLeftovers(paths::TmpDir(root_)).empty());
   EXPECT_TRUE(Tree(paths::MultipartBucketDir(root_, "bkt")).empty());
 
   // Overwriting the multipart object with a single PUT retires all its parts (a small object
@@ -213,7 +213,7 @@ TEST_F(MultipartTest, ListUploadsSortedByKeyThenTime) {
   auto objs = store_->ListObjects("bkt", {});
   RS_ASSERT_OK(objs);
   EXPECT_TRUE(objs->objects.empty());
-  EXPECT_TRUE(Tree(paths::TmpDir(root_)).empty());
+  EXPECT_TRUE(testing::StagingLeftovers(paths::TmpDir(root_)).empty());
 }
 
 TEST_F(MultipartTest, ErrorCodes) {
@@ -271,7 +271,7 @@ TEST_F(MultipartTest, ErrorCodes) {
   RS_ASSERT_OK(done);
   EXPECT_EQ(Get(*store_, "bkt", "k"), big + small);
   EXPECT_EQ(done->part_count, 2);
-  EXPECT_TRUE(Tree(paths::TmpDir(root_)).empty());
+  EXPECT_TRUE(testing::StagingLeftovers(paths::TmpDir(root_)).empty());
 }
 
 TEST_F(MultipartTest, AbortedUploadRejectsLateParts) {
@@ -282,7 +282,7 @@ TEST_F(MultipartTest, AbortedUploadRejectsLateParts) {
   RS_EXPECT_CODE(store_->CompleteMultipartUpload("bkt", "k", id, {{1, hash::Md5Hex("abc")}}),
                  ErrorCode::kNoSuchUpload);
   EXPECT_TRUE(Tree(paths::MultipartBucketDir(root_, "bkt")).empty());
-  EXPECT_TRUE(Tree(paths::TmpDir(root_)).empty());
+  EXPECT_TRUE(testing::StagingLeftovers(paths::TmpDir(root_)).empty());
 }
 
 // A reader opens the first part's shard files at open (a snapshot of it) and later parts on first

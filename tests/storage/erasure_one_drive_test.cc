@@ -48,7 +48,8 @@ class OneDriveSetTest : public ::testing::Test {
     store_ = std::move(*s);
   }
 
-  std::vector<std::string> TmpEntries() { return Tree(paths::TmpDir(root_)); }
+  // The staging area, clean staging directories kept for reuse aside.
+  std::vector<std::string> TmpEntries() { return testing::StagingLeftovers(paths::TmpDir(root_)); }
 
   TempDir tmp_;
   std::string root_;

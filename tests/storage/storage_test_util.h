@@ -141,4 +141,19 @@ inline std::vector<std::string> Tree(const std::string& dir) {
   return out;
 }
 
+// What a staging area (.rdmastor.sys/tmp) holds besides the clean staging directories that
+// writes keep for reuse (RenameDataRequest::keep_staging: a directory holding only its last
+// commit's intent.json): staged or retired data, metadata, anything else.
+inline std::vector<std::string> StagingLeftovers(const std::string& tmp_dir) {
+  std::vector<std::string> out;
+  for (const auto& e : Tree(tmp_dir)) {
+    const auto slash = e.find('/');
+    const bool pooled_dir =
+        slash == std::string::npos && std::filesystem::is_directory(tmp_dir + "/" + e);
+    if (!pooled_dir && e.substr(slash == std::string::npos ? 0 : slash) != "/intent.json")
+      out.push_back(e);
+  }
+  return out;
+}
+
 }  // namespace rdmastor::storage::testing

@@ -278,20 +278,38 @@ class ErasureSet {
   // from `alive`); otherwise made by the first call that needs it (a shard write, RenameData), so
   // a write costs no round of mkdir calls: that call marks it (Use) and RenameData, which removes
   // it unless it holds retired data, unmarks it (Gone).
+  //
+  // `reuse` (writes that end in RenameData with keep_staging): the name comes from the set's pool
+  // of staging directories that earlier writes left behind clean (holding only their commit's
+  // journal, marked Kept), and goes back to it on destruction when every position is clean or
+  // gone: a small PUT then creates and deletes no staging inode at all (see keep_staging).
   class Stagings {
    public:
-    Stagings(const ErasureSet& set, std::vector<bool>& alive, bool create);
+    Stagings(const ErasureSet& set, std::vector<bool>& alive, bool create, bool reuse = false);
     ~Stagings();
     const std::string& operator[](size_t) const { return dir_; }
-    // Position p's directory may exist now / is gone. Positions are set concurrently.
-    void Use(size_t p) const { used_[p] = 1; }
-    void Gone(size_t p) const { used_[p] = 0; }
+    // Position p's directory may exist now / is gone / was kept clean by RenameData (only its
+    // journal in it). Positions are set concurrently.
+    void Use(size_t p) const { used_[p] = kUsed; }
+    void Gone(size_t p) const { used_[p] = kGone; }
+    void Kept(size_t p) const { used_[p] = kKept; }
+    // Kept clean but for a replaced version's data retired into <dir>/old (removed on
+    // destruction, when the write has kept its quorum).
+    void KeptWithOld(size_t p) const { used_[p] = kKeptOld; }
+    // RenameData may keep the directory (keep_staging): it goes back to the pool.
+    bool reuse() const { return reuse_; }
 
    private:
+    enum : char { kGone = 0, kUsed = 1, kKept = 2, kKeptOld = 3 };
     const ErasureSet& set_;
     std::string dir_;                 // drive-relative, the same on every drive
     mutable std::vector<char> used_;  // not vector<bool>: written per position concurrently
+    bool reuse_ = false;
   };
+  // Staging directory names (drive-relative) whose directories are clean or absent on every drive
+  // of the set, for Stagings with `reuse`. Bounded: past kStagingPoolMax a kept directory is
+  // removed. In memory only: a restart's recovery (Drive::Prepare) removes them all.
+  static constexpr size_t kStagingPoolMax = 256;
 
   // Encodes `body` stripe by stripe into <staging>/<rel> on every alive drive (the shard's
   // creation makes its directories), or into `inline_out` (per position, every stripe's framed
@@ -464,6 +482,8 @@ class ErasureSet {
   static constexpr size_t kBucketCacheMax = 4096;
   std::mutex bucket_cache_mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> bucket_seen_;
+  mutable std::mutex staging_pool_mu_;
+  mutable std::vector<std::string> staging_pool_;  // see kStagingPoolMax
 };
 
 }  // namespace rdmastor::storage

@@ -18,8 +18,20 @@ using paths::Join;
 
 }  // namespace
 
-ErasureSet::Stagings::Stagings(const ErasureSet& set, std::vector<bool>& alive, bool create)
-    : set_(set), dir_(rel::Staging(hash::RandomHex(16))), used_(alive.size(), 0) {
+ErasureSet::Stagings::Stagings(const ErasureSet& set, std::vector<bool>& alive, bool create,
+                               bool reuse)
+    : set_(set), used_(alive.size(), kGone), reuse_(reuse && !create) {
+  if (reuse_) {
+    std::lock_guard lock(set.staging_pool_mu_);
+    if (!set.staging_pool_.empty()) {
+      dir_ = std::move(set.staging_pool_.back());
+      set.staging_pool_.pop_back();
+      // Clean (or absent) everywhere: kept as it is unless this write makes it dirty.
+      std::fill(used_.begin(), used_.end(), kKept);
+      return;
+    }
+  }
+  dir_ = rel::Staging(hash::RandomHex(16));
   if (!create) return;
   const auto& roots = set.roots_;
   alive = set.ForEachDrive(alive, [&](size_t p) {
@@ -33,9 +45,38 @@ ErasureSet::Stagings::Stagings(const ErasureSet& set, std::vector<bool>& alive, 
 }
 
 ErasureSet::Stagings::~Stagings() {
-  std::vector<bool> used(used_.begin(), used_.end());
+  const size_t n = used_.size();
+  // Per position: the whole directory goes, or (a kept one) only its retired data.
+  std::vector<bool> touch(n);
+  for (size_t p = 0; p < n; ++p) touch[p] = used_[p] == kUsed || used_[p] == kKeptOld;
+  const std::string old = Join(dir_, "old");
+  std::vector<char> kept_old(n, 0);  // not vector<bool>: written per position concurrently
+  const auto done = set_.ForEachDrive(
+      touch,
+      [&](size_t p) {
+        if (reuse_ && used_[p] == kKeptOld && set_.roots_[p]->RemoveAll(old).ok()) {
+          kept_old[p] = 1;
+          return true;
+        }
+        return set_.roots_[p]->RemoveAll(dir_).ok();
+      },
+      DriveWork::kBuffered);
+  std::vector<bool> kept(n);
+  bool clean = reuse_;  // every position clean (journal only) or gone: the name may be reused
+  for (size_t p = 0; p < n; ++p) {
+    kept[p] = used_[p] == kKept || kept_old[p];
+    if (touch[p] && !done[p]) clean = false;
+  }
+  if (Count(kept) == 0) return;
+  if (clean) {
+    std::lock_guard lock(set_.staging_pool_mu_);
+    if (set_.staging_pool_.size() < kStagingPoolMax) {
+      set_.staging_pool_.push_back(std::move(dir_));
+      return;
+    }
+  }
   set_.ForEachDrive(
-      used, [&](size_t p) { return set_.roots_[p]->RemoveAll(dir_).ok(); }, DriveWork::kBuffered);
+      kept, [&](size_t p) { return set_.roots_[p]->RemoveAll(dir_).ok(); }, DriveWork::kBuffered);
 }
 
 Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> declared,
@@ -177,6 +218,7 @@ Status ErasureSet::CommitAll(const std::string& bucket, const paths::KeyLocation
                           keep_data,   /*prune=*/false};
     // Each drive merges the version into its own file (its own shard index and inline shards).
     req.mode = RenameMode::kAddVersion;
+    req.keep_staging = st.reuse();  // handed back to the set's pool when clean (Stagings)
     st.Use(p);
     return req;
   });
@@ -188,7 +230,14 @@ Status ErasureSet::CommitAll(const std::string& bucket, const paths::KeyLocation
       no_bucket[p] = r.error().code == ErrorCode::kNoSuchBucket;
       continue;
     }
-    if (r->old_data_name.empty()) st.Gone(p);  // else Stagings removes it with the old data
+    // Retired data stays until the write has its quorum (a rollback restores it from there).
+    if (!r->old_data_name.empty()) {
+      st.KeptWithOld(p);
+    } else if (r->staging_kept) {
+      st.Kept(p);
+    } else {
+      st.Gone(p);
+    }
     old[p] = std::move(*r);
     committed[p] = true;
   }
@@ -197,6 +246,7 @@ Status ErasureSet::CommitAll(const std::string& bucket, const paths::KeyLocation
                Count(committed), quorum);
   ForEachDrive(committed, [&](size_t p) {
     Rollback(p, bucket, loc, st[p], old[p].old_meta, old[p].old_data_name, new_data(p));
+    st.Use(p);  // what the rollback left goes with the directory
     return true;
   });
   // As MinIO reduces write errors: the bucket is gone only when a write quorum of drives says so.
@@ -274,7 +324,7 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   const auto& dist = meta.erasure->distribution;
   std::vector<bool> alive(roots_.size(), true);
   // Per remote drive: the shard's pieces (none for an inline object) and one RenameData.
-  Stagings st(*this, alive, /*create=*/false);
+  Stagings st(*this, alive, /*create=*/false, /*reuse=*/true);
   std::vector<std::string> inline_shards;
   std::string md5;
   // A version id is made only when versioning is Enabled: that bucket's metadata files keep every
@@ -327,7 +377,7 @@ Result<DeleteResult> ErasureSet::DeleteObject(const std::string& bucket, const s
     state = *s;
   }
   std::vector<bool> alive(roots_.size(), true);
-  Stagings st(*this, alive, /*create=*/false);
+  Stagings st(*this, alive, /*create=*/false, /*reuse=*/true);
   const std::string key_dir = Join(bucket, loc->rel_dir);
   auto lock = LockObject(bucket, key, LockMode::kExclusive, "DeleteObject");
   if (!lock.ok()) return lock.error();
@@ -368,13 +418,19 @@ Result<DeleteResult> ErasureSet::DeleteObject(const std::string& bucket, const s
                           /*prune=*/true};
     req.mode = RenameMode::kRemoveVersion;
     req.version_id = out.version_id;
+    req.keep_staging = st.reuse();
     st.Use(p);
     return req;
   });
   int done = 0;
   for (size_t p = 0; p < results.size(); ++p) {
     if (!alive[p] || !results[p].ok()) continue;
-    st.Gone(p);  // a delete keeps nothing to roll back to
+    // A delete keeps nothing to roll back to.
+    if (results[p]->staging_kept) {
+      st.Kept(p);
+    } else {
+      st.Gone(p);
+    }
     ++done;
   }
   if (done < write_quorum()) return WriteQuorumError(done, write_quorum());
@@ -387,7 +443,7 @@ Result<ObjectInfo> ErasureSet::UpdateMetadata(const std::string& bucket, const s
   auto loc = paths::MapKey(key);
   if (!loc.ok()) return loc.error();
   std::vector<bool> alive(roots_.size(), true);
-  Stagings st(*this, alive, /*create=*/false);
+  Stagings st(*this, alive, /*create=*/false, /*reuse=*/true);
   auto lock = LockObject(bucket, key, LockMode::kExclusive, "CopyObject");
   if (!lock.ok()) return lock.error();
   std::shared_lock bucket_lock(BucketLock(bucket));
