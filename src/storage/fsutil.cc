@@ -77,6 +77,9 @@ bool IsUnder(const std::string& path, const std::string& base) {
 
 // mkdir -p below `base`; returns 0 or the errno of the failing step, with the path in *where.
 // sync: fsync the parent of every directory created (false: a later group commit covers them).
+// The deepest directory is tried first: a new key mostly lands under an existing prefix, and a
+// walk from the top would take every ancestor's lock for an EEXIST (4 of 5 mkdir calls of a
+// fresh 4 KiB PUT on each drive, all 32 writers contending for the same few directories).
 int MkdirAllErrno(const std::string& base, const std::string& path, std::string* where,
                   bool sync = true) {
   if (path == base) return 0;
@@ -84,21 +87,19 @@ int MkdirAllErrno(const std::string& base, const std::string& path, std::string*
     *where = path;
     return EINVAL;
   }
-  size_t pos = base.size();
-  while (pos < path.size()) {
-    size_t next = path.find('/', pos + 1);
-    if (next == std::string::npos) next = path.size();
-    std::string cur = path.substr(0, next);
-    if (Mkdir(cur, 0755) == 0) {
+  for (int attempt = 0;; ++attempt) {
+    if (Mkdir(path, 0755) == 0) {
       // Make the new entry durable in its parent.
-      if (sync) (void)SyncDirPath(Parent(cur));
-    } else if (errno != EEXIST) {
-      *where = cur;
+      if (sync) (void)SyncDirPath(Parent(path));
+      return 0;
+    }
+    if (errno == EEXIST) return 0;
+    if (errno != ENOENT || attempt > 0) {
+      *where = path;
       return errno;
     }
-    pos = next;
+    if (const int err = MkdirAllErrno(base, Parent(path), where, sync); err != 0) return err;
   }
-  return 0;
 }
 
 }  // namespace

@@ -376,9 +376,6 @@ Result<LocalDrive::StagedRename> LocalDrive::StageRename(const RenameDataRequest
   RS_ABS(target, req.key_dir);
   const std::string base = paths::BucketDir(root_, req.bucket);
   if (!fsutil::IsDir(base)) return MakeError(ErrorCode::kNoSuchBucket);
-  // A version with data was staged by its shard writes, which made the directory.
-  if (req.data_name.empty() && fsutil::Mkdir(staging, 0755) != 0 && errno != EEXIST)
-    return fsutil::ErrnoError("mkdir", staging, errno);
   StagedRename staged;
   RenameDataResult& out = staged.out;
   const std::string meta_path = Join(target, req.meta_name);
@@ -445,8 +442,30 @@ Result<LocalDrive::StagedRename> LocalDrive::StageRename(const RenameDataRequest
       break;
     }
   }
-  // Not synced here: the commit's first barrier makes it durable with the data.
-  if (new_meta) RS_RETURN_IF_ERROR(fsutil::WriteFile(Join(staging, "meta"), *new_meta));
+  // Not synced here: the commit's first barrier makes it durable with the data. The staging
+  // directory exists when shard writes made it (a version with data) or when it is a reused one
+  // (keep_staging); otherwise (an inline object, a delete) it is made here, after a failed open
+  // rather than an mkdir on every commit.
+  auto make_staging = [&]() -> Status {
+    if (fsutil::Mkdir(staging, 0755) != 0 && errno != EEXIST)
+      return fsutil::ErrnoError("mkdir", staging, errno);
+    return {};
+  };
+  if (new_meta) {
+    const std::string staged_meta = Join(staging, "meta");
+    constexpr int kFlags = O_WRONLY | O_CREAT | O_TRUNC;
+    int err = 0;
+    auto fd = fsutil::Open(staged_meta, kFlags, 0644, &err);
+    if (!fd.ok() && err == ENOENT && req.data_name.empty()) {
+      RS_RETURN_IF_ERROR(make_staging());
+      fd = fsutil::Open(staged_meta, kFlags, 0644);
+    }
+    if (!fd.ok()) return fd.error();
+    RS_RETURN_IF_ERROR(
+        fsutil::WriteAll(fd->get(), new_meta->data(), new_meta->size(), staged_meta));
+  } else if (req.data_name.empty()) {
+    RS_RETURN_IF_ERROR(make_staging());  // for the commit's journal
+  }
   staged.has_new_meta = new_meta.has_value();
   staged.staging = staging;
   staged.target = target;
