@@ -3,6 +3,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <memory>
+#include <span>
+
 #include "common/hash.h"
 #include "storage/erasure/set.h"
 #include "storage/fsutil.h"
@@ -96,7 +99,12 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
   std::vector<std::unique_ptr<ShardWriter>> fds(n);
   std::vector<std::string> pending(n);  // by shard index
   std::vector<uint8_t> scratch;
-  std::vector<char> buf(erasure::kStripeSize);
+  // One stripe, or (a declared smaller body) the body and one byte more, which a longer body
+  // would fill; uninitialized: zeroing a 1 MiB vector was 4% of the CPU of a 4 KiB PUT.
+  const size_t buf_size = static_cast<size_t>(
+      declared ? std::min<uint64_t>(erasure::kStripeSize, *declared + 1) : erasure::kStripeSize);
+  const std::unique_ptr<char[]> buf_mem(new char[buf_size]);
+  const std::span<char> buf(buf_mem.get(), buf_size);
   std::unique_ptr<hash::Hasher> md5;
   if (md5_out) md5 = hash::NewHasher(hash::Algo::kMD5);
   bool files = false;
