@@ -340,3 +340,42 @@ def test_concurrent_writers_of_one_key_leave_one_complete_version(cluster):
             with pytest.raises(ClientError) as err:
                 cl.head_object(Bucket=bucket, Key=pd_key)
             assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
+def _staging_dirs(c):
+    """{staging name: [files in it]} per node index, over that node's drives."""
+    out = {}
+    for i in range(NODES):
+        for d in c.dirs[i]:
+            tmp = os.path.join(d, ".rdmastor.sys", "tmp")
+            for name in os.listdir(tmp):
+                files = sorted(os.listdir(os.path.join(tmp, name)))
+                out.setdefault(i, {})[name] = files
+    return out
+
+
+def test_remote_drives_keep_staging_directories_for_reuse(cluster):
+    """A commit keeps its staging directory (only its journal left) for the set's next write, on
+    the remote drives too (RenameData's keep_staging over the peer wire): PUTs one after another
+    through one node create no new staging directory on any drive, and leave nothing but
+    journals in the staging areas."""
+    c = cluster
+    bucket = "cluster-staging"
+    retry(lambda: c.client(0).create_bucket(Bucket=bucket), timeout=20, exceptions=(ClientError,))
+    _wait_all_nodes_write_everywhere(c, bucket)
+    cl = c.client(0)
+    cl.put_object(Bucket=bucket, Key="warm", Body=b"w" * 1000)
+    before = _staging_dirs(c)
+    names_before = {n for node in before.values() for n in node}
+    remote = {n for i in range(1, NODES) for n in before.get(i, {})}
+    assert remote, "no staging directory kept on a remote drive"
+    for i in range(8):
+        body = seeded_bytes(3 * MiB if i % 4 == 0 else 5000, seed=i)
+        cl.put_object(Bucket=bucket, Key=f"k{i % 3}", Body=body)
+        assert sha(get_bytes(cl, bucket, f"k{i % 3}")) == sha(body)
+    after = _staging_dirs(c)
+    names_after = {n for node in after.values() for n in node}
+    assert names_after <= names_before, names_after - names_before
+    for i, node in after.items():
+        for name, files in node.items():
+            assert files in ([], ["intent.json"]), (i, name, files)
