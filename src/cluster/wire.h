@@ -91,6 +91,21 @@ struct ShardBytes {
   uint64_t handle = 0;
   std::string payload;
 };
+// The commits of several drives of the serving node in one call (renamedatagroup): what a PUT
+// ends with on every drive of a peer node. Each entry names its drive (a drive of the serving
+// node, at most once) and carries what a renamedata call to it would; the answer holds one result
+// per entry, in order. The serving node checks every entry before it runs any, and commits the
+// drives that share a file system with one pair of barriers (LocalDrive::RenameDataGroup).
+struct RenameDataEntry {
+  std::string disk;
+  storage::RenameDataRequest req;
+};
+struct RenameDataBatch {
+  std::vector<RenameDataEntry> entries;
+};
+struct RenameDataResults {
+  std::vector<Result<storage::RenameDataResult>> results;
+};
 using Names = std::vector<std::string>;
 using OptBytes = std::optional<std::string>;
 
@@ -98,8 +113,8 @@ using OptBytes = std::optional<std::string>;
 
 // X(Id, "wire name", Request, Response, what the serving node does)
 // The last column is an expression over `d` (the served storage::LocalDrive&), `in` (the decoded
-// request) and `srv` (the PeerServer, for the calls that move shard bytes); it yields the Response,
-// a Result of it, or a Status (Response Done).
+// request) and `srv` (the PeerServer, for the calls that move shard bytes or name several drives);
+// it yields the Response, a Result of it, or a Status (Response Done).
 #define RDMASTOR_PEER_STORAGE_CALLS(X)                                                         \
   X(Online, "online", peer::NoArgs, bool, d.IsOnline())                                        \
   X(DiskInfo, "diskinfo", peer::NoArgs, storage::DiskInfo, d.GetDiskInfo())                    \
@@ -129,6 +144,8 @@ using OptBytes = std::optional<std::string>;
   X(Commit, "commit", storage::fsutil::CommitPlan, peer::Done, d.Commit(in))                   \
   X(RenameData, "renamedata", storage::RenameDataRequest, storage::RenameDataResult,           \
     d.RenameData(in))                                                                          \
+  X(RenameDataGroup, "renamedatagroup", peer::RenameDataBatch, peer::RenameDataResults,        \
+    srv.RenameDataGroup(in))                                                                   \
   X(ListObjects, "listobjects", peer::ListObjectsArgs, storage::ListResult,                    \
     d.ListObjects(in.bucket, in.opts))                                                         \
   X(ShardWrite, "shardwrite", peer::ShardWriteArgs, peer::Done, srv.ShardWrite(d, in))         \
@@ -196,7 +213,9 @@ struct Wire {
   X(storage::fsutil::CommitPlan, false) \
   X(storage::ListResult, false)         \
   X(storage::RenameDataRequest, true)   \
-  X(storage::RenameDataResult, true)
+  X(storage::RenameDataResult, true)    \
+  X(peer::RenameDataBatch, true)        \
+  X(peer::RenameDataResults, true)
 
 template <class T>
 inline constexpr bool kHasPayload = false;

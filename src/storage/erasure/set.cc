@@ -60,12 +60,13 @@ Result<std::string> DataDirOf(Drive& drive, const std::string& meta_path) {
 }
 
 std::vector<std::vector<size_t>> DriveFanout::Groups(const std::vector<bool>& which,
-                                                     bool by_key) const {
+                                                     GroupBy by) const {
   std::vector<std::vector<size_t>> tasks;
   std::vector<std::pair<uint64_t, size_t>> task_of_key;
   for (size_t p = 0; p < drives_.size(); ++p) {
     if (!which[p]) continue;
-    const uint64_t key = by_key ? drives_[p]->GroupKey() : 0;
+    const bool keyed = by == GroupBy::kKey || (by == GroupBy::kLocalKey && drives_[p]->is_local());
+    const uint64_t key = keyed ? drives_[p]->GroupKey() : 0;
     if (key != 0) {
       auto it = std::find_if(task_of_key.begin(), task_of_key.end(),
                              [&](const auto& k) { return k.first == key; });
@@ -125,16 +126,16 @@ std::vector<bool> DriveFanout::ForEachDrive(const std::vector<bool>& which,
       }
     }
   }
-  RunTasks(Groups(pooled, work == DriveWork::kBuffered), here,
+  RunTasks(Groups(pooled, work == DriveWork::kBuffered ? GroupBy::kLocalKey : GroupBy::kNone), here,
            [&](const std::vector<size_t>& members) {
-    for (size_t p : members) ok[p] = fn(p);
-  });
+             for (size_t p : members) ok[p] = fn(p);
+           });
   return std::vector<bool>(ok.begin(), ok.end());
 }
 
 void DriveFanout::ForEachGroup(const std::vector<bool>& which,
                                const std::function<void(const std::vector<size_t>&)>& fn) const {
-  RunTasks(Groups(which, /*by_key=*/true), {}, fn);
+  RunTasks(Groups(which, GroupBy::kKey), {}, fn);
 }
 
 std::vector<Result<RenameDataResult>> ErasureSet::RenameDataAll(
