@@ -228,6 +228,24 @@ struct CallServer {
   const std::string& disk;
   const std::map<std::string, storage::LocalDrive*>& drives;
 
+  // A drive that is not one of this node's refuses the whole call; each path is checked by the
+  // drive's ReadFile (CheckRelPath), as readfile's.
+  Result<peer::ReadFileResults> ReadFileGroup(const peer::ReadFileBatch& in) {
+    std::vector<storage::LocalDrive*> local;
+    for (const auto& e : in.entries) {
+      auto it = drives.find(e.disk);
+      if (it == drives.end())
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "drive '" + e.disk + "' is not a drive of this node");
+      local.push_back(it->second);
+    }
+    peer::ReadFileResults out;
+    out.results.reserve(local.size());
+    for (size_t i = 0; i < local.size(); ++i)
+      out.results.push_back(local[i]->ReadFile(in.entries[i].path));
+    return out;
+  }
+
   // Every entry is checked, as renamedata checks its request, before any runs: a batch with one
   // entry that is not for a drive of this node, names a drive twice or names a path outside the
   // layout is refused whole and changes nothing. Then the drives of each file system commit

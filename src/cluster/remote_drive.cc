@@ -120,8 +120,8 @@ Result<client::HttpResponse> RemoteDrive::Send(const typename CallOf<C>::Req& re
   // Quick calls (small reads, no payload, no fsync) get a deadline of their own; the others may
   // wait for a peer's busy disk up to the I/O timeout (a dead peer: the health check).
   static constexpr std::string_view kQuick[] = {
-      "online", "diskinfo",   "statvol",  "readvolmeta",   "readfile", "exists",
-      "isdir",  "readformat", "listvols", "volhasobjects", "isempty"};
+      "online", "diskinfo", "statvol",    "readvolmeta", "readfile",      "readfilegroup",
+      "exists", "isdir",    "readformat", "listvols",    "volhasobjects", "isempty"};
   const bool quick =
       std::find(std::begin(kQuick), std::end(kQuick), CallOf<C>::name) != std::end(kQuick);
   return peer_->Call("POST", StorageTarget(CallOf<C>::name), EncodeRequest(req), target, headers,
@@ -309,6 +309,34 @@ std::vector<Result<storage::RenameDataResult>> RemoteDrive::RenameDataGroup(
                       std::to_string(sent.size()) + " drives");
   for (size_t j = 0; j < sent.size(); ++j)
     out[sent[j]] = r.ok() ? std::move(r->results[j]) : Result<storage::RenameDataResult>(r.error());
+  return out;
+}
+
+std::vector<Result<std::optional<std::string>>> RemoteDrive::ReadFileGroup(
+    const std::vector<storage::Drive*>& group, const std::vector<std::string>& paths) {
+  std::vector<Result<std::optional<std::string>>> out(
+      group.size(), Result<std::optional<std::string>>(ErrorCode::kInternalError));
+  peer::ReadFileBatch batch;
+  std::vector<size_t> sent;  // the positions in `group` of the batch's entries
+  for (size_t i = 0; i < group.size(); ++i) {
+    auto* remote = dynamic_cast<RemoteDrive*>(group[i]);
+    if (remote == nullptr || remote->peer_ != peer_) {  // not of this node: on its own
+      out[i] = group[i]->ReadFile(paths[i]);
+      continue;
+    }
+    batch.entries.push_back({remote->path_, paths[i]});
+    sent.push_back(i);
+  }
+  if (sent.empty()) return out;
+  auto r = Invoke<PeerCall::kReadFileGroup>(batch);
+  if (r.ok() && r->results.size() != sent.size())
+    r = MakeError(ErrorCode::kInternalError,
+                  "peer " + peer_->address() + " answered readfilegroup with " +
+                      std::to_string(r->results.size()) + " results for " +
+                      std::to_string(sent.size()) + " drives");
+  for (size_t j = 0; j < sent.size(); ++j)
+    out[sent[j]] =
+        r.ok() ? std::move(r->results[j]) : Result<std::optional<std::string>>(r.error());
   return out;
 }
 

@@ -1,7 +1,8 @@
 // Drive on another node: every call is one peer RPC of the call table (wire.h: POST
 // /minio/storage/v1/<call>?disk=PATH, the request in the body) served by that node's PeerServer,
 // which runs it on its LocalDrive; the commits of all the drives of one node that a write uses go
-// in one call (RenameDataGroup: a 1 MiB PUT on 4 nodes x 4 drives makes 3 storage calls, not 12).
+// in one call (RenameDataGroup: a 1 MiB PUT on 4 nodes x 4 drives makes 3 storage calls, not 12),
+// and so do the metadata reads of a GET (ReadFileGroup).
 // Shard payloads move in pieces (SendShardBytes / FetchShardBytes), each either in the HTTP body
 // (TCP) or, with MINIO_RDMA_INTERNODE=on and a piece of at least MINIO_RDMA_MIN_SIZE, over
 // cluster::InternodeRdma: the request then carries a token for the caller's buffer and an empty
@@ -79,6 +80,8 @@ class RemoteDrive final : public storage::Drive {
   // One key per peer node (its PeerClient), with kRemoteGroupKeyBit set: the drives of one node
   // commit in one renamedatagroup call.
   uint64_t GroupKey() const override;
+  std::vector<Result<std::optional<std::string>>> ReadFileGroup(
+      const std::vector<storage::Drive*>& group, const std::vector<std::string>& paths) override;
   std::vector<Result<storage::RenameDataResult>> RenameDataGroup(
       const std::vector<storage::Drive*>& group,
       const std::vector<storage::RenameDataRequest>& reqs) override;

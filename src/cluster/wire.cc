@@ -386,6 +386,15 @@ std::string TakePayload(const std::string& payload, size_t& at, const json& entr
   return out;
 }
 
+// A batch entry's error: its S3 code and message (decoded back into the same ErrorCode).
+json ErrorJson(const Error& e) {
+  return {{"ok", false}, {"error", std::string(GetErrorInfo(e.code).code)}, {"message", e.message}};
+}
+Error ErrorFromJson(const json& r) {
+  return MakeError(ErrorCodeFromName(r.at("error").get<std::string>()),
+                   r.at("message").get<std::string>());
+}
+
 }  // namespace
 
 template <>
@@ -440,9 +449,7 @@ Frame Wire<peer::RenameDataResults>::Encode(const peer::RenameDataResults& v) {
   Frame f;
   for (const auto& r : v.results) {
     if (!r.ok()) {
-      results.push_back({{"ok", false},
-                         {"error", std::string(GetErrorInfo(r.error().code).code)},
-                         {"message", r.error().message}});
+      results.push_back(ErrorJson(r.error()));
       continue;
     }
     results.push_back({{"ok", true},
@@ -458,29 +465,91 @@ Frame Wire<peer::RenameDataResults>::Encode(const peer::RenameDataResults& v) {
 }
 template <>
 Result<peer::RenameDataResults> Wire<peer::RenameDataResults>::Decode(Frame f) {
-  return Parse(
-      f.head, "renamedatagroup result", [&](const json& j) -> Result<peer::RenameDataResults> {
-        peer::RenameDataResults v;
-        size_t at = 0;
-        for (const auto& r : j.at("results")) {
-          if (!r.at("ok").get<bool>()) {
-            v.results.emplace_back(MakeError(ErrorCodeFromName(r.at("error").get<std::string>()),
-                                             r.at("message").get<std::string>()));
-            continue;
-          }
-          storage::RenameDataResult one;
-          std::string payload = TakePayload(f.payload, at, r);
-          if (r.at("has_old_meta").get<bool>())
-            one.old_meta = std::move(payload);
-          else if (!payload.empty())
-            throw std::runtime_error("a payload for a result without metadata");
-          one.old_data_name = r.at("old_data_name").get<std::string>();
-          v.results.emplace_back(std::move(one));
-        }
-        if (at != f.payload.size())
-          throw std::runtime_error("bytes after the last result's payload");
-        return v;
-      });
+  return Parse(f.head, "renamedatagroup result",
+               [&](const json& j) -> Result<peer::RenameDataResults> {
+                 peer::RenameDataResults v;
+                 size_t at = 0;
+                 for (const auto& r : j.at("results")) {
+                   if (!r.at("ok").get<bool>()) {
+                     v.results.emplace_back(ErrorFromJson(r));
+                     continue;
+                   }
+                   storage::RenameDataResult one;
+                   std::string payload = TakePayload(f.payload, at, r);
+                   if (r.at("has_old_meta").get<bool>())
+                     one.old_meta = std::move(payload);
+                   else if (!payload.empty())
+                     throw std::runtime_error("a payload for a result without metadata");
+                   one.old_data_name = r.at("old_data_name").get<std::string>();
+                   v.results.emplace_back(std::move(one));
+                 }
+                 if (at != f.payload.size())
+                   throw std::runtime_error("bytes after the last result's payload");
+                 return v;
+               });
+}
+
+// {"entries":[{"disk","path"}...]}
+template <>
+Frame Wire<peer::ReadFileBatch>::Encode(const peer::ReadFileBatch& v) {
+  json entries = json::array();
+  for (const auto& e : v.entries) entries.push_back({{"disk", e.disk}, {"path", e.path}});
+  return Frame{json{{"entries", std::move(entries)}}.dump(), {}};
+}
+template <>
+Result<peer::ReadFileBatch> Wire<peer::ReadFileBatch>::Decode(Frame f) {
+  return Parse(f.head, "readfilegroup", [&](const json& j) -> Result<peer::ReadFileBatch> {
+    peer::ReadFileBatch v;
+    for (const auto& e : j.at("entries"))
+      v.entries.push_back({e.at("disk").get<std::string>(), e.at("path").get<std::string>()});
+    return v;
+  });
+}
+
+// {"results":[{"ok":true,"found","len"} or {"ok":false,"error":S3 code,"message"}...]} and the
+// files found, one after another, as the payload.
+template <>
+Frame Wire<peer::ReadFileResults>::Encode(const peer::ReadFileResults& v) {
+  json results = json::array();
+  Frame f;
+  size_t total = 0;
+  for (const auto& r : v.results)
+    if (r.ok() && r->has_value()) total += (*r)->size();
+  f.payload.reserve(total);
+  for (const auto& r : v.results) {
+    if (!r.ok()) {
+      results.push_back(ErrorJson(r.error()));
+      continue;
+    }
+    results.push_back(
+        {{"ok", true}, {"found", r->has_value()}, {"len", r->has_value() ? (*r)->size() : 0}});
+    if (r->has_value()) f.payload += **r;
+  }
+  f.head =
+      json{{"results", std::move(results)}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  return f;
+}
+template <>
+Result<peer::ReadFileResults> Wire<peer::ReadFileResults>::Decode(Frame f) {
+  return Parse(f.head, "readfilegroup result", [&](const json& j) -> Result<peer::ReadFileResults> {
+    peer::ReadFileResults v;
+    size_t at = 0;
+    for (const auto& r : j.at("results")) {
+      if (!r.at("ok").get<bool>()) {
+        v.results.emplace_back(ErrorFromJson(r));
+        continue;
+      }
+      std::string payload = TakePayload(f.payload, at, r);
+      if (r.at("found").get<bool>())
+        v.results.emplace_back(std::optional<std::string>(std::move(payload)));
+      else if (!payload.empty())
+        throw std::runtime_error("a payload for a file not found");
+      else
+        v.results.emplace_back(std::optional<std::string>());
+    }
+    if (at != f.payload.size()) throw std::runtime_error("bytes after the last result's payload");
+    return v;
+  });
 }
 
 template <>

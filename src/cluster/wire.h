@@ -106,6 +106,19 @@ struct RenameDataBatch {
 struct RenameDataResults {
   std::vector<Result<storage::RenameDataResult>> results;
 };
+// Files of several drives of the serving node read in one call (readfilegroup): the metadata of
+// a key on every drive of a peer node that a GET resolves. One result per entry, in order; an
+// entry whose drive is not one of the serving node's refuses the whole call.
+struct ReadFileEntry {
+  std::string disk;
+  std::string path;
+};
+struct ReadFileBatch {
+  std::vector<ReadFileEntry> entries;
+};
+struct ReadFileResults {
+  std::vector<Result<std::optional<std::string>>> results;
+};
 using Names = std::vector<std::string>;
 using OptBytes = std::optional<std::string>;
 
@@ -129,6 +142,8 @@ using OptBytes = std::optional<std::string>;
   X(VolHasObjects, "volhasobjects", peer::BucketArgs, bool, d.VolHasObjects(in.bucket))        \
   X(DeleteVol, "deletevol", peer::BucketArgs, peer::Done, d.DeleteVol(in.bucket))              \
   X(ReadFile, "readfile", peer::PathArgs, peer::OptBytes, d.ReadFile(in.path))                 \
+  X(ReadFileGroup, "readfilegroup", peer::ReadFileBatch, peer::ReadFileResults,                \
+    srv.ReadFileGroup(in))                                                                     \
   X(WriteFile, "writefile", peer::WriteFileArgs, peer::Done, d.WriteFile(in.path, in.payload)) \
   X(Exists, "exists", peer::PathArgs, bool, d.Exists(in.path))                                 \
   X(IsDir, "isdir", peer::PathArgs, bool, d.IsDir(in.path))                                    \
@@ -215,7 +230,9 @@ struct Wire {
   X(storage::RenameDataRequest, true)   \
   X(storage::RenameDataResult, true)    \
   X(peer::RenameDataBatch, true)        \
-  X(peer::RenameDataResults, true)
+  X(peer::RenameDataResults, true)      \
+  X(peer::ReadFileBatch, false)         \
+  X(peer::ReadFileResults, true)
 
 template <class T>
 inline constexpr bool kHasPayload = false;

@@ -214,6 +214,17 @@ class Drive {
     return out;
   }
 
+  // ReadFile of paths[i] on group[i]; `group` holds this drive and others with its GroupKey(). A
+  // remote group is one peer call (a read of every drive's metadata of a GET: one call per node);
+  // the default reads one after another. One result per drive.
+  virtual std::vector<Result<std::optional<std::string>>> ReadFileGroup(
+      const std::vector<Drive*>& group, const std::vector<std::string>& paths) {
+    std::vector<Result<std::optional<std::string>>> out;
+    out.reserve(group.size());
+    for (size_t i = 0; i < group.size(); ++i) out.push_back(group[i]->ReadFile(paths[i]));
+    return out;
+  }
+
   // ---- listing (ListDrive of one bucket) ----
   virtual Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) = 0;
 };

@@ -139,6 +139,18 @@ peer::RenameDataResults Sample() {
            MakeError(ErrorCode::kInvalidArgument, "not a staging directory: \xff")}};
 }
 
+template <>
+peer::ReadFileBatch Sample() {
+  return {{{"/mnt/d1", "b/k/m.json"}, {"/mnt/d 2", "b/\xc3\xa9/m.json"}}};
+}
+template <>
+peer::ReadFileResults Sample() {
+  using R = Result<std::optional<std::string>>;
+  return {{R(std::optional<std::string>(kBinary)), R(std::optional<std::string>()),
+           R(std::optional<std::string>(std::string())), R(MakeError(ErrorCode::kNoSuchKey, "x")),
+           R(std::optional<std::string>(kBinary + kBinary))}};
+}
+
 template <class T>
 std::string Flat(const T& v) {
   Frame f = Wire<T>::Encode(v);

@@ -8,7 +8,8 @@ remote for every node) of real rdmastor processes on 127.0.0.1.
   plus the lock round;
 - a 2 MiB PUT (~171 KiB shards: files) makes one shard piece per remote drive and one
   renamedatagroup per other node;
-- a GET of an inline object reads each remote drive's metadata once (readfile), nothing else;
+- a GET of an inline object reads each remote drive's metadata once, in one readfilegroup per
+  other node, nothing else;
 - a DELETE is one renamedatagroup per other node.
 
 Before issue 10 the same PUTs made about 7 (inline) and 10+ (1 MiB) calls per remote drive:
@@ -82,19 +83,20 @@ def test_put_and_get_call_budget(cluster):
     storage, _ = delta(c, lambda: got.update(small=get_bytes(s3, bucket, "small")))
     print("inline GET:", storage)
     assert got["small"] == small
-    assert storage == {"readfile": REMOTE}, storage
+    assert storage == {"readfilegroup": PEERS}, storage
 
     storage, _ = delta(c, lambda: got.update(mib=get_bytes(s3, bucket, "mib")))
     print("1 MiB (inline) GET:", storage)
     assert got["mib"] == mib
-    assert storage == {"readfile": REMOTE}, storage
+    assert storage == {"readfilegroup": PEERS}, storage
 
     storage, _ = delta(c, lambda: got.update(big=get_bytes(s3, bucket, "big")))
     print("2 MiB GET:", storage)
     assert got["big"] == big2
-    assert storage.get("readfile") == REMOTE, storage
-    # Metadata once per drive, and at most one shard window per drive holding data.
-    assert sum(storage.values()) <= 2 * REMOTE, storage
+    assert storage.get("readfilegroup") == PEERS, storage
+    assert "readfile" not in storage, storage
+    # Metadata once per node, and at most one shard window per drive holding data.
+    assert sum(storage.values()) <= PEERS + REMOTE, storage
 
     storage, _ = delta(c, lambda: s3.delete_object(Bucket=bucket, Key="big"))
     print("DELETE:", storage)

@@ -146,6 +146,23 @@ def test_forged_batched_commit_is_refused_whole(cluster):
     assert get_bytes(c.client(1), bucket, "victim") == data
     assert get_bytes(c.client(0), bucket, "victim") == data
 
+    # The batched metadata read: a drive of another node or no drive refuses the whole call; a
+    # path outside the drive is refused for its entry, and the others are read.
+    def read_batch(*entries):
+        return storage_call(node, c.creds, "readfilegroup", disks[0], {"entries": list(entries)})
+    meta = bucket + "/victim/.rdmastor.meta"
+    for disk in (c.dirs[0][0], outside, disks[1] + "/.."):
+        r = read_batch({"disk": disks[0], "path": meta}, {"disk": disk, "path": meta})
+        assert r.status_code == 400 and "is not a drive of this node" in r.text, (disk, r.text)
+    r = read_batch({"disk": disks[0], "path": meta},
+                   {"disk": disks[1], "path": climb + "/keep/file"},
+                   {"disk": disks[1], "path": "/" + os.path.relpath(outside, "/") + "/keep/file"})
+    assert r.status_code == 200, r.text
+    head = json.loads(r.headers["x-rdmastor-reply"])["results"]
+    assert head[0]["ok"] and head[0]["found"], head
+    assert [h["ok"] for h in head[1:]] == [False, False], head
+    assert b"must survive" not in r.content
+
 
 def _refused(r):
     assert r.status_code == 403, (r.status_code, r.text)

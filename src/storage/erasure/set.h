@@ -103,8 +103,11 @@ class DriveFanout {
   // Runs fn(members) once per group of the positions with which[p] (Drive::GroupKey; a drive
   // with key 0 is a group of one), groups in parallel; members in position order. fn may touch
   // only its members' state.
+  // kLookup: the local drives' calls run as one group on the calling thread meanwhile (one after
+  // another, as ForEachDrive runs them), the remote drives' by group on the pool.
   void ForEachGroup(const std::vector<bool>& which,
-                    const std::function<void(const std::vector<size_t>&)>& fn) const;
+                    const std::function<void(const std::vector<size_t>&)>& fn,
+                    DriveWork work = DriveWork::kIo) const;
 
  private:
   // Runs fn(task) for every task, in parallel on the pool (the last one on the calling thread),
@@ -198,6 +201,12 @@ class ErasureSet {
   std::vector<Result<RenameDataResult>> RenameDataAll(
       const std::vector<bool>& which,
       const std::function<RenameDataRequest(size_t)>& make_req) const;
+  // ReadFile of `path` on every drive (a kLookup batch: local drives on the calling thread, the
+  // remote drives of one node in one ReadFileGroup call), then fn(p, what drive p read) on the
+  // thread that read it; returns, per position, what fn returned.
+  std::vector<bool> ReadFileEach(
+      const std::string& path,
+      const std::function<bool(size_t, Result<std::optional<std::string>>)>& fn) const;
 
   // ---- namespace locks ----
 
