@@ -75,6 +75,18 @@ class BorrowedDrive final : public storage::Drive {
   Result<storage::RenameDataResult> RenameData(const storage::RenameDataRequest& r) override {
     return d_->RenameData(r);
   }
+  // The drive's file system group, so that the node's own drives of a set commit (and run their
+  // page-cache steps) together as a single node's do: measured on 4 nodes x 4 drives, without it
+  // each of the 4 local drives committed on its own thread with barriers of its own.
+  uint64_t GroupKey() const override { return d_->GroupKey(); }
+  std::vector<Result<storage::RenameDataResult>> RenameDataGroup(
+      const std::vector<storage::Drive*>& group,
+      const std::vector<storage::RenameDataRequest>& reqs) override {
+    std::vector<storage::Drive*> local(group);
+    for (auto& d : local)
+      if (auto* b = dynamic_cast<BorrowedDrive*>(d)) d = b->d_;
+    return d_->RenameDataGroup(local, reqs);
+  }
   Result<storage::ListResult> ListObjects(const std::string& b,
                                           const storage::ListOptions& o) override {
     return d_->ListObjects(b, o);

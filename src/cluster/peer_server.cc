@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -217,13 +218,79 @@ std::string CallerOf(const s3::HttpRequest& req) {
   return node && !node->empty() ? *node : req.remote_ip;
 }
 
-// The calls that move shard bytes (the table's `srv`): the payload in the body (TCP) or moved with
-// InternodeRdma when the request carries the caller's token.
-struct ShardServer {
+// The calls that need more than the drive the request names (the table's `srv`): those that move
+// shard bytes (the payload in the body (TCP) or moved with InternodeRdma when the request carries
+// the caller's token), and those that name several of this node's drives.
+struct CallServer {
   const s3::HttpRequest& req;
   InternodeRdma* internode;
   OpenShards* open;
   const std::string& disk;
+  const std::map<std::string, storage::LocalDrive*>& drives;
+
+  // A drive that is not one of this node's refuses the whole call; each path is checked by the
+  // drive's ReadFile (CheckRelPath), as readfile's.
+  Result<peer::ReadFileResults> ReadFileGroup(const peer::ReadFileBatch& in) {
+    std::vector<storage::LocalDrive*> local;
+    for (const auto& e : in.entries) {
+      auto it = drives.find(e.disk);
+      if (it == drives.end())
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "drive '" + e.disk + "' is not a drive of this node");
+      local.push_back(it->second);
+    }
+    peer::ReadFileResults out;
+    out.results.reserve(local.size());
+    for (size_t i = 0; i < local.size(); ++i)
+      out.results.push_back(local[i]->ReadFile(in.entries[i].path));
+    return out;
+  }
+
+  // Every entry is checked, as renamedata checks its request, before any runs: a batch with one
+  // entry that is not for a drive of this node, names a drive twice or names a path outside the
+  // layout is refused whole and changes nothing. Then the drives of each file system commit
+  // together (LocalDrive::RenameDataGroup: one pair of barriers per file system).
+  Result<peer::RenameDataResults> RenameDataGroup(peer::RenameDataBatch& in) {
+    const size_t n = in.entries.size();
+    std::vector<storage::LocalDrive*> local(n);
+    for (size_t i = 0; i < n; ++i) {
+      const auto& e = in.entries[i];
+      auto it = drives.find(e.disk);
+      if (it == drives.end())
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "drive '" + e.disk + "' is not a drive of this node");
+      if (std::find(local.begin(), local.begin() + static_cast<ptrdiff_t>(i), it->second) !=
+          local.begin() + static_cast<ptrdiff_t>(i))
+        return MakeError(ErrorCode::kInvalidArgument, "drive '" + e.disk + "' named twice");
+      RS_RETURN_IF_ERROR(storage::CheckRenameDataRequest(e.req));
+      local[i] = it->second;
+    }
+    std::vector<std::pair<uint64_t, std::vector<size_t>>> groups;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t key = local[i]->GroupKey();
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const auto& g) { return key != 0 && g.first == key; });
+      if (it == groups.end()) it = groups.insert(groups.end(), {key, {}});
+      it->second.push_back(i);
+    }
+    peer::RenameDataResults out;
+    out.results.assign(n, Result<storage::RenameDataResult>(ErrorCode::kInternalError));
+    for (const auto& [key, members] : groups) {
+      if (members.size() == 1) {
+        out.results[members[0]] = local[members[0]]->RenameData(in.entries[members[0]].req);
+        continue;
+      }
+      std::vector<storage::Drive*> group;
+      std::vector<storage::RenameDataRequest> reqs;
+      for (size_t i : members) {
+        group.push_back(local[i]);
+        reqs.push_back(std::move(in.entries[i].req));
+      }
+      auto results = local[members[0]]->RenameDataGroup(group, reqs);
+      for (size_t j = 0; j < members.size(); ++j) out.results[members[j]] = std::move(results[j]);
+    }
+    return out;
+  }
 
   Status ShardWrite(storage::LocalDrive& d, peer::ShardWriteArgs& in) {
     auto piece = RdmaPieceOf(req, internode);
@@ -300,19 +367,19 @@ struct ShardServer {
 };
 
 // One call of the table: decodes the request, runs the table's expression, sends the response.
-using CallHandler = void (*)(storage::LocalDrive& d, ShardServer& srv, std::string body,
+using CallHandler = void (*)(storage::LocalDrive& d, CallServer& srv, std::string body,
                              s3::ResponseSink& sink);
 
 const std::map<std::string_view, CallHandler>& Handlers() {
   static const std::map<std::string_view, CallHandler> kHandlers = {
-#define RDMASTOR_PEER_CALL_HANDLER(id, wire, Req, Rsp, expr)                                      \
-  {wire, [](storage::LocalDrive& d, ShardServer& srv, std::string body, s3::ResponseSink& sink) { \
-     (void)srv;                                                                                   \
-     auto decoded = DecodeRequest<Req>(std::move(body));                                          \
-     if (!decoded.ok()) return SendError(sink, decoded.error(), wire);                            \
-     auto& in = *decoded;                                                                         \
-     (void)in;                                                                                    \
-     SendReply<Rsp>(sink, AsResult<Rsp>(expr), wire);                                             \
+#define RDMASTOR_PEER_CALL_HANDLER(id, wire, Req, Rsp, expr)                                     \
+  {wire, [](storage::LocalDrive& d, CallServer& srv, std::string body, s3::ResponseSink& sink) { \
+     (void)srv;                                                                                  \
+     auto decoded = DecodeRequest<Req>(std::move(body));                                         \
+     if (!decoded.ok()) return SendError(sink, decoded.error(), wire);                           \
+     auto& in = *decoded;                                                                        \
+     (void)in;                                                                                   \
+     SendReply<Rsp>(sink, AsResult<Rsp>(expr), wire);                                            \
    }},
       RDMASTOR_PEER_STORAGE_CALLS(RDMASTOR_PEER_CALL_HANDLER)
 #undef RDMASTOR_PEER_CALL_HANDLER
@@ -336,7 +403,7 @@ void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& r
   if (h == Handlers().end())
     return SendError(sink, MakeError(ErrorCode::kInvalidRequest, "unknown storage call " + call),
                      call);
-  ShardServer srv{req, internode_.get(), &open_shards_, disk};
+  CallServer srv{req, internode_.get(), &open_shards_, disk, drives_};
   h->second(*it->second, srv, std::move(body), sink);
 }
 

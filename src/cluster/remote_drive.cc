@@ -26,10 +26,16 @@ class RemoteShardWriter final : public storage::ShardWriter {
     return {};
   }
   Status Finish() override { return Flush(true); }
+  // The RenameData that follows runs on the serving node, whose first barrier (syncfs of the
+  // drive's file system) makes the file durable: no fsync of its own (one per remote shard).
+  Status Close() override {
+    if (created_ && buf_.empty()) return {};
+    return Flush(false, /*force=*/true);
+  }
 
  private:
-  Status Flush(bool sync) {
-    if (buf_.empty() && !sync) return {};
+  Status Flush(bool sync, bool force = false) {
+    if (buf_.empty() && !sync && !force) return {};
     RS_RETURN_IF_ERROR(
         drive_.SendShardBytes(path_, offset_, buf_, /*create=*/!created_, sync, size_));
     created_ = true;
@@ -114,8 +120,8 @@ Result<client::HttpResponse> RemoteDrive::Send(const typename CallOf<C>::Req& re
   // Quick calls (small reads, no payload, no fsync) get a deadline of their own; the others may
   // wait for a peer's busy disk up to the I/O timeout (a dead peer: the health check).
   static constexpr std::string_view kQuick[] = {
-      "online", "diskinfo",   "statvol",  "readvolmeta",   "readfile", "exists",
-      "isdir",  "readformat", "listvols", "volhasobjects", "isempty"};
+      "online", "diskinfo", "statvol",    "readvolmeta", "readfile",      "readfilegroup",
+      "exists", "isdir",    "readformat", "listvols",    "volhasobjects", "isempty"};
   const bool quick =
       std::find(std::begin(kQuick), std::end(kQuick), CallOf<C>::name) != std::end(kQuick);
   return peer_->Call("POST", StorageTarget(CallOf<C>::name), EncodeRequest(req), target, headers,
@@ -270,6 +276,68 @@ Status RemoteDrive::Commit(const storage::fsutil::CommitPlan& plan) {
 
 Result<storage::RenameDataResult> RemoteDrive::RenameData(const storage::RenameDataRequest& req) {
   return Invoke<PeerCall::kRenameData>(req);
+}
+
+uint64_t RemoteDrive::GroupKey() const {
+  // The PeerClient is shared by every RemoteDrive of its node and lives as long as they do; a
+  // user-space address never has the top bit set, and a local key never has it either.
+  return kRemoteGroupKeyBit | static_cast<uint64_t>(reinterpret_cast<uintptr_t>(peer_.get()));
+}
+
+std::vector<Result<storage::RenameDataResult>> RemoteDrive::RenameDataGroup(
+    const std::vector<storage::Drive*>& group,
+    const std::vector<storage::RenameDataRequest>& reqs) {
+  std::vector<Result<storage::RenameDataResult>> out(
+      group.size(), Result<storage::RenameDataResult>(ErrorCode::kInternalError));
+  peer::RenameDataBatch batch;
+  std::vector<size_t> sent;  // the positions in `group` of the batch's entries
+  for (size_t i = 0; i < group.size(); ++i) {
+    auto* remote = dynamic_cast<RemoteDrive*>(group[i]);
+    if (remote == nullptr || remote->peer_ != peer_) {  // not of this node: on its own
+      out[i] = group[i]->RenameData(reqs[i]);
+      continue;
+    }
+    batch.entries.push_back({remote->path_, reqs[i]});
+    sent.push_back(i);
+  }
+  if (sent.empty()) return out;
+  auto r = Invoke<PeerCall::kRenameDataGroup>(batch);
+  if (r.ok() && r->results.size() != sent.size())
+    r = MakeError(ErrorCode::kInternalError,
+                  "peer " + peer_->address() + " answered renamedatagroup with " +
+                      std::to_string(r->results.size()) + " results for " +
+                      std::to_string(sent.size()) + " drives");
+  for (size_t j = 0; j < sent.size(); ++j)
+    out[sent[j]] = r.ok() ? std::move(r->results[j]) : Result<storage::RenameDataResult>(r.error());
+  return out;
+}
+
+std::vector<Result<std::optional<std::string>>> RemoteDrive::ReadFileGroup(
+    const std::vector<storage::Drive*>& group, const std::vector<std::string>& paths) {
+  std::vector<Result<std::optional<std::string>>> out(
+      group.size(), Result<std::optional<std::string>>(ErrorCode::kInternalError));
+  peer::ReadFileBatch batch;
+  std::vector<size_t> sent;  // the positions in `group` of the batch's entries
+  for (size_t i = 0; i < group.size(); ++i) {
+    auto* remote = dynamic_cast<RemoteDrive*>(group[i]);
+    if (remote == nullptr || remote->peer_ != peer_) {  // not of this node: on its own
+      out[i] = group[i]->ReadFile(paths[i]);
+      continue;
+    }
+    batch.entries.push_back({remote->path_, paths[i]});
+    sent.push_back(i);
+  }
+  if (sent.empty()) return out;
+  auto r = Invoke<PeerCall::kReadFileGroup>(batch);
+  if (r.ok() && r->results.size() != sent.size())
+    r = MakeError(ErrorCode::kInternalError,
+                  "peer " + peer_->address() + " answered readfilegroup with " +
+                      std::to_string(r->results.size()) + " results for " +
+                      std::to_string(sent.size()) + " drives");
+  for (size_t j = 0; j < sent.size(); ++j)
+    out[sent[j]] =
+        r.ok() ? std::move(r->results[j]) : Result<std::optional<std::string>>(r.error());
+  return out;
 }
 
 Result<storage::ListResult> RemoteDrive::ListObjects(const std::string& bucket,

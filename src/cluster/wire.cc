@@ -65,7 +65,7 @@ storage::ObjectInfo InfoFromJson(const json& j) {
   o.storage_class = j.value("storage_class", std::string());
   o.part_count = json_int::At<int>(j, "part_count");
   o.part_sizes = json_int::ArrayAt<uint64_t>(j, "part_sizes");
-  o.tags = j.value("tags", std::string());  // absent from peers that predate tagging
+  o.tags = j.value("tags", std::string());                // absent from peers that predate tagging
   if (auto it = j.find("part_checksums"); it != j.end())  // absent from older peers
     o.part_checksums = it->get<std::vector<std::map<std::string, std::string>>>();
   // Absent from peers that predate versioning: the null version, the latest.
@@ -346,42 +346,221 @@ Result<peer::OptBytes> Wire<peer::OptBytes>::Decode(Frame f) {
   });
 }
 
+namespace {
+
+// A renamedata request's head fields (its payload, the metadata file, travels outside the JSON).
+json RenameDataHead(const storage::RenameDataRequest& v) {
+  return json{
+      {"staging", v.staging},      {"bucket", v.bucket},       {"key_dir", v.key_dir},
+      {"meta_name", v.meta_name},  {"data_name", v.data_name}, {"has_meta", v.meta.has_value()},
+      {"keep_data", v.keep_data},  {"prune", v.prune},         {"mode", static_cast<int>(v.mode)},
+      {"version_id", v.version_id}, {"keep_staging", v.keep_staging}};
+}
+
+// Throws (the caller's Parse turns it into an error) on a malformed head.
+storage::RenameDataRequest RenameDataFromHead(const json& j, std::string payload) {
+  storage::RenameDataRequest v;
+  v.staging = j.at("staging").get<std::string>();
+  v.bucket = j.at("bucket").get<std::string>();
+  v.key_dir = j.at("key_dir").get<std::string>();
+  v.meta_name = j.at("meta_name").get<std::string>();
+  v.data_name = j.at("data_name").get<std::string>();
+  if (j.at("has_meta").get<bool>()) v.meta = std::move(payload);
+  v.keep_data = j.at("keep_data").get<bool>();
+  v.prune = j.at("prune").get<bool>();
+  // Absent from older peers: a whole-file replace, as they meant.
+  const int mode = j.contains("mode") ? json_int::At<int>(j, "mode") : 0;
+  if (mode < 0 || mode > static_cast<int>(storage::RenameMode::kRemoveVersion))
+    throw std::runtime_error("bad rename mode");
+  v.mode = static_cast<storage::RenameMode>(mode);
+  v.version_id = j.value("version_id", std::string());
+  // Absent from older peers: the staging directory is removed, as they expect.
+  v.keep_staging = j.value("keep_staging", false);
+  return v;
+}
+
+// The next `len` bytes of a batch's payload (the entries' payloads, one after another).
+std::string TakePayload(const std::string& payload, size_t& at, const json& entry) {
+  const auto len = json_int::At<uint64_t>(entry, "len");
+  if (len > payload.size() - at) throw std::runtime_error("entry payload past the body's end");
+  std::string out = payload.substr(at, static_cast<size_t>(len));
+  at += static_cast<size_t>(len);
+  return out;
+}
+
+// A batch entry's error: its S3 code and message (decoded back into the same ErrorCode).
+json ErrorJson(const Error& e) {
+  return {{"ok", false}, {"error", std::string(GetErrorInfo(e.code).code)}, {"message", e.message}};
+}
+Error ErrorFromJson(const json& r) {
+  return MakeError(ErrorCodeFromName(r.at("error").get<std::string>()),
+                   r.at("message").get<std::string>());
+}
+
+}  // namespace
+
 template <>
 Frame Wire<storage::RenameDataRequest>::Encode(const storage::RenameDataRequest& v) {
-  return Frame{json{{"staging", v.staging},
-                    {"bucket", v.bucket},
-                    {"key_dir", v.key_dir},
-                    {"meta_name", v.meta_name},
-                    {"data_name", v.data_name},
-                    {"has_meta", v.meta.has_value()},
-                    {"keep_data", v.keep_data},
-                    {"prune", v.prune},
-                    {"mode", static_cast<int>(v.mode)},
-                    {"version_id", v.version_id},
-                    {"keep_staging", v.keep_staging}}
-                   .dump(),
-               v.meta.value_or(std::string())};
+  return Frame{RenameDataHead(v).dump(), v.meta.value_or(std::string())};
 }
 template <>
 Result<storage::RenameDataRequest> Wire<storage::RenameDataRequest>::Decode(Frame f) {
   return Parse(f.head, "renamedata", [&](const json& j) -> Result<storage::RenameDataRequest> {
-    storage::RenameDataRequest v;
-    v.staging = j.at("staging").get<std::string>();
-    v.bucket = j.at("bucket").get<std::string>();
-    v.key_dir = j.at("key_dir").get<std::string>();
-    v.meta_name = j.at("meta_name").get<std::string>();
-    v.data_name = j.at("data_name").get<std::string>();
-    if (j.at("has_meta").get<bool>()) v.meta = std::move(f.payload);
-    v.keep_data = j.at("keep_data").get<bool>();
-    v.prune = j.at("prune").get<bool>();
-    // Absent from older peers: a whole-file replace, as they meant.
-    const int mode = j.contains("mode") ? json_int::At<int>(j, "mode") : 0;
-    if (mode < 0 || mode > static_cast<int>(storage::RenameMode::kRemoveVersion))
-      throw std::runtime_error("bad rename mode");
-    v.mode = static_cast<storage::RenameMode>(mode);
-    v.version_id = j.value("version_id", std::string());
-    // Absent from older peers: the staging directory is removed, as they expect.
-    v.keep_staging = j.value("keep_staging", false);
+    return RenameDataFromHead(j, std::move(f.payload));
+  });
+}
+
+// {"entries":[{"disk", the renamedata head, "len"}...]} and the entries' metadata files, one after
+// another, as the payload.
+template <>
+Frame Wire<peer::RenameDataBatch>::Encode(const peer::RenameDataBatch& v) {
+  json entries = json::array();
+  Frame f;
+  size_t total = 0;  // one allocation for the payload (4 metadata files of ~113 KiB for 1 MiB)
+  for (const auto& e : v.entries) total += e.req.meta ? e.req.meta->size() : 0;
+  f.payload.reserve(total);
+  for (const auto& e : v.entries) {
+    json j = RenameDataHead(e.req);
+    j["disk"] = e.disk;
+    j["len"] = e.req.meta ? e.req.meta->size() : 0;
+    if (e.req.meta) f.payload += *e.req.meta;
+    entries.push_back(std::move(j));
+  }
+  f.head = json{{"entries", std::move(entries)}}.dump();
+  return f;
+}
+template <>
+Result<peer::RenameDataBatch> Wire<peer::RenameDataBatch>::Decode(Frame f) {
+  return Parse(f.head, "renamedatagroup", [&](const json& j) -> Result<peer::RenameDataBatch> {
+    peer::RenameDataBatch v;
+    size_t at = 0;
+    for (const auto& e : j.at("entries")) {
+      std::string payload = TakePayload(f.payload, at, e);
+      if (!e.at("has_meta").get<bool>() && !payload.empty())
+        throw std::runtime_error("a payload for an entry without metadata");
+      v.entries.push_back(
+          {e.at("disk").get<std::string>(), RenameDataFromHead(e, std::move(payload))});
+    }
+    if (at != f.payload.size()) throw std::runtime_error("bytes after the last entry's payload");
+    return v;
+  });
+}
+
+// {"results":[{"ok":true,"has_old_meta","old_data_name","staging_kept","len"} or
+// {"ok":false,"error":S3 code,"message"}...]} and the replaced metadata files, one after another, as
+// the payload.
+template <>
+Frame Wire<peer::RenameDataResults>::Encode(const peer::RenameDataResults& v) {
+  json results = json::array();
+  Frame f;
+  size_t total = 0;
+  for (const auto& r : v.results)
+    if (r.ok() && r->old_meta) total += r->old_meta->size();
+  f.payload.reserve(total);
+  for (const auto& r : v.results) {
+    if (!r.ok()) {
+      results.push_back(ErrorJson(r.error()));
+      continue;
+    }
+    results.push_back({{"ok", true},
+                       {"has_old_meta", r->old_meta.has_value()},
+                       {"old_data_name", r->old_data_name},
+                       {"staging_kept", r->staging_kept},
+                       {"len", r->old_meta ? r->old_meta->size() : 0}});
+    if (r->old_meta) f.payload += *r->old_meta;
+  }
+  // An error message may quote a name that is not UTF-8: replaced, not thrown on.
+  f.head =
+      json{{"results", std::move(results)}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  return f;
+}
+template <>
+Result<peer::RenameDataResults> Wire<peer::RenameDataResults>::Decode(Frame f) {
+  return Parse(f.head, "renamedatagroup result",
+               [&](const json& j) -> Result<peer::RenameDataResults> {
+                 peer::RenameDataResults v;
+                 size_t at = 0;
+                 for (const auto& r : j.at("results")) {
+                   if (!r.at("ok").get<bool>()) {
+                     v.results.emplace_back(ErrorFromJson(r));
+                     continue;
+                   }
+                   storage::RenameDataResult one;
+                   std::string payload = TakePayload(f.payload, at, r);
+                   if (r.at("has_old_meta").get<bool>())
+                     one.old_meta = std::move(payload);
+                   else if (!payload.empty())
+                     throw std::runtime_error("a payload for a result without metadata");
+                   one.old_data_name = r.at("old_data_name").get<std::string>();
+                   // Absent from older peers, which always remove the staging directory.
+                   one.staging_kept = r.value("staging_kept", false);
+                   v.results.emplace_back(std::move(one));
+                 }
+                 if (at != f.payload.size())
+                   throw std::runtime_error("bytes after the last result's payload");
+                 return v;
+               });
+}
+
+// {"entries":[{"disk","path"}...]}
+template <>
+Frame Wire<peer::ReadFileBatch>::Encode(const peer::ReadFileBatch& v) {
+  json entries = json::array();
+  for (const auto& e : v.entries) entries.push_back({{"disk", e.disk}, {"path", e.path}});
+  return Frame{json{{"entries", std::move(entries)}}.dump(), {}};
+}
+template <>
+Result<peer::ReadFileBatch> Wire<peer::ReadFileBatch>::Decode(Frame f) {
+  return Parse(f.head, "readfilegroup", [&](const json& j) -> Result<peer::ReadFileBatch> {
+    peer::ReadFileBatch v;
+    for (const auto& e : j.at("entries"))
+      v.entries.push_back({e.at("disk").get<std::string>(), e.at("path").get<std::string>()});
+    return v;
+  });
+}
+
+// {"results":[{"ok":true,"found","len"} or {"ok":false,"error":S3 code,"message"}...]} and the
+// files found, one after another, as the payload.
+template <>
+Frame Wire<peer::ReadFileResults>::Encode(const peer::ReadFileResults& v) {
+  json results = json::array();
+  Frame f;
+  size_t total = 0;
+  for (const auto& r : v.results)
+    if (r.ok() && r->has_value()) total += (*r)->size();
+  f.payload.reserve(total);
+  for (const auto& r : v.results) {
+    if (!r.ok()) {
+      results.push_back(ErrorJson(r.error()));
+      continue;
+    }
+    results.push_back(
+        {{"ok", true}, {"found", r->has_value()}, {"len", r->has_value() ? (*r)->size() : 0}});
+    if (r->has_value()) f.payload += **r;
+  }
+  f.head =
+      json{{"results", std::move(results)}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  return f;
+}
+template <>
+Result<peer::ReadFileResults> Wire<peer::ReadFileResults>::Decode(Frame f) {
+  return Parse(f.head, "readfilegroup result", [&](const json& j) -> Result<peer::ReadFileResults> {
+    peer::ReadFileResults v;
+    size_t at = 0;
+    for (const auto& r : j.at("results")) {
+      if (!r.at("ok").get<bool>()) {
+        v.results.emplace_back(ErrorFromJson(r));
+        continue;
+      }
+      std::string payload = TakePayload(f.payload, at, r);
+      if (r.at("found").get<bool>())
+        v.results.emplace_back(std::optional<std::string>(std::move(payload)));
+      else if (!payload.empty())
+        throw std::runtime_error("a payload for a file not found");
+      else
+        v.results.emplace_back(std::optional<std::string>());
+    }
+    if (at != f.payload.size()) throw std::runtime_error("bytes after the last result's payload");
     return v;
   });
 }

@@ -91,6 +91,34 @@ struct ShardBytes {
   uint64_t handle = 0;
   std::string payload;
 };
+// The commits of several drives of the serving node in one call (renamedatagroup): what a PUT
+// ends with on every drive of a peer node. Each entry names its drive (a drive of the serving
+// node, at most once) and carries what a renamedata call to it would; the answer holds one result
+// per entry, in order. The serving node checks every entry before it runs any, and commits the
+// drives that share a file system with one pair of barriers (LocalDrive::RenameDataGroup).
+struct RenameDataEntry {
+  std::string disk;
+  storage::RenameDataRequest req;
+};
+struct RenameDataBatch {
+  std::vector<RenameDataEntry> entries;
+};
+struct RenameDataResults {
+  std::vector<Result<storage::RenameDataResult>> results;
+};
+// Files of several drives of the serving node read in one call (readfilegroup): the metadata of
+// a key on every drive of a peer node that a GET resolves. One result per entry, in order; an
+// entry whose drive is not one of the serving node's refuses the whole call.
+struct ReadFileEntry {
+  std::string disk;
+  std::string path;
+};
+struct ReadFileBatch {
+  std::vector<ReadFileEntry> entries;
+};
+struct ReadFileResults {
+  std::vector<Result<std::optional<std::string>>> results;
+};
 using Names = std::vector<std::string>;
 using OptBytes = std::optional<std::string>;
 
@@ -98,8 +126,8 @@ using OptBytes = std::optional<std::string>;
 
 // X(Id, "wire name", Request, Response, what the serving node does)
 // The last column is an expression over `d` (the served storage::LocalDrive&), `in` (the decoded
-// request) and `srv` (the PeerServer, for the calls that move shard bytes); it yields the Response,
-// a Result of it, or a Status (Response Done).
+// request) and `srv` (the PeerServer, for the calls that move shard bytes or name several drives);
+// it yields the Response, a Result of it, or a Status (Response Done).
 #define RDMASTOR_PEER_STORAGE_CALLS(X)                                                         \
   X(Online, "online", peer::NoArgs, bool, d.IsOnline())                                        \
   X(DiskInfo, "diskinfo", peer::NoArgs, storage::DiskInfo, d.GetDiskInfo())                    \
@@ -114,6 +142,8 @@ using OptBytes = std::optional<std::string>;
   X(VolHasObjects, "volhasobjects", peer::BucketArgs, bool, d.VolHasObjects(in.bucket))        \
   X(DeleteVol, "deletevol", peer::BucketArgs, peer::Done, d.DeleteVol(in.bucket))              \
   X(ReadFile, "readfile", peer::PathArgs, peer::OptBytes, d.ReadFile(in.path))                 \
+  X(ReadFileGroup, "readfilegroup", peer::ReadFileBatch, peer::ReadFileResults,                \
+    srv.ReadFileGroup(in))                                                                     \
   X(WriteFile, "writefile", peer::WriteFileArgs, peer::Done, d.WriteFile(in.path, in.payload)) \
   X(Exists, "exists", peer::PathArgs, bool, d.Exists(in.path))                                 \
   X(IsDir, "isdir", peer::PathArgs, bool, d.IsDir(in.path))                                    \
@@ -129,6 +159,8 @@ using OptBytes = std::optional<std::string>;
   X(Commit, "commit", storage::fsutil::CommitPlan, peer::Done, d.Commit(in))                   \
   X(RenameData, "renamedata", storage::RenameDataRequest, storage::RenameDataResult,           \
     d.RenameData(in))                                                                          \
+  X(RenameDataGroup, "renamedatagroup", peer::RenameDataBatch, peer::RenameDataResults,        \
+    srv.RenameDataGroup(in))                                                                   \
   X(ListObjects, "listobjects", peer::ListObjectsArgs, storage::ListResult,                    \
     d.ListObjects(in.bucket, in.opts))                                                         \
   X(ShardWrite, "shardwrite", peer::ShardWriteArgs, peer::Done, srv.ShardWrite(d, in))         \
@@ -196,7 +228,11 @@ struct Wire {
   X(storage::fsutil::CommitPlan, false) \
   X(storage::ListResult, false)         \
   X(storage::RenameDataRequest, true)   \
-  X(storage::RenameDataResult, true)
+  X(storage::RenameDataResult, true)    \
+  X(peer::RenameDataBatch, true)        \
+  X(peer::RenameDataResults, true)      \
+  X(peer::ReadFileBatch, false)         \
+  X(peer::ReadFileResults, true)
 
 template <class T>
 inline constexpr bool kHasPayload = false;

@@ -39,4 +39,19 @@ Status CheckRelPath(std::string_view p) {
   return {};
 }
 
+Status CheckRenameDataRequest(const RenameDataRequest& req) {
+  const std::string tmp = rel::Tmp() + "/";
+  if (req.staging.size() <= tmp.size() || !req.staging.starts_with(tmp) ||
+      req.staging.find('/', tmp.size()) != std::string::npos)
+    return MakeError(ErrorCode::kInvalidArgument, "not a staging directory: " + req.staging);
+  if (!paths::IsMetaFileName(req.meta_name) ||
+      (!req.data_name.empty() && !paths::IsDataDirName(req.data_name)))
+    return MakeError(ErrorCode::kInvalidArgument, "commit names not of the drive layout: meta '" +
+                                                      req.meta_name + "', data '" + req.data_name +
+                                                      "'");
+  RS_RETURN_IF_ERROR(paths::ValidateBucketName(req.bucket));
+  RS_RETURN_IF_ERROR(CheckRelPath(req.staging));
+  return CheckRelPath(req.key_dir);
+}
+
 }  // namespace rdmastor::storage

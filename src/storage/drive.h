@@ -50,7 +50,8 @@ struct DiskInfo {
 // Appends to one new shard file (created exclusively). Finish() fsyncs; a writer dropped without
 // Finish() leaves a partial file in staging, which the staging removal takes away. Close()
 // completes the file for a RenameData that follows, whose first barrier makes it durable (a
-// local drive then skips the file's own fsync; the default is Finish()).
+// local drive, and a remote one whose node runs that barrier, then skip the file's own fsync; the
+// default is Finish()).
 class ShardWriter {
  public:
   virtual ~ShardWriter() = default;
@@ -119,6 +120,12 @@ struct RenameDataRequest {
   // unlink and rmdir (inode churn that is most of a small PUT's CPU on ext4 without a journal).
   bool keep_staging = false;
 };
+
+// Refuses (kInvalidArgument) a request whose names are not of the drive layout (what RenameData
+// checks before it touches anything): `staging` one directory directly in the staging area, the
+// meta and data names of paths::IsMetaFileName / IsDataDirName, a valid bucket name, and relative
+// paths without ".." (CheckRelPath).
+Status CheckRenameDataRequest(const RenameDataRequest& req);
 
 struct RenameDataResult {
   std::optional<std::string> old_meta;  // the metadata file the commit replaced, when there was one
@@ -196,19 +203,33 @@ class Drive {
   virtual Result<RenameDataResult> RenameData(const RenameDataRequest& req) = 0;
 
   // ---- drive groups ----
-  // Drives with the same non-zero key are served by one sync and one thread: the local drives on
-  // one file system, which share its page cache and its syncfs (each drive on its own disk is a
-  // group of one). DriveWork::kBuffered fan-outs run a group's calls one after another on one
-  // thread, and RenameDataGroup commits a group with two barriers in all. 0: a group of its own.
+  // Drives with the same non-zero key commit together (RenameDataGroup): the local drives on one
+  // file system, which share its page cache and its syncfs (each drive on its own disk is a group
+  // of one), and the remote drives of one peer node, whose commits travel in one peer call (keys
+  // with kRemoteGroupKeyBit set; a local key never has it). DriveWork::kBuffered fan-outs run a
+  // local group's calls one after another on one thread. 0: a group of its own.
+  static constexpr uint64_t kRemoteGroupKeyBit = uint64_t{1} << 63;
   virtual uint64_t GroupKey() const { return 0; }
   // RenameData of reqs[i] on group[i]; `group` holds this drive and others with its GroupKey().
-  // Each step runs for every drive before the next, with one barrier per step for all of them.
+  // A local group runs each step for every drive before the next, with one barrier per step for
+  // all of them; a remote group is one peer call, which the serving node commits the same way.
   // The default runs the calls one after another. One result per drive.
   virtual std::vector<Result<RenameDataResult>> RenameDataGroup(
       const std::vector<Drive*>& group, const std::vector<RenameDataRequest>& reqs) {
     std::vector<Result<RenameDataResult>> out;
     out.reserve(group.size());
     for (size_t i = 0; i < group.size(); ++i) out.push_back(group[i]->RenameData(reqs[i]));
+    return out;
+  }
+
+  // ReadFile of paths[i] on group[i]; `group` holds this drive and others with its GroupKey(). A
+  // remote group is one peer call (a read of every drive's metadata of a GET: one call per node);
+  // the default reads one after another. One result per drive.
+  virtual std::vector<Result<std::optional<std::string>>> ReadFileGroup(
+      const std::vector<Drive*>& group, const std::vector<std::string>& paths) {
+    std::vector<Result<std::optional<std::string>>> out;
+    out.reserve(group.size());
+    for (size_t i = 0; i < group.size(); ++i) out.push_back(group[i]->ReadFile(paths[i]));
     return out;
   }
 

@@ -364,14 +364,7 @@ Status LocalDrive::Commit(const fsutil::CommitPlan& plan) {
 
 Result<LocalDrive::StagedRename> LocalDrive::StageRename(const RenameDataRequest& req) {
   // Every name is checked before anything is touched (fsutil::Commit checks them again).
-  if (!InStaging(req.staging) || req.staging.find('/', rel::Tmp().size() + 1) != std::string::npos)
-    return MakeError(ErrorCode::kInvalidArgument, "not a staging directory: " + req.staging);
-  if (!paths::IsMetaFileName(req.meta_name) ||
-      (!req.data_name.empty() && !paths::IsDataDirName(req.data_name)))
-    return MakeError(ErrorCode::kInvalidArgument, "commit names not of the drive layout: meta '" +
-                                                      req.meta_name + "', data '" + req.data_name +
-                                                      "'");
-  RS_RETURN_IF_ERROR(paths::ValidateBucketName(req.bucket));
+  RS_RETURN_IF_ERROR(CheckRenameDataRequest(req));
   RS_ABS(staging, req.staging);
   RS_ABS(target, req.key_dir);
   const std::string base = paths::BucketDir(root_, req.bucket);

@@ -56,7 +56,9 @@ class LocalDrive final : public Drive {
 
   Status Commit(const fsutil::CommitPlan& plan) override;
   Result<RenameDataResult> RenameData(const RenameDataRequest& req) override;
-  uint64_t GroupKey() const override { return group_key_.load(std::memory_order_relaxed); }
+  uint64_t GroupKey() const override {
+    return group_key_.load(std::memory_order_relaxed) & ~kRemoteGroupKeyBit;
+  }
   std::vector<Result<RenameDataResult>> RenameDataGroup(
       const std::vector<Drive*>& group, const std::vector<RenameDataRequest>& reqs) override;
 

@@ -122,6 +122,38 @@ storage::RenameDataResult Sample() {
   return {kBinary, "d0", /*staging_kept=*/true};
 }
 
+template <>
+peer::RenameDataBatch Sample() {
+  storage::RenameDataRequest del{".rdmastor.sys/tmp/t", "b", "b/k2", "m.json", "", std::nullopt};
+  del.mode = storage::RenameMode::kRemoveVersion;
+  del.version_id = "v1";
+  storage::RenameDataRequest add = Sample<storage::RenameDataRequest>();
+  add.mode = storage::RenameMode::kAddVersion;
+  return {{{"/mnt/d1", Sample<storage::RenameDataRequest>()},
+           {"/mnt/d2", del},
+           {"/mnt/d 3", add},
+           {"/mnt/d4", {".rdmastor.sys/tmp/u", "b", "b/k", "m.json", "", std::string()}}}};
+}
+template <>
+peer::RenameDataResults Sample() {
+  return {{Sample<storage::RenameDataResult>(), MakeError(ErrorCode::kNoSuchBucket, "gone"),
+           storage::RenameDataResult{std::nullopt, ""},
+           storage::RenameDataResult{std::string(), "d9"},
+           MakeError(ErrorCode::kInvalidArgument, "not a staging directory: \xff")}};
+}
+
+template <>
+peer::ReadFileBatch Sample() {
+  return {{{"/mnt/d1", "b/k/m.json"}, {"/mnt/d 2", "b/\xc3\xa9/m.json"}}};
+}
+template <>
+peer::ReadFileResults Sample() {
+  using R = Result<std::optional<std::string>>;
+  return {{R(std::optional<std::string>(kBinary)), R(std::optional<std::string>()),
+           R(std::optional<std::string>(std::string())), R(MakeError(ErrorCode::kNoSuchKey, "x")),
+           R(std::optional<std::string>(kBinary + kBinary))}};
+}
+
 template <class T>
 std::string Flat(const T& v) {
   Frame f = Wire<T>::Encode(v);
@@ -210,14 +242,12 @@ TEST(PeerCalls, NumbersOutsideTheFieldsRangeAreRefused) {
     auto r = DecodeRequest<peer::ShardBytes>(body);
     EXPECT_FALSE(r.ok()) << body;
   }
-  EXPECT_FALSE(DecodeListOptions(
-                   R"({"prefix":"","delimiter":"","start_after":"","max_keys":4294967296})")
-                   .ok());
-  EXPECT_FALSE(DecodeLockArgs(
-                   R"({"uid":"u","resources":[],"owner":"o","source":"s","quorum":-3e10})")
-                   .ok());
-  auto ok =
-      DecodeRequest<peer::ShardBytes>("{\"rdma_bytes\":18446744073709551615,\"handle\":0}\n");
+  EXPECT_FALSE(
+      DecodeListOptions(R"({"prefix":"","delimiter":"","start_after":"","max_keys":4294967296})")
+          .ok());
+  EXPECT_FALSE(
+      DecodeLockArgs(R"({"uid":"u","resources":[],"owner":"o","source":"s","quorum":-3e10})").ok());
+  auto ok = DecodeRequest<peer::ShardBytes>("{\"rdma_bytes\":18446744073709551615,\"handle\":0}\n");
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->rdma_bytes, UINT64_MAX);
 }
@@ -238,6 +268,37 @@ TEST(PeerCalls, PayloadIsTakenWhole) {
   d = DecodeRequest<storage::RenameDataRequest>(EncodeRequest(del));
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->meta.has_value());
+}
+
+// A batch's entries share one payload, cut by each entry's length: lengths that do not add up to
+// the payload, or a payload for an entry without one, are malformed, never read past the body.
+TEST(PeerCalls, BatchPayloadLengthsMustAddUp) {
+  const peer::RenameDataBatch batch = Sample<peer::RenameDataBatch>();
+  const std::string body = EncodeRequest(batch);
+  ASSERT_TRUE(DecodeRequest<peer::RenameDataBatch>(body).ok());
+  EXPECT_FALSE(DecodeRequest<peer::RenameDataBatch>(body + "x").ok());
+  EXPECT_FALSE(DecodeRequest<peer::RenameDataBatch>(body.substr(0, body.size() - 1)).ok());
+  const std::string entry =
+      R"({"disk":"/d","staging":"s","bucket":"b","key_dir":"b/k","meta_name":"m","data_name":"",)"
+      R"("keep_data":false,"prune":false,)";
+  for (const std::string tail :
+       {R"("has_meta":true,"len":18446744073709551615}]})", R"("has_meta":true,"len":-1}]})",
+        R"("has_meta":false,"len":2}]})", R"("has_meta":true,"len":1.5}]})"}) {
+    auto r = DecodeRequest<peer::RenameDataBatch>(R"({"entries":[)" + entry + tail + "\nab");
+    EXPECT_FALSE(r.ok()) << tail;
+  }
+  auto r = DecodeRequest<peer::RenameDataBatch>(R"({"entries":[)" + entry +
+                                                R"("has_meta":true,"len":2}]})" + "\nab");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->entries.at(0).req.meta, std::optional<std::string>("ab"));
+  // An error keeps its code across the wire.
+  const auto results = Sample<peer::RenameDataResults>();
+  auto back = Wire<peer::RenameDataResults>::Decode(Wire<peer::RenameDataResults>::Encode(results));
+  ASSERT_TRUE(back.ok());
+  ASSERT_EQ(back->results.size(), results.results.size());
+  EXPECT_EQ(back->results[1].error().code, ErrorCode::kNoSuchBucket);
+  EXPECT_EQ(back->results[1].error().message, "gone");
+  EXPECT_EQ(back->results[4].error().code, ErrorCode::kInvalidArgument);
 }
 
 }  // namespace

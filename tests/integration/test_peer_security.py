@@ -90,6 +90,80 @@ def test_forged_commit_cannot_touch_anything_outside_the_drive(cluster):
     assert get_bytes(c.client(1), bucket, "victim") == data
 
 
+def test_forged_batched_commit_is_refused_whole(cluster):
+    """renamedatagroup (the commits of all of a node's drives in one call) checks every entry as
+    renamedata does, and the drive each names, before it runs any: a batch whose valid first
+    entry would delete an object, followed by an entry that names a path outside the drive, a
+    drive of another node or a directory that is no drive, or the same drive twice, is refused
+    (400) and the object stays whole on every drive."""
+    c = cluster
+    s3 = c.client(0)
+    bucket = "peer-batch"
+    s3.create_bucket(Bucket=bucket)
+    data = seeded_bytes(100 << 10, seed=13)
+    s3.put_object(Bucket=bucket, Key="victim", Body=data)
+    outside = os.path.join(c.base, "outside-the-batch")
+    os.makedirs(os.path.join(outside, "keep"))
+    with open(os.path.join(outside, "keep", "file"), "w") as f:
+        f.write("must survive")
+
+    node, disks = c.nodes[1], c.dirs[1]
+    climb = "../" * 32 + os.path.relpath(outside, "/")
+
+    def entry(disk, **over):
+        # A valid removal of "victim" (mode 2: remove the null version, then prune the key).
+        return {"disk": disk, "staging": ".rdmastor.sys/tmp/forged-batch", "bucket": bucket,
+                "key_dir": bucket + "/victim", "meta_name": ".rdmastor.meta", "data_name": "",
+                "has_meta": False, "keep_data": False, "prune": True, "mode": 2,
+                "version_id": "", "len": 0, **over}
+
+    def batch(*entries, payload=b""):
+        return storage_call(node, c.creds, "renamedatagroup", disks[0], {"entries": list(entries)},
+                            payload)
+
+    for second, why in (
+            (entry(disks[1], key_dir=climb), "drive path"),
+            (entry(disks[1], staging=climb), "not a staging directory"),
+            (entry(disks[1], staging=".rdmastor.sys/tmp/../../" + bucket),
+             "not a staging directory"),
+            (entry(disks[1], data_name=climb), "commit names not of the drive layout"),
+            (entry(disks[1], meta_name="../../" + climb), "commit names not of the drive layout"),
+            (entry(disks[1], key_dir=bucket + "/victim\u0000x"), "drive path"),
+            (entry(c.dirs[0][0]), "is not a drive of this node"),
+            (entry(outside), "is not a drive of this node"),
+            (entry(disks[1] + "/.."), "is not a drive of this node"),
+            (entry(disks[0]), "named twice")):
+        r = batch(entry(disks[0]), second)
+        assert r.status_code == 400, (second, r.status_code, r.text)
+        assert why in r.text, (second, r.text)
+    # A payload longer or shorter than the entries' lengths is malformed, not cut anywhere.
+    r = batch(entry(disks[0], has_meta=True, len=4), payload=b"{}")
+    assert r.status_code >= 400, r.text
+
+    assert _read(os.path.join(outside, "keep", "file")) == b"must survive"
+    for d in (x for dirs in c.dirs for x in dirs):
+        assert os.path.isfile(os.path.join(d, bucket, "victim", ".rdmastor.meta")), d
+    assert get_bytes(c.client(1), bucket, "victim") == data
+    assert get_bytes(c.client(0), bucket, "victim") == data
+
+    # The batched metadata read: a drive of another node or no drive refuses the whole call; a
+    # path outside the drive is refused for its entry, and the others are read.
+    def read_batch(*entries):
+        return storage_call(node, c.creds, "readfilegroup", disks[0], {"entries": list(entries)})
+    meta = bucket + "/victim/.rdmastor.meta"
+    for disk in (c.dirs[0][0], outside, disks[1] + "/.."):
+        r = read_batch({"disk": disks[0], "path": meta}, {"disk": disk, "path": meta})
+        assert r.status_code == 400 and "is not a drive of this node" in r.text, (disk, r.text)
+    r = read_batch({"disk": disks[0], "path": meta},
+                   {"disk": disks[1], "path": climb + "/keep/file"},
+                   {"disk": disks[1], "path": "/" + os.path.relpath(outside, "/") + "/keep/file"})
+    assert r.status_code == 200, r.text
+    head = json.loads(r.headers["x-rdmastor-reply"])["results"]
+    assert head[0]["ok"] and head[0]["found"], head
+    assert [h["ok"] for h in head[1:]] == [False, False], head
+    assert b"must survive" not in r.content
+
+
 def _refused(r):
     assert r.status_code == 403, (r.status_code, r.text)
     assert "<Code>AccessDenied</Code>" in r.text, r.text

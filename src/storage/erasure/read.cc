@@ -128,9 +128,8 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
   std::vector<std::optional<ObjectMeta>> metas(n);
   const std::string path = Join(Join(bucket, loc.rel_dir), loc.meta_name);
   // true: the drive answers and has no such key (or, for a named version, not that version).
-  auto missing_on = ForEachDrive(
-      [&](size_t p) {
-        auto raw = roots_[p]->ReadFile(path);
+  auto missing_on = ReadFileEach(
+      path, [&](size_t p, Result<std::optional<std::string>> raw) {
         if (!raw.ok()) return false;
         if (!raw->has_value()) return roots_[p]->StatVol(bucket);
         auto file = ParseObjectVersions(**raw, path);
@@ -139,8 +138,7 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
         if (!m) return true;
         if (m->delete_marker || m->erasure) metas[p] = *m;
         return false;
-      },
-      DriveWork::kLookup);
+      });
   const int missing = Count(missing_on);
   // A version is the same on every drive: id, data directory, ETag, marker or not, ACL and tags
   // (a drive that missed a PutObjectAcl or PutObjectTagging must not decide who may read or what

@@ -60,12 +60,13 @@ Result<std::string> DataDirOf(Drive& drive, const std::string& meta_path) {
 }
 
 std::vector<std::vector<size_t>> DriveFanout::Groups(const std::vector<bool>& which,
-                                                     bool by_key) const {
+                                                     GroupBy by) const {
   std::vector<std::vector<size_t>> tasks;
   std::vector<std::pair<uint64_t, size_t>> task_of_key;
   for (size_t p = 0; p < drives_.size(); ++p) {
     if (!which[p]) continue;
-    const uint64_t key = by_key ? drives_[p]->GroupKey() : 0;
+    const bool keyed = by == GroupBy::kKey || (by == GroupBy::kLocalKey && drives_[p]->is_local());
+    const uint64_t key = keyed ? drives_[p]->GroupKey() : 0;
     if (key != 0) {
       auto it = std::find_if(task_of_key.begin(), task_of_key.end(),
                              [&](const auto& k) { return k.first == key; });
@@ -125,16 +126,27 @@ std::vector<bool> DriveFanout::ForEachDrive(const std::vector<bool>& which,
       }
     }
   }
-  RunTasks(Groups(pooled, work == DriveWork::kBuffered), here,
+  RunTasks(Groups(pooled, work == DriveWork::kBuffered ? GroupBy::kLocalKey : GroupBy::kNone), here,
            [&](const std::vector<size_t>& members) {
-    for (size_t p : members) ok[p] = fn(p);
-  });
+             for (size_t p : members) ok[p] = fn(p);
+           });
   return std::vector<bool>(ok.begin(), ok.end());
 }
 
 void DriveFanout::ForEachGroup(const std::vector<bool>& which,
-                               const std::function<void(const std::vector<size_t>&)>& fn) const {
-  RunTasks(Groups(which, /*by_key=*/true), {}, fn);
+                               const std::function<void(const std::vector<size_t>&)>& fn,
+                               DriveWork work) const {
+  std::vector<bool> pooled = which;
+  std::vector<size_t> here;
+  if (work == DriveWork::kLookup && pool_) {
+    for (size_t p = 0; p < drives_.size(); ++p) {
+      if (which[p] && drives_[p]->is_local()) {
+        pooled[p] = false;
+        here.push_back(p);
+      }
+    }
+  }
+  RunTasks(Groups(pooled, GroupBy::kKey), here, fn);
 }
 
 std::vector<Result<RenameDataResult>> ErasureSet::RenameDataAll(
@@ -157,6 +169,28 @@ std::vector<Result<RenameDataResult>> ErasureSet::RenameDataAll(
     for (size_t j = 0; j < members.size(); ++j) out[members[j]] = std::move(results[j]);
   });
   return out;
+}
+
+std::vector<bool> ErasureSet::ReadFileEach(
+    const std::string& path,
+    const std::function<bool(size_t, Result<std::optional<std::string>>)>& fn) const {
+  std::vector<char> ok(roots_.size(), 0);  // not vector<bool>: written by several threads
+  fanout_.ForEachGroup(
+      std::vector<bool>(roots_.size(), true),
+      [&](const std::vector<size_t>& members) {
+        if (members.size() == 1) {
+          ok[members[0]] = fn(members[0], roots_[members[0]]->ReadFile(path));
+          return;
+        }
+        std::vector<Drive*> group;
+        for (size_t p : members) group.push_back(roots_[p]);
+        auto read = roots_[members[0]]->ReadFileGroup(
+            group, std::vector<std::string>(members.size(), path));
+        for (size_t j = 0; j < members.size(); ++j)
+          ok[members[j]] = fn(members[j], std::move(read[j]));
+      },
+      DriveWork::kLookup);
+  return std::vector<bool>(ok.begin(), ok.end());
 }
 
 void ErasureSet::SetLocker(std::shared_ptr<NamespaceLocker> locker,

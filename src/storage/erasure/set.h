@@ -70,13 +70,14 @@ Status MigrateSingleDriveLayout(Drive& drive);
 
 // What a batch of per-drive calls does, which decides where the calls run (DriveFanout).
 enum class DriveWork {
-  kIo,      // disk or network work (fsync, reads of shard data): every call on the pool
-  kLookup,  // a metadata lookup that a local drive answers from the page cache in microseconds:
-            // local drives' calls run on the calling thread, cheaper than a hand-off
+  kIo,        // disk or network work (fsync, reads of shard data): every call on the pool
+  kLookup,    // a metadata lookup that a local drive answers from the page cache in microseconds:
+              // local drives' calls run on the calling thread, cheaper than a hand-off
   kBuffered,  // steps of a write that land in the page cache (shard creation, appends, staging
-              // removal): the drives of one group (Drive::GroupKey: one file system) run one
-              // after another on one thread, since they share the page cache and threads would
-              // only add hand-offs; groups and remote drives in parallel
+              // removal): the local drives of one group (Drive::GroupKey: one file system) run
+              // one after another on one thread, since they share the page cache and threads
+              // would only add hand-offs; groups and remote drives in parallel (a remote drive's
+              // call is a round trip: one thread per drive overlaps them)
 };
 
 // Runs one call per drive position of an erasure set and collects per-position results. The
@@ -102,15 +103,21 @@ class DriveFanout {
   // Runs fn(members) once per group of the positions with which[p] (Drive::GroupKey; a drive
   // with key 0 is a group of one), groups in parallel; members in position order. fn may touch
   // only its members' state.
+  // kLookup: the local drives' calls run as one group on the calling thread meanwhile (one after
+  // another, as ForEachDrive runs them), the remote drives' by group on the pool.
   void ForEachGroup(const std::vector<bool>& which,
-                    const std::function<void(const std::vector<size_t>&)>& fn) const;
+                    const std::function<void(const std::vector<size_t>&)>& fn,
+                    DriveWork work = DriveWork::kIo) const;
 
  private:
   // Runs fn(task) for every task, in parallel on the pool (the last one on the calling thread),
   // and fn(here) on the calling thread meanwhile (everything there without a pool).
   void RunTasks(const std::vector<std::vector<size_t>>& tasks, const std::vector<size_t>& here,
                 const std::function<void(const std::vector<size_t>&)>& fn) const;
-  std::vector<std::vector<size_t>> Groups(const std::vector<bool>& which, bool by_key) const;
+  // The positions with which[p] as tasks: one per drive, or one per group of drives with the
+  // same Drive::GroupKey (kLocalKey: local drives only, remote drives one task each).
+  enum class GroupBy { kNone, kLocalKey, kKey };
+  std::vector<std::vector<size_t>> Groups(const std::vector<bool>& which, GroupBy by) const;
 
   std::vector<Drive*> drives_;
   std::vector<bool> all_;
@@ -194,6 +201,12 @@ class ErasureSet {
   std::vector<Result<RenameDataResult>> RenameDataAll(
       const std::vector<bool>& which,
       const std::function<RenameDataRequest(size_t)>& make_req) const;
+  // ReadFile of `path` on every drive (a kLookup batch: local drives on the calling thread, the
+  // remote drives of one node in one ReadFileGroup call), then fn(p, what drive p read) on the
+  // thread that read it; returns, per position, what fn returned.
+  std::vector<bool> ReadFileEach(
+      const std::string& path,
+      const std::function<bool(size_t, Result<std::optional<std::string>>)>& fn) const;
 
   // ---- namespace locks ----
 
@@ -319,8 +332,8 @@ class ErasureSet {
                           const erasure::Codec& codec, const std::vector<int>& dist,
                           const Stagings& st, std::vector<bool>& alive, const std::string& rel,
                           std::optional<uint64_t> inline_limit,
-                          std::vector<std::string>* inline_out,
-                          std::string* md5_out, bool committed_by_rename_data = false);
+                          std::vector<std::string>* inline_out, std::string* md5_out,
+                          bool committed_by_rename_data = false);
 
   // Commits the staged version (metadata per alive drive in the commit call) and rolls back when
   // fewer than `quorum` drives committed. `metas` per position; data dir name metas[p].data_dir
@@ -375,12 +388,11 @@ class ErasureSet {
 
   // A read that resolved a delete marker: kMethodNotAllowed when `sel` named it, else kNoSuchKey
   // (with the marker in `marker` when given).
-  Status RefuseDeleteMarker(const std::string& bucket, const std::string& key,
-                            const ObjectView& v, const VersionSel& sel, ObjectInfo* marker);
+  Status RefuseDeleteMarker(const std::string& bucket, const std::string& key, const ObjectView& v,
+                            const VersionSel& sel, ObjectInfo* marker);
 
   Result<ObjectInfo> StatObject(const std::string& bucket, const std::string& key,
-                                const VersionSel& sel = std::nullopt,
-                                ObjectInfo* marker = nullptr);
+                                const VersionSel& sel = std::nullopt, ObjectInfo* marker = nullptr);
 
   // Without `sel`: removes the null version (unversioned bucket) or adds a delete marker (a new
   // id when Enabled, the null one when Suspended). With `sel`: removes that version. One
