@@ -94,12 +94,15 @@ Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, 
       ++picked;
     }
     if (picked == 0) break;
-    auto ok = drives.ForEachDrive(round, [&](size_t p) {
-      auto& framed = v.framed[p];
-      framed.resize(erasure::kBitrotHashSize + block);
-      return v.sources[p].Read(part, off, framed.data(), framed.size()) &&
-             erasure::VerifyFramedBlock(framed.data(), block);
-    }, work);
+    auto ok = drives.ForEachDrive(
+        round,
+        [&](size_t p) {
+          auto& framed = v.framed[p];
+          framed.resize(erasure::kBitrotHashSize + block);
+          return v.sources[p].Read(part, off, framed.data(), framed.size()) &&
+                 erasure::VerifyFramedBlock(framed.data(), block);
+        },
+        work);
     for (size_t p = 0; p < static_cast<size_t>(n); ++p) {
       if (!round[p]) continue;
       if (!ok[p]) {
@@ -135,9 +138,9 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
         if (!raw->has_value()) return roots_[p]->StatVol(bucket);
         auto file = ParseObjectVersions(**raw, path);
         if (!file.ok()) return false;  // corrupt: this drive needs healing
-        const ObjectMeta* m = sel ? file->Find(*sel) : file->Latest();
+        ObjectMeta* m = sel ? file->Find(*sel) : file->Latest();
         if (!m) return true;
-        if (m->delete_marker || m->erasure) metas[p] = *m;
+        if (m->delete_marker || m->erasure) metas[p] = std::move(*m);
         return false;
       },
       DriveWork::kLookup);
