@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <cstdio>
 #include <exception>
 #include <iterator>
 #include <map>
@@ -87,8 +86,8 @@ bool CanonicalChecksumMatches(std::string_view text) {
     return false;
   const uint32_t crc =
       hash::Crc32c(text.data() + rest_at, text.size() - rest_at, hash::Crc32c("{", 1));
-  char hex[kHexLen + 1];
-  std::snprintf(hex, sizeof(hex), "%08x", crc);  // HexEncode of the big-endian digest
+  char hex[kHexLen];  // HexEncode of the big-endian digest (snprintf cost 0.4% of a small GET)
+  for (size_t i = 0; i < kHexLen; ++i) hex[i] = "0123456789abcdef"[(crc >> (28 - 4 * i)) & 0xf];
   return text.substr(kHead.size(), kHexLen) == std::string_view(hex, kHexLen);
 }
 
