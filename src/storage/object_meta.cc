@@ -622,14 +622,20 @@ class CanonicalReader {
   size_t i_ = 0;
 };
 
+// Marks a required member seen (the readers' `seen` bit sets); always true.
+bool Need(unsigned& seen, unsigned bit) {
+  seen |= bit;
+  return true;
+}
+
 bool ReadErasure(CanonicalReader& r, ErasureMeta& e) {
   unsigned seen = 0;
   bool shard = false;
   const bool ok = r.Object([&](std::string_view name) {
-    if (name == "bitrot") return (seen |= 1), r.String(e.bitrot);
-    if (name == "data") return (seen |= 2), r.Int(e.data);
-    if (name == "distribution") return (seen |= 4), r.IntArray(e.distribution);
-    if (name == "index") return (seen |= 8), r.Int(e.index);
+    if (name == "bitrot") return Need(seen, 1) && r.String(e.bitrot);
+    if (name == "data") return Need(seen, 2) && r.Int(e.data);
+    if (name == "distribution") return Need(seen, 4) && r.IntArray(e.distribution);
+    if (name == "index") return Need(seen, 8) && r.Int(e.index);
     if (name == "inline") return r.Bool(e.is_inline);
     if (name == "inline_shard") {
       shard = true;
@@ -640,8 +646,8 @@ bool ReadErasure(CanonicalReader& r, ErasureMeta& e) {
       e.inline_shard = std::move(*raw);
       return true;
     }
-    if (name == "parity") return (seen |= 16), r.Int(e.parity);
-    if (name == "stripe_size") return (seen |= 32), r.Int(e.stripe_size);
+    if (name == "parity") return Need(seen, 16) && r.Int(e.parity);
+    if (name == "stripe_size") return Need(seen, 32) && r.Int(e.stripe_size);
     return false;
   });
   return ok && seen == 63 && shard == e.is_inline;
@@ -652,8 +658,8 @@ bool ReadPart(CanonicalReader& r, PartMeta& p) {
   const bool ok = r.Object([&](std::string_view name) {
     if (name == "checksums") return r.StringMap(p.checksums);
     if (name == "etag") return r.String(p.etag);
-    if (name == "number") return (seen |= 1), r.Int(p.number);
-    if (name == "size") return (seen |= 2), r.Int(p.size);
+    if (name == "number") return Need(seen, 1) && r.Int(p.number);
+    if (name == "size") return Need(seen, 2) && r.Int(p.size);
     return false;
   });
   return ok && seen == 3;
@@ -666,18 +672,17 @@ bool ReadVersion(CanonicalReader& r, ObjectMeta& m) {
     if (name == "acl") return r.String(m.acl);
     if (name == "checksums") return r.StringMap(m.checksums);
     if (name == "content_type") return r.String(m.content_type);
-    if (name == "data_dir") return (seen |= 1), r.String(m.data_dir);
+    if (name == "data_dir") return Need(seen, 1) && r.String(m.data_dir);
     if (name == "delete_marker") return r.Bool(m.delete_marker);
     if (name == "erasure") return ReadErasure(r, m.erasure.emplace());
-    if (name == "etag") return (seen |= 2), r.String(m.etag);
+    if (name == "etag") return Need(seen, 2) && r.String(m.etag);
     if (name == "internal") return r.StringMap(m.internal);
-    if (name == "mtime_ns") return (seen |= 4), r.Int(m.mtime_ns);
+    if (name == "mtime_ns") return Need(seen, 4) && r.Int(m.mtime_ns);
     if (name == "multipart") return r.Bool(m.multipart);
     if (name == "parts") {
-      seen |= 8;
-      return r.Array([&] { return ReadPart(r, m.parts.emplace_back()); });
+      return Need(seen, 8) && r.Array([&] { return ReadPart(r, m.parts.emplace_back()); });
     }
-    if (name == "size") return (seen |= 16), r.Int(m.size);
+    if (name == "size") return Need(seen, 16) && r.Int(m.size);
     if (name == "storage_class") return r.String(m.storage_class);
     if (name == "tags") return r.String(m.tags);
     if (name == "user_metadata") return r.StringMap(m.user_metadata);
