@@ -35,9 +35,9 @@ inline constexpr int kMetaFormatVersion = 2;
 inline constexpr int kMetaFormatEncrypted = 3;  // a version carries "internal" (see above)
 
 // Keys of ObjectMeta::internal / ObjectInfo::internal / UploadRecord::internal.
-inline constexpr const char* kInternalSse = "sse";                // "SSE-S3" | "SSE-C"
+inline constexpr const char* kInternalSse = "sse";                   // "SSE-S3" | "SSE-C"
 inline constexpr const char* kInternalSealedKey = "sse-sealed-key";  // crypto::SealKey's form
-inline constexpr const char* kInternalKekId = "sse-kek-id";        // SSE-S3: the master key's name
+inline constexpr const char* kInternalKekId = "sse-kek-id";  // SSE-S3: the master key's name
 // True when the data is stored encrypted (sizes in the metadata are the stored sizes).
 bool IsEncrypted(const std::map<std::string, std::string>& internal);
 
@@ -57,6 +57,8 @@ struct PartMeta {
   uint64_t size = 0;
   std::string etag;
   std::map<std::string, std::string> checksums;  // the part's S3 checksums; written when present
+
+  bool operator==(const PartMeta&) const = default;
 };
 
 // How an erasure-coded object is stored (absent for the single-drive layout). Every drive of the
@@ -70,6 +72,8 @@ struct ErasureMeta {
   std::string bitrot;             // per-block checksum algorithm of the shard files: "xxh3-64"
   bool is_inline = false;         // the shard is `inline_shard`, no data directory exists
   std::string inline_shard;       // framed shard bytes (base64 in the file)
+
+  bool operator==(const ErasureMeta&) const = default;
 };
 
 // One version of an object (the per-version record of the metadata file).
@@ -95,6 +99,7 @@ struct ObjectMeta {
   std::map<std::string, std::string> internal;  // format 3: see above; written when non-empty
 
   ObjectInfo ToInfo(const std::string& bucket, const std::string& key) const;
+  bool operator==(const ObjectMeta&) const = default;
 };
 
 // UpdateMetadata's change to one version, as PutOptions asks for it: the ACL alone (acl_only),
@@ -107,8 +112,10 @@ struct ObjectVersions {
   std::vector<ObjectMeta> versions;
 
   const ObjectMeta* Latest() const { return versions.empty() ? nullptr : &versions.front(); }
+  ObjectMeta* Latest() { return versions.empty() ? nullptr : &versions.front(); }
   // The version with this id ("" = the null version); nullptr when absent.
   const ObjectMeta* Find(std::string_view version_id) const;
+  ObjectMeta* Find(std::string_view version_id);
   // Removes the version with this id; returns it (nullopt when absent).
   std::optional<ObjectMeta> Remove(std::string_view version_id);
   // Adds `v` in mtime order (newest first; before versions of the same mtime), replacing the
@@ -122,8 +129,16 @@ struct ObjectVersions {
 // bit-rotten metadata file is detected (files written before the field existed have none).
 std::string SerializeObjectVersions(const ObjectVersions& file);
 // Reads format 2, and format 1 as one null version. An empty version list is malformed.
+// A file in the exact layout SerializeObjectVersions writes is read by ParseCanonicalVersions;
+// any other (another spelling, an older format, a damaged or hostile file) by
+// ParseObjectVersionsGeneral, which also words every error.
 Result<ObjectVersions> ParseObjectVersions(const std::string& text,
                                            const std::string& path_for_errors);
+// The two readings, public for the tests that hold them equal. ParseCanonicalVersions declines
+// (nullopt) whatever it does not read exactly as ParseObjectVersionsGeneral would, errors included.
+std::optional<ObjectVersions> ParseCanonicalVersions(std::string_view text);
+Result<ObjectVersions> ParseObjectVersionsGeneral(const std::string& text,
+                                                  const std::string& path_for_errors);
 
 // A file holding only `meta`, and the latest version of a file (a delete marker included).
 std::string SerializeObjectMeta(const ObjectMeta& meta);

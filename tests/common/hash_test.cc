@@ -23,6 +23,25 @@ TEST(HashTest, HmacSha256Rfc4231) {
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }
 
+// The HMAC context is reused per thread: each call has its own key, an empty one included (a null
+// key would make OpenSSL keep the previous call's), and SHA-1 and SHA-256 do not mix.
+TEST(HashTest, HmacKeysDoNotCarryOverBetweenCalls) {
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(HexEncode(HmacSha256("Jefe", "what do ya want for nothing?")),
+              "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    EXPECT_EQ(HexEncode(HmacSha256(std::string_view(), "")),
+              "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
+    EXPECT_EQ(HexEncode(HmacSha1(std::string_view(), "")),
+              "fbdb1d1b18aa6c08324b7d64b71fb76370690e1d");
+    // RFC 2202 test case 2.
+    EXPECT_EQ(HexEncode(HmacSha1("Jefe", "what do ya want for nothing?")),
+              "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79");
+    EXPECT_EQ(HexEncode(Digest(Algo::kSHA256, "abc")),
+              "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    EXPECT_EQ(HexEncode(Digest(Algo::kMD5, "")), "d41d8cd98f00b204e9800998ecf8427e");
+  }
+}
+
 TEST(HashTest, CrcCheckValues) {
   const std::string check = "123456789";
   EXPECT_EQ(Crc32(check.data(), check.size()), 0xCBF43926u);
@@ -99,8 +118,8 @@ TEST(HashTest, Crc64NvmeMatchesBitwiseAtEveryLengthAndAlignment) {
 TEST(HashTest, CrcCombineEqualsCrcOfConcatenation) {
   std::string data;
   for (int i = 0; i < 20000; ++i) data += static_cast<char>(i * 37 + (i >> 5));
-  for (size_t split : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{4095}, size_t{12345},
-                       data.size()}) {
+  for (size_t split :
+       {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{4095}, size_t{12345}, data.size()}) {
     SCOPED_TRACE(split);
     const char* a = data.data();
     const char* b = data.data() + split;
@@ -120,12 +139,11 @@ TEST(HashTest, CrcCombineEqualsCrcOfConcatenation) {
   }
   const uint64_t len = uint64_t{64} << 20;
   EXPECT_EQ(Crc64NvmeCombine(Crc64Nvme("abc", 3), zeros64, len),
-            Crc64Nvme(mib.data(), mib.size(),
-                      [&] {
-                        uint64_t c = Crc64Nvme("abc", 3);
-                        for (int i = 0; i < 63; ++i) c = Crc64Nvme(mib.data(), mib.size(), c);
-                        return c;
-                      }()));
+            Crc64Nvme(mib.data(), mib.size(), [&] {
+              uint64_t c = Crc64Nvme("abc", 3);
+              for (int i = 0; i < 63; ++i) c = Crc64Nvme(mib.data(), mib.size(), c);
+              return c;
+            }()));
   uint32_t direct32 = Crc32("abc", 3);
   for (int i = 0; i < 64; ++i) direct32 = Crc32(mib.data(), mib.size(), direct32);
   EXPECT_EQ(Crc32Combine(Crc32("abc", 3), zeros32, len), direct32);

@@ -5,7 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "common/hash.h"
 #include "crypto/dare.h"
@@ -282,9 +287,9 @@ TEST(ObjectMetaTest, InlineShardsOfEveryVersionRoundTrip) {
   const std::string text = SerializeObjectVersions(file);
   // The shards are spliced into the dump (the dumper escapes strings byte by byte): the file is
   // still exactly what the JSON dumper writes for it.
-  EXPECT_EQ(nlohmann::json::parse(text).dump(-1, ' ', false,
-                                             nlohmann::json::error_handler_t::replace),
-            text);
+  EXPECT_EQ(
+      nlohmann::json::parse(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      text);
   auto back = ParseObjectVersions(text, "meta");
   ASSERT_TRUE(back.ok()) << back.error().message;
   ASSERT_EQ(back->versions.size(), 5u);
@@ -343,11 +348,15 @@ TEST(ObjectMetaTest, HostileFilesAreErrorsNamingTheFile) {
       file(R"(,"version_id":"../x")"),
       file(R"(,"version_id":7)"),
       file(R"(,"delete_marker":true)"),
-      file(R"(,"erasure":{"data":1e40,"parity":1,"stripe_size":1,"index":0,"distribution":[0,1],"bitrot":"x"})"),
-      file(R"(,"erasure":{"data":2,"parity":1,"stripe_size":1,"index":0,"distribution":[0,1.5,2],"bitrot":"x"})"),
-      file(R"(,"erasure":{"data":2147483647,"parity":1,"stripe_size":1,"index":0,"distribution":[0],"bitrot":"x"})"),
+      file(
+          R"(,"erasure":{"data":1e40,"parity":1,"stripe_size":1,"index":0,"distribution":[0,1],"bitrot":"x"})"),
+      file(
+          R"(,"erasure":{"data":2,"parity":1,"stripe_size":1,"index":0,"distribution":[0,1.5,2],"bitrot":"x"})"),
+      file(
+          R"(,"erasure":{"data":2147483647,"parity":1,"stripe_size":1,"index":0,"distribution":[0],"bitrot":"x"})"),
       file(R"(,"user_metadata_b64":{"!!":"!!"})"),
-      R"({"version":2,"versions":[)" + std::string(1, '{') + R"("size":0,"etag":"","mtime_ns":1,"parts":[],"data_dir":"","delete_marker":true},)" +
+      R"({"version":2,"versions":[)" + std::string(1, '{') +
+          R"("size":0,"etag":"","mtime_ns":1,"parts":[],"data_dir":"","delete_marker":true},)" +
           R"({"size":0,"etag":"","mtime_ns":2,"parts":[],"data_dir":"","delete_marker":true}]})",
       R"({"version":2,"versions":[{"size":18446744073709551615,"etag":"e","mtime_ns":1,"parts":[{"number":1,"size":18446744073709551615},{"number":2,"size":1}],"data_dir":".rdmastor.data.ab"}]})",
   };
@@ -358,7 +367,8 @@ TEST(ObjectMetaTest, HostileFilesAreErrorsNamingTheFile) {
     EXPECT_NE(r.error().message.find("/d/k/.rdmastor.meta"), std::string::npos)
         << text << ": " << r.error().message;
   }
-  for (const std::string text : {R"({"key":"k","initiated_ns":1e300})", R"({"key":"k","initiated_ns":"1"})", "7"}) {
+  for (const std::string text :
+       {R"({"key":"k","initiated_ns":1e300})", R"({"key":"k","initiated_ns":"1"})", "7"}) {
     auto r = ParseUploadRecord(text, "upload.json");
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_NE(r.error().message.find("upload.json"), std::string::npos);
@@ -369,6 +379,186 @@ TEST(ObjectMetaTest, HostileFilesAreErrorsNamingTheFile) {
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_NE(r.error().message.find("part.1.json"), std::string::npos);
   }
+}
+
+// The canonical reader (the GET path's) against the general one: on every file the serializer
+// writes it must read, and read the same; on any file (mutated, re-checksummed so it stays in
+// the checked layout) ParseObjectVersions must answer exactly what the general reader answers.
+std::string Rechecksum(std::string canonical) {  // `{...}` without the checksum member
+  const std::string crc = hash::HexEncode(hash::Digest(hash::Algo::kCRC32C, canonical));
+  return "{\"checksum\":\"" + crc + "\"," + canonical.substr(1);
+}
+
+ObjectVersions RandomFile(std::mt19937& rng) {
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  const std::vector<std::string> texts = {
+      "",
+      "text/plain",
+      "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",  // UTF-8: 2, 3, 4 bytes
+      std::string("nul\0byte", 8),
+      "quote\" back\\slash / tab\t nl\n cr\r ff\f bs\b bell\x07 us\x1f del\x7f",
+      R"("inline":true,"inline_shard":"QUJD")",
+      std::string(300, 'x')};
+  // Strings other than user metadata are UTF-8 (the dump would replace other bytes).
+  auto text = [&] { return texts[pick(texts.size())]; };
+  auto string_map = [&](size_t max) {
+    std::map<std::string, std::string> m;
+    for (size_t i = pick(max + 1); i > 0; --i) m[text() + std::to_string(i)] = text();
+    return m;
+  };
+  // User metadata keeps any bytes (those that are not UTF-8 go base64).
+  auto user_metadata = [&] {
+    auto m = string_map(3);
+    if (pick(2)) m["x-amz-meta-latin1"] = "caf\xe9";
+    if (pick(3) == 0) m[std::string("\xff\x00k", 3)] = "v";
+    return m;
+  };
+  ObjectVersions file;
+  const size_t n = 1 + pick(4);
+  for (size_t v = 0; v < n; ++v) {
+    ObjectMeta m;
+    m.mtime_ns = static_cast<int64_t>(rng() % 3 == 0 ? -static_cast<int64_t>(rng()) : rng());
+    m.version_id =
+        v == 0 && pick(2) ? "" : "1b0f4d5e-0000-4000-8000-00000000000" + std::to_string(v);
+    m.acl = pick(2) ? "" : "public-read";
+    m.tags = pick(2) ? "" : text();
+    if (pick(5) == 0) {
+      m.delete_marker = true;
+      file.Add(std::move(m));
+      continue;
+    }
+    m.etag = pick(2) ? "900150983cd24fb0d6963f7d28e17f72" : text();
+    m.content_type = text();
+    m.user_metadata = user_metadata();
+    m.checksums = string_map(2);
+    m.storage_class = pick(2) ? "" : "REDUCED_REDUNDANCY";
+    m.multipart = pick(2);
+    if (pick(3) == 0) m.internal = {{kInternalSse, "SSE-S3"}, {kInternalSealedKey, "a2V5"}};
+    for (size_t i = pick(4); i > 0; --i) {
+      PartMeta p;
+      p.number = static_cast<int>(pick(10000)) + 1;
+      p.size = pick(3) == 0 ? (uint64_t{1} << 62) + rng() : rng() % 100000;
+      p.etag = pick(2) ? "" : text();
+      p.checksums = string_map(2);
+      m.size += p.size;
+      m.parts.push_back(std::move(p));
+    }
+    m.data_dir = ".rdmastor.data.0123456789abcde" + std::to_string(v);
+    if (pick(4) != 0) {
+      ErasureMeta e;
+      e.data = 1 + static_cast<int>(pick(8));
+      e.parity = static_cast<int>(pick(8));
+      e.stripe_size = 1 + rng();
+      e.index = static_cast<int>(pick(static_cast<size_t>(e.data + e.parity)));
+      for (int i = 0; i < e.data + e.parity; ++i) e.distribution.push_back(i);
+      std::shuffle(e.distribution.begin(), e.distribution.end(), rng);
+      e.bitrot = "xxh3-64";
+      e.is_inline = pick(2);
+      if (e.is_inline) {
+        for (size_t i = pick(3000); i > 0; --i) e.inline_shard += static_cast<char>(rng());
+      }
+      m.erasure = std::move(e);
+    }
+    file.Add(std::move(m));
+  }
+  return file;
+}
+
+TEST(ObjectMetaTest, CanonicalReaderReadsEveryWrittenFileAsTheGeneralOneDoes) {
+  std::mt19937 rng(20261205);
+  for (int round = 0; round < 2000; ++round) {
+    ObjectVersions file = RandomFile(rng);
+    const bool encrypted = std::any_of(file.versions.begin(), file.versions.end(),
+                                       [](const ObjectMeta& m) { return !m.internal.empty(); });
+    for (auto& v : file.versions) v.version = encrypted ? kMetaFormatEncrypted : kMetaFormatVersion;
+    const std::string text = SerializeObjectVersions(file);
+    auto fast = ParseCanonicalVersions(text);
+    ASSERT_TRUE(fast.has_value()) << text;
+    auto general = ParseObjectVersionsGeneral(text, "meta");
+    ASSERT_TRUE(general.ok()) << general.error().message << "\n" << text;
+    ASSERT_TRUE(fast->versions == general->versions) << text;
+    ASSERT_TRUE(fast->versions == file.versions) << text;
+  }
+}
+
+TEST(ObjectMetaTest, MutatedFilesReadAsTheGeneralReaderReadsThem) {
+  std::mt19937 rng(7);
+  // Bytes that make JSON and its near misses.
+  const std::string alphabet = std::string("{}[]:,\"\\/ \t\n0123456789-+.eEtrufalsnbx") +
+                               std::string("\0\x1f\x7f\x80\xbf\xc3\xa9\xed\xa0\xf4\x90\xff", 12);
+  const std::vector<std::string> splices = {"0",
+                                            "01",
+                                            "-0",
+                                            "1.0",
+                                            "1e2",
+                                            "-1",
+                                            "18446744073709551615",
+                                            "18446744073709551616",
+                                            "-9223372036854775808",
+                                            "-9223372036854775809",
+                                            "2147483648",
+                                            "true",
+                                            "false",
+                                            "null",
+                                            "\"\"",
+                                            "\"x\"",
+                                            "[]",
+                                            "{}",
+                                            "\\u0041",
+                                            "\\u00e9",
+                                            "\\ud83d\\ude00",
+                                            "\\ud83d",
+                                            "\\x",
+                                            "\"inline\":true,\"inline_shard\":\"QUJD\",",
+                                            "\"zzz\":1,",
+                                            "\"acl\":\"a\","};
+  int accepted_mutants = 0, total = 0;
+  for (int round = 0; round < 300; ++round) {
+    const std::string base = SerializeObjectVersions(RandomFile(rng));
+    const std::string canonical = "{" + base.substr(base.find("\",") + 2);
+    for (int k = 0; k < 60; ++k) {
+      std::string c = canonical;
+      for (int edits = 1 + static_cast<int>(rng() % 3); edits > 0; --edits) {
+        const size_t at = 1 + rng() % (c.size() - 1);
+        switch (rng() % 5) {
+          case 0:
+            c[at] = alphabet[rng() % alphabet.size()];
+            break;
+          case 1:
+            c.erase(at, 1 + rng() % 4);
+            break;
+          case 2:
+            c.insert(at, 1, alphabet[rng() % alphabet.size()]);
+            break;
+          case 3:
+            c.insert(at, splices[rng() % splices.size()]);
+            break;
+          case 4: {  // a digit run replaced by a spliced number
+            const size_t d = c.find_first_of("0123456789", at);
+            if (d == std::string::npos) break;
+            const size_t e = c.find_first_not_of("0123456789", d);
+            c.replace(d, (e == std::string::npos ? c.size() : e) - d, splices[rng() % 10]);
+            break;
+          }
+        }
+        if (c.size() < 2) c = "{}";
+      }
+      const std::string text = Rechecksum(c);
+      auto got = ParseObjectVersions(text, "/d/k/.rdmastor.meta");
+      auto want = ParseObjectVersionsGeneral(text, "/d/k/.rdmastor.meta");
+      ++total;
+      ASSERT_EQ(got.ok(), want.ok()) << text;
+      if (got.ok()) {
+        ASSERT_TRUE(got->versions == want->versions) << text;
+        accepted_mutants += ParseCanonicalVersions(text).has_value();
+      } else {
+        ASSERT_EQ(got.error().message, want.error().message) << text;
+        ASSERT_FALSE(ParseCanonicalVersions(text).has_value()) << text;
+      }
+    }
+  }
+  // The mutants must reach the canonical reader's acceptance too (changed values it reads).
+  EXPECT_GT(accepted_mutants, total / 50) << accepted_mutants << " of " << total;
 }
 
 TEST(S3Limits, SizeLimitsApplyToThePlaintextOfEncryptedData) {

@@ -94,12 +94,15 @@ Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, 
       ++picked;
     }
     if (picked == 0) break;
-    auto ok = drives.ForEachDrive(round, [&](size_t p) {
-      auto& framed = v.framed[p];
-      framed.resize(erasure::kBitrotHashSize + block);
-      return v.sources[p].Read(part, off, framed.data(), framed.size()) &&
-             erasure::VerifyFramedBlock(framed.data(), block);
-    }, work);
+    auto ok = drives.ForEachDrive(
+        round,
+        [&](size_t p) {
+          auto& framed = v.framed[p];
+          framed.resize(erasure::kBitrotHashSize + block);
+          return v.sources[p].Read(part, off, framed.data(), framed.size()) &&
+                 erasure::VerifyFramedBlock(framed.data(), block);
+        },
+        work);
     for (size_t p = 0; p < static_cast<size_t>(n); ++p) {
       if (!round[p]) continue;
       if (!ok[p]) {
@@ -125,7 +128,10 @@ Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, 
 Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::KeyLocation& loc,
                                        const VersionSel& sel) {
   const size_t n = roots_.size();
-  std::vector<std::optional<ObjectMeta>> metas(n);
+  // Each drive's file, and the version chosen in it (nullptr: none). Kept where they were parsed:
+  // one vector of large ObjectMeta values was a malloc that consolidated the heap every GET.
+  std::vector<ObjectVersions> files(n);
+  std::vector<ObjectMeta*> metas(n, nullptr);
   const std::string path = Join(Join(bucket, loc.rel_dir), loc.meta_name);
   // true: the drive answers and has no such key (or, for a named version, not that version).
   auto missing_on = ReadFileEach(
@@ -134,16 +140,18 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
         if (!raw->has_value()) return roots_[p]->StatVol(bucket);
         auto file = ParseObjectVersions(**raw, path);
         if (!file.ok()) return false;  // corrupt: this drive needs healing
-        const ObjectMeta* m = sel ? file->Find(*sel) : file->Latest();
+        files[p] = std::move(*file);
+        ObjectMeta* m = sel ? files[p].Find(*sel) : files[p].Latest();
         if (!m) return true;
-        if (m->delete_marker || m->erasure) metas[p] = *m;
+        if (m->delete_marker || m->erasure) metas[p] = m;
         return false;
       });
   const int missing = Count(missing_on);
   // A version is the same on every drive: id, data directory, ETag, marker or not, ACL and tags
   // (a drive that missed a PutObjectAcl or PutObjectTagging must not decide who may read or what
   // the tags are: the quorum's copy wins).
-  std::map<std::tuple<std::string, std::string, std::string, bool, std::string, std::string>,
+  std::map<std::tuple<std::string_view, std::string_view, std::string_view, bool, std::string_view,
+                      std::string_view>,
            std::vector<size_t>>
       groups;
   for (size_t p = 0; p < n; ++p) {
@@ -171,7 +179,8 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
         "object metadata readable on " + std::to_string(best->size()) + " drives only");
   }
   ObjectView v;
-  v.meta = *metas[(*best)[0]];
+  v.meta = std::move(*metas[(*best)[0]]);
+  metas[(*best)[0]] = &v.meta;  // that drive's copy is v.meta from here on
   v.sources.resize(n);
   v.has.assign(n, false);
   if (v.meta.delete_marker) {
@@ -179,7 +188,6 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
     for (size_t p = 0; p < n; ++p) v.sources[p].drive = roots_[p];
     return v;
   }
-  v.meta.erasure->inline_shard.clear();
   const auto& dist = v.meta.erasure->distribution;
   const auto& e = *v.meta.erasure;
   const erasure::Geometry g{e.data, e.parity, e.stripe_size};
@@ -200,6 +208,7 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
     s.inline_shard = std::move(m.erasure->inline_shard);
     s.data_dir = Join(Join(bucket, loc.rel_dir), m.data_dir);
   }
+  v.meta.erasure->inline_shard.clear();  // each source holds its own
   return v;
 }
 
