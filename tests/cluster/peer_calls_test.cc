@@ -301,5 +301,19 @@ TEST(PeerCalls, BatchPayloadLengthsMustAddUp) {
   EXPECT_EQ(back->results[4].error().code, ErrorCode::kInvalidArgument);
 }
 
+// The batch carries every field of the single call, the reused staging directory's flags included
+// (a round trip of the encoded form alone would not notice a field that neither side writes).
+TEST(PeerCalls, BatchesCarryTheStagingReuseFlags) {
+  auto batch = DecodeRequest<peer::RenameDataBatch>(EncodeRequest(Sample<peer::RenameDataBatch>()));
+  ASSERT_TRUE(batch.ok()) << batch.error().message;
+  EXPECT_TRUE(batch->entries.at(0).req.keep_staging);
+  EXPECT_FALSE(batch->entries.at(1).req.keep_staging);
+  const auto results = Sample<peer::RenameDataResults>();
+  auto back = Wire<peer::RenameDataResults>::Decode(Wire<peer::RenameDataResults>::Encode(results));
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->results.at(0)->staging_kept);
+  EXPECT_FALSE(back->results.at(2)->staging_kept);
+}
+
 }  // namespace
 }  // namespace rdmastor::cluster
