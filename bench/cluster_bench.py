@@ -3,14 +3,16 @@
 set of 16, EC 12+4) with inter-node RDMA off and on (soft fabric), beside one node with 4 drives
 (EC 2+2), and the server CPU seconds per GiB moved on each node. Prints a markdown table.
 
-    bench/cluster_bench.py                                  # build-h2? no: BUILD_DIR or build/
+    bench/cluster_bench.py                                  # BUILD_DIR or build/
+    BENCH_TMP=/mnt/scratch bench/cluster_bench.py           # drives below another directory
     bench/cluster_bench.py --sizes 1MiB,64MiB --concurrency 8 --duration-s 3
     bench/cluster_bench.py --modes single,off,on --markdown out.md --json-dir /tmp/cb
 
 Load comes from bench/s3bench (the project's C++ S3 client; every op verified: ETag = MD5,
 content sampled), with --endpoint listing every node (thread t talks to node t mod 4) and
 --server-pids (CPU time of each node over each PUT and GET phase). Nodes are started with
-tests/integration/cluster_util.py (the test suite's Cluster). See bench/README.md.
+tests/integration/cluster_util.py (the test suite's Cluster). The drives live below BENCH_TMP
+(default /tmp). See bench/README.md.
 """
 
 import argparse
@@ -22,6 +24,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH_TMP = os.environ.get("BENCH_TMP") or "/tmp"
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 MODES = {
@@ -130,7 +133,7 @@ def run_mode(args, mode, workdir):
     from cluster_util import Cluster
     sizes = [x for x in args.sizes.split(",") if x]
     if mode == "single":
-        dirs_base = tempfile.mkdtemp(prefix="rdmastor-bench-single-", dir="/tmp")
+        dirs_base = tempfile.mkdtemp(prefix="rdmastor-bench-single-", dir=BENCH_TMP)
         node = conftest.Server(name="single", data_dirs=[os.path.join(dirs_base, f"d{j + 1}")
                                                          for j in range(4)],
                                env={"MINIO_PROMETHEUS_AUTH_TYPE": "public",
@@ -150,7 +153,7 @@ def run_mode(args, mode, workdir):
     env = {"MINIO_RDMA_INTERNODE": "off"}
     if mode == "on":
         env = {"MINIO_RDMA_INTERNODE": "on", "MINIO_RDMA_FABRIC": "soft"}
-    c = Cluster(env_extra=env, name=f"bench-{mode}-node")
+    c = Cluster(env_extra=env, name=f"bench-{mode}-node", base_parent=BENCH_TMP)
     notes = []
     try:
         c.launch(0)

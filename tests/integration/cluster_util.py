@@ -465,16 +465,17 @@ class Cluster:
     scheme:   "https" for TLS between the nodes (give each node its --certs-dir in node_args).
     node_args: {index: [extra server arguments]}, e.g. {0: ["--certs-dir", dir]}.
     ca:       the CA bundle the test's clients trust (https).
+    base_parent: where the cluster's directory (drives, logs) is made (the bench's BENCH_TMP).
     self.dirs[i] are node i's real drive directories (as this process sees them).
     """
 
     def __init__(self, env_extra=None, nodes=NODES, drives=DRIVES, hosts=None, port=None,
                  node_env=None, netns=None, same_paths=False, creds=None, name="node",
-                 scheme="http", node_args=None, ca=None):
+                 scheme="http", node_args=None, ca=None, base_parent="/tmp"):
         self.n = nodes
         self.scheme = scheme
         self.drives = drives
-        self.base = tempfile.mkdtemp(prefix="rdmastor-cluster-", dir="/tmp")
+        self.base = tempfile.mkdtemp(prefix="rdmastor-cluster-", dir=base_parent)
         os.chmod(self.base, 0o755)
         self.hosts = list(hosts or ["127.0.0.1"] * nodes)
         assert len(self.hosts) == nodes
