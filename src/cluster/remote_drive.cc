@@ -284,60 +284,47 @@ uint64_t RemoteDrive::GroupKey() const {
   return kRemoteGroupKeyBit | static_cast<uint64_t>(reinterpret_cast<uintptr_t>(peer_.get()));
 }
 
-std::vector<Result<storage::RenameDataResult>> RemoteDrive::RenameDataGroup(
-    const std::vector<storage::Drive*>& group,
-    const std::vector<storage::RenameDataRequest>& reqs) {
-  std::vector<Result<storage::RenameDataResult>> out(
-      group.size(), Result<storage::RenameDataResult>(ErrorCode::kInternalError));
-  peer::RenameDataBatch batch;
+template <PeerCall C, class Arg, class Out>
+std::vector<Out> RemoteDrive::InvokeGroup(
+    const std::vector<storage::Drive*>& group, const std::vector<Arg>& args,
+    const std::function<Out(storage::Drive&, const Arg&)>& one) {
+  std::vector<Out> out(group.size(), Out(ErrorCode::kInternalError));
+  typename CallOf<C>::Req batch;
   std::vector<size_t> sent;  // the positions in `group` of the batch's entries
   for (size_t i = 0; i < group.size(); ++i) {
     auto* remote = dynamic_cast<RemoteDrive*>(group[i]);
     if (remote == nullptr || remote->peer_ != peer_) {  // not of this node: on its own
-      out[i] = group[i]->RenameData(reqs[i]);
+      out[i] = one(*group[i], args[i]);
       continue;
     }
-    batch.entries.push_back({remote->path_, reqs[i]});
+    batch.entries.push_back({remote->path_, args[i]});
     sent.push_back(i);
   }
   if (sent.empty()) return out;
-  auto r = Invoke<PeerCall::kRenameDataGroup>(batch);
+  auto r = Invoke<C>(batch);
   if (r.ok() && r->results.size() != sent.size())
     r = MakeError(ErrorCode::kInternalError,
-                  "peer " + peer_->address() + " answered renamedatagroup with " +
-                      std::to_string(r->results.size()) + " results for " +
+                  "peer " + peer_->address() + " answered " + std::string(CallOf<C>::name) +
+                      " with " + std::to_string(r->results.size()) + " results for " +
                       std::to_string(sent.size()) + " drives");
   for (size_t j = 0; j < sent.size(); ++j)
-    out[sent[j]] = r.ok() ? std::move(r->results[j]) : Result<storage::RenameDataResult>(r.error());
+    out[sent[j]] = r.ok() ? std::move(r->results[j]) : Out(r.error());
   return out;
+}
+
+std::vector<Result<storage::RenameDataResult>> RemoteDrive::RenameDataGroup(
+    const std::vector<storage::Drive*>& group,
+    const std::vector<storage::RenameDataRequest>& reqs) {
+  return InvokeGroup<PeerCall::kRenameDataGroup, storage::RenameDataRequest,
+                     Result<storage::RenameDataResult>>(
+      group, reqs,
+      [](storage::Drive& d, const storage::RenameDataRequest& req) { return d.RenameData(req); });
 }
 
 std::vector<Result<std::optional<std::string>>> RemoteDrive::ReadFileGroup(
     const std::vector<storage::Drive*>& group, const std::vector<std::string>& paths) {
-  std::vector<Result<std::optional<std::string>>> out(
-      group.size(), Result<std::optional<std::string>>(ErrorCode::kInternalError));
-  peer::ReadFileBatch batch;
-  std::vector<size_t> sent;  // the positions in `group` of the batch's entries
-  for (size_t i = 0; i < group.size(); ++i) {
-    auto* remote = dynamic_cast<RemoteDrive*>(group[i]);
-    if (remote == nullptr || remote->peer_ != peer_) {  // not of this node: on its own
-      out[i] = group[i]->ReadFile(paths[i]);
-      continue;
-    }
-    batch.entries.push_back({remote->path_, paths[i]});
-    sent.push_back(i);
-  }
-  if (sent.empty()) return out;
-  auto r = Invoke<PeerCall::kReadFileGroup>(batch);
-  if (r.ok() && r->results.size() != sent.size())
-    r = MakeError(ErrorCode::kInternalError,
-                  "peer " + peer_->address() + " answered readfilegroup with " +
-                      std::to_string(r->results.size()) + " results for " +
-                      std::to_string(sent.size()) + " drives");
-  for (size_t j = 0; j < sent.size(); ++j)
-    out[sent[j]] =
-        r.ok() ? std::move(r->results[j]) : Result<std::optional<std::string>>(r.error());
-  return out;
+  return InvokeGroup<PeerCall::kReadFileGroup, std::string, Result<std::optional<std::string>>>(
+      group, paths, [](storage::Drive& d, const std::string& path) { return d.ReadFile(path); });
 }
 
 Result<storage::ListResult> RemoteDrive::ListObjects(const std::string& bucket,

@@ -15,6 +15,7 @@
 // when the size is unknown, has grown to) MINIO_RDMA_MIN_SIZE or more goes over RDMA.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -108,6 +109,13 @@ class RemoteDrive final : public storage::Drive {
   // One call of the table: the request encoded, sent, the response decoded.
   template <PeerCall C>
   Result<typename CallOf<C>::Rsp> Invoke(const typename CallOf<C>::Req& req);
+  // A batch call (C: renamedatagroup, readfilegroup) for the drives of `group` on this drive's
+  // node, args[i] for group[i]; a drive of `group` that is not one runs one(drive, args[i]) on its
+  // own. One result per drive; a failed call is every batched drive's error.
+  template <PeerCall C, class Arg, class Out>
+  std::vector<Out> InvokeGroup(const std::vector<storage::Drive*>& group,
+                               const std::vector<Arg>& args,
+                               const std::function<Out(storage::Drive&, const Arg&)>& one);
   // The same up to the raw reply (the shard calls: extra headers, a reply into the caller's
   // buffer).
   template <PeerCall C>
