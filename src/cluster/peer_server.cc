@@ -265,30 +265,14 @@ struct CallServer {
       RS_RETURN_IF_ERROR(storage::CheckRenameDataRequest(e.req));
       local[i] = it->second;
     }
-    std::vector<std::pair<uint64_t, std::vector<size_t>>> groups;
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t key = local[i]->GroupKey();
-      auto it = std::find_if(groups.begin(), groups.end(),
-                             [&](const auto& g) { return key != 0 && g.first == key; });
-      if (it == groups.end()) it = groups.insert(groups.end(), {key, {}});
-      it->second.push_back(i);
-    }
+    if (n == 0) return peer::RenameDataResults{};
+    // LocalDrive::RenameDataGroup commits the drives of each file system together.
+    std::vector<storage::Drive*> group(local.begin(), local.end());
+    std::vector<storage::RenameDataRequest> reqs;
+    reqs.reserve(n);
+    for (auto& e : in.entries) reqs.push_back(std::move(e.req));
     peer::RenameDataResults out;
-    out.results.assign(n, Result<storage::RenameDataResult>(ErrorCode::kInternalError));
-    for (const auto& [key, members] : groups) {
-      if (members.size() == 1) {
-        out.results[members[0]] = local[members[0]]->RenameData(in.entries[members[0]].req);
-        continue;
-      }
-      std::vector<storage::Drive*> group;
-      std::vector<storage::RenameDataRequest> reqs;
-      for (size_t i : members) {
-        group.push_back(local[i]);
-        reqs.push_back(std::move(in.entries[i].req));
-      }
-      auto results = local[members[0]]->RenameDataGroup(group, reqs);
-      for (size_t j = 0; j < members.size(); ++j) out.results[members[j]] = std::move(results[j]);
-    }
+    out.results = local[0]->RenameDataGroup(group, reqs);
     return out;
   }
 

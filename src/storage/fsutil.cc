@@ -596,33 +596,29 @@ Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
 std::vector<Status> CommitMany(const std::vector<CommitPlan>& plans, SyncBatcher& sync) {
   const size_t n = plans.size();
   std::vector<Status> out(n);
-  auto any_ok = [&] {
-    return std::any_of(out.begin(), out.end(), [](const Status& s) { return s.ok(); });
+  // A barrier for the plans still in the commit: false (each of them failed with its error) when
+  // none is left or the sync failed.
+  auto barrier = [&] {
+    if (!std::any_of(out.begin(), out.end(), [](const Status& s) { return s.ok(); })) return false;
+    auto st = sync.Sync();
+    if (st.ok()) return true;
+    for (auto& s : out) {
+      if (s.ok()) s = st;
+    }
+    return false;
   };
   // Registered until barrier 2 is behind it (other commits' barriers wait for it briefly).
   std::optional<SyncBatcher::Active> active(std::in_place, sync);
   for (size_t i = 0; i < n; ++i) out[i] = CommitBegin(plans[i]);
   // Barrier 1 (group commit): staged files, their directories and the journals are durable.
-  if (!any_ok()) return out;
-  if (auto st = sync.Sync(); !st.ok()) {
-    for (auto& s : out) {
-      if (s.ok()) s = st;
-    }
-    return out;
-  }
+  if (!barrier()) return out;
   for (size_t i = 0; i < n; ++i) {
     if (out[i].ok()) out[i] = CommitSwap(plans[i]);
   }
   // Barrier 2 (group commit): the renames are durable; only now may the writes be acknowledged.
   // A failure leaves the new versions visible but maybe not durable: these drives do not count
   // towards the write's quorum.
-  if (!any_ok()) return out;
-  if (auto st = sync.Sync(); !st.ok()) {
-    for (auto& s : out) {
-      if (s.ok()) s = st;
-    }
-    return out;
-  }
+  if (!barrier()) return out;
   active.reset();
   for (size_t i = 0; i < n; ++i) {
     if (out[i].ok()) CommitRetire(plans[i]);

@@ -110,22 +110,25 @@ void DriveFanout::RunTasks(const std::vector<std::vector<size_t>>& tasks,
   join.cv.wait(lock, [&] { return join.left == 0; });
 }
 
+std::vector<size_t> DriveFanout::TakeLookups(std::vector<bool>& pooled, DriveWork work) const {
+  std::vector<size_t> here;
+  if (work != DriveWork::kLookup || !pool_) return here;  // without a pool RunTasks runs it all
+  for (size_t p = 0; p < drives_.size(); ++p) {
+    if (pooled[p] && drives_[p]->is_local()) {
+      pooled[p] = false;
+      here.push_back(p);
+    }
+  }
+  return here;
+}
+
 std::vector<bool> DriveFanout::ForEachDrive(const std::vector<bool>& which,
                                             const std::function<bool(size_t)>& fn,
                                             DriveWork work) const {
   const size_t n = drives_.size();
   std::vector<char> ok(n, 0);  // not vector<bool>: positions are written concurrently
-  // kLookup: local drives' calls run on the calling thread before the pool's last task.
   std::vector<bool> pooled = which;
-  std::vector<size_t> here;
-  if (work == DriveWork::kLookup || !pool_) {
-    for (size_t p = 0; p < n; ++p) {
-      if (which[p] && (!pool_ || drives_[p]->is_local())) {
-        pooled[p] = false;
-        here.push_back(p);
-      }
-    }
-  }
+  const std::vector<size_t> here = TakeLookups(pooled, work);
   RunTasks(Groups(pooled, work == DriveWork::kBuffered ? GroupBy::kLocalKey : GroupBy::kNone), here,
            [&](const std::vector<size_t>& members) {
              for (size_t p : members) ok[p] = fn(p);
@@ -137,15 +140,7 @@ void DriveFanout::ForEachGroup(const std::vector<bool>& which,
                                const std::function<void(const std::vector<size_t>&)>& fn,
                                DriveWork work) const {
   std::vector<bool> pooled = which;
-  std::vector<size_t> here;
-  if (work == DriveWork::kLookup && pool_) {
-    for (size_t p = 0; p < drives_.size(); ++p) {
-      if (which[p] && drives_[p]->is_local()) {
-        pooled[p] = false;
-        here.push_back(p);
-      }
-    }
-  }
+  const std::vector<size_t> here = TakeLookups(pooled, work);
   RunTasks(Groups(pooled, GroupBy::kKey), here, fn);
 }
 

@@ -114,6 +114,9 @@ class DriveFanout {
   // and fn(here) on the calling thread meanwhile (everything there without a pool).
   void RunTasks(const std::vector<std::vector<size_t>>& tasks, const std::vector<size_t>& here,
                 const std::function<void(const std::vector<size_t>&)>& fn) const;
+  // kLookup with a pool: takes the local drives out of `pooled` and returns them, in position
+  // order, for the calling thread (a page-cache lookup costs less than a thread hand-off).
+  std::vector<size_t> TakeLookups(std::vector<bool>& pooled, DriveWork work) const;
   // The positions with which[p] as tasks: one per drive, or one per group of drives with the
   // same Drive::GroupKey (kLocalKey: local drives only, remote drives one task each).
   enum class GroupBy { kNone, kLocalKey, kKey };
@@ -334,6 +337,11 @@ class ErasureSet {
                           std::optional<uint64_t> inline_limit,
                           std::vector<std::string>* inline_out, std::string* md5_out,
                           bool committed_by_rename_data = false);
+
+  // The error of commits that reached `committed` drives, short of `quorum`: NoSuchBucket (the
+  // cached bucket forgotten) when `no_bucket` drives, a write quorum, refused for want of the
+  // bucket; else a lost write quorum.
+  Error CommitQuorumError(const std::string& bucket, int committed, int no_bucket, int quorum);
 
   // Commits the staged version (metadata per alive drive in the commit call) and rolls back when
   // fewer than `quorum` drives committed. `metas` per position; data dir name metas[p].data_dir

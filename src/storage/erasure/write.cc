@@ -37,14 +37,18 @@ ErasureSet::Stagings::Stagings(const ErasureSet& set, std::vector<bool>& alive, 
   dir_ = rel::Staging(hash::RandomHex(16));
   if (!create) return;
   const auto& roots = set.roots_;
-  alive = set.ForEachDrive(alive, [&](size_t p) {
-    auto made = roots[p]->MakeDir(dir_);
-    if (!made.ok()) {
-      spdlog::warn("erasure: drive {} not writable: {}", roots[p]->name(), made.error().message);
-    }
-    used_[p] = made.ok();
-    return made.ok();
-  }, DriveWork::kBuffered);
+  alive = set.ForEachDrive(
+      alive,
+      [&](size_t p) {
+        auto made = roots[p]->MakeDir(dir_);
+        if (!made.ok()) {
+          spdlog::warn("erasure: drive {} not writable: {}", roots[p]->name(),
+                       made.error().message);
+        }
+        used_[p] = made.ok();
+        return made.ok();
+      },
+      DriveWork::kBuffered);
 }
 
 ErasureSet::Stagings::~Stagings() {
@@ -87,8 +91,8 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
                                     const std::vector<int>& dist, const Stagings& st,
                                     std::vector<bool>& alive, const std::string& rel,
                                     std::optional<uint64_t> inline_limit,
-                                    std::vector<std::string>* inline_out,
-                                    std::string* md5_out, bool committed_by_rename_data) {
+                                    std::vector<std::string>* inline_out, std::string* md5_out,
+                                    bool committed_by_rename_data) {
   if (declared && *declared > limit) {
     return MakeError(ErrorCode::kEntityTooLarge, "declared size " + std::to_string(*declared) +
                                                      " exceeds the limit of " +
@@ -140,18 +144,22 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
     const bool end = *got < buf.size();
     if (!files && too_big_for_inline()) {
       files = true;
-      alive = ForEachDrive(alive, [&](size_t p) {
-        st.Use(p);  // the shard's creation makes the staging directory
-        auto fd = roots_[p]->CreateShard(Join(st[p], rel), shard_size);
-        if (!fd.ok()) return false;
-        fds[p] = std::move(*fd);
-        return true;
-      }, DriveWork::kBuffered);
+      alive = ForEachDrive(
+          alive,
+          [&](size_t p) {
+            st.Use(p);  // the shard's creation makes the staging directory
+            auto fd = roots_[p]->CreateShard(Join(st[p], rel), shard_size);
+            if (!fd.ok()) return false;
+            fds[p] = std::move(*fd);
+            return true;
+          },
+          DriveWork::kBuffered);
     }
     if (files) {
-      alive = ForEachDrive(alive, [&](size_t p) {
-        return fds[p]->Append(pending[static_cast<size_t>(dist[p])]).ok();
-      }, DriveWork::kBuffered);
+      alive = ForEachDrive(
+          alive,
+          [&](size_t p) { return fds[p]->Append(pending[static_cast<size_t>(dist[p])]).ok(); },
+          DriveWork::kBuffered);
       for (auto& s : pending) s.clear();
       if (Count(alive) < quorum) return WriteQuorumError(Count(alive), quorum);
     }
@@ -164,9 +172,12 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
   if (files) {
     // Files a RenameData commits are made durable by its first barrier (group commit); others
     // (multipart parts) are synced here.
-    alive = ForEachDrive(alive, [&](size_t p) {
-      return (committed_by_rename_data ? fds[p]->Close() : fds[p]->Finish()).ok();
-    }, committed_by_rename_data ? DriveWork::kBuffered : DriveWork::kIo);
+    alive = ForEachDrive(
+        alive,
+        [&](size_t p) {
+          return (committed_by_rename_data ? fds[p]->Close() : fds[p]->Finish()).ok();
+        },
+        committed_by_rename_data ? DriveWork::kBuffered : DriveWork::kIo);
   } else {
     inline_out->assign(n, std::string());
     for (size_t p = 0; p < n; ++p) (*inline_out)[p] = pending[static_cast<size_t>(dist[p])];
@@ -257,15 +268,22 @@ Status ErasureSet::CommitAll(const std::string& bucket, const paths::KeyLocation
     st.Use(p);  // what the rollback left goes with the directory
     return true;
   });
+  return CommitQuorumError(bucket, Count(committed),
+                           static_cast<int>(std::count(no_bucket.begin(), no_bucket.end(), 1)),
+                           quorum);
+}
+
+Error ErasureSet::CommitQuorumError(const std::string& bucket, int committed, int no_bucket,
+                                    int quorum) {
   // As MinIO reduces write errors: the bucket is gone only when a write quorum of drives says so.
   // Drives that lost everything (removed, replaced, not yet formatted) lack the bucket too, and a
   // write that touched no drive before its commit (an inline object) meets them only here: that
   // is a lost write quorum (503), not a deleted bucket (404).
-  if (static_cast<int>(std::count(no_bucket.begin(), no_bucket.end(), 1)) >= quorum) {
+  if (no_bucket >= quorum) {
     ForgetBucket(bucket);  // deleted (by another node) since it was cached
     return MakeError(ErrorCode::kNoSuchBucket);
   }
-  return WriteQuorumError(Count(committed), quorum);
+  return WriteQuorumError(committed, quorum);
 }
 
 void ErasureSet::Rollback(size_t p, const std::string& bucket, const paths::KeyLocation& loc,
@@ -340,8 +358,8 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   const uint64_t inline_limit =
       erasure::InlineShardLimit(layout_.inline_block, /*versioned=*/!meta.version_id.empty());
   auto size =
-      Encode(body, opts.size, MaxStoredPutSize(opts.internal), **codec, dist, st, alive, "data/" + PartFileName(1),
-             inline_limit, &inline_shards, check ? nullptr : &md5,
+      Encode(body, opts.size, MaxStoredPutSize(opts.internal), **codec, dist, st, alive,
+             "data/" + PartFileName(1), inline_limit, &inline_shards, check ? nullptr : &md5,
              /*committed_by_rename_data=*/true);
   if (!size.ok()) return size.error();
   CommitInfo ci;
@@ -447,11 +465,7 @@ Result<DeleteResult> ErasureSet::DeleteObject(const std::string& bucket, const s
     }
     ++done;
   }
-  if (done < write_quorum() && no_bucket >= write_quorum()) {  // as CommitAll reduces them
-    ForgetBucket(bucket);  // deleted (by another node) since it was cached
-    return MakeError(ErrorCode::kNoSuchBucket);
-  }
-  if (done < write_quorum()) return WriteQuorumError(done, write_quorum());
+  if (done < write_quorum()) return CommitQuorumError(bucket, done, no_bucket, write_quorum());
   return out;
 }
 
@@ -491,8 +505,8 @@ Result<ObjectInfo> ErasureSet::UpdateMetadata(const std::string& bucket, const s
     metas[p].erasure->inline_shard = v->sources[p].inline_shard;
   }
   const auto& e = *v->meta.erasure;
-  RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas, erasure::WriteQuorum(e.data, e.parity),
-                               **lock, /*keep_data=*/true));
+  RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas,
+                               erasure::WriteQuorum(e.data, e.parity), **lock, /*keep_data=*/true));
   return v->meta.ToInfo(bucket, key);
 }
 
