@@ -31,16 +31,8 @@ def test_forged_commit_cannot_touch_anything_outside_the_drive(cluster):
     fix, step 4 of the commit (retire the old data dir) renamed or removed the directory the name
     pointed at, wherever it was."""
     c = cluster
-    s3 = c.client(0)
     bucket = "peer-attack"
-    s3.create_bucket(Bucket=bucket)
-    data = seeded_bytes(300 << 10, seed=7)
-    s3.put_object(Bucket=bucket, Key="victim", Body=data)
-
-    outside = os.path.join(c.base, "outside-the-drives")
-    os.makedirs(os.path.join(outside, "keep"))
-    with open(os.path.join(outside, "keep", "file"), "w") as f:
-        f.write("must survive")
+    data, outside = _victim_and_outside(c, bucket, 300 << 10, seed=7)
 
     node, disk = c.nodes[1], c.dirs[1][0]
     staging = ".rdmastor.sys/tmp/forged-staging"
@@ -97,15 +89,8 @@ def test_forged_batched_commit_is_refused_whole(cluster):
     drive of another node or a directory that is no drive, or the same drive twice, is refused
     (400) and the object stays whole on every drive."""
     c = cluster
-    s3 = c.client(0)
     bucket = "peer-batch"
-    s3.create_bucket(Bucket=bucket)
-    data = seeded_bytes(100 << 10, seed=13)
-    s3.put_object(Bucket=bucket, Key="victim", Body=data)
-    outside = os.path.join(c.base, "outside-the-batch")
-    os.makedirs(os.path.join(outside, "keep"))
-    with open(os.path.join(outside, "keep", "file"), "w") as f:
-        f.write("must survive")
+    data, outside = _victim_and_outside(c, bucket, 100 << 10, seed=13)
 
     node, disks = c.nodes[1], c.dirs[1]
     climb = "../" * 32 + os.path.relpath(outside, "/")
@@ -162,6 +147,20 @@ def test_forged_batched_commit_is_refused_whole(cluster):
     assert head[0]["ok"] and head[0]["found"], head
     assert [h["ok"] for h in head[1:]] == [False, False], head
     assert b"must survive" not in r.content
+
+
+def _victim_and_outside(c, bucket, size, seed):
+    """A bucket holding object "victim" (its bytes returned), and a directory outside every drive
+    (returned) holding keep/file = "must survive": what a forged call must leave alone."""
+    s3 = c.client(0)
+    s3.create_bucket(Bucket=bucket)
+    data = seeded_bytes(size, seed=seed)
+    s3.put_object(Bucket=bucket, Key="victim", Body=data)
+    outside = os.path.join(c.base, f"outside-the-drives-{bucket}")
+    os.makedirs(os.path.join(outside, "keep"))
+    with open(os.path.join(outside, "keep", "file"), "w") as f:
+        f.write("must survive")
+    return data, outside
 
 
 def _refused(r):
