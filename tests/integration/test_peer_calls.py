@@ -21,7 +21,7 @@ import os
 
 import pytest
 
-from cluster_util import Cluster, get_bytes, peer_calls_during
+from cluster_util import Cluster, get_bytes, metric_sum, peer_calls_during
 from conftest import seeded_bytes
 
 NODES, DRIVES = 4, 4
@@ -134,3 +134,26 @@ def test_bucket_deleted_on_another_node_is_seen_by_a_cached_put(cluster):
     for dirs in c.dirs:
         for d in dirs:
             assert not os.path.exists(os.path.join(d, bucket)), d
+
+
+def test_every_node_commits_its_drives_with_one_pair_of_barriers(cluster):
+    """A node's 4 drives share one file system here, so a PUT commits them as one group with two
+    syncfs barriers in all: on the nodes that serve renamedatagroup and on the node that takes the
+    S3 request, whose own drives the set reaches through a wrapper (which once dropped the group:
+    each drive then committed on its own thread with barriers of its own)."""
+    c = cluster
+    s3 = c.client(0)
+    bucket = "barriers"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="warm", Body=b"x")
+
+    def fs_syncs():
+        return [metric_sum(c.metrics(i), "rdmastor_storage_syncs_total", kind="fs")
+                for i in range(NODES)]
+
+    puts = 5
+    before = fs_syncs()
+    for i in range(puts):  # one after another: no two PUTs share a barrier
+        s3.put_object(Bucket=bucket, Key=f"k{i}", Body=seeded_bytes(10 << 10, seed=20 + i))
+    after = fs_syncs()
+    assert [int(a - b) for a, b in zip(after, before)] == [2 * puts] * NODES, (before, after)
