@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "rdma/rc.h"
 #include "rdma/soft/soft_fabric.h"
@@ -287,6 +288,12 @@ void InternodeRdma::Exposed::CopyOut(size_t n) {
   if (buffer_ && dst_ != nullptr) std::memcpy(dst_, buffer_.data(), std::min(n, len_));
 }
 
+rdma::BufferPool::Buffer InternodeRdma::Exposed::TakeReceived() {
+  if (!answered_ || !buffer_ || dst_ == nullptr || pool_ == nullptr) return {};
+  if (pool_->in_use() > pool_->max_buffers() / 2) return {};
+  return std::move(buffer_);
+}
+
 Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void* buf, size_t len,
                                                      bool for_remote_write) {
   if (!available()) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
@@ -310,6 +317,7 @@ Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void
                        "inter-node RDMA: all " + std::to_string(pool.max_buffers()) +
                            " registered buffers (MINIO_RDMA_INTERNODE_INFLIGHT_BYTES) are busy");
     e.buffer_ = std::move(b).value();
+    e.pool_ = &pool;
     if (!for_remote_write) std::memcpy(e.buffer_.data(), buf, len);
     e.dst_ = for_remote_write ? static_cast<char*>(buf) : nullptr;
     raddr = reinterpret_cast<uint64_t>(e.buffer_.data());
@@ -340,17 +348,29 @@ Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void
 
 Status InternodeRdma::Pull(std::string_view peer, std::string_view token,
                            std::string_view origin_ip, char* dst, size_t len) {
-  return Move(peer, rdma::Opcode::kRead, token, origin_ip, dst, len);
+  auto moved = Move(peer, rdma::Opcode::kRead, token, origin_ip, len, dst, nullptr);
+  return moved.ok() ? Status() : Status(moved.error());
 }
 
 Status InternodeRdma::Push(std::string_view peer, std::string_view token,
                            std::string_view origin_ip, const char* src, size_t len) {
-  // A WRITE only reads the local buffer.
-  return Move(peer, rdma::Opcode::kWrite, token, origin_ip, const_cast<char*>(src), len);
+  const PieceFill copy = [src](char* dst, size_t at, size_t n) -> Result<size_t> {
+    std::memcpy(dst, src + at, n);
+    return n;
+  };
+  auto moved = PushFrom(peer, token, origin_ip, len, copy);
+  return moved.ok() ? Status() : Status(moved.error());
 }
 
-Status InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::string_view token,
-                           std::string_view origin_ip, char* local, size_t len) {
+Result<size_t> InternodeRdma::PushFrom(std::string_view peer, std::string_view token,
+                                       std::string_view origin_ip, size_t len,
+                                       const PieceFill& fill) {
+  return Move(peer, rdma::Opcode::kWrite, token, origin_ip, len, nullptr, &fill);
+}
+
+Result<size_t> InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::string_view token,
+                                   std::string_view origin_ip, size_t len, char* local,
+                                   const PieceFill* fill) {
   if (!available()) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
   Peer& p = GetPeer(peer);
   auto fail = [&](Error e) {
@@ -371,7 +391,7 @@ Status InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::string_v
     return fail(MakeError(ErrorCode::kInvalidArgument,
                           std::to_string(len) + " bytes do not fit the token's " +
                               std::to_string(t.rsize) + "-byte buffer"));
-  if (len == 0) return {};
+  if (len == 0) return size_t{0};
   auto slot = p.serve_slots.Acquire(settings_.inflight_wait);
   if (!slot)
     return MakeError(ErrorCode::kSlowDown,
@@ -401,12 +421,20 @@ Status InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::string_v
     const size_t slots = std::max<size_t>(1, buffer->size() / slot_bytes);
     std::vector<uint64_t> ticket(slots, 0), start(slots, 0), count(slots, 0);
     size_t posted = 0, done = 0;
+    std::optional<Error> source_error;  // fill's own failure: not the fabric's
     // Staging slot s carries [start, start+count); a WRITE fills it before posting, a READ empties
     // it into `local` once its ticket completed. Slots are reused in order.
     auto post = [&](size_t s) -> Status {
       size_t n = std::min(slot_bytes, len - posted);
       char* stage = buffer->data() + s * slot_bytes;
-      if (op == rdma::Opcode::kWrite) std::memcpy(stage, local + posted, n);
+      if (op == rdma::Opcode::kWrite) {
+        auto filled = (*fill)(stage, posted, n);
+        if (!filled.ok()) {
+          source_error = filled.error();
+          return filled.error();
+        }
+        if (*filled < n) len = posted + (n = *filled);  // the source ended: so does the piece
+      }
       auto tk = tr.Post(buffer->mr(), stage, n, posted);
       if (!tk.ok()) return tk.error();
       ticket[s] = *tk;
@@ -415,16 +443,17 @@ Status InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::string_v
       posted += n;
       return {};
     };
+    auto stop = [&](Error e) { return source_error ? *source_error : fail(std::move(e)); };
     for (size_t s = 0; s < slots && posted < len; ++s)
-      if (auto st = post(s); !st.ok()) return fail(st.error());
+      if (auto st = post(s); !st.ok()) return stop(st.error());
     while (done < len) {
       size_t s = (done / slot_bytes) % slots;
-      if (auto st = tr.WaitFor(ticket[s]); !st.ok()) return fail(st.error());
+      if (auto st = tr.WaitFor(ticket[s]); !st.ok()) return stop(st.error());
       if (op == rdma::Opcode::kRead)
         std::memcpy(local + start[s], buffer->data() + s * slot_bytes, count[s]);
       done += count[s];
       if (posted < len)
-        if (auto st = post(s); !st.ok()) return fail(st.error());
+        if (auto st = post(s); !st.ok()) return stop(st.error());
     }
     if (auto st = tr.Finish(); !st.ok()) return fail(st.error());
     guard.done = true;
@@ -437,7 +466,7 @@ Status InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::string_v
     ++p.c.rdma_shards;
   }
   admin::AddInternodePeerShard(peer, admin::Transport::kRdma, read ? 0 : len, read ? len : 0);
-  return {};
+  return len;
 }
 
 void InternodeRdma::RecordShard(std::string_view peer, admin::Transport t, uint64_t sent,

@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -73,7 +74,7 @@ struct InternodeRdmaSettings {
   // inflight_bytes (MINIO_RDMA_INTERNODE_INFLIGHT_BYTES), half for each direction; a piece that
   // finds them all busy for inflight_wait goes over TCP (counted as a fallback).
   uint64_t inflight_bytes = uint64_t{256} << 20;
-  rdma::TransferOptions transfer;                // transfer.timeout bounds a vanished peer
+  rdma::TransferOptions transfer;  // transfer.timeout bounds a vanished peer
   std::chrono::milliseconds connect_timeout{3000};
 };
 
@@ -157,12 +158,19 @@ class InternodeRdma {
     // A receive exposure: copies the first n bytes the peer wrote into the caller's buffer
     // (a pooled buffer holds them until then; a per-RPC registration already has them there).
     void CopyOut(size_t n);
+    // A receive exposure the peer answered: hands over the pooled buffer the peer wrote into, to
+    // be read in place (no copy out), while at least half of the receive pool is still free;
+    // otherwise (or for a per-RPC registration) an empty buffer: use CopyOut. A held buffer is
+    // out of the pool until dropped (a GET's window lives as long as its slow client), hence the
+    // bound: pieces never wait for windows.
+    rdma::BufferPool::Buffer TakeReceived();
 
    private:
     friend class InternodeRdma;
     std::string token_;
     std::unique_ptr<rdma::MemoryRegion> mr_;  // per-RPC registration (pieces above the pool's)
     rdma::BufferPool::Buffer buffer_;         // or a pooled pre-registered buffer
+    rdma::BufferPool* pool_ = nullptr;        // buffer_'s pool
     char* dst_ = nullptr;                     // receive: where CopyOut puts the bytes
     size_t len_ = 0;
     bool answered_ = false;
@@ -181,6 +189,15 @@ class InternodeRdma {
   // Writes src[0, len) into the caller's exposed buffer.
   Status Push(std::string_view peer, std::string_view token, std::string_view origin_ip,
               const char* src, size_t len);
+  // Fills `dst` with up to `n` bytes of the piece from offset `at`; returns how many it wrote
+  // (fewer: the piece's source ended there). An error is the source's, not the fabric's.
+  using PieceFill = std::function<Result<size_t>(char* dst, size_t at, size_t n)>;
+  // Push whose bytes come from `fill`, straight into the registered staging slots (a shard read
+  // lands there from the file: no piece-sized buffer, no copy). Returns the bytes written into
+  // the caller's buffer: len, or fewer when fill ended early. A fill error comes back as it was
+  // (the channel is dropped, the fabric is not blamed).
+  Result<size_t> PushFrom(std::string_view peer, std::string_view token, std::string_view origin_ip,
+                          size_t len, const PieceFill& fill);
 
   // ----- outcome reporting (caller side)
   // One shard moved with `peer`: bytes and shards per transport, this node's view. Each side
@@ -208,8 +225,9 @@ class InternodeRdma {
   struct Peer;
   explicit InternodeRdma(InternodeRdmaSettings settings);
   Peer& GetPeer(std::string_view peer);
-  Status Move(std::string_view peer, rdma::Opcode op, std::string_view token,
-              std::string_view origin_ip, char* local, size_t len);
+  // kRead: into `local`, exactly len bytes; kWrite: from `fill`, up to len (returns how many).
+  Result<size_t> Move(std::string_view peer, rdma::Opcode op, std::string_view token,
+                      std::string_view origin_ip, size_t len, char* local, const PieceFill* fill);
 
   InternodeRdmaSettings settings_;
   std::string unavailable_reason_;

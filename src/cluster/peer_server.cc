@@ -316,10 +316,6 @@ struct CallServer {
       file = std::move(f).value();
     }
     peer::ShardBytes out;
-    out.payload.resize(in.len);
-    auto n = file->ReadAt(in.offset, out.payload.data(), out.payload.size());
-    if (!n.ok()) return n.error();
-    out.payload.resize(*n);
     // Once the piece went out (a failed push is resent over TCP, which must find the handle).
     auto settle = [&] {
       if (in.keep && handle == 0) {
@@ -332,17 +328,27 @@ struct CallServer {
     };
     const std::string caller = CallerOf(req);
     if (piece->has_value()) {
-      auto st = internode->Push(caller, (*piece)->token, req.remote_ip, out.payload.data(),
-                                out.payload.size());
-      if (!st.ok()) {
-        spdlog::debug("shardread for {}: {}", caller, st.error().message);
-        return AsRdmaFailure(st.error());
+      // The file is read straight into the registered staging slots, slot by slot.
+      std::optional<Error> read_error;
+      auto pushed = internode->PushFrom(caller, (*piece)->token, req.remote_ip, in.len,
+                                        [&](char* dst, size_t at, size_t n) -> Result<size_t> {
+                                          auto got = file->ReadAt(in.offset + at, dst, n);
+                                          if (!got.ok()) read_error = got.error();
+                                          return got;
+                                        });
+      if (read_error) return *read_error;
+      if (!pushed.ok()) {
+        spdlog::debug("shardread for {}: {}", caller, pushed.error().message);
+        return AsRdmaFailure(pushed.error());
       }
-      out.rdma_bytes = out.payload.size();
-      out.payload.clear();
+      out.rdma_bytes = *pushed;
       settle();
       return out;
     }
+    out.payload.resize(in.len);
+    auto n = file->ReadAt(in.offset, out.payload.data(), out.payload.size());
+    if (!n.ok()) return n.error();
+    out.payload.resize(*n);
     if (internode && !out.payload.empty())
       internode->RecordShard(caller, admin::Transport::kTcp, out.payload.size(), 0);
     settle();

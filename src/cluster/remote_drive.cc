@@ -62,25 +62,25 @@ class RemoteShardFile final : public storage::ShardFile {
       : drive_(drive), path_(std::move(path)), size_(size), window_(drive.piece_bytes()) {}
   Result<size_t> ReadAt(uint64_t off, char* buf, size_t len) override {
     if (len >= window_) return drive_.FetchShardBytes(path_, off, buf, len, size_, &handle_);
-    const bool inside = off >= cache_off_ && off - cache_off_ <= cache_.size();
-    if (!inside || (off + len > cache_off_ + cache_.size() && !cache_eof_)) {
+    const bool inside = off >= cache_off_ && off - cache_off_ <= cache_len_;
+    if (!inside || (off + len > cache_off_ + cache_len_ && !cache_eof_)) {
       // A window, never past the end of a file of known size.
       size_t want = window_;
       if (size_ > off) want = static_cast<size_t>(std::min<uint64_t>(want, size_ - off));
       want = std::max(want, len);
+      held_ = {};  // the last window's receive buffer goes back to the pool first
+      cache_len_ = 0;
       cache_.resize(want);
-      auto n = drive_.FetchShardBytes(path_, off, cache_.data(), want, size_, &handle_);
-      if (!n.ok()) {
-        cache_.clear();
-        return n.error();
-      }
-      cache_.resize(*n);
+      auto n = drive_.FetchShardBytes(path_, off, cache_.data(), want, size_, &handle_, &held_);
+      if (!n.ok()) return n.error();
+      cache_at_ = held_ ? held_.data() : cache_.data();
+      cache_len_ = *n;
       cache_off_ = off;
       cache_eof_ = *n < want || (size_ != 0 && off + *n >= size_);
     }
     const size_t at = static_cast<size_t>(off - cache_off_);
-    const size_t n = std::min(len, cache_.size() - at);
-    std::memcpy(buf, cache_.data() + at, n);
+    const size_t n = std::min(len, cache_len_ - at);
+    std::memcpy(buf, cache_at_ + at, n);
     return n;
   }
 
@@ -89,7 +89,12 @@ class RemoteShardFile final : public storage::ShardFile {
   std::string path_;
   const uint64_t size_;  // 0: unknown
   const size_t window_;
+  // The window [cache_off_, cache_off_ + cache_len_) of the file: at cache_at_, in cache_ or in
+  // held_ (a receive buffer lent by InternodeRdma: the RDMA piece read in place, not copied out).
   std::string cache_;
+  rdma::BufferPool::Buffer held_;
+  const char* cache_at_ = nullptr;
+  size_t cache_len_ = 0;
   uint64_t cache_off_ = 0;
   bool cache_eof_ = false;
   uint64_t handle_ = 0;  // the peer's open file for this read (0: none yet, or released)
@@ -398,7 +403,8 @@ Status RemoteDrive::SendShardBytes(const std::string& path, uint64_t offset, std
 }
 
 Result<size_t> RemoteDrive::FetchShardBytes(const std::string& path, uint64_t offset, char* buf,
-                                            size_t len, uint64_t shard_size, uint64_t* handle) {
+                                            size_t len, uint64_t shard_size, uint64_t* handle,
+                                            rdma::BufferPool::Buffer* window) {
   // Keep the file open on the peer unless this piece reaches the shard's end (then release it).
   const bool last = shard_size != 0 && offset + len >= shard_size;
   const peer::ShardReadArgs args{path, offset, len, handle ? *handle : 0, handle && !last};
@@ -425,7 +431,8 @@ Result<size_t> RemoteDrive::FetchShardBytes(const std::string& path, uint64_t of
       if (!got.ok() || got->rdma_bytes > len)
         return MakeError(ErrorCode::kInternalError,
                          "peer " + peer + " sent a shardread reply without a valid byte count");
-      (*r)->exposed.CopyOut(static_cast<size_t>(got->rdma_bytes));
+      if (!window || !(*window = (*r)->exposed.TakeReceived()))
+        (*r)->exposed.CopyOut(static_cast<size_t>(got->rdma_bytes));
       if (handle) *handle = got->handle;
       internode_->RecordShard(peer, admin::Transport::kRdma, 0, got->rdma_bytes);
       return static_cast<size_t>(got->rdma_bytes);

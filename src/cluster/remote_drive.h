@@ -100,8 +100,12 @@ class RemoteDrive final : public storage::Drive {
   // `handle` (in/out, optional): the file the peer kept open for this read's earlier pieces
   // (open_shards.h); the peer keeps it open until a piece reaches the shard's end, so every piece
   // reads the version the first one opened, even while an overwrite retires it.
+  // `window`: when the piece came over RDMA into a pooled receive buffer that may be lent
+  // (InternodeRdma::Exposed::TakeReceived), the bytes are left there, *window holds it, and buf
+  // is untouched; otherwise *window is empty and the bytes are in buf.
   Result<size_t> FetchShardBytes(const std::string& path, uint64_t offset, char* buf, size_t len,
-                                 uint64_t shard_size, uint64_t* handle = nullptr);
+                                 uint64_t shard_size, uint64_t* handle = nullptr,
+                                 rdma::BufferPool::Buffer* window = nullptr);
   // Size of the pieces shard writers send and readers fetch.
   size_t piece_bytes() const;
 

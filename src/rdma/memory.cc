@@ -142,4 +142,9 @@ size_t BufferPool::allocated() const {
   return slots_.size();
 }
 
+size_t BufferPool::in_use() const {
+  std::lock_guard lock(mu_);
+  return slots_.size() - free_.size();
+}
+
 }  // namespace rdmastor::rdma

@@ -94,6 +94,7 @@ class BufferPool {
   size_t buffer_size() const { return buffer_size_; }
   size_t max_buffers() const { return max_buffers_; }
   size_t allocated() const;
+  size_t in_use() const;           // buffers handed out and not yet given back
   uint64_t registrations() const;  // buffers registered so far (allocations and replacements)
 
  private:

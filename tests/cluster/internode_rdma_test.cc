@@ -184,6 +184,116 @@ TEST_F(Pair, ShardWriteAndReadRoundTripOddSizes) {
 
 // Persistent channels: every piece between two nodes reuses the serving node's channels toward
 // the caller's target instead of connecting per piece (issue 10 item 4).
+// PushFrom fills the staging slots straight from its source (a shard read lands there from the
+// file): a source that ends early ends the piece there, and a source that fails comes back as its
+// own error, not as a fabric failure (the caller would resend over TCP and demote the peer).
+TEST_F(Pair, PushFromFillsSlotsEndsWithTheSourceAndKeepsItsErrors) {
+  const std::string peer = "node-a-pushfrom";
+  const size_t n = (900 << 10) + 5;  // four 256 KiB slots, the last one short
+  auto stored = Pattern(n, 3);
+  std::vector<char> into(n, 'x');
+  std::vector<std::pair<size_t, size_t>> asked;
+  auto dst = caller->Expose("node-b-pushfrom", into.data(), n, /*for_remote_write=*/true);
+  ASSERT_TRUE(dst.ok()) << dst.error().message;
+  auto pushed = server->PushFrom(peer, dst->token(), "127.0.0.1", n,
+                                 [&](char* to, size_t at, size_t len) -> Result<size_t> {
+                                   asked.emplace_back(at, len);
+                                   std::memcpy(to, stored.data() + at, len);
+                                   return len;
+                                 });
+  ASSERT_TRUE(pushed.ok()) << pushed.error().message;
+  EXPECT_EQ(*pushed, n);
+  ASSERT_EQ(asked.size(), 4u);
+  EXPECT_EQ(asked[3], std::make_pair(size_t{768} << 10, n - (768 << 10)));
+  dst->Answered();
+  dst->CopyOut(n);
+  EXPECT_EQ(into, stored);
+
+  // The source ends 100 bytes into the second slot: 256 KiB + 100 bytes arrive, no more asked.
+  std::fill(into.begin(), into.end(), 'x');
+  asked.clear();
+  dst = caller->Expose("node-b-pushfrom", into.data(), n, /*for_remote_write=*/true);
+  ASSERT_TRUE(dst.ok());
+  const size_t ends = (256 << 10) + 100;
+  pushed = server->PushFrom(peer, dst->token(), "127.0.0.1", n,
+                            [&](char* to, size_t at, size_t len) -> Result<size_t> {
+                              asked.emplace_back(at, len);
+                              size_t k = at >= ends ? 0 : std::min(len, ends - at);
+                              std::memcpy(to, stored.data() + at, k);
+                              return k;
+                            });
+  ASSERT_TRUE(pushed.ok()) << pushed.error().message;
+  EXPECT_EQ(*pushed, ends);
+  EXPECT_EQ(asked.size(), 2u);
+  dst->Answered();
+  dst->CopyOut(*pushed);
+  EXPECT_EQ(0, std::memcmp(into.data(), stored.data(), ends));
+  EXPECT_EQ(into[ends], 'x');
+
+  // The source fails on the third slot: its error, the fabric not blamed; the next piece works.
+  const uint64_t errors_before = server->counters(peer).errors;
+  dst = caller->Expose("node-b-pushfrom", into.data(), n, /*for_remote_write=*/true);
+  ASSERT_TRUE(dst.ok());
+  pushed = server->PushFrom(peer, dst->token(), "127.0.0.1", n,
+                            [&](char* to, size_t at, size_t len) -> Result<size_t> {
+                              if (at >= (512 << 10))
+                                return MakeError(ErrorCode::kNoSuchKey, "gone");
+                              std::memcpy(to, stored.data() + at, len);
+                              return len;
+                            });
+  ASSERT_FALSE(pushed.ok());
+  EXPECT_EQ(pushed.error().code, ErrorCode::kNoSuchKey);
+  EXPECT_EQ(pushed.error().message, "gone");
+  EXPECT_EQ(server->counters(peer).errors, errors_before);
+  dst->Answered();
+  dst = caller->Expose("node-b-pushfrom", into.data(), n, /*for_remote_write=*/true);
+  ASSERT_TRUE(dst.ok());
+  auto st = server->Push(peer, dst->token(), "127.0.0.1", stored.data(), n);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  dst->Answered();
+  dst->CopyOut(n);
+  EXPECT_EQ(into, stored);
+}
+
+// A received piece can be read in place from its pooled buffer (TakeReceived) while at least half
+// of the receive pool is free; past that the caller copies it out and the buffer goes back.
+TEST(InternodeRdmaWindows, ReceiveBuffersAreLentWhileHalfThePoolIsFree) {
+  auto s = Soft();
+  s.inflight_bytes = 4 << 20;  // 1 MiB pieces: two receive buffers, one may be lent
+  auto caller = Make(s), server = Make(s);
+  ASSERT_TRUE(caller && server && caller->available());
+  const size_t n = 1 << 20;
+  auto stored = Pattern(n, 11);
+  std::vector<char> into(n, 'x');
+  auto receive = [&](int seed) {
+    auto piece = Pattern(n, seed);
+    auto dst = caller->Expose("node-b-windows", into.data(), n, /*for_remote_write=*/true);
+    EXPECT_TRUE(dst.ok());
+    EXPECT_TRUE(server->Push("node-a-windows", dst->token(), "127.0.0.1", piece.data(), n).ok());
+    dst->Answered();
+    return std::move(dst).value();
+  };
+  auto first = receive(1);
+  rdma::BufferPool::Buffer lent = first.TakeReceived();
+  ASSERT_TRUE(lent);
+  EXPECT_EQ(0, std::memcmp(lent.data(), Pattern(n, 1).data(), n));
+  EXPECT_EQ(into[0], 'x');  // nothing copied out
+  // Not answered: never lent (the peer may still be writing into it).
+  auto unanswered = caller->Expose("node-b-windows", into.data(), n, /*for_remote_write=*/true);
+  ASSERT_TRUE(unanswered.ok());
+  EXPECT_FALSE(unanswered->TakeReceived());
+  unanswered = InternodeRdma::Exposed();
+  // With one buffer lent out of two, the second piece is copied out, not lent.
+  auto second = receive(2);
+  EXPECT_FALSE(second.TakeReceived());
+  second.CopyOut(n);
+  EXPECT_EQ(into, Pattern(n, 2));
+  second = InternodeRdma::Exposed();
+  lent = rdma::BufferPool::Buffer();  // back to the pool: the next piece may be lent again
+  auto third = receive(3);
+  EXPECT_TRUE(third.TakeReceived());
+}
+
 TEST_F(Pair, PiecesReuseThePeersChannels) {
   const std::string series =
       "rdmastor_rdma_internode_connections_opened_total{peer=\"node-a-channels\"}";
