@@ -426,25 +426,27 @@ std::string Base64Encode(std::string_view bytes) {
   return out;
 }
 
+namespace {
+
 // Strict RFC 4648: padded to a multiple of 4, no whitespace, '=' only at the end, and the unused
 // low bits of the last group must be zero (so every byte string has exactly one accepted form).
-std::optional<std::string> Base64Decode(std::string_view b64) {
-  if (b64.size() % 4 != 0) return std::nullopt;
-  if (b64.empty()) return std::string();
+// Decodes into `o` (room for DecodedSize) with kWrite, else only checks.
+template <bool kWrite>
+bool Base64Walk(std::string_view b64, int pad, char* o) {
   const size_t groups = b64.size() / 4;
-  const int pad = b64.back() != '=' ? 0 : b64[b64.size() - 2] == '=' ? 2 : 1;
-  std::string out(groups * 3 - static_cast<size_t>(pad), '\0');
-  char* o = out.data();
   const auto* in = reinterpret_cast<const unsigned char*>(b64.data());
   // Full groups: any byte outside the alphabet (including '=') makes the OR of the values negative.
-  for (size_t g = 0; g + 1 < groups; ++g, in += 4, o += 3) {
+  for (size_t g = 0; g + 1 < groups; ++g, in += 4) {
     const int a = kB64Values[in[0]], b = kB64Values[in[1]], c = kB64Values[in[2]],
               d = kB64Values[in[3]];
-    if ((a | b | c | d) < 0) return std::nullopt;
-    const auto v = static_cast<uint32_t>((a << 18) | (b << 12) | (c << 6) | d);
-    o[0] = static_cast<char>(v >> 16);
-    o[1] = static_cast<char>(v >> 8);
-    o[2] = static_cast<char>(v);
+    if ((a | b | c | d) < 0) return false;
+    if constexpr (kWrite) {
+      const auto v = static_cast<uint32_t>((a << 18) | (b << 12) | (c << 6) | d);
+      o[0] = static_cast<char>(v >> 16);
+      o[1] = static_cast<char>(v >> 8);
+      o[2] = static_cast<char>(v);
+      o += 3;
+    }
   }
   // The last group: its padding positions hold '=' and decode as zero bits.
   uint32_t v = 0;
@@ -452,17 +454,36 @@ std::optional<std::string> Base64Decode(std::string_view b64) {
     int d = 0;
     if (k < 4 - pad) {
       d = kB64Values[in[k]];
-      if (d < 0) return std::nullopt;
+      if (d < 0) return false;
     }
     v = (v << 6) | static_cast<uint32_t>(d);
   }
-  o[0] = static_cast<char>(v >> 16);
-  if (pad == 2)
-    return (v & 0xffff) == 0 ? std::optional<std::string>(std::move(out)) : std::nullopt;
-  o[1] = static_cast<char>(v >> 8);
-  if (pad == 1) return (v & 0xff) == 0 ? std::optional<std::string>(std::move(out)) : std::nullopt;
-  o[2] = static_cast<char>(v);
+  if constexpr (kWrite) {
+    o[0] = static_cast<char>(v >> 16);
+    if (pad < 2) o[1] = static_cast<char>(v >> 8);
+    if (pad < 1) o[2] = static_cast<char>(v);
+  }
+  return pad == 2 ? (v & 0xffff) == 0 : pad == 1 ? (v & 0xff) == 0 : true;
+}
+
+int Base64Pad(std::string_view b64) {
+  return b64.back() != '=' ? 0 : b64[b64.size() - 2] == '=' ? 2 : 1;
+}
+
+}  // namespace
+
+std::optional<std::string> Base64Decode(std::string_view b64) {
+  if (b64.size() % 4 != 0) return std::nullopt;
+  if (b64.empty()) return std::string();
+  const int pad = Base64Pad(b64);
+  std::string out(b64.size() / 4 * 3 - static_cast<size_t>(pad), '\0');
+  if (!Base64Walk<true>(b64, pad, out.data())) return std::nullopt;
   return out;
+}
+
+bool IsBase64(std::string_view b64) {
+  if (b64.size() % 4 != 0) return false;
+  return b64.empty() || Base64Walk<false>(b64, Base64Pad(b64), nullptr);
 }
 
 std::optional<Algo> ChecksumAlgoFromName(std::string_view lower_name) {

@@ -28,8 +28,8 @@ std::unique_ptr<Hasher> NewHasher(Algo algo);
 std::string Digest(Algo algo, std::string_view data);
 std::string HmacSha256(std::string_view key, std::string_view data);
 std::string HmacSha1(std::string_view key, std::string_view data);  // Signature Version 2
-uint32_t Crc32(const void* data, size_t len, uint32_t prev = 0);   // zlib/IEEE CRC-32
-uint32_t Crc32c(const void* data, size_t len, uint32_t prev = 0);  // Castagnoli
+uint32_t Crc32(const void* data, size_t len, uint32_t prev = 0);    // zlib/IEEE CRC-32
+uint32_t Crc32c(const void* data, size_t len, uint32_t prev = 0);   // Castagnoli
 // CRC-64/NVME (NVM Express "Rocksoft" polynomial 0xad93d23594c93659, reflected, init and xorout
 // all ones): S3's CRC64NVME. Chaining like the others: pass the previous result as `prev`.
 uint64_t Crc64Nvme(const void* data, size_t len, uint64_t prev = 0);
@@ -40,12 +40,15 @@ uint32_t Crc32Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 uint64_t Crc64NvmeCombine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
 
-std::string HexEncode(std::string_view bytes);                    // lower-case
-std::optional<std::string> HexDecode(std::string_view hex);      // nullopt on bad input
+std::string HexEncode(std::string_view bytes);               // lower-case
+std::optional<std::string> HexDecode(std::string_view hex);  // nullopt on bad input
 std::string Base64Encode(std::string_view bytes);
-std::optional<std::string> Base64Decode(std::string_view b64);   // strict; nullopt on bad input
+std::optional<std::string> Base64Decode(std::string_view b64);  // strict; nullopt on bad input
+bool IsBase64(std::string_view b64);  // what Base64Decode accepts, checked without decoding
 
-inline std::string Sha256Hex(std::string_view data) { return HexEncode(Digest(Algo::kSHA256, data)); }
+inline std::string Sha256Hex(std::string_view data) {
+  return HexEncode(Digest(Algo::kSHA256, data));
+}
 inline std::string Md5Hex(std::string_view data) { return HexEncode(Digest(Algo::kMD5, data)); }
 
 // S3 checksum header names: "crc32" | "crc32c" | "crc64nvme" | "sha1" | "sha256" <-> Algo.

@@ -128,19 +128,24 @@ std::optional<std::string> CutInlineShards(std::string_view text, CutShards& cut
 // each shard's base64 goes where the dump would have put it. The JSON dumper escapes a string
 // byte by byte (most of a PUT's CPU once shards reach ~100 KiB per drive); base64 needs no
 // escaping, so the result is byte for byte the dump with the shards in it.
-std::string SpliceInlineShards(std::string dump, const std::vector<std::string_view>& shards) {
+// A shard still held as the text it was read as (inline_b64) goes back as that text.
+std::string SpliceInlineShards(std::string dump, const std::vector<const ErasureMeta*>& shards) {
   if (shards.empty()) return dump;
   std::string out;
   size_t room = dump.size();
-  for (auto s : shards) room += (s.size() + 2) / 3 * 4;
+  for (const auto* e : shards)
+    room += e->inline_b64.empty() ? (e->inline_shard.size() + 2) / 3 * 4 : e->inline_b64.size();
   out.reserve(room);
   size_t copied = 0, at = 0;
-  for (auto shard : shards) {
+  for (const auto* e : shards) {
     at = dump.find(kInlineShardKey, at);
     if (at == std::string::npos) break;  // cannot happen: VersionJson wrote one per shard
     at += kInlineShardKey.size();
     out.append(dump, copied, at - copied);
-    out.append(hash::Base64Encode(shard));
+    if (e->inline_b64.empty())
+      out.append(hash::Base64Encode(e->inline_shard));
+    else
+      out.append(e->inline_b64);
     copied = at;
   }
   out.append(dump, copied);
@@ -153,6 +158,24 @@ Error Malformed(const std::string& path, const std::exception& e) {
 }
 
 }  // namespace
+
+bool ErasureMeta::DecodeInline() {
+  if (inline_b64.empty()) return true;
+  auto raw = hash::Base64Decode(inline_b64);
+  if (!raw) return false;
+  SetInline(std::move(*raw));
+  return true;
+}
+
+bool ErasureMeta::operator==(const ErasureMeta& o) const {
+  auto bytes = [](const ErasureMeta& e) -> std::optional<std::string> {
+    if (e.inline_b64.empty()) return e.inline_shard;
+    return hash::Base64Decode(e.inline_b64);
+  };
+  return data == o.data && parity == o.parity && stripe_size == o.stripe_size && index == o.index &&
+         distribution == o.distribution && bitrot == o.bitrot && is_inline == o.is_inline &&
+         bytes(*this) == bytes(o);
+}
 
 bool IsEncrypted(const std::map<std::string, std::string>& internal) {
   return internal.count(kInternalSse) > 0;
@@ -281,7 +304,7 @@ namespace {
 
 // `shards`: when given, inline shards are left out ("") and collected here in file order for
 // SpliceInlineShards; else they are dumped as base64 members.
-json VersionJson(const ObjectMeta& m, std::vector<std::string_view>* shards = nullptr) {
+json VersionJson(const ObjectMeta& m, std::vector<const ErasureMeta*>* shards = nullptr) {
   json parts = json::array();
   for (const auto& p : m.parts) {
     parts.push_back({{"number", p.number}, {"size", p.size}, {"etag", p.etag}});
@@ -312,9 +335,10 @@ json VersionJson(const ObjectMeta& m, std::vector<std::string_view>* shards = nu
     if (e.is_inline) {
       if (shards) {
         j["erasure"]["inline_shard"] = "";
-        shards->push_back(e.inline_shard);
+        shards->push_back(&e);
       } else {
-        j["erasure"]["inline_shard"] = hash::Base64Encode(e.inline_shard);
+        j["erasure"]["inline_shard"] =
+            e.inline_b64.empty() ? hash::Base64Encode(e.inline_shard) : e.inline_b64;
       }
     }
   }
@@ -639,11 +663,10 @@ bool ReadErasure(CanonicalReader& r, ErasureMeta& e) {
     if (name == "inline") return r.Bool(e.is_inline);
     if (name == "inline_shard") {
       shard = true;
+      // Kept as text (ErasureMeta::inline_b64), checked as strictly as a decode would be.
       std::string_view b64;
-      if (!r.Raw(b64)) return false;
-      auto raw = hash::Base64Decode(b64);
-      if (!raw) return false;
-      e.inline_shard = std::move(*raw);
+      if (!r.Raw(b64) || !hash::IsBase64(b64)) return false;
+      e.inline_b64.assign(b64);
       return true;
     }
     if (name == "parity") return Need(seen, 16) && r.Int(e.parity);
@@ -735,7 +758,7 @@ std::optional<ObjectVersions> ReadCanonical(std::string_view text) {
 std::string SerializeObjectVersions(const ObjectVersions& file) {
   json versions = json::array();
   bool encrypted = false;
-  std::vector<std::string_view> shards;
+  std::vector<const ErasureMeta*> shards;
   for (const auto& v : file.versions) {
     versions.push_back(VersionJson(v, &shards));
     encrypted = encrypted || !v.internal.empty();

@@ -72,8 +72,22 @@ struct ErasureMeta {
   std::string bitrot;             // per-block checksum algorithm of the shard files: "xxh3-64"
   bool is_inline = false;         // the shard is `inline_shard`, no data directory exists
   std::string inline_shard;       // framed shard bytes (base64 in the file)
+  // The shard as a canonical file held it (base64, not yet decoded), when inline_shard is empty:
+  // a commit that moves a version from one file into another (RenameData's kAddVersion on every
+  // drive of a PUT) copies the text and never decodes it. Decoding and re-encoding were 16% of a
+  // cluster node's CPU in a 1 MiB PUT on 4x4 (inline shards of 87 KiB).
+  std::string inline_b64;
 
-  bool operator==(const ErasureMeta&) const = default;
+  // Moves inline_b64's bytes into inline_shard, decoded; false when it is not valid base64 (a
+  // damaged copy). A no-op for a shard already decoded.
+  bool DecodeInline();
+  // Sets the shard's bytes (dropping any undecoded text).
+  void SetInline(std::string bytes) {
+    inline_shard = std::move(bytes);
+    inline_b64.clear();
+  }
+  // Shards compare by their bytes, however each is held.
+  bool operator==(const ErasureMeta& o) const;
 };
 
 // One version of an object (the per-version record of the metadata file).

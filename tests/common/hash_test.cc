@@ -194,6 +194,7 @@ TEST(HashTest, Base64Rfc4648Vectors) {
   for (const auto& [plain, b64] : vectors) {
     EXPECT_EQ(Base64Encode(plain), b64);
     EXPECT_EQ(Base64Decode(b64), std::string(plain));
+    EXPECT_TRUE(IsBase64(b64)) << b64;
   }
   std::string all;
   for (int i = 0; i < 256; ++i) all += static_cast<char>(255 - i);
@@ -205,6 +206,7 @@ TEST(HashTest, Base64StrictRejects) {
   for (const char* bad : {"Zg", "Zg=", "Z===", "====", "Zh==", "Zm9=", "Zm9v\n", "Zm 9v", "Zm=v",
                           "=Zm9", "Zm9vYg==Zm9v", "Zm9v-_==", "Zm9vYg=a"}) {
     EXPECT_FALSE(Base64Decode(bad).has_value()) << bad;
+    EXPECT_FALSE(IsBase64(bad)) << bad;  // the check accepts exactly what the decoder does
   }
 }
 

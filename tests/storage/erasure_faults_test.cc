@@ -75,7 +75,9 @@ class ErasureFaultTest : public ::testing::Test {
   ObjectMeta LatestMeta(size_t p, const std::string& key) {
     auto file = ParseObjectVersions(RawMeta(p, key), MetaPath(key));
     EXPECT_TRUE(file.ok() && file->Latest() && file->Latest()->erasure) << key;
-    return file.ok() && file->Latest() ? *file->Latest() : ObjectMeta{};
+    ObjectMeta m = file.ok() && file->Latest() ? *file->Latest() : ObjectMeta{};
+    if (m.erasure) EXPECT_TRUE(m.erasure->DecodeInline()) << key;
+    return m;
   }
 
   // Whether drive p holds a data directory for `key` (an inline version has none).
@@ -298,7 +300,7 @@ TEST_F(ErasureFaultTest, CorruptInlineShardIsCaught) {
   auto file = ParseObjectVersions(good, "m");
   RS_ASSERT_OK(file);
   ObjectMeta m = *file->Latest();
-  ASSERT_TRUE(m.erasure && m.erasure->is_inline);
+  ASSERT_TRUE(m.erasure && m.erasure->is_inline && m.erasure->DecodeInline());
   ASSERT_GT(m.erasure->inline_shard.size(), 1000u);
   m.erasure->inline_shard[m.erasure->inline_shard.size() / 2] ^= 0x01;
   ObjectVersions bad;
@@ -309,6 +311,43 @@ TEST_F(ErasureFaultTest, CorruptInlineShardIsCaught) {
     if (at == path) content = lie;
   });
   EXPECT_EQ(Get(*store_, "bkt", "small"), data);
+}
+
+// A canonical file's inline shard is kept as its base64 text until a read needs the bytes (a
+// commit moves it from file to file undecoded). A text that is no base64, in a file whose checksum
+// matches, is refused as the decode would have refused it: that drive's copy is unusable, the
+// read is served from the others and queues the key, and healing rewrites the copy.
+TEST_F(ErasureFaultTest, InlineShardThatIsNoBase64IsServedFromTheOthers) {
+  Open(4);
+  const std::string data = Pattern(20000, 10);
+  RS_ASSERT_OK(Put(*store_, "bkt", "small", data));
+  const size_t p = PositionOf("small", /*parity=*/false);
+  auto file = ParseObjectVersions(RawMeta(p, "small"), "m");
+  RS_ASSERT_OK(file);
+  ObjectMeta m = *file->Latest();
+  ASSERT_TRUE(m.erasure && m.erasure->is_inline);
+  ASSERT_TRUE(m.erasure->inline_shard.empty());  // held as text, not decoded
+  ASSERT_GT(m.erasure->inline_b64.size(), 1000u);
+  // Serialized again, the text goes back unchanged: the same bytes as the drive's file.
+  ObjectVersions same;
+  same.versions.push_back(m);
+  EXPECT_EQ(SerializeObjectVersions(same), RawMeta(p, "small"));
+  m.erasure->inline_b64[m.erasure->inline_b64.size() / 2] = '*';
+  ErasureMeta broken = *m.erasure;
+  EXPECT_FALSE(broken.DecodeInline());
+  ObjectVersions bad;
+  bad.versions.push_back(m);
+  const std::string lie = SerializeObjectVersions(bad);
+  auto refused = ParseObjectVersions(lie, "m");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message.find("checksum"), std::string::npos);  // the shard's fault
+  RS_ASSERT_OK(faults_[p]->inner().WriteFile(MetaPath("small"), lie));
+  EXPECT_EQ(Get(*store_, "bkt", "small"), data);
+  // The read queued the key: healing rewrites that drive's copy.
+  EXPECT_TRUE(store_->DrainHealQueue(10000));
+  auto healed = ParseObjectVersions(RawMeta(p, "small"), "m");
+  RS_ASSERT_OK(healed);
+  EXPECT_TRUE(healed->Latest()->erasure->DecodeInline());
 }
 
 // ---- inline shards, decided by shard size (MINIO_STORAGE_CLASS_INLINE_BLOCK) ----
@@ -329,9 +368,12 @@ TEST_F(ErasureFaultTest, OneMiBOnSixteenDrivesIsInlineAcrossStripes) {
   EXPECT_EQ(Get(*store_, "bkt", "one"), one);
   EXPECT_EQ(Get(*store_, "bkt", "two"), two);
   auto ranges_match = [&](const std::string& why) {
-    for (auto [off, len] : std::vector<std::pair<uint64_t, size_t>>{
-             {kMiB - 5000, 10000}, {kMiB, 4096}, {kMiB - 1, 2}, {0, 7}, {two.size() - 1, 1},
-             {12345, kMiB}}) {
+    for (auto [off, len] : std::vector<std::pair<uint64_t, size_t>>{{kMiB - 5000, 10000},
+                                                                    {kMiB, 4096},
+                                                                    {kMiB - 1, 2},
+                                                                    {0, 7},
+                                                                    {two.size() - 1, 1},
+                                                                    {12345, kMiB}}) {
       EXPECT_EQ(ReadRange("two", off, len), two.substr(off, len)) << why << " @" << off;
     }
     EXPECT_EQ(ReadRange("one", kMiB - 3, 3), one.substr(kMiB - 3)) << why;

@@ -134,18 +134,17 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
   std::vector<ObjectMeta*> metas(n, nullptr);
   const std::string path = Join(Join(bucket, loc.rel_dir), loc.meta_name);
   // true: the drive answers and has no such key (or, for a named version, not that version).
-  auto missing_on = ReadFileEach(
-      path, [&](size_t p, Result<std::optional<std::string>> raw) {
-        if (!raw.ok()) return false;
-        if (!raw->has_value()) return roots_[p]->StatVol(bucket);
-        auto file = ParseObjectVersions(**raw, path);
-        if (!file.ok()) return false;  // corrupt: this drive needs healing
-        files[p] = std::move(*file);
-        ObjectMeta* m = sel ? files[p].Find(*sel) : files[p].Latest();
-        if (!m) return true;
-        if (m->delete_marker || m->erasure) metas[p] = m;
-        return false;
-      });
+  auto missing_on = ReadFileEach(path, [&](size_t p, Result<std::optional<std::string>> raw) {
+    if (!raw.ok()) return false;
+    if (!raw->has_value()) return roots_[p]->StatVol(bucket);
+    auto file = ParseObjectVersions(**raw, path);
+    if (!file.ok()) return false;  // corrupt: this drive needs healing
+    files[p] = std::move(*file);
+    ObjectMeta* m = sel ? files[p].Find(*sel) : files[p].Latest();
+    if (!m) return true;
+    if (m->delete_marker || m->erasure) metas[p] = m;
+    return false;
+  });
   const int missing = Count(missing_on);
   // A version is the same on every drive: id, data directory, ETag, marker or not, ACL and tags
   // (a drive that missed a PutObjectAcl or PutObjectTagging must not decide who may read or what
@@ -203,12 +202,13 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
     ObjectMeta& m = *metas[p];
     v.has[p] = true;
     if (m.erasure->index != dist[p]) continue;  // inconsistent copy: heal rewrites it
+    if (!m.erasure->DecodeInline()) continue;   // a damaged inline shard: likewise
     s.usable = true;
     s.is_inline = m.erasure->is_inline;
     s.inline_shard = std::move(m.erasure->inline_shard);
     s.data_dir = Join(Join(bucket, loc.rel_dir), m.data_dir);
   }
-  v.meta.erasure->inline_shard.clear();  // each source holds its own
+  v.meta.erasure->SetInline({});  // each source holds its own
   return v;
 }
 

@@ -314,7 +314,7 @@ ObjectMeta ErasureSet::MetaFor(const ObjectMeta& base, const std::vector<int>& d
                                const std::vector<std::string>* inline_shards) const {
   ObjectMeta m = base;
   m.erasure->index = dist[p];
-  if (inline_shards) m.erasure->inline_shard = (*inline_shards)[p];
+  if (inline_shards) m.erasure->SetInline((*inline_shards)[p]);
   return m;
 }
 
@@ -502,7 +502,7 @@ Result<ObjectInfo> ErasureSet::UpdateMetadata(const std::string& bucket, const s
     // Each drive keeps its own shard index (v->meta carries one drive's): writing one index
     // everywhere left a single readable shard after a metadata-only update.
     metas[p].erasure->index = v->sources[p].shard;
-    metas[p].erasure->inline_shard = v->sources[p].inline_shard;
+    metas[p].erasure->SetInline(v->sources[p].inline_shard);
   }
   const auto& e = *v->meta.erasure;
   RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, alive, metas,
