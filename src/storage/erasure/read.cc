@@ -1,5 +1,7 @@
 // The erasure read path: shard sources, stripe reads (verify, decode), version resolution, the
-// object reader.
+// object reader. GET and HEAD resolve from a read quorum of drives first (ResolveForRead): opening,
+// reading and closing the metadata files was ~29% of a 4 KiB GET's CPU; reading 2 of 4 on EC 2+2
+// took server CPU per GiB of 4 KiB GETs at c=32 from 27.7 to 22.2 s (mean of five runs each).
 
 #include <spdlog/spdlog.h>
 
