@@ -223,7 +223,7 @@ class Drive {
   }
 
   // ReadFile of paths[i] on group[i]; `group` holds this drive and others with its GroupKey(). A
-  // remote group is one peer call (a read of every drive's metadata of a GET: one call per node);
+  // remote group is one peer call (the metadata reads of a GET's round: one call per node);
   // the default reads one after another. One result per drive.
   virtual std::vector<Result<std::optional<std::string>>> ReadFileGroup(
       const std::vector<Drive*>& group, const std::vector<std::string>& paths) {

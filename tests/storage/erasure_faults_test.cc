@@ -10,6 +10,7 @@
 
 #include "erasure/codec.h"
 #include "fault_drive.h"
+#include "storage/erasure/set.h"
 #include "storage/erasure_store.h"
 #include "storage/object_meta.h"
 #include "storage/paths.h"
@@ -121,6 +122,42 @@ class ErasureFaultTest : public ::testing::Test {
 
   void ClearFaults() {
     for (auto* f : faults_) f->Clear();
+  }
+
+  // The drives a GET or HEAD of `key` reads first: those holding its data shards.
+  std::vector<size_t> FirstRound(const std::string& key) {
+    std::vector<size_t> out;
+    for (size_t p = 0; p < faults_.size(); ++p) {
+      if (ShardOf(p, key) < store_->layout().data()) out.push_back(p);
+    }
+    return out;
+  }
+  std::vector<size_t> NotFirstRound(const std::string& key) {
+    std::vector<size_t> out;
+    for (size_t p = 0; p < faults_.size(); ++p) {
+      if (ShardOf(p, key) >= store_->layout().data()) out.push_back(p);
+    }
+    return out;
+  }
+
+  // Metadata files read per drive since the last call (ReadFile calls; counters reset).
+  std::vector<uint64_t> MetaReadsSince() {
+    std::vector<uint64_t> out;
+    for (auto* f : faults_) {
+      out.push_back(f->calls(DriveOp::kReadFile));
+      f->ResetCounts();
+    }
+    return out;
+  }
+  // Every drive's metadata was read since the last count (a read that found damage queues a heal,
+  // whose own reads may land in the count too: at least once, then).
+  void ExpectEveryDriveRead() {
+    const std::vector<uint64_t> reads = MetaReadsSince();
+    for (size_t p = 0; p < reads.size(); ++p) EXPECT_GE(reads[p], 1u) << "drive " << p;
+  }
+  // Drive p's metadata file for `key` replaced on disk (past the faults): a stale or damaged copy.
+  void WriteMeta(size_t p, const std::string& key, const std::string& raw) {
+    RS_ASSERT_OK(faults_[p]->inner().WriteFile(MetaPath(key), raw));
   }
 
   TempDir tmp_;
@@ -543,6 +580,186 @@ TEST_F(ErasureFaultTest, MetadataDisagreementResolvesToQuorum) {
     });
   }
   RS_EXPECT_CODE(store_->StatObject("bkt", "k"), ErrorCode::kNoSuchKey);
+}
+
+// ---- quorum reads (ErasureSet::ResolveForRead) ----
+
+// A GET or HEAD reads the metadata of the drives holding data shards first (2 of 4 on 2+2): when
+// they agree, the other drives are not asked.
+TEST_F(ErasureFaultTest, QuorumReadAsksOnlyTheDataDrivesWhenTheyAgree) {
+  Open(4);
+  const std::string small = Pattern(4096, 30), big = Pattern((1 << 20) + 9, 31);
+  RS_ASSERT_OK(Put(*store_, "bkt", "small", small));
+  RS_ASSERT_OK(Put(*store_, "bkt", "big", big));
+  const std::vector<size_t> first = FirstRound("small");
+  ASSERT_EQ(first.size(), 2u);
+  MetaReadsSince();
+  EXPECT_EQ(Get(*store_, "bkt", "small"), small);
+  std::vector<uint64_t> want(4, 0);
+  for (size_t p : first) want[p] = 1;
+  EXPECT_EQ(MetaReadsSince(), want) << "inline GET";
+  RS_ASSERT_OK(store_->StatObject("bkt", "small"));
+  EXPECT_EQ(MetaReadsSince(), want) << "HEAD";
+  // A data object's reader needs every drive as a source: the other two are read as well, once.
+  EXPECT_EQ(Get(*store_, "bkt", "big"), big);
+  EXPECT_EQ(MetaReadsSince(), std::vector<uint64_t>(4, 1)) << "GET with part files";
+  RS_ASSERT_OK(store_->StatObject("bkt", "big"));
+  want.assign(4, 0);
+  for (size_t p : FirstRound("big")) want[p] = 1;
+  EXPECT_EQ(MetaReadsSince(), want) << "HEAD with part files";
+  EXPECT_EQ(store_->heal_queue_size(), 0u);
+}
+
+// A first-round drive with an older version: the disagreement sends the read to every drive, the
+// quorum's newest version is served, and the stale copy is healed.
+TEST_F(ErasureFaultTest, QuorumReadWithAStaleDriveReadsAllAndHeals) {
+  Open(4);
+  const std::string v1 = Pattern(4096, 32), v2 = Pattern(4096, 33);
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", v1));
+  const size_t stale = FirstRound("k")[0];
+  const std::string old_raw = RawMeta(stale, "k");
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", v2));
+  WriteMeta(stale, "k", old_raw);
+  MetaReadsSince();
+  EXPECT_EQ(Get(*store_, "bkt", "k"), v2);
+  ExpectEveryDriveRead();
+  auto st = store_->StatObject("bkt", "k");
+  RS_ASSERT_OK(st);
+  EXPECT_EQ(st->etag, hash::Md5Hex(v2));
+  EXPECT_TRUE(store_->DrainHealQueue(10000));
+  EXPECT_EQ(LatestMeta(stale, "k").etag, hash::Md5Hex(v2)) << "heal on read rewrote the copy";
+}
+
+// A first-round drive without the key (or both of them): never a NoSuchKey from the partial read,
+// the other drives hold the object's quorum.
+TEST_F(ErasureFaultTest, QuorumReadWithFirstRoundDrivesMissingTheKeyReadsAll) {
+  Open(4);
+  const std::string data = Pattern(4096, 34);
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", data));
+  const std::vector<size_t> first = FirstRound("k");
+  const std::string path = MetaPath("k");
+  auto lose = [&](size_t p) {
+    faults_[p]->SetLie([path](const std::string& at, std::optional<std::string>& content) {
+      if (at == path) content.reset();
+    });
+  };
+  lose(first[0]);
+  MetaReadsSince();
+  EXPECT_EQ(Get(*store_, "bkt", "k"), data);
+  ExpectEveryDriveRead();
+  lose(first[1]);  // both data drives: the two parity copies carry the read
+  EXPECT_EQ(Get(*store_, "bkt", "k"), data);
+  RS_ASSERT_OK(store_->StatObject("bkt", "k"));
+  // A failing drive instead of a missing file: the same.
+  ClearFaults();
+  faults_[first[1]]->Set(DriveOp::kReadFile, {.fail = true});
+  EXPECT_EQ(Get(*store_, "bkt", "k"), data);
+  RS_ASSERT_OK(store_->StatObject("bkt", "k"));
+}
+
+// Garbage in a first-round drive's metadata file: read everything, serve, heal.
+TEST_F(ErasureFaultTest, QuorumReadWithCorruptMetadataReadsAllAndHeals) {
+  Open(4);
+  const std::string data = Pattern(4096, 35);
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", data));
+  const size_t bad = FirstRound("k")[1];
+  WriteMeta(bad, "k", "{\"format\": 2, \"versions\": [{\"size\": \"hostile\"");
+  MetaReadsSince();
+  EXPECT_EQ(Get(*store_, "bkt", "k"), data);
+  ExpectEveryDriveRead();
+  EXPECT_TRUE(store_->DrainHealQueue(10000));
+  EXPECT_EQ(LatestMeta(bad, "k").etag, hash::Md5Hex(data));
+}
+
+// An inline shard that fails its bitrot hash on a first-round drive: the other drives are read and
+// parity serves the object; heal rewrites the bad copy. Both data drives bad: still served.
+TEST_F(ErasureFaultTest, QuorumReadServesABitrottedInlineShardFromParity) {
+  Open(4);
+  const std::string data = Pattern(4096, 36);
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", data));
+  const std::vector<size_t> first = FirstRound("k");
+  auto rot = [&](size_t p) {
+    auto file = ParseObjectVersions(RawMeta(p, "k"), "m");
+    ASSERT_TRUE(file.ok() && file->Latest() && file->Latest()->erasure);
+    ObjectVersions bad = *file;
+    ASSERT_TRUE(bad.versions[0].erasure->DecodeInline());
+    auto& shard = bad.versions[0].erasure->inline_shard;
+    ASSERT_TRUE(bad.versions[0].erasure->is_inline);
+    ASSERT_GT(shard.size(), 100u);
+    shard[shard.size() / 2] ^= 0x10;
+    WriteMeta(p, "k", SerializeObjectVersions(bad));
+  };
+  rot(first[0]);
+  MetaReadsSince();
+  EXPECT_EQ(Get(*store_, "bkt", "k"), data);
+  ExpectEveryDriveRead();
+  EXPECT_TRUE(store_->DrainHealQueue(10000));
+  MetaReadsSince();
+  EXPECT_EQ(Get(*store_, "bkt", "k"), data);
+  std::vector<uint64_t> want(4, 0);
+  for (size_t p : first) want[p] = 1;
+  EXPECT_EQ(MetaReadsSince(), want) << "healed: the data drives verify again";
+  rot(first[0]);
+  rot(first[1]);
+  EXPECT_EQ(Get(*store_, "bkt", "k"), data);
+}
+
+// A delete marker the first round agrees on: NoSuchKey with the marker, from two drives only.
+TEST_F(ErasureFaultTest, QuorumReadOfADeleteMarker) {
+  Open(4);
+  RS_ASSERT_OK(store_->SetBucketVersioning("bkt", Versioning::kEnabled));
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", Pattern(4096, 37)));
+  // The marker has no shards: its first round is the key's data-shard drives, the object's.
+  std::vector<uint64_t> want(4, 0);
+  for (size_t p : FirstRound("k")) want[p] = 1;
+  auto del = store_->DeleteObjectVersion("bkt", "k", std::nullopt);
+  RS_ASSERT_OK(del);
+  ASSERT_TRUE(del->created_marker);
+  MetaReadsSince();
+  RS_EXPECT_CODE(store_->OpenObject("bkt", "k"), ErrorCode::kNoSuchKey);
+  EXPECT_EQ(MetaReadsSince(), want) << "GET of a marker";
+  ObjectInfo marker;
+  RS_EXPECT_CODE(store_->StatLatest("bkt", "k", &marker), ErrorCode::kNoSuchKey);
+  EXPECT_TRUE(marker.delete_marker);
+  EXPECT_EQ(marker.version_id, del->version_id);
+  for (auto* f : faults_) EXPECT_EQ(f->calls(DriveOp::kStatVol), 0u) << "no bucket check either";
+  EXPECT_EQ(MetaReadsSince(), want) << "HEAD of a marker";
+}
+
+// Heal on read for drives a quorum read leaves out: every kFullReadEvery-th GET of a set reads
+// every drive, so a stale copy on a drive outside the first round is found and healed.
+TEST_F(ErasureFaultTest, EveryNthGetReadsEveryDrive) {
+  Open(4);
+  constexpr uint64_t kN = ErasureSet::kFullReadEvery;
+  const std::string v1 = Pattern(4096, 38), v2 = Pattern(4096, 39);
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", v1));
+  const size_t stale = NotFirstRound("k")[0];
+  const std::string old_raw = RawMeta(stale, "k");
+  RS_ASSERT_OK(Put(*store_, "bkt", "k", v2));
+  WriteMeta(stale, "k", old_raw);
+  MetaReadsSince();
+  std::vector<size_t> full;  // 1-based numbers of the GETs that read every drive
+  for (uint64_t i = 1; i <= 2 * kN; ++i) {
+    EXPECT_EQ(Get(*store_, "bkt", "k"), v2);
+    uint64_t total = 0;
+    for (auto r : MetaReadsSince()) total += r;
+    if (total >= 4)  // the full read's GET queues a heal, whose reads may count here too
+      full.push_back(i);
+    else
+      EXPECT_EQ(total, 2u) << "GET " << i;
+    if (i == kN - 1 || i == kN) {
+      EXPECT_TRUE(store_->DrainHealQueue(10000));
+      MetaReadsSince();  // the healer's reads
+      EXPECT_EQ(LatestMeta(stale, "k").etag, hash::Md5Hex(i < kN ? v1 : v2))
+          << (i < kN ? "unseen by quorum reads" : "healed after the full read");
+    }
+  }
+  EXPECT_EQ(full, (std::vector<size_t>{kN, 2 * kN}));
+  // HEADs do not count: they never reported damage.
+  for (uint64_t i = 0; i < 2 * kN; ++i) RS_ASSERT_OK(store_->StatObject("bkt", "k"));
+  uint64_t total = 0;
+  for (auto r : MetaReadsSince()) total += r;
+  EXPECT_EQ(total, 2 * 2 * kN);
 }
 
 }  // namespace

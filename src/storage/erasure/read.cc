@@ -1,5 +1,7 @@
 // The erasure read path: shard sources, stripe reads (verify, decode), version resolution, the
-// object reader.
+// object reader. GET and HEAD resolve from a read quorum of drives first (ResolveForRead): opening,
+// reading and closing the metadata files was ~29% of a 4 KiB GET's CPU; reading 2 of 4 on EC 2+2
+// took server CPU per GiB of 4 KiB GETs at c=32 from 27.7 to 22.2 s (mean of five runs each).
 
 #include <spdlog/spdlog.h>
 
@@ -125,27 +127,29 @@ Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, 
   return {};
 }
 
-Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::KeyLocation& loc,
-                                       const VersionSel& sel) {
-  const size_t n = roots_.size();
-  // Each drive's file, and the version chosen in it (nullptr: none). Kept where they were parsed:
-  // one vector of large ObjectMeta values was a malloc that consolidated the heap every GET.
-  std::vector<ObjectVersions> files(n);
-  std::vector<ObjectMeta*> metas(n, nullptr);
-  const std::string path = Join(Join(bucket, loc.rel_dir), loc.meta_name);
+void ErasureSet::ReadMetas(const std::string& bucket, const std::string& path,
+                           const VersionSel& sel, const std::vector<bool>& which, MetaReads& r) {
   // true: the drive answers and has no such key (or, for a named version, not that version).
-  auto missing_on = ReadFileEach(path, [&](size_t p, Result<std::optional<std::string>> raw) {
-    if (!raw.ok()) return false;
-    if (!raw->has_value()) return roots_[p]->StatVol(bucket);
-    auto file = ParseObjectVersions(**raw, path);
-    if (!file.ok()) return false;  // corrupt: this drive needs healing
-    files[p] = std::move(*file);
-    ObjectMeta* m = sel ? files[p].Find(*sel) : files[p].Latest();
-    if (!m) return true;
-    if (m->delete_marker || m->erasure) metas[p] = m;
-    return false;
-  });
-  const int missing = Count(missing_on);
+  auto missing_on =
+      ReadFileEach(which, path, [&](size_t p, Result<std::optional<std::string>> raw) {
+        if (!raw.ok()) return false;
+        if (!raw->has_value()) return roots_[p]->StatVol(bucket);
+        auto file = ParseObjectVersions(**raw, path);
+        if (!file.ok()) return false;  // corrupt: this drive needs healing
+        r.files[p] = std::move(*file);
+        ObjectMeta* m = sel ? r.files[p].Find(*sel) : r.files[p].Latest();
+        if (!m) return true;
+        if (m->delete_marker || m->erasure) r.metas[p] = m;
+        return false;
+      });
+  for (size_t p = 0; p < which.size(); ++p) {
+    if (!which[p]) continue;
+    r.read[p] = true;
+    r.missing[p] = missing_on[p];
+  }
+}
+
+std::vector<size_t> ErasureSet::BestGroup(const std::vector<ObjectMeta*>& metas) {
   // A version is the same on every drive: id, data directory, ETag, marker or not, ACL and tags
   // (a drive that missed a PutObjectAcl or PutObjectTagging must not decide who may read or what
   // the tags are: the quorum's copy wins).
@@ -153,7 +157,7 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
                       std::string_view>,
            std::vector<size_t>>
       groups;
-  for (size_t p = 0; p < n; ++p) {
+  for (size_t p = 0; p < metas.size(); ++p) {
     if (metas[p]) {
       groups[{metas[p]->version_id, metas[p]->data_dir, metas[p]->etag, metas[p]->delete_marker,
               metas[p]->acl, metas[p]->tags}]
@@ -167,23 +171,43 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
       best = &ps;
     }
   }
-  // A delete marker has no shards: it needs as many copies as an object of this set's geometry.
-  auto needed = [&](const ObjectMeta& m) { return m.erasure ? m.erasure->data : data_; };
-  if (!best || static_cast<int>(best->size()) < needed(*metas[(*best)[0]])) {
-    if (missing > static_cast<int>(n) - read_quorum() || !best) {
+  return best ? *best : std::vector<size_t>{};
+}
+
+Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::KeyLocation& loc,
+                                       const VersionSel& sel) {
+  MetaReads r(roots_.size());
+  ReadMetas(bucket, Join(Join(bucket, loc.rel_dir), loc.meta_name), sel,
+            std::vector<bool>(roots_.size(), true), r);
+  return ResolveFrom(bucket, loc, sel, r);
+}
+
+Result<ObjectView> ErasureSet::ResolveFrom(const std::string& bucket, const paths::KeyLocation& loc,
+                                           const VersionSel& sel, MetaReads& r) {
+  const size_t n = roots_.size();
+  const int missing = Count(r.missing);
+  const std::vector<size_t> best = BestGroup(r.metas);
+  if (best.empty() || static_cast<int>(best.size()) < CopiesNeeded(*r.metas[best[0]])) {
+    if (missing > static_cast<int>(n) - read_quorum() || best.empty()) {
       return MakeError(sel ? ErrorCode::kNoSuchVersion : ErrorCode::kNoSuchKey);
     }
-    return MakeError(
-        ErrorCode::kInsufficientReadQuorum,
-        "object metadata readable on " + std::to_string(best->size()) + " drives only");
+    return MakeError(ErrorCode::kInsufficientReadQuorum,
+                     "object metadata readable on " + std::to_string(best.size()) + " drives only");
   }
+  return BuildView(bucket, loc, r, best);
+}
+
+ObjectView ErasureSet::BuildView(const std::string& bucket, const paths::KeyLocation& loc,
+                                 MetaReads& r, const std::vector<size_t>& best) {
+  const size_t n = roots_.size();
   ObjectView v;
-  v.meta = std::move(*metas[(*best)[0]]);
-  metas[(*best)[0]] = &v.meta;  // that drive's copy is v.meta from here on
+  v.meta = std::move(*r.metas[best[0]]);
+  r.metas[best[0]] = &v.meta;  // that drive's copy is v.meta from here on
   v.sources.resize(n);
   v.has.assign(n, false);
+  v.read = r.read;
   if (v.meta.delete_marker) {
-    for (size_t p : *best) v.has[p] = true;
+    for (size_t p : best) v.has[p] = true;
     for (size_t p = 0; p < n; ++p) v.sources[p].drive = roots_[p];
     return v;
   }
@@ -197,9 +221,9 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
     v.sources[p].drive = roots_[p];
     v.sources[p].file_sizes = file_sizes;
   }
-  for (size_t p : *best) {
+  for (size_t p : best) {
     ShardSource& s = v.sources[p];
-    ObjectMeta& m = *metas[p];
+    ObjectMeta& m = *r.metas[p];
     v.has[p] = true;
     if (m.erasure->index != dist[p]) continue;  // inconsistent copy: heal rewrites it
     if (!m.erasure->DecodeInline()) continue;   // a damaged inline shard: likewise
@@ -212,10 +236,98 @@ Result<ObjectView> ErasureSet::Resolve(const std::string& bucket, const paths::K
   return v;
 }
 
-Result<ObjectView> ErasureSet::ResolveForRead(const std::string& bucket,
-                                              const paths::KeyLocation& loc,
-                                              const VersionSel& sel) {
-  auto v = Resolve(bucket, loc, sel);
+namespace {
+
+// Whether every framed block of an inline copy's shard passes its bitrot hash (one part only: a
+// multipart object is never inline; anything else is not trusted).
+bool InlineShardVerifies(ObjectMeta& m) {
+  if (!m.erasure->DecodeInline()) return false;
+  const auto& e = *m.erasure;
+  if (m.parts.size() > 1) return false;
+  const uint64_t size = m.parts.empty() ? 0 : m.parts[0].size;
+  const Geometry g{e.data, e.parity, e.stripe_size};
+  for (uint64_t s = 0; s < g.StripeCount(size); ++s) {
+    const uint64_t off = g.ShardOffset(size, s);
+    const uint64_t block = g.BlockSize(g.StripeBytes(size, s));
+    if (off + erasure::kBitrotHashSize + block > e.inline_shard.size() ||
+        !erasure::VerifyFramedBlock(e.inline_shard.data() + off, block))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<size_t> ErasureSet::AgreedByAllRead(const MetaReads& r) const {
+  int asked = 0;
+  for (size_t p = 0; p < r.read.size(); ++p) {
+    if (!r.read[p]) continue;
+    if (!r.metas[p]) return {};  // an error, a missing key or version, a corrupt file
+    ++asked;
+  }
+  std::vector<size_t> best = BestGroup(r.metas);
+  if (best.empty() || static_cast<int>(best.size()) != asked) return {};  // disagreement
+  const ObjectMeta& m = *r.metas[best[0]];
+  if (asked < CopiesNeeded(m)) return {};  // e.g. a REDUCED_REDUNDANCY object: more data shards
+  if (m.delete_marker) return best;
+  for (size_t p : best) {
+    const auto& e = *r.metas[p]->erasure;
+    if (m.erasure->distribution.size() != r.read.size() || e.index != m.erasure->distribution[p])
+      return {};  // an inconsistent copy: the full read reports it for healing
+  }
+  return best;
+}
+
+Result<ObjectView> ErasureSet::ResolveForRead(const std::string& bucket, const std::string& key,
+                                              const paths::KeyLocation& loc, const VersionSel& sel,
+                                              ReadFor what) {
+  // Quorum read. Every layout has parity m <= n/2, so data k = n - m >= n/2 and write quorum
+  // W = k (k > m) or k + 1 (k == m) > n/2, for every object's own parity too. The first round
+  // reads R = k of the set's standard shape: R + W > n, so under the key's shared lock any R
+  // drives include one that holds the latest acknowledged write. When all R answer with the same
+  // version (BestGroup's key) on at least as many drives as that version needs, it is the latest
+  // acknowledged one. Anything else (an error, a missing key, disagreement, too few copies, a
+  // corrupt file or inline shard) reads the other drives and resolves over all n as Resolve does;
+  // the partial read never answers NoSuchKey/NoSuchVersion itself.
+  // The first round is the drives holding data shards 0..k-1 under Distribution(key), so an
+  // inline object's data is in memory without decoding. A drive not read cannot be seen to be
+  // stale or missing the version: one GET in kFullReadEvery per set reads every drive (heal on
+  // read sees it then), and admin heal checks them all.
+  const size_t n = roots_.size();
+  const std::string path = Join(Join(bucket, loc.rel_dir), loc.meta_name);
+  MetaReads r(n);
+  // A set with remote drives (a cluster) reads every drive's metadata for a GET in one round, as
+  // before: its first round already calls every other node (the drives of a set are interleaved
+  // across nodes), and an object in part files would need a second round of calls for the rest.
+  const bool all_local = std::all_of(roots_.begin(), roots_.end(),
+                                     [](const Drive* d) { return d->is_local(); });
+  const bool sampled =
+      what == ReadFor::kData &&
+      (!all_local ||
+       (reads_.fetch_add(1, std::memory_order_relaxed) + 1) % kFullReadEvery == 0);
+  if (!sampled) {
+    const std::vector<int> dist = Distribution(key);
+    std::vector<bool> first(n, false);
+    for (size_t p = 0; p < n; ++p) first[p] = dist[p] < data_;
+    ReadMetas(bucket, path, sel, first, r);
+    const std::vector<size_t> agreed = AgreedByAllRead(r);
+    if (!agreed.empty()) {
+      const ObjectMeta& m = *r.metas[agreed[0]];
+      // A GET of a data object needs every drive's copy as a source for degraded stripe reads;
+      // an inline one only copies that verify (a copy that does not is served from parity after
+      // the full read, and healed, as before).
+      bool enough = m.delete_marker || what == ReadFor::kStat;
+      if (!enough && m.erasure->is_inline) {
+        enough = std::all_of(agreed.begin(), agreed.end(),
+                             [&](size_t p) { return InlineShardVerifies(*r.metas[p]); });
+      }
+      if (enough) return BuildView(bucket, loc, r, agreed);
+    }
+  }
+  std::vector<bool> rest(n);
+  for (size_t p = 0; p < n; ++p) rest[p] = !r.read[p];
+  ReadMetas(bucket, path, sel, rest, r);
+  auto v = ResolveFrom(bucket, loc, sel, r);
   if (!v.ok() &&
       (v.error().code == ErrorCode::kNoSuchKey || v.error().code == ErrorCode::kNoSuchVersion))
     RS_RETURN_IF_ERROR(CheckBucket(bucket));
@@ -239,7 +351,7 @@ Result<ObjectInfo> ErasureSet::StatObject(const std::string& bucket, const std::
   if (!loc.ok()) return loc.error();
   auto lock = LockObject(bucket, key, LockMode::kShared, "HeadObject");
   if (!lock.ok()) return lock.error();
-  auto v = ResolveForRead(bucket, *loc, sel);
+  auto v = ResolveForRead(bucket, key, *loc, sel, ReadFor::kStat);
   if (!v.ok()) return v.error();
   RS_RETURN_IF_ERROR(RefuseDeleteMarker(bucket, key, *v, sel, marker));
   return v->meta.ToInfo(bucket, key);
@@ -389,7 +501,7 @@ Result<std::unique_ptr<ObjectReader>> ErasureSet::OpenObject(const std::string& 
   // while the body streams (a slow reader would hold up every writer of the key).
   auto lock = LockObject(bucket, key, LockMode::kShared, "GetObject");
   if (!lock.ok()) return lock.error();
-  auto v = ResolveForRead(bucket, *loc, sel);
+  auto v = ResolveForRead(bucket, key, *loc, sel, ReadFor::kData);
   if (!v.ok()) return v.error();
   RS_RETURN_IF_ERROR(RefuseDeleteMarker(bucket, key, *v, sel, nullptr));
   auto codec = GetCodec(v->meta.erasure->data, v->meta.erasure->parity);
@@ -402,9 +514,11 @@ Result<std::unique_ptr<ObjectReader>> ErasureSet::OpenObject(const std::string& 
   }
   auto probed = ForEachDrive(
       probe, [&](size_t p) { return v->sources[p].Open(0); }, DriveWork::kLookup);
+  // Only drives read can be seen to lack the version (a quorum read leaves some unread).
   bool degraded = false;
   for (size_t p = 0; p < v->sources.size(); ++p) {
-    degraded = degraded || !v->has[p] || !v->sources[p].usable || (probe[p] && !probed[p]);
+    degraded = degraded || (v->read[p] && (!v->has[p] || !v->sources[p].usable)) ||
+               (probe[p] && !probed[p]);
   }
   if (degraded) ReportDegraded(bucket, key);
   ObjectInfo info = v->meta.ToInfo(bucket, key);

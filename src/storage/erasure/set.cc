@@ -167,11 +167,11 @@ std::vector<Result<RenameDataResult>> ErasureSet::RenameDataAll(
 }
 
 std::vector<bool> ErasureSet::ReadFileEach(
-    const std::string& path,
+    const std::vector<bool>& which, const std::string& path,
     const std::function<bool(size_t, Result<std::optional<std::string>>)>& fn) const {
   std::vector<char> ok(roots_.size(), 0);  // not vector<bool>: written by several threads
   fanout_.ForEachGroup(
-      std::vector<bool>(roots_.size(), true),
+      which,
       [&](const std::vector<size_t>& members) {
         if (members.size() == 1) {
           ok[members[0]] = fn(members[0], roots_[members[0]]->ReadFile(path));

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -156,6 +157,7 @@ struct ObjectView {
   ObjectMeta meta;                        // the quorum version (erasure.index is meaningless here)
   std::vector<ShardSource> sources;       // per drive position
   std::vector<bool> has;                  // drive holds this version's metadata
+  std::vector<bool> read;                 // drive's metadata was read (a quorum read skips some)
   std::vector<std::vector<char>> framed;  // per drive position: ReadStripe's read buffer
 };
 
@@ -204,11 +206,12 @@ class ErasureSet {
   std::vector<Result<RenameDataResult>> RenameDataAll(
       const std::vector<bool>& which,
       const std::function<RenameDataRequest(size_t)>& make_req) const;
-  // ReadFile of `path` on every drive (a kLookup batch: local drives on the calling thread, the
-  // remote drives of one node in one ReadFileGroup call), then fn(p, what drive p read) on the
-  // thread that read it; returns, per position, what fn returned.
+  // ReadFile of `path` on every drive with which[p] (a kLookup batch: local drives on the calling
+  // thread, the remote drives of one node in one ReadFileGroup call), then fn(p, what drive p
+  // read) on the thread that read it; returns, per position, what fn returned (false where it did
+  // not run).
   std::vector<bool> ReadFileEach(
-      const std::string& path,
+      const std::vector<bool>& which, const std::string& path,
       const std::function<bool(size_t, Result<std::optional<std::string>>)>& fn) const;
 
   // ---- namespace locks ----
@@ -389,10 +392,22 @@ class ErasureSet {
                                                    const std::string& key,
                                                    const VersionSel& sel = std::nullopt);
 
-  // Resolve for a read whose bucket check was a cached one: a key reported missing is checked
-  // against the bucket's drives first (kNoSuchBucket when it was deleted meanwhile).
-  Result<ObjectView> ResolveForRead(const std::string& bucket, const paths::KeyLocation& loc,
-                                    const VersionSel& sel = std::nullopt);
+  // What a read path resolve serves: the version's metadata (HEAD) or its data too (GET).
+  enum class ReadFor { kStat, kData };
+  // One GET in this many per set reads every drive's metadata although a quorum's agreed: heal on
+  // read sees the drives a quorum read leaves out (a stale or missing copy) at this rate.
+  // A counter, not a random draw: which GETs read everything is deterministic (tests count it).
+  static constexpr uint64_t kFullReadEvery = 16;
+
+  // Resolve for GET and HEAD: reads the metadata of a read quorum first (the drives of data shards
+  // 0..k-1 of `key`) and serves from it when they all agree; otherwise, and for a GET of a data
+  // object (its reader needs every drive as a source) or every kFullReadEvery-th GET, reads the
+  // other drives too and resolves as Resolve does. The bucket check was a cached one: a key
+  // reported missing is checked against the bucket's drives first (kNoSuchBucket when it was
+  // deleted meanwhile). View.read names the drives read.
+  Result<ObjectView> ResolveForRead(const std::string& bucket, const std::string& key,
+                                    const paths::KeyLocation& loc, const VersionSel& sel,
+                                    ReadFor what);
 
   // A read that resolved a delete marker: kMethodNotAllowed when `sel` named it, else kNoSuchKey
   // (with the marker in `marker` when given).
@@ -481,6 +496,36 @@ class ErasureSet {
   }
 
  private:
+  // What each drive position's metadata file held: the parsed file, the version chosen in it
+  // (nullptr: none, or not read), whether the drive was read and answered "no such key/version".
+  // Kept where they were parsed: one vector of large ObjectMeta values was a malloc that
+  // consolidated the heap every GET.
+  struct MetaReads {
+    explicit MetaReads(size_t n) : files(n), metas(n, nullptr), read(n, false), missing(n, false) {}
+    std::vector<ObjectVersions> files;
+    std::vector<ObjectMeta*> metas;
+    std::vector<bool> read, missing;
+  };
+  // Reads the metadata file `path` on the drives with which[p] into `r` (the version `sel`, or
+  // each file's latest).
+  void ReadMetas(const std::string& bucket, const std::string& path, const VersionSel& sel,
+                 const std::vector<bool>& which, MetaReads& r);
+  // The positions of the version most drives agree on (ties: the newest); empty when none.
+  static std::vector<size_t> BestGroup(const std::vector<ObjectMeta*>& metas);
+  // Copies a version needs: its data shards; a delete marker (no shards) as many as an object of
+  // this set's standard shape.
+  int CopiesNeeded(const ObjectMeta& m) const { return m.erasure ? m.erasure->data : data_; }
+  // The read drives' positions when every drive read holds one version, consistent, on at least
+  // CopiesNeeded drives; empty otherwise (ResolveForRead then reads the rest).
+  std::vector<size_t> AgreedByAllRead(const MetaReads& r) const;
+  // Resolve's choice over what was read: the best group, or the quorum errors.
+  Result<ObjectView> ResolveFrom(const std::string& bucket, const paths::KeyLocation& loc,
+                                 const VersionSel& sel, MetaReads& r);
+  // The view of the version the drives `best` hold (moves their copies' metadata and inline
+  // shards out of `r`).
+  ObjectView BuildView(const std::string& bucket, const paths::KeyLocation& loc, MetaReads& r,
+                       const std::vector<size_t>& best);
+
   std::vector<Drive*> roots_;  // owned by ErasureStore
   int n_, data_, parity_;
   erasure::SetLayout layout_;
@@ -504,6 +549,7 @@ class ErasureSet {
   std::map<std::string, std::chrono::steady_clock::time_point> bucket_seen_;
   mutable std::mutex staging_pool_mu_;
   mutable std::vector<std::string> staging_pool_;  // see kStagingPoolMax
+  std::atomic<uint64_t> reads_{0};                 // GETs resolved (kFullReadEvery)
 };
 
 }  // namespace rdmastor::storage
