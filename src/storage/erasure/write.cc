@@ -380,7 +380,7 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   meta.storage_class = opts.storage_class;
   meta.internal = opts.internal;
   meta.checksums = ci.checksums;
-  meta.parts.push_back(PartMeta{1, *size, meta.etag});
+  meta.parts.push_back(PartMeta{1, *size, meta.etag, {}});
   meta.erasure->is_inline = !inline_shards.empty();
   std::vector<ObjectMeta> metas;
   for (size_t p = 0; p < roots_.size(); ++p) {
