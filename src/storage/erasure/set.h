@@ -402,7 +402,8 @@ class ErasureSet {
   // Resolve for GET and HEAD: reads the metadata of a read quorum first (the drives of data shards
   // 0..k-1 of `key`) and serves from it when they all agree; otherwise, and for a GET of a data
   // object (its reader needs every drive as a source) or every kFullReadEvery-th GET, reads the
-  // other drives too and resolves as Resolve does. The bucket check was a cached one: a key
+  // other drives too and resolves as Resolve does. A GET on a set with remote drives reads every
+  // drive in one round (its first round would already call every node). The bucket check was a cached one: a key
   // reported missing is checked against the bucket's drives first (kNoSuchBucket when it was
   // deleted meanwhile). View.read names the drives read.
   Result<ObjectView> ResolveForRead(const std::string& bucket, const std::string& key,
