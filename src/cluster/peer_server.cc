@@ -228,16 +228,23 @@ struct CallServer {
   const std::string& disk;
   const std::map<std::string, storage::LocalDrive*>& drives;
 
+  // A batch entry's drive: one of this node's, or the error that refuses the whole call.
+  Result<storage::LocalDrive*> OwnDrive(const std::string& disk) const {
+    auto it = drives.find(disk);
+    if (it == drives.end())
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "drive '" + disk + "' is not a drive of this node");
+    return it->second;
+  }
+
   // A drive that is not one of this node's refuses the whole call; each path is checked by the
   // drive's ReadFile (CheckRelPath), as readfile's.
   Result<peer::ReadFileResults> ReadFileGroup(const peer::ReadFileBatch& in) {
     std::vector<storage::LocalDrive*> local;
     for (const auto& e : in.entries) {
-      auto it = drives.find(e.disk);
-      if (it == drives.end())
-        return MakeError(ErrorCode::kInvalidArgument,
-                         "drive '" + e.disk + "' is not a drive of this node");
-      local.push_back(it->second);
+      auto d = OwnDrive(e.disk);
+      if (!d.ok()) return d.error();
+      local.push_back(*d);
     }
     peer::ReadFileResults out;
     out.results.reserve(local.size());
@@ -255,15 +262,13 @@ struct CallServer {
     std::vector<storage::LocalDrive*> local(n);
     for (size_t i = 0; i < n; ++i) {
       const auto& e = in.entries[i];
-      auto it = drives.find(e.disk);
-      if (it == drives.end())
-        return MakeError(ErrorCode::kInvalidArgument,
-                         "drive '" + e.disk + "' is not a drive of this node");
-      if (std::find(local.begin(), local.begin() + static_cast<ptrdiff_t>(i), it->second) !=
+      auto d = OwnDrive(e.disk);
+      if (!d.ok()) return d.error();
+      if (std::find(local.begin(), local.begin() + static_cast<ptrdiff_t>(i), *d) !=
           local.begin() + static_cast<ptrdiff_t>(i))
         return MakeError(ErrorCode::kInvalidArgument, "drive '" + e.disk + "' named twice");
       RS_RETURN_IF_ERROR(storage::CheckRenameDataRequest(e.req));
-      local[i] = it->second;
+      local[i] = *d;
     }
     if (n == 0) return peer::RenameDataResults{};
     // LocalDrive::RenameDataGroup commits the drives of each file system together.

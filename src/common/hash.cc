@@ -430,7 +430,7 @@ namespace {
 
 // Strict RFC 4648: padded to a multiple of 4, no whitespace, '=' only at the end, and the unused
 // low bits of the last group must be zero (so every byte string has exactly one accepted form).
-// Decodes into `o` (room for DecodedSize) with kWrite, else only checks.
+// Decodes into `o` (room for the decoded bytes) with kWrite, else only checks.
 template <bool kWrite>
 bool Base64Walk(std::string_view b64, int pad, char* o) {
   const size_t groups = b64.size() / 4;

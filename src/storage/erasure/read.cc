@@ -299,12 +299,9 @@ Result<ObjectView> ErasureSet::ResolveForRead(const std::string& bucket, const s
   // A set with remote drives (a cluster) reads every drive's metadata for a GET in one round, as
   // before: its first round already calls every other node (the drives of a set are interleaved
   // across nodes), and an object in part files would need a second round of calls for the rest.
-  const bool all_local = std::all_of(roots_.begin(), roots_.end(),
-                                     [](const Drive* d) { return d->is_local(); });
   const bool sampled =
       what == ReadFor::kData &&
-      (!all_local ||
-       (reads_.fetch_add(1, std::memory_order_relaxed) + 1) % kFullReadEvery == 0);
+      (!all_local_ || (reads_.fetch_add(1, std::memory_order_relaxed) + 1) % kFullReadEvery == 0);
   if (!sampled) {
     const std::vector<int> dist = Distribution(key);
     std::vector<bool> first(n, false);

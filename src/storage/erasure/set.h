@@ -11,6 +11,7 @@
 //   store.cc      ErasureStore: opening the layout, routing to sets
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -186,6 +187,8 @@ class ErasureSet {
         n_(static_cast<int>(roots_.size())),
         data_(n_ - layout.parity),
         parity_(layout.parity),
+        all_local_(std::all_of(roots_.begin(), roots_.end(),
+                               [](const Drive* d) { return d->is_local(); })),
         layout_(layout),
         on_degraded_(std::move(on_degraded)),
         fanout_(roots_, pool) {}
@@ -403,9 +406,9 @@ class ErasureSet {
   // 0..k-1 of `key`) and serves from it when they all agree; otherwise, and for a GET of a data
   // object (its reader needs every drive as a source) or every kFullReadEvery-th GET, reads the
   // other drives too and resolves as Resolve does. A GET on a set with remote drives reads every
-  // drive in one round (its first round would already call every node). The bucket check was a cached one: a key
-  // reported missing is checked against the bucket's drives first (kNoSuchBucket when it was
-  // deleted meanwhile). View.read names the drives read.
+  // drive in one round (its first round would already call every node). The bucket check was a
+  // cached one: a key reported missing is checked against the bucket's drives first (kNoSuchBucket
+  // when it was deleted meanwhile). View.read names the drives read.
   Result<ObjectView> ResolveForRead(const std::string& bucket, const std::string& key,
                                     const paths::KeyLocation& loc, const VersionSel& sel,
                                     ReadFor what);
@@ -529,6 +532,7 @@ class ErasureSet {
 
   std::vector<Drive*> roots_;  // owned by ErasureStore
   int n_, data_, parity_;
+  bool all_local_;  // no remote drive: a single node's set (ResolveForRead's quorum read)
   erasure::SetLayout layout_;
   Degraded on_degraded_;
   DriveFanout fanout_;
