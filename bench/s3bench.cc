@@ -12,18 +12,19 @@
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <functional>
 #include <latch>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -72,6 +73,9 @@ struct Options {
   bool syncs = false;                  // --syncs: storage syncs per PUT from the server metric
   // --sse: server-side encryption modes measured per cell: "none", "s3" (SSE-S3), "c" (SSE-C).
   std::vector<std::string> sse = {"none"};
+  // --rounds: the GET phase (and, where it runs, the nginx phase right after it) is repeated this
+  // many times; the table shows the median round and the median of the per-round GET/nginx ratios.
+  int rounds = 1;
 };
 
 void PrintUsage(FILE* out) {
@@ -82,6 +86,7 @@ void PrintUsage(FILE* out) {
                [--nginx-url http://HOST:PORT/PREFIX] [--json FILE]
                [--bucket NAME] [--region REGION] [--verify sample|full] [--io-timeout-s S]
                [--server-pids PID,...] [--no-file-ref] [--syncs] [--sse none,s3,c]
+               [--rounds N]
 
 For each size and concurrency: a PUT phase (one connection per thread), a GET phase over the
 objects written, a local-file phase (pread of the same bytes) and, with --nginx-url, a GET phase
@@ -103,6 +108,10 @@ none (plain), s3 (x-amz-server-side-encryption: AES256; the server needs MINIO_K
 c (SSE-C, a fixed customer key on every PUT and GET; over plain HTTP the server needs
 RDMASTOR_SSE_C_ALLOW_HTTP=on). SSE-C ETags are not MD5s, so they are not checked. The table adds
 each mode's throughput relative to none.
+--rounds N: the GET phase runs N times over the same objects, each time followed by the nginx
+phase (GET, nginx, GET, nginx, ...), so that both see the same moments of a noisy machine. The
+table shows the round with the median GET (and nginx) rate and, as GET/nginx, the median of the
+per-round ratios; every round is printed as it ends and kept in the JSON.
 --access-key/--secret-key default to $MINIO_ROOT_USER/$MINIO_ROOT_PASSWORD.
 Exit status: 0 all verified, 1 an operation failed or returned wrong data, 2 bad usage.
 )");
@@ -265,6 +274,11 @@ Result<Options> ParseArgs(int argc, char** argv) {
       for (const auto& m : o.sse)
         if (m != "none" && m != "s3" && m != "c") return bad("--sse: none, s3 or c");
       if (o.sse.empty()) return bad("--sse: none, s3 or c");
+    } else if (arg == "--rounds") {
+      auto n = ParseSize(value);
+      if (!n || *n == 0 || *n > 100 || value.find_first_not_of("0123456789") != std::string::npos)
+        return bad("--rounds: '" + std::string(value) + "' is not a count 1-100");
+      o.rounds = static_cast<int>(*n);
     } else if (arg == "--io-timeout-s") {
       auto n = ParseSize(value);
       if (!n || *n == 0 || *n > 3600) return bad("--io-timeout-s: 1-3600");
@@ -609,9 +623,36 @@ struct CellResult {
   uint64_t size = 0;
   int conc = 0;
   std::string sse = "none";
-  PhaseResult put, get, file, nginx;
+  PhaseResult put, get, file, nginx;  // get, nginx: the median round (--rounds)
+  std::vector<PhaseResult> get_rounds, nginx_rounds;
   uint64_t reconnects = 0;  // connections opened beyond one per thread (keep-alive broken)
+
+  // GET/nginx per round (paired: each nginx round ran right after its GET round).
+  std::vector<double> GetOverNginxRounds() const {
+    std::vector<double> out;
+    for (size_t r = 0; r < get_rounds.size() && r < nginx_rounds.size(); ++r) {
+      if (get_rounds[r].ran && nginx_rounds[r].ran && nginx_rounds[r].MiBps() > 0)
+        out.push_back(get_rounds[r].MiBps() / nginx_rounds[r].MiBps());
+    }
+    return out;
+  }
 };
+
+// The median of values (the lower middle one of an even count); NaN for none.
+double Median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
+// The round with the median rate (the lower middle one of an even count).
+PhaseResult MedianRound(const std::vector<PhaseResult>& rounds) {
+  std::vector<size_t> order(rounds.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return rounds[a].MiBps() < rounds[b].MiBps(); });
+  return rounds[order[(order.size() - 1) / 2]];
+}
 
 class Bench {
  public:
@@ -706,8 +747,8 @@ Status Bench::RunCell(const SizeContent& content, int conc, bool refs, CellResul
   const uint64_t size = content.size;
   const uint64_t ops = o_.ops ? *o_.ops : DefaultOps(size, conc);
   const bool full = o_.verify_full;
-  const std::string prefix = "s3bench/" + FormatSize(size) + "/c" + std::to_string(conc) + "/" +
-                             cell->sse + "/";
+  const std::string prefix =
+      "s3bench/" + FormatSize(size) + "/c" + std::to_string(conc) + "/" + cell->sse + "/";
   const client::HeaderList sse_headers = SseHeaders(cell->sse);
   const bool etag_is_md5 = cell->sse != "c";  // SSE-C ETags are not the body's MD5 (AWS)
   auto key_of = [&](uint64_t i) { return prefix + std::to_string(i); };
@@ -725,35 +766,40 @@ Status Bench::RunCell(const SizeContent& content, int conc, bool refs, CellResul
   // PUT.
   std::vector<uint8_t> stored(ops, 0);  // by index; each written by one thread, read after join
   const double syncs_before = o_.syncs ? ScrapeSyncs(s3_configs_) : -1;
-  cell->put = WithServerCpu(o_.server_pids, [&] { return RunPhase(
-      conc, ops, o_.duration_s, HardLimit(),
-      [&](int t, uint64_t i, OpCtx& ctx) -> Result<uint64_t> {
-        S3Client& s3 = *clients[static_cast<size_t>(t)];
-        const Variant& v = variant_of(i);
-        Result<client::PutObjectResult> put = MakeError(ErrorCode::kInternalError);
-        if (size <= kPiece) {
-          put = s3.PutObject(o_.bucket, key_of(i),
-                             std::string_view(pattern_.At(v.offset, 0), static_cast<size_t>(size)),
-                             sse_headers);
-        } else {
-          uint64_t pos = 0;
-          put = s3.PutObject(o_.bucket, key_of(i), size, [&]() -> Result<std::string_view> {
-            if (pos > 0 && ctx.Expired()) return ctx.Cut(pos);
-            size_t len = static_cast<size_t>(std::min<uint64_t>(kPiece, size - pos));
-            std::string_view piece(pattern_.At(v.offset, pos), len);
-            pos += len;
-            return piece;
-          }, sse_headers);
-        }
-        if (!put.ok()) return put.error();
-        if (etag_is_md5 && StripQuotes(put->etag) != v.md5_hex) {
-          return MakeError(ErrorCode::kBadDigest, "PUT " + key_of(i) + ": ETag " + put->etag +
-                                                      ", expected the body's MD5 \"" + v.md5_hex +
-                                                      "\"");
-        }
-        stored[i] = 1;
-        return size;
-      }); });
+  cell->put = WithServerCpu(o_.server_pids, [&] {
+    return RunPhase(
+        conc, ops, o_.duration_s, HardLimit(),
+        [&](int t, uint64_t i, OpCtx& ctx) -> Result<uint64_t> {
+          S3Client& s3 = *clients[static_cast<size_t>(t)];
+          const Variant& v = variant_of(i);
+          Result<client::PutObjectResult> put = MakeError(ErrorCode::kInternalError);
+          if (size <= kPiece) {
+            put = s3.PutObject(
+                o_.bucket, key_of(i),
+                std::string_view(pattern_.At(v.offset, 0), static_cast<size_t>(size)), sse_headers);
+          } else {
+            uint64_t pos = 0;
+            put = s3.PutObject(
+                o_.bucket, key_of(i), size,
+                [&]() -> Result<std::string_view> {
+                  if (pos > 0 && ctx.Expired()) return ctx.Cut(pos);
+                  size_t len = static_cast<size_t>(std::min<uint64_t>(kPiece, size - pos));
+                  std::string_view piece(pattern_.At(v.offset, pos), len);
+                  pos += len;
+                  return piece;
+                },
+                sse_headers);
+          }
+          if (!put.ok()) return put.error();
+          if (etag_is_md5 && StripQuotes(put->etag) != v.md5_hex) {
+            return MakeError(ErrorCode::kBadDigest, "PUT " + key_of(i) + ": ETag " + put->etag +
+                                                        ", expected the body's MD5 \"" + v.md5_hex +
+                                                        "\"");
+          }
+          stored[i] = 1;
+          return size;
+        });
+  });
   if (o_.syncs) {
     const double after = ScrapeSyncs(s3_configs_);
     if (syncs_before >= 0 && after >= 0) cell->put.syncs = after - syncs_before;
@@ -772,62 +818,135 @@ Status Bench::RunCell(const SizeContent& content, int conc, bool refs, CellResul
                  FormatSize(size).c_str(), conc, HardLimit());
   }
 
-  // GET, over the objects written.
-  if (cell_status.ok() && !written.empty()) {
-    cell->get = WithServerCpu(o_.server_pids, [&] { return RunPhase(
+  // nginx: the same file over loopback HTTP with the same client code, connected before the first
+  // GET round so that its rounds can alternate with the GET rounds.
+  const bool nginx_rounds = refs && nginx_.has_value();
+  std::vector<std::unique_ptr<HttpClient>> http;
+  client::HttpRequest nginx_req;
+  if (nginx_rounds) {
+    client::HttpClientOptions hopt;
+    hopt.read_buffer_size = kPiece;
+    hopt.io_timeout = std::chrono::seconds(o_.io_timeout_s);
+    for (int t = 0; t < conc; ++t) {
+      http.push_back(std::make_unique<HttpClient>(nginx_->host, nginx_->port, hopt));
+      RS_RETURN_IF_ERROR(http.back()->Connect());
+    }
+    nginx_req.method = "GET";
+    nginx_req.target = nginx_->path + "/" + RefFileName(size);
+  }
+  const uint64_t nginx_offset = content.variants[0].offset;
+  auto nginx_phase = [&] {
+    return RunPhase(
         conc, ops, o_.duration_s, HardLimit(),
-        [&](int t, uint64_t i, OpCtx& ctx) -> Result<uint64_t> {
-          S3Client& s3 = *clients[static_cast<size_t>(t)];
-          uint64_t obj = written[i % written.size()];
-          const Variant& v = variant_of(obj);
+        [&](int t, uint64_t, OpCtx& ctx) -> Result<uint64_t> {
           uint64_t pos = 0;
-          std::string key = key_of(obj);
-          client::BodySink sink = [&](const char* data, size_t n) -> Status {
-            if (pos + n > size || !ContentMatches(pattern_, v.offset, pos, data, n, full)) {
-              return MakeError(ErrorCode::kInternalError,
-                               "GET " + key + ": wrong content at byte " + std::to_string(pos));
-            }
-            pos += n;
-            if (pos < size && ctx.Expired()) return ctx.Cut(pos);
-            return {};
-          };
-          Result<client::GetObjectResult> get = MakeError(ErrorCode::kInternalError);
-          if (cell->sse == "c") {
-            // SSE-C: the key on the GET too (the client's GetObject sends no extra headers).
-            client::S3Request req;
-            req.bucket = o_.bucket;
-            req.key = key;
-            req.headers = sse_headers;
-            auto resp = s3.Execute(req, client::ResponseTarget::Sink(sink));
-            if (!resp.ok()) return resp.error();
-            if (resp->status != 200) return client::S3ErrorFromResponse(*resp, "GET " + key);
-            client::GetObjectResult g;
-            g.status = resp->status;
-            g.bytes = resp->body_bytes;
-            if (const auto* e = resp->FindHeader("etag")) g.etag = *e;
-            get = g;
-          } else {
-            get = s3.GetObject(o_.bucket, key, std::nullopt, sink);
+          auto resp = http[static_cast<size_t>(t)]->Send(
+              nginx_req, client::ResponseTarget::Sink([&](const char* data, size_t n) -> Status {
+                if (pos + n > size || !ContentMatches(pattern_, nginx_offset, pos, data, n, full)) {
+                  return MakeError(ErrorCode::kInternalError, "nginx GET " + nginx_req.target +
+                                                                  ": wrong content at " +
+                                                                  std::to_string(pos));
+                }
+                pos += n;
+                if (pos < size && ctx.Expired()) return ctx.Cut(pos);
+                return {};
+              }));
+          if (!resp.ok()) return resp.error();
+          if (resp->status != 200) {
+            return MakeError(ErrorCode::kInternalError,
+                             "nginx GET " + nginx_req.target + ": HTTP " +
+                                 std::to_string(resp->status) + " " + resp->reason +
+                                 " (does nginx serve --ref-file-dir at " + o_.nginx_url + "?)");
           }
-          if (!get.ok()) return get.error();
-          if (get->bytes != size || pos != size) {
+          if (pos != size) {
             return MakeError(ErrorCode::kIncompleteBody,
-                             "GET " + key + ": " + std::to_string(get->bytes) +
+                             "nginx GET " + nginx_req.target + ": " + std::to_string(pos) +
                                  " bytes, expected " + std::to_string(size));
           }
-          if (etag_is_md5 && StripQuotes(get->etag) != v.md5_hex) {
-            return MakeError(ErrorCode::kBadDigest, "GET " + key + ": ETag " + get->etag +
-                                                        ", PUT returned \"" + v.md5_hex + "\"");
-          }
           return size;
-        }); });
-    PrintProgress(*cell, "GET", cell->get);
-    if (cell->get.error) cell_status = MakeError(ErrorCode::kInternalError, *cell->get.error);
+        });
+  };
+  // GET, over the objects written.
+  auto get_phase = [&] {
+    return WithServerCpu(o_.server_pids, [&] {
+      return RunPhase(
+          conc, ops, o_.duration_s, HardLimit(),
+          [&](int t, uint64_t i, OpCtx& ctx) -> Result<uint64_t> {
+            S3Client& s3 = *clients[static_cast<size_t>(t)];
+            uint64_t obj = written[i % written.size()];
+            const Variant& v = variant_of(obj);
+            uint64_t pos = 0;
+            std::string key = key_of(obj);
+            client::BodySink sink = [&](const char* data, size_t n) -> Status {
+              if (pos + n > size || !ContentMatches(pattern_, v.offset, pos, data, n, full)) {
+                return MakeError(ErrorCode::kInternalError,
+                                 "GET " + key + ": wrong content at byte " + std::to_string(pos));
+              }
+              pos += n;
+              if (pos < size && ctx.Expired()) return ctx.Cut(pos);
+              return {};
+            };
+            Result<client::GetObjectResult> get = MakeError(ErrorCode::kInternalError);
+            if (cell->sse == "c") {
+              // SSE-C: the key on the GET too (the client's GetObject sends no extra headers).
+              client::S3Request req;
+              req.bucket = o_.bucket;
+              req.key = key;
+              req.headers = sse_headers;
+              auto resp = s3.Execute(req, client::ResponseTarget::Sink(sink));
+              if (!resp.ok()) return resp.error();
+              if (resp->status != 200) return client::S3ErrorFromResponse(*resp, "GET " + key);
+              client::GetObjectResult g;
+              g.status = resp->status;
+              g.bytes = resp->body_bytes;
+              if (const auto* e = resp->FindHeader("etag")) g.etag = *e;
+              get = g;
+            } else {
+              get = s3.GetObject(o_.bucket, key, std::nullopt, sink);
+            }
+            if (!get.ok()) return get.error();
+            if (get->bytes != size || pos != size) {
+              return MakeError(ErrorCode::kIncompleteBody,
+                               "GET " + key + ": " + std::to_string(get->bytes) +
+                                   " bytes, expected " + std::to_string(size));
+            }
+            if (etag_is_md5 && StripQuotes(get->etag) != v.md5_hex) {
+              return MakeError(ErrorCode::kBadDigest, "GET " + key + ": ETag " + get->etag +
+                                                          ", PUT returned \"" + v.md5_hex + "\"");
+            }
+            return size;
+          });
+    });
+  };
+  // Rounds: GET, nginx, GET, nginx, ... (without objects to GET, nginx once).
+  const bool can_get = cell_status.ok() && !written.empty();
+  const int rounds = can_get ? o_.rounds : cell_status.ok() ? 1 : 0;
+  for (int r = 0; r < rounds; ++r) {
+    if (can_get) {
+      cell->get_rounds.push_back(get_phase());
+      PrintProgress(*cell, "GET", cell->get_rounds.back());
+      if (const auto& e = cell->get_rounds.back().error) {
+        cell_status = MakeError(ErrorCode::kInternalError, *e);
+        break;
+      }
+    }
+    if (nginx_rounds) {
+      cell->nginx_rounds.push_back(nginx_phase());
+      PrintProgress(*cell, "nginx", cell->nginx_rounds.back());
+      if (const auto& e = cell->nginx_rounds.back().error) {
+        cell_status = MakeError(ErrorCode::kInternalError, *e);
+        break;
+      }
+    }
   }
+  if (!cell->get_rounds.empty()) cell->get = MedianRound(cell->get_rounds);
+  if (!cell->nginx_rounds.empty()) cell->nginx = MedianRound(cell->nginx_rounds);
+  uint64_t get_cut_ops = 0;
+  for (const auto& g : cell->get_rounds) get_cut_ops += g.cut_ops;
   // Connections opened beyond one per thread, less those that cut ops forced.
   uint64_t connects = 0;
   for (auto& c : clients) connects += c->http().connects();
-  uint64_t expected = static_cast<uint64_t>(conc) + cell->put.cut_ops + cell->get.cut_ops;
+  uint64_t expected = static_cast<uint64_t>(conc) + cell->put.cut_ops + get_cut_ops;
   cell->reconnects = connects > expected ? connects - expected : 0;
 
   // Delete what was written (not timed), one share per connection.
@@ -891,52 +1010,6 @@ Status Bench::RunCell(const SizeContent& content, int conc, bool refs, CellResul
     if (cell->file.error) return MakeError(ErrorCode::kInternalError, *cell->file.error);
   }
 
-  // nginx: the same file over loopback HTTP with the same client code.
-  if (refs && nginx_) {
-    std::vector<std::unique_ptr<HttpClient>> http;
-    client::HttpClientOptions hopt;
-    hopt.read_buffer_size = kPiece;
-    hopt.io_timeout = std::chrono::seconds(o_.io_timeout_s);
-    for (int t = 0; t < conc; ++t) {
-      http.push_back(std::make_unique<HttpClient>(nginx_->host, nginx_->port, hopt));
-      RS_RETURN_IF_ERROR(http.back()->Connect());
-    }
-    client::HttpRequest req;
-    req.method = "GET";
-    req.target = nginx_->path + "/" + RefFileName(size);
-    const uint64_t offset = content.variants[0].offset;
-    cell->nginx = RunPhase(
-        conc, ops, o_.duration_s, HardLimit(),
-        [&](int t, uint64_t, OpCtx& ctx) -> Result<uint64_t> {
-          uint64_t pos = 0;
-          auto resp = http[static_cast<size_t>(t)]->Send(
-              req, client::ResponseTarget::Sink([&](const char* data, size_t n) -> Status {
-                if (pos + n > size || !ContentMatches(pattern_, offset, pos, data, n, full)) {
-                  return MakeError(
-                      ErrorCode::kInternalError,
-                      "nginx GET " + req.target + ": wrong content at " + std::to_string(pos));
-                }
-                pos += n;
-                if (pos < size && ctx.Expired()) return ctx.Cut(pos);
-                return {};
-              }));
-          if (!resp.ok()) return resp.error();
-          if (resp->status != 200) {
-            return MakeError(ErrorCode::kInternalError,
-                             "nginx GET " + req.target + ": HTTP " + std::to_string(resp->status) +
-                                 " " + resp->reason + " (does nginx serve --ref-file-dir at " +
-                                 o_.nginx_url + "?)");
-          }
-          if (pos != size) {
-            return MakeError(ErrorCode::kIncompleteBody,
-                             "nginx GET " + req.target + ": " + std::to_string(pos) +
-                                 " bytes, expected " + std::to_string(size));
-          }
-          return size;
-        });
-    PrintProgress(*cell, "nginx", cell->nginx);
-    if (cell->nginx.error) return MakeError(ErrorCode::kInternalError, *cell->nginx.error);
-  }
   return {};
 }
 
@@ -959,6 +1032,15 @@ std::string Ratio(const PhaseResult& a, const PhaseResult& b) {
   return buf;
 }
 
+// GET/nginx of a cell: with several rounds the median of the per-round ratios.
+std::string GetOverNginx(const CellResult& c) {
+  const auto rounds = c.GetOverNginxRounds();
+  if (rounds.size() < 2) return Ratio(c.get, c.nginx);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", Median(rounds));
+  return buf;
+}
+
 std::string Num(const PhaseResult& p, double v) {
   if (!p.ran) return "-";
   char buf[32];
@@ -974,16 +1056,35 @@ void Bench::PrintTable() const {
   for (const auto& c : cells_) {
     std::printf("%-7s %5d %4s %11s %10s %11s %10s %11s %11s %9s %10s\n", FormatSize(c.size).c_str(),
                 c.conc, c.sse.c_str(), Num(c.put, c.put.MiBps()).c_str(),
-                Num(c.put, c.put.OpsPerSec()).c_str(),
-                Num(c.get, c.get.MiBps()).c_str(), Num(c.get, c.get.OpsPerSec()).c_str(),
-                Num(c.file, c.file.MiBps()).c_str(), Num(c.nginx, c.nginx.MiBps()).c_str(),
-                Ratio(c.get, c.file).c_str(), Ratio(c.get, c.nginx).c_str());
+                Num(c.put, c.put.OpsPerSec()).c_str(), Num(c.get, c.get.MiBps()).c_str(),
+                Num(c.get, c.get.OpsPerSec()).c_str(), Num(c.file, c.file.MiBps()).c_str(),
+                Num(c.nginx, c.nginx.MiBps()).c_str(), Ratio(c.get, c.file).c_str(),
+                GetOverNginx(c).c_str());
     for (const PhaseResult* p : {&c.put, &c.get, &c.file, &c.nginx}) any_limited |= p->time_limited;
   }
+  if (o_.rounds > 1) {
+    std::printf(
+        "\nGET rounds (--rounds %d): GET columns show the median round; GET/nginx the "
+        "median of the per-round ratios, each nginx round right after its GET round:\n",
+        o_.rounds);
+    for (const auto& c : cells_) {
+      std::printf("%-7s %5d %4s  GET ops/s", FormatSize(c.size).c_str(), c.conc, c.sse.c_str());
+      for (const auto& g : c.get_rounds) std::printf(" %.0f", g.OpsPerSec());
+      const auto ratios = c.GetOverNginxRounds();
+      if (!ratios.empty()) {
+        std::printf("  nginx ops/s");
+        for (const auto& n : c.nginx_rounds) std::printf(" %.0f", n.OpsPerSec());
+        std::printf("  GET/nginx");
+        for (double r : ratios) std::printf(" %.2f", r);
+      }
+      std::printf("\n");
+    }
+  }
   if (!o_.server_pids.empty() || o_.syncs) {
-    std::printf("\nserver CPU seconds per GiB moved (utime+stime of %zu process(es), summed);"
-                " storage syncs per PUT (rdmastor_storage_syncs_total, all kinds):\n",
-                o_.server_pids.size());
+    std::printf(
+        "\nserver CPU seconds per GiB moved (utime+stime of %zu process(es), summed);"
+        " storage syncs per PUT (rdmastor_storage_syncs_total, all kinds):\n",
+        o_.server_pids.size());
     std::printf("%-7s %5s %4s %13s %13s %10s\n", "size", "conc", "sse", "PUT cpu s/GiB",
                 "GET cpu s/GiB", "syncs/PUT");
     auto cpu = [](const PhaseResult& p) -> std::string {
@@ -1081,6 +1182,18 @@ Status Bench::WriteJson() const {
     };
     r["get_over_file"] = ratio(c.get, c.file);
     r["get_over_nginx"] = ratio(c.get, c.nginx);
+    if (c.get_rounds.size() > 1) {
+      nlohmann::json gets = nlohmann::json::array(), nginxes = nlohmann::json::array();
+      for (const auto& g : c.get_rounds) gets.push_back(PhaseJson(g));
+      for (const auto& n : c.nginx_rounds) nginxes.push_back(PhaseJson(n));
+      r["get_rounds"] = std::move(gets);
+      r["nginx_rounds"] = std::move(nginxes);
+      const auto ratios = c.GetOverNginxRounds();
+      if (!ratios.empty()) {
+        r["get_over_nginx_rounds"] = ratios;
+        r["get_over_nginx"] = Median(ratios);  // the table's figure
+      }
+    }
     r["put_over_file"] = ratio(c.put, c.file);
     j["results"].push_back(std::move(r));
   }
