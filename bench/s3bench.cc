@@ -921,23 +921,17 @@ Status Bench::RunCell(const SizeContent& content, int conc, bool refs, CellResul
   // Rounds: GET, nginx, GET, nginx, ... (without objects to GET, nginx once).
   const bool can_get = cell_status.ok() && !written.empty();
   const int rounds = can_get ? o_.rounds : cell_status.ok() ? 1 : 0;
+  // One round of `phase` into `into`; false (cell_status set) when it failed.
+  auto one_round = [&](std::vector<PhaseResult>& into, std::string_view name, auto&& phase) {
+    into.push_back(phase());
+    PrintProgress(*cell, name, into.back());
+    if (!into.back().error) return true;
+    cell_status = MakeError(ErrorCode::kInternalError, *into.back().error);
+    return false;
+  };
   for (int r = 0; r < rounds; ++r) {
-    if (can_get) {
-      cell->get_rounds.push_back(get_phase());
-      PrintProgress(*cell, "GET", cell->get_rounds.back());
-      if (const auto& e = cell->get_rounds.back().error) {
-        cell_status = MakeError(ErrorCode::kInternalError, *e);
-        break;
-      }
-    }
-    if (nginx_rounds) {
-      cell->nginx_rounds.push_back(nginx_phase());
-      PrintProgress(*cell, "nginx", cell->nginx_rounds.back());
-      if (const auto& e = cell->nginx_rounds.back().error) {
-        cell_status = MakeError(ErrorCode::kInternalError, *e);
-        break;
-      }
-    }
+    if (can_get && !one_round(cell->get_rounds, "GET", get_phase)) break;
+    if (nginx_rounds && !one_round(cell->nginx_rounds, "nginx", nginx_phase)) break;
   }
   if (!cell->get_rounds.empty()) cell->get = MedianRound(cell->get_rounds);
   if (!cell->nginx_rounds.empty()) cell->nginx = MedianRound(cell->nginx_rounds);
