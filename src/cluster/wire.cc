@@ -350,11 +350,17 @@ namespace {
 
 // A renamedata request's head fields (its payload, the metadata file, travels outside the JSON).
 json RenameDataHead(const storage::RenameDataRequest& v) {
-  return json{
-      {"staging", v.staging},      {"bucket", v.bucket},       {"key_dir", v.key_dir},
-      {"meta_name", v.meta_name},  {"data_name", v.data_name}, {"has_meta", v.meta.has_value()},
-      {"keep_data", v.keep_data},  {"prune", v.prune},         {"mode", static_cast<int>(v.mode)},
-      {"version_id", v.version_id}, {"keep_staging", v.keep_staging}};
+  return json{{"staging", v.staging},
+              {"bucket", v.bucket},
+              {"key_dir", v.key_dir},
+              {"meta_name", v.meta_name},
+              {"data_name", v.data_name},
+              {"has_meta", v.meta.has_value()},
+              {"keep_data", v.keep_data},
+              {"prune", v.prune},
+              {"mode", static_cast<int>(v.mode)},
+              {"version_id", v.version_id},
+              {"keep_staging", v.keep_staging}};
 }
 
 // Throws (the caller's Parse turns it into an error) on a malformed head.
@@ -395,6 +401,55 @@ json ErrorJson(const Error& e) {
 Error ErrorFromJson(const json& r) {
   return MakeError(ErrorCodeFromName(r.at("error").get<std::string>()),
                    r.at("message").get<std::string>());
+}
+
+// A batch reply: {"results":[{"ok":true, <the result's fields>, "len"} or {"ok":false,"error":S3
+// code,"message"}...]} and the results' payloads, one after another. fields(const T&) returns the
+// result's fields and its payload (nullptr: none).
+template <typename T, typename Fields>
+Frame EncodeResults(const std::vector<Result<T>>& results, Fields fields) {
+  json heads = json::array();
+  std::vector<const std::string*> payloads;
+  size_t total = 0;  // one allocation for the payload
+  for (const auto& r : results) {
+    if (!r.ok()) {
+      heads.push_back(ErrorJson(r.error()));
+      continue;
+    }
+    auto [head, payload] = fields(*r);
+    head["ok"] = true;
+    head["len"] = payload ? payload->size() : 0;
+    if (payload) {
+      total += payload->size();
+      payloads.push_back(payload);
+    }
+    heads.push_back(std::move(head));
+  }
+  Frame f;
+  f.payload.reserve(total);
+  for (const std::string* p : payloads) f.payload += *p;
+  // An error message may quote a name that is not UTF-8: replaced, not thrown on.
+  f.head = json{{"results", std::move(heads)}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  return f;
+}
+
+// The other side of EncodeResults: one(const json& result, std::string payload) rebuilds a result
+// (throwing on a malformed one); every payload byte must belong to a result.
+template <typename T, typename One>
+Result<std::vector<Result<T>>> DecodeResults(const Frame& f, const char* what, One one) {
+  return Parse(f.head, what, [&](const json& j) -> Result<std::vector<Result<T>>> {
+    std::vector<Result<T>> out;
+    size_t at = 0;
+    for (const auto& r : j.at("results")) {
+      if (!r.at("ok").get<bool>()) {
+        out.emplace_back(ErrorFromJson(r));
+        continue;
+      }
+      out.emplace_back(one(r, TakePayload(f.payload, at, r)));
+    }
+    if (at != f.payload.size()) throw std::runtime_error("bytes after the last result's payload");
+    return out;
+  });
 }
 
 }  // namespace
@@ -446,60 +501,33 @@ Result<peer::RenameDataBatch> Wire<peer::RenameDataBatch>::Decode(Frame f) {
   });
 }
 
-// {"results":[{"ok":true,"has_old_meta","old_data_name","staging_kept","len"} or
-// {"ok":false,"error":S3 code,"message"}...]} and the replaced metadata files, one after another, as
-// the payload.
+// Results: {"has_old_meta","old_data_name","staging_kept"}, the replaced metadata file as the
+// payload (EncodeResults).
 template <>
 Frame Wire<peer::RenameDataResults>::Encode(const peer::RenameDataResults& v) {
-  json results = json::array();
-  Frame f;
-  size_t total = 0;
-  for (const auto& r : v.results)
-    if (r.ok() && r->old_meta) total += r->old_meta->size();
-  f.payload.reserve(total);
-  for (const auto& r : v.results) {
-    if (!r.ok()) {
-      results.push_back(ErrorJson(r.error()));
-      continue;
-    }
-    results.push_back({{"ok", true},
-                       {"has_old_meta", r->old_meta.has_value()},
-                       {"old_data_name", r->old_data_name},
-                       {"staging_kept", r->staging_kept},
-                       {"len", r->old_meta ? r->old_meta->size() : 0}});
-    if (r->old_meta) f.payload += *r->old_meta;
-  }
-  // An error message may quote a name that is not UTF-8: replaced, not thrown on.
-  f.head =
-      json{{"results", std::move(results)}}.dump(-1, ' ', false, json::error_handler_t::replace);
-  return f;
+  return EncodeResults(v.results, [](const storage::RenameDataResult& r) {
+    return std::pair{json{{"has_old_meta", r.old_meta.has_value()},
+                          {"old_data_name", r.old_data_name},
+                          {"staging_kept", r.staging_kept}},
+                     r.old_meta ? &*r.old_meta : nullptr};
+  });
 }
 template <>
 Result<peer::RenameDataResults> Wire<peer::RenameDataResults>::Decode(Frame f) {
-  return Parse(f.head, "renamedatagroup result",
-               [&](const json& j) -> Result<peer::RenameDataResults> {
-                 peer::RenameDataResults v;
-                 size_t at = 0;
-                 for (const auto& r : j.at("results")) {
-                   if (!r.at("ok").get<bool>()) {
-                     v.results.emplace_back(ErrorFromJson(r));
-                     continue;
-                   }
-                   storage::RenameDataResult one;
-                   std::string payload = TakePayload(f.payload, at, r);
-                   if (r.at("has_old_meta").get<bool>())
-                     one.old_meta = std::move(payload);
-                   else if (!payload.empty())
-                     throw std::runtime_error("a payload for a result without metadata");
-                   one.old_data_name = r.at("old_data_name").get<std::string>();
-                   // Absent from older peers, which always remove the staging directory.
-                   one.staging_kept = r.value("staging_kept", false);
-                   v.results.emplace_back(std::move(one));
-                 }
-                 if (at != f.payload.size())
-                   throw std::runtime_error("bytes after the last result's payload");
-                 return v;
-               });
+  auto results = DecodeResults<storage::RenameDataResult>(
+      f, "renamedatagroup result", [](const json& r, std::string payload) {
+        storage::RenameDataResult one;
+        if (r.at("has_old_meta").get<bool>())
+          one.old_meta = std::move(payload);
+        else if (!payload.empty())
+          throw std::runtime_error("a payload for a result without metadata");
+        one.old_data_name = r.at("old_data_name").get<std::string>();
+        // Absent from older peers, which always remove the staging directory.
+        one.staging_kept = r.value("staging_kept", false);
+        return one;
+      });
+  if (!results.ok()) return results.error();
+  return peer::RenameDataResults{std::move(*results)};
 }
 
 // {"entries":[{"disk","path"}...]}
@@ -519,50 +547,23 @@ Result<peer::ReadFileBatch> Wire<peer::ReadFileBatch>::Decode(Frame f) {
   });
 }
 
-// {"results":[{"ok":true,"found","len"} or {"ok":false,"error":S3 code,"message"}...]} and the
-// files found, one after another, as the payload.
+// Results: {"found"}, the file as the payload (EncodeResults).
 template <>
 Frame Wire<peer::ReadFileResults>::Encode(const peer::ReadFileResults& v) {
-  json results = json::array();
-  Frame f;
-  size_t total = 0;
-  for (const auto& r : v.results)
-    if (r.ok() && r->has_value()) total += (*r)->size();
-  f.payload.reserve(total);
-  for (const auto& r : v.results) {
-    if (!r.ok()) {
-      results.push_back(ErrorJson(r.error()));
-      continue;
-    }
-    results.push_back(
-        {{"ok", true}, {"found", r->has_value()}, {"len", r->has_value() ? (*r)->size() : 0}});
-    if (r->has_value()) f.payload += **r;
-  }
-  f.head =
-      json{{"results", std::move(results)}}.dump(-1, ' ', false, json::error_handler_t::replace);
-  return f;
+  return EncodeResults(v.results, [](const std::optional<std::string>& file) {
+    return std::pair{json{{"found", file.has_value()}}, file ? &*file : nullptr};
+  });
 }
 template <>
 Result<peer::ReadFileResults> Wire<peer::ReadFileResults>::Decode(Frame f) {
-  return Parse(f.head, "readfilegroup result", [&](const json& j) -> Result<peer::ReadFileResults> {
-    peer::ReadFileResults v;
-    size_t at = 0;
-    for (const auto& r : j.at("results")) {
-      if (!r.at("ok").get<bool>()) {
-        v.results.emplace_back(ErrorFromJson(r));
-        continue;
-      }
-      std::string payload = TakePayload(f.payload, at, r);
-      if (r.at("found").get<bool>())
-        v.results.emplace_back(std::optional<std::string>(std::move(payload)));
-      else if (!payload.empty())
-        throw std::runtime_error("a payload for a file not found");
-      else
-        v.results.emplace_back(std::optional<std::string>());
-    }
-    if (at != f.payload.size()) throw std::runtime_error("bytes after the last result's payload");
-    return v;
-  });
+  auto results = DecodeResults<std::optional<std::string>>(
+      f, "readfilegroup result", [](const json& r, std::string payload) {
+        if (r.at("found").get<bool>()) return std::optional<std::string>(std::move(payload));
+        if (!payload.empty()) throw std::runtime_error("a payload for a file not found");
+        return std::optional<std::string>();
+      });
+  if (!results.ok()) return results.error();
+  return peer::ReadFileResults{std::move(*results)};
 }
 
 template <>
