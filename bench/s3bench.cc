@@ -149,6 +149,14 @@ std::optional<uint64_t> ParseSize(std::string_view s) {
   return n * mult;
 }
 
+// A plain count (digits only, no unit) from 1 to max.
+std::optional<uint64_t> ParseCount(std::string_view s, uint64_t max) {
+  if (s.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  auto n = ParseSize(s);
+  if (!n || *n == 0 || *n > max) return std::nullopt;
+  return n;
+}
+
 std::string FormatSize(uint64_t bytes) {
   if (bytes >= kGiB && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "GiB";
   if (bytes >= kMiB && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "MiB";
@@ -229,11 +237,8 @@ Result<Options> ParseArgs(int argc, char** argv) {
     } else if (arg == "--concurrency") {
       o.concurrency.clear();
       for (const auto& item : SplitComma(value)) {
-        auto n = ParseSize(item);
-        if (!n || *n == 0 || *n > 1024 ||
-            item.find_first_not_of("0123456789") != std::string::npos) {
-          return bad("--concurrency: '" + item + "' is not a thread count 1-1024");
-        }
+        auto n = ParseCount(item, 1024);
+        if (!n) return bad("--concurrency: '" + item + "' is not a thread count 1-1024");
         o.concurrency.push_back(static_cast<int>(*n));
       }
     } else if (arg == "--duration-s") {
@@ -252,11 +257,8 @@ Result<Options> ParseArgs(int argc, char** argv) {
       }
       o.max_phase_s = d;
     } else if (arg == "--ops") {
-      auto n = ParseSize(value);
-      if (!n || *n == 0 ||
-          std::string(value).find_first_not_of("0123456789") != std::string::npos) {
-        return bad("--ops: '" + std::string(value) + "' is not a positive count");
-      }
+      auto n = ParseCount(value, UINT64_MAX);
+      if (!n) return bad("--ops: '" + std::string(value) + "' is not a positive count");
       o.ops = *n;
     } else if (arg == "--ref-file-dir") {
       o.ref_file_dir = value;
@@ -275,9 +277,8 @@ Result<Options> ParseArgs(int argc, char** argv) {
         if (m != "none" && m != "s3" && m != "c") return bad("--sse: none, s3 or c");
       if (o.sse.empty()) return bad("--sse: none, s3 or c");
     } else if (arg == "--rounds") {
-      auto n = ParseSize(value);
-      if (!n || *n == 0 || *n > 100 || value.find_first_not_of("0123456789") != std::string::npos)
-        return bad("--rounds: '" + std::string(value) + "' is not a count 1-100");
+      auto n = ParseCount(value, 100);
+      if (!n) return bad("--rounds: '" + std::string(value) + "' is not a count 1-100");
       o.rounds = static_cast<int>(*n);
     } else if (arg == "--io-timeout-s") {
       auto n = ParseSize(value);
