@@ -78,9 +78,9 @@ std::string MiB(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 CheckItem PortItem(const DeviceInfo& d, const PortInfo& p) {
   std::string where = d.name + "/" + std::to_string(p.port);
-  std::string what = p.state + ", " + p.link_layer + ", MTU " + std::to_string(p.active_mtu) +
+  std::string what = PortStateName(p.state) + ", " + p.link_layer + ", MTU " + std::to_string(p.active_mtu) +
                      " (max " + std::to_string(p.max_mtu) + ")";
-  if (p.state != "ACTIVE") {
+  if (p.state != PortState::kActive) {
     return {"port " + where, CheckStatus::kFailed, what,
             p.link_layer == "Ethernet"
                 ? "bring the netdev up (`ip link set DEV up`), check cable and switch port"
@@ -127,6 +127,30 @@ CheckItem GidItem(const DeviceInfo& d, const PortInfo& p) {
 }
 
 }  // namespace
+
+std::string PortStateName(PortState state) {
+  switch (state) {
+    case PortState::kNop:
+      return "no state change (NOP)";
+    case PortState::kDown:
+      return "down";
+    case PortState::kInit:
+      return "init";
+    case PortState::kArmed:
+      return "armed";
+    case PortState::kActive:
+      return "active";
+    case PortState::kActiveDefer:
+      return "active defer";
+  }
+  return "invalid state";
+}
+
+PortState PortStateFromVerbs(int state) {
+  if (state < static_cast<int>(PortState::kNop) || state > static_cast<int>(PortState::kActiveDefer))
+    return PortState::kNop;
+  return static_cast<PortState>(state);
+}
 
 Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
   auto settings = ParseRdmaSettings(f.env);
@@ -180,7 +204,7 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
     }
     for (const auto& d : *devs) {
       for (const auto& p : d.ports) {
-        if (p.state == "ACTIVE") items.push_back(GidItem(d, p));
+        if (p.state == PortState::kActive) items.push_back(GidItem(d, p));
       }
     }
   } else {
@@ -246,7 +270,7 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
     } else if (!pick.ok()) {
       items.push_back({"configured", CheckStatus::kFailed, want + ": " + pick.error().message,
                        "set MINIO_RDMA_DEVICE / MINIO_RDMA_PORT to a port `ibv_devinfo` shows "
-                       "ACTIVE (see the port layers above)"});
+                       "PORT_ACTIVE (see the port layers above)"});
     } else if (vs.gid_index >= 0 &&
                std::none_of(pick->port_info->gids.begin(), pick->port_info->gids.end(),
                             [&](const GidInfo& g) { return g.index == vs.gid_index; })) {
@@ -256,7 +280,7 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
     } else {
       items.push_back(
           {"configured", CheckStatus::kOk,
-           want + ": " + pick->device + " port " + std::to_string(pick->port) + ", ACTIVE", ""});
+           want + ": " + pick->device + " port " + std::to_string(pick->port) + ", active", ""});
     }
   }
 

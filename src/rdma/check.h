@@ -23,9 +23,29 @@ struct GidInfo {
   std::string netdev;
 };
 
+// A port's state, with enum ibv_port_state's values. Judged as a value, never by its text:
+// libibverbs' ibv_port_state_str() writes "active" in lower case, and comparing that text with
+// "ACTIVE" once judged every port of every real NIC down.
+enum class PortState : uint8_t {
+  kNop = 0,
+  kDown = 1,
+  kInit = 2,
+  kArmed = 3,
+  kActive = 4,
+  kActiveDefer = 5,
+};
+
+// The words libibverbs' ibv_port_state_str() prints ("down", "active", ...); the RDMA build's unit
+// test checks them against the library itself.
+std::string PortStateName(PortState state);
+
+// A port state number as the kernel reports it; anything outside the enum is kNop ("no state
+// change"), never active.
+PortState PortStateFromVerbs(int state);
+
 struct PortInfo {
   int port = 1;
-  std::string state;       // "ACTIVE", "DOWN", "INIT", ...
+  PortState state = PortState::kDown;
   std::string link_layer;  // "InfiniBand" | "Ethernet"
   int active_mtu = 0;      // bytes
   int max_mtu = 0;         // bytes

@@ -29,7 +29,8 @@ const PortInfo* FindPort(const DeviceInfo& d, int port) {
 }  // namespace
 
 std::string PortUnusableReason(const PortInfo& p) {
-  if (p.state != "ACTIVE") return "port " + std::to_string(p.port) + " is " + p.state;
+  if (p.state != PortState::kActive)
+    return "port " + std::to_string(p.port) + " is " + PortStateName(p.state);
   if (p.link_layer == "Ethernet" &&
       std::none_of(p.gids.begin(), p.gids.end(),
                    [](const GidInfo& g) { return g.type == "RoCE v2"; }))

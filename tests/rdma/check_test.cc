@@ -4,6 +4,11 @@
 #include <gtest/gtest.h>
 
 #include "rdma/build_info.h"
+#include "rdma/verbs_plan.h"
+
+#ifdef RDMASTOR_WITH_RDMA
+#include <infiniband/verbs.h>
+#endif
 
 namespace rdmastor::rdma {
 namespace {
@@ -19,7 +24,7 @@ CheckFacts HealthyRoce() {
   CheckFacts f;
   f.verbs_built = true;
   PortInfo p{1,
-             "ACTIVE",
+             PortState::kActive,
              "Ethernet",
              4096,
              4096,
@@ -67,7 +72,7 @@ TEST(RdmaCheck, PortDownSmallMtuAndMissingIpv4Gid) {
   auto& dev = (*f.devices)[0];
   dev.ports[0].active_mtu = 1024;
   dev.ports[0].gids = {{1, "fe80::1", "RoCE v2", "eth0"}};
-  dev.ports.push_back({2, "DOWN", "Ethernet", 1024, 4096, {}});
+  dev.ports.push_back({2, PortState::kDown, "Ethernet", 1024, 4096, {}});
   auto items = RunRdmaCheck(f);
   ASSERT_TRUE(items.ok());
   EXPECT_EQ(Find(*items, "port mlx5_0/1")->status, CheckStatus::kWarning);
@@ -97,7 +102,7 @@ TEST(RdmaCheck, ReportsTheDeviceTheServerWouldUse) {
   auto f = HealthyRoce();
   PortInfo healthy = (*f.devices)[0].ports[0];
   PortInfo down = healthy;
-  down.state = "DOWN";
+  down.state = PortState::kDown;
   PortInfo port2 = healthy;
   port2.port = 2;
   // Listed first: a non-mlx5 device (no DC) and an mlx5 whose port 1 is down (port 2 is up).
@@ -114,7 +119,7 @@ TEST(RdmaCheck, ReportsTheDeviceTheServerWouldUse) {
   items = RunRdmaCheck(f);
   ASSERT_TRUE(items.ok());
   EXPECT_EQ(Find(*items, "configured")->status, CheckStatus::kFailed);
-  EXPECT_NE(Find(*items, "configured")->detail.find("DOWN"), std::string::npos);
+  EXPECT_NE(Find(*items, "configured")->detail.find("port 1 is down"), std::string::npos);
   EXPECT_EQ(Find(*items, "fabric")->status, CheckStatus::kFailed);
   EXPECT_EQ(CheckExitCode(*items), 1);
   // ... and its port 2: ready on mlx5_0 port 2.
@@ -198,11 +203,11 @@ TEST(RdmaCheck, LiveServerLayerJudgesTheServersAnswer) {
   EXPECT_NE(s->detail.find("does not serve S3 over RDMA: off"), std::string::npos);
   EXPECT_EQ(CheckExitCode(*items), 0);
 
-  f.server = LiveServerFacts{"http://h:9000", LiveFabric{"verbs", false, "port 1 is DOWN"}};
+  f.server = LiveServerFacts{"http://h:9000", LiveFabric{"verbs", false, "port 1 is down"}};
   items = RunRdmaCheck(f);
   s = Find(*items, "server");
   EXPECT_EQ(s->status, CheckStatus::kFailed);
-  EXPECT_NE(s->detail.find("the verbs fabric is not ready: port 1 is DOWN"), std::string::npos);
+  EXPECT_NE(s->detail.find("the verbs fabric is not ready: port 1 is down"), std::string::npos);
   EXPECT_NE(s->detail.find("rdmastor_rdma_fabric_ready 0"), std::string::npos) << s->detail;
   EXPECT_EQ(CheckExitCode(*items), 1);
 
@@ -211,6 +216,36 @@ TEST(RdmaCheck, LiveServerLayerJudgesTheServersAnswer) {
   s = Find(*items, "server");
   EXPECT_EQ(s->status, CheckStatus::kFailed);
   EXPECT_NE(s->detail.find("could not ask it: refused"), std::string::npos);
+}
+
+// The port state is judged as a value. Its words are the ones libibverbs prints, so `rdma check`
+// and the start-up log read like `ibv_devinfo`'s neighbours; the RDMA build asks the library.
+TEST(RdmaCheck, PortStateIsAValueNamedAsLibibverbsNamesIt) {
+  EXPECT_EQ(PortStateFromVerbs(4), PortState::kActive);  // IBV_PORT_ACTIVE
+  EXPECT_EQ(PortStateFromVerbs(1), PortState::kDown);
+  EXPECT_EQ(PortStateFromVerbs(5), PortState::kActiveDefer);
+  EXPECT_EQ(PortStateFromVerbs(-1), PortState::kNop);  // out of range: never active
+  EXPECT_EQ(PortStateFromVerbs(99), PortState::kNop);
+  EXPECT_EQ(PortStateName(PortState::kActive), "active");
+#ifdef RDMASTOR_WITH_RDMA
+  for (int s = IBV_PORT_NOP; s <= IBV_PORT_ACTIVE_DEFER; ++s) {
+    EXPECT_EQ(PortStateName(PortStateFromVerbs(s)),
+              ibv_port_state_str(static_cast<ibv_port_state>(s)))
+        << "state " << s;
+  }
+  EXPECT_EQ(PortStateFromVerbs(IBV_PORT_ACTIVE), PortState::kActive);
+#endif
+}
+
+// What a port reported as libibverbs reports an active one is usable, whatever its text says.
+TEST(RdmaCheck, AnActivePortAsTheKernelReportsItIsUsable) {
+  auto f = HealthyRoce();
+  (*f.devices)[0].ports[0].state = PortStateFromVerbs(4);
+  auto items = RunRdmaCheck(f);
+  ASSERT_TRUE(items.ok()) << items.error().message;
+  EXPECT_EQ(Find(*items, "port mlx5_0/1")->status, CheckStatus::kOk)
+      << Find(*items, "port mlx5_0/1")->detail;
+  EXPECT_EQ(PortUnusableReason((*f.devices)[0].ports[0]), "");
 }
 
 }  // namespace

@@ -34,10 +34,10 @@ TEST(VerbsPlanTest, PathMtuIsClampedToThePortsActiveMtu) {
   EXPECT_EQ(PathMtuBytes(PathMtu::k4096), 4096);
 }
 
-PortInfo Port(int n, std::string state, std::string link = "InfiniBand", bool roce_v2 = true) {
+PortInfo Port(int n, PortState state, std::string link = "InfiniBand", bool roce_v2 = true) {
   PortInfo p;
   p.port = n;
-  p.state = std::move(state);
+  p.state = state;
   p.link_layer = link;
   p.active_mtu = 4096;
   p.max_mtu = 4096;
@@ -55,11 +55,11 @@ DeviceInfo Dev(std::string name, bool dc, std::vector<PortInfo> ports) {
 
 TEST(VerbsPlanTest, AutomaticSelectionTakesTheFirstDeviceWithAnActiveUsablePort) {
   std::vector<DeviceInfo> devs = {
-      Dev("mlx5_0", true, {Port(1, "DOWN")}),
-      Dev("mlx5_1", true, {Port(1, "ACTIVE", "Ethernet", /*roce_v2=*/false)}),  // no IP yet
-      Dev("irdma0", false, {Port(1, "ACTIVE", "Ethernet")}),                    // not mlx5
-      Dev("mlx5_2", true, {Port(1, "ACTIVE", "Ethernet")}),
-      Dev("mlx5_3", true, {Port(1, "ACTIVE")}),
+      Dev("mlx5_0", true, {Port(1, PortState::kDown)}),
+      Dev("mlx5_1", true, {Port(1, PortState::kActive, "Ethernet", /*roce_v2=*/false)}),  // no IP yet
+      Dev("irdma0", false, {Port(1, PortState::kActive, "Ethernet")}),                    // not mlx5
+      Dev("mlx5_2", true, {Port(1, PortState::kActive, "Ethernet")}),
+      Dev("mlx5_3", true, {Port(1, PortState::kActive)}),
   };
   auto dc = SelectDevice(devs, "", 1, /*need_dc=*/true);
   ASSERT_TRUE(dc.ok()) << dc.error().message;
@@ -72,13 +72,13 @@ TEST(VerbsPlanTest, AutomaticSelectionTakesTheFirstDeviceWithAnActiveUsablePort)
 }
 
 TEST(VerbsPlanTest, ANamedDeviceMustBeUsableAndIsNeverSubstituted) {
-  std::vector<DeviceInfo> devs = {Dev("mlx5_0", true, {Port(1, "ACTIVE")}),
-                                  Dev("mlx5_1", true, {Port(1, "DOWN"), Port(2, "ACTIVE")})};
+  std::vector<DeviceInfo> devs = {Dev("mlx5_0", true, {Port(1, PortState::kActive)}),
+                                  Dev("mlx5_1", true, {Port(1, PortState::kDown), Port(2, PortState::kActive)})};
   auto down = SelectDevice(devs, "mlx5_1", 1, true);
   ASSERT_FALSE(down.ok());
   EXPECT_EQ(down.error().code, ErrorCode::kRDMANotSupported);
   EXPECT_NE(down.error().message.find("MINIO_RDMA_DEVICE=mlx5_1"), std::string::npos);
-  EXPECT_NE(down.error().message.find("DOWN"), std::string::npos) << down.error().message;
+  EXPECT_NE(down.error().message.find("port 1 is down"), std::string::npos) << down.error().message;
   auto port2 = SelectDevice(devs, "mlx5_1", 2, true);
   ASSERT_TRUE(port2.ok());
   EXPECT_EQ(port2->device, "mlx5_1");
@@ -95,8 +95,8 @@ TEST(VerbsPlanTest, NoUsableDeviceSaysWhyForEach) {
   auto none = SelectDevice({}, "", 1, true);
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().message.find("no RDMA device"), std::string::npos);
-  std::vector<DeviceInfo> devs = {Dev("mlx5_0", true, {Port(1, "INIT")}),
-                                  Dev("rxe0", false, {Port(1, "ACTIVE", "Ethernet")})};
+  std::vector<DeviceInfo> devs = {Dev("mlx5_0", true, {Port(1, PortState::kInit)}),
+                                  Dev("rxe0", false, {Port(1, PortState::kActive, "Ethernet")})};
   auto dc = SelectDevice(devs, "", 1, true);
   ASSERT_FALSE(dc.ok());
   EXPECT_NE(dc.error().message.find("mlx5_0: port 1 is INIT"), std::string::npos)
@@ -107,9 +107,9 @@ TEST(VerbsPlanTest, NoUsableDeviceSaysWhyForEach) {
 TEST(VerbsPlanTest, InterNodeRcUsesTheDeviceOfTheNodesAddress) {
   // Two NICs: mlx5_0 (first, usable) on a client network, mlx5_1 on the cluster network the
   // node's address (and its RC target) is on. Connections must leave from mlx5_1.
-  std::vector<DeviceInfo> devs = {Dev("mlx5_0", true, {Port(1, "ACTIVE", "Ethernet")}),
-                                  Dev("mlx5_1", true, {Port(1, "ACTIVE", "Ethernet")}),
-                                  Dev("mlx5_2", true, {Port(1, "DOWN", "Ethernet")})};
+  std::vector<DeviceInfo> devs = {Dev("mlx5_0", true, {Port(1, PortState::kActive, "Ethernet")}),
+                                  Dev("mlx5_1", true, {Port(1, PortState::kActive, "Ethernet")}),
+                                  Dev("mlx5_2", true, {Port(1, PortState::kDown, "Ethernet")})};
   auto bound = SelectRcDevice(devs, "", 1, "mlx5_1");
   ASSERT_TRUE(bound.ok()) << bound.error().message;
   EXPECT_EQ(bound->pick.device, "mlx5_1");
@@ -126,7 +126,7 @@ TEST(VerbsPlanTest, InterNodeRcUsesTheDeviceOfTheNodesAddress) {
   // The address's device has its port down: refused naming it, never another device.
   auto down = SelectRcDevice(devs, "", 1, "mlx5_2");
   ASSERT_FALSE(down.ok());
-  EXPECT_NE(down.error().message.find("mlx5_2, whose port 1 is DOWN"), std::string::npos)
+  EXPECT_NE(down.error().message.find("mlx5_2, whose port 1 is down"), std::string::npos)
       << down.error().message;
   EXPECT_FALSE(SelectRcDevice(devs, "", 2, "mlx5_1").ok());  // no port 2
   EXPECT_FALSE(SelectRcDevice(devs, "", 1, "mlx5_9").ok());  // not listed
@@ -412,13 +412,13 @@ TEST(VerbsPlanTest, OriginCheckOnRoceV2Tokens) {
 namespace rdmastor::rdma {
 namespace {
 
-DeviceInfo RoceDevice(std::string name, std::string state, bool dc = true) {
+DeviceInfo RoceDevice(std::string name, PortState state, bool dc = true) {
   DeviceInfo d;
   d.name = std::move(name);
   d.dc_capable = dc;
   PortInfo p;
   p.port = 1;
-  p.state = std::move(state);
+  p.state = state;
   p.link_layer = "Ethernet";
   p.gids = {{3, "::ffff:10.0.0.1", "RoCE v2", "eth0"}};
   d.ports = {p};
@@ -429,9 +429,9 @@ TEST(VerbsPlanTest, DeviceListsAndRails) {
   EXPECT_EQ(SplitDeviceList("mlx5_0, mlx5_1,,mlx5_2 "),
             (std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_2"}));
   EXPECT_TRUE(SplitDeviceList("").empty());
-  std::vector<DeviceInfo> devs = {RoceDevice("mlx5_0", "ACTIVE"), RoceDevice("mlx5_1", "DOWN"),
-                                  RoceDevice("mlx5_2", "ACTIVE"),
-                                  RoceDevice("rxe0", "ACTIVE", /*dc=*/false)};
+  std::vector<DeviceInfo> devs = {RoceDevice("mlx5_0", PortState::kActive), RoceDevice("mlx5_1", PortState::kDown),
+                                  RoceDevice("mlx5_2", PortState::kActive),
+                                  RoceDevice("rxe0", PortState::kActive, /*dc=*/false)};
   // Unset: every usable DC device.
   auto all = SelectRails(devs, "", 1, true);
   ASSERT_TRUE(all.ok()) << all.error().message;
@@ -446,7 +446,7 @@ TEST(VerbsPlanTest, DeviceListsAndRails) {
   auto down = SelectRails(devs, "mlx5_0,mlx5_1", 1, true);
   ASSERT_FALSE(down.ok());
   EXPECT_NE(down.error().message.find("mlx5_1"), std::string::npos);
-  EXPECT_FALSE(SelectRails({RoceDevice("mlx5_0", "DOWN")}, "", 1, true).ok());
+  EXPECT_FALSE(SelectRails({RoceDevice("mlx5_0", PortState::kDown)}, "", 1, true).ok());
 }
 
 std::array<uint8_t, 16> Gid4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {

@@ -87,9 +87,7 @@ Result<std::vector<DeviceInfo>> QueryDevices() {
       const ibv_port_attr& pa = pattrs[p];
       PortInfo port;
       port.port = p;
-      port.state = ibv_port_state_str(pa.state);
-      // "PORT_ACTIVE" -> "ACTIVE"
-      if (port.state.rfind("PORT_", 0) == 0) port.state = port.state.substr(5);
+      port.state = PortStateFromVerbs(pa.state);
       port.link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand";
       port.active_mtu = MtuBytes(pa.active_mtu);
       port.max_mtu = MtuBytes(pa.max_mtu);
