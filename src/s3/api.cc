@@ -813,6 +813,25 @@ Status CheckTransferCodings(const HttpRequest& req) {
   return {};
 }
 
+// Every query parameter S3 defines is defined once. A repeated one is refused before anything
+// reads it: policy conditions (s3:prefix, s3:versionid, ...) and the handlers must see one value,
+// and a signature covers both copies, so "which copy wins" would split authorization from what
+// is served.
+Status RefuseRepeatedParameters(const std::vector<std::pair<std::string, std::string>>& query) {
+  if (query.size() < 2) return {};
+  std::vector<std::string_view> names;
+  names.reserve(query.size());
+  for (const auto& [k, v] : query) names.push_back(k);
+  std::sort(names.begin(), names.end());
+  auto twice = std::adjacent_find(names.begin(), names.end());
+  if (twice == names.end()) return {};
+  const std::string name = Bounded(std::string(*twice), 64);
+  Error e = MakeError(ErrorCode::kInvalidArgument,
+                      "The query parameter '" + name + "' was specified more than once.");
+  e.details.emplace_back("ArgumentName", name);
+  return e;
+}
+
 }  // namespace
 
 void S3Api::Dispatch(Context& ctx) {
@@ -837,6 +856,7 @@ void S3Api::Dispatch(Context& ctx) {
   if (!query)
     return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "malformed query string"));
   ctx.query = std::move(*query);
+  if (auto st = RefuseRepeatedParameters(ctx.query); !st.ok()) return SendError(ctx, st.error());
   auto path = uri::Decode(req.raw_path);
   if (!path || path->empty() || (*path)[0] != '/')
     return SendError(ctx, MakeError(ErrorCode::kInvalidRequest, "malformed request path"));

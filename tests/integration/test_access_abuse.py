@@ -1,0 +1,119 @@
+"""Issue 32's attacks on access control and abuse limits, each replayed against the real binary
+(a single-drive server; a second server or a cluster where the attack needs one):
+
+- a repeated query parameter must not split authorization from execution (400 InvalidArgument);
+- a browser POST upload is authorized by its form fields, never by its own unsigned headers;
+- a flood of made-up access keys must not lock out IAM users;
+- several addresses holding unauthenticated bodies must not starve other clients.
+"""
+
+import http.client
+import json
+import socket
+import threading
+import time
+import urllib.parse
+from types import SimpleNamespace
+
+import pytest
+import requests
+from botocore.exceptions import ClientError
+
+from conftest import (HOST, UNSIGNED, Response, assert_s3_error, assert_server_alive,
+                      http_send, make_client, rand_str, sign_v4, signed_request, unique_bucket,
+                      uri_encode)
+from test_auth_v2_post import multipart_body, v4_form
+from test_iam import add_user, admin, code_of
+
+
+@pytest.fixture(autouse=True)
+def _server_still_answers(server):
+    yield
+    assert_server_alive(server)
+
+
+def check(resp, code, status, message_contains=None):
+    return assert_s3_error(resp.status, resp.headers, resp.body, code, status, message_contains)
+
+
+def create_policy(srv, tmp_path, doc):
+    name = "p-" + rand_str(8)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(doc))
+    admin(srv, "policy", "create", name, str(path))
+    return name
+
+
+def send_from(srv, source, method, path, headers=None, body=b"", timeout=10):
+    """One request from loopback address `source` (127.0.0.0/8 is all local)."""
+    conn = http.client.HTTPConnection(HOST, srv.port, timeout=timeout, source_address=(source, 0))
+    try:
+        hdrs = dict(headers or {})
+        if "host" not in {k.lower() for k in hdrs}:
+            hdrs["Host"] = srv.address
+        conn.request(method, path, body=body, headers=hdrs)
+        resp = conn.getresponse()
+        return Response(resp.status, resp.getheaders(), resp.read(), resp.reason)
+    finally:
+        conn.close()
+
+
+def signed_from(srv, source, method, path, access_key, secret_key, query=()):
+    """SigV4-signed; the query goes on the wire in the order given (SigV4 signs it sorted)."""
+    hdrs, _ = sign_v4(method, path, list(query), {"host": srv.address}, UNSIGNED, access_key,
+                      secret_key)
+    wire = "&".join(f"{uri_encode(k)}={uri_encode(v)}" for k, v in query)
+    return send_from(srv, source, method, path + ("?" + wire if query else ""), hdrs)
+
+
+# ---------------------------------------------------------------------------------------------
+# High 1: one parsed value for conditions and handlers
+# ---------------------------------------------------------------------------------------------
+
+def test_repeated_prefix_cannot_widen_a_prefix_limited_listing(server, tmp_path):
+    root = make_client(server)
+    b = unique_bucket("dup")
+    root.create_bucket(Bucket=b)
+    root.put_object(Bucket=b, Key="public/a", Body=b"a")
+    root.put_object(Bucket=b, Key="secret/b", Body=b"b")
+    name = create_policy(server, tmp_path, {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [f"arn:aws:s3:::{b}"],
+         "Condition": {"StringLike": {"s3:prefix": ["public/*"]}}}]})
+    ak, sk = add_user(server, [name])
+    ok = signed_request(server, "GET", f"/{b}", query=[("list-type", "2"), ("prefix", "public/")],
+                        access_key=ak, secret_key=sk)
+    assert ok.status == 200 and b"<Key>public/a</Key>" in ok.body, ok
+    for order in (["secret/", "public/"], ["public/", "secret/"]):
+        r = signed_from(server, "127.0.0.1", "GET", f"/{b}", ak, sk,
+                        query=[("list-type", "2")] + [("prefix", p) for p in order])
+        check(r, "InvalidArgument", 400, "specified more than once")
+        assert b"secret/b" not in r.body
+    # max-keys and delimiter likewise, even for root (the refusal is about the request's form).
+    r = signed_request(server, "GET", f"/{b}", query=[("max-keys", "1"), ("max-keys", "1000")])
+    check(r, "InvalidArgument", 400)
+    assert "<ArgumentName>max-keys</ArgumentName>" in r.body.decode()
+
+
+def test_repeated_version_id_cannot_escape_a_deny_on_one_version(server):
+    root = make_client(server)
+    b = unique_bucket("dupv")
+    root.create_bucket(Bucket=b)
+    root.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+    denied = root.put_object(Bucket=b, Key="k", Body=b"denied body")["VersionId"]
+    allowed = root.put_object(Bucket=b, Key="k", Body=b"allowed body")["VersionId"]
+    ak, sk = add_user(server, ["readwrite"])
+    root.put_bucket_policy(Bucket=b, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:GetObjectVersion",
+         "Resource": f"arn:aws:s3:::{b}/k",
+         "Condition": {"StringEquals": {"s3:versionid": denied}}}]}))
+    user = make_client(server, ak, sk)
+    assert user.get_object(Bucket=b, Key="k", VersionId=allowed)["Body"].read() == b"allowed body"
+    with pytest.raises(ClientError) as e:
+        user.get_object(Bucket=b, Key="k", VersionId=denied)
+    assert code_of(e) == "AccessDenied"
+    for order in ([denied, allowed], [allowed, denied]):
+        r = signed_from(server, "127.0.0.1", "GET", f"/{b}/k", ak, sk,
+                        query=[("versionId", v) for v in order])
+        check(r, "InvalidArgument", 400, "specified more than once")
+        assert b"denied body" not in r.body
+
