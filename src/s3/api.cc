@@ -195,6 +195,8 @@ struct S3Api::Context {
   // MinIO's API name for metrics ("PutObject", ...); empty for health/metrics endpoints.
   std::string_view api = "unknown";
   storage::VersionSel version;  // ?versionId: nullopt = the latest, "" = the null version
+  // A browser POST's form fields as PutObject's headers: its policy condition keys (s3/access.h).
+  const HeaderList* form = nullptr;
 
   bool Has(std::string_view name) const {
     for (const auto& [k, v] : query)
@@ -1099,7 +1101,7 @@ Status S3Api::Allowed(Context& ctx, std::string_view action, const std::string& 
                       const std::string& bucket, const storage::VersionSel& version) {
   if (ctx.caller.root()) return {};
   const auto conditions = ConditionsFor(ctx.req, ctx.query, opts_.secure_transport, ctx.caller,
-                                        ctx.caller.anonymous() ? nullptr : &ctx.auth);
+                                        ctx.caller.anonymous() ? nullptr : &ctx.auth, ctx.form);
   const std::string& in_bucket = bucket.empty() ? ctx.bucket : bucket;
   // The ACL of the version read: a missing object (or version, or a delete marker) grants nothing.
   auto object_acl = [&]() {
@@ -1490,6 +1492,19 @@ void S3Api::PostObject(Context& ctx) {
   ctx.key = key;
   ctx.has_key = true;
   ctx.caller = Caller{*ak == opts_.access_key ? Caller::Kind::kRoot : Caller::Kind::kUser, *ak};
+  // The form's fields are the upload's headers, for the policy conditions (s3:x-amz-acl, ...) as
+  // for what is stored: the POST's own HTTP headers are not signed and decide nothing.
+  HttpRequest as_put;
+  as_put.method = "PUT";
+  for (const auto& [name, value] : fields) {
+    if (name == "file" || name == "policy" || name == "key" || name == "bucket") continue;
+    if (name == "tagging") continue;  // an XML document, applied below
+    // The canned ACL is the "acl" field; a field named x-amz-acl stores nothing, so it decides
+    // nothing either.
+    if (name == "x-amz-acl") continue;
+    as_put.headers.emplace_back(name == "acl" ? "x-amz-acl" : name, value);
+  }
+  ctx.form = &as_put.headers;
   if (!Authorized(ctx)) return;
 
   // Fields that become response headers on GET: a header on the wire can carry neither control
@@ -1518,15 +1533,8 @@ void S3Api::PostObject(Context& ctx) {
     }
   }
 
-  // The form's fields are the upload's headers: what PutObject refuses (encryption, storage
-  // classes, Object Lock, ...) is refused here too, never silently dropped.
-  HttpRequest as_put;
-  as_put.method = "PUT";
-  for (const auto& [name, value] : fields) {
-    if (name == "file" || name == "policy" || name == "key" || name == "bucket") continue;
-    if (name == "tagging") continue;  // an XML document, applied below
-    as_put.headers.emplace_back(name, value);
-  }
+  // What PutObject refuses (encryption, storage classes, Object Lock, ...) is refused here too,
+  // never silently dropped.
   if (auto st = RefuseUnimplemented("PutObject", as_put); !st.ok())
     return SendError(ctx, st.error());
   // Encryption fields as PutObject's headers (SSE-S3, SSE-C); none: the bucket's default decides.

@@ -117,3 +117,63 @@ def test_repeated_version_id_cannot_escape_a_deny_on_one_version(server):
         check(r, "InvalidArgument", 400, "specified more than once")
         assert b"denied body" not in r.body
 
+
+# ---------------------------------------------------------------------------------------------
+# High 2: a browser POST is authorized by its form fields, not its own unsigned headers
+# ---------------------------------------------------------------------------------------------
+
+def user_post(srv, user, bucket, key, fields, headers=None, data=b"form upload"):
+    """A V4-signed POST policy form of `user` (SimpleNamespace access_key/secret_key) covering
+    every field, sent with extra (unsigned) HTTP headers."""
+    form = v4_form(user, bucket, key, extra_fields=fields)
+    body, ctype = multipart_body(form, data)
+    return http_send(srv, "POST", f"/{bucket}", {"Content-Type": ctype, **(headers or {})}, body)
+
+
+def bucket_with_deny(srv, statements):
+    root = make_client(srv)
+    b = unique_bucket("post")
+    root.create_bucket(Bucket=b)
+    root.put_bucket_policy(Bucket=b, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        dict(Effect="Deny", Principal="*", Action="s3:PutObject", Resource=f"arn:aws:s3:::{b}/*",
+             **st) for st in statements]}))
+    return root, b
+
+
+def test_post_acl_field_is_the_condition_key_not_the_header(server):
+    ak, sk = add_user(server, ["readwrite"])
+    user = SimpleNamespace(access_key=ak, secret_key=sk)
+    # "Deny public-read": the field asks for it, a header says private.
+    root, b = bucket_with_deny(server, [
+        {"Condition": {"StringEquals": {"s3:x-amz-acl": ["public-read"]}}}])
+    r = user_post(server, user, b, "pub1", {"acl": "public-read"})
+    check(r, "AccessDenied", 403)
+    r = user_post(server, user, b, "pub2", {"acl": "public-read"}, {"x-amz-acl": "private"})
+    check(r, "AccessDenied", 403)
+    assert requests.get(server.url(f"/{b}/pub1"), timeout=10).status_code == 403
+    assert requests.get(server.url(f"/{b}/pub2"), timeout=10).status_code == 403
+    # A private upload through the same form passes; the header cannot make it public either.
+    r = user_post(server, user, b, "priv", {"acl": "private"}, {"x-amz-acl": "public-read"})
+    assert r.status in (200, 204), r
+    assert requests.get(server.url(f"/{b}/priv"), timeout=10).status_code == 403
+    # "Deny unless private" (the allow-list form): the header alone does not satisfy it.
+    root, b = bucket_with_deny(server, [
+        {"Condition": {"StringNotEquals": {"s3:x-amz-acl": ["private"]}}}])
+    r = user_post(server, user, b, "pub3", {"acl": "public-read"}, {"x-amz-acl": "private"})
+    check(r, "AccessDenied", 403)
+    assert requests.get(server.url(f"/{b}/pub3"), timeout=10).status_code == 403
+    r = user_post(server, user, b, "ok", {"acl": "private"})
+    assert r.status in (200, 204), r
+
+
+def test_post_encryption_header_without_field_does_not_pass_an_encryption_policy(server):
+    ak, sk = add_user(server, ["readwrite"])
+    user = SimpleNamespace(access_key=ak, secret_key=sk)
+    root, b = bucket_with_deny(server, [
+        {"Condition": {"StringNotEquals": {"s3:x-amz-server-side-encryption": ["AES256"]}}}])
+    r = user_post(server, user, b, "clear", {}, {"x-amz-server-side-encryption": "AES256"})
+    check(r, "AccessDenied", 403)
+    with pytest.raises(ClientError) as e:
+        root.head_object(Bucket=b, Key="clear")
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
