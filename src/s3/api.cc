@@ -908,9 +908,9 @@ void S3Api::Dispatch(Context& ctx) {
 
   auto auth = VerifyRequest(
       req,
-      [this](std::string_view ak) -> std::optional<std::string> {
+      [this, &req](std::string_view ak) -> std::optional<std::string> {
         if (ak == opts_.access_key) return opts_.secret_key;
-        return iam_->SecretFor(ak);
+        return iam_->SecretFor(ak, req.remote_ip);
       },
       static_cast<int64_t>(std::time(nullptr)), vhost ? std::string_view(ctx.bucket) : "");
   if (!auth.ok()) {
@@ -1460,9 +1460,9 @@ void S3Api::PostObject(Context& ctx) {
   }
 
   auto now = static_cast<int64_t>(std::time(nullptr));
-  auto ak = VerifyPostSignature(fields, [this](std::string_view k) -> std::optional<std::string> {
+  auto ak = VerifyPostSignature(fields, [&](std::string_view k) -> std::optional<std::string> {
     if (k == opts_.access_key) return opts_.secret_key;
-    return iam_->SecretFor(k);
+    return iam_->SecretFor(k, ctx.req.remote_ip);
   });
   if (!ak.ok()) return SendError(ctx, ak.error());
   auto policy = ParsePostPolicy(fields["policy"]);

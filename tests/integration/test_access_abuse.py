@@ -177,3 +177,63 @@ def test_post_encryption_header_without_field_does_not_pass_an_encryption_policy
         root.head_object(Bucket=b, Key="clear")
     assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
 
+
+# ---------------------------------------------------------------------------------------------
+# High 3: made-up access keys must not lock out IAM users
+# ---------------------------------------------------------------------------------------------
+
+class BogusKeyFlood:
+    """Threads signing requests with made-up access keys as fast as they can, one keep-alive
+    connection each, from several loopback addresses; counts what they sent."""
+
+    def __init__(self, srv, sources=("127.0.0.2", "127.0.0.3", "127.0.0.4"), per_source=2):
+        self.srv, self.sent, self.refused = srv, 0, 0
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self._run, args=(s,), daemon=True)
+                        for s in sources for _ in range(per_source)]
+
+    def _run(self, source):
+        conn = None
+        while not self.stop.is_set():
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection(HOST, self.srv.port, timeout=10,
+                                                      source_address=(source, 0))
+                hdrs, _ = sign_v4("GET", "/", [], {"host": self.srv.address}, UNSIGNED,
+                                  "bogus" + rand_str(12), "x" * 16)
+                conn.request("GET", "/", headers=hdrs)
+                r = conn.getresponse()
+                r.read()
+                self.sent += 1
+                self.refused += r.status == 403
+            except (OSError, http.client.HTTPException):
+                if conn is not None:
+                    conn.close()
+                conn = None
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        time.sleep(1.0)  # let it drain whatever burst the server allows
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=15)
+
+
+def test_bogus_key_flood_does_not_lock_out_users_after_a_restart(server_factory):
+    srv = server_factory(name="lockout")
+    users = [add_user(srv, ["readwrite"]) for _ in range(3)]
+    srv.restart()  # nothing cached: every user must be read from storage again
+    with BogusKeyFlood(srv) as flood:
+        results = []
+        for ak, sk in users * 3:
+            r = signed_from(srv, "127.0.0.9", "GET", "/", ak, sk)
+            results.append(r.status)
+        sent = flood.sent
+    assert sent > 100, sent  # the flood did run (far above any lookup budget)
+    assert results == [200] * len(results), results
+    assert flood.refused == flood.sent  # every made-up key was refused
+
