@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <condition_variable>
 
 #include <algorithm>
 #include <atomic>
@@ -48,6 +49,8 @@ constexpr auto kAcceptReportEvery = std::chrono::seconds(60);
 // free heap memory goes back to the kernel.
 constexpr size_t kTrimAfterPeak = 256;
 constexpr auto kTrimDelay = std::chrono::milliseconds(500);
+// Handlers waiting on their client (a body byte, room to send) without a worker slot, per slot.
+constexpr size_t kWaitingHandlersPerWorker = 4;
 // How long a stopping server lets requests in flight finish before closing their connections.
 constexpr auto kShutdownGrace = std::chrono::seconds(10);
 
@@ -133,11 +136,99 @@ class ClientGate {
   std::unordered_map<std::string, Client> clients_;
 };
 
+// The worker slots: at most `limit` handlers run at once (MINIO_API_REQUESTS_MAX), but a handler
+// waiting for its client (a body byte, room to send) gives its slot up while it waits, so clients
+// that trickle — from however many addresses — hold threads, not the workers everyone else
+// needs. Waiting handlers are bounded too (`park_limit`; past it a handler keeps its slot while
+// it waits, as before). A handler whose client moved on gets a slot back before any new request.
+// The pool has limit + park_limit threads, so every admitted or waiting handler has one.
+class WorkerSlots {
+ public:
+  WorkerSlots(ThreadPool& pool, size_t limit, size_t park_limit)
+      : pool_(pool), limit_(std::max<size_t>(1, limit)), park_limit_(park_limit) {}
+
+  // Runs `task` on a pool thread once a slot is free; the slot is freed when it returns.
+  void Submit(std::function<void()> task) {
+    auto run = [this, task = std::move(task)] {
+      task();
+      Release();
+    };
+    std::lock_guard lock(mu_);
+    if (stopping_ || (active_ < limit_ && resuming_ == 0 && queue_.empty())) {
+      ++active_;
+      pool_.Submit(std::move(run));
+    } else {
+      queue_.push_back(std::move(run));
+    }
+  }
+
+  // Before waiting on the client: gives the slot up (false: too many wait already; kept).
+  bool Park() {
+    std::lock_guard lock(mu_);
+    if (parked_ >= park_limit_) return false;
+    ++parked_;
+    --active_;
+    PromoteLocked();
+    return true;
+  }
+
+  // After the wait: takes a slot again, ahead of queued requests.
+  void Resume() {
+    std::unique_lock lock(mu_);
+    ++resuming_;
+    cv_.wait(lock, [this] { return active_ < limit_ || stopping_; });
+    --resuming_;
+    --parked_;
+    ++active_;
+    PromoteLocked();  // another resumer, or queued requests, may fit too
+  }
+
+  // Shutdown: queued requests run at once (their connections close), nobody waits for a slot.
+  void Stop() {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    for (auto& t : queue_) {
+      ++active_;
+      pool_.Submit(std::move(t));
+    }
+    queue_.clear();
+    cv_.notify_all();
+  }
+
+ private:
+  void Release() {
+    std::lock_guard lock(mu_);
+    --active_;
+    PromoteLocked();
+  }
+
+  void PromoteLocked() {
+    if (active_ >= limit_) return;
+    if (resuming_ > 0) {
+      cv_.notify_one();
+      return;
+    }
+    while (active_ < limit_ && !queue_.empty()) {
+      ++active_;
+      pool_.Submit(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+  }
+
+  ThreadPool& pool_;
+  const size_t limit_, park_limit_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  size_t active_ = 0, parked_ = 0, resuming_ = 0;
+  bool stopping_ = false;
+};
+
 // What every session shares with the server.
 struct Shared {
   const HttpServerOptions& opts;
   RequestHandler& handler;
-  ThreadPool& workers;
+  WorkerSlots& workers;
   const std::atomic<bool>& stopping;
   ClientGate& gate;
   std::atomic<size_t> live{0};              // open client connections
@@ -336,6 +427,14 @@ class Session final : public Connection,
                                                 bool answer_on_timeout = false) {
     std::promise<std::pair<beast::error_code, size_t>> promise;
     auto future = promise.get_future();
+    // Waiting on the client holds this thread, not a worker slot (WorkerSlots).
+    const bool parked = workers_.Park();
+    struct Unpark {
+      WorkerSlots* slots;
+      ~Unpark() {
+        if (slots) slots->Resume();
+      }
+    } unpark{parked ? &workers_ : nullptr};
     asio::post(stream_.get_executor(), [this, &promise, &start, timeout, answer_on_timeout] {
       if (!answer_on_timeout) {
         Lowest().expires_after(timeout);
@@ -611,7 +710,7 @@ class Session final : public Connection,
   Shared& shared_;
   const HttpServerOptions& opts_;
   RequestHandler& handler_;
-  ThreadPool& workers_;
+  WorkerSlots& workers_;
   const std::atomic<bool>& stopping_;
   // A handler (or the worker finishing it) owns the session; read by Shutdown on the strand.
   std::atomic<bool> in_handler_{false};
@@ -652,7 +751,8 @@ class BeastHttpServer final : public HttpServer {
         shared_{opts_, handler_, workers_, stopped_, gate_, {}, {}},
         ioc_(io_threads_),
         acceptor_(asio::make_strand(ioc_)),
-        workers_(opts.worker_threads),
+        pool_(opts.worker_threads + ParkLimit(opts)),
+        workers_(pool_, opts.worker_threads, ParkLimit(opts)),
         accept_timer_(acceptor_.get_executor()) {
     // Runs wherever the last reference to a session drops; the accept strand does the rest.
     shared_.connection_closed = [this] {
@@ -662,7 +762,8 @@ class BeastHttpServer final : public HttpServer {
 
   ~BeastHttpServer() override {
     Stop();
-    workers_.Shutdown();
+    workers_.Stop();
+    pool_.Shutdown();
     shared_.connection_closed = nullptr;  // sessions still in the io_context die with it
   }
 
@@ -782,6 +883,11 @@ class BeastHttpServer final : public HttpServer {
     for (auto& s : live) f(*s);
   }
 
+  // Handlers that may wait on their client without holding a worker slot (WorkerSlots).
+  static size_t ParkLimit(const HttpServerOptions& o) {
+    return kWaitingHandlersPerWorker * size_t(std::max(1, o.worker_threads));
+  }
+
   // 0 = auto: most of the open-file limit, keeping room for drives, peers and logs.
   static size_t DefaultMaxConnections() {
     rlimit rl{};
@@ -891,7 +997,8 @@ class BeastHttpServer final : public HttpServer {
   Shared shared_;  // outlives the io_context, whose pending handlers may hold the last sessions
   asio::io_context ioc_;
   tcp::acceptor acceptor_;
-  ThreadPool workers_;
+  ThreadPool pool_;
+  WorkerSlots workers_;
   std::atomic<bool> stopped_{false};
   std::optional<ssl::context> tls_;  // set: HTTPS only
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_guard_;

@@ -237,3 +237,58 @@ def test_bogus_key_flood_does_not_lock_out_users_after_a_restart(server_factory)
     assert results == [200] * len(results), results
     assert flood.refused == flood.sent  # every made-up key was refused
 
+
+# ---------------------------------------------------------------------------------------------
+# High 4: bodies that stall from several addresses must not starve other clients
+# ---------------------------------------------------------------------------------------------
+
+def stalled(srv, source, head):
+    """A connection from `source` that sent `head` (a request header and its first body bytes)
+    and then nothing."""
+    s = socket.socket()
+    s.bind((source, 0))
+    s.settimeout(5)
+    s.connect((HOST, srv.port))
+    s.sendall(head)
+    return s
+
+
+def test_stalled_bodies_from_several_addresses_do_not_starve_others(server_factory):
+    srv = server_factory(name="starve")
+    root = make_client(srv)
+    b = unique_bucket("starve")
+    root.create_bucket(Bucket=b)
+    root.put_object(Bucket=b, Key="k", Body=b"k" * 4096)
+    url = urllib.parse.urlsplit(root.generate_presigned_url(
+        "put_object", Params={"Bucket": b, "Key": "trickle"}, ExpiresIn=600))
+    heads = [
+        # A browser-form POST: one boundary line of a 100,000-byte body.
+        (f"POST /{b} HTTP/1.1\r\nHost: {srv.address}\r\nContent-Type: multipart/form-data; "
+         "boundary=xyz\r\nContent-Length: 100000\r\n\r\n--xyz\r\n").encode(),
+        # An anonymous DeleteObjects body.
+        (f"POST /{b}?delete HTTP/1.1\r\nHost: {srv.address}\r\nContent-Length: 100000\r\n\r\n"
+         "<Delete>").encode(),
+        # A presigned PUT whose body has only begun.
+        (f"PUT {url.path}?{url.query} HTTP/1.1\r\nHost: {srv.address}\r\n"
+         "Content-Length: 1048576\r\n\r\n").encode() + b"x" * 1024,
+    ]
+    socks = []
+    try:
+        # 3 addresses x 33 connections: more than every worker (64) and than one address's
+        # share (32), as the attack run had it.
+        for n, source in enumerate(("127.0.0.2", "127.0.0.3", "127.0.0.4")):
+            for i in range(33):
+                socks.append(stalled(srv, source, heads[(n + i) % len(heads)]))
+        time.sleep(1.0)  # every one of them is in its handler, waiting for its body
+        slow = []
+        for _ in range(9):
+            start = time.monotonic()
+            r = signed_from(srv, "127.0.0.9", "GET", f"/{b}/k", srv.access_key, srv.secret_key)
+            took = time.monotonic() - start
+            assert r.status == 200 and r.body == b"k" * 4096, r
+            slow += [took] if took > 5 else []
+        assert not slow, slow
+    finally:
+        for s in socks:
+            s.close()
+
