@@ -292,3 +292,44 @@ def test_stalled_bodies_from_several_addresses_do_not_starve_others(server_facto
         for s in socks:
             s.close()
 
+
+# ---------------------------------------------------------------------------------------------
+# Medium and low items
+# ---------------------------------------------------------------------------------------------
+
+def half_open_headers(srv, sources, per_source):
+    socks = []
+    for source in sources:
+        for _ in range(per_source):
+            s = socket.socket()
+            s.bind((source, 0))
+            s.settimeout(5)
+            try:
+                s.connect((HOST, srv.port))
+                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # a header that never ends
+            except OSError:
+                pass  # closed at once: over its address's share
+            socks.append(s)
+    return socks
+
+
+@pytest.mark.parametrize("sources,per_source", [
+    (("127.0.0.2",), 200),                                   # one address, many connections
+    (tuple(f"127.0.2.{i}" for i in range(1, 7)), 20),        # several, each under its share
+])
+def test_half_open_header_connections_do_not_lock_out_other_clients(server_factory, sources,
+                                                                    per_source):
+    # 7: one address took every connection slot with half-sent headers; now each address has a
+    # share, and at the limit connections waiting for a header give way, oldest first.
+    srv = server_factory(name="conns", env={"RDMASTOR_API_CONNECTIONS_MAX": "64"})
+    socks = half_open_headers(srv, sources, per_source)
+    try:
+        time.sleep(0.5)
+        for _ in range(4):
+            start = time.monotonic()
+            r = signed_from(srv, "127.0.0.9", "GET", "/", srv.access_key, srv.secret_key)
+            assert r.status == 200, r
+            assert time.monotonic() - start < 5
+    finally:
+        for s in socks:
+            s.close()
