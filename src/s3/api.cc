@@ -915,6 +915,15 @@ void S3Api::Dispatch(Context& ctx) {
       static_cast<int64_t>(std::time(nullptr)), vhost ? std::string_view(ctx.bucket) : "");
   if (!auth.ok()) {
     if (!IsAnonymous(ctx)) return SendError(ctx, auth.error());
+    // S3 over RDMA steers server reads and writes into the token's memory: the token (and the
+    // agent asking for it) must be signed, so an unsigned request cannot carry them.
+    for (const char* h : {"x-amz-rdma-token", "x-amz-rdma-agent"}) {
+      if (!req.FindHeader(h)) continue;
+      Error e = MakeError(ErrorCode::kAccessDenied,
+                          "There were headers present in the request which were not signed");
+      e.details.emplace_back("HeadersNotSigned", h);
+      return SendError(ctx, e);
+    }
     // AWS tells an anonymous caller that a bucket does not exist (404) before refusing access;
     // an existing bucket's policy and ACL decide what the caller may do (Authorized below).
     if (!IsValidBucketName(ctx.bucket)) return SendError(ctx, auth.error());
@@ -1772,6 +1781,12 @@ constexpr std::pair<const char*, const char*> kResponseOverrides[] = {
 Status CheckResponseOverrides(const S3Api::Context& ctx) {
   for (const auto& [param, header] : kResponseOverrides) {
     if (!ctx.Has(param)) continue;
+    // As S3: whoever may read a public object must not choose how it is served (text/plain as
+    // text/html); the overrides are for signed requests.
+    if (ctx.caller.anonymous())
+      return MakeError(ErrorCode::kInvalidRequest,
+                       "Request specific response headers cannot be used for anonymous GET "
+                       "requests.");
     const std::string& v = ctx.Q(param);
     if (std::any_of(v.begin(), v.end(),
                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {

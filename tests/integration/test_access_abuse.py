@@ -297,6 +297,45 @@ def test_stalled_bodies_from_several_addresses_do_not_starve_others(server_facto
 # Medium and low items
 # ---------------------------------------------------------------------------------------------
 
+def public_bucket(srv, actions=("s3:GetObject", "s3:PutObject")):
+    root = make_client(srv)
+    b = unique_bucket("pub")
+    root.create_bucket(Bucket=b)
+    root.put_bucket_policy(Bucket=b, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": list(actions),
+         "Resource": f"arn:aws:s3:::{b}/*"}]}))
+    return root, b
+
+
+def test_rdma_headers_are_refused_on_unsigned_requests(server):
+    # 6: S3 over RDMA is for signed requests only, even on a public bucket.
+    root, b = public_bucket(server)
+    root.put_object(Bucket=b, Key="k", Body=b"public")
+    token = "AAAA" * 8
+    for method, headers in (("GET", {"x-amz-rdma-token": token}),
+                            ("GET", {"x-amz-rdma-agent": "cuobj"}),
+                            ("PUT", {"x-amz-rdma-token": token, "Content-Length": "0"})):
+        r = http_send(server, method, f"/{b}/k", headers)
+        check(r, "AccessDenied", 403, "headers present in the request which were not signed")
+        assert b"<HeadersNotSigned>x-amz-rdma-" in r.body, r
+    # Without them the bucket stays public.
+    assert http_send(server, "GET", f"/{b}/k").body == b"public"
+
+
+def test_response_overrides_are_refused_on_anonymous_gets(server):
+    # 10: a public text/plain object cannot be served as text/html to anonymous callers.
+    root, b = public_bucket(server)
+    root.put_object(Bucket=b, Key="note.txt", Body=b"<script>x</script>", ContentType="text/plain")
+    r = http_send(server, "GET", f"/{b}/note.txt?response-content-type=text%2Fhtml")
+    check(r, "InvalidRequest", 400, "cannot be used for anonymous GET requests")
+    r = http_send(server, "GET", f"/{b}/note.txt")
+    assert r.status == 200 and r.hdict["content-type"] == "text/plain", r
+    # Signed requests keep them.
+    r = signed_request(server, "GET", f"/{b}/note.txt",
+                       query=[("response-content-type", "text/html")])
+    assert r.status == 200 and r.hdict["content-type"] == "text/html", r
+
+
 def half_open_headers(srv, sources, per_source):
     socks = []
     for source in sources:
