@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
+#include "common/text.h"
 
 namespace rdmastor::iam {
 
@@ -211,6 +212,9 @@ Status IamStore::AddUser(const std::string& access_key, const std::string& secre
   RS_RETURN_IF_ERROR(ValidateSecretKey(secret_key));
   if (access_key == root_)
     return MakeError(ErrorCode::kInvalidArgument, "The root user's access key cannot be a user");
+  // Bucket policies name the account's root "root" (arn:aws:iam::<account>:root).
+  if (text::ToLower(access_key) == "root")
+    return MakeError(ErrorCode::kInvalidArgument, "The user name root is reserved");
   auto current = LoadUser(access_key);
   if (!current.ok()) return current.error();
   User user = current->value_or(User{access_key, {}, {}, NowNs()});

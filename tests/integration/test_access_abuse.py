@@ -336,6 +336,13 @@ def test_response_overrides_are_refused_on_anonymous_gets(server):
     assert r.status == 200 and r.hdict["content-type"] == "text/html", r
 
 
+def test_user_name_root_is_reserved(server):
+    # 11: a user called "root" would match the account-root principal of bucket policies.
+    cp = admin(server, "user", "add", "root", "secret-for-root-1", check=False)
+    assert cp.returncode == 1 and "InvalidArgument" in cp.stderr and "reserved" in cp.stderr, cp
+    assert "root" not in admin(server, "user", "list").stdout.split()
+
+
 def half_open_headers(srv, sources, per_source):
     socks = []
     for source in sources:
