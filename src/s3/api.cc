@@ -1097,6 +1097,24 @@ bool S3Api::Authorized(Context& ctx) {
   // A request naming a version needs the ...Version action (s3:GetObjectVersion, ...).
   if (object_action && version) action = iam::VersionAction(action);
   auto st = Allowed(ctx, action, object_action ? ctx.key : std::string(), {}, version);
+  // As AWS: a write that sets the new object's ACL or tags also needs the actions that set them.
+  if (st.ok() && (ctx.api == "PutObject" || ctx.api == "CopyObject" ||
+                  ctx.api == "NewMultipartUpload" || ctx.api == "PostPolicyBucket")) {
+    auto carries = [&](std::string_view prefix) {
+      for (const auto& [name, value] : ctx.form ? *ctx.form : ctx.req.headers)
+        if (name.starts_with(prefix)) return true;
+      return false;
+    };
+    if (carries("x-amz-acl") || carries("x-amz-grant-"))
+      st = Allowed(ctx, "s3:PutObjectAcl", ctx.key, {}, {});
+    if (st.ok() && carries("x-amz-tagging")) {
+      // A copy that keeps its source's tags (the default directive) sets none.
+      const bool copies_tags =
+          ctx.api == "CopyObject" &&
+          ToLower(ctx.req.HeaderOr("x-amz-tagging-directive", "COPY")) != "replace";
+      if (!copies_tags) st = Allowed(ctx, "s3:PutObjectTagging", ctx.key, {}, {});
+    }
+  }
   // A copy reads its source: s3:GetObject (s3:GetObjectVersion for a named version) there too.
   if (st.ok() && source) {
     st = Allowed(ctx, src_version ? "s3:GetObjectVersion" : "s3:GetObject", source->second,
@@ -1510,9 +1528,11 @@ void S3Api::PostObject(Context& ctx) {
     if (name == "tagging") continue;  // an XML document, applied below
     // The canned ACL is the "acl" field; a field named x-amz-acl stores nothing, so it decides
     // nothing either.
-    if (name == "x-amz-acl") continue;
+    if (name == "x-amz-acl" || name == "x-amz-tagging") continue;
     as_put.headers.emplace_back(name == "acl" ? "x-amz-acl" : name, value);
   }
+  // Tags set by the upload need s3:PutObjectTagging (Authorized).
+  if (fields.contains("tagging")) as_put.headers.emplace_back("x-amz-tagging", "");
   ctx.form = &as_put.headers;
   if (!Authorized(ctx)) return;
 

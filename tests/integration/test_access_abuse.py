@@ -343,6 +343,43 @@ def test_user_name_root_is_reserved(server):
     assert "root" not in admin(server, "user", "list").stdout.split()
 
 
+def test_acl_and_tags_on_a_write_need_their_own_actions(server, tmp_path):
+    # 5: s3:PutObject alone does not let a user make objects public or tag them.
+    root = make_client(server)
+    b = unique_bucket("acl5")
+    root.create_bucket(Bucket=b)
+    root.put_object(Bucket=b, Key="src", Body=b"source")
+    name = create_policy(server, tmp_path, {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["s3:PutObject", "s3:GetObject"],
+         "Resource": [f"arn:aws:s3:::{b}/*"]},
+        {"Effect": "Deny", "Action": ["s3:PutObjectAcl", "s3:PutObjectTagging"],
+         "Resource": [f"arn:aws:s3:::{b}/*"]}]})
+    ak, sk = add_user(server, [name])
+    user = make_client(server, ak, sk)
+    user.put_object(Bucket=b, Key="plain", Body=b"x")
+    user.copy_object(Bucket=b, Key="copy", CopySource={"Bucket": b, "Key": "src"})
+    attempts = [
+        lambda: user.put_object(Bucket=b, Key="p1", Body=b"x", ACL="public-read"),
+        lambda: user.copy_object(Bucket=b, Key="p2", CopySource={"Bucket": b, "Key": "src"},
+                                 ACL="public-read"),
+        lambda: user.create_multipart_upload(Bucket=b, Key="p3", ACL="public-read"),
+        lambda: user.put_object(Bucket=b, Key="t1", Body=b"x", Tagging="a=b"),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ClientError) as e:
+            attempt()
+        assert code_of(e) == "AccessDenied"
+    for key in ("p1", "p2", "t1"):
+        assert requests.get(server.url(f"/{b}/{key}"), timeout=10).status_code in (403, 404)
+        with pytest.raises(ClientError):
+            root.head_object(Bucket=b, Key=key)
+    assert root.list_multipart_uploads(Bucket=b).get("Uploads", []) == []
+    # The POST form's acl field likewise.
+    r = user_post(server, SimpleNamespace(access_key=ak, secret_key=sk), b, "p4",
+                  {"acl": "public-read"})
+    check(r, "AccessDenied", 403)
+
+
 def half_open_headers(srv, sources, per_source):
     socks = []
     for source in sources:
