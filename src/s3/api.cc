@@ -1100,14 +1100,19 @@ bool S3Api::Authorized(Context& ctx) {
   // As AWS: a write that sets the new object's ACL or tags also needs the actions that set them.
   if (st.ok() && (ctx.api == "PutObject" || ctx.api == "CopyObject" ||
                   ctx.api == "NewMultipartUpload" || ctx.api == "PostPolicyBucket")) {
-    auto carries = [&](std::string_view prefix) {
-      for (const auto& [name, value] : ctx.form ? *ctx.form : ctx.req.headers)
-        if (name.starts_with(prefix)) return true;
-      return false;
-    };
-    if (carries("x-amz-acl") || carries("x-amz-grant-"))
-      st = Allowed(ctx, "s3:PutObjectAcl", ctx.key, {}, {});
-    if (st.ok() && carries("x-amz-tagging")) {
+    // An ACL that grants to others than the owners (public-read, public-read-write,
+    // authenticated-read, or explicit grants) needs s3:PutObjectAcl; private, bucket-owner-* and
+    // the other canned ACLs do not (AWS answers them with s3:PutObject alone).
+    bool grants_others = false, tags = false;
+    for (const auto& [name, value] : ctx.form ? *ctx.form : ctx.req.headers) {
+      const std::string acl = name == "x-amz-acl" ? ToLower(value) : std::string();
+      grants_others = grants_others || name.starts_with("x-amz-grant-") ||
+                      acl == "public-read" || acl == "public-read-write" ||
+                      acl == "authenticated-read";
+      tags = tags || name.starts_with("x-amz-tagging");
+    }
+    if (grants_others) st = Allowed(ctx, "s3:PutObjectAcl", ctx.key, {}, {});
+    if (st.ok() && tags) {
       // A copy that keeps its source's tags (the default directive) sets none.
       const bool copies_tags =
           ctx.api == "CopyObject" &&

@@ -357,6 +357,9 @@ def test_acl_and_tags_on_a_write_need_their_own_actions(server, tmp_path):
     ak, sk = add_user(server, [name])
     user = make_client(server, ak, sk)
     user.put_object(Bucket=b, Key="plain", Body=b"x")
+    # ACLs that grant nothing to others need s3:PutObject alone (the cross-account pattern).
+    user.put_object(Bucket=b, Key="owner", Body=b"x", ACL="bucket-owner-full-control")
+    user.put_object(Bucket=b, Key="private", Body=b"x", ACL="private")
     user.copy_object(Bucket=b, Key="copy", CopySource={"Bucket": b, "Key": "src"})
     attempts = [
         lambda: user.put_object(Bucket=b, Key="p1", Body=b"x", ACL="public-read"),
