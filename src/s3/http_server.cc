@@ -55,6 +55,8 @@ constexpr size_t kWaitingHandlersPerWorker = 4;
 // its further connections are closed at once.
 constexpr size_t kConnectionShares = 4;
 constexpr size_t kMinConnectionsPerClient = 16;
+// At the connection limit, a connection waiting this long for a request header gives way.
+constexpr auto kHeaderGrace = std::chrono::milliseconds(1000);
 // How long a stopping server lets requests in flight finish before closing their connections.
 constexpr auto kShutdownGrace = std::chrono::seconds(10);
 
@@ -256,8 +258,8 @@ class Connection {
   // handler is done (or when `force`, failing the handler's next socket operation).
   virtual void Shutdown(bool force) = 0;
   virtual void Start() = 0;
-  // Between requests: waiting for (the rest of) a request header, no handler running.
-  virtual bool WaitingForHeader() const = 0;
+  // Between requests, waiting for (the rest of) a request header since before `since`.
+  virtual bool WaitingForHeaderSince(std::chrono::steady_clock::time_point since) const = 0;
 };
 
 // One client connection. The I/O side (header reads, keep-alive, draining) runs as callbacks on
@@ -310,7 +312,10 @@ class Session final : public Connection,
   // The address this connection counts against (BeastHttpServer::Accept).
   void CountAgainst(std::string client) { client_ = std::move(client); }
 
-  bool WaitingForHeader() const override { return waiting_header_; }
+  bool WaitingForHeaderSince(std::chrono::steady_clock::time_point since) const override {
+    return waiting_header_ &&
+           header_wait_started_.load() < since.time_since_epoch().count();
+  }
 
   void Start() override {
     asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
@@ -493,6 +498,7 @@ class Session final : public Connection,
     response_length_ = 0;
     body_bytes_read_ = 0;
     Lowest().expires_after(opts_.header_timeout);
+    header_wait_started_ = std::chrono::steady_clock::now().time_since_epoch().count();
     waiting_header_ = true;
     http::async_read_header(
         stream_, buffer_, *parser_,
@@ -736,6 +742,7 @@ class Session final : public Connection,
   // A handler (or the worker finishing it) owns the session; read by Shutdown on the strand.
   std::atomic<bool> in_handler_{false};
   std::atomic<bool> waiting_header_{false};
+  std::atomic<std::chrono::steady_clock::rep> header_wait_started_{0};
   std::string client_;  // counted in shared_.per_client
   std::mutex io_mu_;  // Shutdown's Close() against FinishOnWorker's socket use
   bool gated_ = false;       // the request counts against its client's share of workers
@@ -862,6 +869,7 @@ class BeastHttpServer final : public HttpServer {
       beast::error_code ec;
       acceptor_.close(ec);
       accept_timer_.cancel();
+      limit_timer_.cancel();
       trim_timer_.cancel();
       ForEachSession([](Connection& s) { s.Shutdown(false); });
       shutdown_deadline_ = std::chrono::steady_clock::now() + kShutdownGrace;
@@ -926,8 +934,17 @@ class BeastHttpServer final : public HttpServer {
     if (stopped_) return;
     if (shared_.live >= max_connections_) DropWaitingForHeader();
     if (shared_.live >= max_connections_) {
-      // New connections wait in the listen backlog until one closes (OnConnectionClosed).
+      // New connections wait in the listen backlog until one closes (OnConnectionClosed), or
+      // until connections waiting for a header have waited long enough to give way.
       accept_state_ = AcceptState::kAtLimit;
+      if (!limit_timer_armed_) {
+        limit_timer_armed_ = true;
+        limit_timer_.expires_after(kHeaderGrace / 4);
+        limit_timer_.async_wait([this](beast::error_code e) {
+          limit_timer_armed_ = false;
+          if (!e && accept_state_ == AcceptState::kAtLimit) Accept();
+        });
+      }
       if (std::chrono::steady_clock::now() >= next_limit_report_) {
         next_limit_report_ = std::chrono::steady_clock::now() + kAcceptReportEvery;
         spdlog::warn(
@@ -989,11 +1006,13 @@ class BeastHttpServer final : public HttpServer {
   void DropWaitingForHeader() {
     constexpr size_t kDropAtOnce = 8;
     std::vector<std::shared_ptr<Connection>> drop;
+    // A connection just accepted is about to send its header: not before it had time to.
+    const auto since = std::chrono::steady_clock::now() - kHeaderGrace;
     {
       std::lock_guard lock(sessions_mu_);
       for (auto& w : sessions_) {
         auto s = w.lock();
-        if (s && s->WaitingForHeader()) drop.push_back(std::move(s));
+        if (s && s->WaitingForHeaderSince(since)) drop.push_back(std::move(s));
         if (drop.size() == kDropAtOnce) break;
       }
     }
@@ -1084,6 +1103,8 @@ class BeastHttpServer final : public HttpServer {
   enum class AcceptState { kIdle, kAccepting, kAtLimit, kBackingOff };
   AcceptState accept_state_ = AcceptState::kIdle;
   asio::steady_timer accept_timer_;
+  asio::steady_timer limit_timer_{acceptor_.get_executor()};  // re-checks while at the limit
+  bool limit_timer_armed_ = false;
   std::chrono::milliseconds accept_backoff_{0};
   size_t accept_failures_ = 0;
   std::chrono::steady_clock::time_point next_accept_report_, next_limit_report_,

@@ -243,7 +243,16 @@ def _log_lines(srv, needle):
 def test_connection_cap(server_factory):
     srv = server_factory(env=dict(SMALL_POOL, RDMASTOR_API_CONNECTIONS_MAX="32"))
     bucket = _make_bucket(srv)
-    socks = _hold_partial_headers(srv, 64)
+    # Connections with a request in progress (form POSTs whose body stalls), 8 from each of 4
+    # addresses (each under its share, a quarter of the cap but at least 16): the cap is reached
+    # and none of them waits for a header, so none gives way.
+    head = (f"POST /{bucket} HTTP/1.1\r\nHost: {srv.address}\r\nContent-Type: multipart/"
+            "form-data; boundary=xyz\r\nContent-Length: 100000\r\n\r\n--xyz\r\n").encode()
+    socks = []
+    for i in range(32):
+        s = _connect(srv, source=f"127.0.3.{i % 4 + 1}")
+        s.sendall(head)
+        socks.append(s)
     try:
         time.sleep(0.5)
         # Over the cap a new connection waits in the listen backlog: no answer yet.
@@ -262,6 +271,27 @@ def test_connection_cap(server_factory):
     assert waiting.recv(4096).startswith(b"HTTP/1.1 200")
     waiting.close()
     _served(srv, bucket)
+
+
+def test_one_address_holds_its_share_of_connections(server_factory):
+    # Issue 32 item 7: one address holding half-sent headers on every connection slot locked
+    # everyone out; now it holds a quarter of them (at least 16), and the rest is served.
+    srv = server_factory(env=dict(SMALL_POOL, RDMASTOR_API_CONNECTIONS_MAX="64"))
+    bucket = _make_bucket(srv)
+    socks = []
+    for _ in range(100):
+        try:
+            s = _connect(srv, source="127.0.3.9")
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+        except OSError:
+            pass
+        socks.append(s)
+    try:
+        time.sleep(0.5)
+        _served(srv, bucket)
+        assert _log_lines(srv, "its share of RDMASTOR_API_CONNECTIONS_MAX") == 1, srv.log_tail(5)
+    finally:
+        _close_all(socks)
 
 
 def test_fd_exhaustion_backs_off_and_recovers(server_factory):
