@@ -1,6 +1,7 @@
 """PyTorch integration: datasets over objects and checkpoints in object storage.
 
     from rdmastor.torch import ObjectDataset, ObjectIterableDataset, save, load
+    from rdmastor.torch import save_sharded, load_sharded   # one shard per rank, a manifest
     ds = ObjectDataset("s3://data/train/", decode=lambda t, key: t.float())
     loader = torch.utils.data.DataLoader(ObjectIterableDataset("s3://data/train/"), num_workers=4)
     save(model.state_dict(), "s3://ckpt/step-100/model.pt")
