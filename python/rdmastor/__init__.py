@@ -551,38 +551,49 @@ class Client:
         if first:
             warnings.warn(f"rdmastor: {self.endpoint} declined S3 over RDMA ({reason}); payloads "
                           f"go over HTTP for the next {self.rdma_decline_ttl:g} s",
-                          RDMADeclinedWarning, stacklevel=4)
+                          RDMADeclinedWarning, stacklevel=5)
 
     def _call(self, fn, idempotent=True, host_memory=True):
         """fn(native, http) with retries (botocore's standard mode) and, for host memory, the
-        HTTP fallback on a server's decline of RDMA (remembered: later calls go over HTTP)."""
+        HTTP fallback on a server's decline of RDMA (remembered: later calls go over HTTP). The
+        path of a call that succeeds at once stays short: it runs for every transfer."""
+        http = bool(_declines) and self._over_http()
+        try:
+            r = fn(self._native(), http)
+        except (S3Error, ConnectionError) as e:
+            return self._call_again(fn, e, http, idempotent, host_memory)
+        if self._retry.quota < _QUOTA:  # refill the quota a failure drew on
+            self._retry_state().succeeded(0)
+        return r
+
+    def _call_again(self, fn, err, http, idempotent, host_memory):
+        """The rest of _call after its first attempt failed with err."""
         st = self._retry_state()
         cfg = self._retry_cfg
-        attempt, refund = 0, 0
+        attempt, refund = 1, 0
         for _ in range(2 * cfg["max_attempts"] + 2):  # attempts, plus one fallback each
-            attempt += 1
-            http = self._over_http()
-            try:
-                r = fn(self._native(), http)
-                st.succeeded(refund)
-                return r
-            except (S3Error, ConnectionError) as e:
-                err = e
             if (isinstance(err, S3Error) and err.code == "RDMANotSupported" and err.status == 501
                     and not http and host_memory and self.allow_http_fallback):
                 self._remember_decline(err)
-                if self.rdma_decline_ttl <= 0:
-                    return fn(self._native(), True)
-                attempt -= 1  # the same attempt, over HTTP
+                http = True  # the same attempt, over HTTP
+            else:
+                kind = _retry_kind(err, idempotent)
+                if kind is None or attempt >= cfg["max_attempts"]:
+                    raise err
+                refund = st.take(kind)
+                if not refund:
+                    raise err
+                time.sleep(min(random.random() * cfg["base_delay"] * 2 ** (attempt - 1),
+                               cfg["max_backoff"]))
+                attempt += 1
+                http = bool(_declines) and self._over_http()
+            try:
+                r = fn(self._native(), http)
+            except (S3Error, ConnectionError) as e:
+                err = e
                 continue
-            kind = _retry_kind(err, idempotent)
-            if kind is None or attempt >= cfg["max_attempts"]:
-                raise err
-            refund = st.take(kind)
-            if not refund:
-                raise err
-            time.sleep(min(random.random() * cfg["base_delay"] * 2 ** (attempt - 1),
-                           cfg["max_backoff"]))
+            st.succeeded(refund)
+            return r
         raise err
 
     def __setstate__(self, state):
