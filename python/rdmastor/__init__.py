@@ -430,6 +430,14 @@ _declines_warned = set()
 _declines_lock = threading.Lock()
 
 
+def _after_fork_in_child():
+    global _declines_lock
+    _declines_lock = threading.Lock()  # another thread of the parent may have held it
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class Client:
     """An S3 client that moves object payloads over RDMA when it can.
 
