@@ -1185,3 +1185,38 @@ def test_iterable_dataset_resumes_mid_epoch(soft, c, thousand):
     ds.load_state_dict({**saved[0][0], "shards": 3})
     with pytest.raises(ValueError, match="shard"):
         next(iter(ds))
+
+
+def test_stalled_server_reads_are_retried_writes_that_are_not_idempotent_are_not(server_factory):
+    """A server that stops answering (SIGSTOP) for 1.5 s: an idempotent call meets a read
+    timeout (io_timeout=1), is retried and succeeds once the server runs again (counted as a
+    timeout retry); creating a multipart upload (not idempotent: the server may have acted on
+    it) raises ReadTimeoutError without a retry."""
+    import signal
+    srv = server_factory(name="stall", env=SOFT_ENV)
+    cl = client(srv, io_timeout=1, retries={"max_attempts": 4, "base_delay": 0.05})
+    cl.create_bucket("stl")
+    cl.put_object("stl", "k", b"still here")
+
+    def stall(seconds):
+        os.kill(srv.proc.pid, signal.SIGSTOP)
+        t = threading.Timer(seconds, os.kill, (srv.proc.pid, signal.SIGCONT))
+        t.start()
+        return t
+
+    t = stall(1.5)
+    try:
+        assert cl.get_object("stl", "k") == b"still here"
+    finally:
+        t.join()
+    st = cl.stats()
+    assert st["timeout"] >= 1 and st["retries"] == st["timeout"], st
+    t = stall(1.5)
+    try:
+        with pytest.raises(rdmastor.ReadTimeoutError) as e:
+            cl.create_multipart_upload("stl", "mp")
+        assert isinstance(e.value, ConnectionError) and "timed out" in str(e.value)
+    finally:
+        t.join()
+    assert cl.stats()["retries"] == st["retries"]  # not retried
+    assert cl.get_object("stl", "k") == b"still here"  # and the client still works
