@@ -8,7 +8,10 @@
 
 Transfers run with the GIL released. A Client may be shared between threads (each thread uses
 its own native connection and RDMA target) and survives fork(): a child process (a DataLoader
-worker) opens its own connections on first use. See docs/python.md.
+worker) opens its own connections on first use. Calls are retried as botocore's standard mode
+retries them (throttling, 5xx, broken connections); a server's decline of RDMA is remembered.
+Errors: S3Error (the server answered), ConnectionError and its subclasses (no answer),
+BufferTooSmallError, ValueError / TypeError (caller mistakes). See docs/python.md.
 """
 
 import concurrent.futures
