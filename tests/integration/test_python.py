@@ -965,10 +965,14 @@ def test_docs_python_md_and_readme_examples_run(soft, monkeypatch):
         _registry.pop("s3", None)  # a block registers rdmastor for s3://
 
 
-def test_boto3_style_calls(soft, c, tmp_path):
+def test_boto3_style_calls(soft, c, tmp_path, capsys):
     """list_buckets, copy_object, delete_objects, generate_presigned_url (fetched with a plain
-    HTTP client), upload_file / download_file with callbacks (streamed in parts)."""
+    HTTP client), upload_file / download_file with callbacks (streamed in parts), a progress
+    bar with the rate and the time left."""
     import requests
+    c.put_object("pyt", "b3/bar", bytes(3 * MiB), progress=True)
+    err = capsys.readouterr().err
+    assert "put b3/bar" in err and "/s" in err and ("ETA" in err or "<" in err), err
     assert "pyt" in [b["name"] for b in c.list_buckets()]
     c.put_object("pyt", "b3/src", b"copy me", metadata={"a": "1"})
     c.copy_object("pyt", "b3/dst", "pyt", "b3/src")
