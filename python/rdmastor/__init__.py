@@ -1023,6 +1023,8 @@ class Client:
             r = read_range(o - offset, o, ln)
             if r["bytes"] != ln:
                 raise S3Error(f"GET /{bucket}/{key}: short range read at {o}")
+            if r["etag"] != first["etag"]:  # replaced between ranges: never a mix of two
+                raise _changed(bucket, key, first["etag"], r["etag"])
             prog.add(ln)
             return r["transport"]
 
@@ -1100,6 +1102,13 @@ class Client:
             out.transport, out.etag, out.object_size = t.transport, t.etag, t.object_size
             return out
         raise S3Error(f"GET /{bucket}/{key}: the object kept changing size")
+
+
+def _changed(bucket, key, was, now):
+    """The error for an object replaced while it was read in ranges (as a read with If-Match
+    would have met: 412 PreconditionFailed)."""
+    return S3Error(f"GET /{bucket}/{key}: the object changed while it was read (ETag {was}, "
+                   f"then {now})", code="PreconditionFailed")
 
 
 def _put_headers(content_type, metadata):

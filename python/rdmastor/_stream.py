@@ -5,7 +5,7 @@ rdmastor.torch.load)."""
 
 import io
 
-from . import Buffer, ConnectionError, S3Error, Transfer  # noqa: A004
+from . import Buffer, ConnectionError, S3Error, Transfer, _changed  # noqa: A004
 
 
 class MultipartWriter(io.RawIOBase):
@@ -136,6 +136,14 @@ class ObjectReader(io.RawIOBase):
         self.cache = bytearray(block)
         self.cache_at, self.cache_len = 0, 0
 
+    def _read(self, dst, offset, length):
+        """A ranged read, checked to be of the version the stream started with: an object
+        replaced mid-read raises instead of yielding a mix of two checkpoints."""
+        t = self.client.get_into(self.bucket, self.key, dst, offset=offset, length=length)
+        if t.etag != self.etag:
+            raise _changed(self.bucket, self.key, self.etag, t.etag)
+        return int(t)
+
     def readable(self):
         return True
 
@@ -159,14 +167,12 @@ class ObjectReader(io.RawIOBase):
             if n <= 0:
                 return 0
             if n >= self.block:
-                got = int(self.client.get_into(self.bucket, self.key, mv[:n], offset=self.pos,
-                                               length=n))
+                got = self._read(mv[:n], self.pos, n)
                 self.pos += got
                 return got
             if not (self.cache_at <= self.pos and self.pos + n <= self.cache_at + self.cache_len):
                 ln = min(self.block, self.size - self.pos)
-                self.cache_len = int(self.client.get_into(self.bucket, self.key, self.cache,
-                                                          offset=self.pos, length=ln))
+                self.cache_len = self._read(self.cache, self.pos, ln)
                 self.cache_at = self.pos
             at = self.pos - self.cache_at
             n = min(n, self.cache_len - at)

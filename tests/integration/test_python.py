@@ -913,6 +913,13 @@ def test_checkpoint_save_load_stream_in_bounded_memory(soft):
     with pytest.raises(RuntimeError, match="boom"):
         save({"big": state["a"], "then": Boom()}, "s3://pyt/ckpt/stream.pt", client=cl)
     assert torch.equal(load("s3://pyt/ckpt/stream.pt", client=cl)["a"], state["a"])
+    # A checkpoint replaced while it is being loaded: an error, never a mix of the two.
+    from rdmastor._stream import ObjectReader
+    r = ObjectReader(cl, "pyt", "ckpt/small.pt")
+    save({"x": torch.arange(6)}, "s3://pyt/ckpt/small.pt", client=cl)
+    with pytest.raises(rdmastor.S3Error) as e:
+        r.read(10)
+    assert e.value.code == "PreconditionFailed" and "changed" in str(e.value)
 
 
 def _python_blocks(path):
