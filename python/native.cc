@@ -25,8 +25,8 @@
 #endif
 
 #include <algorithm>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,9 +36,9 @@
 #include <vector>
 
 #include "rdma/build_info.h"
-#include "s3/sigv4.h"
 #include "rdmastor/rdma_client.h"
 #include "rdmastor/s3_client.h"
+#include "s3/sigv4.h"
 
 namespace py = pybind11;
 using rdmastor::Error;
@@ -50,7 +50,7 @@ using rdmastor::client::S3Client;
 
 namespace {
 
-// Carries an Error out of a GIL-free section; translated to rdmastor.S3Error with the GIL held.
+// Carries an Error out of a GIL-free section; made one of rdmastor's exceptions with the GIL held.
 struct NativeError {
   Error error;
   // get_batch_into: the byte counts of the objects read before the failing one (its index is

@@ -817,9 +817,9 @@ Status HttpClient::Deliver(const ResponseTarget& target, bool to_target, HttpRes
       break;
     case ResponseTarget::Kind::kBuffer:
       if (len > target.capacity - resp->body_bytes) {
-        Error e = MakeError(ErrorCode::kInternalError, Where() + ": response body larger than the " +
-                                                           std::to_string(target.capacity) +
-                                                           "-byte buffer");
+        Error e = MakeError(ErrorCode::kInternalError,
+                            Where() + ": response body larger than the " +
+                                std::to_string(target.capacity) + "-byte buffer");
         e.details.emplace_back(std::string(kBufferBytes), std::to_string(target.capacity));
         return e;
       }
