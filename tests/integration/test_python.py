@@ -1,6 +1,9 @@
 """The Python package rdmastor (python/, built into <build>/python) against the real server on the
 soft fabric: round trips into every buffer kind, ranges, multipart, errors, threads, fork
-(DataLoader workers), checkpoints, fsspec, and RDMA asserted from the server's metrics.
+(DataLoader workers), checkpoints, fsspec, and RDMA asserted from the server's metrics; retries
+against a server throttling RDMA transfers and a stalled one, the RDMA decline cache, the
+exception classes, streaming checkpoints' peak RSS, sharded checkpoints over 2 gloo ranks,
+mid-epoch resume, boto3's and s3fs's habits, and every python block of docs/python.md.
 The torch parts skip with a message when python3-torch is not installed."""
 
 import concurrent.futures
