@@ -497,7 +497,7 @@ class Client:
         self.io_timeout = float(io_timeout)
         self._verbs_env = {k: os.environ[k] for k in _VERBS_ENV if k in os.environ}
         self._reset()
-        # Resolve "auto" now, so that a bad endpoint or credentials setup fails here, once.
+        # Resolve "auto" now (this sends no request: a dead endpoint fails on the first call).
         self.fabric = self._resolve_fabric()
 
     # -- per-thread / per-process native clients --------------------------------------------
