@@ -4,14 +4,15 @@
 # from its package, never installed) with this host's root file system shared over virtfs (9p), so
 # the command sees the same files, binaries and build trees, at the same paths, as root.
 #
-#   scripts/rdma-vm.sh [--timeout S] [--mem MiB] [--devices 1|2] [--] CMD [ARG...]
+#   scripts/rdma-vm.sh [--timeout S] [--mem MiB] [--devices 0|1|2] [--] CMD [ARG...]
 #
 #   --timeout S   wall-clock bound of the whole run, boot included (RDMASTOR_VM_TIMEOUT, 600);
 #                 on expiry the guest is killed and the exit status is 124
 #   --mem MiB     guest memory (RDMASTOR_VM_MEM, 3072)
 #   --devices N   1 (default, RDMASTOR_VM_DEVICES): rxe0 on dummy netdev rxv0, 10.77.0.1/24;
-#                 2: also rxe1 on rxv1, 10.77.1.1/24 (a second device, for device selection;
-#                 see docs/runbook.md: two devices in one kernel do not reach each other)
+#                 2: also rxe1 on rxv1, 10.77.1.1/24 (QPs between the two move data: a
+#                 two-host-like test in one guest, docs/runbook.md); 0: none (rdma_rxe loaded:
+#                 for a command that creates its own, e.g. hw-validate.sh --rxe)
 #   --prepare     only download/unpack the kernel and build the initramfs (install-deps, CI)
 #
 # CMD runs in the caller's working directory with the caller's exported environment, stdin from
@@ -99,7 +100,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --timeout) timeout_s="${2:?--timeout needs seconds}"; shift 2 ;;
     --mem) mem="${2:?--mem needs MiB}"; shift 2 ;;
-    --devices) devices="${2:?--devices needs 1 or 2}"; shift 2 ;;
+    --devices) devices="${2:?--devices needs 0, 1 or 2}"; shift 2 ;;
     --prepare) prepare_only=1; shift ;;
     -h|--help) sed -n '2,31p' "$self"; exit 0 ;;
     --) shift; break ;;
@@ -107,9 +108,9 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-case "$devices" in 1|2) ;; *) echo "rdma-vm: --devices is 1 or 2" >&2; exit 2 ;; esac
+case "$devices" in 0|1|2) ;; *) echo "rdma-vm: --devices is 0, 1 or 2" >&2; exit 2 ;; esac
 if [ "$prepare_only" = 0 ] && [ $# -eq 0 ]; then
-  echo "usage: scripts/rdma-vm.sh [--timeout S] [--mem MiB] [--devices 1|2] CMD [ARG...]" >&2
+  echo "usage: scripts/rdma-vm.sh [--timeout S] [--mem MiB] [--devices 0|1|2] CMD [ARG...]" >&2
   exit 2
 fi
 die() { echo "rdma-vm: $*" >&2; exit 125; }
@@ -174,7 +175,7 @@ prepare_initramfs() {
     order+=("$path")
   }
   # The 9p root, and the RDMA stack loaded from RAM (from 9p under TCG it takes tens of seconds).
-  for m in virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe rdma_ucm dummy; do add_module "$m"; done
+  for m in virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe rdma_ucm dummy veth; do add_module "$m"; done
   local list=""
   for dep in "${order[@]}"; do
     cp "$kroot/lib/modules/$ver/$dep" "$dir/mod/"
@@ -199,6 +200,7 @@ echo "rdma-vm(initramfs): mounting the host root over 9p failed"
 /bin/busybox poweroff -f
 EOF
   chmod +x "$dir/init"
+  rm -f "${out%/*}"/initramfs-*.gz  # older ones
   (cd "$dir" && find . | cpio -o -H newc --quiet | gzip -1) >"$out.tmp" && mv "$out.tmp" "$out"
   rm -rf "$dir"
 }
@@ -210,7 +212,8 @@ EOF
 pkg="$(cat "$cache/current")"
 kroot="$cache/$pkg/root"
 ver="$(ls "$kroot/lib/modules")"
-initrd="$cache/$pkg/initramfs.gz"
+# Named after the code that builds it, so a change to that code builds a new one.
+initrd="$cache/$pkg/initramfs-$(sed -n '/^prepare_initramfs() {/,/^}/p' "$self" | md5sum | cut -c1-12).gz"
 ( flock 9; prepare_initramfs "$kroot" "$ver" "$initrd" ) 9>"$cache/.lock" || exit 125
 [ -s "$initrd" ] || die "no initramfs at $initrd"
 if [ "$prepare_only" = 1 ]; then
