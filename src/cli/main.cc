@@ -39,6 +39,7 @@ Usage:
   rdmastor admin user add|remove|list [--endpoint URL] [ACCESS_KEY [SECRET_KEY]]
   rdmastor admin policy create|remove|list|attach|set [--endpoint URL] ...
   rdmastor rdma check [--json]
+  rdmastor rdma devices
   rdmastor --version
   rdmastor --help
 
@@ -48,7 +49,8 @@ Commands:
               every object (or BUCKET's) on a running erasure-coded server; user and policy
               manage users and their policies (`rdmastor admin --help`)
   rdma        rdma check: is every layer an RDMA deployment needs ready? (exit 0 ready,
-              1 a layer failed, e.g. no RDMA device)
+              1 a layer failed, e.g. no RDMA device); rdma devices: what libibverbs
+              returns for each device, port and GID, as JSON
 
 Server flags:
   --address HOST:PORT   listen address (default ":9000", all interfaces)
