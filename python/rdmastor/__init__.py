@@ -265,12 +265,21 @@ class Client:
     "verbs", or "off" (plain HTTP). allow_http_fallback: on a 501 from the server, redo the
     request over HTTP (default: True for "auto", False otherwise). Objects larger than
     multipart_threshold are written as multipart uploads and read as parallel ranges of
-    part_size bytes, max_concurrency at a time.
+    part_size bytes, max_concurrency at a time. transport: "dc" (default: the server reaches
+    this client's target; DC on verbs) or "rc" (each native client, one per thread, opens one
+    persistent RC connection to the server's rc_port, default MINIO_RDMA_RC_PORT or 9100: for
+    NICs without DC).
     """
 
     def __init__(self, endpoint=None, access_key=None, secret_key=None, region=None, rdma="auto",
                  allow_http_fallback=None, multipart_threshold=64 * MiB, part_size=16 * MiB,
-                 max_concurrency=4, connect_timeout=5.0, io_timeout=60.0):
+                 max_concurrency=4, connect_timeout=5.0, io_timeout=60.0, transport="dc",
+                 rc_port=None):
+        if transport not in ("dc", "rc"):
+            raise ValueError(f"transport must be 'dc' or 'rc', not {transport!r}")
+        self.transport = transport
+        self.rc_port = int(rc_port if rc_port is not None else
+                           os.environ.get("MINIO_RDMA_RC_PORT") or 9100)
         if rdma not in _MODES:
             raise ValueError(f"rdma must be one of {_MODES}, not {rdma!r}")
         if part_size < 5 * MiB:
@@ -312,7 +321,7 @@ class Client:
     def _make_native(self, fabric):
         return _native.Native(self.endpoint, self._ak, self._sk, self.region, fabric,
                               self.allow_http_fallback, self._verbs_env, self.connect_timeout,
-                              self.io_timeout)
+                              self.io_timeout, self.transport, self.rc_port)
 
     def _resolve_fabric(self):
         if self.rdma != "auto":
