@@ -1935,7 +1935,8 @@ void S3Api::GetObject(Context& ctx, bool head) {
   }
   if (rdma_token) {
     // The payload goes into the client's buffer; the response carries headers only.
-    auto moved = RdmaGet(*opts_.rdma, *rdma_token, ctx.req, reader, start, length, resp.status);
+    auto moved =
+        RdmaGet(*opts_.rdma, *rdma_token, ctx.req, ctx.auth, reader, start, length, resp.status);
     if (!moved.ok()) return SendError(ctx, moved.error());
     resp.Set("x-amz-rdma-reply", std::to_string(resp.status));
     if (ctx.req.FindHeader("x-amz-rdma-agent")) resp.Set("x-amz-rdma-agent", "cuobj");
