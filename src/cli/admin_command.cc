@@ -56,6 +56,15 @@ std::string EnvOr(const EnvMap& env, const char* name) {
   return it == env.end() ? std::string() : it->second;
 }
 
+// The root credentials as the server reads them (MINIO_ROOT_USER / _FILE, the deprecated pair),
+// so a tool run with the server's environment file signs as its root; {"", ""} when none is set
+// (or they are invalid: the caller then says which variables to set).
+std::pair<std::string, std::string> RootCredentialsFromEnv(const EnvMap& env) {
+  auto c = ParseRootCredentials(env);
+  if (!c.ok() || c->defaults) return {};
+  return {c->user, c->password};
+}
+
 }  // namespace
 
 Result<nlohmann::json> AdminCall(client::S3Client& c, const std::string& method,
@@ -81,7 +90,7 @@ Result<nlohmann::json> AdminCall(client::S3Client& c, const std::string& method,
 Result<client::S3ClientConfig> AdminClientConfig(const std::string& endpoint,
                                            const std::string& certs_dir, const EnvMap& env,
                                            bool server_defaults) {
-  std::string user = EnvOr(env, "MINIO_ROOT_USER"), password = EnvOr(env, "MINIO_ROOT_PASSWORD");
+  auto [user, password] = RootCredentialsFromEnv(env);
   if (user.empty() && password.empty()) {
     user = EnvOr(env, "AWS_ACCESS_KEY_ID");
     password = EnvOr(env, "AWS_SECRET_ACCESS_KEY");
@@ -125,7 +134,7 @@ void PrintCounts(const char* what, const nlohmann::json& counts) {
 std::optional<client::S3ClientConfig> IamClientConfig(const char* what, const EnvMap& env,
                                                          const std::string& endpoint,
                                                          const std::string& certs_dir) {
-  std::string user = EnvOr(env, "MINIO_ROOT_USER"), password = EnvOr(env, "MINIO_ROOT_PASSWORD");
+  auto [user, password] = RootCredentialsFromEnv(env);
   if (user.empty() && password.empty()) {
     user = EnvOr(env, "AWS_ACCESS_KEY_ID");
     password = EnvOr(env, "AWS_SECRET_ACCESS_KEY");

@@ -38,7 +38,7 @@ Usage:
   rdmastor admin heal [--endpoint URL] [--certs-dir DIR] [BUCKET]
   rdmastor admin user add|remove|list [--endpoint URL] [ACCESS_KEY [SECRET_KEY]]
   rdmastor admin policy create|remove|list|attach|set [--endpoint URL] ...
-  rdmastor rdma check [--json]
+  rdmastor rdma check [--json] [--endpoint URL [--certs-dir DIR]]
   rdmastor --version
   rdmastor --help
 
@@ -48,22 +48,29 @@ Commands:
               every object (or BUCKET's) on a running erasure-coded server; user and policy
               manage users and their policies (`rdmastor admin --help`)
   rdma        rdma check: is every layer an RDMA deployment needs ready? (exit 0 ready,
-              1 a layer failed, e.g. no RDMA device)
+              1 a layer failed, e.g. no RDMA device); with --endpoint URL the server running
+              there is asked and its answer decides (`rdmastor rdma --help`)
 
 Server flags:
   --address HOST:PORT   listen address (default ":9000", all interfaces)
   --certs-dir, -S DIR   TLS: serve HTTPS only when DIR has public.crt and private.key
-                        (default ~/.rdmastor/certs); a cluster then needs https:// URLs, and
-                        peers are verified against the system CAs plus DIR/CAs/*.crt|*.pem
+                        (default ~/.rdmastor/certs, else MinIO's ~/.minio/certs when only
+                        that exists; the log names the one used); a cluster then needs
+                        https:// URLs, and peers are verified against the system CAs plus
+                        DIR/CAs/*.crt|*.pem
 
 Environment:
   MINIO_ROOT_USER       access key of the root user (default "minioadmin"; change it)
   MINIO_ROOT_PASSWORD   secret key of the root user, at least 8 characters (default "minioadmin")
+  MINIO_ROOT_USER_FILE, MINIO_ROOT_PASSWORD_FILE  the same read from a file (Docker/systemd
+                        secrets: a bare name is looked up in /run/secrets); the deprecated
+                        MINIO_ACCESS_KEY / MINIO_SECRET_KEY are read too, with a warning
   MINIO_VOLUMES         drive directories, used when no DIR is given; URLs
                         (http://node{1...4}:9000/mnt/disk{1...4}) start a multi-node cluster
   MINIO_PEER_WAIT       cluster start-up: how long to wait for the other nodes (default 120s)
   MINIO_DOMAIN          domain(s) for virtual-host-style requests (bucket.DOMAIN), comma separated
-  MINIO_REGION          region reported to clients (default us-east-1)
+  MINIO_REGION          region reported to clients (default us-east-1); when set, CreateBucket
+                        refuses any other LocationConstraint (unset: any is accepted)
   MINIO_PROMETHEUS_AUTH_TYPE  jwt (default: bearer token) or public, for /minio/v2/metrics/*
   RDMASTOR_LOG_LEVEL    trace|debug|info|warn|error (default info)
   RDMASTOR_LOG_FORMAT   text (default) or json (one JSON object per line)
@@ -103,6 +110,7 @@ rdmastor::s3::ApiOptions ApiOptionsFor(const rdmastor::cli::ServerConfig& cfg) {
   o.access_key = cfg.root_user;
   o.secret_key = cfg.root_password;
   o.region = cfg.region;
+  o.region_configured = cfg.region_configured;
   o.domains = cfg.domains;
   o.ops.prometheus_public = cfg.prometheus_public;
   o.secure_transport = !cfg.tls_cert.empty();
@@ -223,6 +231,10 @@ int RunServer(const std::vector<std::string>& args) {
 
   if (cfg->distributed) return RunCluster(*cfg, stop_signals);
 
+  if (auto st = rdmastor::cli::CheckLocalDrivePaths(cfg->drives); !st.ok()) {
+    std::fprintf(stderr, "rdmastor: %s\n", st.error().message.c_str());
+    return st.error().code == rdmastor::ErrorCode::kInvalidArgument ? 2 : 1;
+  }
   // ErasureStore over the drives; one drive is a one-drive set without parity.
   auto store = rdmastor::cli::OpenStorage(*cfg);
   if (!store.ok()) {

@@ -1142,7 +1142,7 @@ void S3Api::CreateBucket(Context& ctx) {
   if (!body.ok()) return SendError(ctx, body.error());
   auto location = ParseCreateBucketXml(*body);
   if (!location.ok()) return SendError(ctx, location.error());
-  if (!location->empty() && *location != opts_.region) {
+  if (opts_.region_configured && !location->empty() && *location != opts_.region) {
     return SendError(ctx, MakeError(ErrorCode::kIllegalLocationConstraint,
                                     "The " + *location +
                                         " location constraint is incompatible for the region "
