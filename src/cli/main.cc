@@ -19,6 +19,7 @@
 #include "cli/rdma_command.h"
 #include "cli/server_config.h"
 #include "cli/storage_setup.h"
+#include "cli/systemd_notify.h"
 #include "cluster/namespace_lock.h"
 #include "cluster/node.h"
 #include "cluster/peer_server.h"
@@ -136,6 +137,7 @@ void StopOnSignal(sigset_t stop_signals, rdmastor::s3::HttpServer& server) {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     spdlog::info("received {}, shutting down", strsignal(sig));
+    rdmastor::cli::NotifyStopping();
     server.Stop();
   }).detach();
 }
@@ -173,6 +175,10 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   rdmastor::cli::LogStartup(cfg, (*server)->port());
   StopOnSignal(stop_signals, **server);
   std::thread serve([&] { (*server)->Run(); });
+  // Ready for systemd once the port listens: the peers need it to start, and S3 requests are
+  // answered 503 until the deployment is up (the status line says so).
+  rdmastor::cli::NotifyServing(cfg.host, (*server)->port(), !cfg.tls_cert.empty(),
+                               "cluster: waiting for the other nodes");
 
   auto store = (*node)->Start();
   if (!store.ok()) {
@@ -208,6 +214,7 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   rdmastor::s3::S3Api api(api_opts, **store);
   (*node)->node_handler().SetS3(&api);
   spdlog::info("cluster: ready; serving S3 for the whole deployment");
+  rdmastor::cli::NotifyStatus("serving S3 for the whole deployment");
   serve.join();
   (*node)->node_handler().SetS3(nullptr);
   return 0;
@@ -228,6 +235,8 @@ int RunServer(const std::vector<std::string>& args) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // After the mask: the watchdog thread inherits it (else SIGTERM could kill it, not stop us).
+  rdmastor::cli::StartWatchdog();  // pings while the drives open; probes once serving
 
   if (cfg->distributed) return RunCluster(*cfg, stop_signals);
 
@@ -272,6 +281,9 @@ int RunServer(const std::vector<std::string>& args) {
 
   rdmastor::cli::LogStartup(*cfg, (*server)->port());
   StopOnSignal(stop_signals, **server);
+  // The port listens (HttpServer::Create bound it): clients can connect from here on.
+  rdmastor::cli::NotifyServing(cfg->host, (*server)->port(), !cfg->tls_cert.empty(),
+                               "serving S3 on port " + std::to_string((*server)->port()));
   // Master-key rotation (RDMASTOR_KMS_RESEAL=on): SSE-S3 object keys sealed by a previous key are
   // re-sealed under the current one while the server serves (docs/encryption.md).
   std::atomic<bool> stop_reseal{false};
