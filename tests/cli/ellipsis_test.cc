@@ -105,8 +105,6 @@ TEST(DriveArgs, ServerConfigExpandsArgsAndMinioVolumes) {
                    .ok());
 }
 
-}  // namespace
-}  // namespace rdmastor::cli
 
 TEST(Ellipsis, TwoDotsPointAtTheEllipsis) {
   // Shell brace syntax would otherwise be one literal drive named "data{1..4}".
@@ -118,3 +116,6 @@ TEST(Ellipsis, TwoDotsPointAtTheEllipsis) {
   EXPECT_NE(r.error().message.find("/n{a...c}/d{1...2}"), std::string::npos) << r.error().message;
   EXPECT_EQ(Expand("/da{ta}"), (V{"/da{ta}"}));  // other braces stay literal
 }
+
+}  // namespace
+}  // namespace rdmastor::cli

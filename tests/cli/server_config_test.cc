@@ -282,8 +282,6 @@ TEST(ParseServerConfig, InlineBlockParsedWithUnitsAndBounded) {
   }
 }
 
-}  // namespace
-}  // namespace rdmastor::cli
 
 TEST(ParseRootCredentials, MinioWaysAndNeverDefaultsWhenAnyIsSet) {
   const auto dir = std::filesystem::temp_directory_path() / ("rdmastor-creds-" +
@@ -330,3 +328,6 @@ TEST(ParseServerConfig, UnknownMinioVariablesAreNamed) {
   EXPECT_TRUE(cfg->region_configured);
   EXPECT_FALSE(ParseServerConfig({"/d"}, {})->region_configured);
 }
+
+}  // namespace
+}  // namespace rdmastor::cli
