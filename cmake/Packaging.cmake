@@ -125,7 +125,7 @@ rdmastor.torch datasets and checkpoints; an fsspec filesystem (rdmastor://).")
   set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
       "python3 (>= ${_pymaj}.${_pymin}~), python3 (<< ${_pymaj}.${_pynext}), python3-numpy")
   # rdmastor.torch and rdmastor.fsspec import these on use only; torch alone is hundreds of MiB.
-  set(CPACK_DEBIAN_PYTHON_PACKAGE_SUGGESTS "python3-torch, python3-fsspec")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SUGGESTS "python3-torch, python3-fsspec, python3-tqdm")
   rdmastor_package_docs(python ${CPACK_DEBIAN_PYTHON_PACKAGE_NAME})
   set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_EXTRA ${CMAKE_SOURCE_DIR}/packaging/python/postinst
                                                 ${CMAKE_SOURCE_DIR}/packaging/python/prerm)

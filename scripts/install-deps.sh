@@ -16,8 +16,8 @@ PACKAGES=(
   # test clients and tools
   python3 python3-pytest python3-requests python3-boto3 awscli s3cmd curl procps
   # Python client (docs/python.md): pybind11 module for Debian's python3; torch and fsspec
-  # integrations and their tests
-  pybind11-dev python3-dev python3-numpy python3-torch python3-fsspec
+  # integrations and their tests; tqdm draws the progress bars
+  pybind11-dev python3-dev python3-numpy python3-torch python3-fsspec python3-tqdm
   # packaging (cpack DEB + dpkg-shlibdeps) and TLS test certificates
   dpkg-dev openssl
   # benchmark reference server

@@ -37,10 +37,15 @@ Result<uint64_t> RdmaGet(rdma::S3RdmaService& service, const rdma::RdmaToken& to
                          uint64_t length, int reply_code) {
   if (length > token.rsize) {
     RecordRdmaOutcome(501, 0, 0, 0);
-    return MakeError(ErrorCode::kRDMANotSupported,
-                     "the " + std::to_string(length) +
-                         " bytes requested do not fit the token's buffer (rsize " +
-                         std::to_string(token.rsize) + "); read it in ranges");
+    Error e = MakeError(ErrorCode::kRDMANotSupported,
+                        "the " + std::to_string(length) +
+                            " bytes requested do not fit the token's buffer (rsize " +
+                            std::to_string(token.rsize) + "); read it in ranges");
+    // As elements of the error document: a client tells this per-request decline (its buffer is
+    // too small) from a server that does not offer RDMA at all, and says by how much.
+    e.details.emplace_back("RequestedBytes", std::to_string(length));
+    e.details.emplace_back("BufferBytes", std::to_string(token.rsize));
+    return e;
   }
   // Copies the object layer makes (a stripe cache, say) count as much as the data plane's own.
   const uint64_t reader_copied_before = reader.bytes_copied();
