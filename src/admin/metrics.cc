@@ -318,9 +318,9 @@ struct ServerFamilies {
   GaugeFamily& uptime = r.AddGauge("minio_node_process_uptime_seconds",
                                    "Uptime for the server process in seconds", {}, Scope::kNode);
   // MinIO's process families (a MinIO dashboard's CPU, memory and descriptor panels).
-  GaugeFamily& cpu = r.AddGauge("minio_node_process_cpu_total_seconds",
-                                "Total user and system CPU time spent in seconds", {},
-                                Scope::kNode);
+  GaugeFamily& cpu =
+      r.AddGauge("minio_node_process_cpu_total_seconds",
+                 "Total user and system CPU time spent in seconds", {}, Scope::kNode);
   GaugeFamily& resident = r.AddGauge("minio_node_process_resident_memory_bytes",
                                      "Resident memory size in bytes", {}, Scope::kNode);
   GaugeFamily& virtual_mem = r.AddGauge("minio_node_process_virtual_memory_bytes",

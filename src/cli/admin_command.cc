@@ -337,15 +337,16 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
     for (const auto& p : pos) names += (names.empty() ? "" : ",") + p;
     r = IamCall(c, "PUT", "set-user-or-group-policy",
                   "isGroup=false&policyName=" + Enc(names) + "&userOrGroup=" + Enc(user_flag));
-    if (r.ok()) done("policies of user " + user_flag + " set", {{"user", user_flag}, {"policies", pos}});
+    if (r.ok())
+      done("policies of user " + user_flag + " set", {{"user", user_flag}, {"policies", pos}});
   }
   if (!r.ok()) {
     if (json)
-      std::printf("%s\n", nlohmann::json{{"status", "error"},
-                                         {"command", label},
-                                         {"error", r.error().message}}
-                              .dump()
-                              .c_str());
+      std::printf(
+          "%s\n",
+          nlohmann::json{{"status", "error"}, {"command", label}, {"error", r.error().message}}
+              .dump()
+              .c_str());
     std::fprintf(stderr, "rdmastor admin %s: %s\n", label.c_str(), r.error().message.c_str());
     return 1;
   }

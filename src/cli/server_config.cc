@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -125,8 +125,8 @@ Result<std::string> ReadSecretFile(const std::string& variable, const std::strin
                      variable + "=" + path + ": cannot read " + file + ": " + std::strerror(errno));
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos)
-    return MakeError(ErrorCode::kInvalidArgument, variable + "=" + path + ": " + file +
-                                                      " is empty (it should hold the secret)");
+    return MakeError(ErrorCode::kInvalidArgument,
+                     variable + "=" + path + ": " + file + " is empty (it should hold the secret)");
   return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
 }
 

@@ -71,19 +71,20 @@ struct TlsFiles {
   std::string dir, cert, key;  // cert/key empty: plain HTTP
 };
 
-// --certs-dir (or ~/.rdmastor/certs, else ~/.minio/certs when only that exists): HTTPS when public.crt and private.key are both there; an
-// error when only one is, or when an explicitly named directory does not exist.
+// --certs-dir (or ~/.rdmastor/certs, else ~/.minio/certs when only that exists): HTTPS when
+// public.crt and private.key are both there; an error when only one is, or when an explicitly named
+// directory does not exist.
 Result<TlsFiles> ResolveCertsDir(const std::optional<std::string>& flag, const EnvMap& env);
 
 struct RootCredentials {
   std::string user, password;
-  bool defaults = false;  // no credential variable set: minioadmin/minioadmin
+  bool defaults = false;              // no credential variable set: minioadmin/minioadmin
   std::vector<std::string> warnings;  // deprecated variables used
 };
 
 // Every variable ParseRootCredentials reads; when any is set the defaults are never used.
 inline constexpr const char* kCredentialVariables[] = {
-    "MINIO_ROOT_USER",  "MINIO_ROOT_USER_FILE",  "MINIO_ACCESS_KEY", "MINIO_ACCESS_KEY_FILE",
+    "MINIO_ROOT_USER",     "MINIO_ROOT_USER_FILE",     "MINIO_ACCESS_KEY", "MINIO_ACCESS_KEY_FILE",
     "MINIO_ROOT_PASSWORD", "MINIO_ROOT_PASSWORD_FILE", "MINIO_SECRET_KEY", "MINIO_SECRET_KEY_FILE"};
 
 // The root credentials as MinIO takes them: MINIO_ROOT_USER / MINIO_ROOT_PASSWORD, else their

@@ -1,7 +1,6 @@
 #include "cli/storage_setup.h"
 
 #include <spdlog/spdlog.h>
-
 #include <sys/stat.h>
 
 #include <chrono>
@@ -43,9 +42,10 @@ Status CheckLocalDrivePaths(const std::vector<std::string>& drives) {
       if (fs::exists(at / ".minio.sys", ec))
         return MakeError(
             ErrorCode::kInvalidArgument,
-            "drive " + path + " holds MinIO's data (.minio.sys): rdmastor does not read MinIO's "
-            "on-disk format and will not write over it; keep MinIO on it and copy the objects "
-            "over S3 to rdmastor on empty drives (docs/migrating-from-minio.md)");
+            "drive " + path +
+                " holds MinIO's data (.minio.sys): rdmastor does not read MinIO's "
+                "on-disk format and will not write over it; keep MinIO on it and copy the objects "
+                "over S3 to rdmastor on empty drives (docs/migrating-from-minio.md)");
       d.empty = fs::is_empty(at, ec);
     }
     d.on_root = st.st_dev == root_st.st_dev;
@@ -58,9 +58,10 @@ Status CheckLocalDrivePaths(const std::vector<std::string>& drives) {
     for (const auto& d : local) {
       if (d.on_root && d.empty)
         return MakeError(ErrorCode::kDriveNotWritable,
-                         "drive " + d.path + " is an empty directory on the root file system "
-                         "while other drives are file systems of their own: is its file system "
-                         "mounted? Mount it (or add it to /etc/fstab) and start again");
+                         "drive " + d.path +
+                             " is an empty directory on the root file system "
+                             "while other drives are file systems of their own: is its file system "
+                             "mounted? Mount it (or add it to /etc/fstab) and start again");
     }
   }
   return {};

@@ -101,9 +101,10 @@ void StartWatchdog() {
       if (alive == failing) {  // log the changes only
         failing = !alive;
         if (failing)
-          spdlog::warn("watchdog: GET /minio/health/live on {}:{} did not answer 200; systemd "
-                       "restarts the server if this lasts for WatchdogSec",
-                       host, port);
+          spdlog::warn(
+              "watchdog: GET /minio/health/live on {}:{} did not answer 200; systemd "
+              "restarts the server if this lasts for WatchdogSec",
+              host, port);
         else
           spdlog::info("watchdog: the server answers again");
       }

@@ -40,9 +40,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <map>
 #include <set>
 #include <shared_mutex>
 #include <string>

@@ -105,7 +105,6 @@ TEST(DriveArgs, ServerConfigExpandsArgsAndMinioVolumes) {
                    .ok());
 }
 
-
 TEST(Ellipsis, TwoDotsPointAtTheEllipsis) {
   // Shell brace syntax would otherwise be one literal drive named "data{1..4}".
   auto r = ExpandEllipses("/data{1..4}");
