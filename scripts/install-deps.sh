@@ -9,6 +9,8 @@ PACKAGES=(
   # libraries (see README "Dependencies")
   libboost-dev libssl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libisal-dev libxxhash-dev libpugixml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # sd_notify for the systemd unit (Type=notify, watchdog)
+  libsystemd-dev
   # RDMA build: rdma-core (libibverbs, librdmacm, mlx5 provider + mlx5dv headers)
   libibverbs-dev librdmacm-dev
   # the Soft-RoCE guest (scripts/rdma-vm.sh, ctest -L rxe): QEMU, busybox for its initramfs,
