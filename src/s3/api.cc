@@ -197,6 +197,7 @@ struct S3Api::Context {
   storage::VersionSel version;  // ?versionId: nullopt = the latest, "" = the null version
   // A browser POST's form fields as PutObject's headers: its policy condition keys (s3/access.h).
   const HeaderList* form = nullptr;
+  bool rdma_declined = false;  // answered 501 with x-amz-rdma-reply: 501 (metrics)
 
   bool Has(std::string_view name) const {
     for (const auto& [k, v] : query)
@@ -277,6 +278,7 @@ void SendError(S3Api::Context& ctx, const Error& err, const HeaderList& extra = 
   if (err.code == ErrorCode::kInternalError)
     spdlog::error("{} {} {} -> InternalError: {}", ctx.request_id, ctx.req.method,
                   Bounded(admin::RedactTarget(ctx.req.target)), Bounded(err.message));
+  ctx.rdma_declined = ctx.rdma_declined || err.code == ErrorCode::kRDMANotSupported;
   SendErrorImpl(ctx.req, ctx.sink, ctx.request_id, ctx.Resource(), err, extra);
 }
 
@@ -779,7 +781,7 @@ void S3Api::Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink)
   Dispatch(ctx);
   if (!ctx.api.empty()) {
     admin::RecordS3Request(ctx.api, metered_sink.status(),
-                           !metered_sink.complete(req.method == "HEAD"));
+                           !metered_sink.complete(req.method == "HEAD"), ctx.rdma_declined);
     admin::AddS3Traffic(admin::Transport::kTcp, metered_body.bytes(), metered_sink.bytes());
   }
   admin::LogRequest({ctx.request_id, req.remote_ip, req.method, req.target, ctx.api,
@@ -1196,7 +1198,7 @@ void S3Api::CreateBucket(Context& ctx) {
   if (!body.ok()) return SendError(ctx, body.error());
   auto location = ParseCreateBucketXml(*body);
   if (!location.ok()) return SendError(ctx, location.error());
-  if (!location->empty() && *location != opts_.region) {
+  if (opts_.region_configured && !location->empty() && *location != opts_.region) {
     return SendError(ctx, MakeError(ErrorCode::kIllegalLocationConstraint,
                                     "The " + *location +
                                         " location constraint is incompatible for the region "
@@ -1854,7 +1856,11 @@ void S3Api::GetObject(Context& ctx, bool head) {
   std::optional<rdma::RdmaToken> rdma_token;  // S3 over RDMA (HEAD ignores the token)
   if (!head) {
     auto token = RdmaTokenOf(ctx.req, ctx.auth, opts_.rdma, /*is_put=*/false);
-    if (!token.ok()) return SendError(ctx, token.error());
+    if (!token.ok()) {
+      // Declined GETs are counted in the RDMA family as declined PUTs are (RdmaPutBodyFor).
+      if (token.error().code == ErrorCode::kRDMANotSupported) RecordRdmaOutcome(501, 0, 0, 0);
+      return SendError(ctx, token.error());
+    }
     rdma_token = *token;
   }
   auto sse = ParseSseCustomer(ctx.req, opts_.sse);
@@ -1940,7 +1946,8 @@ void S3Api::GetObject(Context& ctx, bool head) {
   }
   if (rdma_token) {
     // The payload goes into the client's buffer; the response carries headers only.
-    auto moved = RdmaGet(*opts_.rdma, *rdma_token, ctx.req, reader, start, length, resp.status);
+    auto moved =
+        RdmaGet(*opts_.rdma, *rdma_token, ctx.req, ctx.auth, reader, start, length, resp.status);
     if (!moved.ok()) return SendError(ctx, moved.error());
     resp.Set("x-amz-rdma-reply", std::to_string(resp.status));
     if (ctx.req.FindHeader("x-amz-rdma-agent")) resp.Set("x-amz-rdma-agent", "cuobj");
