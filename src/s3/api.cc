@@ -1208,6 +1208,14 @@ void S3Api::CreateBucket(Context& ctx) {
   if (!acl.ok()) return SendError(ctx, acl.error());
   auto st = store_.MakeBucket(ctx.bucket);
   if (!st.ok()) return SendError(ctx, st.error());
+  // A policy left by an earlier bucket of the same name (ForgetBucket is best effort) must not
+  // apply to this one: removed now, or the bucket is not created.
+  if (auto gone = iam_->DeleteBucketPolicy(ctx.bucket); !gone.ok()) {
+    spdlog::warn("{}: bucket {} not created: an earlier policy could not be removed: {}",
+                 ctx.request_id, ctx.bucket, gone.error().message);
+    (void)store_.DeleteBucket(ctx.bucket);
+    return SendError(ctx, gone.error());
+  }
   // The owner ("" for root) and the ACL, written for every new bucket so that no record left by
   // an earlier bucket of the same name (ForgetBucket is best effort) can apply to this one.
   const iam::BucketAccess access{ctx.caller.root() ? std::string() : ctx.caller.access_key,

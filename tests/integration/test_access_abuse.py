@@ -9,6 +9,8 @@
 
 import http.client
 import json
+import os
+import shutil
 import socket
 import threading
 import time
@@ -419,3 +421,20 @@ def test_half_open_header_connections_do_not_lock_out_other_clients(server_facto
     finally:
         for s in socks:
             s.close()
+
+
+def test_a_deleted_buckets_policy_does_not_apply_to_a_new_bucket_of_its_name(server, tmp_path):
+    # Also from reading the code: removing a deleted bucket's policy is best effort, and a policy
+    # left behind applied to the next bucket of that name (public read of its private objects).
+    root, b = public_bucket(server, actions=("s3:GetObject",))
+    record = os.path.join(server.datadir, "rdmastor.sys", "buckets", b, "policy.json")
+    assert os.path.isdir(record), record
+    shutil.copytree(record, tmp_path / "policy.json")
+    root.delete_bucket(Bucket=b)
+    shutil.copytree(tmp_path / "policy.json", record)  # as if its removal had failed
+    root.create_bucket(Bucket=b)
+    root.put_object(Bucket=b, Key="new", Body=b"private data")
+    assert requests.get(server.url(f"/{b}/new"), timeout=10).status_code == 403
+    with pytest.raises(ClientError) as e:
+        root.get_bucket_policy(Bucket=b)
+    assert code_of(e) == "NoSuchBucketPolicy"
