@@ -77,19 +77,22 @@ def main():
             except OSError:
                 time.sleep(0.1)
         server_log = open(log.name).read()
+        if not ("RC only" in server_log and f"RC connections accepted on {IP}:{rc_port}" in
+                server_log):
+            print(server_log[-3000:])
         check("RC only" in server_log and f"RC connections accepted on {IP}:{rc_port}" in server_log,
-              "the server serves S3 over RDMA on RC (rxe has no DC)\n" + server_log[-2000:])
+              "the server serves S3 over RDMA on RC (rxe has no DC)")
         cenv = dict(env, AWS_ACCESS_KEY_ID=USER, AWS_SECRET_ACCESS_KEY=PASSWORD)
         cli = [os.path.join(BUILD, "src", "rdmastor-cli"), "--endpoint", f"http://{IP}:{port}"]
         rdma = ["--rdma", "--fabric", "verbs", "--transport", "rc", "--rc-port", str(rc_port)]
-        subprocess.run(cli + ["mb", "rc"], env=cenv, check=True)
+        subprocess.run(cli + ["mb", "rxerc"], env=cenv, check=True)
         before = traffic(port)
         moved = 0
         for size in SIZES:
             src, dst = os.path.join(work, f"s{size}"), os.path.join(work, f"d{size}")
             with open(src, "wb") as f:
                 f.write(data_of(size, size))
-            for args in (["put", f"rc/o{size}", src], ["get", f"rc/o{size}", dst]):
+            for args in (["put", f"rxerc/o{size}", src], ["get", f"rxerc/o{size}", dst]):
                 p = subprocess.run(cli + rdma + args, env=cenv, capture_output=True, text=True,
                                    timeout=240)
                 check(p.returncode == 0 and "transport rdma" in p.stderr,
@@ -112,16 +115,17 @@ def main():
         moved_in = moved_out = 0
         for size in SIZES:
             data = data_of(size, size + 7)
-            t = c.put_object("rc", f"p{size}", data)  # 64 MiB: UploadPart x13 over RC
+            t = c.put_object("rxerc", f"p{size}", data)  # 64 MiB: UploadPart x13 over RC
             check(t.transport == "rdma", f"python put {size} B over RDMA")
             back = bytearray(size)
-            g = c.get_into("rc", f"p{size}", back)
+            g = c.get_into("rxerc", f"p{size}", back)
             check(g.transport == "rdma" and bytes(back) == data, f"python get {size} B identical")
             moved_in += size
             moved_out += size
-            if size > 2:
+            # A 64 MiB get_into is already ranged GETs of part_size; explicit ranges below that.
+            if 2 < size < (64 << 20):
                 part = bytearray(size - 2)
-                r = c.get_into("rc", f"p{size}", part, offset=1, length=size - 2)
+                r = c.get_into("rxerc", f"p{size}", part, offset=1, length=size - 2)
                 check(r.transport == "rdma" and bytes(part) == data[1:-1],
                       f"python ranged get {size - 2} B identical")
                 moved_out += size - 2
@@ -130,12 +134,16 @@ def main():
               after[("sent", "rdma")] - before[("sent", "rdma")] == moved_out,
               "python: the payload counted on the verbs fabric")
         # Over HTTP only the multipart upload's XML (create / complete), never payload.
-        check(after[("received", "tcp")] - before[("received", "tcp")] < 1024 and
-              after[("sent", "tcp")] - before[("sent", "tcp")] < 1024,
-              "python: no payload over HTTP")
+        check(after[("received", "tcp")] - before[("received", "tcp")] < 16384 and
+              after[("sent", "tcp")] - before[("sent", "tcp")] < 16384,
+              "python: no payload over HTTP (only the multipart XML)")
         m = metrics(port)
         check(m.get('rdmastor_rdma_rc_connection_events{event="admitted"}', 0) <= 2 * len(SIZES) + 2,
               "one RC connection per client process (or thread), never one per request")
+    except BaseException:
+        log.flush()
+        print("---- server log (tail) ----\n" + open(log.name).read()[-4000:], flush=True)
+        raise
     finally:
         srv.terminate()
         try:

@@ -746,7 +746,7 @@ class RcClientTarget final : public Target {
 
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override {
-    return Register(pd_, addr, length, access | kLocalWrite);
+    return Register(pd_, addr, length, access);
   }
 
   Result<RcConnectionInfo> RcConnection(uint32_t server_ip, uint16_t port, bool fresh) override {
