@@ -385,10 +385,11 @@ TEST(DistributedLockTest, DeadHoldersLockExpires) {
 TEST(DistributedLockTest, RefreshKeepsHeldLockPastTtl) {
   DsyncOptions opt = Cluster::Fast();
   opt.refresh_interval = 30ms;
-  Cluster c(3, 0, opt, 150ms);
+  // A TTL of 13 refresh intervals: a loaded 2-core machine can stall the refresher for 150 ms.
+  Cluster c(3, 0, opt, 400ms);
   DistributedLock l(c.dsync, {"k"});
   ASSERT_TRUE(l.Lock(1s).ok());
-  std::this_thread::sleep_for(500ms);  // more than three TTLs
+  std::this_thread::sleep_for(1300ms);  // more than three TTLs
   DistributedLock other(c.dsync, {"k"});
   EXPECT_FALSE(other.Lock(50ms).ok());
   EXPECT_FALSE(l.lost());
