@@ -249,6 +249,15 @@ struct ServerFamilies {
       "1 while S3 over RDMA can serve; 0 when off, without a device, or degraded (port down, "
       "device failed): token requests get 501 meanwhile",
       {});
+  GaugeFamily& rdma_rc_connections = r.AddGauge(
+      "rdmastor_rdma_rc_connections",
+      "S3-over-RDMA RC connections clients hold open now (docs/s3-over-rdma.md, RC transport)", {});
+  GaugeFamily& rdma_rc_events = r.AddGauge(
+      "rdmastor_rdma_rc_connection_events",
+      "RC connections since start, by what happened to them (admitted, refused at the limits, "
+      "closed idle, closed dead: the client went away, closed dirty: a transfer failed midway, "
+      "foreign: requests refused for naming another source's connection)",
+      {"event"});
   std::mutex degraded_mu;
   std::set<std::string, std::less<>> degraded_peers;
   // Drives and health.
@@ -486,6 +495,18 @@ void SetInternodeRdmaDegraded(std::string_view peer, bool degraded) {
 }
 
 void SetRdmaFabricReady(bool ready) { Families().rdma_fabric_ready.With().Set(ready ? 1 : 0); }
+
+void SetRdmaRc(const RdmaRcCounts& c) {
+  auto& f = Families();
+  f.rdma_rc_connections.With().Set(static_cast<double>(c.open));
+  for (auto [event, n] : {std::pair<const char*, uint64_t>{"admitted", c.admitted},
+                          {"refused", c.refused},
+                          {"closed_idle", c.closed_idle},
+                          {"closed_dead", c.closed_dead},
+                          {"closed_dirty", c.closed_dirty},
+                          {"foreign", c.foreign}})
+    f.rdma_rc_events.With({event}).Set(static_cast<double>(n));
+}
 
 void SetHealProgress(const HealProgress& p) {
   auto& f = Families();

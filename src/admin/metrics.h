@@ -163,6 +163,13 @@ void SetInternodeRdmaDegraded(std::string_view peer, bool degraded);
 // Whether S3 over RDMA can serve now (rdmastor_rdma_fabric_ready): 0 when it is off, has no
 // device, or its fabric is degraded (port down, device failed and not yet reopened).
 void SetRdmaFabricReady(bool ready);
+// S3 over RDMA on RC: connections open now and what happened to them since start
+// (rdma::RcStats), set before every scrape.
+struct RdmaRcCounts {
+  uint64_t open = 0, admitted = 0, refused = 0, closed_idle = 0, closed_dead = 0, closed_dirty = 0,
+           foreign = 0;
+};
+void SetRdmaRc(const RdmaRcCounts& counts);
 
 // Healing progress, set from the heal engine's state (the server samples it at every scrape;
 // cheap: a few stores). Shown on /minio/v2/metrics/node.

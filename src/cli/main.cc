@@ -40,6 +40,7 @@ Usage:
   rdmastor admin user add|remove|list [--endpoint URL] [ACCESS_KEY [SECRET_KEY]]
   rdmastor admin policy create|remove|list|attach|set [--endpoint URL] ...
   rdmastor rdma check [--json] [--endpoint URL [--certs-dir DIR]]
+  rdmastor rdma devices
   rdmastor --version
   rdmastor --help
 
@@ -50,7 +51,8 @@ Commands:
               manage users and their policies (`rdmastor admin --help`)
   rdma        rdma check: is every layer an RDMA deployment needs ready? (exit 0 ready,
               1 a layer failed, e.g. no RDMA device); with --endpoint URL the server running
-              there is asked and its answer decides (`rdmastor rdma --help`)
+              there is asked and its answer decides (`rdmastor rdma --help`); rdma devices:
+              what libibverbs returns for each device, port and GID, as JSON
 
 Server flags:
   --address HOST:PORT   listen address (default ":9000", all interfaces)
@@ -128,7 +130,24 @@ rdmastor::rdma::ServiceOptions RdmaOptionsFor(const rdmastor::cli::ServerConfig&
   o.transfer.timeout = std::chrono::milliseconds(cfg.rdma_progress_timeout_ms);
   o.transfer.min_rate = cfg.rdma_min_rate;
   o.transfers_per_client = static_cast<size_t>(cfg.rdma_transfers_per_client);
+  o.rc.per_source = static_cast<size_t>(cfg.rdma_rc_per_source);
+  o.rc.total = static_cast<size_t>(cfg.rdma_rc_max);
+  o.rc.idle = std::chrono::milliseconds(cfg.rdma_rc_idle_timeout_ms);
+  o.rc.lend_wait = o.buffer_wait;
+  o.rc_bind_ip = cfg.host;
   return o;
+}
+
+// The S3-over-RDMA gauges, sampled at every scrape.
+void PublishRdmaMetrics(const rdmastor::rdma::S3RdmaService& svc) {
+  rdmastor::admin::GlobalRegistry().AddScrapeHook([svc = &svc] {
+    rdmastor::admin::SetRdmaFabricReady(svc->available());
+    if (const auto* rc = svc->rc_sessions()) {
+      auto s = rc->stats();
+      rdmastor::admin::SetRdmaRc({rc->size(), s.admitted, s.refused, s.closed_idle, s.closed_dead,
+                                  s.closed_dirty, s.foreign});
+    }
+  });
 }
 
 // A detached thread waits for SIGINT/SIGTERM (blocked in every thread) and stops the server.
@@ -204,8 +223,7 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   api_opts.ops.cluster_health = [&m = *deployment_monitor] { return m.Check(); };
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg.rdma, RdmaOptionsFor(cfg));
   api_opts.rdma = rdma_service.get();
-  rdmastor::admin::GlobalRegistry().AddScrapeHook(
-      [svc = rdma_service.get()] { rdmastor::admin::SetRdmaFabricReady(svc->available()); });
+  PublishRdmaMetrics(*rdma_service);
   // Admin heal on any node heals the whole deployment (every set, through peer RPC).
   rdmastor::s3::HealService heal_service(store->get());
   api_opts.heal = &heal_service;
@@ -262,8 +280,7 @@ int RunServer(const std::vector<std::string>& args) {
   // S3 over RDMA (x-amz-rdma-token) on the fabric MINIO_RDMA_FABRIC selects; logs its state once.
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg->rdma, RdmaOptionsFor(*cfg));
   api_opts.rdma = rdma_service.get();
-  rdmastor::admin::GlobalRegistry().AddScrapeHook(
-      [svc = rdma_service.get()] { rdmastor::admin::SetRdmaFabricReady(svc->available()); });
+  PublishRdmaMetrics(*rdma_service);
   // Admin heal (/minio/admin/v3/heal): runs ErasureStore::HealAll on its own thread. A single
   // drive has no parity to heal from: heal requests are refused (XMinioHealNotImplemented).
   const bool can_heal = store->erasure->layout().set_size > 1;

@@ -301,6 +301,11 @@ Status ParseApiLimits(const EnvMap& env, ServerConfig& cfg) {
   if (auto st = count("RDMASTOR_RDMA_TRANSFERS_PER_CLIENT", 1, 4096, cfg.rdma_transfers_per_client);
       !st.ok())
     return st;
+  if (auto st = count("RDMASTOR_RDMA_RC_PER_SOURCE", 1, 4096, cfg.rdma_rc_per_source); !st.ok())
+    return st;
+  if (auto st = count("RDMASTOR_RDMA_RC_MAX", 1, 65536, cfg.rdma_rc_max); !st.ok()) return st;
+  if (auto st = duration("RDMASTOR_RDMA_RC_IDLE_TIMEOUT", cfg.rdma_rc_idle_timeout_ms); !st.ok())
+    return st;
   return {};
 }
 

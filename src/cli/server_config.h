@@ -65,6 +65,10 @@ struct ServerConfig {
   int rdma_progress_timeout_ms = 10000;  // RDMASTOR_RDMA_PROGRESS_TIMEOUT
   uint64_t rdma_min_rate = 1 << 20;      // RDMASTOR_RDMA_MIN_RATE, bytes/s (0: any byte)
   int rdma_transfers_per_client = 8;     // RDMASTOR_RDMA_TRANSFERS_PER_CLIENT
+  // S3 over RDMA on RC: connections clients open (rdma::RcLimits).
+  int rdma_rc_per_source = 64;          // RDMASTOR_RDMA_RC_PER_SOURCE
+  int rdma_rc_max = 1024;               // RDMASTOR_RDMA_RC_MAX
+  int rdma_rc_idle_timeout_ms = 60000;  // RDMASTOR_RDMA_RC_IDLE_TIMEOUT
 };
 
 struct TlsFiles {
