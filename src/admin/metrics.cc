@@ -182,6 +182,9 @@ struct ServerFamilies {
   CounterFamily& errors_5xx =
       r.AddCounter("minio_s3_requests_5xx_errors_total",
                    "Total number of S3 requests with (5xx) errors", {"api"});
+  CounterFamily& ttfb = r.AddCounter("minio_s3_requests_ttfb_seconds_distribution",
+                                     "Distribution of the time to first byte across API calls",
+                                     {"api", "le"});
   CounterFamily& canceled =
       r.AddCounter("minio_s3_requests_canceled_total",
                    "Total number of S3 requests canceled by the client", {"api"});
@@ -416,6 +419,16 @@ void RecordS3Request(std::string_view api, int status, bool canceled, bool rdma_
     f.errors.With({api}).Inc();
     (status >= 500 ? f.errors_5xx : f.errors_4xx).With({api}).Inc();
   }
+}
+
+void RecordS3Ttfb(std::string_view api, double seconds) {
+  // MinIO's buckets; each request counts in every bucket at or above its time (cumulative).
+  static constexpr std::pair<double, std::string_view> kBuckets[] = {
+      {0.05, "0.05"}, {0.1, "0.1"}, {0.25, "0.25"}, {0.5, "0.5"}, {1, "1"},
+      {2.5, "2.5"},   {5, "5"},     {10, "10"},     {HUGE_VAL, "+Inf"}};
+  auto& f = Families().ttfb;
+  for (const auto& [le, name] : kBuckets)
+    if (seconds <= le) f.With({api, name}).Inc();
 }
 
 void AddS3Traffic(Transport t, uint64_t received, uint64_t sent) {

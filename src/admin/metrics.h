@@ -130,6 +130,9 @@ Registry& GlobalRegistry();
 // minio_api_rdma_replies_total{code="501"} already counts it (a TCP-only server meeting a default
 // client is not failing).
 void RecordS3Request(std::string_view api, int status, bool canceled, bool rdma_declined = false);
+// Time to first byte (the response head) of one S3 request, in seconds:
+// minio_s3_requests_ttfb_seconds_distribution{api,le}, cumulative as MinIO's.
+void RecordS3Ttfb(std::string_view api, double seconds);
 // Request/response payload bytes of S3 traffic by the path they took.
 void AddS3Traffic(Transport t, uint64_t received, uint64_t sent);
 // One S3-over-RDMA reply (x-amz-rdma-reply code: 200, 206, 501, ...).

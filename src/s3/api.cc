@@ -782,6 +782,9 @@ void S3Api::Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink)
   if (!ctx.api.empty()) {
     admin::RecordS3Request(ctx.api, metered_sink.status(),
                            !metered_sink.complete(req.method == "HEAD"), ctx.rdma_declined);
+    if (metered_sink.head_at() != std::chrono::steady_clock::time_point{})
+      admin::RecordS3Ttfb(ctx.api,
+                          std::chrono::duration<double>(metered_sink.head_at() - started).count());
     admin::AddS3Traffic(admin::Transport::kTcp, metered_body.bytes(), metered_sink.bytes());
   }
   admin::LogRequest({ctx.request_id, req.remote_ip, req.method, req.target, ctx.api,

@@ -129,6 +129,7 @@ bool MeteredSink::SendHead(const HttpResponseHead& head) {
   bool ok = out_.SendHead(head);
   if (ok) {
     sent_head_ = true;
+    head_at_ = std::chrono::steady_clock::now();
     status_ = head.status;
     content_length_ = head.content_length;
   }

@@ -2,6 +2,7 @@
 // accounting that feeds the metrics.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -40,6 +41,7 @@ class MeteredBody final : public BodySource {
  private:
   BodySource& in_;
   uint64_t bytes_ = 0;
+  std::chrono::steady_clock::time_point head_at_{};
 };
 
 // Records the status and the payload bytes a handler sends.
@@ -51,6 +53,8 @@ class MeteredSink final : public ResponseSink {
   bool head_sent() const override { return out_.head_sent(); }
   int status() const { return status_; }
   uint64_t bytes() const { return bytes_; }
+  // When the response head went out (time to first byte); the epoch when it did not.
+  std::chrono::steady_clock::time_point head_at() const { return head_at_; }
   // False when the client went away before the whole response (or HEAD's head) went out.
   bool complete(bool head_request) const {
     return sent_head_ && (head_request || bytes_ == content_length_);
@@ -62,6 +66,7 @@ class MeteredSink final : public ResponseSink {
   bool sent_head_ = false;
   uint64_t content_length_ = 0;
   uint64_t bytes_ = 0;
+  std::chrono::steady_clock::time_point head_at_{};
 };
 
 }  // namespace rdmastor::s3

@@ -214,3 +214,28 @@ def test_minio_dashboard_process_families_and_unserved_endpoints(server):
         assert r.status_code == 404, (path, r.status_code, r.text)
         assert f"{path} is not served by rdmastor" in r.text, r.text
         assert "/minio/v2/metrics/cluster" in r.text and "/minio/v2/metrics/node" in r.text
+
+
+def test_ttfb_distribution_per_api(server):
+    """minio_s3_requests_ttfb_seconds_distribution{api,le}: MinIO's cumulative time-to-first-byte
+    buckets, one count per request in every bucket at or above its time (issue 33, item 12)."""
+    token = token_for(server)
+    before = scrape(server, "cluster", token)
+    s3 = make_client(server)
+    bucket = unique_bucket("ttfb")
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x" * 1000)
+    for _ in range(3):
+        s3.get_object(Bucket=bucket, Key="k")["Body"].read()
+    after = scrape(server, "cluster", token)
+    les = ["0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "+Inf"]
+
+    def counts(m, api):
+        return [m.get(("minio_s3_requests_ttfb_seconds_distribution",
+                       f'{{api="{api}",le="{le}"}}'), 0) for le in les]
+
+    for api, n in (("GetObject", 3), ("PutObject", 1)):
+        got = [a - b for a, b in zip(counts(after, api), counts(before, api))]
+        assert got[-1] == n, (api, got)                      # +Inf: every request
+        assert got == sorted(got), (api, got)                # cumulative
+        assert got[7] == n, (api, got)  # a loopback request of 1 KB: well under 10 s
