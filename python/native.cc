@@ -307,10 +307,10 @@ class Native {
  public:
   // fabric: "soft" | "verbs" | "off". verbs_env: MINIO_RDMA_DEVICE / _PORT / _GID_INDEX / _DC_KEY /
   // _TRAFFIC_CLASS / _SERVICE_LEVEL / _PKEY_INDEX.
-  Native(const std::string& endpoint, const std::string& access_key,
-         const std::string& secret_key, const std::string& region, const std::string& fabric,
-         bool allow_http_fallback, const std::map<std::string, std::string>& verbs_env,
-         double connect_timeout_s, double io_timeout_s)
+  Native(const std::string& endpoint, const std::string& access_key, const std::string& secret_key,
+         const std::string& region, const std::string& fabric, bool allow_http_fallback,
+         const std::map<std::string, std::string>& verbs_env, double connect_timeout_s,
+         double io_timeout_s, const std::string& transport, int rc_port)
       : pid_(::getpid()), fabric_(fabric) {
     rdmastor::client::TlsClientOptions tls;
     auto s3cfg = Unwrap(rdmastor::client::S3ConfigFromEndpoint(endpoint, access_key, secret_key,
@@ -324,6 +324,16 @@ class Native {
     rdmastor::client::RdmaClientConfig cfg;
     cfg.s3 = std::move(s3cfg);
     cfg.allow_http_fallback = allow_http_fallback;
+    if (transport == "rc") {
+      cfg.transport = rdmastor::client::RdmaTransport::kRc;
+    } else if (transport != "dc") {
+      Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument,
+                                "transport must be dc or rc, not '" + transport + "'"));
+    }
+    if (rc_port < 1 || rc_port > 65535)
+      Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument,
+                                "rc_port must be from 1 to 65535, not " + std::to_string(rc_port)));
+    cfg.rc_port = static_cast<uint16_t>(rc_port);
     if (fabric == "verbs") {
       cfg.fabric = rdmastor::client::ClientFabric::kVerbs;
       cfg.verbs = Unwrap(rdmastor::client::VerbsClientSettingsFromEnv(verbs_env));
@@ -660,12 +670,13 @@ PYBIND11_MODULE(_native, m) {
       .def("__len__", &RegisteredMemory::size)
       .def_property_readonly("clients", &RegisteredMemory::clients);
   py::class_<Native>(m, "Native")
-      .def(py::init<const std::string&, const std::string&, const std::string&,
-                    const std::string&, const std::string&, bool,
-                    const std::map<std::string, std::string>&, double, double>(),
+      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&,
+                    const std::string&, bool, const std::map<std::string, std::string>&, double,
+                    double, const std::string&, int>(),
            py::arg("endpoint"), py::arg("access_key"), py::arg("secret_key"), py::arg("region"),
            py::arg("fabric"), py::arg("allow_http_fallback"), py::arg("verbs_env"),
-           py::arg("connect_timeout"), py::arg("io_timeout"))
+           py::arg("connect_timeout"), py::arg("io_timeout"), py::arg("transport") = "dc",
+           py::arg("rc_port") = 9100)
       .def_property_readonly("fabric", &Native::fabric)
       .def_property_readonly("registrations", &Native::registrations)
       .def("put", &Native::Put, py::arg("bucket"), py::arg("key"), py::arg("data"),

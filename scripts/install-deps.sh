@@ -9,8 +9,15 @@ PACKAGES=(
   # libraries (see README "Dependencies")
   libboost-dev libssl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libisal-dev libxxhash-dev libpugixml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # sd_notify for the systemd unit (Type=notify, watchdog)
+  libsystemd-dev
   # RDMA build: rdma-core (libibverbs, librdmacm, mlx5 provider + mlx5dv headers)
   libibverbs-dev librdmacm-dev
+  # the Soft-RoCE guest (scripts/rdma-vm.sh, ctest -L rxe): QEMU, busybox for its initramfs,
+  # kmod (depmod/modprobe -d for the unpacked kernel), cpio; rdma-core/ibverbs-utils/perftest are
+  # the rdma tools and providers (rxe) used inside it. The kernel itself is fetched by
+  # `scripts/rdma-vm.sh --prepare` (apt-get download, unpacked into a cache, never installed).
+  qemu-system-x86 busybox-static kmod cpio rdma-core ibverbs-providers ibverbs-utils perftest
   # test clients and tools
   python3 python3-pytest python3-requests python3-boto3 awscli s3cmd curl procps
   # Python client (docs/python.md): pybind11 module for Debian's python3; torch and fsspec

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "rdma/build_info.h"
+#include "rdma/check.h"
 #include "rdma/rc.h"
 #include "rdma/settings.h"
 #include "rdma/transfer.h"
@@ -38,8 +39,7 @@ void WriteThenReadBack(Fabric& fabric, Target& target, Endpoint& ep, size_t n) {
 }
 
 TEST(VerbsDevice, RegistersMemoryAndOpensDcInitiators) {
-  auto probe = ProbeDevices();
-  if (!probe.available) GTEST_SKIP() << "no RDMA device on this host: " << probe.error;
+  if (auto why = NoDcDeviceReason(QueryDevices()); !why.empty()) GTEST_SKIP() << why;
   auto fabric = CreateVerbsFabric({});
   ASSERT_TRUE(fabric.ok()) << fabric.error().message;
   std::vector<char> buf(1 << 20);
@@ -51,8 +51,7 @@ TEST(VerbsDevice, RegistersMemoryAndOpensDcInitiators) {
 // S3-over-RDMA data path in loopback on one device: the server's DC initiators (verbs fabric)
 // write into and read from the client's DC target (what the client library runs).
 TEST(VerbsDevice, DcInitiatorReachesClientDcTarget) {
-  auto probe = ProbeDevices();
-  if (!probe.available) GTEST_SKIP() << "no RDMA device on this host: " << probe.error;
+  if (auto why = NoDcDeviceReason(QueryDevices()); !why.empty()) GTEST_SKIP() << why;
   auto fabric = CreateVerbsFabric({});
   ASSERT_TRUE(fabric.ok()) << fabric.error().message;
   auto target = StartVerbsDcTarget({});

@@ -453,7 +453,10 @@ class Client:
     as multipart uploads and read as parallel ranges of part_size bytes, max_concurrency at a
     time. retries: botocore's standard mode ({"max_attempts": 3} by default, or
     AWS_MAX_ATTEMPTS; an int is max_attempts): throttling, 5xx and broken connections are
-    retried with jittered exponential back-off; counted in stats().
+    retried with jittered exponential back-off; counted in stats(). transport: "dc" (default:
+    the server reaches this client's target; DC on verbs) or "rc" (each native client, one per
+    thread, opens one persistent RC connection to the server's rc_port, default
+    MINIO_RDMA_RC_PORT or 9100: for NICs without DC).
 
     Construction does not connect (as botocore's clients): a dead endpoint raises
     EndpointConnectionError on the first call.
@@ -462,7 +465,12 @@ class Client:
     def __init__(self, endpoint=None, access_key=None, secret_key=None, region=None, rdma="auto",
                  allow_http_fallback=None, multipart_threshold=64 * MiB, part_size=16 * MiB,
                  max_concurrency=4, connect_timeout=5.0, io_timeout=60.0, retries=None,
-                 rdma_decline_ttl=300.0):
+                 rdma_decline_ttl=300.0, transport="dc", rc_port=None):
+        if transport not in ("dc", "rc"):
+            raise ValueError(f"transport must be 'dc' or 'rc', not {transport!r}")
+        self.transport = transport
+        self.rc_port = int(rc_port if rc_port is not None else
+                           os.environ.get("MINIO_RDMA_RC_PORT") or 9100)
         if not isinstance(rdma, str) or rdma not in _MODES:
             raise ValueError(f"rdma must be one of {_MODES}, not {rdma!r}")
         if endpoint is not None and not isinstance(endpoint, str):
@@ -614,7 +622,8 @@ class Client:
     def _make_native(self, fabric):
         # No fallback in the library: _call falls back and remembers the server's decline.
         return _native.Native(self.endpoint, self._ak, self._sk, self.region, fabric, False,
-                              self._verbs_env, self.connect_timeout, self.io_timeout)
+                              self._verbs_env, self.connect_timeout, self.io_timeout,
+                              self.transport, self.rc_port)
 
     def _resolve_fabric(self):
         if self.rdma != "auto":

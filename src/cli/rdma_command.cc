@@ -11,6 +11,7 @@ namespace {
 
 constexpr const char* kRdmaUsage = R"(Usage:
   rdmastor rdma check [--json] [--endpoint URL [--certs-dir DIR]]
+  rdmastor rdma devices
 
   Walks the layers an RDMA deployment needs and prints each as ok / warning / failed with the
   fix: build flavour, devices and ports (state, link layer, MTU), GID table, locked-memory limit,
@@ -19,12 +20,18 @@ constexpr const char* kRdmaUsage = R"(Usage:
   (MINIO_RDMA_FABRIC). Reads the same environment as the server (/etc/default/rdmastor).
 
   --endpoint URL asks the server running there which fabric it serves S3 over RDMA on now and
-  whether it is ready (layer "server"; GET /minio/admin/v3/rdma, signed with the root
+  whether it is ready (layer "server"; its answer decides the exit status, and the layers this
+  host checks locally are then only warnings; GET /minio/admin/v3/rdma, signed with the root
   credentials MINIO_ROOT_USER / MINIO_ROOT_PASSWORD, else AWS_ACCESS_KEY_ID /
   AWS_SECRET_ACCESS_KEY, else the server's defaults minioadmin / minioadmin). An https://
   endpoint is verified against the system CA store plus DIR/CAs (default ~/.rdmastor/certs).
 
-  Exit status: 0 ready (warnings allowed), 1 a layer failed, 2 usage or invalid settings.
+  `rdma devices` prints, as JSON, what libibverbs returns for every device, port and GID in its
+  own numbers (port state, link layer, MTU, GID type: the enums of <infiniband/verbs.h>), the
+  facts `rdma check` judges; the unit tests keep such output from real devices as fixtures.
+
+  Exit status: 0 ready (warnings allowed), 1 a layer failed, 2 usage or invalid settings;
+  `rdma devices`: 0, or 1 when libibverbs cannot list devices (the reason on stderr).
 )";
 
 // The live server's S3-over-RDMA state, or why it could not be asked.
@@ -66,6 +73,20 @@ int RunRdmaCommand(const std::vector<std::string>& args, const EnvMap& env) {
     std::fputs(kRdmaUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
+  if (args[0] == "devices") {
+    if (args.size() > 1) {
+      std::fprintf(stderr, "rdmastor rdma devices: unknown argument '%s'\n\n%s", args[1].c_str(),
+                   kRdmaUsage);
+      return 2;
+    }
+    auto json = rdma::QueryVerbsJson();
+    if (!json.ok()) {
+      std::fprintf(stderr, "rdmastor: %s\n", json.error().message.c_str());
+      return 1;
+    }
+    std::fputs(json->c_str(), stdout);
+    return 0;
+  }
   bool json = false;
   std::string endpoint, certs_dir;
   for (size_t i = 1; i < args.size(); ++i) {
@@ -91,6 +112,16 @@ int RunRdmaCommand(const std::vector<std::string>& args, const EnvMap& env) {
   if (!items.ok()) {
     std::fprintf(stderr, "rdmastor: %s\n", items.error().message.c_str());
     return 2;
+  }
+  if (!endpoint.empty()) {
+    // The local layers describe this shell (its environment, devices and limits), not the server:
+    // with --endpoint the server's own answer decides; a local failure is shown as a warning.
+    for (auto& i : *items) {
+      if (i.layer == "server" || i.status != rdma::CheckStatus::kFailed) continue;
+      i.status = rdma::CheckStatus::kWarning;
+      i.fix += std::string(i.fix.empty() ? "" : " ") +
+               "(this host's view, not the server's: with --endpoint the server layer decides)";
+    }
   }
   std::string out = json ? rdma::RenderCheckJson(*items, facts.verbs_built)
                          : rdma::RenderCheckText(*items, facts.verbs_built);

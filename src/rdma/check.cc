@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "rdma/build_info.h"
 #include "rdma/settings.h"
 #include "rdma/verbs_plan.h"
@@ -218,7 +220,10 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
   Result<DevicePick> pick =
       devs ? SelectDevice(*devs, vs.device, vs.port, need_dc)
            : Result<DevicePick>(MakeError(ErrorCode::kRDMANotSupported, "no RDMA device"));
-  const bool rc_usable = devs && SelectDevice(*devs, vs.device, vs.port, false).ok();
+  Result<DevicePick> rc_pick =
+      devs ? SelectDevice(*devs, vs.device, vs.port, false)
+           : Result<DevicePick>(MakeError(ErrorCode::kRDMANotSupported, "no RDMA device"));
+  const bool rc_usable = rc_pick.ok();
 
   // 5. Locked memory: registered buffers are pinned.
   if (!f.verbs_built) {
@@ -337,17 +342,28 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
   // 9. The fabric S3 over RDMA uses.
   switch (settings->fabric) {
     case FabricKind::kVerbs:
+      // The transports come from the device: DC on mlx5; RC (connections the clients open) on a
+      // device without DC. RC next to DC on mlx5 is designed (docs/s3-over-rdma.md), not built.
       items.push_back(
           pick.ok() ? CheckItem{"fabric", CheckStatus::kOk,
                                 "verbs (hardware RDMA) on " + pick->device + " port " +
-                                    std::to_string(pick->port),
+                                    std::to_string(pick->port) +
+                                    ": S3 over RDMA on DC (RC next to DC on mlx5: not yet)",
                                 ""}
-                    : CheckItem{"fabric", CheckStatus::kFailed,
-                                "verbs selected but no active RDMA port" +
-                                    (devs ? " (" + pick.error().message + ")" : std::string()) +
-                                    ": requests with x-amz-rdma-token get 501",
-                                "fix the layers above, or MINIO_RDMA_FABRIC=soft for "
-                                "the TCP emulation"});
+          : rc_pick.ok() && settings->rc_port
+              ? CheckItem{"fabric", CheckStatus::kOk,
+                          "verbs (hardware RDMA) on " + rc_pick->device + " port " +
+                              std::to_string(rc_pick->port) +
+                              ": S3 over RDMA on RC only (no DC: " + pick.error().message +
+                              "); clients open RC connections to MINIO_RDMA_RC_PORT " +
+                              std::to_string(settings->rc_port),
+                          ""}
+              : CheckItem{"fabric", CheckStatus::kFailed,
+                          "verbs selected but no active RDMA port" +
+                              (devs ? " (" + pick.error().message + ")" : std::string()) +
+                              ": requests with x-amz-rdma-token get 501",
+                          "fix the layers above, or MINIO_RDMA_FABRIC=soft for "
+                          "the TCP emulation"});
       break;
     case FabricKind::kSoft:
       items.push_back(
@@ -464,8 +480,83 @@ CheckFacts GatherCheckFacts(const std::map<std::string, std::string>& env) {
   return f;
 }
 
-#ifndef RDMASTOR_WITH_RDMA
+std::string NoDcDeviceReason(const Result<std::vector<DeviceInfo>>& devices) {
+  if (!devices.ok()) return "no RDMA device on this host: " + devices.error().message;
+  if (devices->empty()) return "no RDMA device on this host: none listed by libibverbs";
+  std::string names;
+  for (const auto& d : *devices) {
+    if (d.dc_capable) return "";
+    names += (names.empty() ? "" : ", ") + d.name;
+  }
+  return "no DC-capable device (DC needs an mlx5 NIC; " + names + " " +
+         (devices->size() == 1 ? "has" : "have") + " RC only)";
+}
+
+std::string LinkLayerFromVerbs(int link_layer) {
+  switch (link_layer) {
+    case 0:  // IBV_LINK_LAYER_UNSPECIFIED: InfiniBand drivers that predate the field
+    case 1:
+      return "InfiniBand";
+    case 2:
+      return "Ethernet";
+  }
+  return "unknown (" + std::to_string(link_layer) + ")";
+}
+
+int MtuBytesFromVerbs(int mtu) { return mtu >= 1 && mtu <= 5 ? 128 << mtu : 0; }
+
+std::string GidTypeFromVerbs(int type) {
+  switch (type) {
+    case 0:
+      return "IB";
+    case 1:
+      return "RoCE v1";
+    case 2:
+      return "RoCE v2";
+  }
+  return "unknown (" + std::to_string(type) + ")";
+}
+
+Result<std::vector<DeviceInfo>> DevicesFromVerbsJson(const std::string& text) {
+  auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("devices") ||
+      !doc["devices"].is_array())
+    return MakeError(ErrorCode::kInvalidArgument, "device list: not a {\"devices\":[...]} document");
+  std::vector<DeviceInfo> out;
+  try {
+    for (const auto& d : doc["devices"]) {
+      DeviceInfo dev;
+      dev.name = d.at("name").get<std::string>();
+      dev.dc_capable = d.at("dc_capable").get<bool>();
+      for (const auto& p : d.at("ports")) {
+        PortInfo port;
+        port.port = p.at("port").get<int>();
+        port.state = PortStateFromVerbs(p.at("state").get<int>());
+        port.link_layer = LinkLayerFromVerbs(p.at("link_layer").get<int>());
+        port.active_mtu = MtuBytesFromVerbs(p.at("active_mtu").get<int>());
+        port.max_mtu = MtuBytesFromVerbs(p.at("max_mtu").get<int>());
+        for (const auto& g : p.at("gids"))
+          port.gids.push_back({g.at("index").get<int>(), g.at("gid").get<std::string>(),
+                               GidTypeFromVerbs(g.at("type").get<int>()),
+                               g.at("netdev").get<std::string>()});
+        dev.ports.push_back(std::move(port));
+      }
+      out.push_back(std::move(dev));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return MakeError(ErrorCode::kInvalidArgument, std::string("device list: ") + e.what());
+  }
+  return out;
+}
+
 Result<std::vector<DeviceInfo>> QueryDevices() {
+  auto json = QueryVerbsJson();
+  if (!json.ok()) return json.error();
+  return DevicesFromVerbsJson(*json);
+}
+
+#ifndef RDMASTOR_WITH_RDMA
+Result<std::string> QueryVerbsJson() {
   return MakeError(ErrorCode::kRDMANotSupported, "standard build: no verbs support");
 }
 #endif

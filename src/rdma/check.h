@@ -95,8 +95,36 @@ struct CheckItem {
 
 CheckFacts GatherCheckFacts(const std::map<std::string, std::string>& env);
 
-// The device list through libibverbs (RDMA build); the standard build returns an error.
+// The device list through libibverbs (RDMA build); the standard build returns an error. It is
+// DevicesFromVerbsJson(QueryVerbsJson()): one conversion from libibverbs' numbers to DeviceInfo,
+// the same one the unit tests run on what a real device returned (tests/rdma/fixtures).
 Result<std::vector<DeviceInfo>> QueryDevices();
+
+// What libibverbs returned for every device, port and GID, as its own numbers (`rdmastor rdma
+// devices --json`):
+//   {"devices":[{"name":"rxe0","dc_capable":false,"ports":[{"port":1,"state":4,
+//     "link_layer":2,"active_mtu":3,"max_mtu":5,"gids":[{"index":1,"gid":"fe80::...",
+//     "type":2,"netdev":"rxv0"}]}]}]}
+// state: enum ibv_port_state; link_layer: IBV_LINK_LAYER_*; *_mtu: enum ibv_mtu; type: enum
+// ibv_gid_type (ibv_query_gid_table); gid as inet_ntop writes it. A device libibverbs lists but
+// cannot open has "ports": []. RDMA build; the standard build returns an error.
+Result<std::string> QueryVerbsJson();
+Result<std::vector<DeviceInfo>> DevicesFromVerbsJson(const std::string& json);
+
+// libibverbs' numbers as rdmastor judges them. Link layer: IBV_LINK_LAYER_UNSPECIFIED (0, what
+// drivers older than RoCE report) and _INFINIBAND (1) are "InfiniBand", _ETHERNET (2) "Ethernet",
+// anything else "unknown (N)" (never usable for RoCE). MTU: IBV_MTU_256..4096 (1..5) in bytes,
+// else 0. GID type: IBV_GID_TYPE_IB/ROCE_V1/ROCE_V2 (0/1/2) as "IB", "RoCE v1", "RoCE v2", else
+// "unknown (N)". The RDMA build's unit test checks the numbers against the verbs headers.
+// Why DC cannot be used on any of these devices ("" when one is DC-capable): no device (and why
+// libibverbs listed none), or none is mlx5 (ConnectX), the only kind with DC; Soft-RoCE (rxe),
+// irdma, bnxt_re, ionic have RC only. The DC device tests skip with it, naming the devices; with
+// an mlx5 device they run, so a broken one fails instead of skipping.
+std::string NoDcDeviceReason(const Result<std::vector<DeviceInfo>>& devices);
+
+std::string LinkLayerFromVerbs(int link_layer);
+int MtuBytesFromVerbs(int mtu);
+std::string GidTypeFromVerbs(int type);
 
 // Judges the facts. Invalid MINIO_RDMA_* values are an error (the server would refuse them too).
 Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& facts);

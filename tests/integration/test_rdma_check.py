@@ -163,3 +163,21 @@ def test_admin_rdma_endpoint_is_for_root_only():
         assert r.status == 405, r.body
     finally:
         srv.cleanup()
+
+
+def test_rdma_devices_without_a_device(no_devices):
+    """`rdma devices` where libibverbs lists nothing: the RDMA build says why (exit 1) or prints
+    an empty list; the standard build says it has no verbs. Real devices' output is checked in
+    tests/rdma/verbs_fixture_test.cc and inside the rxe guest."""
+    cp = subprocess.run([RDMASTOR_BIN, "rdma", "devices"], capture_output=True, text=True,
+                        timeout=30, env=_clean_env(), stdin=subprocess.DEVNULL)
+    if flavour() == "standard":
+        assert cp.returncode == 1 and cp.stdout == "", cp
+        assert "standard build: no verbs support" in cp.stderr, cp.stderr
+    elif cp.returncode == 0:
+        assert json.loads(cp.stdout) == {"devices": []}, cp.stdout
+    else:
+        assert cp.returncode == 1 and cp.stderr.startswith("rdmastor: ibv_get_device_list: "), cp
+    bad = subprocess.run([RDMASTOR_BIN, "rdma", "devices", "--json"], capture_output=True,
+                         text=True, timeout=30, env=_clean_env(), stdin=subprocess.DEVNULL)
+    assert bad.returncode == 2 and "unknown argument '--json'" in bad.stderr, bad

@@ -99,7 +99,7 @@ TEST(VerbsPlanTest, NoUsableDeviceSaysWhyForEach) {
                                   Dev("rxe0", false, {Port(1, PortState::kActive, "Ethernet")})};
   auto dc = SelectDevice(devs, "", 1, true);
   ASSERT_FALSE(dc.ok());
-  EXPECT_NE(dc.error().message.find("mlx5_0: port 1 is INIT"), std::string::npos)
+  EXPECT_NE(dc.error().message.find("mlx5_0: port 1 is init"), std::string::npos)
       << dc.error().message;
   EXPECT_NE(dc.error().message.find("rxe0: not an mlx5 device"), std::string::npos);
 }

@@ -1,4 +1,5 @@
-// RDMA build only: the device, port and GID details `rdmastor rdma check` judges.
+// RDMA build only: the device, port and GID details `rdmastor rdma check` judges, as
+// libibverbs returns them (check.cc turns them into DeviceInfo).
 #include <arpa/inet.h>
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
@@ -8,28 +9,21 @@
 #include <cstring>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "rdma/check.h"
 #include "rdma/verbs_plan.h"
 
 namespace rdmastor::rdma {
 
-namespace {
+// check.cc turns these numbers into words without the verbs headers (both builds).
+static_assert(IBV_LINK_LAYER_UNSPECIFIED == 0 && IBV_LINK_LAYER_INFINIBAND == 1 &&
+              IBV_LINK_LAYER_ETHERNET == 2);
+static_assert(IBV_MTU_256 == 1 && IBV_MTU_4096 == 5);
+static_assert(IBV_GID_TYPE_IB == 0 && IBV_GID_TYPE_ROCE_V1 == 1 && IBV_GID_TYPE_ROCE_V2 == 2);
+static_assert(IBV_PORT_ACTIVE == static_cast<int>(PortState::kActive));
 
-int MtuBytes(ibv_mtu m) {
-  switch (m) {
-    case IBV_MTU_256:
-      return 256;
-    case IBV_MTU_512:
-      return 512;
-    case IBV_MTU_1024:
-      return 1024;
-    case IBV_MTU_2048:
-      return 2048;
-    case IBV_MTU_4096:
-      return 4096;
-  }
-  return 0;
-}
+namespace {
 
 std::string GidText(const ibv_gid& gid) {
   char buf[INET6_ADDRSTRLEN] = {};
@@ -37,21 +31,9 @@ std::string GidText(const ibv_gid& gid) {
   return buf;
 }
 
-std::string GidType(uint32_t t) {
-  switch (t) {
-    case IBV_GID_TYPE_IB:
-      return "IB";
-    case IBV_GID_TYPE_ROCE_V1:
-      return "RoCE v1";
-    case IBV_GID_TYPE_ROCE_V2:
-      return "RoCE v2";
-  }
-  return "unknown";
-}
-
 }  // namespace
 
-Result<std::vector<DeviceInfo>> QueryDevices() {
+Result<std::string> QueryVerbsJson() {
   int count = 0;
   errno = 0;
   std::unique_ptr<ibv_device*, decltype(&ibv_free_device_list)> list(ibv_get_device_list(&count),
@@ -60,16 +42,16 @@ Result<std::vector<DeviceInfo>> QueryDevices() {
     return MakeError(ErrorCode::kRDMANotSupported,
                      std::string("ibv_get_device_list: ") + std::strerror(errno ? errno : ENODEV));
   }
-  std::vector<DeviceInfo> out;
+  nlohmann::json devices = nlohmann::json::array();
   for (int i = 0; i < count; ++i) {
-    DeviceInfo dev;
-    dev.name = ibv_get_device_name(list.get()[i]);
-    dev.dc_capable = mlx5dv_is_supported(list.get()[i]);
+    nlohmann::json dev{{"name", ibv_get_device_name(list.get()[i])},
+                       {"dc_capable", static_cast<bool>(mlx5dv_is_supported(list.get()[i]))},
+                       {"ports", nlohmann::json::array()}};
     std::unique_ptr<ibv_context, decltype(&ibv_close_device)> ctx(ibv_open_device(list.get()[i]),
                                                                   &ibv_close_device);
     ibv_device_attr attr{};
     if (!ctx || ibv_query_device(ctx.get(), &attr) != 0) {
-      out.push_back(std::move(dev));  // listed but unusable: no ports shown
+      devices.push_back(std::move(dev));  // listed but unusable: no ports shown
       continue;
     }
     // ibv_query_gid_table fills entries of every port: it needs room for the whole device's
@@ -85,25 +67,27 @@ Result<std::vector<DeviceInfo>> QueryDevices() {
     for (int p = 1; p <= attr.phys_port_cnt; ++p) {
       if (!queried[p]) continue;
       const ibv_port_attr& pa = pattrs[p];
-      PortInfo port;
-      port.port = p;
-      port.state = PortStateFromVerbs(pa.state);
-      port.link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand";
-      port.active_mtu = MtuBytes(pa.active_mtu);
-      port.max_mtu = MtuBytes(pa.max_mtu);
+      nlohmann::json port{{"port", p},
+                          {"state", static_cast<int>(pa.state)},
+                          {"link_layer", static_cast<int>(pa.link_layer)},
+                          {"active_mtu", static_cast<int>(pa.active_mtu)},
+                          {"max_mtu", static_cast<int>(pa.max_mtu)},
+                          {"gids", nlohmann::json::array()}};
       for (ssize_t g = 0; g < n; ++g) {
         const auto& e = gids[static_cast<size_t>(g)];
         if (e.port_num != static_cast<uint32_t>(p)) continue;
         char ifname[IF_NAMESIZE] = {};
-        GidInfo gi{static_cast<int>(e.gid_index), GidText(e.gid), GidType(e.gid_type),
-                   e.ndev_ifindex && if_indextoname(e.ndev_ifindex, ifname) ? ifname : ""};
-        port.gids.push_back(std::move(gi));
+        port["gids"].push_back(
+            {{"index", e.gid_index},
+             {"gid", GidText(e.gid)},
+             {"type", e.gid_type},
+             {"netdev", e.ndev_ifindex && if_indextoname(e.ndev_ifindex, ifname) ? ifname : ""}});
       }
-      dev.ports.push_back(std::move(port));
+      dev["ports"].push_back(std::move(port));
     }
-    out.push_back(std::move(dev));
+    devices.push_back(std::move(dev));
   }
-  return out;
+  return nlohmann::json{{"devices", std::move(devices)}}.dump(1) + "\n";
 }
 
 }  // namespace rdmastor::rdma

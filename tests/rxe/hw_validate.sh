@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# ctest rxe.hw_validate, run inside scripts/rdma-vm.sh's guest (no RDMA device yet): the
+# first-contact check must create its own Soft-RoCE device and end in GO, with every step that
+# matters here GO (not merely "nothing to validate", which also exits 0).
+#   tests/rxe/hw_validate.sh BUILD_DIR
+set -uo pipefail
+build="${1:?usage: hw_validate.sh BUILD_DIR}"
+[ "${RDMASTOR_VM:-}" = 1 ] || { echo "hw_validate.sh: run it through scripts/rdma-vm.sh" >&2; exit 2; }
+report="$(mktemp /tmp/hw-report.XXXXXX)"
+scripts/hw-validate.sh --rxe --build "$build" --report "$report" >/tmp/hw-validate.out 2>&1
+rc=$?
+cat /tmp/hw-validate.out
+fail=0
+want() {  # want STEP: the step's verdict line says GO
+  if ! grep -qE "^$1 +GO " /tmp/hw-validate.out; then
+    echo "FAIL: step $1 is not GO"
+    fail=1
+  fi
+}
+want soft-roce
+want facts
+want rdma-check
+want ctest-hw
+want resources-released
+grep -q '^verdict: GO' /tmp/hw-validate.out || { echo "FAIL: no 'verdict: GO' (exit $rc)"; fail=1; }
+[ "$rc" = 0 ] || { echo "FAIL: hw-validate.sh exited $rc"; fail=1; }
+# The DC tests must skip on rxe, naming why; the RC loopback must have run and passed.
+grep -q 'no DC-capable device (DC needs an mlx5 NIC; rxe_hw0 has RC only)' "$report" ||
+  { echo "FAIL: the DC tests did not skip naming the missing DC"; fail=1; }
+grep -qE '\[ +OK \] VerbsRc.LoopbackWriteThenRead' "$report" ||
+  { echo "FAIL: VerbsRc.LoopbackWriteThenRead did not pass"; fail=1; }
+if [ "$fail" = 1 ]; then
+  echo "----- report $report -----"
+  cat "$report"
+fi
+exit "$fail"
