@@ -602,8 +602,7 @@ struct Int {
 };
 
 struct Str {
-  static void Put(json& j, const char* n, const std::string& v,
-                  std::vector<const ErasureMeta*>*) {
+  static void Put(json& j, const char* n, const std::string& v, std::vector<const ErasureMeta*>*) {
     j[n] = v;
   }
   static Status Get(const json& j, const char* n, std::string& v, bool required, GetContext&) {
@@ -693,7 +692,8 @@ struct Erasure {
       out["inline_shard"] = "";
       shards->push_back(&e);
     } else {
-      out["inline_shard"] = e.inline_b64.empty() ? hash::Base64Encode(e.inline_shard) : e.inline_b64;
+      out["inline_shard"] =
+          e.inline_b64.empty() ? hash::Base64Encode(e.inline_shard) : e.inline_b64;
     }
   }
   static Status Get(const json& j, const char* n, std::optional<ErasureMeta>& v, bool,
@@ -740,11 +740,11 @@ template <class From>
 void PutFields(const From& from, json& j, VersionFieldMask mask,
                std::vector<const ErasureMeta*>* shards) {
   [&](const auto& f) {
-#define RDMASTOR_VERSION_PUT(member, name, T, codec_, presence, scope)                        \
-  if constexpr (requires { f.member; }) {                                                   \
-    if ((mask & FieldBit(VersionField::member)) &&                                          \
-        (FieldPresence::presence != FieldPresence::kNonDefault || !IsDefault(f.member)))    \
-      codec::codec_::Put(j, name, f.member, shards);                                        \
+#define RDMASTOR_VERSION_PUT(member, name, T, codec_, presence, scope)                   \
+  if constexpr (requires { f.member; }) {                                                \
+    if ((mask & FieldBit(VersionField::member)) &&                                       \
+        (FieldPresence::presence != FieldPresence::kNonDefault || !IsDefault(f.member))) \
+      codec::codec_::Put(j, name, f.member, shards);                                     \
   }
     RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_PUT)
 #undef RDMASTOR_VERSION_PUT
@@ -755,11 +755,11 @@ void PutFields(const From& from, json& j, VersionFieldMask mask,
 template <class To>
 Status GetFields(const json& j, To& to, VersionFieldMask mask, GetContext& ctx) {
   return [&](auto& t) -> Status {
-#define RDMASTOR_VERSION_GET(member, name, T, codec_, presence, scope)                        \
-  if constexpr (requires { t.member; }) {                                                   \
-    if (mask & FieldBit(VersionField::member))                                              \
-      RS_RETURN_IF_ERROR(codec::codec_::Get(                                                \
-          j, name, t.member, FieldPresence::presence == FieldPresence::kRequired, ctx));    \
+#define RDMASTOR_VERSION_GET(member, name, T, codec_, presence, scope)                   \
+  if constexpr (requires { t.member; }) {                                                \
+    if (mask & FieldBit(VersionField::member))                                           \
+      RS_RETURN_IF_ERROR(codec::codec_::Get(                                             \
+          j, name, t.member, FieldPresence::presence == FieldPresence::kRequired, ctx)); \
   }
     RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_GET)
 #undef RDMASTOR_VERSION_GET
@@ -801,12 +801,12 @@ bool ReadVersion(CanonicalReader& r, ObjectMeta& m) {
   VersionFieldMask seen = 0;
   std::map<std::string, std::string> b64;  // user_metadata_b64 (the UserMeta codec's companion)
   const bool ok = r.Object([&](std::string_view name) {
-#define RDMASTOR_VERSION_READ(member, jname, T, codec_, presence, scope)                        \
-  if (name == jname) {                                                                         \
-    seen |= FieldBit(VersionField::member);                                                    \
-    return codec::codec_::Read(r, m.member);                                                   \
-  }                                                                                            \
-  if (std::is_same_v<codec::codec_, codec::UserMeta> && name == jname "_b64")                  \
+#define RDMASTOR_VERSION_READ(member, jname, T, codec_, presence, scope)      \
+  if (name == jname) {                                                        \
+    seen |= FieldBit(VersionField::member);                                   \
+    return codec::codec_::Read(r, m.member);                                  \
+  }                                                                           \
+  if (std::is_same_v<codec::codec_, codec::UserMeta> && name == jname "_b64") \
     return r.StringMap(b64);
     RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_READ)
 #undef RDMASTOR_VERSION_READ

@@ -106,9 +106,9 @@ struct ObjectMeta {
 // another: PutOptions, UploadRecord, ObjectMeta, ObjectInfo.
 template <class From, class To>
 void CopyDeclared(const From& from, To& to, VersionFieldMask mask = kDeclaredFields) {
-#define RDMASTOR_VERSION_COPY_DECLARED(member, name, T, codec, presence, scope)                  \
-  if constexpr (FieldScope::scope == FieldScope::kDeclared) {                                  \
-    if (mask & FieldBit(VersionField::member)) to.member = from.member;                        \
+#define RDMASTOR_VERSION_COPY_DECLARED(member, name, T, codec, presence, scope) \
+  if constexpr (FieldScope::scope == FieldScope::kDeclared) {                   \
+    if (mask & FieldBit(VersionField::member)) to.member = from.member;         \
   }
   RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_COPY_DECLARED)
 #undef RDMASTOR_VERSION_COPY_DECLARED

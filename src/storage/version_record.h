@@ -50,24 +50,23 @@ using StringMap = std::map<std::string, std::string>;
 //   version_id: "" = the null version (S3's "null"). delete_marker: no data (size 0).
 //   internal: server-side state never sent to clients as such: the encryption of the data
 //     (object_meta.h names the keys; s3/sse.h gives them meaning). Empty = unencrypted.
-#define RDMASTOR_VERSION_RECORD(X)                                                              \
-  X(size, "size", uint64_t, Int, kRequired, kRecord)                                            \
-  X(etag, "etag", std::string, Str, kRequired, kRecord)                                         \
-  X(mtime_ns, "mtime_ns", int64_t, Int, kRequired, kRecord)                                     \
-  X(content_type, "content_type", std::string, Str, kAlways, kDeclared)                         \
-  X(user_metadata, "user_metadata", ::rdmastor::storage::StringMap, UserMeta, kAlways,          \
-    kDeclared)                                                                                  \
-  X(checksums, "checksums", ::rdmastor::storage::StringMap, Map, kAlways, kRecord)              \
-  X(storage_class, "storage_class", std::string, Str, kNonDefault, kDeclared)                   \
-  X(multipart, "multipart", bool, Bool, kAlways, kLayout)                                       \
-  X(parts, "parts", std::vector<::rdmastor::storage::PartMeta>, Parts, kRequired, kLayout)      \
-  X(data_dir, "data_dir", std::string, Str, kRequired, kLayout)                                 \
-  X(erasure, "erasure", std::optional<::rdmastor::storage::ErasureMeta>, Erasure, kNonDefault,  \
-    kLayout)                                                                                    \
-  X(tags, "tags", std::string, Str, kNonDefault, kDeclared)                                     \
-  X(acl, "acl", std::string, Str, kNonDefault, kDeclared)                                       \
-  X(version_id, "version_id", std::string, Str, kNonDefault, kRecord)                           \
-  X(delete_marker, "delete_marker", bool, Bool, kNonDefault, kRecord)                           \
+#define RDMASTOR_VERSION_RECORD(X)                                                                \
+  X(size, "size", uint64_t, Int, kRequired, kRecord)                                              \
+  X(etag, "etag", std::string, Str, kRequired, kRecord)                                           \
+  X(mtime_ns, "mtime_ns", int64_t, Int, kRequired, kRecord)                                       \
+  X(content_type, "content_type", std::string, Str, kAlways, kDeclared)                           \
+  X(user_metadata, "user_metadata", ::rdmastor::storage::StringMap, UserMeta, kAlways, kDeclared) \
+  X(checksums, "checksums", ::rdmastor::storage::StringMap, Map, kAlways, kRecord)                \
+  X(storage_class, "storage_class", std::string, Str, kNonDefault, kDeclared)                     \
+  X(multipart, "multipart", bool, Bool, kAlways, kLayout)                                         \
+  X(parts, "parts", std::vector<::rdmastor::storage::PartMeta>, Parts, kRequired, kLayout)        \
+  X(data_dir, "data_dir", std::string, Str, kRequired, kLayout)                                   \
+  X(erasure, "erasure", std::optional<::rdmastor::storage::ErasureMeta>, Erasure, kNonDefault,    \
+    kLayout)                                                                                      \
+  X(tags, "tags", std::string, Str, kNonDefault, kDeclared)                                       \
+  X(acl, "acl", std::string, Str, kNonDefault, kDeclared)                                         \
+  X(version_id, "version_id", std::string, Str, kNonDefault, kRecord)                             \
+  X(delete_marker, "delete_marker", bool, Bool, kNonDefault, kRecord)                             \
   X(internal, "internal", ::rdmastor::storage::StringMap, Map, kNonDefault, kDeclared)
 
 // The fields by name, for field masks (PutOptions::update) and the tests.

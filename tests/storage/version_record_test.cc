@@ -14,7 +14,6 @@ namespace {
 using testing::DeleteMarker;
 using testing::FullVersion;
 
-
 // Written by the release before the version record was declared as a list (main 980a7ef): the
 // list must write the same bytes, so drives read unchanged both ways.
 constexpr const char* kFormat3File =
@@ -41,16 +40,15 @@ TEST(VersionRecordTest, BytesOnDiskAreThoseOfEarlierReleases) {
   EXPECT_EQ(back->versions, file.versions);
 }
 
-
-// Runs f(member name, pointer-to-member getter...) for every field: the tests below expand the
-// list themselves so that a field the list gains is walked through every codec with no edit here.
+// The tests below expand the list themselves, so a field the list gains is walked through every
+// codec with no edit here (only a sample value, version_record_samples.h).
 #define RS_EXPECT_FIELD_EQ(member, a, b, what) \
   EXPECT_TRUE((a).member == (b).member) << #member << " lost by " << (what)
 
 TEST(VersionRecordTest, TheSamplesSetEveryField) {
   const ObjectMeta full = FullVersion(), marker = DeleteMarker(), none;
-#define X(member, name, T, codec, presence, scope)                                         \
-  EXPECT_TRUE(!(full.member == none.member) || !(marker.member == none.member))           \
+#define X(member, name, T, codec, presence, scope)                              \
+  EXPECT_TRUE(!(full.member == none.member) || !(marker.member == none.member)) \
       << #member << ": set it in version_record_samples.h so that every codec is tested";
   RDMASTOR_VERSION_RECORD(X)
 #undef X
@@ -67,7 +65,7 @@ TEST(VersionRecordTest, EveryFieldSurvivesTheMetadataFileAndBothReaders) {
   ASSERT_EQ(canonical->versions.size(), 2u);
   ASSERT_EQ(general->versions.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
-#define X(member, name, T, codec, presence, scope)                                          \
+#define X(member, name, T, codec, presence, scope)                                              \
   RS_EXPECT_FIELD_EQ(member, canonical->versions[i], file.versions[i], "the canonical reader"); \
   RS_EXPECT_FIELD_EQ(member, general->versions[i], file.versions[i], "the general reader");
     RDMASTOR_VERSION_RECORD(X)
@@ -81,7 +79,7 @@ TEST(VersionRecordTest, ToInfoCarriesEveryFieldButTheLayout) {
     EXPECT_EQ(info.bucket, "b");
     EXPECT_EQ(info.key, "k");
     [&](const auto& got) {
-#define X(member, name, T, codec, presence, scope)      \
+#define X(member, name, T, codec, presence, scope)        \
   if constexpr (FieldScope::scope != FieldScope::kLayout) \
     RS_EXPECT_FIELD_EQ(member, got, m, "ToInfo");
       RDMASTOR_VERSION_RECORD(X)
@@ -106,11 +104,11 @@ TEST(VersionRecordTest, DeclaredFieldsTravelThroughPutOptionsUploadsAndTheMask) 
   PutOptions from_upload;
   CopyDeclared(*rec_back, from_upload);
   [&](const auto& o, const auto& u, const auto& r) {
-#define X(member, name, T, codec, presence, scope)                  \
-  if constexpr (FieldScope::scope == FieldScope::kDeclared) {       \
-    RS_EXPECT_FIELD_EQ(member, put, full, "PutOptions");            \
-    RS_EXPECT_FIELD_EQ(member, r, full, "the upload record");       \
-    RS_EXPECT_FIELD_EQ(member, u, o, "GetUploadOptions");           \
+#define X(member, name, T, codec, presence, scope)            \
+  if constexpr (FieldScope::scope == FieldScope::kDeclared) { \
+    RS_EXPECT_FIELD_EQ(member, put, full, "PutOptions");      \
+    RS_EXPECT_FIELD_EQ(member, r, full, "the upload record"); \
+    RS_EXPECT_FIELD_EQ(member, u, o, "GetUploadOptions");     \
   }
     RDMASTOR_VERSION_RECORD(X)
 #undef X
@@ -118,14 +116,14 @@ TEST(VersionRecordTest, DeclaredFieldsTravelThroughPutOptionsUploadsAndTheMask) 
 
   // The mask, one declared field at a time: that field changes, no other does.
   const ObjectMeta before = DeleteMarker();
-#define X(member, name, T, codec, presence, scope)                                            \
-  if constexpr (FieldScope::scope == FieldScope::kDeclared) {                                 \
-    ObjectMeta m = before;                                                                    \
-    opts.update = FieldBit(VersionField::member);                                             \
-    ApplyMetadataUpdate(opts, m, 42);                                                         \
-    ObjectMeta want = before;                                                                 \
-    want.member = full.member;                                                                \
-    EXPECT_TRUE(m == want) << "a mask of " #member " changed another field, or not it";       \
+#define X(member, name, T, codec, presence, scope)                                      \
+  if constexpr (FieldScope::scope == FieldScope::kDeclared) {                           \
+    ObjectMeta m = before;                                                              \
+    opts.update = FieldBit(VersionField::member);                                       \
+    ApplyMetadataUpdate(opts, m, 42);                                                   \
+    ObjectMeta want = before;                                                           \
+    want.member = full.member;                                                          \
+    EXPECT_TRUE(m == want) << "a mask of " #member " changed another field, or not it"; \
   }
   RDMASTOR_VERSION_RECORD(X)
 #undef X
