@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_int.h"
-#include "common/utf8.h"
 #include "storage/format.h"
+#include "storage/object_meta.h"
 
 namespace rdmastor::cluster {
 
@@ -23,57 +23,29 @@ auto Parse(const std::string& text, const char* what, F&& f) -> decltype(f(json(
   }
 }
 
-// Listings carry no user metadata to clients; a value that is not UTF-8 (kept byte for byte in the
-// object's metadata) would make the JSON encoder throw, so only UTF-8 values travel.
-std::map<std::string, std::string> Utf8Only(const std::map<std::string, std::string>& m) {
-  std::map<std::string, std::string> out;
-  for (const auto& [k, v] : m)
-    if (IsValidUtf8(k) && IsValidUtf8(v)) out.emplace(k, v);
-  return out;
-}
-
+// The version's fields travel as storage/version_record.h spells them (VersionFieldsToJson); a
+// field an older peer does not send reads as its default.
 json InfoToJson(const storage::ObjectInfo& o) {
-  return {{"bucket", o.bucket},
-          {"key", o.key},
-          {"size", o.size},
-          {"etag", o.etag},
-          {"mtime_ns", o.mtime_ns},
-          {"content_type", o.content_type},
-          {"user_metadata", Utf8Only(o.user_metadata)},
-          {"checksums", o.checksums},
-          {"storage_class", o.storage_class},
-          {"part_count", o.part_count},
-          {"part_sizes", o.part_sizes},
-          {"part_checksums", o.part_checksums},
-          {"tags", o.tags},
-          {"version_id", o.version_id},
-          {"delete_marker", o.delete_marker},
-          {"is_latest", o.is_latest},
-          {"internal", o.internal}};
+  json j = {{"bucket", o.bucket},
+            {"key", o.key},
+            {"part_count", o.part_count},
+            {"part_sizes", o.part_sizes},
+            {"part_checksums", o.part_checksums},
+            {"is_latest", o.is_latest}};
+  storage::VersionFieldsToJson(o, j);
+  return j;
 }
 
 storage::ObjectInfo InfoFromJson(const json& j) {
   storage::ObjectInfo o;
   o.bucket = j.at("bucket").get<std::string>();
   o.key = j.at("key").get<std::string>();
-  o.size = json_int::At<uint64_t>(j, "size");
-  o.etag = j.at("etag").get<std::string>();
-  o.mtime_ns = json_int::At<int64_t>(j, "mtime_ns");
-  o.content_type = j.at("content_type").get<std::string>();
-  o.user_metadata = j.at("user_metadata").get<std::map<std::string, std::string>>();
-  o.checksums = j.at("checksums").get<std::map<std::string, std::string>>();
-  o.storage_class = j.value("storage_class", std::string());
   o.part_count = json_int::At<int>(j, "part_count");
   o.part_sizes = json_int::ArrayAt<uint64_t>(j, "part_sizes");
-  o.tags = j.value("tags", std::string());                // absent from peers that predate tagging
   if (auto it = j.find("part_checksums"); it != j.end())  // absent from older peers
     o.part_checksums = it->get<std::vector<std::map<std::string, std::string>>>();
-  // Absent from peers that predate versioning: the null version, the latest.
-  o.version_id = j.value("version_id", std::string());
-  o.delete_marker = j.value("delete_marker", false);
-  o.is_latest = j.value("is_latest", true);
-  if (auto it = j.find("internal"); it != j.end())  // absent from peers that predate encryption
-    o.internal = it->get<std::map<std::string, std::string>>();
+  o.is_latest = j.value("is_latest", true);  // absent from peers that predate versioning
+  storage::VersionFieldsFromJson(j, o);
   return o;
 }
 

@@ -167,7 +167,7 @@ Result<AclReply> HandleAcl(iam::IamStore& iam, storage::ObjectLayer& store, std:
   }
   if (object) {
     storage::PutOptions opts;
-    opts.acl_only = true;
+    opts.update = storage::FieldBit(storage::VersionField::acl);
     opts.acl = iam::StoredAcl(acl);
     // The version resolved above: a new latest version written meanwhile keeps its own ACL.
     opts.version = info->version_id;

@@ -248,9 +248,8 @@ ResealStats ResealObjectKeys(storage::ObjectLayer& store, const crypto::KeyRing&
         }
         storage::PutOptions update;
         update.version = o.version_id;  // "" names the null version
-        update.tags_only = true;        // content type, metadata and mtime stay
-        update.tags = o.tags;
-        update.replace_internal = true;
+        // The sealed key alone: content type, metadata, tags and mtime stay.
+        update.update = storage::FieldBit(storage::VersionField::internal);
         update.internal = o.internal;
         update.internal[storage::kInternalKekId] = current.id;
         update.internal[storage::kInternalSealedKey] =

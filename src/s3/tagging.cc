@@ -243,7 +243,7 @@ Result<TaggingReply> HandleTagging(storage::ObjectLayer& store, std::string_view
     }
     storage::PutOptions opts;
     opts.tags = std::move(tags);
-    opts.tags_only = true;
+    opts.update = storage::FieldBit(storage::VersionField::tags);
     // The version resolved above: a new latest version written meanwhile keeps its own tags.
     opts.version = info->version_id;
     auto updated = store.UpdateMetadata(bucket, key, opts);

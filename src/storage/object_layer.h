@@ -13,40 +13,23 @@
 
 #include "common/result.h"
 #include "common/http_types.h"
+#include "storage/version_record.h"
 
 namespace rdmastor::storage {
 
 struct ObjectInfo {
   std::string bucket;
   std::string key;
-  uint64_t size = 0;
-  std::string etag;            // without quotes
-  int64_t mtime_ns = 0;        // modification time, ns since epoch
-  std::string content_type;
-  // Headers kept as sent: x-amz-meta-*, content-encoding, cache-control, content-disposition,
-  // content-language, expires. Lower-case names.
-  std::map<std::string, std::string> user_metadata;
-  // Stored checksum (base64) when the client sent one: algorithm -> value. For multipart objects
-  // the value is the checksum-of-checksums with "-N" suffix, as S3 does.
-  std::map<std::string, std::string> checksums;  // key: "crc32" | "crc32c" | "crc64nvme" | ...
-  std::string storage_class;                     // "" = STANDARD; else as sent (REDUCED_REDUNDANCY)
-  int part_count = 0;          // 0 for a single PUT
+  // The version's declared and record fields (storage/version_record.h). When encrypted
+  // (`internal`), `size` and `part_sizes` are the plaintext sizes; the stored bytes (what an
+  // ObjectReader reads) are the encrypted streams (crypto/dare.h), one per part.
+  RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_MEMBER_DECLARED)
+  RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_MEMBER_RECORD)
+  int part_count = 0;                // 0 for a single PUT
   std::vector<uint64_t> part_sizes;  // per part, when multipart
   // Per part, when multipart and the parts had checksums (GetObjectAttributes, GET ?partNumber=).
   std::vector<std::map<std::string, std::string>> part_checksums;
-  // Object tags in the canonical URL-encoded query form ("k1=v1&k2=v2", keys sorted); "" = none.
-  std::string tags;
-  // The version's canned ACL (x-amz-acl: "public-read", ...); "" = private (iam/acl.h).
-  std::string acl;
-  // Versioning: "" = the null version (S3's "null"). A delete marker has no data (size 0).
-  std::string version_id;
-  bool delete_marker = false;
   bool is_latest = true;  // ListObjectVersions: the key's newest version
-  // Server-side state never sent to clients as such: the encryption of the object's data
-  // (storage/object_meta.h names the keys; s3/sse.h gives them meaning). Empty = unencrypted.
-  // When encrypted, `size` and `part_sizes` are the plaintext sizes; the stored bytes (what an
-  // ObjectReader reads) are the encrypted streams (crypto/dare.h), one per part.
-  std::map<std::string, std::string> internal;
 };
 
 // A bucket's versioning state (PutBucketVersioning). A bucket that was versioned never returns
@@ -81,30 +64,21 @@ using WritePrecondition = std::function<Status(const ObjectInfo* current)>;
 
 // What PutObject knows before the body is read.
 struct PutOptions {
-  std::string content_type;
-  std::map<std::string, std::string> user_metadata;
-  std::optional<uint64_t> size;  // declared decoded size, when known (checked against what arrived)
-  std::string storage_class;     // x-amz-storage-class; "" = STANDARD
-  WritePrecondition precondition;  // PutObject; UpdateMetadata too; empty: unconditional
-  std::string tags;                // object tags (ObjectInfo::tags form); recorded with the object
-  // UpdateMetadata only: replace the tags and nothing else (PutObjectTagging / DeleteObjectTagging;
-  // content type, user metadata and mtime stay as stored under the key lock).
-  bool tags_only = false;
-  // The canned ACL recorded with the object (ObjectInfo::acl form; "" = private). UpdateMetadata
-  // sets it unless tags_only; with acl_only it replaces the ACL and nothing else
-  // (PutObjectAcl), on `version` (nullopt = the latest version).
-  std::string acl;
-  bool acl_only = false;
+  // The declared attributes recorded with the object (PutObject) or the upload
+  // (NewMultipartUpload, then the object at Complete): storage/version_record.h.
+  RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_MEMBER_DECLARED)
+  // UpdateMetadata only: which fields it replaces with the ones above, on `version` (nullopt =
+  // the latest). The default is a copy onto itself with REPLACE (kMetadataReplace); a
+  // PutObjectTagging names tags alone, a PutObjectAcl acl alone, a master-key rotation internal
+  // alone (s3/sse.h). mtime_ns in the mask sets the modification time to now.
+  VersionFieldMask update = kMetadataReplace;
   std::optional<std::string> version;
+  std::optional<uint64_t> size;  // declared decoded size, when known (checked against what arrived)
+  WritePrecondition precondition;  // PutObject; UpdateMetadata too; empty: unconditional
   // Multipart uploads: CreateMultipartUpload's x-amz-checksum-algorithm (lower-case name) and
   // x-amz-checksum-type ("COMPOSITE" | "FULL_OBJECT"), recorded with the upload; "" = none.
   std::string checksum_algorithm;
   std::string checksum_type;
-  // Recorded with the object (PutObject) or the upload (NewMultipartUpload, then the object at
-  // Complete): ObjectInfo::internal. UpdateMetadata keeps the stored value unless
-  // `replace_internal` is set (a master-key rotation re-seals the object key, s3/sse.h).
-  std::map<std::string, std::string> internal;
-  bool replace_internal = false;
 };
 
 // Finishing hook run after the body was fully received (and written, fsynced) but before the

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "common/hash.h"
@@ -36,7 +37,7 @@ using nlohmann::json;
 // Header values are not guaranteed to be UTF-8; replace invalid bytes rather than throw.
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-std::map<std::string, std::string> StringMap(const json& j, const char* name) {
+std::map<std::string, std::string> MapAt(const json& j, const char* name) {
   std::map<std::string, std::string> out;
   if (auto it = j.find(name); it != j.end() && it->is_object()) {
     for (const auto& [k, v] : it->items()) out[k] = v.get<std::string>();
@@ -60,8 +61,8 @@ void PutMetadata(json& j, const char* name, const std::map<std::string, std::str
 }
 
 std::map<std::string, std::string> GetMetadata(const json& j, const char* name) {
-  auto out = StringMap(j, name);
-  for (const auto& [k, v] : StringMap(j, (std::string(name) + "_b64").c_str())) {
+  auto out = MapAt(j, name);
+  for (const auto& [k, v] : MapAt(j, (std::string(name) + "_b64").c_str())) {
     auto key = hash::Base64Decode(k);
     auto value = hash::Base64Decode(v);
     if (!key || !value) throw std::runtime_error("bad base64 in " + std::string(name) + "_b64");
@@ -183,20 +184,15 @@ bool IsEncrypted(const std::map<std::string, std::string>& internal) {
 
 ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key) const {
   ObjectInfo info;
-  info.internal = internal;
   info.bucket = bucket;
   info.key = key;
-  info.size = size;
-  info.etag = etag;
-  info.mtime_ns = mtime_ns;
-  info.content_type = content_type;
-  info.user_metadata = user_metadata;
-  info.tags = tags;
-  info.acl = acl;
-  info.checksums = checksums;
-  info.storage_class = storage_class;
-  info.version_id = version_id;
-  info.delete_marker = delete_marker;
+  // Every field but the layout's (a generic lambda: ObjectInfo has no layout members).
+  [&](auto& to) {
+#define RDMASTOR_VERSION_TO_INFO(member, name, T, codec, presence, scope) \
+  if constexpr (FieldScope::scope != FieldScope::kLayout) to.member = member;
+    RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_TO_INFO)
+#undef RDMASTOR_VERSION_TO_INFO
+  }(info);
   if (multipart) {
     info.part_count = static_cast<int>(parts.size());
     bool part_sums = false;
@@ -231,18 +227,8 @@ ObjectInfo ObjectMeta::ToInfo(const std::string& bucket, const std::string& key)
 }
 
 void ApplyMetadataUpdate(const PutOptions& opts, ObjectMeta& meta, int64_t now_ns) {
-  if (opts.replace_internal) meta.internal = opts.internal;  // a re-seal (s3/sse.h)
-  if (opts.acl_only) {
-    meta.acl = opts.acl;
-    return;
-  }
-  meta.tags = opts.tags;
-  if (opts.tags_only) return;
-  meta.acl = opts.acl;
-  meta.content_type = opts.content_type;
-  meta.user_metadata = opts.user_metadata;
-  meta.storage_class = opts.storage_class;
-  meta.mtime_ns = now_ns;
+  CopyDeclared(opts, meta, opts.update);
+  if (opts.update & FieldBit(VersionField::mtime_ns)) meta.mtime_ns = now_ns;
 }
 
 bool IsValidVersionId(std::string_view id) {
@@ -302,49 +288,6 @@ std::vector<std::string> ObjectVersions::DataDirs() const {
 
 namespace {
 
-// `shards`: when given, inline shards are left out ("") and collected here in file order for
-// SpliceInlineShards; else they are dumped as base64 members.
-json VersionJson(const ObjectMeta& m, std::vector<const ErasureMeta*>* shards = nullptr) {
-  json parts = json::array();
-  for (const auto& p : m.parts) {
-    parts.push_back({{"number", p.number}, {"size", p.size}, {"etag", p.etag}});
-    // Optional (issue 14 item 12): absent in older files and for parts without checksums.
-    if (!p.checksums.empty()) parts.back()["checksums"] = p.checksums;
-  }
-  json j = {{"size", m.size},           {"etag", m.etag},
-            {"mtime_ns", m.mtime_ns},   {"content_type", m.content_type},
-            {"checksums", m.checksums}, {"multipart", m.multipart},
-            {"parts", parts},           {"data_dir", m.data_dir}};
-  PutMetadata(j, "user_metadata", m.user_metadata);
-  // Optional fields (absent in files written before they existed, and when unset).
-  if (!m.tags.empty()) j["tags"] = m.tags;
-  if (!m.acl.empty()) j["acl"] = m.acl;
-  if (!m.storage_class.empty()) j["storage_class"] = m.storage_class;
-  if (!m.version_id.empty()) j["version_id"] = m.version_id;
-  if (m.delete_marker) j["delete_marker"] = true;
-  if (!m.internal.empty()) j["internal"] = m.internal;
-  if (m.erasure) {
-    const ErasureMeta& e = *m.erasure;
-    j["erasure"] = {{"data", e.data},
-                    {"parity", e.parity},
-                    {"stripe_size", e.stripe_size},
-                    {"index", e.index},
-                    {"distribution", e.distribution},
-                    {"bitrot", e.bitrot},
-                    {"inline", e.is_inline}};
-    if (e.is_inline) {
-      if (shards) {
-        j["erasure"]["inline_shard"] = "";
-        shards->push_back(&e);
-      } else {
-        j["erasure"]["inline_shard"] =
-            e.inline_b64.empty() ? hash::Base64Encode(e.inline_shard) : e.inline_b64;
-      }
-    }
-  }
-  return j;
-}
-
 // The checks a version passes after it is read, whichever reader read it.
 Status CheckVersion(const ObjectMeta& m, const std::string& path) {
   uint64_t total = 0;
@@ -378,63 +321,6 @@ Status CheckVersion(const ObjectMeta& m, const std::string& path) {
     return MakeError(ErrorCode::kInternalError, "inconsistent metadata " + path);
   }
   return {};
-}
-
-// One version's fields (format 1: the whole file; format 2: one element of "versions"). Throws
-// on a missing or mistyped member; the caller turns that into a kInternalError. `cut`: the file's
-// inline shards were cut out of the parsed text, this version's (if inline) is the next one.
-Result<ObjectMeta> ParseVersion(const json& j, const std::string& path, CutShards* cut) {
-  if (!j.is_object()) throw std::runtime_error("version is not an object");
-  ObjectMeta m;
-  m.size = json_int::At<uint64_t>(j, "size");
-  m.etag = j.at("etag").get<std::string>();
-  m.mtime_ns = json_int::At<int64_t>(j, "mtime_ns");
-  m.content_type = j.value("content_type", std::string());
-  m.user_metadata = GetMetadata(j, "user_metadata");
-  m.tags = j.value("tags", std::string());
-  m.acl = j.value("acl", std::string());
-  m.checksums = StringMap(j, "checksums");
-  m.storage_class = j.value("storage_class", std::string());
-  m.multipart = j.value("multipart", false);
-  m.version_id = j.value("version_id", std::string());
-  m.delete_marker = j.value("delete_marker", false);
-  m.internal = StringMap(j, "internal");
-  const json& parts = j.at("parts");
-  if (!parts.is_array()) throw std::runtime_error("parts is not an array");
-  for (const auto& p : parts) {
-    PartMeta pm;
-    pm.number = json_int::At<int>(p, "number");
-    pm.size = json_int::At<uint64_t>(p, "size");
-    pm.etag = p.value("etag", std::string());
-    pm.checksums = StringMap(p, "checksums");
-    m.parts.push_back(std::move(pm));
-  }
-  m.data_dir = j.at("data_dir").get<std::string>();
-  if (auto it = j.find("erasure"); it != j.end()) {
-    ErasureMeta e;
-    e.data = json_int::At<int>(*it, "data");
-    e.parity = json_int::At<int>(*it, "parity");
-    e.stripe_size = json_int::At<uint64_t>(*it, "stripe_size");
-    e.index = json_int::At<int>(*it, "index");
-    e.distribution = json_int::ArrayAt<int>(*it, "distribution");
-    e.bitrot = it->at("bitrot").get<std::string>();
-    e.is_inline = it->value("inline", false);
-    if (e.is_inline) {
-      const std::string& in_json = it->at("inline_shard").get_ref<const std::string&>();
-      std::string_view b64 = in_json;
-      if (cut) {
-        if (!in_json.empty() || cut->next >= cut->b64.size())
-          return MakeError(ErrorCode::kInternalError, "inline shards out of place in " + path);
-        b64 = cut->b64[cut->next++];
-      }
-      auto raw = hash::Base64Decode(b64);
-      if (!raw) return MakeError(ErrorCode::kInternalError, "bad inline shard in " + path);
-      e.inline_shard = std::move(*raw);
-    }
-    m.erasure = std::move(e);
-  }
-  RS_RETURN_IF_ERROR(CheckVersion(m, path));
-  return m;
 }
 
 // The canonical reader. A small GET parses one metadata file per drive, and nlohmann's DOM (a
@@ -688,32 +574,246 @@ bool ReadPart(CanonicalReader& r, PartMeta& p) {
   return ok && seen == 3;
 }
 
-bool ReadVersion(CanonicalReader& r, ObjectMeta& m) {
-  unsigned seen = 0;
-  std::map<std::string, std::string> b64;
-  const bool ok = r.Object([&](std::string_view name) {
-    if (name == "acl") return r.String(m.acl);
-    if (name == "checksums") return r.StringMap(m.checksums);
-    if (name == "content_type") return r.String(m.content_type);
-    if (name == "data_dir") return Need(seen, 1) && r.String(m.data_dir);
-    if (name == "delete_marker") return r.Bool(m.delete_marker);
-    if (name == "erasure") return ReadErasure(r, m.erasure.emplace());
-    if (name == "etag") return Need(seen, 2) && r.String(m.etag);
-    if (name == "internal") return r.StringMap(m.internal);
-    if (name == "mtime_ns") return Need(seen, 4) && r.Int(m.mtime_ns);
-    if (name == "multipart") return r.Bool(m.multipart);
-    if (name == "parts") {
-      return Need(seen, 8) && r.Array([&] { return ReadPart(r, m.parts.emplace_back()); });
+// The record's codecs (the `codec` column of storage/version_record.h): how one field is written
+// (Put), read by the general reader (Get: from a parsed object, the member possibly absent) and
+// read by the canonical reader (Read: at the member's value). Each spells its value exactly as
+// the releases before the list did, so files and both readers are unchanged.
+struct GetContext {
+  const std::string& path;
+  CutShards* cut = nullptr;  // the file's inline shards, cut out of the parsed text (or none)
+};
+
+namespace codec {
+
+struct Int {
+  template <class T>
+  static void Put(json& j, const char* n, const T& v, std::vector<const ErasureMeta*>*) {
+    j[n] = v;
+  }
+  template <class T>
+  static Status Get(const json& j, const char* n, T& v, bool required, GetContext&) {
+    if (required || j.contains(n)) v = json_int::At<T>(j, n);
+    return {};
+  }
+  template <class T>
+  static bool Read(CanonicalReader& r, T& v) {
+    return r.Int(v);
+  }
+};
+
+struct Str {
+  static void Put(json& j, const char* n, const std::string& v, std::vector<const ErasureMeta*>*) {
+    j[n] = v;
+  }
+  static Status Get(const json& j, const char* n, std::string& v, bool required, GetContext&) {
+    v = required ? j.at(n).get<std::string>() : j.value(n, std::string());
+    return {};
+  }
+  static bool Read(CanonicalReader& r, std::string& v) { return r.String(v); }
+};
+
+struct Bool {
+  static void Put(json& j, const char* n, bool v, std::vector<const ErasureMeta*>*) { j[n] = v; }
+  static Status Get(const json& j, const char* n, bool& v, bool required, GetContext&) {
+    v = required ? j.at(n).get<bool>() : j.value(n, false);
+    return {};
+  }
+  static bool Read(CanonicalReader& r, bool& v) { return r.Bool(v); }
+};
+
+// A map of strings; a member that is not an object reads as empty (as it always has).
+struct Map {
+  static void Put(json& j, const char* n, const StringMap& v, std::vector<const ErasureMeta*>*) {
+    j[n] = v;
+  }
+  static Status Get(const json& j, const char* n, StringMap& v, bool, GetContext&) {
+    v = MapAt(j, n);
+    return {};
+  }
+  static bool Read(CanonicalReader& r, StringMap& v) { return r.StringMap(v); }
+};
+
+// User metadata: PutMetadata / GetMetadata (non-UTF-8 entries under "<name>_b64").
+struct UserMeta {
+  static void Put(json& j, const char* n, const StringMap& v, std::vector<const ErasureMeta*>*) {
+    PutMetadata(j, n, v);
+  }
+  static Status Get(const json& j, const char* n, StringMap& v, bool, GetContext&) {
+    v = GetMetadata(j, n);
+    return {};
+  }
+  static bool Read(CanonicalReader& r, StringMap& v) { return r.StringMap(v); }
+};
+
+struct Parts {
+  static void Put(json& j, const char* n, const std::vector<PartMeta>& v,
+                  std::vector<const ErasureMeta*>*) {
+    json parts = json::array();
+    for (const auto& p : v) {
+      parts.push_back({{"number", p.number}, {"size", p.size}, {"etag", p.etag}});
+      // Optional (issue 14 item 12): absent in older files and for parts without checksums.
+      if (!p.checksums.empty()) parts.back()["checksums"] = p.checksums;
     }
-    if (name == "size") return Need(seen, 16) && r.Int(m.size);
-    if (name == "storage_class") return r.String(m.storage_class);
-    if (name == "tags") return r.String(m.tags);
-    if (name == "user_metadata") return r.StringMap(m.user_metadata);
-    if (name == "user_metadata_b64") return r.StringMap(b64);
-    if (name == "version_id") return r.String(m.version_id);
+    j[n] = std::move(parts);
+  }
+  static Status Get(const json& j, const char* n, std::vector<PartMeta>& v, bool, GetContext&) {
+    const json& parts = j.at(n);
+    if (!parts.is_array()) throw std::runtime_error("parts is not an array");
+    for (const auto& p : parts) {
+      PartMeta pm;
+      pm.number = json_int::At<int>(p, "number");
+      pm.size = json_int::At<uint64_t>(p, "size");
+      pm.etag = p.value("etag", std::string());
+      pm.checksums = MapAt(p, "checksums");
+      v.push_back(std::move(pm));
+    }
+    return {};
+  }
+  static bool Read(CanonicalReader& r, std::vector<PartMeta>& v) {
+    return r.Array([&] { return ReadPart(r, v.emplace_back()); });
+  }
+};
+
+// `shards`: when given, inline shards are left out ("") and collected here in file order for
+// SpliceInlineShards; else they are dumped as base64 members.
+struct Erasure {
+  static void Put(json& j, const char* n, const std::optional<ErasureMeta>& v,
+                  std::vector<const ErasureMeta*>* shards) {
+    const ErasureMeta& e = *v;
+    json& out = j[n] = {{"data", e.data},
+                        {"parity", e.parity},
+                        {"stripe_size", e.stripe_size},
+                        {"index", e.index},
+                        {"distribution", e.distribution},
+                        {"bitrot", e.bitrot},
+                        {"inline", e.is_inline}};
+    if (!e.is_inline) return;
+    if (shards) {
+      out["inline_shard"] = "";
+      shards->push_back(&e);
+    } else {
+      out["inline_shard"] =
+          e.inline_b64.empty() ? hash::Base64Encode(e.inline_shard) : e.inline_b64;
+    }
+  }
+  static Status Get(const json& j, const char* n, std::optional<ErasureMeta>& v, bool,
+                    GetContext& ctx) {
+    auto it = j.find(n);
+    if (it == j.end()) return {};
+    ErasureMeta e;
+    e.data = json_int::At<int>(*it, "data");
+    e.parity = json_int::At<int>(*it, "parity");
+    e.stripe_size = json_int::At<uint64_t>(*it, "stripe_size");
+    e.index = json_int::At<int>(*it, "index");
+    e.distribution = json_int::ArrayAt<int>(*it, "distribution");
+    e.bitrot = it->at("bitrot").get<std::string>();
+    e.is_inline = it->value("inline", false);
+    if (e.is_inline) {
+      const std::string& in_json = it->at("inline_shard").get_ref<const std::string&>();
+      std::string_view b64 = in_json;
+      if (CutShards* cut = ctx.cut) {
+        if (!in_json.empty() || cut->next >= cut->b64.size())
+          return MakeError(ErrorCode::kInternalError, "inline shards out of place in " + ctx.path);
+        b64 = cut->b64[cut->next++];
+      }
+      auto raw = hash::Base64Decode(b64);
+      if (!raw) return MakeError(ErrorCode::kInternalError, "bad inline shard in " + ctx.path);
+      e.inline_shard = std::move(*raw);
+    }
+    v = std::move(e);
+    return {};
+  }
+  static bool Read(CanonicalReader& r, std::optional<ErasureMeta>& v) {
+    return ReadErasure(r, v.emplace());
+  }
+};
+
+}  // namespace codec
+
+template <class T>
+bool IsDefault(const T& v) {
+  return v == T{};
+}
+
+// Writes the fields of `mask` that `from` holds, each as its presence says.
+template <class From>
+void PutFields(const From& from, json& j, VersionFieldMask mask,
+               std::vector<const ErasureMeta*>* shards) {
+  [&](const auto& f) {
+#define RDMASTOR_VERSION_PUT(member, name, T, codec_, presence, scope)                   \
+  if constexpr (requires { f.member; }) {                                                \
+    if ((mask & FieldBit(VersionField::member)) &&                                       \
+        (FieldPresence::presence != FieldPresence::kNonDefault || !IsDefault(f.member))) \
+      codec::codec_::Put(j, name, f.member, shards);                                     \
+  }
+    RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_PUT)
+#undef RDMASTOR_VERSION_PUT
+  }(from);
+}
+
+// Reads the fields of `mask` that `to` holds; throws on a mistyped or missing required member.
+template <class To>
+Status GetFields(const json& j, To& to, VersionFieldMask mask, GetContext& ctx) {
+  return [&](auto& t) -> Status {
+#define RDMASTOR_VERSION_GET(member, name, T, codec_, presence, scope)                   \
+  if constexpr (requires { t.member; }) {                                                \
+    if (mask & FieldBit(VersionField::member))                                           \
+      RS_RETURN_IF_ERROR(codec::codec_::Get(                                             \
+          j, name, t.member, FieldPresence::presence == FieldPresence::kRequired, ctx)); \
+  }
+    RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_GET)
+#undef RDMASTOR_VERSION_GET
+    return {};
+  }(to);
+}
+
+constexpr VersionFieldMask kAllFields = FieldBit(VersionField::kCount) - 1;
+
+json VersionJson(const ObjectMeta& m, std::vector<const ErasureMeta*>* shards = nullptr) {
+  json j = json::object();
+  PutFields(m, j, kAllFields, shards);
+  return j;
+}
+
+// One version's fields (format 1: the whole file; format 2: one element of "versions"). Throws
+// on a missing or mistyped member; the caller turns that into a kInternalError. `cut`: the file's
+// inline shards were cut out of the parsed text, this version's (if inline) is the next one.
+Result<ObjectMeta> ParseVersion(const json& j, const std::string& path, CutShards* cut) {
+  if (!j.is_object()) throw std::runtime_error("version is not an object");
+  ObjectMeta m;
+  GetContext ctx{path, cut};
+  RS_RETURN_IF_ERROR(GetFields(j, m, kAllFields, ctx));
+  RS_RETURN_IF_ERROR(CheckVersion(m, path));
+  return m;
+}
+
+// The required fields, which the canonical reader must have seen.
+constexpr VersionFieldMask RequiredFields() {
+  VersionFieldMask m = 0;
+#define RDMASTOR_VERSION_REQUIRED_BIT(member, name, T, codec_, presence, scope) \
+  if (FieldPresence::presence == FieldPresence::kRequired) m |= FieldBit(VersionField::member);
+  RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_REQUIRED_BIT)
+#undef RDMASTOR_VERSION_REQUIRED_BIT
+  return m;
+}
+
+bool ReadVersion(CanonicalReader& r, ObjectMeta& m) {
+  VersionFieldMask seen = 0;
+  std::map<std::string, std::string> b64;  // user_metadata_b64 (the UserMeta codec's companion)
+  const bool ok = r.Object([&](std::string_view name) {
+#define RDMASTOR_VERSION_READ(member, jname, T, codec_, presence, scope)      \
+  if (name == jname) {                                                        \
+    seen |= FieldBit(VersionField::member);                                   \
+    return codec::codec_::Read(r, m.member);                                  \
+  }                                                                           \
+  if (std::is_same_v<codec::codec_, codec::UserMeta> && name == jname "_b64") \
+    return r.StringMap(b64);
+    RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_READ)
+#undef RDMASTOR_VERSION_READ
     return false;
   });
-  if (!ok || seen != 31) return false;
+  constexpr VersionFieldMask kRequired = RequiredFields();
+  if (!ok || (seen & kRequired) != kRequired) return false;
   // As GetMetadata: the base64 members, in their (encoded) order, over the plain ones.
   for (const auto& [k, v] : b64) {
     auto key = hash::Base64Decode(k);
@@ -869,15 +969,10 @@ std::string SerializeUploadRecord(const UploadRecord& r) {
   json j = {{"version", r.internal.empty() ? 1 : 2},
             {"key", r.key},
             {"initiated_ns", r.initiated_ns},
-            {"content_type", r.content_type},
             {"checksum_algorithm", r.checksum_algorithm}};
-  PutMetadata(j, "user_metadata", r.user_metadata);
-  if (!r.tags.empty()) j["tags"] = r.tags;
-  if (!r.acl.empty()) j["acl"] = r.acl;
-  if (!r.storage_class.empty()) j["storage_class"] = r.storage_class;
+  PutFields(r, j, kDeclaredFields, nullptr);
   if (!r.checksum_type.empty()) j["checksum_type"] = r.checksum_type;
   if (r.parity) j["parity"] = *r.parity;
-  if (!r.internal.empty()) j["internal"] = r.internal;
   return Dump(j);
 }
 
@@ -887,19 +982,26 @@ Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::strin
     UploadRecord r;
     r.key = j.at("key").get<std::string>();
     r.initiated_ns = json_int::At<int64_t>(j, "initiated_ns");
-    r.content_type = j.value("content_type", std::string());
-    r.user_metadata = GetMetadata(j, "user_metadata");
+    GetContext ctx{path};
+    RS_RETURN_IF_ERROR(GetFields(j, r, kDeclaredFields, ctx));
     r.checksum_algorithm = j.value("checksum_algorithm", std::string());
-    r.tags = j.value("tags", std::string());
-    r.acl = j.value("acl", std::string());
-    r.storage_class = j.value("storage_class", std::string());
     r.checksum_type = j.value("checksum_type", std::string());
     if (j.contains("parity")) r.parity = json_int::At<int>(j, "parity");
-    r.internal = StringMap(j, "internal");
     return r;
   } catch (const std::exception& e) {
     return Malformed(path, e);
   }
+}
+
+void VersionFieldsToJson(const ObjectInfo& info, json& j) {
+  PutFields(info, j, kAllFields & ~ScopeMask(FieldScope::kLayout), nullptr);
+}
+
+void VersionFieldsFromJson(const json& j, ObjectInfo& info) {
+  static const std::string kPeer = "peer reply";
+  GetContext ctx{kPeer};
+  auto st = GetFields(j, info, kAllFields & ~ScopeMask(FieldScope::kLayout), ctx);
+  if (!st.ok()) throw std::runtime_error(st.error().message);
 }
 
 std::string SerializePartRecord(const PartRecord& r) {
@@ -917,7 +1019,7 @@ Result<PartRecord> ParsePartRecord(const std::string& text, const std::string& p
     r.info.etag = j.at("etag").get<std::string>();
     r.info.size = json_int::At<uint64_t>(j, "size");
     r.info.mtime_ns = json_int::At<int64_t>(j, "mtime_ns");
-    r.info.checksums = StringMap(j, "checksums");
+    r.info.checksums = MapAt(j, "checksums");
     r.data_file = j.at("data").get<std::string>();
     if (r.data_file.empty() || r.data_file.find('/') != std::string::npos || r.data_file == "." ||
         r.data_file == "..") {

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +29,7 @@
 
 #include "common/result.h"
 #include "storage/object_layer.h"
+#include "storage/version_record.h"
 
 namespace rdmastor::storage {
 
@@ -90,36 +92,37 @@ struct ErasureMeta {
   bool operator==(const ErasureMeta& o) const;
 };
 
-// One version of an object (the per-version record of the metadata file).
+// One version of an object (the per-version record of the metadata file): every field of
+// storage/version_record.h, and the format of the file it was read from.
 struct ObjectMeta {
-  int version = kMetaFormatVersion;  // format of the file it was read from
-  uint64_t size = 0;
-  std::string etag;
-  int64_t mtime_ns = 0;
-  std::string content_type;
-  std::map<std::string, std::string> user_metadata;
-  std::map<std::string, std::string> checksums;
-  std::string storage_class;  // "" = STANDARD (files written before the field have none)
-  bool multipart = false;
-  std::vector<PartMeta> parts;  // data files part.1..part.N in data_dir; a single PUT has one
-  std::string data_dir;         // directory name next to the metadata file
-  std::optional<ErasureMeta> erasure;
-  std::string tags;  // ObjectInfo::tags form; written only when non-empty ("tags")
-  // The version's canned ACL ("acl": "public-read", ...; iam/acl.h). Optional: absent = private,
-  // so files written before the field existed read as private and need no migration.
-  std::string acl;
-  std::string version_id;      // "" = the null version; written only when non-empty
-  bool delete_marker = false;  // no data: size 0, no parts, no data_dir; written only when true
-  std::map<std::string, std::string> internal;  // format 3: see above; written when non-empty
+  int version = kMetaFormatVersion;
+  RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_MEMBER_ALL)
 
   ObjectInfo ToInfo(const std::string& bucket, const std::string& key) const;
   bool operator==(const ObjectMeta&) const = default;
 };
 
-// UpdateMetadata's change to one version, as PutOptions asks for it: the ACL alone (acl_only),
-// the tags alone (tags_only), or tags, ACL, content type, user metadata and storage class (a
-// copy onto itself, which also sets the modification time to `now_ns`).
+// Copies the declared attributes in `mask` (storage/version_record.h) from one holder of them to
+// another: PutOptions, UploadRecord, ObjectMeta, ObjectInfo.
+template <class From, class To>
+void CopyDeclared(const From& from, To& to, VersionFieldMask mask = kDeclaredFields) {
+#define RDMASTOR_VERSION_COPY_DECLARED(member, name, T, codec, presence, scope) \
+  if constexpr (FieldScope::scope == FieldScope::kDeclared) {                   \
+    if (mask & FieldBit(VersionField::member)) to.member = from.member;         \
+  }
+  RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_COPY_DECLARED)
+#undef RDMASTOR_VERSION_COPY_DECLARED
+}
+
+// UpdateMetadata's change to one version: the declared attributes in `opts.update` from `opts`,
+// and the modification time set to `now_ns` when the mask holds mtime_ns.
 void ApplyMetadataUpdate(const PutOptions& opts, ObjectMeta& meta, int64_t now_ns);
+
+// The peer codec's JSON form of an ObjectInfo's version fields (cluster/wire.cc adds bucket, key
+// and the part lists): the record's own codecs and names; a member an older peer does not send
+// reads as its default. FromJson throws on a malformed member (the caller words the error).
+void VersionFieldsToJson(const ObjectInfo& info, nlohmann::json& j);
+void VersionFieldsFromJson(const nlohmann::json& j, ObjectInfo& info);
 
 // Every version of one key, newest first (at most one per version id, the null one included).
 struct ObjectVersions {
@@ -158,25 +161,21 @@ Result<ObjectVersions> ParseObjectVersionsGeneral(const std::string& text,
 std::string SerializeObjectMeta(const ObjectMeta& meta);
 Result<ObjectMeta> ParseObjectMeta(const std::string& text, const std::string& path_for_errors);
 
-// upload.json
+// upload.json: the upload's declared attributes (storage/version_record.h, spelled as in the
+// version record) are applied to the object at Complete.
 struct UploadRecord {
   std::string key;
   int64_t initiated_ns = 0;
-  std::string content_type;
-  std::map<std::string, std::string> user_metadata;
+  RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_MEMBER_DECLARED)
   std::string checksum_algorithm;  // "" | "crc32" | "crc32c" | "crc64nvme" | "sha1" | "sha256"
   std::string checksum_type;       // "" (none) | "COMPOSITE" | "FULL_OBJECT"; written when set
-  std::string tags;                // applied to the object at Complete; written when non-empty
-  std::string acl;                 // canned ACL applied at Complete; written when non-empty
-  std::string storage_class;       // "" = STANDARD
   // Parity shards the parts are coded with (the class's parity when the upload began, so a
   // settings change meanwhile cannot mix geometries); absent in records of earlier releases,
   // whose parts all had the standard parity.
   std::optional<int> parity;
-  // The object's ObjectMeta::internal (its sealed key): every part is encrypted with the same
-  // object key. Written when non-empty, with "version": 2 so that a reader of version 1 refuses
-  // the upload rather than completing it into an object without its key.
-  std::map<std::string, std::string> internal;
+  // `internal` (the object's sealed key): every part is encrypted with the same object key. A
+  // record with it is written with "version": 2 so that a reader of version 1 refuses the upload
+  // rather than completing it into an object without its key.
 };
 std::string SerializeUploadRecord(const UploadRecord& rec);
 Result<UploadRecord> ParseUploadRecord(const std::string& text, const std::string& path_for_errors);

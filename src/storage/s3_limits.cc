@@ -25,12 +25,7 @@ Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& o
   rec.initiated_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
-  rec.content_type = opts.content_type;
-  rec.user_metadata = opts.user_metadata;
-  rec.tags = opts.tags;
-  rec.acl = opts.acl;
-  rec.storage_class = opts.storage_class;
-  rec.internal = opts.internal;
+  CopyDeclared(opts, rec);
   // CreateMultipartUpload's x-amz-checksum-algorithm / -type (checked by the S3 layer).
   if (!opts.checksum_algorithm.empty()) {
     if (!hash::ChecksumAlgoFromName(opts.checksum_algorithm)) {

@@ -101,13 +101,13 @@ TEST(ObjectMetaTest, AclIsOptionalAndOnlyAclOnlyUpdatesTouchIt) {
   // PutObjectAcl changes the ACL alone; PutObjectTagging the tags alone; a copy onto itself both.
   m.tags = "t=1";
   PutOptions acl_only;
-  acl_only.acl_only = true;
+  acl_only.update = FieldBit(VersionField::acl);
   ApplyMetadataUpdate(acl_only, m, 99);
   EXPECT_EQ(m.acl, "");
   EXPECT_EQ(m.tags, "t=1");
   EXPECT_NE(m.mtime_ns, 99);
   PutOptions tags_only;
-  tags_only.tags_only = true;
+  tags_only.update = FieldBit(VersionField::tags);
   tags_only.acl = "public-read";
   ApplyMetadataUpdate(tags_only, m, 99);
   EXPECT_EQ(m.acl, "");

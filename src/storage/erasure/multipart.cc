@@ -352,12 +352,7 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
   meta.checksums = std::move(*sums);
   meta.size = total;
   meta.mtime_ns = NowNs();
-  meta.content_type = rec->content_type;
-  meta.user_metadata = rec->user_metadata;
-  meta.tags = rec->tags;
-  meta.acl = rec->acl;
-  meta.storage_class = rec->storage_class;
-  meta.internal = rec->internal;
+  CopyDeclared(*rec, meta);
   meta.multipart = true;
   for (size_t i = 0; i < infos.size(); ++i) {
     meta.parts.push_back(
@@ -391,14 +386,9 @@ Result<PutOptions> ErasureSet::GetUploadOptions(const std::string& bucket, const
   auto rec = LoadUpload(bucket, key, upload_id);
   if (!rec.ok()) return rec.error();
   PutOptions opts;
-  opts.content_type = rec->content_type;
-  opts.user_metadata = rec->user_metadata;
-  opts.tags = rec->tags;
-  opts.acl = rec->acl;
-  opts.storage_class = rec->storage_class;
+  CopyDeclared(*rec, opts);
   opts.checksum_algorithm = rec->checksum_algorithm;
   opts.checksum_type = rec->checksum_type;
-  opts.internal = rec->internal;
   return opts;
 }
 

@@ -373,12 +373,7 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   meta.size = *size;
   meta.etag = StripQuotes(ci.etag);
   meta.mtime_ns = NowNs();
-  meta.content_type = opts.content_type;
-  meta.user_metadata = opts.user_metadata;
-  meta.tags = opts.tags;
-  meta.acl = opts.acl;
-  meta.storage_class = opts.storage_class;
-  meta.internal = opts.internal;
+  CopyDeclared(opts, meta);
   meta.checksums = ci.checksums;
   meta.parts.push_back(PartMeta{1, *size, meta.etag, {}});
   meta.erasure->is_inline = !inline_shards.empty();
@@ -485,7 +480,8 @@ Result<ObjectInfo> ErasureSet::UpdateMetadata(const std::string& bucket, const s
   if (v->meta.delete_marker)
     return MakeError(opts.version ? ErrorCode::kMethodNotAllowed : ErrorCode::kNoSuchKey);
   // A class is a parity: changing it rewrites the data (CopyObject copies then), never here.
-  if (!opts.tags_only && !opts.acl_only && opts.storage_class != v->meta.storage_class) {
+  if ((opts.update & FieldBit(VersionField::storage_class)) &&
+      opts.storage_class != v->meta.storage_class) {
     return MakeError(ErrorCode::kInternalError,
                      "a storage class change needs the data rewritten; not a metadata update");
   }
