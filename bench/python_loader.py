@@ -233,6 +233,49 @@ def run(mode, keys, size, opts, workers, batch, epochs=1):
     return rows
 
 
+def _status_bytes(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(field)
+
+
+def _peak(fn):
+    """(fn's result, seconds, peak RSS growth in bytes while it ran): VmHWM reset first."""
+    import gc
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    base = _status_bytes("VmRSS")
+    t0 = time.monotonic()
+    out = fn()
+    return out, time.monotonic() - t0, _status_bytes("VmHWM") - base
+
+
+def checkpoint_rows(c, size, filedir):
+    """rdmastor.torch.save / load of a state dict of `size` bytes (8 float32 tensors): seconds,
+    MiB/s and peak RSS growth, beside torch.save / torch.load of a local file."""
+    from rdmastor.torch import load, save
+    per = size // 8 // 4
+    state = {f"layer{i}": torch.empty(per, dtype=torch.float32).uniform_() for i in range(8)}
+    nbytes = per * 4 * 8
+    path = os.path.join(filedir, "ckpt.pt")
+    rows = []
+    for name, fn in (("rdmastor save", lambda: save(state, "s3://bench/ckpt.pt", client=c)),
+                     ("rdmastor load", lambda: load("s3://bench/ckpt.pt", client=c)),
+                     ("local file save", lambda: torch.save(state, path)),
+                     ("local file load", lambda: torch.load(path))):
+        out, dt, grew = _peak(fn)
+        if name.endswith("load"):
+            assert torch.equal(out["layer7"], state["layer7"])
+        del out
+        rows.append({"mode": name, "seconds": dt, "mib_s": nbytes / MiB / dt,
+                     "peak_rss_mib": grew / MiB, "of_size": grew / nbytes})
+    os.unlink(path)
+    return nbytes, rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir", default="build")
@@ -246,6 +289,9 @@ def main():
                     help="DataLoader modes that also run a second epoch on the same (persistent) "
                          "workers, reported as MODE-warm; the first epoch (cold) is the main row")
     ap.add_argument("--json-out", help="also write every row (and the load averages) here")
+    ap.add_argument("--checkpoint", default="",
+                    help="also save and load a state dict of this size (e.g. 1GiB) with "
+                         "rdmastor.torch, reporting MiB/s and peak RSS growth")
     args = ap.parse_args()
     sys.path.insert(0, os.path.join(args.build_dir, "python"))
     import rdmastor
@@ -280,7 +326,7 @@ def main():
               f"{os.getloadavg()[2]:.2f}; {os.cpu_count()} CPUs", flush=True)
         print(f"{'set':>14} {'mode':>19} {'samples/s':>10} {'MiB/s':>9} {'CPU s/GiB':>10} "
               f"{'seconds':>8} {'load1':>6} {'1st item':>9}")
-        for spec in args.sets.split(","):
+        for spec in [s for s in args.sets.split(",") if s]:
             count, size = spec.split("x")
             count, size = int(count), parse_size(size)
             keys = [f"s{size}/{i:06d}" for i in range(count)]
@@ -318,6 +364,14 @@ def main():
                               f"{rd['mib_s'] / by_mode[other]['mib_s']:.2f}x", flush=True)
             for k in keys:
                 os.unlink(os.path.join(filedir, k.replace("/", "_")))
+        if args.checkpoint:
+            nbytes, ck = checkpoint_rows(c, parse_size(args.checkpoint), filedir)
+            print(f"checkpoint of {nbytes / MiB:.0f} MiB (8 float32 tensors): seconds, MiB/s, "
+                  "peak RSS growth (and its ratio to the checkpoint's size)")
+            for r in ck:
+                print(f"{r['mode']:>19} {r['seconds']:8.1f} s {r['mib_s']:9.1f} MiB/s "
+                      f"+{r['peak_rss_mib']:8.1f} MiB ({r['of_size']:.2f}x)", flush=True)
+                rows.append({"set": f"checkpoint {args.checkpoint}", **r})
         print(f"load average at end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
               f"{os.getloadavg()[2]:.2f}", flush=True)
         if args.json_out:

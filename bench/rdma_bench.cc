@@ -53,12 +53,19 @@ struct Options {
   std::vector<int> concurrency{1, 8, 32};
   double cell_s = 1.0;   // no op starts later than this into a cell; every thread does >= 1 op
   std::string markdown;  // also write the table here
+  // How the RDMA cells move their payload: the fabric (soft: TCP emulation; verbs: the NIC, e.g.
+  // Soft-RoCE in the guest) and the transport (dc: the server reaches the client's target, DC on
+  // verbs; rc: the client's persistent RC connection). Named in the output.
+  std::string fabric = "soft";
+  std::string transport = "dc";
+  uint16_t rc_port = 0;  // --endpoint with --transport rc: the server's MINIO_RDMA_RC_PORT
 };
 
 void PrintUsage(FILE* out) {
   std::fprintf(out, R"(usage: rdma_bench (--server-bin PATH | --endpoint URL --server-pid PID)
                   [--sizes-mib 1,8,64] [--concurrency 1,8,32] [--cell-s 1.0] [--markdown FILE]
-                  [--access-key K --secret-key S]
+                  [--access-key K --secret-key S] [--fabric soft|verbs]
+                  [--transport dc|rc [--rc-port N]]
 
 --server-bin starts that rdmastor binary on a free 127.0.0.1 port with a temporary drive,
 MINIO_RDMA_FABRIC=soft and MINIO_PROMETHEUS_AUTH_TYPE=public, and stops it at the end. With
@@ -113,6 +120,16 @@ Result<Options> ParseArgs(int argc, char** argv) {
       if (!(o.cell_s > 0 && o.cell_s <= 600)) return bad("--cell-s: seconds in (0, 600]");
     } else if (a == "--markdown") {
       o.markdown = v;
+    } else if (a == "--fabric") {
+      if (v != "soft" && v != "verbs") return bad("--fabric: soft or verbs");
+      o.fabric = v;
+    } else if (a == "--transport") {
+      if (v != "dc" && v != "rc") return bad("--transport: dc or rc");
+      o.transport = v;
+    } else if (a == "--rc-port") {
+      int n = std::atoi(v.c_str());
+      if (n < 1 || n > 65535) return bad("--rc-port: 1-65535");
+      o.rc_port = static_cast<uint16_t>(n);
     } else {
       return bad("unknown argument " + a);
     }
@@ -397,6 +414,9 @@ int Bench::Run() {
         auto w = std::make_unique<Worker>();
         client::RdmaClientConfig rc;
         rc.s3 = cfg_;
+        if (o_.fabric == "verbs") rc.fabric = client::ClientFabric::kVerbs;
+        if (o_.transport == "rc") rc.transport = client::RdmaTransport::kRc;
+        if (o_.rc_port) rc.rc_port = o_.rc_port;
         auto c = client::RdmaS3Client::Create(rc);
         if (!c.ok()) {
           std::fprintf(stderr, "rdma_bench: client: %s\n", c.error().message.c_str());
@@ -448,8 +468,11 @@ int Bench::Run() {
   double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   PrintTable(stdout);
   std::printf(
-      "\nRDMA = S3 over RDMA on the soft fabric (loopback TCP); HTTP = same requests with "
+      "\nRDMA = S3 over RDMA, %s fabric%s, transport %s; HTTP = same requests with "
       "the payload in the HTTP body. copies/byte from %s%s. Run time %.0f s.\n",
+      o_.fabric.c_str(), o_.fabric == "soft" ? " (loopback TCP)" : " (the NIC)",
+      o_.transport == "rc" ? "RC (one persistent connection per client)"
+                           : (o_.fabric == "verbs" ? "DC" : "server-dialled"),
       std::string(kCopiedMetric).c_str(),
       metric_seen_ ? "" : " (ABSENT from /minio/v2/metrics/node)", total);
   if (!o_.markdown.empty()) {
@@ -485,7 +508,10 @@ int main(int argc, char** argv) {
     launch.binary = opts->server_bin;
     launch.user = opts->access_key;
     launch.password = opts->secret_key;
-    launch.env = {{"MINIO_RDMA_FABRIC", "soft"}, {"MINIO_PROMETHEUS_AUTH_TYPE", "public"}};
+    if (opts->transport == "rc" && !opts->rc_port) opts->rc_port = testing::FreePort();
+    launch.env = {{"MINIO_RDMA_FABRIC", opts->fabric},
+                  {"MINIO_PROMETHEUS_AUTH_TYPE", "public"},
+                  {"MINIO_RDMA_RC_PORT", std::to_string(opts->rc_port ? opts->rc_port : 9100)}};
     if (!launched.StartWith(launch)) {
       std::fprintf(stderr, "rdma_bench: the server did not come up; its log:\n%s",
                    launched.log().c_str());

@@ -8,6 +8,8 @@ find_package(nlohmann_json 3 REQUIRED)
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(PUGIXML REQUIRED IMPORTED_TARGET pugixml)
+# sd_notify for the Type=notify unit (READY=1, watchdog): libsystemd-dev.
+pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 
 if(RDMASTOR_RDMA)
   pkg_check_modules(IBVERBS REQUIRED IMPORTED_TARGET libibverbs)

@@ -3,8 +3,10 @@
 // a time; rdmastor.Client (Python) keeps one per thread and re-creates them after fork().
 //
 // Every transfer runs with the GIL released on memory the caller's buffer exporter keeps alive
-// (the Py_buffer is held until the call returns). Errors become rdmastor.S3Error through
-// rdmastor._errors.from_native (code text, HTTP status, request id parsed there).
+// (the Py_buffer is held until the call returns). Errors become rdmastor's exceptions through
+// rdmastor._errors.from_native, which gets the library's fields (Error::details: the S3 error
+// document's Code, Message, RequestId, the HTTPStatus, a ClientFailure stage, buffer sizes) as a
+// dict, not text to parse.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <pthread.h>
@@ -24,6 +26,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,6 +38,7 @@
 #include "rdma/build_info.h"
 #include "rdmastor/rdma_client.h"
 #include "rdmastor/s3_client.h"
+#include "s3/sigv4.h"
 
 namespace py = pybind11;
 using rdmastor::Error;
@@ -46,12 +50,15 @@ using rdmastor::client::S3Client;
 
 namespace {
 
-// Carries an Error out of a GIL-free section; translated to rdmastor.S3Error with the GIL held.
+// Carries an Error out of a GIL-free section; made one of rdmastor's exceptions with the GIL held.
 struct NativeError {
   Error error;
+  // get_batch_into: the byte counts of the objects read before the failing one (its index is
+  // their number), so that a caller can go on from there.
+  std::optional<std::vector<uint64_t>> batch_done;
 };
 
-[[noreturn]] void Throw(const Error& e) { throw NativeError{e}; }
+[[noreturn]] void Throw(const Error& e) { throw NativeError{e, std::nullopt}; }
 
 template <class T>
 T Unwrap(rdmastor::Result<T> r) {
@@ -300,10 +307,10 @@ class Native {
  public:
   // fabric: "soft" | "verbs" | "off". verbs_env: MINIO_RDMA_DEVICE / _PORT / _GID_INDEX / _DC_KEY /
   // _TRAFFIC_CLASS / _SERVICE_LEVEL / _PKEY_INDEX.
-  Native(const std::string& endpoint, const std::string& access_key,
-         const std::string& secret_key, const std::string& region, const std::string& fabric,
-         bool allow_http_fallback, const std::map<std::string, std::string>& verbs_env,
-         double connect_timeout_s, double io_timeout_s)
+  Native(const std::string& endpoint, const std::string& access_key, const std::string& secret_key,
+         const std::string& region, const std::string& fabric, bool allow_http_fallback,
+         const std::map<std::string, std::string>& verbs_env, double connect_timeout_s,
+         double io_timeout_s, const std::string& transport, int rc_port)
       : pid_(::getpid()), fabric_(fabric) {
     rdmastor::client::TlsClientOptions tls;
     auto s3cfg = Unwrap(rdmastor::client::S3ConfigFromEndpoint(endpoint, access_key, secret_key,
@@ -317,6 +324,16 @@ class Native {
     rdmastor::client::RdmaClientConfig cfg;
     cfg.s3 = std::move(s3cfg);
     cfg.allow_http_fallback = allow_http_fallback;
+    if (transport == "rc") {
+      cfg.transport = rdmastor::client::RdmaTransport::kRc;
+    } else if (transport != "dc") {
+      Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument,
+                                "transport must be dc or rc, not '" + transport + "'"));
+    }
+    if (rc_port < 1 || rc_port > 65535)
+      Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument,
+                                "rc_port must be from 1 to 65535, not " + std::to_string(rc_port)));
+    cfg.rc_port = static_cast<uint16_t>(rc_port);
     if (fabric == "verbs") {
       cfg.fabric = rdmastor::client::ClientFabric::kVerbs;
       cfg.verbs = Unwrap(rdmastor::client::VerbsClientSettingsFromEnv(verbs_env));
@@ -339,6 +356,10 @@ class Native {
   }
 
   const std::string& fabric() const { return fabric_; }
+
+  // The plain HTTP client: for rdma="off", or for a call the caller sends over HTTP (a server that
+  // declined RDMA a moment ago: rdmastor.Client's decline cache), on the same connection.
+  S3Client& Http() { return rdma_ ? rdma_->http() : *plain_; }
   size_t registrations() const { return rdma_ ? rdma_->registrations() : 0; }
 
   // Runs transfer() (GIL released) over RDMA on host memory [p, p+len). Memory of an
@@ -361,17 +382,17 @@ class Native {
   }
 
   py::dict Put(const std::string& bucket, const std::string& key, py::handle data,
-               const std::map<std::string, std::string>& headers) {
+               const std::map<std::string, std::string>& headers, bool http) {
     BufferView buf(data, /*writable=*/false);
     HeaderList h = ToHeaders(headers);
     rdmastor::client::TransferResult r;
     {
       py::gil_scoped_release nogil;
-      if (rdma_) {
+      if (rdma_ && !http) {
         r = OverRdma(buf.data(), buf.size(),
                      [&] { return rdma_->Put(bucket, key, buf.data(), buf.size(), h); });
       } else {
-        auto p = Unwrap(plain_->PutObject(bucket, key, std::string_view(buf.data(), buf.size()), h));
+        auto p = Unwrap(Http().PutObject(bucket, key, std::string_view(buf.data(), buf.size()), h));
         r.transport = rdmastor::client::Transport::kHttp;
         r.status = 200;
         r.bytes = buf.size();
@@ -383,12 +404,12 @@ class Native {
   }
 
   py::dict UploadPart(const std::string& bucket, const std::string& key,
-                      const std::string& upload_id, int part_number, py::handle data) {
+                      const std::string& upload_id, int part_number, py::handle data, bool http) {
     BufferView buf(data, /*writable=*/false);
     rdmastor::client::TransferResult r;
     {
       py::gil_scoped_release nogil;
-      if (rdma_) {
+      if (rdma_ && !http) {
         r = OverRdma(buf.data(), buf.size(), [&] {
           return rdma_->UploadPart(bucket, key, upload_id, part_number, buf.data(), buf.size());
         });
@@ -400,7 +421,7 @@ class Native {
         req.raw_query = "partNumber=" + std::to_string(part_number) + "&uploadId=" + upload_id;
         req.body = std::string_view(buf.data(), buf.size());
         req.payload_sha256 = "UNSIGNED-PAYLOAD";
-        auto resp = Unwrap(plain_->Execute(req, rdmastor::client::ResponseTarget::Discard()));
+        auto resp = Unwrap(Http().Execute(req, rdmastor::client::ResponseTarget::Discard()));
         if (!resp.success())
           Throw(rdmastor::client::S3ErrorFromResponse(resp, "PUT part of " + key));
         r.transport = rdmastor::client::Transport::kHttp;
@@ -414,7 +435,7 @@ class Native {
 
   // GetObject (or bytes [offset, offset+length)) into the writable buffer `dst`.
   py::dict GetInto(const std::string& bucket, const std::string& key, py::handle dst,
-                   uint64_t offset, int64_t length) {
+                   uint64_t offset, int64_t length, bool http) {
     BufferView buf(dst, /*writable=*/true);
     size_t capacity = buf.size();
     if (length >= 0 && static_cast<uint64_t>(length) < capacity) capacity = static_cast<size_t>(length);
@@ -422,11 +443,11 @@ class Native {
     rdmastor::client::TransferResult r;
     {
       py::gil_scoped_release nogil;
-      if (rdma_) {
+      if (rdma_ && !http) {
         r = OverRdma(buf.data(), capacity,
                      [&] { return rdma_->Get(bucket, key, buf.data(), capacity, range); });
       } else {
-        auto g = Unwrap(plain_->GetObjectInto(bucket, key, range, buf.data(), capacity));
+        auto g = Unwrap(Http().GetObjectInto(bucket, key, range, buf.data(), capacity));
         r.transport = rdmastor::client::Transport::kHttp;
         r.status = g.status;
         r.bytes = g.bytes;
@@ -443,9 +464,10 @@ class Native {
   // is registered once for the batch (an rdmastor.Buffer stays registered, as for GetInto). The
   // objects are read one after another on this thread's connection, exactly as GetInto would.
   // Returns the byte count of each object and the transport all of them used ("rdma", "http",
-  // or "mixed"). An error stops the batch: the keys before it have been read.
+  // or "mixed"). An error stops the batch: the keys before it have been read, and the error
+  // carries their byte counts (NativeError::batch_done). http: every object over HTTP.
   py::tuple GetBatchInto(const std::string& bucket, const std::vector<std::string>& keys,
-                         py::handle dst, size_t slot) {
+                         py::handle dst, size_t slot, bool http) {
     BufferView buf(dst, /*writable=*/true);
     if (slot == 0 || keys.size() > buf.size() / slot)
       Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument,
@@ -459,8 +481,8 @@ class Native {
       py::gil_scoped_release nogil;
       auto one = [&](size_t i) -> rdmastor::Result<rdmastor::client::TransferResult> {
         char* at = buf.data() + i * slot;
-        if (rdma_) return rdma_->Get(bucket, keys[i], at, slot, std::nullopt);
-        auto g = plain_->GetObjectInto(bucket, keys[i], std::nullopt, at, slot);
+        if (rdma_ && !http) return rdma_->Get(bucket, keys[i], at, slot, std::nullopt);
+        auto g = Http().GetObjectInto(bucket, keys[i], std::nullopt, at, slot);
         if (!g.ok()) return g.error();
         return rdmastor::client::TransferResult{rdmastor::client::Transport::kHttp, g->status,
                                                 g->bytes, g->etag, g->object_size, {}};
@@ -478,15 +500,20 @@ class Native {
         if (http_seen) last.transport = rdmastor::client::Transport::kHttp;
         return last;
       };
-      if (rdma_ && span > 0) {
-        // Plain memory is registered once for the whole batch, not per object (OverRdma
-        // forgets it on return); an rdmastor.Buffer is registered once per client.
-        if (RegisteredMemory::Find(buf.data(), span) == nullptr)
-          (void)rdma_->RegisterMemory(buf.data(), span);  // on failure, each Get says why
-        OverRdma(buf.data(), span, all);
+      try {
+        if (rdma_ && !http && span > 0) {
+          // Plain memory is registered once for the whole batch, not per object (OverRdma
+          // forgets it on return); an rdmastor.Buffer is registered once per client.
+          if (RegisteredMemory::Find(buf.data(), span) == nullptr)
+            (void)rdma_->RegisterMemory(buf.data(), span);  // on failure, each Get says why
+          OverRdma(buf.data(), span, all);
+        } else {
+          Unwrap(all());
+        }
+      } catch (NativeError& e) {
+        e.batch_done = counts;
+        throw;
       }
-      else
-        Unwrap(all());
     }
     py::list out(counts.size());
     for (size_t i = 0; i < counts.size(); ++i) out[i] = py::int_(counts[i]);
@@ -544,6 +571,25 @@ class Native {
   }
 #endif
 
+  // A presigned URL for method on /bucket/key (raw_query: extra parameters, already encoded),
+  // valid for expires_s seconds from now (SigV4 query auth, UNSIGNED-PAYLOAD).
+  std::string Presign(const std::string& method, const std::string& bucket, const std::string& key,
+                      const std::string& raw_query, int64_t expires_s) {
+    S3Client& s3 = Http();
+    const auto& cfg = s3.config();
+    rdmastor::s3::SignInput in;
+    in.method = method;
+    in.raw_path = rdmastor::client::S3ObjectPath(bucket, key);
+    in.raw_query = raw_query;
+    in.headers.emplace_back("host", s3.http().host_header());
+    in.access_key = cfg.access_key;
+    in.secret_key = cfg.secret_key;
+    in.region = cfg.region;
+    in.now_unix = static_cast<int64_t>(std::time(nullptr));
+    return std::string(s3.http().tls() ? "https://" : "http://") + s3.http().host_header() +
+           in.raw_path + "?" + rdmastor::s3::PresignQuery(in, expires_s);
+  }
+
   // A request without a payload buffer (listing, HEAD, buckets, deletes, multipart control).
   // Returns (status, headers, body); the caller decodes errors (rdmastor._errors).
   py::tuple Request(const std::string& method, const std::string& bucket, const std::string& key,
@@ -560,7 +606,7 @@ class Native {
     rdmastor::client::HttpResponse resp;
     {
       py::gil_scoped_release nogil;
-      S3Client& s3 = rdma_ ? rdma_->http() : *plain_;
+      S3Client& s3 = Http();
       auto target = method == "HEAD" ? rdmastor::client::ResponseTarget::Discard()
                                      : rdmastor::client::ResponseTarget::String();
       resp = Unwrap(s3.Execute(req, target));
@@ -584,8 +630,16 @@ PYBIND11_MODULE(_native, m) {
       if (p) std::rethrow_exception(p);
     } catch (const NativeError& e) {
       const auto& info = rdmastor::GetErrorInfo(e.error.code);
+      py::dict fields;
+      for (const auto& [name, value] : e.error.details) fields[py::str(name)] = py::str(value);
+      py::object done = py::none();
+      if (e.batch_done) {
+        py::list l;
+        for (uint64_t n : *e.batch_done) l.append(py::int_(n));
+        done = l;
+      }
       py::object from_native = py::module_::import("rdmastor._errors").attr("from_native");
-      py::object exc = from_native(std::string(info.code), info.http_status, e.error.message);
+      py::object exc = from_native(std::string(info.code), e.error.message, fields, done);
       PyErr_SetObject(exc.get_type().ptr(), exc.ptr());
     }
   });
@@ -616,24 +670,27 @@ PYBIND11_MODULE(_native, m) {
       .def("__len__", &RegisteredMemory::size)
       .def_property_readonly("clients", &RegisteredMemory::clients);
   py::class_<Native>(m, "Native")
-      .def(py::init<const std::string&, const std::string&, const std::string&,
-                    const std::string&, const std::string&, bool,
-                    const std::map<std::string, std::string>&, double, double>(),
+      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&,
+                    const std::string&, bool, const std::map<std::string, std::string>&, double,
+                    double, const std::string&, int>(),
            py::arg("endpoint"), py::arg("access_key"), py::arg("secret_key"), py::arg("region"),
            py::arg("fabric"), py::arg("allow_http_fallback"), py::arg("verbs_env"),
-           py::arg("connect_timeout"), py::arg("io_timeout"))
+           py::arg("connect_timeout"), py::arg("io_timeout"), py::arg("transport") = "dc",
+           py::arg("rc_port") = 9100)
       .def_property_readonly("fabric", &Native::fabric)
       .def_property_readonly("registrations", &Native::registrations)
       .def("put", &Native::Put, py::arg("bucket"), py::arg("key"), py::arg("data"),
-           py::arg("headers"))
-      .def("upload_part", &Native::UploadPart)
+           py::arg("headers"), py::arg("http") = false)
+      .def("upload_part", &Native::UploadPart, py::arg("bucket"), py::arg("key"),
+           py::arg("upload_id"), py::arg("part_number"), py::arg("data"), py::arg("http") = false)
       .def("get_into", &Native::GetInto, py::arg("bucket"), py::arg("key"), py::arg("dst"),
-           py::arg("offset"), py::arg("length"))
+           py::arg("offset"), py::arg("length"), py::arg("http") = false)
       .def("get_batch_into", &Native::GetBatchInto, py::arg("bucket"), py::arg("keys"),
-           py::arg("dst"), py::arg("slot"))
+           py::arg("dst"), py::arg("slot"), py::arg("http") = false)
 #if RDMASTOR_PY_CUDA
       .def("get_into_device", &Native::GetIntoDevice)
       .def("put_device", &Native::PutDevice)
 #endif
+      .def("presign", &Native::Presign)
       .def("request", &Native::Request);
 }

@@ -9,6 +9,8 @@ PACKAGES=(
   # libraries (see README "Dependencies")
   libboost-dev libssl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libisal-dev libxxhash-dev libpugixml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # sd_notify for the systemd unit (Type=notify, watchdog)
+  libsystemd-dev
   # RDMA build: rdma-core (libibverbs, librdmacm, mlx5 provider + mlx5dv headers)
   libibverbs-dev librdmacm-dev
   # the Soft-RoCE guest (scripts/rdma-vm.sh, ctest -L rxe): QEMU, busybox for its initramfs,
@@ -19,8 +21,8 @@ PACKAGES=(
   # test clients and tools
   python3 python3-pytest python3-requests python3-boto3 awscli s3cmd curl procps
   # Python client (docs/python.md): pybind11 module for Debian's python3; torch and fsspec
-  # integrations and their tests
-  pybind11-dev python3-dev python3-numpy python3-torch python3-fsspec
+  # integrations and their tests; tqdm draws the progress bars
+  pybind11-dev python3-dev python3-numpy python3-torch python3-fsspec python3-tqdm
   # packaging (cpack DEB + dpkg-shlibdeps) and TLS test certificates
   dpkg-dev openssl
   # benchmark reference server

@@ -159,6 +159,18 @@ struct HttpResponse {
   const std::string* FindHeader(std::string_view lower_name) const;
 };
 
+// Fields in Error::details that say what kind of failure a request met, for callers that tell
+// them apart without reading messages (the Python binding's exception classes):
+// kClientFailure: "connect" (no connection was made: nothing was sent) or "connection" (the
+// connection failed or timed out after it was made: the server may have acted on the request);
+// kBufferBytes / kResponseBytes: a response body that does not fit the caller's buffer (the
+// buffer's size; the body's, when the response said it).
+inline constexpr std::string_view kClientFailure = "ClientFailure";
+inline constexpr std::string_view kBufferBytes = "BufferBytes";
+inline constexpr std::string_view kResponseBytes = "ResponseBytes";
+// e with kClientFailure set to `stage`.
+Error ConnectionFailure(Error e, std::string_view stage = "connection");
+
 // One HTTP/1.1 connection to host:port, opened on first use and kept alive between requests.
 // A request that fails on the transport returns kInternalError (connection refused, reset,
 // malformed response, ...) or kRequestTimeout (connect or I/O timeout), with a message naming the

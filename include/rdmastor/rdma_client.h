@@ -50,16 +50,26 @@ struct VerbsClientSettings {
 Result<VerbsClientSettings> VerbsClientSettingsFromEnv(
     const std::map<std::string, std::string>& env);
 
+// How the server reaches the client's buffers. kDefault: the server connects to the client's
+// target itself (DC on verbs: a ConnectX client keeps DC; soft: the server dials the client).
+// kRc: the client opens one persistent RC connection to the server (rdma_cm on verbs, its TCP
+// emulation on soft) and names it in every request (signed x-amz-rdma-connection): for devices
+// without DC, or when asked. See docs/s3-over-rdma.md, "RC transport".
+enum class RdmaTransport { kDefault, kRc };
+
 struct RdmaClientConfig {
   S3ClientConfig s3;  // endpoint and credentials (S3ConfigFromEndpoint)
   ClientFabric fabric = ClientFabric::kSoft;
   // soft: the IPv4 address the server connects back to (the address it sees requests from);
-  // empty = the local address of the HTTP connection.
+  // verbs RC: the address its RC connections leave from (the GID its tokens carry); empty = the
+  // local address of the HTTP connection.
   std::string soft_bind_ip;
   VerbsClientSettings verbs;
   // On 501 from the server, redo the request over HTTP instead of failing.
   bool allow_http_fallback = false;
   size_t mr_cache_entries = 64;
+  RdmaTransport transport = RdmaTransport::kDefault;
+  uint16_t rc_port = 9100;  // the server's MINIO_RDMA_RC_PORT (kRc)
 };
 
 enum class Transport { kRdma, kHttp };

@@ -76,6 +76,9 @@ struct S3Request {
 // code text matches <Code> (kInternalError when unknown); the message always names the S3 code
 // text, the HTTP status, the server's message and the request id, e.g.
 // "S3 NoSuchKey (HTTP 404): The specified key does not exist. [GET /b/k, request-id 17A...]".
+// The same as fields in Error::details: the error document's elements in order (Code, Message,
+// RequestId and any others, filled in from the status when there is no document), then
+// ("HTTPStatus", "404").
 Error S3ErrorFromResponse(const HttpResponse& resp, std::string_view what);
 
 // A path-style S3 client over one keep-alive connection. Requests are signed with SigV4 header

@@ -8,22 +8,32 @@
 
 Transfers run with the GIL released. A Client may be shared between threads (each thread uses
 its own native connection and RDMA target) and survives fork(): a child process (a DataLoader
-worker) opens its own connections on first use. See docs/python.md.
+worker) opens its own connections on first use. Calls are retried as botocore's standard mode
+retries them (throttling, 5xx, broken connections); a server's decline of RDMA is remembered.
+Errors: S3Error (the server answered), ConnectionError and its subclasses (no answer),
+BufferTooSmallError, ValueError / TypeError (caller mistakes). See docs/python.md.
 """
 
 import concurrent.futures
 import configparser
 import os
+import random
 import sys
 import threading
+import time
 import urllib.parse
+import warnings
 import xml.etree.ElementTree as ET
 
 from . import _native
-from ._errors import S3Error, from_response
+from ._errors import (BufferTooSmallError, ConnectionClosedError, ConnectionError,  # noqa: A004
+                      ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError, S3Error,
+                      from_response)
 
 __all__ = ["Client", "S3Error", "Transfer", "BatchTransfer", "ObjectBytes", "ObjectInfo",
-           "DeviceMemoryError", "Buffer"]
+           "DeviceMemoryError", "Buffer", "ConnectionError", "EndpointConnectionError",
+           "ConnectTimeoutError", "ConnectionClosedError", "ReadTimeoutError",
+           "BufferTooSmallError", "RDMADeclinedWarning"]
 
 Buffer = _native.Buffer
 
@@ -83,13 +93,55 @@ class ObjectInfo:
         return f"ObjectInfo(key={self.key!r}, size={self.size})"
 
 
-def _credentials(access_key, secret_key):
-    """Explicit keys, else AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, else the profile
+def _aws_settings(access_key, secret_key, endpoint, region):
+    """(access key, secret key, endpoint, region) the way AWS tools find them: the arguments,
+    else botocore's chain when botocore is installed (AWS_* variables, AWS_PROFILE's profile in
+    ~/.aws/credentials and ~/.aws/config, AWS_SHARED_CREDENTIALS_FILE / AWS_CONFIG_FILE), else
+    the variables and the shared credentials file read here. Endpoint: the argument,
+    AWS_ENDPOINT_URL, the profile's endpoint_url, http://127.0.0.1:9000. Region: the argument,
+    AWS_REGION, AWS_DEFAULT_REGION / the profile's region, us-east-1."""
+    env = os.environ
+    endpoint = endpoint or env.get("AWS_ENDPOINT_URL")
+    region = region or env.get("AWS_REGION")
+    try:
+        import botocore.session
+        import botocore.exceptions
+    except ImportError:
+        botocore = None
+    if botocore is not None:
+        try:
+            session = botocore.session.Session()
+            scoped = session.get_scoped_config()
+        except botocore.exceptions.ProfileNotFound as e:
+            raise ValueError(f"rdmastor: {e}") from None
+        endpoint = endpoint or scoped.get("endpoint_url")
+        region = region or session.get_config_variable("region")
+        if not (access_key and secret_key):
+            creds = session.get_credentials()
+            frozen = creds.get_frozen_credentials() if creds is not None else None
+            if frozen is None or not (frozen.access_key and frozen.secret_key):
+                raise S3Error("no credentials: pass access_key/secret_key, set AWS_ACCESS_KEY_ID "
+                              "and AWS_SECRET_ACCESS_KEY, or configure a profile (AWS_PROFILE) in "
+                              "~/.aws/credentials", code="InvalidAccessKeyId")
+            if frozen.token:
+                raise ValueError("rdmastor: temporary credentials (a session token, "
+                                 "AWS_SESSION_TOKEN) are not supported: the server has no STS; "
+                                 "use an access key and secret")
+            access_key, secret_key = frozen.access_key, frozen.secret_key
+    elif not (access_key and secret_key):
+        access_key, secret_key = _credentials_file()
+    return (access_key, secret_key, endpoint or "http://127.0.0.1:9000",
+            region or env.get("AWS_DEFAULT_REGION") or "us-east-1")
+
+
+def _credentials_file():
+    """Without botocore: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, else the profile
     (AWS_PROFILE or "default") of AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials."""
-    if access_key and secret_key:
-        return access_key, secret_key
     ak, sk = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
     if ak and sk:
+        if os.environ.get("AWS_SESSION_TOKEN"):
+            raise ValueError("rdmastor: temporary credentials (AWS_SESSION_TOKEN) are not "
+                             "supported: the server has no STS; use an access key and secret")
         return ak, sk
     path = os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or os.path.expanduser("~/.aws/credentials")
     profile = os.environ.get("AWS_PROFILE", "default")
@@ -97,7 +149,7 @@ def _credentials(access_key, secret_key):
     try:
         cp.read(path)
     except configparser.Error as e:
-        raise S3Error(f"cannot read {path}: {e}", code="InvalidArgument") from None
+        raise ValueError(f"rdmastor: cannot read {path}: {e}") from None
     if cp.has_section(profile):
         ak = cp.get(profile, "aws_access_key_id", fallback=None)
         sk = cp.get(profile, "aws_secret_access_key", fallback=None)
@@ -227,7 +279,8 @@ def _nbytes(buf, writable):
 
 
 class _Progress:
-    """Calls the user's callback(done, total), or draws a bar on a terminal for large transfers."""
+    """Calls the user's callback(done, total), or draws a bar on a terminal for large transfers
+    (tqdm's when it is installed, else one of ours), with the rate and the time left."""
 
     def __init__(self, progress, total, what):
         self.cb = None
@@ -237,14 +290,30 @@ class _Progress:
         if callable(progress):
             self.cb = progress
         elif progress or (progress is None and total >= 64 * MiB and sys.stderr.isatty()):
-            self.cb = self._bar
             self.what = what
+            self.start = time.monotonic()
+            try:
+                import tqdm
+                self.tqdm = tqdm.tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
+                                      desc=what, file=sys.stderr)
+                self.cb = self._tqdm
+            except ImportError:
+                self.cb = self._bar
+
+    def _tqdm(self, done, total):
+        self.tqdm.update(done - self.tqdm.n)
+        if done >= total:
+            self.tqdm.close()
 
     def _bar(self, done, total):
         width = 30
         filled = width * done // max(total, 1)
+        elapsed = max(time.monotonic() - self.start, 1e-6)
+        rate = done / elapsed
+        eta = (total - done) / rate if rate > 0 else 0.0
         sys.stderr.write(f"\r{self.what} [{'#' * filled}{'.' * (width - filled)}] "
-                         f"{done / MiB:.1f}/{total / MiB:.1f} MiB")
+                         f"{done / MiB:.1f}/{total / MiB:.1f} MiB {rate / MiB:.1f} MiB/s "
+                         f"ETA {eta:.0f} s")
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
@@ -257,28 +326,175 @@ class _Progress:
             self.cb(self.done, self.total)
 
 
+# botocore's standard retry mode (botocore/retries/standard.py): which failures are retried, the
+# exponential back-off with full jitter, and the retry quota (a token bucket per client).
+_THROTTLING = frozenset((
+    "Throttling", "ThrottlingException", "ThrottledException", "RequestThrottledException",
+    "TooManyRequestsException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+    "BandwidthLimitExceeded", "LimitExceededException", "RequestThrottled", "SlowDown",
+    "PriorRequestNotComplete", "EC2ThrottledException"))
+_TRANSIENT_CODES = frozenset(("RequestTimeout", "RequestTimeoutException", "InternalError",
+                              "ServiceUnavailable", "RDMATransferFailed"))
+_TRANSIENT_STATUS = frozenset((500, 502, 503, 504))
+_QUOTA, _RETRY_COST, _TIMEOUT_COST, _SUCCESS_REFUND = 500, 5, 10, 1
+
+
+def _retry_kind(exc, idempotent):
+    """"throttle", "transient", "timeout" or "connect" when exc may be retried, else None. A
+    call that is not idempotent (creating a multipart upload, completing one) is retried only
+    when nothing reached the server (the connection was never made)."""
+    if isinstance(exc, EndpointConnectionError):
+        return "connect"
+    if not idempotent:
+        return None
+    if isinstance(exc, ReadTimeoutError):
+        return "timeout"
+    if isinstance(exc, ConnectionError):
+        return "transient"
+    if isinstance(exc, S3Error) and exc.status is not None:
+        if exc.code in _THROTTLING or exc.status == 429:
+            return "throttle"
+        if exc.status in _TRANSIENT_STATUS or exc.code in _TRANSIENT_CODES:
+            return "transient"
+    return None
+
+
+def _retry_config(retries):
+    """{"max_attempts", "mode", "base_delay", "max_backoff"} from Client's retries= (a dict as
+    botocore's Config(retries=...), or an int: max_attempts), else AWS_MAX_ATTEMPTS, else 3."""
+    cfg = {"max_attempts": None, "mode": "standard", "base_delay": 1.0, "max_backoff": 20.0}
+    if isinstance(retries, bool):
+        raise TypeError("retries must be a dict or an int, not a bool")
+    if isinstance(retries, int):
+        retries = {"max_attempts": retries}
+    if retries is not None:
+        if not isinstance(retries, dict):
+            raise TypeError(f"retries must be a dict or an int, not {type(retries).__name__}")
+        unknown = set(retries) - set(cfg) - {"total_max_attempts"}
+        if unknown:
+            raise ValueError(f"unknown retries keys: {sorted(unknown)}")
+        cfg.update({k: v for k, v in retries.items() if k != "total_max_attempts"})
+        if "total_max_attempts" in retries:
+            cfg["max_attempts"] = retries["total_max_attempts"]
+    if cfg["mode"] != "standard":
+        raise ValueError(f"retries mode must be 'standard', not {cfg['mode']!r}")
+    if cfg["max_attempts"] is None:
+        env = os.environ.get("AWS_MAX_ATTEMPTS")
+        try:
+            cfg["max_attempts"] = int(env) if env else 3
+        except ValueError:
+            raise ValueError(f"AWS_MAX_ATTEMPTS must be an integer, not {env!r}") from None
+    if not isinstance(cfg["max_attempts"], int) or cfg["max_attempts"] < 1:
+        raise ValueError(f"max_attempts must be an integer of at least 1, not "
+                         f"{cfg['max_attempts']!r}")
+    cfg["base_delay"], cfg["max_backoff"] = float(cfg["base_delay"]), float(cfg["max_backoff"])
+    return cfg
+
+
+class _RetryState:
+    """The retry quota and counters of one Client in one process (a forked child starts over)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.quota = _QUOTA
+        self.counts = {"retries": 0, "throttle": 0, "transient": 0, "timeout": 0, "connect": 0,
+                       "quota_exhausted": 0, "rdma_declined": 0}
+
+    def take(self, kind):
+        cost = _TIMEOUT_COST if kind == "timeout" else _RETRY_COST
+        with self.lock:
+            if self.quota < cost:
+                self.counts["quota_exhausted"] += 1
+                return 0
+            self.quota -= cost
+            self.counts["retries"] += 1
+            self.counts[kind] += 1
+            return cost
+
+    def succeeded(self, refund):
+        with self.lock:
+            self.quota = min(_QUOTA, self.quota + (refund or _SUCCESS_REFUND))
+
+    def count(self, what):
+        with self.lock:
+            self.counts[what] += 1
+
+
+class RDMADeclinedWarning(RuntimeWarning):
+    """A server declined S3 over RDMA (501): for a while this process sends its payloads over
+    HTTP (Client's rdma_decline_ttl); the message says why the server declined."""
+
+
+# Servers that declined S3 over RDMA, by endpoint: (monotonic time until which payloads go over
+# HTTP, the server's reason). Per process, inherited by forked DataLoader workers, shared by every
+# Client of the endpoint: a declined server costs one extra request per process and period.
+_declines = {}
+_declines_warned = set()
+_declines_lock = threading.Lock()
+
+
+def _after_fork_in_child():
+    global _declines_lock
+    _declines_lock = threading.Lock()  # another thread of the parent may have held it
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class Client:
     """An S3 client that moves object payloads over RDMA when it can.
 
     endpoint: "http://host:port" (or https://). rdma: "auto" (verbs when this build has an RDMA
     device, else the soft fabric; HTTP when the server declines a request with 501), "soft",
     "verbs", or "off" (plain HTTP). allow_http_fallback: on a 501 from the server, redo the
-    request over HTTP (default: True for "auto", False otherwise). Objects larger than
-    multipart_threshold are written as multipart uploads and read as parallel ranges of
-    part_size bytes, max_concurrency at a time.
+    request over HTTP (default: True for "auto", False otherwise); such a server-wide decline is
+    remembered for rdma_decline_ttl seconds (payloads go straight over HTTP meanwhile) and
+    reported once as an RDMADeclinedWarning. Objects larger than multipart_threshold are written
+    as multipart uploads and read as parallel ranges of part_size bytes, max_concurrency at a
+    time. retries: botocore's standard mode ({"max_attempts": 3} by default, or
+    AWS_MAX_ATTEMPTS; an int is max_attempts): throttling, 5xx and broken connections are
+    retried with jittered exponential back-off; counted in stats(). transport: "dc" (default:
+    the server reaches this client's target; DC on verbs) or "rc" (each native client, one per
+    thread, opens one persistent RC connection to the server's rc_port, default
+    MINIO_RDMA_RC_PORT or 9100: for NICs without DC).
+
+    Construction does not connect (as botocore's clients): a dead endpoint raises
+    EndpointConnectionError on the first call.
     """
 
     def __init__(self, endpoint=None, access_key=None, secret_key=None, region=None, rdma="auto",
                  allow_http_fallback=None, multipart_threshold=64 * MiB, part_size=16 * MiB,
-                 max_concurrency=4, connect_timeout=5.0, io_timeout=60.0):
-        if rdma not in _MODES:
+                 max_concurrency=4, connect_timeout=5.0, io_timeout=60.0, retries=None,
+                 rdma_decline_ttl=300.0, transport="dc", rc_port=None):
+        if transport not in ("dc", "rc"):
+            raise ValueError(f"transport must be 'dc' or 'rc', not {transport!r}")
+        self.transport = transport
+        self.rc_port = int(rc_port if rc_port is not None else
+                           os.environ.get("MINIO_RDMA_RC_PORT") or 9100)
+        if not isinstance(rdma, str) or rdma not in _MODES:
             raise ValueError(f"rdma must be one of {_MODES}, not {rdma!r}")
+        if endpoint is not None and not isinstance(endpoint, str):
+            raise TypeError(f"endpoint must be a str, not {type(endpoint).__name__}")
+        for name, v in (("multipart_threshold", multipart_threshold), ("part_size", part_size),
+                        ("max_concurrency", max_concurrency)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"{name} must be an int, not {type(v).__name__}")
+        for name, v in (("connect_timeout", connect_timeout), ("io_timeout", io_timeout),
+                        ("rdma_decline_ttl", rdma_decline_ttl)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise TypeError(f"{name} must be a number, not {type(v).__name__}")
+            if v < 0 or (v == 0 and name != "rdma_decline_ttl"):
+                raise ValueError(f"{name} must be positive, not {v}")
         if part_size < 5 * MiB:
             raise ValueError("part_size must be at least 5 MiB (S3's minimum part size)")
-        self.endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL") or "http://127.0.0.1:9000"
-        self._ak, self._sk = _credentials(access_key, secret_key)
-        self.region = region or os.environ.get("AWS_REGION") or os.environ.get(
-            "AWS_DEFAULT_REGION") or "us-east-1"
+        self._retry_cfg = _retry_config(retries)
+        self.max_attempts = self._retry_cfg["max_attempts"]
+        self.rdma_decline_ttl = float(rdma_decline_ttl)
+        self._ak, self._sk, self.endpoint, self.region = _aws_settings(
+            access_key, secret_key, endpoint, region)
+        if not self.endpoint.startswith(("http://", "https://")):
+            raise ValueError(f"endpoint must be http://host:port or https://..., not "
+                             f"{self.endpoint!r}")
         self.rdma = rdma
         self.allow_http_fallback = (rdma == "auto") if allow_http_fallback is None else bool(
             allow_http_fallback)
@@ -289,7 +505,7 @@ class Client:
         self.io_timeout = float(io_timeout)
         self._verbs_env = {k: os.environ[k] for k in _VERBS_ENV if k in os.environ}
         self._reset()
-        # Resolve "auto" now, so that a bad endpoint or credentials setup fails here, once.
+        # Resolve "auto" now (this sends no request: a dead endpoint fails on the first call).
         self.fabric = self._resolve_fabric()
 
     # -- per-thread / per-process native clients --------------------------------------------
@@ -298,21 +514,116 @@ class Client:
         self._pid = os.getpid()
         self._pool = None
         self._pool_lock = threading.Lock()
+        self._retry = _RetryState()
 
     def __getstate__(self):  # picklable for spawn-started DataLoader workers
         state = self.__dict__.copy()
-        for k in ("_local", "_pool", "_pool_lock", "_pid"):
+        for k in ("_local", "_pool", "_pool_lock", "_pid", "_retry"):
             state.pop(k, None)
         return state
+
+    # -- retries and the RDMA decline cache ----------------------------------------------------
+    @property
+    def retries(self):
+        """Retries this Client made in this process (all threads)."""
+        return self._retry_state().counts["retries"]
+
+    def stats(self):
+        """Counters of this Client in this process: retries (by cause: throttle, transient,
+        timeout, connect), quota_exhausted (failures not retried for want of retry quota),
+        rdma_declined (server declines that sent a payload over HTTP), retry_quota (left)."""
+        st = self._retry_state()
+        with st.lock:
+            out = dict(st.counts)
+            out["retry_quota"] = st.quota
+        return out
+
+    def _retry_state(self):
+        if self._pid != os.getpid():  # a forked child counts its own
+            self._retry, self._pid = _RetryState(), os.getpid()
+        return self._retry
+
+    def rdma_declined(self):
+        """The reason the server gave when it last declined S3 over RDMA, while that decline is
+        remembered (payloads then go over HTTP), else None."""
+        with _declines_lock:
+            d = _declines.get(self.endpoint)
+        if d is None or d[0] <= time.monotonic():
+            return None
+        return d[1]
+
+    def _over_http(self):
+        if self.fabric == "off" or not self.allow_http_fallback:  # strict: never over HTTP
+            return False
+        d = _declines.get(self.endpoint)  # a dict read: atomic under the GIL
+        return d is not None and d[0] > time.monotonic()
+
+    def _remember_decline(self, exc):
+        reason = exc.message or exc.code
+        self._retry_state().count("rdma_declined")
+        if self.rdma_decline_ttl <= 0:
+            return
+        with _declines_lock:
+            _declines[self.endpoint] = (time.monotonic() + self.rdma_decline_ttl, reason)
+            first = self.endpoint not in _declines_warned
+            _declines_warned.add(self.endpoint)
+        if first:
+            warnings.warn(f"rdmastor: {self.endpoint} declined S3 over RDMA ({reason}); payloads "
+                          f"go over HTTP for the next {self.rdma_decline_ttl:g} s",
+                          RDMADeclinedWarning, stacklevel=5)
+
+    def _call(self, fn, idempotent=True, host_memory=True):
+        """fn(native, http) with retries (botocore's standard mode) and, for host memory, the
+        HTTP fallback on a server's decline of RDMA (remembered: later calls go over HTTP). The
+        path of a call that succeeds at once stays short: it runs for every transfer."""
+        http = bool(_declines) and self._over_http()
+        try:
+            r = fn(self._native(), http)
+        except (S3Error, ConnectionError) as e:
+            return self._call_again(fn, e, http, idempotent, host_memory)
+        if self._retry.quota < _QUOTA:  # refill the quota a failure drew on
+            self._retry_state().succeeded(0)
+        return r
+
+    def _call_again(self, fn, err, http, idempotent, host_memory):
+        """The rest of _call after its first attempt failed with err."""
+        st = self._retry_state()
+        cfg = self._retry_cfg
+        attempt, refund = 1, 0
+        for _ in range(2 * cfg["max_attempts"] + 2):  # attempts, plus one fallback each
+            if (isinstance(err, S3Error) and err.code == "RDMANotSupported" and err.status == 501
+                    and not http and host_memory and self.allow_http_fallback):
+                self._remember_decline(err)
+                http = True  # the same attempt, over HTTP
+            else:
+                kind = _retry_kind(err, idempotent)
+                if kind is None or attempt >= cfg["max_attempts"]:
+                    raise err
+                refund = st.take(kind)
+                if not refund:
+                    raise err
+                time.sleep(min(random.random() * cfg["base_delay"] * 2 ** (attempt - 1),
+                               cfg["max_backoff"]))
+                attempt += 1
+                http = bool(_declines) and self._over_http()
+            try:
+                r = fn(self._native(), http)
+            except (S3Error, ConnectionError) as e:
+                err = e
+                continue
+            st.succeeded(refund)
+            return r
+        raise err
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._reset()
 
     def _make_native(self, fabric):
-        return _native.Native(self.endpoint, self._ak, self._sk, self.region, fabric,
-                              self.allow_http_fallback, self._verbs_env, self.connect_timeout,
-                              self.io_timeout)
+        # No fallback in the library: _call falls back and remembers the server's decline.
+        return _native.Native(self.endpoint, self._ak, self._sk, self.region, fabric, False,
+                              self._verbs_env, self.connect_timeout, self.io_timeout,
+                              self.transport, self.rc_port)
 
     def _resolve_fabric(self):
         if self.rdma != "auto":
@@ -365,19 +676,128 @@ class Client:
         self.close()
 
     # -- control requests ---------------------------------------------------------------------
-    def _request(self, method, bucket, key="", query=None, headers=None, body=b"", ok=(200,)):
+    def _request(self, method, bucket, key="", query=None, headers=None, body=b"", ok=(200,),
+                 idempotent=None):
         raw_query = ""
         if query:
             raw_query = "&".join(
                 urllib.parse.quote(k, safe="-_.~") +
                 ("" if v is None else "=" + urllib.parse.quote(str(v), safe="-_.~"))
                 for k, v in sorted(query.items()))
-        status, hdrs, data = self._native().request(method, bucket, key, raw_query,
-                                                    headers or {}, body)
-        if status not in ok:
-            what = f"{method} /{bucket}" + (f"/{key}" if key else "")
-            raise from_response(status, hdrs, data, what)
-        return status, hdrs, data
+        what = f"{method} /{bucket}" + (f"/{key}" if key else "")
+
+        def once(native, _http):
+            status, hdrs, data = native.request(method, bucket, key, raw_query, headers or {},
+                                                body)
+            if status not in ok:
+                raise from_response(status, hdrs, data, what)
+            return status, hdrs, data
+
+        return self._call(once, idempotent=method != "POST" if idempotent is None else idempotent)
+
+    def list_buckets(self):
+        """[{"name", "creation_date"}] of the buckets this account owns."""
+        _, _, body = self._request("GET", "")
+        return [{"name": b.findtext(_S3_NS + "Name"),
+                 "creation_date": b.findtext(_S3_NS + "CreationDate")}
+                for b in ET.fromstring(body).iter(_S3_NS + "Bucket")]
+
+    def copy_object(self, bucket, key, src_bucket, src_key, metadata=None, content_type=None):
+        """Server-side copy of src_bucket/src_key to bucket/key (no payload moves through the
+        client); metadata/content_type replace the source's when given. Returns the new ETag."""
+        headers = {"x-amz-copy-source": "/" + urllib.parse.quote(f"{src_bucket}/{src_key}",
+                                                                  safe="/-_.~")}
+        if metadata is not None or content_type is not None:
+            headers.update(_put_headers(content_type, metadata))
+            headers["x-amz-metadata-directive"] = "REPLACE"
+        _, _, body = self._request("PUT", bucket, key, headers=headers)
+        root = ET.fromstring(body)
+        if root.tag.split("}")[-1] == "Error":  # a copy may fail inside a 200
+            raise from_response(500, {}, body, f"PUT /{bucket}/{key} (copy)")
+        return root.findtext(_S3_NS + "ETag") or ""
+
+    def delete_objects(self, bucket, keys):
+        """Deletes the keys (DeleteObjects, 1,000 per request). Returns {"deleted": [keys],
+        "errors": [{"key", "code", "message"}]}; a key that did not exist counts as deleted."""
+        import base64
+        import hashlib
+        from xml.sax.saxutils import escape
+        keys = list(keys)
+        out = {"deleted": [], "errors": []}
+        for at in range(0, len(keys), 1000):
+            xml = "".join(f"<Object><Key>{escape(k)}</Key></Object>" for k in keys[at:at + 1000])
+            body = f"<Delete>{xml}</Delete>".encode()
+            md5 = base64.b64encode(hashlib.md5(body).digest()).decode()
+            _, _, reply = self._request("POST", bucket, query={"delete": None},
+                                        headers={"content-md5": md5}, body=body,
+                                        idempotent=True)
+            root = ET.fromstring(reply)
+            out["deleted"] += [d.findtext(_S3_NS + "Key") for d in root.iter(_S3_NS + "Deleted")]
+            out["errors"] += [{"key": e.findtext(_S3_NS + "Key"),
+                               "code": e.findtext(_S3_NS + "Code"),
+                               "message": e.findtext(_S3_NS + "Message")}
+                              for e in root.iter(_S3_NS + "Error")]
+        return out
+
+    def generate_presigned_url(self, method, bucket, key, expires_in=3600):
+        """A SigV4 presigned URL for method ("GET", "PUT", ...) on bucket/key, valid for
+        expires_in seconds (1 s to 7 days): anyone holding it can make that request over HTTP."""
+        if not isinstance(expires_in, int) or not 1 <= expires_in <= 604800:
+            raise ValueError(f"expires_in must be 1..604800 seconds, not {expires_in!r}")
+        return self._native().presign(method.upper(), bucket, key, "", expires_in)
+
+    def upload_file(self, filename, bucket, key, callback=None, content_type=None,
+                    metadata=None):
+        """Uploads a file, streamed in part_size parts (multipart, max_concurrency at a time;
+        one PUT when it fits one part); callback(n) gets each part's byte count as boto3's
+        Callback does. Returns a Transfer."""
+        from ._stream import MultipartWriter
+        w = MultipartWriter(self, bucket, key, callback=callback, content_type=content_type,
+                            metadata=metadata)
+        try:
+            with open(filename, "rb") as f:
+                for _ in range(1 << 40):  # bounded by the file's size
+                    if w.readfrom(f) == 0:
+                        break
+            return w.finish()
+        except BaseException:
+            w.abort()
+            raise
+
+    def download_file(self, bucket, key, filename, callback=None):
+        """Downloads the object to filename (written to a temporary name beside it and renamed
+        when complete, as boto3 does), in parallel ranges of part_size; callback(n) gets each
+        range's byte count. Returns a Transfer."""
+        size = self.head_object(bucket, key)["size"]
+        tmp = f"{filename}.rdmastor-{os.getpid()}-{random.getrandbits(32):08x}"
+        ranges = [(o, min(self.part_size, size - o)) for o in range(0, size, self.part_size)]
+        local = threading.local()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            def one(r):
+                o, ln = r
+                buf = getattr(local, "buf", None)
+                if buf is None:
+                    buf = local.buf = memoryview(Buffer(self.part_size))
+                t = self.get_into(bucket, key, buf[:ln], offset=o, length=ln)
+                if int(t) != ln:
+                    raise S3Error(f"GET /{bucket}/{key}: short range read at {o}")
+                view = buf[:ln]
+                while view:
+                    view = view[os.pwrite(fd, view, o + ln - len(view)):]
+                if callback:
+                    callback(ln)
+                return t.transport
+
+            transports = set(self._executor().map(one, ranges)) or {"none"}
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            os.unlink(tmp)
+            raise
+        os.close(fd)
+        os.replace(tmp, filename)
+        return Transfer(size, _transport(transports), 200)
 
     def create_bucket(self, bucket, exist_ok=False):
         """Creates the bucket. exist_ok: a bucket this account already owns is not an error
@@ -434,24 +854,56 @@ class Client:
         if isinstance(buf, _DeviceBuffer):
             return self._put_device(bucket, key, buf, content_type, metadata)
         size = _nbytes(buf, False)
-        headers = {}
-        if content_type:
-            headers["content-type"] = content_type
-        for k, v in (metadata or {}).items():
-            headers["x-amz-meta-" + k.lower()] = str(v)
+        headers = _put_headers(content_type, metadata)
         prog = _Progress(progress, size, f"put {key}")
         if size <= self.multipart_threshold:
-            r = self._native().put(bucket, key, buf, headers)
+            r = self._call(lambda native, http: native.put(bucket, key, buf, headers, http))
             prog.add(size)
             return Transfer(r["bytes"], r["transport"], r["status"], r["etag"])
         mv = memoryview(buf).cast("B")
-        return self._put_multipart(bucket, key, size, headers, prog, lambda native, upload_id, n,
-                                   off, ln: native.upload_part(bucket, key, upload_id, n,
-                                                               mv[off:off + ln]))
+        return self._put_multipart(bucket, key, size, headers, prog, lambda upload_id, n, off, ln:
+                                   self._upload_part(bucket, key, upload_id, n, mv[off:off + ln]))
+
+    # Multipart uploads (boto3's names; the payload of a part over RDMA when the server offers it).
+    def create_multipart_upload(self, bucket, key, content_type=None, metadata=None):
+        """Starts a multipart upload; returns its UploadId."""
+        _, _, body = self._request("POST", bucket, key, query={"uploads": None},
+                                   headers=_put_headers(content_type, metadata))
+        return ET.fromstring(body).findtext(_S3_NS + "UploadId")
+
+    def upload_part(self, bucket, key, upload_id, part_number, data):
+        """Uploads part part_number (1-10000) of the upload from data (host memory); returns a
+        Transfer whose etag goes into complete_multipart_upload."""
+        buf = _buffer(data, writable=False)
+        if isinstance(buf, _DeviceBuffer):
+            raise DeviceMemoryError("rdmastor: upload_part takes host memory; put_object moves "
+                                    "device memory")
+        _nbytes(buf, False)
+        return self._upload_part(bucket, key, upload_id, part_number, buf)
+
+    def _upload_part(self, bucket, key, upload_id, part_number, buf):
+        r = self._call(lambda native, http: native.upload_part(bucket, key, upload_id,
+                                                               int(part_number), buf, http))
+        return Transfer(r["bytes"], r["transport"], r["status"], r["etag"])
+
+    def complete_multipart_upload(self, bucket, key, upload_id, parts):
+        """Completes the upload from parts [(part_number, etag), ...]; returns the ETag."""
+        xml = "".join(f"<Part><PartNumber>{int(n)}</PartNumber><ETag>{e}</ETag></Part>"
+                      for n, e in parts)
+        _, _, body = self._request(
+            "POST", bucket, key, query={"uploadId": upload_id},
+            body=f"<CompleteMultipartUpload>{xml}</CompleteMultipartUpload>".encode())
+        root = ET.fromstring(body)
+        if root.tag.split("}")[-1] == "Error":  # S3 may report failure inside a 200
+            raise from_response(500, {}, body, f"POST /{bucket}/{key}?uploadId")
+        return root.findtext(_S3_NS + "ETag") or ""
+
+    def abort_multipart_upload(self, bucket, key, upload_id):
+        self._request("DELETE", bucket, key, query={"uploadId": upload_id}, ok=(204, 200))
 
     def _put_multipart(self, bucket, key, size, headers, prog, upload_part):
         """A multipart upload of size bytes, parts of part_size max_concurrency at a time, each
-        sent by upload_part(native, upload_id, part_number, offset, length) -> result dict."""
+        sent by upload_part(upload_id, part_number, offset, length) -> Transfer."""
         _, _, body = self._request("POST", bucket, key, query={"uploads": None}, headers=headers)
         upload_id = ET.fromstring(body).findtext(_S3_NS + "UploadId")
         parts = [(i + 1, off, min(self.part_size, size - off))
@@ -459,35 +911,30 @@ class Client:
 
         def one(part):
             n, off, ln = part
-            r = upload_part(self._native(), upload_id, n, off, ln)
+            t = upload_part(upload_id, n, off, ln)
             prog.add(ln)
-            return n, r
+            return n, t
 
         try:
             results = list(self._executor().map(one, parts))
-            xml = "".join(f"<Part><PartNumber>{n}</PartNumber><ETag>{r['etag']}</ETag></Part>"
-                          for n, r in results)
-            _, _, body = self._request(
-                "POST", bucket, key, query={"uploadId": upload_id},
-                body=f"<CompleteMultipartUpload>{xml}</CompleteMultipartUpload>".encode())
-            root = ET.fromstring(body)
-            if root.tag.split("}")[-1] == "Error":  # S3 may report failure inside a 200
-                raise from_response(500, {}, body, f"POST /{bucket}/{key}?uploadId")
+            etag = self.complete_multipart_upload(bucket, key, upload_id,
+                                                  [(n, t.etag) for n, t in results])
         except BaseException:
             try:
-                self._request("DELETE", bucket, key, query={"uploadId": upload_id}, ok=(204, 200))
-            except S3Error:
+                self.abort_multipart_upload(bucket, key, upload_id)
+            except (S3Error, ConnectionError):
                 pass
             raise
-        transports = {r["transport"] for _, r in results}
-        return Transfer(size, transports.pop() if len(transports) == 1 else "mixed", 200,
-                        root.findtext(_S3_NS + "ETag") or "")
+        return Transfer(size, _transport({t.transport for _, t in results}), 200, etag)
 
     def get_into(self, bucket, key, buf, offset=0, length=None, progress=None):
         """Reads the object (or bytes [offset, offset+length)) into buf, a writable buffer
         (bytearray, memoryview, numpy array, CPU tensor); returns the byte count (a Transfer).
-        buf must be large enough for what is read."""
+        buf must be large enough for what is read (else BufferTooSmallError)."""
         dst = _buffer(buf, writable=True)
+        for name, v in (("offset", offset), ("length", length)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+                raise TypeError(f"{name} must be an int, not {type(v).__name__}")
         if offset < 0 or (length is not None and length < 0):
             raise ValueError("offset and length must not be negative")
         if isinstance(dst, _DeviceBuffer):
@@ -501,13 +948,19 @@ class Client:
         want = cap if length is None else length
         prog = _Progress(progress, want, f"get {key}")
         if want <= self.multipart_threshold:
-            r = self._native().get_into(bucket, key, dst, offset, -1 if length is None else length)
+            ln = -1 if length is None else length
+            try:
+                r = self._call(lambda native, http: native.get_into(bucket, key, dst, offset, ln,
+                                                                    http))
+            except BufferTooSmallError as e:
+                e.key = key
+                raise
             prog.add(r["bytes"])
             return Transfer(r["bytes"], r["transport"], r["status"], r["etag"], r["object_size"])
         mv = memoryview(dst).cast("B")
         return self._get_parallel(bucket, key, offset, length, want, prog,
-                                  lambda native, at, o, ln: native.get_into(
-                                      bucket, key, mv[at:at + ln], o, ln))
+                                  lambda at, o, ln: self._call(lambda native, http: native.get_into(
+                                      bucket, key, mv[at:at + ln], o, ln, http)))
 
     def get_batch_into(self, bucket, keys, buf, slot=None):
         """Reads the objects `keys` into buf, object i into bytes [i*slot, (i+1)*slot), in one
@@ -515,9 +968,11 @@ class Client:
         per batch, the GIL is released throughout, and over RDMA the buffer is registered once
         (an rdmastor.Buffer / registered_tensor: once per client thread). buf: a writable
         C-contiguous CPU buffer, e.g. a uint8 tensor of shape (len(keys), slot); slot defaults
-        to buf's size // len(keys). Each object must fit its slot. Returns a BatchTransfer: the
-        byte count of each object (a list), with ``transport``. An error (S3Error) stops the
-        batch; the objects before the failing key have been read."""
+        to buf's size // len(keys). Each object must fit its slot (else BufferTooSmallError,
+        with the key and its index). Returns a BatchTransfer: the byte count of each object (a
+        list), with ``transport``. Throttling and transient failures are retried from the
+        failing key on; any other error stops the batch: the objects before the failing key
+        have been read."""
         keys = list(keys)
         dst = _buffer(buf, writable=True)
         if isinstance(dst, _DeviceBuffer):
@@ -528,38 +983,62 @@ class Client:
             return BatchTransfer([], "none")
         if slot is None:
             slot = cap // len(keys)
-        slot = int(slot)
+        if isinstance(slot, bool) or not isinstance(slot, int):
+            raise TypeError(f"slot must be an int, not {type(slot).__name__}")
         if slot <= 0 or slot * len(keys) > cap:
             raise ValueError(f"{len(keys)} slots of {slot} bytes do not fit the buffer's "
                              f"{cap} bytes")
-        counts, transport = self._native().get_batch_into(bucket, keys, dst, slot)
-        return BatchTransfer(counts, transport)
+        counts, transports = [], set()
+
+        def rest(native, http):
+            at = len(counts)  # objects before it were read by an earlier attempt
+            part = dst if at == 0 else memoryview(dst).cast("B")[at * slot:]
+            try:
+                got, transport = native.get_batch_into(bucket, keys[at:] if at else keys, part,
+                                                       slot, http)
+            except (S3Error, ConnectionError, BufferTooSmallError) as e:
+                done = getattr(e, "batch_done", None) or []
+                counts.extend(done)
+                if done:
+                    transports.add("http" if http else "rdma")
+                if isinstance(e, BufferTooSmallError):
+                    e.index = len(counts)
+                    e.key = keys[len(counts)]
+                raise
+            counts.extend(got)
+            transports.add(transport)
+
+        self._call(rest)
+        transports.discard("none")
+        return BatchTransfer(counts, _transport(transports))
 
     def _get_parallel(self, bucket, key, offset, length, want, prog, read_range):
         """Reads the object (or [offset, offset+length)) as parallel ranges of part_size, each by
-        read_range(native, buffer offset, object offset, length) -> result dict."""
-        first = read_range(self._native(), 0, offset, min(self.part_size, want))
+        read_range(buffer offset, object offset, length) -> result dict."""
+        first = read_range(0, offset, min(self.part_size, want))
         total = first["object_size"]
         if total is None:
             raise S3Error(f"GET /{bucket}/{key}: no object size in the ranged reply")
         end = total if length is None else min(total, offset + length)
         if end - offset > want:
-            raise S3Error(f"GET /{bucket}/{key}: the object's {end - offset} bytes do not fit "
-                          f"the buffer's {want}", code="InvalidArgument")
+            raise BufferTooSmallError(f"GET /{bucket}/{key}: the object's {end - offset} bytes "
+                                      f"do not fit the buffer's {want}", end - offset, want, key)
         prog.add(first["bytes"])
         chunks = [(o, min(self.part_size, end - o))
                   for o in range(offset + first["bytes"], end, self.part_size)]
 
         def one(chunk):
             o, ln = chunk
-            r = read_range(self._native(), o - offset, o, ln)
+            r = read_range(o - offset, o, ln)
             if r["bytes"] != ln:
                 raise S3Error(f"GET /{bucket}/{key}: short range read at {o}")
+            if r["etag"] != first["etag"]:  # replaced between ranges: never a mix of two
+                raise _changed(bucket, key, first["etag"], r["etag"])
             prog.add(ln)
             return r["transport"]
 
         transports = {first["transport"]} | set(self._executor().map(one, chunks))
-        return Transfer(end - offset, transports.pop() if len(transports) == 1 else "mixed",
+        return Transfer(end - offset, _transport(transports),
                         206 if offset or length is not None else 200, first["etag"], total)
 
     # -- CUDA device memory (verbs + dma-buf; docs/python.md "GPU memory") ---------------------
@@ -572,21 +1051,22 @@ class Client:
     def _put_device(self, bucket, key, dev, content_type, metadata):
         if dev.nbytes == 0:  # nothing to read from the device
             return self.put_object(bucket, key, b"", content_type, metadata)
-        native = self._device_native(dev)
-        headers = {"content-type": content_type} if content_type else {}
-        for k, v in (metadata or {}).items():
-            headers["x-amz-meta-" + k.lower()] = str(v)
+        self._device_native(dev)
+        headers = _put_headers(content_type, metadata)
         prog = _Progress(None, dev.nbytes, f"put {key}")
         if dev.nbytes > self.multipart_threshold:  # parts straight from device memory
-            return self._put_multipart(bucket, key, dev.nbytes, headers, prog, lambda n_, upload_id,
-                                       n, off, ln: n_.put_device(bucket, key, dev.ptr + off, ln,
-                                                                 {}, upload_id, n))
-        r = native.put_device(bucket, key, dev.ptr, dev.nbytes, headers, "", 0)
+            def part(upload_id, n, off, ln):
+                r = self._call(lambda native, _http: native.put_device(
+                    bucket, key, dev.ptr + off, ln, {}, upload_id, n), host_memory=False)
+                return Transfer(r["bytes"], r["transport"], r["status"], r["etag"])
+            return self._put_multipart(bucket, key, dev.nbytes, headers, prog, part)
+        r = self._call(lambda native, _http: native.put_device(bucket, key, dev.ptr, dev.nbytes,
+                                                               headers, "", 0), host_memory=False)
         prog.add(dev.nbytes)
         return Transfer(r["bytes"], r["transport"], r["status"], r["etag"])
 
     def _get_device(self, bucket, key, dev, offset, length):
-        native = self._device_native(dev)
+        self._device_native(dev)
         if length is not None and length > dev.nbytes:
             raise ValueError(f"length {length} exceeds the buffer's {dev.nbytes} bytes")
         if length == 0 or dev.nbytes == 0:
@@ -595,31 +1075,62 @@ class Client:
         if want > self.multipart_threshold:  # parallel ranges straight into device memory
             return self._get_parallel(bucket, key, offset, length, want,
                                       _Progress(None, want, f"get {key}"),
-                                      lambda n_, at, o, ln: n_.get_into_device(
-                                          bucket, key, dev.ptr + at, ln, o, ln))
-        r = native.get_into_device(bucket, key, dev.ptr, want, offset,
-                                   -1 if length is None else length)
+                                      lambda at, o, ln: self._call(
+                                          lambda native, _http: native.get_into_device(
+                                              bucket, key, dev.ptr + at, ln, o, ln),
+                                          host_memory=False))
+        r = self._call(lambda native, _http: native.get_into_device(
+            bucket, key, dev.ptr, want, offset, -1 if length is None else length),
+            host_memory=False)
         return Transfer(r["bytes"], r["transport"], r["status"], r["etag"], r["object_size"])
 
     def get_object(self, bucket, key, offset=0, length=None):
         """The object's bytes (an ObjectBytes: bytes with transport/etag/object_size)."""
         for attempt in range(2):  # once more if the object grew between HEAD and GET
             if length is None:
-                size = max(self.head_object(bucket, key)["size"] - offset, 0)
+                try:
+                    size = max(self.head_object(bucket, key)["size"] - offset, 0)
+                except S3Error as e:
+                    if e.fields:
+                        raise
+                    # A HEAD error has no document (a 403 says neither AccessDenied nor
+                    # SignatureDoesNotMatch): a GET of one byte fetches the server's own.
+                    self.get_into(bucket, key, bytearray(1), 0, 1)
+                    raise
             else:
                 size = length
             buf = bytearray(size)
             try:
                 t = self.get_into(bucket, key, buf, offset, length if length is not None else (
                     None if offset == 0 else size))
-            except S3Error as e:
-                if attempt == 0 and length is None and e.code in ("RDMANotSupported", "InternalError"):
+            except BufferTooSmallError:
+                if attempt == 0 and length is None:
                     continue
                 raise
             out = ObjectBytes(bytes(memoryview(buf)[:int(t)]))
             out.transport, out.etag, out.object_size = t.transport, t.etag, t.object_size
             return out
         raise S3Error(f"GET /{bucket}/{key}: the object kept changing size")
+
+
+def _changed(bucket, key, was, now):
+    """The error for an object replaced while it was read in ranges (as a read with If-Match
+    would have met: 412 PreconditionFailed)."""
+    return S3Error(f"GET /{bucket}/{key}: the object changed while it was read (ETag {was}, "
+                   f"then {now})", code="PreconditionFailed")
+
+
+def _put_headers(content_type, metadata):
+    headers = {"content-type": content_type} if content_type else {}
+    for k, v in (metadata or {}).items():
+        headers["x-amz-meta-" + k.lower()] = str(v)
+    return headers
+
+
+def _transport(seen):
+    """One transport name for a transfer made of parts: "rdma", "http", or "mixed"."""
+    seen = set(seen)
+    return seen.pop() if len(seen) == 1 else ("none" if not seen else "mixed")
 
 
 def native_info():

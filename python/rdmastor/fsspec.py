@@ -4,9 +4,12 @@
     with fsspec.open("rdmastor://bucket/data.csv", endpoint="http://127.0.0.1:9000") as f:
         df = pandas.read_csv(f)
 
-Reads go through Client.get_into (ranged, over RDMA when the server offers it); writes are
-buffered and uploaded on close (multipart when large). Storage options are Client's arguments
-(endpoint, access_key, secret_key, region, rdma, allow_http_fallback, ...).
+Reads go through Client.get_into (ranged, over RDMA when the server offers it); writes stream
+in parts of the block size (at least 5 MiB) as a multipart upload, or one PUT for a file within
+one block. Storage options are Client's arguments (endpoint, access_key, secret_key, region,
+rdma, ...) or s3fs's names for them (endpoint_url, key, secret, token, client_kwargs={
+"endpoint_url", "region_name"}). For s3:// URLs, register it for that protocol:
+fsspec.register_implementation("s3", rdmastor.fsspec.RdmastorFileSystem, clobber=True).
 """
 
 import fsspec
@@ -14,22 +17,47 @@ from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
 
 from . import Client, S3Error
 
+_MIN_PART = 5 * 1024 * 1024  # S3's smallest part (all but the last)
+
+
+def _client_options(kw):
+    """Client's arguments from storage options, s3fs's names mapped onto ours."""
+    kw = dict(kw)
+    extra = kw.pop("client_kwargs", None) or {}
+    for theirs, ours in (("endpoint_url", "endpoint"), ("region_name", "region")):
+        if theirs in extra:
+            kw.setdefault(ours, extra.pop(theirs))
+    if extra:
+        raise TypeError(f"client_kwargs not understood by rdmastor: {sorted(extra)}")
+    for theirs, ours in (("endpoint_url", "endpoint"), ("key", "access_key"),
+                         ("secret", "secret_key")):
+        if theirs in kw:
+            v = kw.pop(theirs)
+            if ours in kw and kw[ours] != v:
+                raise TypeError(f"both {theirs}= and {ours}= given")
+            kw[ours] = v
+    if kw.pop("anon", False):
+        raise ValueError("rdmastor: anonymous access (anon=True) is not supported")
+    return kw
+
 
 class RdmastorFileSystem(AbstractFileSystem):
-    protocol = ("rdmastor",)
+    protocol = ("rdmastor", "s3", "s3a")
     root_marker = ""
 
-    def __init__(self, client=None, **client_kwargs):
-        super().__init__(client=client, **client_kwargs)
-        self.client = client or Client(**client_kwargs)
+    def __init__(self, client=None, **storage_options):
+        super().__init__(client=client, **storage_options)
+        self.client = client or Client(**_client_options(storage_options))
 
     @classmethod
     def _strip_protocol(cls, path):
         if isinstance(path, list):
             return [cls._strip_protocol(p) for p in path]
         path = str(path)
-        if path.startswith("rdmastor://"):
-            path = path[len("rdmastor://"):]
+        for scheme in ("rdmastor://", "s3://", "s3a://"):
+            if path.startswith(scheme):
+                path = path[len(scheme):]
+                break
         return path.strip("/")
 
     @staticmethod
@@ -40,6 +68,10 @@ class RdmastorFileSystem(AbstractFileSystem):
     def ls(self, path, detail=True, **kwargs):
         path = self._strip_protocol(path)
         bucket, key = self._split(path)
+        if not bucket:  # the root: the buckets
+            out = [{"name": b["name"], "size": 0, "type": "directory"}
+                   for b in self.client.list_buckets()]
+            return out if detail else [o["name"] for o in out]
         prefix = key + "/" if key else ""
         out = []
         for o in self.client.list_objects(bucket, prefix=prefix, delimiter="/"):
@@ -110,16 +142,48 @@ class RdmastorFile(AbstractBufferedFile):
         return bytes(memoryview(buf)[:int(n)])
 
     def _initiate_upload(self):
-        self._parts = []
+        # Started with the first full part (_upload_chunk): a file within one block is one PUT.
+        self._upload_id, self._parts = None, []
 
     def _upload_chunk(self, final=False):
-        # The whole file is uploaded at close (Client.put_object goes multipart when large).
-        self._parts.append(self.buffer.getvalue())
-        if final:
-            bucket, key = self.fs._split(self.path)
-            self.fs.client.put_object(bucket, key, b"".join(self._parts))
-            self._parts = []
-        return True
+        """Sends the buffer as the next part once it holds at least 5 MiB (or at close); a
+        file that never filled a block is one PUT at close."""
+        bucket, key = self.fs._split(self.path)
+        data = self.buffer.getbuffer()
+        try:
+            if final and self._upload_id is None:
+                self.fs.client.put_object(bucket, key, data)
+                return True
+            if not final and len(data) < _MIN_PART:
+                return False  # keep buffering: parts but the last are at least 5 MiB
+            client = self.fs.client
+            if self._upload_id is None:
+                self._upload_id = client.create_multipart_upload(bucket, key)
+            if len(data) or not self._parts:
+                n = len(self._parts) + 1
+                self._parts.append((n, client.upload_part(bucket, key, self._upload_id, n,
+                                                          data).etag))
+            if final:
+                client.complete_multipart_upload(bucket, key, self._upload_id, self._parts)
+            return True
+        except BaseException:
+            if self._upload_id is not None:
+                self._abort_upload(bucket, key)
+            raise
+        finally:
+            data.release()
+
+    def _abort_upload(self, bucket, key):
+        try:
+            self.fs.client.abort_multipart_upload(bucket, key, self._upload_id)
+        except Exception:  # the original error is what the caller needs
+            pass
+        self._upload_id = None
+
+    def discard(self):
+        if getattr(self, "_upload_id", None) is not None:
+            self._abort_upload(*self.fs._split(self.path))
+        super().discard()
 
 
 fsspec.register_implementation("rdmastor", RdmastorFileSystem, clobber=True)

@@ -1,6 +1,7 @@
 """PyTorch integration: datasets over objects and checkpoints in object storage.
 
     from rdmastor.torch import ObjectDataset, ObjectIterableDataset, save, load
+    from rdmastor.torch import save_sharded, load_sharded   # one shard per rank, a manifest
     ds = ObjectDataset("s3://data/train/", decode=lambda t, key: t.float())
     loader = torch.utils.data.DataLoader(ObjectIterableDataset("s3://data/train/"), num_workers=4)
     save(model.state_dict(), "s3://ckpt/step-100/model.pt")
@@ -10,7 +11,6 @@ URLs are s3://bucket/key (or rdmastor://bucket/key). Without an explicit client,
 from the environment is used (AWS_ENDPOINT_URL, AWS_* credentials; one per process).
 """
 
-import io
 import os
 import random
 import threading
@@ -18,7 +18,8 @@ import threading
 import torch
 import torch.utils.data
 
-from . import Buffer, Client
+from . import Buffer, Client, S3Error
+from ._stream import MultipartWriter, ObjectReader
 
 _default = {}
 _default_lock = threading.Lock()
@@ -217,12 +218,43 @@ class ObjectIterableDataset(torch.utils.data.IterableDataset):
     def __len__(self):
         return len(self.items)
 
+    # Mid-epoch resume, torchdata's StatefulDataLoader protocol: it calls state_dict() in each
+    # worker (the worker's copy of the dataset) with the items it hands over, and
+    # load_state_dict(that state) in the same worker of a restarted job before iterating.
+    def state_dict(self):
+        """Where this worker (of this rank) is in the epoch: the epoch, its shard and how many
+        objects of the shard it has yielded."""
+        shard, shards = shard_info(self.rank, self.world_size)
+        return {"epoch": self.epoch, "seed": self.seed, "shuffle": self.shuffle,
+                "shard": shard, "shards": shards, "objects": len(self.items),
+                "yielded": getattr(self, "_yielded", 0)}
+
+    def load_state_dict(self, state):
+        """Resumes from state_dict()'s state: the next iteration of the same epoch (in the same
+        worker of the same rank, over the same listing) skips the objects yielded before."""
+        if state["objects"] != len(self.items) or state["seed"] != self.seed or bool(
+                state["shuffle"]) != bool(self.shuffle):
+            raise ValueError("the state is of another dataset (objects, seed or shuffle differ)")
+        self.epoch = state["epoch"]
+        self._resume = dict(state)
+
     def _shard(self):
         order = list(range(len(self.items)))
         if self.shuffle:
             random.Random(self.seed + self.epoch).shuffle(order)
         shard, shards = shard_info(self.rank, self.world_size)
-        return order[shard::shards]
+        mine = order[shard::shards]
+        resume, self._resume = getattr(self, "_resume", None), None
+        skip = 0
+        if resume is not None:
+            if (resume["shard"], resume["shards"]) != (shard, shards):
+                raise ValueError(f"the state is of shard {resume['shard']}/{resume['shards']}, "
+                                 f"this worker reads shard {shard}/{shards}: resume with the "
+                                 "same ranks and workers")
+            if resume["epoch"] == self.epoch:
+                skip = min(int(resume["yielded"]), len(mine))
+        self._yielded = skip
+        return mine[skip:]
 
     def __iter__(self):
         if self.batch_size is not None:
@@ -239,6 +271,7 @@ class ObjectIterableDataset(torch.utils.data.IterableDataset):
             view = buf[:size]
             n = client.get_into(self.bucket, key, view)
             view = view[:n]
+            self._yielded += 1
             yield self.decode(view, key) if self.decode else view.clone()
 
     def _batches(self):
@@ -258,6 +291,7 @@ class ObjectIterableDataset(torch.utils.data.IterableDataset):
             view = buf[:slot * len(idx)].view(len(idx), slot)
             counts = client.get_batch_into(self.bucket, keys, view, slot)
             lengths = torch.tensor(counts, dtype=torch.int64)
+            self._yielded += len(idx)
             if self.decode:
                 yield self.decode(view, lengths, keys)
                 continue
@@ -269,15 +303,133 @@ class ObjectIterableDataset(torch.utils.data.IterableDataset):
 
 
 def save(obj, url, client=None, **kwargs):
-    """torch.save(obj) to the object at url (multipart with parallel parts when large)."""
+    """torch.save(obj) to the object at url, streamed: torch's writes go into part buffers that
+    are uploaded (multipart, parts in parallel) as they fill, so memory beyond obj is bounded by
+    (max_concurrency + 1) * part_size whatever the checkpoint's size. Returns a Transfer."""
     bucket, key = split_url(url)
-    bio = io.BytesIO()
-    torch.save(obj, bio, **kwargs)
-    return (client or default_client()).put_object(bucket, key, bio.getbuffer())
+    w = MultipartWriter(client or default_client(), bucket, key)
+    try:
+        torch.save(obj, w, **kwargs)
+        return w.finish()
+    except BaseException:
+        w.abort()
+        raise
 
 
 def load(url, client=None, map_location=None, **kwargs):
-    """torch.load of the object at url."""
+    """torch.load of the object at url, streamed: each tensor's bytes are read straight into its
+    storage (ranged reads), so memory beyond the result is one 1 MiB block."""
     bucket, key = split_url(url)
-    data = (client or default_client()).get_object(bucket, key)
-    return torch.load(io.BytesIO(data), map_location=map_location, **kwargs)
+    r = ObjectReader(client or default_client(), bucket, key)
+    return torch.load(r, map_location=map_location, **kwargs)
+
+
+# -- sharded checkpoints (one shard per rank, committed by a manifest) -------------------------
+_MANIFEST = "manifest.json"
+_FORMAT = "rdmastor-sharded/1"
+
+
+def _rank_world(rank, world_size):
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        if rank is None:
+            rank = dist.get_rank()
+        if world_size is None:
+            world_size = dist.get_world_size()
+    rank = 0 if rank is None else int(rank)
+    world_size = 1 if world_size is None else int(world_size)
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} is not in 0..{world_size - 1}")
+    return rank, world_size
+
+
+def _collective():
+    dist = torch.distributed
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def _manifest(client, bucket, key):
+    import json
+    data = client.get_object(bucket, f"{key}/{_MANIFEST}")
+    m = json.loads(bytes(data))
+    if m.get("format") != _FORMAT:
+        raise ValueError(f"s3://{bucket}/{key}/{_MANIFEST} is not an rdmastor sharded checkpoint")
+    return m
+
+
+def save_sharded(state_dict, url, rank=None, world_size=None, client=None, generation=None):
+    """Saves this rank's state_dict as one shard of a checkpoint at url (a prefix), every rank in
+    parallel (each streamed over RDMA as save() does); the checkpoint becomes visible only when
+    rank 0 commits url/manifest.json, after every shard landed (their sizes and ETags gathered
+    through torch.distributed), so a reader (load_sharded) never sees a half-written one. Shards
+    go under url/<generation>/, so the previous checkpoint at url stays readable until the new
+    manifest replaces its manifest; its shards are deleted after that. rank / world_size come
+    from torch.distributed when it is initialized; without it (one process per rank and no
+    collective), pass them and the same generation to every rank, and rank 0 commits only once
+    all shards exist. Returns the manifest (a dict)."""
+    import json
+    import time as _time
+    client = client or default_client()
+    bucket, key = split_url(url)
+    key = key.rstrip("/")
+    rank, world = _rank_world(rank, world_size)
+    collective = _collective()
+    if generation is None:
+        if world > 1 and not collective:
+            raise ValueError("save_sharded without torch.distributed needs generation= (the same "
+                             "on every rank)")
+        gen = [f"{_time.strftime('%Y%m%dT%H%M%S', _time.gmtime())}-{random.getrandbits(32):08x}"]
+        if collective:
+            torch.distributed.broadcast_object_list(gen, src=0)
+        generation = gen[0]
+    shard_key = f"{key}/{generation}/shard-{rank:05d}-of-{world:05d}.pt"
+    t = save(state_dict, f"s3://{bucket}/{shard_key}", client=client)
+    mine = {"key": shard_key, "size": int(t), "etag": t.etag}
+    if collective:
+        shards = [None] * world
+        torch.distributed.all_gather_object(shards, mine)
+    else:
+        shards = [mine] + [None] * (world - 1)
+    manifest = None
+    if rank == 0:
+        for r in range(world):  # without a collective: the other ranks' shards, from the store
+            if shards[r] is None:
+                k = f"{key}/{generation}/shard-{r:05d}-of-{world:05d}.pt"
+                h = client.head_object(bucket, k)
+                shards[r] = {"key": k, "size": h["size"], "etag": h["etag"]}
+        try:
+            previous = _manifest(client, bucket, key)
+        except S3Error:
+            previous = None
+        manifest = {"format": _FORMAT, "generation": generation, "world_size": world,
+                    "shards": shards}
+        client.put_object(bucket, f"{key}/{_MANIFEST}", json.dumps(manifest).encode(),
+                          content_type="application/json")
+        if previous and previous.get("generation") != generation:
+            client.delete_objects(bucket, [s["key"] for s in previous["shards"]])
+    if collective:
+        box = [manifest]
+        torch.distributed.broadcast_object_list(box, src=0)  # every rank returns after the commit
+        manifest = box[0]
+    return manifest
+
+
+def load_sharded(url, rank=None, client=None, map_location=None, **kwargs):
+    """This rank's shard of the checkpoint committed at url (its manifest names the shards):
+    rank from torch.distributed when initialized, else 0. A shard that changed since the commit
+    (its ETag) raises ValueError instead of loading a mix of checkpoints."""
+    client = client or default_client()
+    bucket, key = split_url(url)
+    key = key.rstrip("/")
+    m = _manifest(client, bucket, key)
+    if rank is None:
+        rank = _rank_world(None, None)[0] if _collective() else 0
+    shards = m["shards"]
+    if not 0 <= int(rank) < len(shards):
+        raise ValueError(f"rank {rank}: the checkpoint has {len(shards)} shards")
+    shard = shards[int(rank)]
+    r = ObjectReader(client, bucket, shard["key"])
+    if r.etag != shard["etag"]:
+        raise ValueError(f"s3://{bucket}/{shard['key']} changed after the checkpoint was "
+                         f"committed (ETag {r.etag}, manifest {shard['etag']})")
+    return torch.load(r, map_location=map_location, **kwargs)

@@ -1,8 +1,12 @@
 #include "admin/metrics.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 
 namespace rdmastor::admin {
@@ -242,6 +246,15 @@ struct ServerFamilies {
       "1 while S3 over RDMA can serve; 0 when off, without a device, or degraded (port down, "
       "device failed): token requests get 501 meanwhile",
       {});
+  GaugeFamily& rdma_rc_connections = r.AddGauge(
+      "rdmastor_rdma_rc_connections",
+      "S3-over-RDMA RC connections clients hold open now (docs/s3-over-rdma.md, RC transport)", {});
+  GaugeFamily& rdma_rc_events = r.AddGauge(
+      "rdmastor_rdma_rc_connection_events",
+      "RC connections since start, by what happened to them (admitted, refused at the limits, "
+      "closed idle, closed dead: the client went away, closed dirty: a transfer failed midway, "
+      "foreign: requests refused for naming another source's connection)",
+      {"event"});
   std::mutex degraded_mu;
   std::set<std::string, std::less<>> degraded_peers;
   // Drives and health.
@@ -313,9 +326,53 @@ struct ServerFamilies {
                  "Start time for the server process (unix seconds)", {}, Scope::kNode);
   GaugeFamily& uptime = r.AddGauge("minio_node_process_uptime_seconds",
                                    "Uptime for the server process in seconds", {}, Scope::kNode);
+  // MinIO's process families (a MinIO dashboard's CPU, memory and descriptor panels).
+  GaugeFamily& cpu =
+      r.AddGauge("minio_node_process_cpu_total_seconds",
+                 "Total user and system CPU time spent in seconds", {}, Scope::kNode);
+  GaugeFamily& resident = r.AddGauge("minio_node_process_resident_memory_bytes",
+                                     "Resident memory size in bytes", {}, Scope::kNode);
+  GaugeFamily& virtual_mem = r.AddGauge("minio_node_process_virtual_memory_bytes",
+                                        "Virtual memory size in bytes", {}, Scope::kNode);
+  GaugeFamily& fds_open = r.AddGauge("minio_node_file_descriptor_open_total",
+                                     "Total number of open file descriptors by the MinIO Server "
+                                     "process",
+                                     {}, Scope::kNode);
+  GaugeFamily& fds_limit = r.AddGauge("minio_node_file_descriptor_limit_total",
+                                      "Limit on total number of open file descriptors for the "
+                                      "MinIO Server process",
+                                      {}, Scope::kNode);
 
   std::atomic<int64_t> heal_last_ns{0};
   int64_t started_ns = NowUnixNs();
+
+  // CPU time, memory and descriptors of this process, from getrusage, /proc/self/statm and
+  // /proc/self/fd (Linux).
+  void SampleProcess() {
+    rusage ru{};
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+      auto secs = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+      cpu.With().Set(secs(ru.ru_utime) + secs(ru.ru_stime));
+    }
+    if (std::FILE* f = std::fopen("/proc/self/statm", "re")) {
+      unsigned long long size = 0, rss = 0;
+      if (std::fscanf(f, "%llu %llu", &size, &rss) == 2) {
+        const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+        virtual_mem.With().Set(static_cast<double>(size) * page);
+        resident.With().Set(static_cast<double>(rss) * page);
+      }
+      std::fclose(f);
+    }
+    std::error_code ec;
+    double open = 0;
+    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+      ++open;
+    if (!ec) fds_open.With().Set(open - 1);  // less the directory being listed
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0)
+      fds_limit.With().Set(lim.rlim_cur == RLIM_INFINITY ? 0.0 : static_cast<double>(lim.rlim_cur));
+  }
 
   ServerFamilies() {
     // Present with zeros from the start, so dashboards and alerts see the series.
@@ -334,6 +391,7 @@ struct ServerFamilies {
     r.AddScrapeHook([this] {
       int64_t now = NowUnixNs();
       uptime.With().Set(static_cast<double>((now - started_ns) / 1'000'000'000));
+      SampleProcess();
       int64_t last = heal_last_ns.load(std::memory_order_relaxed);
       heal_last.With().Set(last == 0 ? 0.0 : static_cast<double>(now - last));
     });
@@ -350,11 +408,11 @@ ServerFamilies& Families() {
 
 }  // namespace
 
-void RecordS3Request(std::string_view api, int status, bool canceled) {
+void RecordS3Request(std::string_view api, int status, bool canceled, bool rdma_declined) {
   auto& f = Families();
   f.requests.With({api}).Inc();
   if (canceled) f.canceled.With({api}).Inc();
-  if (status >= 400) {
+  if (status >= 400 && !rdma_declined) {
     f.errors.With({api}).Inc();
     (status >= 500 ? f.errors_5xx : f.errors_4xx).With({api}).Inc();
   }
@@ -424,6 +482,18 @@ void SetInternodeRdmaDegraded(std::string_view peer, bool degraded) {
 }
 
 void SetRdmaFabricReady(bool ready) { Families().rdma_fabric_ready.With().Set(ready ? 1 : 0); }
+
+void SetRdmaRc(const RdmaRcCounts& c) {
+  auto& f = Families();
+  f.rdma_rc_connections.With().Set(static_cast<double>(c.open));
+  for (auto [event, n] : {std::pair<const char*, uint64_t>{"admitted", c.admitted},
+                          {"refused", c.refused},
+                          {"closed_idle", c.closed_idle},
+                          {"closed_dead", c.closed_dead},
+                          {"closed_dirty", c.closed_dirty},
+                          {"foreign", c.foreign}})
+    f.rdma_rc_events.With({event}).Set(static_cast<double>(n));
+}
 
 void SetHealProgress(const HealProgress& p) {
   auto& f = Families();

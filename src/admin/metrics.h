@@ -125,7 +125,11 @@ Registry& GlobalRegistry();
 
 // One finished S3 request: counted under its API name (MinIO's: "PutObject", "GetObject", ...)
 // and status class. `canceled`: the client went away before a complete response.
-void RecordS3Request(std::string_view api, int status, bool canceled);
+// `rdma_declined`: a 501 with x-amz-rdma-reply: 501 (the server does not serve this token over
+// RDMA; the client retries over TCP): counted as a request, not as an error, because
+// minio_api_rdma_replies_total{code="501"} already counts it (a TCP-only server meeting a default
+// client is not failing).
+void RecordS3Request(std::string_view api, int status, bool canceled, bool rdma_declined = false);
 // Request/response payload bytes of S3 traffic by the path they took.
 void AddS3Traffic(Transport t, uint64_t received, uint64_t sent);
 // One S3-over-RDMA reply (x-amz-rdma-reply code: 200, 206, 501, ...).
@@ -156,6 +160,13 @@ void SetInternodeRdmaDegraded(std::string_view peer, bool degraded);
 // Whether S3 over RDMA can serve now (rdmastor_rdma_fabric_ready): 0 when it is off, has no
 // device, or its fabric is degraded (port down, device failed and not yet reopened).
 void SetRdmaFabricReady(bool ready);
+// S3 over RDMA on RC: connections open now and what happened to them since start
+// (rdma::RcStats), set before every scrape.
+struct RdmaRcCounts {
+  uint64_t open = 0, admitted = 0, refused = 0, closed_idle = 0, closed_dead = 0, closed_dirty = 0,
+           foreign = 0;
+};
+void SetRdmaRc(const RdmaRcCounts& counts);
 
 // Healing progress, set from the heal engine's state (the server samples it at every scrape;
 // cheap: a few stores). Shown on /minio/v2/metrics/node.

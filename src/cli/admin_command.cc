@@ -18,8 +18,8 @@ namespace {
 constexpr const char* kAdminUsage = R"(Usage:
   rdmastor admin prometheus-token [--expiry-days N]
   rdmastor admin heal [--endpoint URL] [--certs-dir DIR] [BUCKET]
-  rdmastor admin user add|remove|list [--endpoint URL] [--certs-dir DIR] [ACCESS_KEY [SECRET_KEY]]
-  rdmastor admin policy create|remove|list|attach|set [--endpoint URL] [--certs-dir DIR] ...
+  rdmastor admin user add|remove|list [--json] [--endpoint URL] [--certs-dir DIR] [ACCESS_KEY [SECRET_KEY]]
+  rdmastor admin policy create|remove|list|attach|set [--json] [--endpoint URL] [--certs-dir DIR] ...
       policy create NAME FILE          a custom policy from a JSON file (AWS policy language)
       policy remove NAME
       policy list                      every policy: readwrite, readonly, writeonly and custom
@@ -51,9 +51,39 @@ constexpr const char* kAdminUsage = R"(Usage:
   `bearer_token: <token>` (or `authorization: {credentials: <token>}`).
 )";
 
+// The usage lines of one admin command (those of kAdminUsage naming it), for a usage error: the
+// relevant line, not the whole help.
+std::string UsageOf(std::string_view command) {
+  std::string out, line;
+  const std::string_view text(kAdminUsage);
+  const std::string top = "rdmastor admin " + std::string(command) + " ";
+  const std::string sub = std::string(command) + " ";
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = std::min(text.find('\n', pos), text.size());
+    std::string_view l = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (l.empty()) break;  // the Usage block ends at the first blank line
+    const auto first = l.find_first_not_of(' ');
+    if (first == std::string_view::npos) continue;
+    const std::string_view body = l.substr(first);
+    if (body.starts_with(top) || (first > 2 && body.starts_with(sub))) out += std::string(l) + "\n";
+  }
+  return "Usage:\n" + out + "(rdmastor admin --help for every command)\n";
+}
+
 std::string EnvOr(const EnvMap& env, const char* name) {
   auto it = env.find(name);
   return it == env.end() ? std::string() : it->second;
+}
+
+// The root credentials as the server reads them (MINIO_ROOT_USER / _FILE, the deprecated pair),
+// so a tool run with the server's environment file signs as its root; {"", ""} when none is set
+// (or they are invalid: the caller then says which variables to set).
+std::pair<std::string, std::string> RootCredentialsFromEnv(const EnvMap& env) {
+  auto c = ParseRootCredentials(env);
+  if (!c.ok() || c->defaults) return {};
+  return {c->user, c->password};
 }
 
 }  // namespace
@@ -81,7 +111,7 @@ Result<nlohmann::json> AdminCall(client::S3Client& c, const std::string& method,
 Result<client::S3ClientConfig> AdminClientConfig(const std::string& endpoint,
                                            const std::string& certs_dir, const EnvMap& env,
                                            bool server_defaults) {
-  std::string user = EnvOr(env, "MINIO_ROOT_USER"), password = EnvOr(env, "MINIO_ROOT_PASSWORD");
+  auto [user, password] = RootCredentialsFromEnv(env);
   if (user.empty() && password.empty()) {
     user = EnvOr(env, "AWS_ACCESS_KEY_ID");
     password = EnvOr(env, "AWS_SECRET_ACCESS_KEY");
@@ -125,7 +155,7 @@ void PrintCounts(const char* what, const nlohmann::json& counts) {
 std::optional<client::S3ClientConfig> IamClientConfig(const char* what, const EnvMap& env,
                                                          const std::string& endpoint,
                                                          const std::string& certs_dir) {
-  std::string user = EnvOr(env, "MINIO_ROOT_USER"), password = EnvOr(env, "MINIO_ROOT_PASSWORD");
+  auto [user, password] = RootCredentialsFromEnv(env);
   if (user.empty() && password.empty()) {
     user = EnvOr(env, "AWS_ACCESS_KEY_ID");
     password = EnvOr(env, "AWS_SECRET_ACCESS_KEY");
@@ -182,6 +212,7 @@ std::string Enc(std::string_view s) {
 // `rdmastor admin user ...` and `rdmastor admin policy ...`.
 int RunIam(const std::string& what, const std::vector<std::string>& args, const EnvMap& env) {
   std::string endpoint = "http://127.0.0.1:9000", certs_dir, user_flag;
+  bool json = false;  // --json: one JSON object on stdout (mc's --json habit)
   std::vector<std::string> pos;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--endpoint" && i + 1 < args.size()) {
@@ -190,19 +221,22 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
       certs_dir = args[++i];
     } else if (args[i] == "--user" && i + 1 < args.size() && what == "policy") {
       user_flag = args[++i];
+    } else if (args[i] == "--json") {
+      json = true;
     } else if (args[i] == "--help" || args[i] == "-h") {
       std::fputs(kAdminUsage, stdout);
       return 0;
     } else if (args[i] != "-" && args[i].starts_with("-")) {
-      std::fprintf(stderr, "rdmastor admin %s: unexpected argument '%s'\n\n%s", what.c_str(),
-                   args[i].c_str(), kAdminUsage);
+      std::fprintf(stderr, "rdmastor admin %s: unexpected argument '%s'\n%s", what.c_str(),
+                   args[i].c_str(), UsageOf(what).c_str());
       return 2;
     } else {
       pos.push_back(args[i]);
     }
   }
   auto usage = [&] {
-    std::fprintf(stderr, "rdmastor admin %s: wrong arguments\n\n%s", what.c_str(), kAdminUsage);
+    std::fprintf(stderr, "rdmastor admin %s: wrong arguments\n%s", what.c_str(),
+                 UsageOf(what).c_str());
     return 2;
   };
   if (pos.empty()) return usage();
@@ -224,6 +258,15 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
   client::S3Client c(*cfg);
   Result<std::string> r = std::string();
   const std::string label = what + " " + sub;
+  nlohmann::json out = {{"status", "success"}, {"command", label}};  // --json's answer
+  // A success line, or (--json) the fields it names.
+  auto done = [&](const std::string& line, nlohmann::json fields) {
+    if (json) {
+      out.update(fields);
+    } else {
+      std::printf("%s\n", line.c_str());
+    }
+  };
   if (what == "user" && sub == "add") {
     std::string secret = pos.size() == 2 ? pos[1] : "-";
     if (secret == "-") {
@@ -234,16 +277,22 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
     }
     const std::string body = nlohmann::json{{"secretKey", secret}}.dump();
     r = IamCall(c, "PUT", "add-user", "accessKey=" + Enc(pos[0]), body);
-    if (r.ok()) std::printf("user %s added\n", pos[0].c_str());
+    if (r.ok()) done("user " + pos[0] + " added", {{"accessKey", pos[0]}});
   } else if (what == "user" && sub == "remove") {
     r = IamCall(c, "DELETE", "remove-user", "accessKey=" + Enc(pos[0]));
-    if (r.ok()) std::printf("user %s removed\n", pos[0].c_str());
+    if (r.ok()) done("user " + pos[0] + " removed", {{"accessKey", pos[0]}});
   } else if (what == "user") {
     r = IamCall(c, "GET", "list-users", "");
     if (r.ok()) {
       auto doc = nlohmann::json::parse(*r, nullptr, false);
       if (!doc.is_object()) {
         r = MakeError(ErrorCode::kInternalError, "the server's answer is not JSON");
+      } else if (json) {
+        out["users"] = nlohmann::json::array();
+        for (const auto& [ak, info] : doc.items())
+          out["users"].push_back({{"accessKey", ak},
+                                  {"status", info.value("status", "")},
+                                  {"policyName", info.value("policyName", "")}});
       } else {
         for (const auto& [ak, info] : doc.items())
           std::printf("%s\t%s\t%s\n", ak.c_str(), info.value("status", "").c_str(),
@@ -262,16 +311,19 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
     while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0 && doc.size() < (1 << 20)) doc.append(buf, n);
     std::fclose(f);
     r = IamCall(c, "PUT", "add-canned-policy", "name=" + Enc(pos[0]), doc);
-    if (r.ok()) std::printf("policy %s created\n", pos[0].c_str());
+    if (r.ok()) done("policy " + pos[0] + " created", {{"policy", pos[0]}});
   } else if (sub == "remove") {
     r = IamCall(c, "DELETE", "remove-canned-policy", "name=" + Enc(pos[0]));
-    if (r.ok()) std::printf("policy %s removed\n", pos[0].c_str());
+    if (r.ok()) done("policy " + pos[0] + " removed", {{"policy", pos[0]}});
   } else if (sub == "list") {
     r = IamCall(c, "GET", "list-canned-policies", "");
     if (r.ok()) {
       auto doc = nlohmann::json::parse(*r, nullptr, false);
       if (!doc.is_object()) {
         r = MakeError(ErrorCode::kInternalError, "the server's answer is not JSON");
+      } else if (json) {
+        out["policies"] = nlohmann::json::object();
+        for (const auto& [name, policy] : doc.items()) out["policies"][name] = policy;
       } else {
         for (const auto& [name, _] : doc.items()) std::printf("%s\n", name.c_str());
       }
@@ -279,18 +331,26 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
   } else if (sub == "attach") {
     const std::string body = nlohmann::json{{"policies", pos}, {"user", user_flag}}.dump();
     r = IamCall(c, "POST", "idp/builtin/policy/attach", "", body);
-    if (r.ok()) std::printf("attached to user %s\n", user_flag.c_str());
+    if (r.ok()) done("attached to user " + user_flag, {{"user", user_flag}, {"policies", pos}});
   } else {  // set
     std::string names;
     for (const auto& p : pos) names += (names.empty() ? "" : ",") + p;
     r = IamCall(c, "PUT", "set-user-or-group-policy",
                   "isGroup=false&policyName=" + Enc(names) + "&userOrGroup=" + Enc(user_flag));
-    if (r.ok()) std::printf("policies of user %s set\n", user_flag.c_str());
+    if (r.ok())
+      done("policies of user " + user_flag + " set", {{"user", user_flag}, {"policies", pos}});
   }
   if (!r.ok()) {
+    if (json)
+      std::printf(
+          "%s\n",
+          nlohmann::json{{"status", "error"}, {"command", label}, {"error", r.error().message}}
+              .dump()
+              .c_str());
     std::fprintf(stderr, "rdmastor admin %s: %s\n", label.c_str(), r.error().message.c_str());
     return 1;
   }
+  if (json) std::printf("%s\n", out.dump().c_str());
   return 0;
 }
 
@@ -307,8 +367,8 @@ int RunHeal(const std::vector<std::string>& args, const EnvMap& env) {
     } else if (!args[i].starts_with("-") && bucket.empty()) {
       bucket = args[i];
     } else {
-      std::fprintf(stderr, "rdmastor admin heal: unexpected argument '%s'\n\n%s", args[i].c_str(),
-                   kAdminUsage);
+      std::fprintf(stderr, "rdmastor admin heal: unexpected argument '%s'\n%s", args[i].c_str(),
+                   UsageOf("heal").c_str());
       return 2;
     }
   }
@@ -403,8 +463,8 @@ int RunAdminCommand(const std::vector<std::string>& args, const EnvMap& env) {
         return 2;
       }
     } else {
-      std::fprintf(stderr, "rdmastor admin: unknown argument '%s'\n\n%s", args[i].c_str(),
-                   kAdminUsage);
+      std::fprintf(stderr, "rdmastor admin prometheus-token: unknown argument '%s'\n%s",
+                   args[i].c_str(), UsageOf("prometheus-token").c_str());
       return 2;
     }
   }

@@ -74,8 +74,17 @@ Result<std::vector<Pattern>> FindPatterns(const std::string& arg) {
       ++pos;
       continue;
     }
-    if (dots == std::string::npos) {  // "{abc}": literal
-      pos = close + 1;
+    if (dots == std::string::npos) {
+      // "{1..4}" is shell brace syntax, which MinIO does not expand either: as a literal it would
+      // be one drive named "data{1..4}", so it is refused, pointing at the ellipsis.
+      if (auto two = inner.find(".."); two != std::string::npos && two > 0 &&
+                                       two + 2 < inner.size() &&
+                                       inner.find("..", two + 2) == std::string::npos) {
+        const std::string meant = arg.substr(0, pos + 1) + inner.substr(0, two) + "..." +
+                                  inner.substr(two + 2) + arg.substr(close);
+        return Bad(arg, "{" + inner + "} has two dots; MinIO's ellipsis has three: " + meant);
+      }
+      pos = close + 1;  // "{abc}": literal
       continue;
     }
     auto values = RangeValues(arg, inner.substr(0, dots), inner.substr(dots + 3));

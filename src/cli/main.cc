@@ -19,6 +19,7 @@
 #include "cli/rdma_command.h"
 #include "cli/server_config.h"
 #include "cli/storage_setup.h"
+#include "cli/systemd_notify.h"
 #include "cluster/namespace_lock.h"
 #include "cluster/node.h"
 #include "cluster/peer_server.h"
@@ -38,7 +39,7 @@ Usage:
   rdmastor admin heal [--endpoint URL] [--certs-dir DIR] [BUCKET]
   rdmastor admin user add|remove|list [--endpoint URL] [ACCESS_KEY [SECRET_KEY]]
   rdmastor admin policy create|remove|list|attach|set [--endpoint URL] ...
-  rdmastor rdma check [--json]
+  rdmastor rdma check [--json] [--endpoint URL [--certs-dir DIR]]
   rdmastor rdma devices
   rdmastor --version
   rdmastor --help
@@ -49,23 +50,30 @@ Commands:
               every object (or BUCKET's) on a running erasure-coded server; user and policy
               manage users and their policies (`rdmastor admin --help`)
   rdma        rdma check: is every layer an RDMA deployment needs ready? (exit 0 ready,
-              1 a layer failed, e.g. no RDMA device); rdma devices: what libibverbs
-              returns for each device, port and GID, as JSON
+              1 a layer failed, e.g. no RDMA device); with --endpoint URL the server running
+              there is asked and its answer decides (`rdmastor rdma --help`); rdma devices:
+              what libibverbs returns for each device, port and GID, as JSON
 
 Server flags:
   --address HOST:PORT   listen address (default ":9000", all interfaces)
   --certs-dir, -S DIR   TLS: serve HTTPS only when DIR has public.crt and private.key
-                        (default ~/.rdmastor/certs); a cluster then needs https:// URLs, and
-                        peers are verified against the system CAs plus DIR/CAs/*.crt|*.pem
+                        (default ~/.rdmastor/certs, else MinIO's ~/.minio/certs when only
+                        that exists; the log names the one used); a cluster then needs
+                        https:// URLs, and peers are verified against the system CAs plus
+                        DIR/CAs/*.crt|*.pem
 
 Environment:
   MINIO_ROOT_USER       access key of the root user (default "minioadmin"; change it)
   MINIO_ROOT_PASSWORD   secret key of the root user, at least 8 characters (default "minioadmin")
+  MINIO_ROOT_USER_FILE, MINIO_ROOT_PASSWORD_FILE  the same read from a file (Docker/systemd
+                        secrets: a bare name is looked up in /run/secrets); the deprecated
+                        MINIO_ACCESS_KEY / MINIO_SECRET_KEY are read too, with a warning
   MINIO_VOLUMES         drive directories, used when no DIR is given; URLs
                         (http://node{1...4}:9000/mnt/disk{1...4}) start a multi-node cluster
   MINIO_PEER_WAIT       cluster start-up: how long to wait for the other nodes (default 120s)
   MINIO_DOMAIN          domain(s) for virtual-host-style requests (bucket.DOMAIN), comma separated
-  MINIO_REGION          region reported to clients (default us-east-1)
+  MINIO_REGION          region reported to clients (default us-east-1); when set, CreateBucket
+                        refuses any other LocationConstraint (unset: any is accepted)
   MINIO_PROMETHEUS_AUTH_TYPE  jwt (default: bearer token) or public, for /minio/v2/metrics/*
   RDMASTOR_LOG_LEVEL    trace|debug|info|warn|error (default info)
   RDMASTOR_LOG_FORMAT   text (default) or json (one JSON object per line)
@@ -105,6 +113,7 @@ rdmastor::s3::ApiOptions ApiOptionsFor(const rdmastor::cli::ServerConfig& cfg) {
   o.access_key = cfg.root_user;
   o.secret_key = cfg.root_password;
   o.region = cfg.region;
+  o.region_configured = cfg.region_configured;
   o.domains = cfg.domains;
   o.ops.prometheus_public = cfg.prometheus_public;
   o.secure_transport = !cfg.tls_cert.empty();
@@ -121,7 +130,24 @@ rdmastor::rdma::ServiceOptions RdmaOptionsFor(const rdmastor::cli::ServerConfig&
   o.transfer.timeout = std::chrono::milliseconds(cfg.rdma_progress_timeout_ms);
   o.transfer.min_rate = cfg.rdma_min_rate;
   o.transfers_per_client = static_cast<size_t>(cfg.rdma_transfers_per_client);
+  o.rc.per_source = static_cast<size_t>(cfg.rdma_rc_per_source);
+  o.rc.total = static_cast<size_t>(cfg.rdma_rc_max);
+  o.rc.idle = std::chrono::milliseconds(cfg.rdma_rc_idle_timeout_ms);
+  o.rc.lend_wait = o.buffer_wait;
+  o.rc_bind_ip = cfg.host;
   return o;
+}
+
+// The S3-over-RDMA gauges, sampled at every scrape.
+void PublishRdmaMetrics(const rdmastor::rdma::S3RdmaService& svc) {
+  rdmastor::admin::GlobalRegistry().AddScrapeHook([svc = &svc] {
+    rdmastor::admin::SetRdmaFabricReady(svc->available());
+    if (const auto* rc = svc->rc_sessions()) {
+      auto s = rc->stats();
+      rdmastor::admin::SetRdmaRc({rc->size(), s.admitted, s.refused, s.closed_idle, s.closed_dead,
+                                  s.closed_dirty, s.foreign});
+    }
+  });
 }
 
 // A detached thread waits for SIGINT/SIGTERM (blocked in every thread) and stops the server.
@@ -130,6 +156,7 @@ void StopOnSignal(sigset_t stop_signals, rdmastor::s3::HttpServer& server) {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     spdlog::info("received {}, shutting down", strsignal(sig));
+    rdmastor::cli::NotifyStopping();
     server.Stop();
   }).detach();
 }
@@ -167,6 +194,10 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   rdmastor::cli::LogStartup(cfg, (*server)->port());
   StopOnSignal(stop_signals, **server);
   std::thread serve([&] { (*server)->Run(); });
+  // Ready for systemd once the port listens: the peers need it to start, and S3 requests are
+  // answered 503 until the deployment is up (the status line says so).
+  rdmastor::cli::NotifyServing(cfg.host, (*server)->port(), !cfg.tls_cert.empty(),
+                               "cluster: waiting for the other nodes");
 
   auto store = (*node)->Start();
   if (!store.ok()) {
@@ -192,8 +223,7 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   api_opts.ops.cluster_health = [&m = *deployment_monitor] { return m.Check(); };
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg.rdma, RdmaOptionsFor(cfg));
   api_opts.rdma = rdma_service.get();
-  rdmastor::admin::GlobalRegistry().AddScrapeHook(
-      [svc = rdma_service.get()] { rdmastor::admin::SetRdmaFabricReady(svc->available()); });
+  PublishRdmaMetrics(*rdma_service);
   // Admin heal on any node heals the whole deployment (every set, through peer RPC).
   rdmastor::s3::HealService heal_service(store->get());
   api_opts.heal = &heal_service;
@@ -202,6 +232,7 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   rdmastor::s3::S3Api api(api_opts, **store);
   (*node)->node_handler().SetS3(&api);
   spdlog::info("cluster: ready; serving S3 for the whole deployment");
+  rdmastor::cli::NotifyStatus("serving S3 for the whole deployment");
   serve.join();
   (*node)->node_handler().SetS3(nullptr);
   return 0;
@@ -222,9 +253,15 @@ int RunServer(const std::vector<std::string>& args) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // After the mask: the watchdog thread inherits it (else SIGTERM could kill it, not stop us).
+  rdmastor::cli::StartWatchdog();  // pings while the drives open; probes once serving
 
   if (cfg->distributed) return RunCluster(*cfg, stop_signals);
 
+  if (auto st = rdmastor::cli::CheckLocalDrivePaths(cfg->drives); !st.ok()) {
+    std::fprintf(stderr, "rdmastor: %s\n", st.error().message.c_str());
+    return st.error().code == rdmastor::ErrorCode::kInvalidArgument ? 2 : 1;
+  }
   // ErasureStore over the drives; one drive is a one-drive set without parity.
   auto store = rdmastor::cli::OpenStorage(*cfg);
   if (!store.ok()) {
@@ -243,8 +280,7 @@ int RunServer(const std::vector<std::string>& args) {
   // S3 over RDMA (x-amz-rdma-token) on the fabric MINIO_RDMA_FABRIC selects; logs its state once.
   auto rdma_service = rdmastor::rdma::CreateS3RdmaService(cfg->rdma, RdmaOptionsFor(*cfg));
   api_opts.rdma = rdma_service.get();
-  rdmastor::admin::GlobalRegistry().AddScrapeHook(
-      [svc = rdma_service.get()] { rdmastor::admin::SetRdmaFabricReady(svc->available()); });
+  PublishRdmaMetrics(*rdma_service);
   // Admin heal (/minio/admin/v3/heal): runs ErasureStore::HealAll on its own thread. A single
   // drive has no parity to heal from: heal requests are refused (XMinioHealNotImplemented).
   const bool can_heal = store->erasure->layout().set_size > 1;
@@ -262,6 +298,9 @@ int RunServer(const std::vector<std::string>& args) {
 
   rdmastor::cli::LogStartup(*cfg, (*server)->port());
   StopOnSignal(stop_signals, **server);
+  // The port listens (HttpServer::Create bound it): clients can connect from here on.
+  rdmastor::cli::NotifyServing(cfg->host, (*server)->port(), !cfg->tls_cert.empty(),
+                               "serving S3 on port " + std::to_string((*server)->port()));
   // Master-key rotation (RDMASTOR_KMS_RESEAL=on): SSE-S3 object keys sealed by a previous key are
   // re-sealed under the current one while the server serves (docs/encryption.md).
   std::atomic<bool> stop_reseal{false};

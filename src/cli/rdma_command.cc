@@ -20,7 +20,8 @@ constexpr const char* kRdmaUsage = R"(Usage:
   (MINIO_RDMA_FABRIC). Reads the same environment as the server (/etc/default/rdmastor).
 
   --endpoint URL asks the server running there which fabric it serves S3 over RDMA on now and
-  whether it is ready (layer "server"; GET /minio/admin/v3/rdma, signed with the root
+  whether it is ready (layer "server"; its answer decides the exit status, and the layers this
+  host checks locally are then only warnings; GET /minio/admin/v3/rdma, signed with the root
   credentials MINIO_ROOT_USER / MINIO_ROOT_PASSWORD, else AWS_ACCESS_KEY_ID /
   AWS_SECRET_ACCESS_KEY, else the server's defaults minioadmin / minioadmin). An https://
   endpoint is verified against the system CA store plus DIR/CAs (default ~/.rdmastor/certs).
@@ -111,6 +112,16 @@ int RunRdmaCommand(const std::vector<std::string>& args, const EnvMap& env) {
   if (!items.ok()) {
     std::fprintf(stderr, "rdmastor: %s\n", items.error().message.c_str());
     return 2;
+  }
+  if (!endpoint.empty()) {
+    // The local layers describe this shell (its environment, devices and limits), not the server:
+    // with --endpoint the server's own answer decides; a local failure is shown as a warning.
+    for (auto& i : *items) {
+      if (i.layer == "server" || i.status != rdma::CheckStatus::kFailed) continue;
+      i.status = rdma::CheckStatus::kWarning;
+      i.fix += std::string(i.fix.empty() ? "" : " ") +
+               "(this host's view, not the server's: with --endpoint the server layer decides)";
+    }
   }
   std::string out = json ? rdma::RenderCheckJson(*items, facts.verbs_built)
                          : rdma::RenderCheckText(*items, facts.verbs_built);

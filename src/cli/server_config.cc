@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "cli/ellipsis.h"
@@ -105,17 +108,80 @@ std::vector<std::string> SplitList(const std::string& s) {
 }
 }  // namespace
 
+namespace {
+
+// A *_FILE variable's secret, read as MinIO reads Docker/systemd secrets: a bare name is looked
+// up under /run/secrets first, then taken as a path; surrounding white space is dropped.
+Result<std::string> ReadSecretFile(const std::string& variable, const std::string& path) {
+  std::string file = path;
+  std::error_code ec;
+  if (path.find('/') == std::string::npos &&
+      std::filesystem::is_regular_file("/run/secrets/" + path, ec))
+    file = "/run/secrets/" + path;
+  std::ifstream in(file, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof())
+    return MakeError(ErrorCode::kInvalidArgument,
+                     variable + "=" + path + ": cannot read " + file + ": " + std::strerror(errno));
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     variable + "=" + path + ": " + file + " is empty (it should hold the secret)");
+  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+}  // namespace
+
 Result<RootCredentials> ParseRootCredentials(const EnvMap& env) {
   RootCredentials c;
-  if (auto it = env.find("MINIO_ROOT_USER"); it != env.end()) c.user = it->second;
-  if (auto it = env.find("MINIO_ROOT_PASSWORD"); it != env.end()) c.password = it->second;
+  auto set = [&](const char* name) {
+    auto it = env.find(name);
+    return it != env.end() && !it->second.empty();
+  };
+  // MinIO's order: the variable, its *_FILE secret, then the deprecated pair and its files.
+  auto pick = [&](std::string& out, std::initializer_list<const char*> names) -> Status {
+    for (const char* name : names) {
+      if (!set(name)) continue;
+      const std::string& v = env.at(name);
+      const std::string_view n(name);
+      if (n.ends_with("_FILE")) {
+        auto secret = ReadSecretFile(name, v);
+        if (!secret.ok()) return secret.error();
+        out = std::move(secret).value();
+      } else {
+        out = v;
+      }
+      if (n.starts_with("MINIO_ACCESS_KEY") || n.starts_with("MINIO_SECRET_KEY"))
+        c.warnings.push_back(std::string(name) +
+                             " is deprecated: use MINIO_ROOT_USER and MINIO_ROOT_PASSWORD (or "
+                             "their _FILE forms) instead");
+      return {};
+    }
+    return {};
+  };
+  RS_RETURN_IF_ERROR(pick(c.user, {"MINIO_ROOT_USER", "MINIO_ROOT_USER_FILE", "MINIO_ACCESS_KEY",
+                                   "MINIO_ACCESS_KEY_FILE"}));
+  RS_RETURN_IF_ERROR(pick(c.password, {"MINIO_ROOT_PASSWORD", "MINIO_ROOT_PASSWORD_FILE",
+                                       "MINIO_SECRET_KEY", "MINIO_SECRET_KEY_FILE"}));
   if (c.user.empty() && c.password.empty()) {
+    // Reached only when no credential variable is set: a set but empty one is refused below.
+    bool any = false;
+    for (const char* name : kCredentialVariables) any = any || env.count(name) > 0;
+    if (any)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "a root credential variable is set but empty: set MINIO_ROOT_USER and "
+                       "MINIO_ROOT_PASSWORD (or MINIO_ROOT_USER_FILE and "
+                       "MINIO_ROOT_PASSWORD_FILE), or unset them all for the default credentials");
     c.user = "minioadmin";
     c.password = "minioadmin";
     c.defaults = true;
   } else if (c.user.empty() || c.password.empty()) {
     return MakeError(ErrorCode::kInvalidArgument,
-                     "MINIO_ROOT_USER and MINIO_ROOT_PASSWORD must be set together");
+                     std::string("MINIO_ROOT_USER and MINIO_ROOT_PASSWORD must be set together (") +
+                         (c.user.empty() ? "no user: MINIO_ROOT_USER or MINIO_ROOT_USER_FILE"
+                                         : "no password: MINIO_ROOT_PASSWORD or "
+                                           "MINIO_ROOT_PASSWORD_FILE") +
+                         " is missing)");
   }
   if (c.user.size() < 3)
     return MakeError(ErrorCode::kInvalidArgument,
@@ -128,14 +194,19 @@ Result<RootCredentials> ParseRootCredentials(const EnvMap& env) {
 
 Result<TlsFiles> ResolveCertsDir(const std::optional<std::string>& flag, const EnvMap& env) {
   TlsFiles t;
+  std::error_code ec;
   if (flag) {
     t.dir = *flag;
   } else if (auto home = env.find("HOME"); home != env.end() && !home->second.empty()) {
+    // ~/.rdmastor/certs, else MinIO's ~/.minio/certs when only that one exists (a MinIO host's
+    // certificates keep working when rdmastor replaces it).
     t.dir = home->second + "/.rdmastor/certs";
+    const std::string minio = home->second + "/.minio/certs";
+    if (!std::filesystem::is_directory(t.dir, ec) && std::filesystem::is_directory(minio, ec))
+      t.dir = minio;
   } else {
     return t;
   }
-  std::error_code ec;
   if (flag && !std::filesystem::is_directory(t.dir, ec))
     return MakeError(ErrorCode::kInvalidArgument, "--certs-dir " + t.dir + " is not a directory");
   std::string cert = t.dir + "/public.crt", key = t.dir + "/private.key";
@@ -230,10 +301,36 @@ Status ParseApiLimits(const EnvMap& env, ServerConfig& cfg) {
   if (auto st = count("RDMASTOR_RDMA_TRANSFERS_PER_CLIENT", 1, 4096, cfg.rdma_transfers_per_client);
       !st.ok())
     return st;
+  if (auto st = count("RDMASTOR_RDMA_RC_PER_SOURCE", 1, 4096, cfg.rdma_rc_per_source); !st.ok())
+    return st;
+  if (auto st = count("RDMASTOR_RDMA_RC_MAX", 1, 65536, cfg.rdma_rc_max); !st.ok()) return st;
+  if (auto st = duration("RDMASTOR_RDMA_RC_IDLE_TIMEOUT", cfg.rdma_rc_idle_timeout_ms); !st.ok())
+    return st;
   return {};
 }
 
 }  // namespace
+
+bool IsKnownMinioVariable(std::string_view name) {
+  // Every MINIO_* variable some part of the server reads (grep '"MINIO_' src/); a name missing
+  // here gets a false "does not use it" warning, so add new settings here too.
+  static constexpr std::string_view kKnown[] = {
+      "MINIO_ACCESS_KEY", "MINIO_ACCESS_KEY_FILE", "MINIO_ADDRESS", "MINIO_API_REQUESTS_MAX",
+      "MINIO_DOMAIN", "MINIO_KMS_SECRET_KEY", "MINIO_OPTS", "MINIO_PEER_WAIT",
+      "MINIO_PROMETHEUS_AUTH_TYPE", "MINIO_REGION", "MINIO_ROOT_PASSWORD",
+      "MINIO_ROOT_PASSWORD_FILE", "MINIO_ROOT_USER", "MINIO_ROOT_USER_FILE", "MINIO_SECRET_KEY",
+      "MINIO_SECRET_KEY_FILE", "MINIO_SITE_REGION", "MINIO_STORAGE_CLASS_INLINE_BLOCK",
+      "MINIO_STORAGE_CLASS_RRS", "MINIO_STORAGE_CLASS_STANDARD", "MINIO_VOLUMES",
+      // S3 over RDMA and inter-node RDMA (rdma/settings.h, cluster/internode_rdma.h)
+      "MINIO_RDMA_ALLOW", "MINIO_RDMA_CHANNELS", "MINIO_RDMA_CQ_DEPTH", "MINIO_RDMA_DC_KEY",
+      "MINIO_RDMA_DEVICE", "MINIO_RDMA_FABRIC", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_INTERNODE",
+      "MINIO_RDMA_INTERNODE_ADDRESS", "MINIO_RDMA_INTERNODE_INFLIGHT",
+      "MINIO_RDMA_INTERNODE_INFLIGHT_BYTES", "MINIO_RDMA_INTERNODE_RETRY",
+      "MINIO_RDMA_INTERNODE_TRAFFIC_CLASS", "MINIO_RDMA_MIN_SIZE", "MINIO_RDMA_NUM_DCIS",
+      "MINIO_RDMA_PKEY_INDEX", "MINIO_RDMA_PORT", "MINIO_RDMA_SERVICE_LEVEL",
+      "MINIO_RDMA_SOFT_ALLOW", "MINIO_RDMA_TIMEOUT", "MINIO_RDMA_TRAFFIC_CLASS"};
+  return std::find(std::begin(kKnown), std::end(kKnown), name) != std::end(kKnown);
+}
 
 Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, const EnvMap& env) {
   ServerConfig cfg;
@@ -255,6 +352,12 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
       certs_dir = args[++i];
     } else if (a.rfind("--certs-dir=", 0) == 0) {
       certs_dir = a.substr(12);
+    } else if (a == "--console-address" || a.rfind("--console-address=", 0) == 0) {
+      // MinIO's web console, named in most MinIO MINIO_OPTS: accepted so that a MinIO
+      // configuration starts, and ignored, saying so.
+      if (a == "--console-address" && ++i >= args.size())
+        return MakeError(ErrorCode::kInvalidArgument, "--console-address needs a value");
+      cfg.warnings.push_back("--console-address is ignored: rdmastor has no web console");
     } else if (a.rfind("--", 0) == 0) {
       return MakeError(ErrorCode::kInvalidArgument, "unknown flag '" + a + "' (see --help)");
     } else {
@@ -352,6 +455,7 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
   cfg.root_user = creds->user;
   cfg.root_password = creds->password;
   cfg.default_credentials = creds->defaults;
+  cfg.warnings.insert(cfg.warnings.end(), creds->warnings.begin(), creds->warnings.end());
 
   if (auto v = get("MINIO_PROMETHEUS_AUTH_TYPE"); !v.empty()) {
     if (v == "public") {
@@ -362,8 +466,12 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
     }
   }
 
-  if (auto r = get("MINIO_REGION"); !r.empty()) cfg.region = r;
-  if (auto r = get("MINIO_SITE_REGION"); !r.empty()) cfg.region = r;
+  for (const char* name : {"MINIO_REGION", "MINIO_SITE_REGION"}) {  // the later one wins
+    if (auto r = get(name); !r.empty()) {
+      cfg.region = r;
+      cfg.region_configured = true;
+    }
+  }
   for (auto& d : SplitList(get("MINIO_DOMAIN"))) {
     for (auto& c : d) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     cfg.domains.push_back(d);
@@ -465,6 +573,12 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
         "(MINIO_RDMA_FABRIC=soft)" +
         (names.empty() ? std::string() : "; " + names + " ignored"));
   }
+  for (const auto& [name, value] : env) {
+    if (name.rfind("MINIO_", 0) != 0 || IsKnownMinioVariable(name)) continue;
+    cfg.warnings.push_back(name +
+                           " is set but rdmastor does not use it (ignored; docs/settings.md "
+                           "lists every setting)");
+  }
   if (cfg.default_credentials) {
     cfg.warnings.push_back(
         "Detected default credentials 'minioadmin:minioadmin', we recommend that you change "
@@ -480,7 +594,13 @@ void LogStartup(const ServerConfig& cfg, uint16_t bound_port) {
                cfg.drives.size());
   for (const auto& d : cfg.drives) spdlog::info("drive: {}", d);
   spdlog::info("S3-API: {}://{}:{}", cfg.tls_cert.empty() ? "http" : "https", host, bound_port);
-  if (!cfg.tls_cert.empty()) spdlog::info("TLS: certificate {} (HTTPS only)", cfg.tls_cert);
+  if (!cfg.tls_cert.empty()) {
+    spdlog::info("TLS: certificate {} (HTTPS only; certs directory {})", cfg.tls_cert,
+                 cfg.certs_dir);
+  } else if (!cfg.certs_dir.empty()) {
+    spdlog::info("TLS: off, plain HTTP (no public.crt and private.key in the certs directory {})",
+                 cfg.certs_dir);
+  }
   spdlog::info("RootUser: {}", cfg.root_user);
   spdlog::info("RootPass: {}",
                cfg.default_credentials ? cfg.root_password : "(from MINIO_ROOT_PASSWORD)");

@@ -28,12 +28,13 @@ struct ServerConfig {
   std::string root_user, root_password;
   bool default_credentials = false;
   std::string region = "us-east-1";
+  bool region_configured = false;  // MINIO_REGION / MINIO_SITE_REGION set (LocationConstraint)
   std::vector<std::string> domains;
   std::optional<crypto::KeyRing> kms;     // MINIO_KMS_SECRET_KEY (+ previous keys): SSE-S3
   bool kms_reseal = false;                 // RDMASTOR_KMS_RESEAL=on: re-seal under the current key
   bool sse_c_allow_http = false;           // RDMASTOR_SSE_C_ALLOW_HTTP=on: SSE-C without TLS
   bool prometheus_public = false;          // MINIO_PROMETHEUS_AUTH_TYPE=public (default jwt)
-  std::string certs_dir;                   // --certs-dir (default ~/.rdmastor/certs)
+  std::string certs_dir;  // --certs-dir (default ~/.rdmastor/certs, else ~/.minio/certs)
   std::string tls_cert, tls_key;           // both set when certs_dir holds them: HTTPS only
   std::vector<std::string> rdma_settings;  // MINIO_RDMA_* names that were set
   rdma::RdmaSettings rdma;                 // S3 over RDMA: MINIO_RDMA_FABRIC, verbs knobs, ...
@@ -64,26 +65,42 @@ struct ServerConfig {
   int rdma_progress_timeout_ms = 10000;  // RDMASTOR_RDMA_PROGRESS_TIMEOUT
   uint64_t rdma_min_rate = 1 << 20;      // RDMASTOR_RDMA_MIN_RATE, bytes/s (0: any byte)
   int rdma_transfers_per_client = 8;     // RDMASTOR_RDMA_TRANSFERS_PER_CLIENT
+  // S3 over RDMA on RC: connections clients open (rdma::RcLimits).
+  int rdma_rc_per_source = 64;          // RDMASTOR_RDMA_RC_PER_SOURCE
+  int rdma_rc_max = 1024;               // RDMASTOR_RDMA_RC_MAX
+  int rdma_rc_idle_timeout_ms = 60000;  // RDMASTOR_RDMA_RC_IDLE_TIMEOUT
 };
 
 struct TlsFiles {
   std::string dir, cert, key;  // cert/key empty: plain HTTP
 };
 
-// --certs-dir (or ~/.rdmastor/certs): HTTPS when public.crt and private.key are both there; an
-// error when only one is, or when an explicitly named directory does not exist.
+// --certs-dir (or ~/.rdmastor/certs, else ~/.minio/certs when only that exists): HTTPS when
+// public.crt and private.key are both there; an error when only one is, or when an explicitly named
+// directory does not exist.
 Result<TlsFiles> ResolveCertsDir(const std::optional<std::string>& flag, const EnvMap& env);
 
 struct RootCredentials {
   std::string user, password;
-  bool defaults = false;  // neither variable set: minioadmin/minioadmin
+  bool defaults = false;              // no credential variable set: minioadmin/minioadmin
+  std::vector<std::string> warnings;  // deprecated variables used
 };
 
-// MINIO_ROOT_USER / MINIO_ROOT_PASSWORD, validated (set together, minimum lengths).
+// Every variable ParseRootCredentials reads; when any is set the defaults are never used.
+inline constexpr const char* kCredentialVariables[] = {
+    "MINIO_ROOT_USER",     "MINIO_ROOT_USER_FILE",     "MINIO_ACCESS_KEY", "MINIO_ACCESS_KEY_FILE",
+    "MINIO_ROOT_PASSWORD", "MINIO_ROOT_PASSWORD_FILE", "MINIO_SECRET_KEY", "MINIO_SECRET_KEY_FILE"};
+
+// The root credentials as MinIO takes them: MINIO_ROOT_USER / MINIO_ROOT_PASSWORD, else their
+// _FILE forms (Docker/systemd secrets), else the deprecated MINIO_ACCESS_KEY / MINIO_SECRET_KEY
+// (and _FILE), with a warning; validated (set together, minimum lengths).
 Result<RootCredentials> ParseRootCredentials(const EnvMap& env);
 
 // Parses a duration: "120s", "2m", "500ms", or plain seconds. nullopt when malformed or over 24 h.
 std::optional<int64_t> ParseDurationMs(std::string_view text);
+
+// Whether some part of the server reads this MINIO_* variable (others get a start-up warning).
+bool IsKnownMinioVariable(std::string_view name);
 
 // Parses "[--address HOST:PORT] DIR..." plus the environment. Errors carry a message naming the
 // flag or variable and what it accepts.

@@ -1,8 +1,10 @@
 #include "cli/storage_setup.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 
@@ -10,6 +12,60 @@
 #include "storage/erasure_store.h"
 
 namespace rdmastor::cli {
+
+Status CheckLocalDrivePaths(const std::vector<std::string>& drives) {
+  namespace fs = std::filesystem;
+  struct stat root_st {};
+  if (::stat("/", &root_st) != 0) return {};
+  struct Drive {
+    std::string path;
+    bool on_root = false, empty = true;
+  };
+  std::vector<Drive> local;
+  bool any_off_root = false;
+  for (const auto& path : drives) {
+    std::error_code ec;
+    const fs::path p = fs::absolute(path, ec).lexically_normal();
+    fs::path at = p.has_filename() ? p : p.parent_path();  // "/mnt/d1/" -> "/mnt/d1"
+    Drive d{path};
+    struct stat st {};
+    if (::stat(at.c_str(), &st) != 0) {
+      // A missing drive is created, but only inside an existing directory: a mistyped path or a
+      // drive whose file system is not mounted must not become a directory on the root disk.
+      const fs::path parent = at.parent_path();
+      if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "drive " + path + ": its parent directory " + parent.string() +
+                             " does not exist (a mistyped path, or a file system not mounted?); "
+                             "create it, or fix the drive path");
+    } else if (S_ISDIR(st.st_mode)) {
+      if (fs::exists(at / ".minio.sys", ec))
+        return MakeError(
+            ErrorCode::kInvalidArgument,
+            "drive " + path +
+                " holds MinIO's data (.minio.sys): rdmastor does not read MinIO's "
+                "on-disk format and will not write over it; keep MinIO on it and copy the objects "
+                "over S3 to rdmastor on empty drives (docs/migrating-from-minio.md)");
+      d.empty = fs::is_empty(at, ec);
+    }
+    d.on_root = st.st_dev == root_st.st_dev;
+    any_off_root = any_off_root || !d.on_root;
+    local.push_back(std::move(d));
+  }
+  // An unmounted mount point looks like an empty directory on the root file system: refused when
+  // another drive is on a file system of its own (then every drive is meant to be one).
+  if (any_off_root) {
+    for (const auto& d : local) {
+      if (d.on_root && d.empty)
+        return MakeError(ErrorCode::kDriveNotWritable,
+                         "drive " + d.path +
+                             " is an empty directory on the root file system "
+                             "while other drives are file systems of their own: is its file system "
+                             "mounted? Mount it (or add it to /etc/fstab) and start again");
+    }
+  }
+  return {};
+}
 
 Result<OpenedStorage> OpenStorage(const ServerConfig& cfg) {
   OpenedStorage out;

@@ -23,6 +23,12 @@ struct OpenedStorage {
 
 Result<OpenedStorage> OpenStorage(const ServerConfig& cfg);
 
+// Local drive paths that must not be used (docs/settings.md, "Drives"): a missing drive whose
+// parent directory is missing too, a drive holding MinIO's data (both kInvalidArgument: the
+// configuration must change), and an empty directory on the root file system while another
+// drive is a file system of its own (kDriveNotWritable: an unmounted mount point).
+Status CheckLocalDrivePaths(const std::vector<std::string>& drives);
+
 // Health of every drive of `store` (local ones probed with admin::ProbeDrive, remote ones asked
 // over peer RPC) against each erasure set's read and write quorum: what /minio/health/cluster and
 // /minio/health/cluster/read answer. The store must outlive the monitor.

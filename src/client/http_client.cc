@@ -396,12 +396,23 @@ void HttpClient::Abort() {
 Error HttpClient::TransportError(std::string_view what, int err) const {
   std::string msg = Where() + ": " + std::string(what);
   if (err == EAGAIN || err == EWOULDBLOCK || err == ETIMEDOUT) {
-    return MakeError(
+    return ConnectionFailure(MakeError(
         ErrorCode::kRequestTimeout,
-        msg + ": timed out (io timeout " + std::to_string(options_.io_timeout.count()) + " ms)");
+        msg + ": timed out (io timeout " + std::to_string(options_.io_timeout.count()) + " ms)"));
   }
   if (err != 0) msg += std::string(": ") + std::strerror(err);
-  return MakeError(ErrorCode::kInternalError, std::move(msg));
+  return ConnectionFailure(MakeError(ErrorCode::kInternalError, std::move(msg)));
+}
+
+Error ConnectionFailure(Error e, std::string_view stage) {
+  for (auto& [name, value] : e.details) {
+    if (name == kClientFailure) {
+      value = std::string(stage);
+      return e;
+    }
+  }
+  e.details.emplace_back(std::string(kClientFailure), std::string(stage));
+  return e;
 }
 
 namespace {
@@ -715,7 +726,8 @@ Status HttpClient::FillBuffer() {
   auto n = RecvSome(buf_.data() + buf_end_, buf_.size() - buf_end_);
   if (!n.ok()) return n.error();
   if (*n == 0) {
-    return MakeError(ErrorCode::kInternalError, Where() + ": connection closed by the server");
+    return ConnectionFailure(
+        MakeError(ErrorCode::kInternalError, Where() + ": connection closed by the server"));
   }
   buf_end_ += *n;
   return {};
@@ -805,9 +817,11 @@ Status HttpClient::Deliver(const ResponseTarget& target, bool to_target, HttpRes
       break;
     case ResponseTarget::Kind::kBuffer:
       if (len > target.capacity - resp->body_bytes) {
-        return MakeError(ErrorCode::kInternalError, Where() + ": response body larger than the " +
-                                                        std::to_string(target.capacity) +
-                                                        "-byte buffer");
+        Error e = MakeError(ErrorCode::kInternalError,
+                            Where() + ": response body larger than the " +
+                                std::to_string(target.capacity) + "-byte buffer");
+        e.details.emplace_back(std::string(kBufferBytes), std::to_string(target.capacity));
+        return e;
       }
       std::memcpy(target.buffer + resp->body_bytes, data, len);
       break;
@@ -901,10 +915,13 @@ Status HttpClient::ReadBody(const HttpRequest& request, const ResponseTarget& ta
     uint64_t total = *resp->content_length;
     bool direct = to_target && target.kind == ResponseTarget::Kind::kBuffer;
     if (direct && total > target.capacity) {
-      return MakeError(ErrorCode::kInternalError,
-                       Where() + ": response body of " + std::to_string(total) +
-                           " bytes does not fit the " + std::to_string(target.capacity) +
-                           "-byte buffer");
+      Error e = MakeError(ErrorCode::kInternalError,
+                          Where() + ": response body of " + std::to_string(total) +
+                              " bytes does not fit the " + std::to_string(target.capacity) +
+                              "-byte buffer");
+      e.details.emplace_back(std::string(kBufferBytes), std::to_string(target.capacity));
+      e.details.emplace_back(std::string(kResponseBytes), std::to_string(total));
+      return e;
     }
     // Bytes that arrived with the head.
     size_t take = static_cast<size_t>(std::min<uint64_t>(total, buf_end_ - buf_begin_));
@@ -1050,12 +1067,12 @@ Result<HttpResponse> HttpClient::Send(const HttpRequest& request, const Response
     Close();
     reused = false;
   }
-  RS_RETURN_IF_ERROR(Connect());
+  if (Status st = Connect(); !st.ok()) return ConnectionFailure(st.error(), "connect");
   bool retryable = false;
   auto resp = SendOnce(request, target, &retryable);
   if (!resp.ok() && reused && retryable && !request.body_pull) {
     // The server closed the idle connection just as we reused it: one fresh attempt.
-    RS_RETURN_IF_ERROR(Connect());
+    if (Status st = Connect(); !st.ok()) return ConnectionFailure(st.error(), "connect");
     resp = SendOnce(request, target, &retryable);
   }
   return resp;

@@ -9,6 +9,8 @@
 
 #include "rdma/mapping.h"
 #include "rdma/memory.h"
+#include "rdma/rc.h"
+#include "rdma/rc_sessions.h"
 #include "rdma/settings.h"
 #include "rdma/soft/soft_fabric.h"
 #include "rdma/token.h"
@@ -40,6 +42,19 @@ Result<std::string> LocalAddressToward(const std::string& host, uint16_t port) {
   char text[INET_ADDRSTRLEN];
   inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
   return std::string(text);
+}
+
+// The IPv4 address (host order) of `host`, for the RC connection to the server.
+Result<uint32_t> ResolveIpv4(const std::string& host, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "RC: cannot resolve '" + host + "' to an IPv4 address");
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, &freeaddrinfo);
+  return ntohl(reinterpret_cast<const sockaddr_in*>(res->ai_addr)->sin_addr.s_addr);
 }
 
 // A shared file mapping must not be pinned for remote write (rdma/mapping.h). Checked when memory
@@ -103,6 +118,8 @@ struct RdmaS3Client::Impl {
     uint64_t dmabuf_offset;
   };
   std::vector<DeviceMemory> device_memory;
+
+  uint32_t rc_server_ip = 0;  // kRc: the server's IPv4 (host order)
 
   explicit Impl(RdmaClientConfig c) : config(std::move(c)), s3(config.s3) {}
 
@@ -212,11 +229,33 @@ struct RdmaS3Client::Impl {
     return r;
   }
 
-  // Sends a payload-less signed request carrying the token; returns the raw response.
-  Result<HttpResponse> Send(S3Request req, const rdma::RdmaToken& token) {
-    req.headers.emplace_back("x-amz-rdma-token", rdma::FormatToken(token));
+  // Sends a payload-less signed request carrying the token; returns the raw response. On RC the
+  // request names the client's connection; when the server says that connection is no longer
+  // open (closed idle, or the server restarted), it is opened again and the request sent once
+  // more.
+  Result<HttpResponse> Send(S3Request req, rdma::RdmaToken token) {
     req.headers.emplace_back("x-amz-rdma-agent", "cuobj");
-    return s3.Execute(req, ResponseTarget::String());
+    if (config.transport != RdmaTransport::kRc) {
+      req.headers.emplace_back("x-amz-rdma-token", rdma::FormatToken(token));
+      return s3.Execute(req, ResponseTarget::String());
+    }
+    for (int attempt = 0;; ++attempt) {
+      auto conn = target->RcConnection(rc_server_ip, config.rc_port, /*fresh=*/attempt > 0);
+      if (!conn.ok()) return conn.error();
+      // The token describes the buffer as reached through this connection (its QP and GID).
+      token.lid = conn->self.lid;
+      token.qpn = conn->self.qpn;
+      token.has_gid = conn->self.has_gid;
+      token.gid = conn->self.gid;
+      S3Request named = req;
+      named.headers.emplace_back("x-amz-rdma-token", rdma::FormatToken(token));
+      named.headers.emplace_back(std::string(rdma::kRdmaConnectionHeader),
+                                 rdma::FormatRcConnectionId(conn->id));
+      auto resp = s3.Execute(named, ResponseTarget::String());
+      if (attempt > 0 || !resp.ok() || resp->status != 501 ||
+          resp->body.find("connect again") == std::string::npos)
+        return resp;
+    }
   }
 
   static uint64_t BytesTransferred(const HttpResponse& r) {
@@ -275,8 +314,32 @@ Result<std::unique_ptr<RdmaS3Client>> RdmaS3Client::Create(RdmaClientConfig conf
     vs.traffic_class = impl->config.verbs.traffic_class;
     vs.service_level = impl->config.verbs.service_level;
     vs.pkey_index = impl->config.verbs.pkey_index;
-    auto target = rdma::StartVerbsDcTarget(vs);
-    if (!target.ok()) return target.error();
+    // DC where the device has it (a ConnectX client keeps DC unless asked for RC); RC where it
+    // has none (Broadcom, Intel, AMD, Soft-RoCE) or when asked.
+    Result<std::unique_ptr<rdma::Target>> target =
+        MakeError(ErrorCode::kRDMANotSupported, "RC asked for");
+    if (impl->config.transport == RdmaTransport::kDefault) target = rdma::StartVerbsDcTarget(vs);
+    if (!target.ok()) {
+      rdma::RcSettings rs;
+      rs.device = vs.device;
+      rs.port = vs.port;
+      rs.tos = vs.traffic_class ? vs.traffic_class : -1;
+      if (!impl->config.soft_bind_ip.empty()) {
+        rs.source_ip = impl->config.soft_bind_ip;
+      } else {
+        auto local = LocalAddressToward(impl->config.s3.host, impl->config.s3.port);
+        if (!local.ok()) return local.error();
+        rs.source_ip = *local;
+      }
+      auto rc = rdma::StartVerbsRcClient(rs);
+      if (!rc.ok())
+        return impl->config.transport == RdmaTransport::kRc
+                   ? rc.error()
+                   : MakeError(rc.error().code, "no DC (" + target.error().message +
+                                                    ") and no RC: " + rc.error().message);
+      impl->config.transport = RdmaTransport::kRc;
+      target = std::move(rc);
+    }
     impl->target = std::move(target).value();
   } else {
     rdma::soft::SoftTargetOptions to;
@@ -290,6 +353,11 @@ Result<std::unique_ptr<RdmaS3Client>> RdmaS3Client::Create(RdmaClientConfig conf
     auto target = rdma::soft::SoftTarget::Start(to);
     if (!target.ok()) return target.error();
     impl->target = std::move(target).value();
+  }
+  if (impl->config.transport == RdmaTransport::kRc) {
+    auto ip = ResolveIpv4(impl->config.s3.host, impl->config.s3.port);
+    if (!ip.ok()) return ip.error();
+    impl->rc_server_ip = *ip;
   }
   rdma::Target* t = impl->target.get();
   impl->mrs = std::make_unique<rdma::MrCache>(

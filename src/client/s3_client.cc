@@ -1,6 +1,7 @@
 // The S3 client: SigV4-signed path-style requests over HttpClient, S3 error documents decoded.
 #include "rdmastor/s3_client.h"
 
+#include <algorithm>
 #include <charconv>
 #include <ctime>
 #include <pugixml.hpp>
@@ -59,6 +60,9 @@ std::string S3ObjectPath(std::string_view bucket, std::string_view key) {
 
 Error S3ErrorFromResponse(const HttpResponse& resp, std::string_view what) {
   std::string code_text, message, request_id;
+  // The error document's elements, as fields for callers that pass them on (the Python binding:
+  // code, message, request id, status without parsing the text below).
+  std::vector<std::pair<std::string, std::string>> fields;
   if (!resp.body.empty()) {
     pugi::xml_document doc;
     if (doc.load_buffer(resp.body.data(), resp.body.size())) {
@@ -66,6 +70,8 @@ Error S3ErrorFromResponse(const HttpResponse& resp, std::string_view what) {
       code_text = err.child_value("Code");
       message = err.child_value("Message");
       request_id = err.child_value("RequestId");
+      for (pugi::xml_node n : err.children())
+        if (n.type() == pugi::node_element) fields.emplace_back(n.name(), n.child_value());
     }
   }
   if (request_id.empty()) {
@@ -119,7 +125,17 @@ Error S3ErrorFromResponse(const HttpResponse& resp, std::string_view what) {
                     " [" + std::string(what);
   if (!request_id.empty()) msg += ", request-id " + request_id;
   msg += "]";
-  return MakeError(code, std::move(msg));
+  Error e = MakeError(code, std::move(msg));
+  e.details = std::move(fields);
+  auto has = [&](std::string_view name) {
+    return std::any_of(e.details.begin(), e.details.end(),
+                       [&](const auto& f) { return f.first == name; });
+  };
+  if (!has("Code")) e.details.emplace_back("Code", code_text);
+  if (!has("Message")) e.details.emplace_back("Message", message);
+  if (!has("RequestId") && !request_id.empty()) e.details.emplace_back("RequestId", request_id);
+  e.details.emplace_back("HTTPStatus", std::to_string(resp.status));
+  return e;
 }
 
 S3Client::S3Client(S3ClientConfig config)

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <mutex>
+#include <utility>
 #include <optional>
 
 #include "cluster/remote_drive.h"
@@ -60,6 +63,31 @@ std::optional<uint64_t> ToU64(const std::string& s) {
   return v;
 }
 
+// Refusals come from whoever reaches the port, before any authentication: one line a second at
+// most (saying how many were left out), the path cut to 128 bytes, the message to 256.
+void LogRefusal(const s3::HttpRequest& req, const Error& e) {
+  static std::mutex mu;
+  static std::chrono::steady_clock::time_point next;
+  static uint64_t left_out = 0;
+  uint64_t skipped;
+  {
+    std::lock_guard lock(mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next) {
+      ++left_out;
+      return;
+    }
+    next = now + std::chrono::seconds(1);
+    skipped = std::exchange(left_out, 0);
+  }
+  auto cut = [](std::string_view v, size_t n) {
+    return v.size() <= n ? std::string(v) : std::string(v.substr(0, n)) + "...";
+  };
+  spdlog::warn("peer RPC {} {} from {} refused: {} ({} more refusal(s) not logged)",
+               cut(req.method, 16), cut(req.raw_path, 128), req.remote_ip,
+               cut(e.message, 256), skipped);
+}
+
 }  // namespace
 
 bool IsPeerPath(std::string_view p) {
@@ -79,8 +107,7 @@ PeerServer::PeerServer(std::shared_ptr<const PeerAuth> auth, std::string self,
 
 void PeerServer::Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink) {
   auto refuse = [&](const Error& e) {
-    spdlog::warn("peer RPC {} {} from {} refused: {}", req.method, req.raw_path, req.remote_ip,
-                 e.message);
+    LogRefusal(req, e);
     SendError(sink, e, req.raw_path);
   };
   // Header and MAC first, then the nonce (a replay is refused before its body is even read), then

@@ -473,7 +473,8 @@ bool PrincipalMatches(const Statement& st, const Principal& p) {
   if (st.any_principal) return true;
   for (const auto& name : st.principals) {
     if (p.root && name == "root") return true;
-    if (!p.anonymous && !p.root && name == p.user) return true;
+    // "root" names the account's root: never a user, whatever a stored user is called.
+    if (!p.anonymous && !p.root && name != "root" && name == p.user) return true;
   }
   return false;
 }

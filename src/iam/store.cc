@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
+#include "common/text.h"
 
 namespace rdmastor::iam {
 
@@ -93,8 +94,7 @@ IamStore::IamStore(storage::ObjectLayer& store, std::string root_access_key, Sto
     : store_(store),
       root_(std::move(root_access_key)),
       opts_(opts),
-      tokens_(opts.unknown_key_lookup_burst),
-      tokens_at_(Clock::now()) {}
+      tokens_{static_cast<double>(opts.unknown_key_lookup_burst), Clock::now()} {}
 
 Status IamStore::ValidateAccessKey(std::string_view ak) {
   // Characters safe in an object key and in a SigV4 credential scope.
@@ -202,6 +202,8 @@ Status IamStore::StoreUser(const User& user) {
   std::lock_guard lock(mu_);
   Bound(users_);
   users_[user.access_key] = UserEntry{user, Clock::now()};
+  absent_.erase(user.access_key);
+  roster_.insert(user.access_key);
   return {};
 }
 
@@ -210,6 +212,9 @@ Status IamStore::AddUser(const std::string& access_key, const std::string& secre
   RS_RETURN_IF_ERROR(ValidateSecretKey(secret_key));
   if (access_key == root_)
     return MakeError(ErrorCode::kInvalidArgument, "The root user's access key cannot be a user");
+  // Bucket policies name the account's root "root" (arn:aws:iam::<account>:root).
+  if (text::ToLower(access_key) == "root")
+    return MakeError(ErrorCode::kInvalidArgument, "The user name root is reserved");
   auto current = LoadUser(access_key);
   if (!current.ok()) return current.error();
   User user = current->value_or(User{access_key, {}, {}, NowNs()});
@@ -224,7 +229,9 @@ Status IamStore::RemoveUser(const std::string& access_key) {
   if (!current->has_value()) return MakeError(ErrorCode::kNoSuchUser);
   RS_RETURN_IF_ERROR(DeleteDoc(UserKey(access_key)));
   std::lock_guard lock(mu_);
-  users_[access_key] = UserEntry{std::nullopt, Clock::now()};
+  users_.erase(access_key);
+  roster_.erase(access_key);
+  RememberAbsent(access_key, Clock::now());
   return {};
 }
 
@@ -373,39 +380,116 @@ std::shared_ptr<const Policy> IamStore::CachedNamedPolicy(const std::string& nam
 
 // ---- the request path ----
 
-bool IamStore::TakeLookupToken() {
-  // Called with mu_ held.
-  const auto now = Clock::now();
-  const double elapsed = std::chrono::duration<double>(now - tokens_at_).count();
-  tokens_ = std::min<double>(opts_.unknown_key_lookup_burst,
-                             tokens_ + elapsed * opts_.unknown_key_lookups_per_second);
-  tokens_at_ = now;
-  if (tokens_ < 1) return false;
-  tokens_ -= 1;
+bool IamStore::TokenBucket::Take(Clock::time_point now, double rate, int burst) {
+  const double elapsed = std::chrono::duration<double>(now - at).count();
+  tokens = std::min<double>(burst, tokens + elapsed * rate);
+  at = now;
+  if (tokens < 1) return false;
+  tokens -= 1;
   return true;
 }
 
-std::optional<std::string> IamStore::SecretFor(std::string_view access_key) {
-  if (access_key == root_ || !ValidateAccessKey(access_key).ok()) return std::nullopt;
-  const auto now = Clock::now();
-  std::optional<UserEntry> cached;
+bool IamStore::TakeLookupToken(std::string_view client, Clock::time_point now) {
+  auto it = client_tokens_.find(std::string(client));
+  if (it == client_tokens_.end()) {
+    if (client_tokens_.size() >= kMaxCacheEntries) {
+      // Forget the clients whose bucket has refilled: they lose nothing by it.
+      std::erase_if(client_tokens_, [&](auto& entry) {
+        auto probe = entry.second;
+        probe.Take(now, opts_.unknown_key_lookups_per_client_per_second,
+                   opts_.unknown_key_lookup_client_burst);
+        return probe.tokens + 1 >= opts_.unknown_key_lookup_client_burst;
+      });
+    }
+    if (client_tokens_.size() >= kMaxCacheEntries) return false;  // the node-wide limit rules
+    it = client_tokens_
+             .emplace(std::string(client),
+                      TokenBucket{static_cast<double>(opts_.unknown_key_lookup_client_burst), now})
+             .first;
+  }
+  // The client's own token first: a client over its share does not spend the node's.
+  if (!it->second.Take(now, opts_.unknown_key_lookups_per_client_per_second,
+                       opts_.unknown_key_lookup_client_burst))
+    return false;
+  return tokens_.Take(now, opts_.unknown_key_lookups_per_second, opts_.unknown_key_lookup_burst);
+}
+
+void IamStore::RememberAbsent(const std::string& access_key, Clock::time_point now) {
+  if (absent_.insert_or_assign(access_key, now).second) absent_order_.push_back(access_key);
+  while (absent_.size() > opts_.max_negative_entries && !absent_order_.empty()) {
+    absent_.erase(absent_order_.front());
+    absent_order_.pop_front();
+  }
+  // Keys re-added after being dropped can leave stale names behind: bounded all the same.
+  if (absent_order_.size() > 2 * opts_.max_negative_entries + 16) {
+    absent_order_.clear();
+    for (const auto& [k, t] : absent_) absent_order_.push_back(k);
+  }
+}
+
+void IamStore::RefreshRoster(std::chrono::milliseconds max_age) {
+  bool never;
   {
     std::lock_guard lock(mu_);
+    if (roster_at_ && Clock::now() - *roster_at_ < max_age) return;
+    never = !roster_at_;
+  }
+  // Before the first listing every caller waits for it (a restarted node's users must not look
+  // unknown); afterwards one lists and the others go on with the roster they have.
+  std::unique_lock listing(roster_mu_, std::defer_lock);
+  if (never) {
+    listing.lock();
+  } else if (!listing.try_lock()) {
+    return;
+  }
+  const auto started = Clock::now();
+  {
+    std::lock_guard lock(mu_);
+    if (roster_at_ && started - *roster_at_ < max_age) return;  // listed while we waited
+  }
+  std::set<std::string, std::less<>> names;
+  auto st = ForEachDoc("iam/users/", [&](const std::string& ak, const std::string&) {
+    if (ValidateAccessKey(ak).ok()) names.insert(ak);
+  });
+  std::lock_guard lock(mu_);
+  if (!st.ok()) {
+    spdlog::warn("iam: cannot list the users: {}", st.error().message);
+    if (!roster_at_) roster_at_ = started;  // tried: the next try waits its turn
+    return;
+  }
+  // Users added or removed through this node while listing are already right in the roster.
+  for (const auto& ak : names) absent_.erase(ak);
+  roster_ = std::move(names);
+  roster_at_ = started;
+}
+
+std::optional<std::string> IamStore::SecretFor(std::string_view access_key,
+                                               std::string_view client) {
+  if (access_key == root_ || !ValidateAccessKey(access_key).ok()) return std::nullopt;
+  RefreshRoster(opts_.refresh);
+  const auto now = Clock::now();
+  std::optional<User> cached;
+  {
+    std::unique_lock lock(mu_);
     auto it = users_.find(access_key);
     if (it != users_.end()) {
-      const auto ttl = it->second.user ? opts_.refresh : opts_.negative_ttl;
-      if (now - it->second.fetched < ttl)
-        return it->second.user ? std::optional<std::string>(it->second.user->secret_key)
-                               : std::nullopt;
-      cached = it->second;
-    }
-    if (!cached || !cached->user) {
-      // Unknown here: a storage read, within the rate limit.
-      if (!TakeLookupToken()) {
+      if (now - it->second.fetched < opts_.refresh) return it->second.user.secret_key;
+      cached = it->second.user;  // known: read again, without any limit
+    } else if (auto gone = absent_.find(access_key);
+               gone != absent_.end() && now - gone->second < opts_.negative_ttl) {
+      return std::nullopt;
+    } else if (!roster_.contains(access_key)) {
+      // Outside the roster: a user added through another node since the last listing, or a
+      // made-up key. A storage read within the limits, else a new listing (rate limited).
+      if (!TakeLookupToken(client, now)) {
         ++unknown_refusals_;
-        return std::nullopt;
+        lock.unlock();
+        RefreshRoster(opts_.roster_min_interval);
+        lock.lock();
+        if (!roster_.contains(access_key)) return std::nullopt;
+      } else {
+        ++unknown_reads_;
       }
-      ++unknown_reads_;
     }
   }
   const std::string ak(access_key);
@@ -413,12 +497,18 @@ std::optional<std::string> IamStore::SecretFor(std::string_view access_key) {
   std::lock_guard lock(mu_);
   if (!loaded.ok()) {
     spdlog::warn("iam: cannot read user {}: {}", ak, loaded.error().message);
-    if (cached && cached->user) return cached->user->secret_key;  // keep serving a known user
+    if (cached) return cached->secret_key;  // keep serving a known user
+    return std::nullopt;
+  }
+  if (!loaded->has_value()) {
+    users_.erase(ak);
+    roster_.erase(ak);
+    RememberAbsent(ak, now);
     return std::nullopt;
   }
   Bound(users_);
-  users_[ak] = UserEntry{*loaded, now};
-  if (!loaded->has_value()) return std::nullopt;
+  users_[ak] = UserEntry{**loaded, now};
+  roster_.insert(ak);
   return (*loaded)->secret_key;
 }
 
@@ -427,8 +517,8 @@ std::vector<std::shared_ptr<const Policy>> IamStore::PoliciesOf(std::string_view
   {
     std::lock_guard lock(mu_);
     auto it = users_.find(access_key);
-    if (it == users_.end() || !it->second.user) return {};
-    names = it->second.user->policies;
+    if (it == users_.end()) return {};
+    names = it->second.user.policies;
   }
   std::vector<std::shared_ptr<const Policy>> out;
   for (const auto& n : names) {

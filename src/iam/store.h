@@ -11,18 +11,30 @@
 // Consistency across nodes: every cached entry is re-read after `refresh` (so a change made
 // through another node is seen within that time), and an access key this node does not know is
 // looked up in storage at once, so a user added through one node authenticates through every
-// other at once. Those lookups of unknown keys are rate limited (a token bucket, and a short
-// negative cache per key) so that a flood of bogus keys cannot become a storm of storage reads.
+// other at once.
+//
+// Unauthenticated callers choose the access keys they present, so a flood of made-up keys must
+// neither lock out real users nor become a storm of storage reads:
+// - known users never compete with unknown keys: the names of every stored user (the roster, one
+//   listing, re-read after `refresh`) and cached users are read without any limit;
+// - a key outside the roster is read within a per-client token bucket (by source address) and a
+//   node-wide one; when those refuse, the roster is listed again (at most once a second), which
+//   finds every user added since, whatever the number of bogus keys;
+// - keys found absent go to a bounded negative cache (oldest dropped first), apart from the
+//   users, so a flood of names never evicts a real user.
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/result.h"
@@ -39,9 +51,16 @@ inline constexpr std::string_view kBuiltinPolicies[] = {"readwrite", "readonly",
 
 struct StoreOptions {
   std::chrono::milliseconds refresh{5000};  // RDMASTOR_IAM_REFRESH
-  double unknown_key_lookups_per_second = 10;
-  int unknown_key_lookup_burst = 20;
+  // Storage reads for keys outside the roster: node-wide, and per client address.
+  double unknown_key_lookups_per_second = 50;
+  int unknown_key_lookup_burst = 100;
+  double unknown_key_lookups_per_client_per_second = 5;
+  int unknown_key_lookup_client_burst = 10;
   std::chrono::milliseconds negative_ttl{1000};  // an unknown key is not looked up again sooner
+  size_t max_negative_entries = 10000;           // keys known absent, oldest dropped first
+  // The roster is listed again for a key outside it (once the lookups above refuse) at most
+  // this often.
+  std::chrono::milliseconds roster_min_interval{1000};
 };
 
 struct User {
@@ -80,8 +99,9 @@ class IamStore {
   Result<std::map<std::string, std::string>> ListPolicies();
 
   // ---- the request path ----
-  // The secret of a user (not root), or nullopt when the key is unknown.
-  std::optional<std::string> SecretFor(std::string_view access_key);
+  // The secret of a user (not root), or nullopt when the key is unknown. `client`: the caller's
+  // address, for the per-client limit on lookups of keys outside the roster.
+  std::optional<std::string> SecretFor(std::string_view access_key, std::string_view client = {});
   // The parsed policies attached to a user (empty for an unknown user).
   std::vector<std::shared_ptr<const Policy>> PoliciesOf(std::string_view access_key);
 
@@ -114,8 +134,14 @@ class IamStore {
  private:
   using Clock = std::chrono::steady_clock;
   struct UserEntry {
-    std::optional<User> user;  // nullopt: known not to exist (negative entry)
+    User user;
     Clock::time_point fetched;
+  };
+  struct TokenBucket {
+    double tokens;
+    Clock::time_point at;
+    // Refills at `rate` up to `burst`; takes one token when there is one.
+    bool Take(Clock::time_point now, double rate, int burst);
   };
   struct PolicyEntry {
     std::shared_ptr<const Policy> policy;  // nullptr: none
@@ -139,19 +165,30 @@ class IamStore {
   Status StoreUser(const User& user);
   Result<std::shared_ptr<const Policy>> LoadNamedPolicy(const std::string& name);
   std::shared_ptr<const Policy> CachedNamedPolicy(const std::string& name);
-  bool TakeLookupToken();
+  // Called with mu_ held: a lookup of a key outside the roster may read storage now.
+  bool TakeLookupToken(std::string_view client, Clock::time_point now);
+  void RememberAbsent(const std::string& access_key, Clock::time_point now);  // mu_ held
+  // Lists the stored users again when the roster is older than `max_age` (one caller lists,
+  // the others go on with what there is, except before the first listing).
+  void RefreshRoster(std::chrono::milliseconds max_age);
 
   storage::ObjectLayer& store_;
   std::string root_;
   StoreOptions opts_;
 
   mutable std::mutex mu_;
-  std::map<std::string, UserEntry, std::less<>> users_;
+  std::map<std::string, UserEntry, std::less<>> users_;  // users read, by access key
+  // Keys found absent (time of the lookup), and their order for dropping the oldest.
+  std::map<std::string, Clock::time_point, std::less<>> absent_;
+  std::deque<std::string> absent_order_;
+  std::set<std::string, std::less<>> roster_;  // the access key of every stored user
+  std::optional<Clock::time_point> roster_at_;  // when it was listed; nullopt: never
+  std::mutex roster_mu_;                        // held while listing (not with mu_)
+  std::unordered_map<std::string, TokenBucket> client_tokens_;
   std::map<std::string, PolicyEntry, std::less<>> named_policies_;
   std::map<std::string, PolicyEntry, std::less<>> bucket_policies_;
   std::map<std::string, AccessEntry, std::less<>> bucket_access_;
-  double tokens_;
-  Clock::time_point tokens_at_;
+  TokenBucket tokens_;
   uint64_t unknown_reads_ = 0, unknown_refusals_ = 0;
 };
 

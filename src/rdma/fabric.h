@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -133,6 +134,35 @@ struct RequestOrigin {
       : remote_ip(std::move(remote)), local_ip(std::move(local)) {}
   std::string remote_ip;  // the HTTP peer address ("127.0.0.1", "::ffff:127.0.0.1", "::1")
   std::string local_ip;   // the address it arrived on ("" when unknown): multi-rail choice
+  // The RC connection the request named (signed x-amz-rdma-connection); 0: none, the fabric
+  // reaches the token's address itself (DC, soft). See rc_sessions.h.
+  uint64_t rc_connection = 0;
+  std::string principal;  // the access key that signed the request (RC connections pin it)
+};
+
+// Who opened an RC connection (S3 over RDMA on RC, rc_sessions.h), as the listener saw it.
+struct RcPeer {
+  uint32_t ip = 0;                // source IPv4 of the connection, host order
+  uint32_t qpn = 0;               // the peer's QP number (soft: its target endpoint id)
+  std::array<uint8_t, 16> gid{};  // the peer's GID (soft / RoCE v2: IPv4-mapped source)
+};
+
+// What a listener does with the connections clients open: `can_admit` is asked first, before
+// anything is created for the connection (the limits); `admit` takes the connection's endpoint
+// and answers the connection id sent back to the client: `proposed` when not 0 (a listener that
+// must send the id before the connection is established, as rdma_cm's accept does), else one it
+// chooses.
+struct RcAdmission {
+  std::function<Status(uint32_t ip)> can_admit;
+  std::function<Result<uint64_t>(const RcPeer&, std::unique_ptr<Endpoint>, uint64_t proposed)>
+      admit;
+};
+
+// A listener for RC connections; destroying it stops accepting (admitted endpoints live on).
+class RcListener {
+ public:
+  virtual ~RcListener() = default;
+  virtual uint16_t port() const = 0;
 };
 
 // One fabric: memory registration and endpoints.
@@ -152,6 +182,11 @@ class Fabric {
   // The device failed for good: this fabric (and every registration made with it) must be
   // replaced by a freshly created one.
   virtual bool NeedsReopen() const { return false; }
+  // Accepts RC connections that clients open to bind_ip:port (0: any free port) and hands each to
+  // `admission` as an initiator endpoint of this fabric (its work requests use this fabric's
+  // registrations). kRDMANotSupported where the backend has no RC listener.
+  virtual Result<std::unique_ptr<RcListener>> ListenRc(const std::string& bind_ip, uint16_t port,
+                                                       RcAdmission admission);
 };
 
 // A target that remote initiators write into / read from: what the client side runs. Memory
@@ -170,6 +205,15 @@ class Target {
   virtual Result<std::unique_ptr<MemoryRegion>> RegisterDmabuf(int fd, uint64_t offset,
                                                                size_t length, uint64_t iova,
                                                                unsigned access);
+  // The persistent RC connection to the server listening at server_ip:port (host order IPv4):
+  // opened on first use, then reused; `fresh` opens a new one (the server said the old one is
+  // closed). The target serves the server's one-sided requests on it. kRDMANotSupported where
+  // the backend cannot.
+  struct RcConnectionInfo {
+    uint64_t id = 0;     // the connection id the server gave it (x-amz-rdma-connection)
+    RemoteAddress self;  // what a token on it carries: lid, qpn (its QP number) and GID
+  };
+  virtual Result<RcConnectionInfo> RcConnection(uint32_t server_ip, uint16_t port, bool fresh);
 };
 
 // The S3 error a failed completion becomes (before any byte moved: 501; midway: 500).

@@ -53,6 +53,10 @@ Result<std::unique_ptr<Target>> StartVerbsRcTarget(const std::string&, const RcS
   return MakeError(ErrorCode::kRDMANotSupported,
                    "this is the standard build: verbs RC queue pairs are not compiled in");
 }
+Result<std::unique_ptr<Target>> StartVerbsRcClient(const RcSettings&) {
+  return MakeError(ErrorCode::kRDMANotSupported,
+                   "this is the standard build: verbs RC queue pairs are not compiled in");
+}
 #endif
 
 }  // namespace rdmastor::rdma

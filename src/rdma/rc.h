@@ -61,5 +61,8 @@ Result<RcTargetAddr> ResolveRcTarget(const RemoteAddress& remote, const RequestO
 Result<std::unique_ptr<Fabric>> CreateVerbsRcFabric(const RcSettings& settings);
 Result<std::unique_ptr<Target>> StartVerbsRcTarget(const std::string& bind_ip,
                                                    const RcSettings& settings);
+// The client side of S3 over RDMA on RC: registers memory and opens one RC connection per server
+// (Target::RcConnection) from settings.source_ip on the device that address belongs to.
+Result<std::unique_ptr<Target>> StartVerbsRcClient(const RcSettings& settings);
 
 }  // namespace rdmastor::rdma

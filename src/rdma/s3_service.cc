@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "rdma/soft/soft_fabric.h"
+
 namespace rdmastor::rdma {
 
 Result<std::shared_ptr<S3RdmaService::Plane>> S3RdmaService::MakePlane(
@@ -123,6 +125,43 @@ Result<S3RdmaService::ClientSlot> S3RdmaService::AcquireClientSlot(const Request
   return ClientSlot(this, std::move(key));
 }
 
+Result<std::unique_ptr<Endpoint>> S3RdmaService::EndpointFor(Plane& plane, const RdmaToken& token,
+                                                             const RequestOrigin& origin) {
+  if (origin.rc_connection == 0)
+    return plane.fabric->Connect(RemoteAddress::FromToken(token), origin);
+  if (!rc_sessions_)
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     "this server serves no RC connections (MINIO_RDMA_RC_PORT=off, or its "
+                     "fabric has no RC listener)");
+  return rc_sessions_->Lend(origin.rc_connection, RemoteAddress::FromToken(token), origin,
+                            origin.principal);
+}
+
+Status S3RdmaService::ListenRc(uint16_t port) {
+  auto p = plane();
+  if (!p) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
+  auto sessions = std::make_shared<RcSessions>(options_.rc);
+  std::string bind = options_.rc_bind_ip;
+  if (!soft::ParseIpv4(bind)) bind = "0.0.0.0";  // all interfaces, as the S3 listener
+  RcAdmission admission;
+  admission.can_admit = [raw = sessions.get()](uint32_t ip) { return raw->CanAdmit(ip); };
+  admission.admit = [raw = sessions.get()](const RcPeer& peer, std::unique_ptr<Endpoint> ep,
+                                           uint64_t proposed) {
+    return raw->Admit(peer, std::move(ep), proposed);
+  };
+  auto listener = p->fabric->ListenRc(bind, port, std::move(admission));
+  if (!listener.ok()) return listener.error();
+  sessions->StartReaper();
+  rc_sessions_ = std::move(sessions);
+  rc_listener_ = std::move(listener).value();
+  spdlog::info(
+      "S3 over RDMA: RC connections accepted on {}:{} ({} per client address, {} in all, "
+      "closed after {} ms idle)",
+      bind, rc_listener_->port(), options_.rc.per_source, options_.rc.total,
+      options_.rc.idle.count());
+  return {};
+}
+
 Result<S3RdmaService::PushResult> S3RdmaService::PushToClient(const RdmaToken& token,
                                                               const RequestOrigin& origin,
                                                               uint64_t length,
@@ -142,7 +181,7 @@ Result<S3RdmaService::PushResult> S3RdmaService::PushToClient(const RdmaToken& t
   if (!client_slot.ok()) return fail(client_slot.error());
   auto buffer = plane->pool->Acquire(options_.buffer_wait);
   if (!buffer.ok()) return fail(buffer.error());
-  auto ep = plane->fabric->Connect(RemoteAddress::FromToken(token), origin);
+  auto ep = EndpointFor(*plane, token, origin);
   if (!ep.ok()) return fail(ep.error());
   {
     Transfer t(**ep, Opcode::kWrite, RemoteBuffer::FromToken(token), options_.transfer);
@@ -197,7 +236,7 @@ Result<std::unique_ptr<S3RdmaService::ClientBody>> S3RdmaService::PullFromClient
   auto buffer = plane->pool->Acquire(options_.buffer_wait);
   if (!buffer.ok()) return fail(buffer.error());
   body->buffer_ = std::move(buffer).value();
-  auto ep = plane->fabric->Connect(RemoteAddress::FromToken(token), origin);
+  auto ep = EndpointFor(*plane, token, origin);
   if (!ep.ok()) return fail(ep.error());
   body->endpoint_ = std::move(ep).value();
   body->transfer_ = std::make_unique<Transfer>(*body->endpoint_, Opcode::kRead,

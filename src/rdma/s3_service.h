@@ -16,11 +16,12 @@
 #include <mutex>
 #include <string>
 
+#include "common/http_types.h"
 #include "rdma/fabric.h"
 #include "rdma/memory.h"
+#include "rdma/rc_sessions.h"
 #include "rdma/token.h"
 #include "rdma/transfer.h"
-#include "common/http_types.h"
 
 namespace rdmastor::rdma {
 
@@ -34,6 +35,10 @@ struct ServiceOptions {
   // staging buffer (and with them every other client's RDMA requests).
   size_t transfers_per_client = 8;
   TransferOptions transfer;
+  // S3 over RDMA on RC: the listener's address ("" or a name: 0.0.0.0; the S3 listener's host)
+  // and the limits of the connections clients open there. The port is MINIO_RDMA_RC_PORT.
+  std::string rc_bind_ip;
+  RcLimits rc;
 };
 
 // Counters the metrics layer reads (monotonic).
@@ -63,6 +68,14 @@ class S3RdmaService {
   // Why not available() ("" when it is).
   std::string unavailable_reason() const;
   RdmaStats& stats() { return stats_; }
+  // RC connections clients opened (null: this server serves no RC). A request whose origin names
+  // one (RequestOrigin::rc_connection) moves its payload on it instead of a fabric Connect.
+  void SetRcSessions(std::shared_ptr<RcSessions> sessions) { rc_sessions_ = std::move(sessions); }
+  RcSessions* rc_sessions() const { return rc_sessions_.get(); }
+  // Listens for RC connections on the fabric (options.rc_bind_ip, `port`; 0: any free port) with
+  // a table of options.rc's limits. kRDMANotSupported where the fabric has no RC listener.
+  Status ListenRc(uint16_t port);
+  uint16_t rc_port() const { return rc_listener_ ? rc_listener_->port() : 0; }
   size_t transfers_per_client() const { return per_client_cap_; }
 
   // One transfer counted against its client's cap while held.
@@ -140,6 +153,9 @@ class S3RdmaService {
  private:
   // kSlowDown when the origin already runs transfers_per_client transfers.
   Result<ClientSlot> AcquireClientSlot(const RequestOrigin& origin);
+  // The endpoint a request's payload travels on: its RC connection, or one the fabric connects.
+  Result<std::unique_ptr<Endpoint>> EndpointFor(Plane& plane, const RdmaToken& token,
+                                                const RequestOrigin& origin);
   static Result<std::shared_ptr<Plane>> MakePlane(std::unique_ptr<Fabric> fabric,
                                                   const ServiceOptions& options);
   std::shared_ptr<Plane> plane() const;
@@ -156,6 +172,8 @@ class S3RdmaService {
   std::mutex clients_mu_;
   std::map<std::string, size_t> active_by_client_;
   RdmaStats stats_;
+  std::shared_ptr<RcSessions> rc_sessions_;
+  std::unique_ptr<RcListener> rc_listener_;  // stops accepting before the table goes
 };
 
 }  // namespace rdmastor::rdma

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "rdma/build_info.h"
+#include "rdma/rc.h"
 #include "rdma/verbs_plan.h"
 
 namespace rdmastor::rdma {
@@ -58,7 +59,12 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
     auto it = env.find(name);
     return it == env.end() || it->second.empty() ? nullptr : &it->second;
   };
-  s.live_names = {"MINIO_RDMA_FABRIC", "MINIO_RDMA_SOFT_ALLOW"};
+  s.live_names = {"MINIO_RDMA_FABRIC", "MINIO_RDMA_SOFT_ALLOW", "MINIO_RDMA_RC_PORT"};
+  if (const auto* v = get("MINIO_RDMA_RC_PORT")) {
+    auto n = *v == "off" ? std::optional<uint64_t>(0) : ParseNumber(*v, 1, 65535);
+    if (!n) return Invalid("MINIO_RDMA_RC_PORT", *v, "use a port from 1 to 65535, or off");
+    s.rc_port = static_cast<int>(*n);
+  }
   if (const auto* v = get("MINIO_RDMA_FABRIC")) {
     std::string lower = *v;
     std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
@@ -144,6 +150,29 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
   return s;
 }
 
+namespace {
+RcSettings RcSettingsFrom(const VerbsSettings& vs) {
+  RcSettings rs;
+  rs.device = vs.device;
+  rs.port = vs.port;
+  rs.cq_depth = vs.cq_depth;
+  rs.allow = vs.allow;
+  rs.tos = vs.traffic_class ? vs.traffic_class : -1;
+  return rs;
+}
+
+// RC next to the fabric's own transport; a listener that cannot start costs RC only (logged).
+void StartRc(S3RdmaService& svc, const RdmaSettings& settings) {
+  if (settings.rc_port == 0) {
+    spdlog::info("S3 over RDMA: RC off (MINIO_RDMA_RC_PORT=off)");
+    return;
+  }
+  if (auto st = svc.ListenRc(static_cast<uint16_t>(settings.rc_port)); !st.ok())
+    spdlog::warn("S3 over RDMA: RC unavailable (requests naming x-amz-rdma-connection get 501): {}",
+                 st.error().message);
+}
+}  // namespace
+
 std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
                                                    ServiceOptions options) {
   switch (settings.fabric) {
@@ -163,11 +192,29 @@ std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
       so.min_rate = options.transfer.min_rate;
       spdlog::info("S3 over RDMA: on, soft fabric (TCP emulation; targets: the requesting host{})",
                    settings.soft_allow.empty() ? "" : " and MINIO_RDMA_SOFT_ALLOW");
-      return std::make_unique<S3RdmaService>(std::make_unique<soft::SoftFabric>(so), "", options);
+      options.rc.allow = settings.soft_allow;
+      auto svc =
+          std::make_unique<S3RdmaService>(std::make_unique<soft::SoftFabric>(so), "", options);
+      StartRc(*svc, settings);
+      return svc;
     }
     case FabricKind::kVerbs: {
       auto fabric = CreateVerbsFabric(settings.verbs);
       if (!fabric.ok()) {
+        // No DC (a device other than mlx5: Broadcom, Intel, AMD, Soft-RoCE): RC only, on the RC
+        // fabric (rdma_cm), when RC is on and such a device is usable.
+        auto rc = settings.rc_port ? CreateVerbsRcFabric(RcSettingsFrom(settings.verbs))
+                                   : Result<std::unique_ptr<Fabric>>(fabric.error());
+        if (rc.ok()) {
+          spdlog::info("S3 over RDMA: on, verbs fabric, RC only (no DC: {})",
+                       fabric.error().message);
+          options.rc.allow = settings.verbs.allow;
+          auto svc = std::make_unique<S3RdmaService>(
+              std::move(rc).value(), "", options,
+              [vs = settings.verbs] { return CreateVerbsRcFabric(RcSettingsFrom(vs)); });
+          StartRc(*svc, settings);
+          return svc;
+        }
         // Logged once here; every token request gets 501 with this reason.
         spdlog::warn("S3 over RDMA: unavailable, requests with x-amz-rdma-token get 501: {}",
                      fabric.error().message);
@@ -175,9 +222,12 @@ std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
       }
       spdlog::info("S3 over RDMA: on, verbs fabric");
       // After a fatal device error the fabric is created again, as at start.
-      return std::make_unique<S3RdmaService>(
-          std::move(fabric).value(), "", options,
-          [vs = settings.verbs] { return CreateVerbsFabric(vs); });
+      options.rc.allow = settings.verbs.allow;
+      auto svc =
+          std::make_unique<S3RdmaService>(std::move(fabric).value(), "", options,
+                                          [vs = settings.verbs] { return CreateVerbsFabric(vs); });
+      StartRc(*svc, settings);
+      return svc;
     }
   }
   return nullptr;

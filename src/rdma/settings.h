@@ -40,6 +40,8 @@ struct RdmaSettings {
   FabricKind fabric = FabricKind::kOff;  // MINIO_RDMA_FABRIC
   VerbsSettings verbs;
   std::vector<soft::Cidr> soft_allow;  // MINIO_RDMA_SOFT_ALLOW
+  // MINIO_RDMA_RC_PORT: where clients open their RC connections (S3 over RDMA on RC); 0: off.
+  int rc_port = 9100;
   // Names of the MINIO_RDMA_* variables this build acts on (the standard build warns about the
   // rest).
   std::vector<std::string> live_names;

@@ -139,6 +139,15 @@ Result<std::unique_ptr<MemoryRegion>> Target::RegisterDmabuf(int, uint64_t, size
                    "this fabric cannot register dma-buf (GPU) memory: use the verbs fabric");
 }
 
+Result<std::unique_ptr<RcListener>> Fabric::ListenRc(const std::string&, uint16_t, RcAdmission) {
+  return MakeError(ErrorCode::kRDMANotSupported,
+                   "the " + std::string(name()) + " fabric has no RC listener yet");
+}
+
+Result<Target::RcConnectionInfo> Target::RcConnection(uint32_t, uint16_t, bool) {
+  return MakeError(ErrorCode::kRDMANotSupported, "this target cannot open RC connections");
+}
+
 Error CompletionError(WcStatus status, bool bytes_moved, std::string_view detail) {
   std::string msg = "RDMA " + std::string(WcStatusName(status));
   if (!detail.empty()) msg += " (" + std::string(detail) + ")";

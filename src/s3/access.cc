@@ -41,7 +41,7 @@ constexpr std::string_view kHeaderKeys[] = {
 iam::ConditionContext ConditionsFor(const HttpRequest& req,
                                     const std::vector<std::pair<std::string, std::string>>& query,
                                     bool secure_transport, const Caller& who,
-                                    const AuthContext* auth) {
+                                    const AuthContext* auth, const HeaderList* form) {
   iam::ConditionContext ctx;
   ctx["aws:sourceip"] = req.remote_ip;
   ctx["aws:securetransport"] = secure_transport ? "true" : "false";
@@ -70,8 +70,15 @@ iam::ConditionContext ConditionsFor(const HttpRequest& req,
     if (k == "max-keys") ctx["s3:max-keys"] = v;
     if (k == "versionId") ctx["s3:versionid"] = v;
   }
+  // A browser POST's keys are its form fields: its own HTTP headers are not signed and do not
+  // decide what is stored.
   for (auto h : kHeaderKeys) {
-    if (const auto* v = req.FindHeader(h)) ctx["s3:" + std::string(h)] = *v;
+    if (form) {
+      for (const auto& [name, value] : *form)
+        if (name == h) ctx["s3:" + std::string(h)] = value;
+    } else if (const auto* v = req.FindHeader(h)) {
+      ctx["s3:" + std::string(h)] = *v;
+    }
   }
   if (auth && !who.anonymous()) {
     ctx["s3:signatureversion"] = auth->signature_version == 2 ? "AWS" : "AWS4-HMAC-SHA256";

@@ -36,10 +36,12 @@ struct Caller {
 // aws:EpochTime, aws:UserAgent, aws:Referer, aws:username / aws:userid, aws:PrincipalType,
 // s3:prefix / s3:delimiter / s3:max-keys (when in the query), s3:x-amz-acl and the other
 // x-amz-* request headers AWS lists as keys, s3:signatureversion, s3:authType, s3:versionid.
+// `form`: a browser POST's fields as PutObject's headers ("acl" as x-amz-acl); the x-amz-* keys
+// are then taken from them alone, never from the POST's own (unsigned) headers.
 iam::ConditionContext ConditionsFor(const HttpRequest& req,
                                     const std::vector<std::pair<std::string, std::string>>& query,
                                     bool secure_transport, const Caller& who,
-                                    const AuthContext* auth);
+                                    const AuthContext* auth, const HeaderList* form = nullptr);
 
 // The canned ACL of the object version a request addresses, read when an ACL could decide.
 using ObjectAclReader = std::function<iam::CannedAcl()>;

@@ -119,7 +119,7 @@ void HealService::Run(std::string bucket) {
   if (counts.ok()) {
     job_.counts = *counts;
     job_.state = "done";
-    spdlog::info("heal: done (clientToken {}): {}", job_.token, counts->Summary());
+    counts->Log("admin heal (clientToken " + job_.token + ")");
   } else {
     job_.state = "failed";
     job_.error = counts.error().message.empty()

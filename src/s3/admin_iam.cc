@@ -87,6 +87,13 @@ Status Handle(const HttpRequest& req, ResponseSink& sink, const std::string& req
     auto raw = ReadBody(req, auth, body);
     if (!raw.ok()) return raw.error();
     Json j = Json::parse(*raw, nullptr, false);
+    if (j.is_discarded() && !raw->empty() && (*raw)[0] != '{')
+      // `mc admin user add` encrypts the body with the root secret (madmin's format); rdmastor's
+      // admin API takes plain JSON over TLS or loopback (docs/migrating-from-minio.md).
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "The body is not JSON: mc admin's encrypted bodies (madmin) are not "
+                       "supported; use `rdmastor admin user add ACCESS_KEY SECRET_KEY`, or send "
+                       "{\"secretKey\": \"...\"}.");
     if (!j.is_object() || !j.contains("secretKey") || !j["secretKey"].is_string())
       return MakeError(ErrorCode::kInvalidArgument, "The body is {\"secretKey\": \"...\"}.");
     RS_RETURN_IF_ERROR(iam.AddUser(q("accessKey"), j["secretKey"].get<std::string>()));

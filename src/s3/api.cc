@@ -195,6 +195,9 @@ struct S3Api::Context {
   // MinIO's API name for metrics ("PutObject", ...); empty for health/metrics endpoints.
   std::string_view api = "unknown";
   storage::VersionSel version;  // ?versionId: nullopt = the latest, "" = the null version
+  // A browser POST's form fields as PutObject's headers: its policy condition keys (s3/access.h).
+  const HeaderList* form = nullptr;
+  bool rdma_declined = false;  // answered 501 with x-amz-rdma-reply: 501 (metrics)
 
   bool Has(std::string_view name) const {
     for (const auto& [k, v] : query)
@@ -275,6 +278,7 @@ void SendError(S3Api::Context& ctx, const Error& err, const HeaderList& extra = 
   if (err.code == ErrorCode::kInternalError)
     spdlog::error("{} {} {} -> InternalError: {}", ctx.request_id, ctx.req.method,
                   Bounded(admin::RedactTarget(ctx.req.target)), Bounded(err.message));
+  ctx.rdma_declined = ctx.rdma_declined || err.code == ErrorCode::kRDMANotSupported;
   SendErrorImpl(ctx.req, ctx.sink, ctx.request_id, ctx.Resource(), err, extra);
 }
 
@@ -777,7 +781,7 @@ void S3Api::Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink)
   Dispatch(ctx);
   if (!ctx.api.empty()) {
     admin::RecordS3Request(ctx.api, metered_sink.status(),
-                           !metered_sink.complete(req.method == "HEAD"));
+                           !metered_sink.complete(req.method == "HEAD"), ctx.rdma_declined);
     admin::AddS3Traffic(admin::Transport::kTcp, metered_body.bytes(), metered_sink.bytes());
   }
   admin::LogRequest({ctx.request_id, req.remote_ip, req.method, req.target, ctx.api,
@@ -813,6 +817,25 @@ Status CheckTransferCodings(const HttpRequest& req) {
   return {};
 }
 
+// Every query parameter S3 defines is defined once. A repeated one is refused before anything
+// reads it: policy conditions (s3:prefix, s3:versionid, ...) and the handlers must see one value,
+// and a signature covers both copies, so "which copy wins" would split authorization from what
+// is served.
+Status RefuseRepeatedParameters(const std::vector<std::pair<std::string, std::string>>& query) {
+  if (query.size() < 2) return {};
+  std::vector<std::string_view> names;
+  names.reserve(query.size());
+  for (const auto& [k, v] : query) names.push_back(k);
+  std::sort(names.begin(), names.end());
+  auto twice = std::adjacent_find(names.begin(), names.end());
+  if (twice == names.end()) return {};
+  const std::string name = Bounded(std::string(*twice), 64);
+  Error e = MakeError(ErrorCode::kInvalidArgument,
+                      "The query parameter '" + name + "' was specified more than once.");
+  e.details.emplace_back("ArgumentName", name);
+  return e;
+}
+
 }  // namespace
 
 void S3Api::Dispatch(Context& ctx) {
@@ -837,6 +860,7 @@ void S3Api::Dispatch(Context& ctx) {
   if (!query)
     return SendError(ctx, MakeError(ErrorCode::kInvalidArgument, "malformed query string"));
   ctx.query = std::move(*query);
+  if (auto st = RefuseRepeatedParameters(ctx.query); !st.ok()) return SendError(ctx, st.error());
   auto path = uri::Decode(req.raw_path);
   if (!path || path->empty() || (*path)[0] != '/')
     return SendError(ctx, MakeError(ErrorCode::kInvalidRequest, "malformed request path"));
@@ -886,13 +910,22 @@ void S3Api::Dispatch(Context& ctx) {
 
   auto auth = VerifyRequest(
       req,
-      [this](std::string_view ak) -> std::optional<std::string> {
+      [this, &req](std::string_view ak) -> std::optional<std::string> {
         if (ak == opts_.access_key) return opts_.secret_key;
-        return iam_->SecretFor(ak);
+        return iam_->SecretFor(ak, req.remote_ip);
       },
       static_cast<int64_t>(std::time(nullptr)), vhost ? std::string_view(ctx.bucket) : "");
   if (!auth.ok()) {
     if (!IsAnonymous(ctx)) return SendError(ctx, auth.error());
+    // S3 over RDMA steers server reads and writes into the token's memory: the token (and the
+    // agent asking for it) must be signed, so an unsigned request cannot carry them.
+    for (const char* h : {"x-amz-rdma-token", "x-amz-rdma-agent"}) {
+      if (!req.FindHeader(h)) continue;
+      Error e = MakeError(ErrorCode::kAccessDenied,
+                          "There were headers present in the request which were not signed");
+      e.details.emplace_back("HeadersNotSigned", h);
+      return SendError(ctx, e);
+    }
     // AWS tells an anonymous caller that a bucket does not exist (404) before refusing access;
     // an existing bucket's policy and ACL decide what the caller may do (Authorized below).
     if (!IsValidBucketName(ctx.bucket)) return SendError(ctx, auth.error());
@@ -1066,6 +1099,24 @@ bool S3Api::Authorized(Context& ctx) {
   // A request naming a version needs the ...Version action (s3:GetObjectVersion, ...).
   if (object_action && version) action = iam::VersionAction(action);
   auto st = Allowed(ctx, action, object_action ? ctx.key : std::string(), {}, version);
+  // As AWS: a write that sets the new object's ACL or tags also needs the actions that set them.
+  if (st.ok() && (ctx.api == "PutObject" || ctx.api == "CopyObject" ||
+                  ctx.api == "NewMultipartUpload" || ctx.api == "PostPolicyBucket")) {
+    auto carries = [&](std::string_view prefix) {
+      for (const auto& [name, value] : ctx.form ? *ctx.form : ctx.req.headers)
+        if (name.starts_with(prefix)) return true;
+      return false;
+    };
+    if (carries("x-amz-acl") || carries("x-amz-grant-"))
+      st = Allowed(ctx, "s3:PutObjectAcl", ctx.key, {}, {});
+    if (st.ok() && carries("x-amz-tagging")) {
+      // A copy that keeps its source's tags (the default directive) sets none.
+      const bool copies_tags =
+          ctx.api == "CopyObject" &&
+          ToLower(ctx.req.HeaderOr("x-amz-tagging-directive", "COPY")) != "replace";
+      if (!copies_tags) st = Allowed(ctx, "s3:PutObjectTagging", ctx.key, {}, {});
+    }
+  }
   // A copy reads its source: s3:GetObject (s3:GetObjectVersion for a named version) there too.
   if (st.ok() && source) {
     st = Allowed(ctx, src_version ? "s3:GetObjectVersion" : "s3:GetObject", source->second,
@@ -1079,7 +1130,7 @@ Status S3Api::Allowed(Context& ctx, std::string_view action, const std::string& 
                       const std::string& bucket, const storage::VersionSel& version) {
   if (ctx.caller.root()) return {};
   const auto conditions = ConditionsFor(ctx.req, ctx.query, opts_.secure_transport, ctx.caller,
-                                        ctx.caller.anonymous() ? nullptr : &ctx.auth);
+                                        ctx.caller.anonymous() ? nullptr : &ctx.auth, ctx.form);
   const std::string& in_bucket = bucket.empty() ? ctx.bucket : bucket;
   // The ACL of the version read: a missing object (or version, or a delete marker) grants nothing.
   auto object_acl = [&]() {
@@ -1142,7 +1193,7 @@ void S3Api::CreateBucket(Context& ctx) {
   if (!body.ok()) return SendError(ctx, body.error());
   auto location = ParseCreateBucketXml(*body);
   if (!location.ok()) return SendError(ctx, location.error());
-  if (!location->empty() && *location != opts_.region) {
+  if (opts_.region_configured && !location->empty() && *location != opts_.region) {
     return SendError(ctx, MakeError(ErrorCode::kIllegalLocationConstraint,
                                     "The " + *location +
                                         " location constraint is incompatible for the region "
@@ -1438,9 +1489,9 @@ void S3Api::PostObject(Context& ctx) {
   }
 
   auto now = static_cast<int64_t>(std::time(nullptr));
-  auto ak = VerifyPostSignature(fields, [this](std::string_view k) -> std::optional<std::string> {
+  auto ak = VerifyPostSignature(fields, [&](std::string_view k) -> std::optional<std::string> {
     if (k == opts_.access_key) return opts_.secret_key;
-    return iam_->SecretFor(k);
+    return iam_->SecretFor(k, ctx.req.remote_ip);
   });
   if (!ak.ok()) return SendError(ctx, ak.error());
   auto policy = ParsePostPolicy(fields["policy"]);
@@ -1470,6 +1521,21 @@ void S3Api::PostObject(Context& ctx) {
   ctx.key = key;
   ctx.has_key = true;
   ctx.caller = Caller{*ak == opts_.access_key ? Caller::Kind::kRoot : Caller::Kind::kUser, *ak};
+  // The form's fields are the upload's headers, for the policy conditions (s3:x-amz-acl, ...) as
+  // for what is stored: the POST's own HTTP headers are not signed and decide nothing.
+  HttpRequest as_put;
+  as_put.method = "PUT";
+  for (const auto& [name, value] : fields) {
+    if (name == "file" || name == "policy" || name == "key" || name == "bucket") continue;
+    if (name == "tagging") continue;  // an XML document, applied below
+    // The canned ACL is the "acl" field; a field named x-amz-acl stores nothing, so it decides
+    // nothing either.
+    if (name == "x-amz-acl" || name == "x-amz-tagging") continue;
+    as_put.headers.emplace_back(name == "acl" ? "x-amz-acl" : name, value);
+  }
+  // Tags set by the upload need s3:PutObjectTagging (Authorized).
+  if (fields.contains("tagging")) as_put.headers.emplace_back("x-amz-tagging", "");
+  ctx.form = &as_put.headers;
   if (!Authorized(ctx)) return;
 
   // Fields that become response headers on GET: a header on the wire can carry neither control
@@ -1498,15 +1564,8 @@ void S3Api::PostObject(Context& ctx) {
     }
   }
 
-  // The form's fields are the upload's headers: what PutObject refuses (encryption, storage
-  // classes, Object Lock, ...) is refused here too, never silently dropped.
-  HttpRequest as_put;
-  as_put.method = "PUT";
-  for (const auto& [name, value] : fields) {
-    if (name == "file" || name == "policy" || name == "key" || name == "bucket") continue;
-    if (name == "tagging") continue;  // an XML document, applied below
-    as_put.headers.emplace_back(name, value);
-  }
+  // What PutObject refuses (encryption, storage classes, Object Lock, ...) is refused here too,
+  // never silently dropped.
   if (auto st = RefuseUnimplemented("PutObject", as_put); !st.ok())
     return SendError(ctx, st.error());
   // Encryption fields as PutObject's headers (SSE-S3, SSE-C); none: the bucket's default decides.
@@ -1744,6 +1803,12 @@ constexpr std::pair<const char*, const char*> kResponseOverrides[] = {
 Status CheckResponseOverrides(const S3Api::Context& ctx) {
   for (const auto& [param, header] : kResponseOverrides) {
     if (!ctx.Has(param)) continue;
+    // As S3: whoever may read a public object must not choose how it is served (text/plain as
+    // text/html); the overrides are for signed requests.
+    if (ctx.caller.anonymous())
+      return MakeError(ErrorCode::kInvalidRequest,
+                       "Request specific response headers cannot be used for anonymous GET "
+                       "requests.");
     const std::string& v = ctx.Q(param);
     if (std::any_of(v.begin(), v.end(),
                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
@@ -1786,7 +1851,11 @@ void S3Api::GetObject(Context& ctx, bool head) {
   std::optional<rdma::RdmaToken> rdma_token;  // S3 over RDMA (HEAD ignores the token)
   if (!head) {
     auto token = RdmaTokenOf(ctx.req, ctx.auth, opts_.rdma, /*is_put=*/false);
-    if (!token.ok()) return SendError(ctx, token.error());
+    if (!token.ok()) {
+      // Declined GETs are counted in the RDMA family as declined PUTs are (RdmaPutBodyFor).
+      if (token.error().code == ErrorCode::kRDMANotSupported) RecordRdmaOutcome(501, 0, 0, 0);
+      return SendError(ctx, token.error());
+    }
     rdma_token = *token;
   }
   auto sse = ParseSseCustomer(ctx.req, opts_.sse);
@@ -1872,7 +1941,8 @@ void S3Api::GetObject(Context& ctx, bool head) {
   }
   if (rdma_token) {
     // The payload goes into the client's buffer; the response carries headers only.
-    auto moved = RdmaGet(*opts_.rdma, *rdma_token, ctx.req, reader, start, length, resp.status);
+    auto moved =
+        RdmaGet(*opts_.rdma, *rdma_token, ctx.req, ctx.auth, reader, start, length, resp.status);
     if (!moved.ok()) return SendError(ctx, moved.error());
     resp.Set("x-amz-rdma-reply", std::to_string(resp.status));
     if (ctx.req.FindHeader("x-amz-rdma-agent")) resp.Set("x-amz-rdma-agent", "cuobj");

@@ -24,6 +24,10 @@ struct ApiOptions {
   std::string access_key;
   std::string secret_key;
   std::string region = "us-east-1";
+  // MINIO_REGION / MINIO_SITE_REGION set: CreateBucket refuses another LocationConstraint. Unset
+  // (MinIO's default), any constraint is taken, so clients that send their own region (awscli v2
+  // with none configured sends "aws-global") work against a trial server.
+  bool region_configured = false;
   std::vector<std::string> domains;  // MINIO_DOMAIN: enables virtual-host-style requests
   OpsOptions ops;                    // health and metrics endpoints
   // S3 over RDMA (x-amz-rdma-token); null: every token request is answered 501.

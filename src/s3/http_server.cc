@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <condition_variable>
 
 #include <algorithm>
 #include <atomic>
@@ -48,6 +49,12 @@ constexpr auto kAcceptReportEvery = std::chrono::seconds(60);
 // free heap memory goes back to the kernel.
 constexpr size_t kTrimAfterPeak = 256;
 constexpr auto kTrimDelay = std::chrono::milliseconds(500);
+// Handlers waiting on their client (a body byte, room to send) without a worker slot, per slot.
+constexpr size_t kWaitingHandlersPerWorker = 4;
+// One client address may hold 1/kConnectionShares of the connection limit (at least the minimum);
+// its further connections are closed at once.
+constexpr size_t kConnectionShares = 4;
+constexpr size_t kMinConnectionsPerClient = 16;
 // How long a stopping server lets requests in flight finish before closing their connections.
 constexpr auto kShutdownGrace = std::chrono::seconds(10);
 
@@ -133,15 +140,105 @@ class ClientGate {
   std::unordered_map<std::string, Client> clients_;
 };
 
+// The worker slots: at most `limit` handlers run at once (MINIO_API_REQUESTS_MAX), but a handler
+// waiting for its client (a body byte, room to send) gives its slot up while it waits, so clients
+// that trickle — from however many addresses — hold threads, not the workers everyone else
+// needs. Waiting handlers are bounded too (`park_limit`; past it a handler keeps its slot while
+// it waits, as before). A handler whose client moved on gets a slot back before any new request.
+// The pool has limit + park_limit threads, so every admitted or waiting handler has one.
+class WorkerSlots {
+ public:
+  WorkerSlots(ThreadPool& pool, size_t limit, size_t park_limit)
+      : pool_(pool), limit_(std::max<size_t>(1, limit)), park_limit_(park_limit) {}
+
+  // Runs `task` on a pool thread once a slot is free; the slot is freed when it returns.
+  void Submit(std::function<void()> task) {
+    auto run = [this, task = std::move(task)] {
+      task();
+      Release();
+    };
+    std::lock_guard lock(mu_);
+    if (stopping_ || (active_ < limit_ && resuming_ == 0 && queue_.empty())) {
+      ++active_;
+      pool_.Submit(std::move(run));
+    } else {
+      queue_.push_back(std::move(run));
+    }
+  }
+
+  // Before waiting on the client: gives the slot up (false: too many wait already; kept).
+  bool Park() {
+    std::lock_guard lock(mu_);
+    if (parked_ >= park_limit_) return false;
+    ++parked_;
+    --active_;
+    PromoteLocked();
+    return true;
+  }
+
+  // After the wait: takes a slot again, ahead of queued requests.
+  void Resume() {
+    std::unique_lock lock(mu_);
+    ++resuming_;
+    cv_.wait(lock, [this] { return active_ < limit_ || stopping_; });
+    --resuming_;
+    --parked_;
+    ++active_;
+    PromoteLocked();  // another resumer, or queued requests, may fit too
+  }
+
+  // Shutdown: queued requests run at once (their connections close), nobody waits for a slot.
+  void Stop() {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    for (auto& t : queue_) {
+      ++active_;
+      pool_.Submit(std::move(t));
+    }
+    queue_.clear();
+    cv_.notify_all();
+  }
+
+ private:
+  void Release() {
+    std::lock_guard lock(mu_);
+    --active_;
+    PromoteLocked();
+  }
+
+  void PromoteLocked() {
+    if (active_ >= limit_) return;
+    if (resuming_ > 0) {
+      cv_.notify_one();
+      return;
+    }
+    while (active_ < limit_ && !queue_.empty()) {
+      ++active_;
+      pool_.Submit(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+  }
+
+  ThreadPool& pool_;
+  const size_t limit_, park_limit_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  size_t active_ = 0, parked_ = 0, resuming_ = 0;
+  bool stopping_ = false;
+};
+
 // What every session shares with the server.
 struct Shared {
   const HttpServerOptions& opts;
   RequestHandler& handler;
-  ThreadPool& workers;
+  WorkerSlots& workers;
   const std::atomic<bool>& stopping;
   ClientGate& gate;
   std::atomic<size_t> live{0};              // open client connections
   std::function<void()> connection_closed;  // after `live` dropped
+  std::mutex per_client_mu;
+  std::unordered_map<std::string, size_t> per_client;  // open connections by client address
 };
 
 // How long moving `bytes` may take: `base` plus the time at the minimum rate.
@@ -159,6 +256,8 @@ class Connection {
   // handler is done (or when `force`, failing the handler's next socket operation).
   virtual void Shutdown(bool force) = 0;
   virtual void Start() = 0;
+  // Between requests: waiting for (the rest of) a request header, no handler running.
+  virtual bool WaitingForHeader() const = 0;
 };
 
 // One client connection. The I/O side (header reads, keep-alive, draining) runs as callbacks on
@@ -189,6 +288,12 @@ class Session final : public Connection,
   }
 
   ~Session() override {
+    if (!client_.empty()) {
+      std::lock_guard lock(shared_.per_client_mu);
+      if (auto it = shared_.per_client.find(client_);
+          it != shared_.per_client.end() && --it->second == 0)
+        shared_.per_client.erase(it);
+    }
     shared_.live.fetch_sub(1);
     if (shared_.connection_closed) shared_.connection_closed();
   }
@@ -201,6 +306,11 @@ class Session final : public Connection,
       if (force || !self->in_handler_) self->Close();
     });
   }
+
+  // The address this connection counts against (BeastHttpServer::Accept).
+  void CountAgainst(std::string client) { client_ = std::move(client); }
+
+  bool WaitingForHeader() const override { return waiting_header_; }
 
   void Start() override {
     asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
@@ -336,6 +446,14 @@ class Session final : public Connection,
                                                 bool answer_on_timeout = false) {
     std::promise<std::pair<beast::error_code, size_t>> promise;
     auto future = promise.get_future();
+    // Waiting on the client holds this thread, not a worker slot (WorkerSlots).
+    const bool parked = workers_.Park();
+    struct Unpark {
+      WorkerSlots* slots;
+      ~Unpark() {
+        if (slots) slots->Resume();
+      }
+    } unpark{parked ? &workers_ : nullptr};
     asio::post(stream_.get_executor(), [this, &promise, &start, timeout, answer_on_timeout] {
       if (!answer_on_timeout) {
         Lowest().expires_after(timeout);
@@ -375,12 +493,14 @@ class Session final : public Connection,
     response_length_ = 0;
     body_bytes_read_ = 0;
     Lowest().expires_after(opts_.header_timeout);
+    waiting_header_ = true;
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
+    waiting_header_ = false;
     if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == beast::error::timeout ||
         ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
       return Close();
@@ -611,10 +731,12 @@ class Session final : public Connection,
   Shared& shared_;
   const HttpServerOptions& opts_;
   RequestHandler& handler_;
-  ThreadPool& workers_;
+  WorkerSlots& workers_;
   const std::atomic<bool>& stopping_;
   // A handler (or the worker finishing it) owns the session; read by Shutdown on the strand.
   std::atomic<bool> in_handler_{false};
+  std::atomic<bool> waiting_header_{false};
+  std::string client_;  // counted in shared_.per_client
   std::mutex io_mu_;  // Shutdown's Close() against FinishOnWorker's socket use
   bool gated_ = false;       // the request counts against its client's share of workers
   beast::flat_buffer buffer_;
@@ -649,10 +771,13 @@ class BeastHttpServer final : public HttpServer {
         gate_(opts.requests_per_client > 0 ? size_t(opts.requests_per_client)
                                            : size_t(std::max(1, opts.worker_threads / 2))),
         max_connections_(opts.max_connections > 0 ? opts.max_connections : DefaultMaxConnections()),
-        shared_{opts_, handler_, workers_, stopped_, gate_, {}, {}},
+        per_client_connections_(std::max<size_t>(kMinConnectionsPerClient,
+                                                 max_connections_ / kConnectionShares)),
+        shared_{opts_, handler_, workers_, stopped_, gate_, {}, {}, {}, {}},
         ioc_(io_threads_),
         acceptor_(asio::make_strand(ioc_)),
-        workers_(opts.worker_threads),
+        pool_(opts.worker_threads + ParkLimit(opts)),
+        workers_(pool_, opts.worker_threads, ParkLimit(opts)),
         accept_timer_(acceptor_.get_executor()) {
     // Runs wherever the last reference to a session drops; the accept strand does the rest.
     shared_.connection_closed = [this] {
@@ -662,7 +787,8 @@ class BeastHttpServer final : public HttpServer {
 
   ~BeastHttpServer() override {
     Stop();
-    workers_.Shutdown();
+    workers_.Stop();
+    pool_.Shutdown();
     shared_.connection_closed = nullptr;  // sessions still in the io_context die with it
   }
 
@@ -782,6 +908,11 @@ class BeastHttpServer final : public HttpServer {
     for (auto& s : live) f(*s);
   }
 
+  // Handlers that may wait on their client without holding a worker slot (WorkerSlots).
+  static size_t ParkLimit(const HttpServerOptions& o) {
+    return kWaitingHandlersPerWorker * size_t(std::max(1, o.worker_threads));
+  }
+
   // 0 = auto: most of the open-file limit, keeping room for drives, peers and logs.
   static size_t DefaultMaxConnections() {
     rlimit rl{};
@@ -793,6 +924,7 @@ class BeastHttpServer final : public HttpServer {
   // Accept strand from here on.
   void Accept() {
     if (stopped_) return;
+    if (shared_.live >= max_connections_) DropWaitingForHeader();
     if (shared_.live >= max_connections_) {
       // New connections wait in the listen backlog until one closes (OnConnectionClosed).
       accept_state_ = AcceptState::kAtLimit;
@@ -810,13 +942,34 @@ class BeastHttpServer final : public HttpServer {
       if (ec == asio::error::operation_aborted || stopped_) return;
       if (ec) return AcceptFailed(ec);
       accept_backoff_ = {};
+      // One address gets its share of the connections: past it, its new ones close at once.
+      std::string client;
+      if (auto ep = s.remote_endpoint(ec); !ec) {
+        auto addr = ep.address();
+        if (addr.is_v6() && addr.to_v6().is_v4_mapped())
+          addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
+        client = addr.to_string();
+        std::lock_guard lock(shared_.per_client_mu);
+        auto& open = shared_.per_client[client];
+        if (open >= per_client_connections_) {
+          if (open == per_client_connections_) ReportClientAtLimit(client);
+          beast::error_code ignored;
+          s.close(ignored);
+          return Accept();
+        }
+        ++open;
+      }
       s.set_option(tcp::no_delay(true), ec);
       std::shared_ptr<Connection> session;
       if (tls_) {
-        session = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+        auto ts = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
             shared_, std::move(s), *tls_);
+        if (!client.empty()) ts->CountAgainst(client);
+        session = std::move(ts);
       } else {
-        session = std::make_shared<Session<beast::tcp_stream>>(shared_, std::move(s));
+        auto ps = std::make_shared<Session<beast::tcp_stream>>(shared_, std::move(s));
+        if (!client.empty()) ps->CountAgainst(client);
+        session = std::move(ps);
       }
       peak_connections_ = std::max<size_t>(peak_connections_, shared_.live);
       {
@@ -828,6 +981,31 @@ class BeastHttpServer final : public HttpServer {
       session->Start();
       Accept();
     });
+  }
+
+  // At the connection limit: connections waiting for a request header (idle keep-alive, or a
+  // header sent halfway) give way to new ones, oldest first, a few at a time; connections with a
+  // request in progress are kept.
+  void DropWaitingForHeader() {
+    constexpr size_t kDropAtOnce = 8;
+    std::vector<std::shared_ptr<Connection>> drop;
+    {
+      std::lock_guard lock(sessions_mu_);
+      for (auto& w : sessions_) {
+        auto s = w.lock();
+        if (s && s->WaitingForHeader()) drop.push_back(std::move(s));
+        if (drop.size() == kDropAtOnce) break;
+      }
+    }
+    for (auto& s : drop) s->Shutdown(false);
+  }
+
+  void ReportClientAtLimit(const std::string& client) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_client_limit_report_) return;
+    next_client_limit_report_ = now + kAcceptReportEvery;
+    spdlog::warn("{} holds {} connections, its share of RDMASTOR_API_CONNECTIONS_MAX: its new "
+                 "connections are closed", client, per_client_connections_);
   }
 
   // Out of descriptors (EMFILE/ENFILE) or memory: the pending connection stays in the backlog, so
@@ -888,10 +1066,12 @@ class BeastHttpServer final : public HttpServer {
   int io_threads_;
   ClientGate gate_;
   const size_t max_connections_;
+  const size_t per_client_connections_;
   Shared shared_;  // outlives the io_context, whose pending handlers may hold the last sessions
   asio::io_context ioc_;
   tcp::acceptor acceptor_;
-  ThreadPool workers_;
+  ThreadPool pool_;
+  WorkerSlots workers_;
   std::atomic<bool> stopped_{false};
   std::optional<ssl::context> tls_;  // set: HTTPS only
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_guard_;
@@ -906,7 +1086,8 @@ class BeastHttpServer final : public HttpServer {
   asio::steady_timer accept_timer_;
   std::chrono::milliseconds accept_backoff_{0};
   size_t accept_failures_ = 0;
-  std::chrono::steady_clock::time_point next_accept_report_, next_limit_report_;
+  std::chrono::steady_clock::time_point next_accept_report_, next_limit_report_,
+      next_client_limit_report_;
   size_t peak_connections_ = 0;
   bool trim_pending_ = false;
   asio::steady_timer trim_timer_{acceptor_.get_executor()};

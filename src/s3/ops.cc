@@ -73,6 +73,18 @@ bool ServeOps(const HttpRequest& req, ResponseSink& sink, const std::string& req
   bool health = p == "/minio/health/live" || p == "/minio/health/ready" ||
                 p == "/minio/health/cluster" || p == "/minio/health/cluster/read";
   bool metrics = p == "/minio/v2/metrics/cluster" || p == "/minio/v2/metrics/node";
+  if (!health && !metrics &&
+      (p.starts_with("/minio/v2/metrics/") || p == "/minio/metrics/v3" ||
+       p.starts_with("/minio/metrics/v3/"))) {
+    // MinIO's other metrics endpoints: a clear 404 rather than the S3 layer's 403 (bucket
+    // "minio"), so a scrape configured for them says what to change.
+    Send(sink, BaseHead(request_id, 404),
+         p + " is not served by rdmastor: scrape /minio/v2/metrics/cluster and "
+             "/minio/v2/metrics/node (process, drive, S3 and RDMA families; docs/runbook.md, "
+             "\"Monitor\")\n",
+         "text/plain; charset=utf-8");
+    return true;
+  }
   if (!health && !metrics) return false;
   if (req.method != "GET" && req.method != "HEAD") {
     SendError(req, sink, request_id, MakeError(ErrorCode::kMethodNotAllowed));

@@ -13,6 +13,10 @@ Result<std::optional<rdma::RdmaToken>> RdmaTokenOf(const HttpRequest& req, const
   // unless it is among the signed headers (as every x-amz-* header).
   auto token = rdma::ParseToken(*text);
   if (!token.ok()) return token.error();
+  // The RC connection is named explicitly (and, as an x-amz-* header, signed): never guessed.
+  if (const auto* conn = req.FindHeader(rdma::kRdmaConnectionHeader)) {
+    if (auto id = rdma::ParseRcConnectionId(*conn); !id.ok()) return id.error();
+  }
   if (const auto* agent = req.FindHeader("x-amz-rdma-agent"); agent && *agent != "cuobj")
     return MakeError(ErrorCode::kRDMANotSupported,
                      "x-amz-rdma-agent '" + *agent + "' is not supported (only cuobj)");
@@ -32,20 +36,34 @@ Result<std::optional<rdma::RdmaToken>> RdmaTokenOf(const HttpRequest& req, const
   return std::optional<rdma::RdmaToken>(*token);
 }
 
+rdma::RequestOrigin RdmaOriginOf(const HttpRequest& req, const AuthContext& auth) {
+  rdma::RequestOrigin origin{req.remote_ip, req.local_ip};
+  if (const auto* conn = req.FindHeader(rdma::kRdmaConnectionHeader))
+    if (auto id = rdma::ParseRcConnectionId(*conn); id.ok()) origin.rc_connection = *id;
+  origin.principal = auth.access_key;
+  return origin;
+}
+
 Result<uint64_t> RdmaGet(rdma::S3RdmaService& service, const rdma::RdmaToken& token,
-                         const HttpRequest& req, storage::ObjectReader& reader, uint64_t start,
-                         uint64_t length, int reply_code) {
+                         const HttpRequest& req, const AuthContext& auth,
+                         storage::ObjectReader& reader, uint64_t start, uint64_t length,
+                         int reply_code) {
   if (length > token.rsize) {
     RecordRdmaOutcome(501, 0, 0, 0);
-    return MakeError(ErrorCode::kRDMANotSupported,
-                     "the " + std::to_string(length) +
-                         " bytes requested do not fit the token's buffer (rsize " +
-                         std::to_string(token.rsize) + "); read it in ranges");
+    Error e = MakeError(ErrorCode::kRDMANotSupported,
+                        "the " + std::to_string(length) +
+                            " bytes requested do not fit the token's buffer (rsize " +
+                            std::to_string(token.rsize) + "); read it in ranges");
+    // As elements of the error document: a client tells this per-request decline (its buffer is
+    // too small) from a server that does not offer RDMA at all, and says by how much.
+    e.details.emplace_back("RequestedBytes", std::to_string(length));
+    e.details.emplace_back("BufferBytes", std::to_string(token.rsize));
+    return e;
   }
   // Copies the object layer makes (a stripe cache, say) count as much as the data plane's own.
   const uint64_t reader_copied_before = reader.bytes_copied();
   auto moved = service.PushToClient(
-      token, rdma::RequestOrigin{req.remote_ip, req.local_ip}, length,
+      token, RdmaOriginOf(req, auth), length,
       [&](uint64_t off, char* buf, size_t len) { return reader.ReadAt(start + off, buf, len); });
   const uint64_t reader_copied = reader.bytes_copied() - reader_copied_before;
   if (!moved.ok()) {
@@ -81,8 +99,7 @@ Result<std::unique_ptr<RdmaPutBody>> RdmaPutBodyFor(const HttpRequest& req, cons
     return token.error();
   }
   if (!*token) return std::unique_ptr<RdmaPutBody>();
-  auto body = std::make_unique<RdmaPutBody>(*service, **token,
-                                            rdma::RequestOrigin{req.remote_ip, req.local_ip});
+  auto body = std::make_unique<RdmaPutBody>(*service, **token, RdmaOriginOf(req, auth));
   body->echo_agent = req.FindHeader("x-amz-rdma-agent") != nullptr;  // validated: cuobj
   return body;
 }

@@ -22,15 +22,22 @@ inline constexpr std::string_view kRdmaTokenHeader = "x-amz-rdma-token";
 // malformed, 400 InvalidRequest when a token request also carries a body or uses aws-chunked
 // streaming, 501 RDMANotSupported when x-amz-rdma-agent is not "cuobj" or the server cannot do
 // S3 over RDMA (`service` null or without a fabric).
+// With x-amz-rdma-connection (signed like the token: S3 over RDMA on RC), also 400
+// InvalidRDMAToken when that header is malformed.
 Result<std::optional<rdma::RdmaToken>> RdmaTokenOf(const HttpRequest& req, const AuthContext& auth,
                                                    const rdma::S3RdmaService* service, bool is_put);
+
+// What the data plane knows of a token request: its addresses, the RC connection it named
+// (x-amz-rdma-connection, validated by RdmaTokenOf; 0 without one) and its access key.
+rdma::RequestOrigin RdmaOriginOf(const HttpRequest& req, const AuthContext& auth);
 
 // GET: writes object bytes [start, start+length) into the client's buffer. 501 when the range is
 // larger than rsize (nothing written). Returns the bytes moved. Records the outcome in the
 // metrics (`reply_code`: 200 or 206 on success).
 Result<uint64_t> RdmaGet(rdma::S3RdmaService& service, const rdma::RdmaToken& token,
-                         const HttpRequest& req, storage::ObjectReader& reader, uint64_t start,
-                         uint64_t length, int reply_code);
+                         const HttpRequest& req, const AuthContext& auth,
+                         storage::ObjectReader& reader, uint64_t start, uint64_t length,
+                         int reply_code);
 
 // PUT / UploadPart body: exactly rsize bytes pulled from the client's buffer. The endpoint opens
 // on the first Read, so requests rejected before the body is read never touch the client.

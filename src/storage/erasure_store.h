@@ -40,11 +40,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -68,6 +70,7 @@ inline constexpr std::chrono::milliseconds kDefaultLockTimeout{10000};
 // not get one (offline, or failed while healing).
 struct ObjectHealResult {
   int rewritten = 0;
+  std::vector<std::string> written_drives;  // the drives whose copy was rewritten
   std::vector<std::string> missed_drives;
 };
 
@@ -80,8 +83,12 @@ struct HealCounts {
   // a later heal must finish them, so a walk with any is not a clean one.
   uint64_t incomplete = 0;
   std::set<std::string> missed_drives;  // the drives those copies belong on
+  std::map<std::string, uint64_t> written_per_drive;  // drive -> copies rewritten on it
 
   void Add(const Result<ObjectHealResult>& object);
+  // One info line with Summary(), then one per drive that got copies or missed some (a warning
+  // when objects failed or stay incomplete). Per-object lines are logged at debug.
+  void Log(std::string_view run) const;
   // "N object(s) scanned, N healed, N drive copies rewritten, N failed, N incomplete[ (...)]"
   std::string Summary() const;
 };

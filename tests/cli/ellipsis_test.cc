@@ -105,5 +105,16 @@ TEST(DriveArgs, ServerConfigExpandsArgsAndMinioVolumes) {
                    .ok());
 }
 
+TEST(Ellipsis, TwoDotsPointAtTheEllipsis) {
+  // Shell brace syntax would otherwise be one literal drive named "data{1..4}".
+  auto r = ExpandEllipses("/data{1..4}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("/data{1...4}"), std::string::npos) << r.error().message;
+  r = ExpandEllipses("/n{a..c}/d{1...2}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("/n{a...c}/d{1...2}"), std::string::npos) << r.error().message;
+  EXPECT_EQ(Expand("/da{ta}"), (V{"/da{ta}"}));  // other braces stay literal
+}
+
 }  // namespace
 }  // namespace rdmastor::cli

@@ -1,6 +1,10 @@
 #include "cli/server_config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "rdma/build_info.h"
 
@@ -276,6 +280,56 @@ TEST(ParseServerConfig, InlineBlockParsedWithUnitsAndBounded) {
               std::string::npos)
         << c.error().message;
   }
+}
+
+TEST(ParseRootCredentials, MinioWaysAndNeverDefaultsWhenAnyIsSet) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("rdmastor-creds-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "user") << "fileuser\n";
+  std::ofstream(dir / "pw") << " file-password \n";
+  auto c = ParseRootCredentials({{"MINIO_ROOT_USER_FILE", (dir / "user").string()},
+                                 {"MINIO_ROOT_PASSWORD_FILE", (dir / "pw").string()}});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->user, "fileuser");
+  EXPECT_EQ(c->password, "file-password");
+  EXPECT_FALSE(c->defaults);
+  EXPECT_TRUE(c->warnings.empty());
+  c = ParseRootCredentials({{"MINIO_ACCESS_KEY", "legacy"}, {"MINIO_SECRET_KEY", "legacy-secret"}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->user, "legacy");
+  EXPECT_EQ(c->warnings.size(), 2u);
+  // The current names win over the deprecated ones.
+  c = ParseRootCredentials({{"MINIO_ROOT_USER", "root1"},
+                            {"MINIO_ROOT_PASSWORD", "password1"},
+                            {"MINIO_ACCESS_KEY", "legacy"},
+                            {"MINIO_SECRET_KEY", "legacy-secret"}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->user, "root1");
+  for (const EnvMap& env :
+       std::vector<EnvMap>{{{"MINIO_ACCESS_KEY", "legacy"}},
+                           {{"MINIO_ROOT_PASSWORD_FILE", (dir / "pw").string()}},
+                           {{"MINIO_ROOT_USER_FILE", (dir / "none").string()},
+                            {"MINIO_ROOT_PASSWORD", "password1"}},
+                           {{"MINIO_ROOT_USER", ""}}}) {
+    EXPECT_FALSE(ParseRootCredentials(env).ok()) << env.begin()->first;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ParseServerConfig, UnknownMinioVariablesAreNamed) {
+  auto cfg = ParseServerConfig(
+      {"/d"},
+      {{"MINIO_BROWSER", "off"}, {"MINIO_REGION", "eu-west-1"}, {"MINIO_OPTS", "--address :9000"}});
+  ASSERT_TRUE(cfg.ok());
+  int named = 0;
+  for (const auto& w : cfg->warnings) {
+    named += w.find("does not use it") != std::string::npos;
+    EXPECT_EQ(w.find("MINIO_REGION"), std::string::npos) << w;
+  }
+  EXPECT_EQ(named, 1);
+  EXPECT_TRUE(cfg->region_configured);
+  EXPECT_FALSE(ParseServerConfig({"/d"}, {})->region_configured);
 }
 
 }  // namespace

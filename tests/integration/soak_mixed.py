@@ -3,8 +3,10 @@
 A 4-drive erasure-coded server gets mixed PUT / GET / LIST / DELETE / multipart traffic from 32
 well-behaved boto3 clients, first alone (a third of the time: the baseline), then with a hostile
 mix beside it: slow readers (a large GET read at 4 KiB/s), slow writers (a presigned PUT body at
-1 KiB/s), idle connections and half-sent headers, and pipelined requests on connections that never
-read their replies. Pass:
+1 KiB/s), idle connections and half-sent headers, pipelined requests on connections that never
+read their replies, and, spread over several source addresses each (issue 32), browser-form POSTs
+and DeleteObjects bodies that stall after their first bytes, presigned PUTs trickling 32 KiB/s,
+and requests signed with made-up access keys. Pass:
   - zero errors for the well-behaved clients (no retries: boto3 with one attempt);
   - p99 latency of 1 MiB GETs with the hostile mix < 2 x the baseline p99 (floor 50 ms: a
     sub-50 ms p99 doubles on scheduler noise alone);
@@ -27,7 +29,8 @@ import shutil
 import urllib.parse
 
 from botocore.exceptions import ClientError
-from conftest import HOST, Server, assert_server_alive, unique_bucket
+from conftest import HOST, Server, assert_server_alive, rand_str, unique_bucket
+from test_access_abuse import signed_from
 
 DURATION = float(os.environ.get("RDMASTOR_SOAK_SECONDS", "1800"))
 CLIENTS = 32
@@ -190,6 +193,44 @@ class Hostile:
         for s in socks:
             s.close()
 
+    # Several addresses at once (127.0.0.0/8 is all loopback): each holds its per-address share.
+    MANY = [f"127.0.0.{i}" for i in range(31, 35)]
+
+    def stalled_bodies(self):
+        """Unauthenticated bodies that stop after their first bytes: a form POST and an anonymous
+        DeleteObjects, 8 connections per address."""
+        socks = []
+        for source in self.MANY:
+            for i in range(8):
+                s = self._sock(source)
+                if i % 2:
+                    s.sendall(f"POST /{self.bucket} HTTP/1.1\r\nHost: {self.srv.address}\r\n"
+                              "Content-Type: multipart/form-data; boundary=xyz\r\n"
+                              "Content-Length: 100000\r\n\r\n--xyz\r\n".encode())
+                else:
+                    s.sendall(f"POST /{self.bucket}?delete HTTP/1.1\r\nHost: {self.srv.address}"
+                              "\r\nContent-Length: 100000\r\n\r\n<Delete>".encode())
+                socks.append(s)
+        self.stop.wait(40)
+        for s in socks:
+            s.close()
+
+    def trickling_put(self):
+        """Presigned PUTs sending 32 KiB/s each, from every address of MANY."""
+        s = self._sock(random.choice(self.MANY))
+        s.sendall(f"PUT {self._presigned('put_object', 'hostile/trickle')} HTTP/1.1\r\n"
+                  f"Host: {self.srv.address}\r\nContent-Length: {4 * MIB}\r\n\r\n".encode())
+        while not self.stop.is_set():
+            s.sendall(b"t" * 8192)
+            self.stop.wait(0.25)
+        s.close()
+
+    def bogus_keys(self):
+        """Requests signed with made-up access keys, as fast as the server answers."""
+        source = random.choice(self.MANY)
+        while not self.stop.is_set():
+            signed_from(self.srv, source, "GET", "/", "bogus" + rand_str(12), "x" * 16)
+
     def pipeliner(self):
         s = self._sock("127.0.0.24")
         req = (f"GET /{'p' * 8000} HTTP/1.1\r\nHost: {self.srv.address}\r\n\r\n").encode()
@@ -202,7 +243,8 @@ class Hostile:
 
     def start(self):
         for fn, n in ((self.slow_reader, 8), (self.slow_writer, 8), (self.idle, 2),
-                      (self.pipeliner, 4)):
+                      (self.pipeliner, 4), (self.stalled_bodies, 2), (self.trickling_put, 8),
+                      (self.bogus_keys, 4)):
             for _ in range(n):
                 t = threading.Thread(target=self._loop, args=(fn,), daemon=True)
                 t.start()

@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 
 from cluster_util import Cluster
 from conftest import make_client, rand_str, unique_bucket
+from test_access_abuse import BogusKeyFlood, signed_from
 from test_iam import admin
 
 REFRESH_S = 1.0
@@ -81,3 +82,18 @@ def test_bucket_policy_set_on_one_node_applies_on_the_others(cluster):
         while requests.get(node.url(f"/{b}/pub"), timeout=10).status_code != 200:
             assert time.monotonic() < deadline, f"{node.address} never applied the policy"
             time.sleep(0.2)
+
+
+def test_user_added_on_one_node_works_at_once_under_a_bogus_key_flood(cluster):
+    # Issue 32: made-up access keys from several addresses flood node 1; users added through
+    # node 2 must still authenticate through node 1 at once, from another address.
+    c = cluster
+    with BogusKeyFlood(c.nodes[0]) as flood:
+        statuses = []
+        for _ in range(4):
+            ak, sk = "fl" + rand_str(10), rand_str(24)
+            admin(c.nodes[1], "user", "add", ak, sk)
+            admin(c.nodes[1], "policy", "attach", "readwrite", "--user", ak)
+            statuses.append(signed_from(c.nodes[0], "127.0.0.9", "GET", "/", ak, sk).status)
+    assert flood.sent > 100, flood.sent
+    assert statuses == [200] * 4, statuses

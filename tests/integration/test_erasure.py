@@ -23,6 +23,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -432,4 +433,41 @@ def test_erasure_config_errors(server_factory):
         rc, err = run([f"{base}/p2", f"{base}/p1", f"{base}/p3", f"{base}/p4"])
         assert rc != 0 and "original order" in err, err
     finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_replaced_drive_heal_logs_a_summary_not_a_line_per_object(server_factory):
+    """A replaced drive heals every object onto it: the log gets one summary for the run and one
+    line per drive, not one line per object (journald on a full drive); each object's line is
+    at debug (issue 33, item 14)."""
+    n = 40
+    srv, dirs, base = make_server(server_factory, 4, env={"RDMASTOR_DRIVE_CHECK_INTERVAL": "300ms"})
+    try:
+        c = srv.client()
+        c.create_bucket(Bucket="logs")
+        for i in range(n):
+            c.put_object(Bucket="logs", Key=f"k{i}", Body=seeded_bytes(300 * 1024, seed=i))
+        expected = n + system_records(dirs[0])
+        for entry in os.listdir(dirs[2]):  # the drive is swapped for an empty one
+            path = os.path.join(dirs[2], entry)
+            shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
+        deadline = time.monotonic() + 60
+        while "heal: replaced drive(s) done:" not in srv.log_text():
+            assert time.monotonic() < deadline, srv.log_tail()
+            time.sleep(0.2)
+        time.sleep(0.5)  # the per-drive lines follow the summary
+        log = srv.log_text().splitlines()
+        summary = [ln for ln in log if "heal: replaced drive(s) done:" in ln]
+        assert len(summary) == 1 and f"{expected} healed" in summary[0], summary
+        per_drive = [ln for ln in log if re.search(r"heal: replaced drive\(s\): drive ", ln)]
+        assert per_drive == [ln for ln in per_drive if f"drive {dirs[2]}: {expected} copy(ies) "
+                             "rewritten" in ln] and len(per_drive) == 1, per_drive
+        heal_lines = [ln for ln in log if "heal:" in ln]
+        assert not [ln for ln in heal_lines if "/k" in ln], heal_lines  # no object named
+        assert len(heal_lines) < 10, heal_lines
+        for i in range(n):
+            assert c.get_object(Bucket="logs", Key=f"k{i}")["Body"].read() == \
+                seeded_bytes(300 * 1024, seed=i)
+    finally:
+        srv.kill()
         shutil.rmtree(base, ignore_errors=True)

@@ -445,3 +445,29 @@ def test_users_and_policies_survive_restart_and_a_lost_drive(erasure_server):
         make_client(srv, ak, sk).put_object(Bucket=b, Key="w", Body=b"x")
     assert code_of(e) == "AccessDenied"
     assert ak in admin(srv, "user", "list").stdout
+
+
+def test_admin_json_output_and_one_usage_line(server, tmp_path):
+    """--json prints one JSON object per command (users and policies listed as data); a usage
+    error prints the command's own usage line(s), not the whole help (issue 33, item 10)."""
+    import json
+    ak = "json" + rand_str(8)
+    out = json.loads(admin(server, "user", "add", ak, rand_str(24), "--json").stdout)
+    assert out == {"status": "success", "command": "user add", "accessKey": ak}, out
+    admin(server, "policy", "attach", "readonly", "--user", ak)
+    users = json.loads(admin(server, "user", "list", "--json").stdout)["users"]
+    assert {"accessKey": ak, "status": "enabled", "policyName": "readonly"} in users, users
+    policies = json.loads(admin(server, "policy", "list", "--json").stdout)["policies"]
+    assert {"readwrite", "readonly", "writeonly"} <= set(policies), policies
+    assert policies["readonly"]["Statement"], policies["readonly"]
+    cp = admin(server, "user", "remove", "nobody" + rand_str(6), "--json", check=False)
+    assert cp.returncode == 1, cp
+    err = json.loads(cp.stdout)
+    assert err["status"] == "error" and "XMinioAdminNoSuchUser" in err["error"], err
+    for args, names in ((["user", "add"], "rdmastor admin user add|remove|list"),
+                        (["policy", "attach", "readonly"], "policy attach POLICY... --user AK"),
+                        (["heal", "--bogus"], "rdmastor admin heal")):
+        cp = admin(server, *args, check=False)
+        assert cp.returncode == 2, cp
+        assert names in cp.stderr, cp.stderr
+        assert "prometheus-token" not in cp.stderr and len(cp.stderr.splitlines()) <= 9, cp.stderr

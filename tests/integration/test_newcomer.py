@@ -88,6 +88,9 @@ def test_rdma_check_reads_the_live_fabric(started):
                     "(TCP emulation; clients: rdma=\"soft\" or \"auto\", rdmastor-cli --rdma); "
                     "rdmastor_rdma_fabric_ready 1"], (
         cp.stdout, cp.stderr)
+    # The server's answer decides (issue 33): this shell's own layers (no MINIO_RDMA_FABRIC here,
+    # no device) do not make the check fail.
+    assert cp.returncode == 0, (cp.stdout, cp.stderr)
 
 
 def test_readme_python_example_moves_bytes_over_rdma(started):

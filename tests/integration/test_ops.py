@@ -1,5 +1,6 @@
 """Operations: Prometheus metrics (names, values, auth), health endpoints, the metrics token."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -156,3 +157,60 @@ def test_invalid_prometheus_auth_type_refuses_to_start(tmp_path):
                         stdin=subprocess.DEVNULL)
     assert cp.returncode == 2
     assert "MINIO_PROMETHEUS_AUTH_TYPE" in cp.stderr
+
+
+def test_rdma_declines_counted_once_in_the_rdma_family(server_factory):
+    """A TCP-only server answers a token GET and PUT with 501 and x-amz-rdma-reply: 501 (the client
+    retries over TCP). Each decline is counted once, in minio_api_rdma_replies_total{code="501"}
+    (GETs too), and not as a server error: the runbook's 5xx alert must not fire whenever a
+    default client meets a TCP-only server (issue 33, item 13)."""
+    import hashlib
+    from conftest import signed_request
+    srv = server_factory(env={"MINIO_RDMA_FABRIC": "off", "MINIO_PROMETHEUS_AUTH_TYPE": "public"})
+    bucket = unique_bucket()
+    srv.client().create_bucket(Bucket=bucket)
+    srv.client().put_object(Bucket=bucket, Key="o", Body=b"x" * 100)
+    before = scrape(srv)
+    tok = "%016x:%08x:%08x:%04x:%06x:%01x:%016x%016x" % (0x100000, 4096, 7, 1, 0x1234, 1, 0,
+                                                         0x0000ffff7f000001)
+    empty = hashlib.sha256(b"").hexdigest()
+    for method, key, payload in (("GET", "o", empty), ("PUT", "p", "UNSIGNED-PAYLOAD"),
+                                 ("GET", "o", empty)):
+        r = signed_request(srv, method, f"/{bucket}/{key}", headers={"x-amz-rdma-token": tok},
+                           payload_hash=payload)
+        assert r.status == 501 and r.header("x-amz-rdma-reply") == "501", (r.status, r.body)
+    after = scrape(srv)
+
+    def delta(name, labels):
+        return after.get((name, labels), 0) - before.get((name, labels), 0)
+
+    assert delta("minio_api_rdma_replies_total", '{code="501"}') == 3
+    for api in ("GetObject", "PutObject"):
+        assert delta("minio_s3_requests_5xx_errors_total", f'{{api="{api}"}}') == 0, api
+        assert delta("minio_s3_requests_errors_total", f'{{api="{api}"}}') == 0, api
+    assert delta("minio_s3_requests_total", '{api="GetObject"}') == 2
+    assert delta("minio_s3_requests_total", '{api="PutObject"}') == 1
+
+
+def test_minio_dashboard_process_families_and_unserved_endpoints(server):
+    """A MinIO dashboard's process panels (CPU, memory, descriptors) have their families on the
+    node endpoint; MinIO's other metrics endpoints answer a clear 404 (not the S3 layer's 403)
+    even with a valid token (issue 33, item 12)."""
+    token = token_for(server)
+    node = scrape(server, "node", token)
+    rss = node[("minio_node_process_resident_memory_bytes", "")]
+    assert 1 << 20 < rss <= node[("minio_node_process_virtual_memory_bytes", "")], node
+    assert node[("minio_node_process_cpu_total_seconds", "")] > 0
+    with open(f"/proc/{server.proc.pid}/status") as f:
+        vmrss = next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("VmRSS:"))
+    assert abs(rss - vmrss) < 64 << 20, (rss, vmrss)
+    fds = node[("minio_node_file_descriptor_open_total", "")]
+    assert 3 <= fds <= node[("minio_node_file_descriptor_limit_total", "")], node
+    assert abs(fds - len(os.listdir(f"/proc/{server.proc.pid}/fd"))) < 16, fds
+    for path in ("/minio/v2/metrics/bucket", "/minio/v2/metrics/resource", "/minio/metrics/v3",
+                 "/minio/metrics/v3/api/requests"):
+        r = requests.get(server.url(path), headers={"Authorization": f"Bearer {token}"},
+                         timeout=10)
+        assert r.status_code == 404, (path, r.status_code, r.text)
+        assert f"{path} is not served by rdmastor" in r.text, r.text
+        assert "/minio/v2/metrics/cluster" in r.text and "/minio/v2/metrics/node" in r.text

@@ -54,10 +54,18 @@ PYTHON_BUILT = os.path.isdir(os.path.join(BUILD_DIR, "python", "rdmastor"))
 @pytest.fixture(scope="module")
 def package(packages):
     servers = [n for n in packages if n in ("rdmastor", "rdmastor-rdma")]
+    clients = [n for n in packages if n in ("rdmastor-cli", "rdmastor-cli-rdma")]
     pythons = [n for n in packages if n.startswith("python3-")]
-    assert len(servers) == 1 and len(pythons) == (1 if PYTHON_BUILT else 0), packages
-    assert len(packages) == len(servers) + len(pythons), packages
+    assert len(servers) == 1 and len(clients) == 1, packages
+    assert len(pythons) == (1 if PYTHON_BUILT else 0), packages
+    assert len(packages) == len(servers) + len(clients) + len(pythons), packages
     return packages[servers[0]]
+
+
+@pytest.fixture(scope="module")
+def cli_package(packages, package):
+    (name,) = [n for n in packages if n in ("rdmastor-cli", "rdmastor-cli-rdma")]
+    return packages[name]
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +122,100 @@ def test_unit_passes_systemd_analyze(tmp_path):
     assert cp.stderr.strip() == "", cp.stderr
 
 
+def unit_settings():
+    """{key: [values]} of the unit's [Service] section."""
+    out = {}
+    section = None
+    for line in open(UNIT).read().splitlines():
+        if line.startswith("["):
+            section = line
+        elif section == "[Service]" and "=" in line and not line.startswith("#"):
+            k, v = line.split("=", 1)
+            out.setdefault(k, []).append(v)
+    return out
+
+
+def test_unit_does_not_restart_a_bad_configuration_and_notifies():
+    u = unit_settings()
+    assert u["Type"] == ["notify"] and u["NotifyAccess"] == ["main"], u
+    assert u["RestartPreventExitStatus"] == ["2"], u  # exit 2: invalid configuration
+    assert u["WatchdogSec"] == ["30s"], u
+    assert "ExecStartPre" not in u, u  # the server itself says what is missing (exit 2)
+
+
+def test_unit_hardening_keeps_rdma_working():
+    """Hardened, but not against what RDMA needs: pinned memory, the verbs and rdma_cm devices,
+    netlink (rdma-core's device and GID queries) and AF_IB sockets (rdma_cm)."""
+    u = unit_settings()
+    assert u["LimitMEMLOCK"] == ["infinity"], u
+    assert u.get("PrivateDevices", ["no"]) == ["no"], u
+    assert u.get("DevicePolicy", ["auto"]) == ["auto"], u
+    families = u["RestrictAddressFamilies"][0].split()
+    for family in ("AF_INET", "AF_INET6", "AF_UNIX", "AF_NETLINK", "AF_IB"):
+        assert family in families, families
+    assert "~@memlock" not in " ".join(u.get("SystemCallFilter", [])), u
+    assert u.get("SystemCallErrorNumber") == ["EPERM"], u  # a filtered call fails, not SIGSYS
+
+
+def test_unit_security_exposure_at_most_4(tmp_path):
+    if not shutil.which("systemd-analyze"):
+        pytest.skip("systemd-analyze not installed")
+    unit = tmp_path / "rdmastor.service"
+    unit.write_text(open(UNIT).read())
+    cp = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--no-pager", str(unit)],
+                        capture_output=True, text=True, timeout=60)
+    m = re.search(r"Overall exposure level for rdmastor\.service: (\d+\.\d+)", cp.stdout)
+    assert m, cp.stdout[-2000:] + cp.stderr[-2000:]
+    assert float(m.group(1)) <= 4.0, cp.stdout
+
+
+def test_sd_notify_ready_watchdog_and_stopping(tmp_path):
+    """The server speaks systemd's notify protocol (through libsystemd): READY=1 only once the
+    S3 port accepts connections, WATCHDOG=1 at a third of WATCHDOG_USEC while its own health
+    endpoint answers (the probes show in the request log), STOPPING=1 on SIGTERM."""
+    import socket
+    import signal
+    import time
+    sock_path = str(tmp_path / "notify.sock")
+    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    ns.bind(sock_path)
+    ns.settimeout(0.2)
+    srv = Server("notify", env={"NOTIFY_SOCKET": sock_path, "WATCHDOG_USEC": "900000",
+                                "RDMASTOR_LOG_REQUESTS": "on"})
+    msgs = []
+
+    def receive(until, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                msgs.append(ns.recv(4096).decode())
+            except socket.timeout:
+                pass
+            if until():
+                return True
+        return False
+
+    try:
+        srv.start()
+        assert receive(lambda: any("READY=1" in m for m in msgs), 10), msgs
+        ready = next(m for m in msgs if "READY=1" in m)
+        assert f"STATUS=serving S3 on port {srv.port}" in ready, ready
+        socket.create_connection(("127.0.0.1", srv.port), timeout=2).close()
+        def probes():
+            return sum("/minio/health/live" in ln and "GET" in ln
+                       for ln in srv.log_text().splitlines())
+
+        n0, p0 = sum("WATCHDOG=1" in m for m in msgs), probes()
+        assert receive(lambda: sum("WATCHDOG=1" in m for m in msgs) >= n0 + 3, 5), msgs
+        assert probes() >= p0 + 2, srv.log_tail()  # each ping follows a probe
+        srv.proc.send_signal(signal.SIGTERM)
+        assert receive(lambda: any("STOPPING=1" in m for m in msgs), 10), msgs
+        assert srv.proc.wait(timeout=20) == 0
+    finally:
+        srv.cleanup()
+        ns.close()
+
+
 def test_package_metadata(package):
     f = control(package)
     rdma = f["Package"] == "rdmastor-rdma"
@@ -132,6 +234,105 @@ def test_package_metadata(package):
     for path in ("./usr/bin/rdmastor", "./usr/lib/systemd/system/rdmastor.service",
                  "./etc/default/rdmastor"):
         assert path in listing, path
+    assert "rdmastor-cli" not in listing, listing  # the client package's
+    assert f["Recommends"] == ("rdmastor-cli-rdma" if rdma else "rdmastor-cli"), f
+
+
+def listing_paths(deb):
+    return [line.split()[5].lstrip(".") for line in
+            run(["dpkg-deb", "-c", str(deb)]).stdout.splitlines()]
+
+
+def test_every_package_has_copyright_and_changelog(packages, package, tmp_path):
+    """Debian policy 12.5 / 12.7: /usr/share/doc/<package>/copyright and changelog.gz (native), the
+    changelog's latest entry being this version."""
+    for name, deb in packages.items():
+        paths = listing_paths(deb)
+        for doc in ("copyright", "changelog.gz"):
+            assert f"/usr/share/doc/{name}/{doc}" in paths, (name, doc, paths)
+        tree = tmp_path / name
+        run(["dpkg-deb", "-x", str(deb), str(tree)])
+        copyright = (tree / f"usr/share/doc/{name}/copyright").read_text()
+        assert copyright.startswith("Format: https://www.debian.org/doc/packaging-manuals/"
+                                    "copyright-format/1.0/"), copyright
+        assert "License: Apache-2.0" in copyright
+        first = subprocess.run(["zcat", str(tree / f"usr/share/doc/{name}/changelog.gz")],
+                               capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
+        version = control(deb)["Version"]
+        assert first.startswith(f"rdmastor ({version}) "), (first, version)
+
+
+def test_shipped_docs_ship_what_they_link_to(package, tmp_path):
+    """Every relative link in a shipped document resolves inside the package (the README's links
+    to docs/ and bench/, and the docs' links to each other)."""
+    name = control(package)["Package"]
+    tree = tmp_path / "tree"
+    run(["dpkg-deb", "-x", str(package), str(tree)])
+    doc = tree / "usr/share/doc" / name
+    shipped = sorted(p for p in doc.rglob("*.md"))
+    assert doc / "README.md" in shipped and doc / "docs" / "runbook.md" in shipped, shipped
+    assert doc / "docs" / "migrating-from-minio.md" in shipped, shipped
+    broken = []
+    for md in shipped:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", md.read_text()):
+            if re.match(r"[a-z]+:", target) or target.startswith("../shared/"):
+                continue  # URLs; the design brief lives outside the repository
+            if not os.path.exists(os.path.normpath(md.parent / target)):
+                broken.append((str(md.relative_to(doc)), target))
+    assert broken == [], broken
+    # The unit's Documentation= and the environment file's pointer name shipped files.
+    unit = open(UNIT).read()
+    (url,) = re.findall(r"(?m)^Documentation=file://(\S+)$", unit)
+    assert url.startswith("/usr/share/doc/rdmastor/"), url
+    assert (doc / url[len("/usr/share/doc/rdmastor/"):]).exists(), url
+
+
+def test_cli_package_stands_alone(cli_package, tmp_path_factory):
+    """A training node installs the client alone: /usr/bin/rdmastor-cli and its docs, no server
+    binary, no unit, no environment file, no maintainer scripts (no system user)."""
+    f = control(cli_package)
+    rdma = f["Package"] == "rdmastor-cli-rdma"
+    assert f["Conflicts"] == ("rdmastor-cli" if rdma else "rdmastor-cli-rdma"), f
+    assert ("libibverbs1" in f["Depends"]) == rdma, f
+    assert "adduser" not in f["Depends"], f
+    paths = [p for p in listing_paths(cli_package) if not p.endswith("/")]
+    assert sorted(paths) == sorted(["/usr/bin/rdmastor-cli",
+                                    f"/usr/share/doc/{f['Package']}/copyright",
+                                    f"/usr/share/doc/{f['Package']}/changelog.gz"]), paths
+    scripts = run(["dpkg-deb", "-I", str(cli_package)]).stdout
+    for script in ("postinst", "prerm", "postrm", "conffiles"):
+        assert script not in scripts, scripts
+    root = new_root(tmp_path_factory, "cliroot")
+    dpkg(root, "-i", str(cli_package))
+    cp = subprocess.run([str(root / "usr/bin/rdmastor-cli"), "--help"], capture_output=True,
+                        text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert cp.returncode == 0 and "--endpoint" in cp.stdout + cp.stderr, cp
+
+
+def test_purge_removes_what_the_package_created(package, tmp_path_factory):
+    """dpkg --purge removes the environment file, the unit and the docs; the service user's home
+    goes when it holds no data, and a drive with data in it is kept, saying so."""
+    name = control(package)["Package"]
+    for with_data in (False, True):
+        root = new_root(tmp_path_factory, f"purge{int(with_data)}")
+        dpkg(root, "-i", str(package))
+        # What postinst makes on a real system (DPKG_ROOT skips the user): the home and a drive.
+        os.makedirs(root / "var/lib/rdmastor/data")
+        os.makedirs(root / "var/lib/rdmastor/.rdmastor/certs")
+        if with_data:
+            (root / "var/lib/rdmastor/data/.rdmastor.sys").mkdir()
+            (root / "var/lib/rdmastor/data/.rdmastor.sys/format.json").write_text("{}")
+        cp = dpkg(root, "--purge", name)
+        for gone in ("etc/default/rdmastor", "usr/lib/systemd/system/rdmastor.service",
+                     f"usr/share/doc/{name}", "usr/bin/rdmastor"):
+            assert not (root / gone).exists(), gone
+        if with_data:
+            assert (root / "var/lib/rdmastor/data/.rdmastor.sys/format.json").exists()
+            assert "purge kept" in cp.stderr and "/var/lib/rdmastor" in cp.stderr, cp.stderr
+        else:
+            assert not (root / "var/lib/rdmastor").exists(), os.listdir(root / "var/lib/rdmastor")
+        status = (root / "var/lib/dpkg/status").read_text()
+        assert not re.search(rf"Package: {name}\n", status), status
 
 
 def test_installed_binary_serves_s3(scratch_root):
@@ -209,11 +410,14 @@ def test_python_package_metadata(python_package):
                          capture_output=True, text=True, timeout=30).stdout.strip()
     for name in ("__init__.py", "_errors.py", "torch.py", "fsspec.py", "_native" + ext):
         assert f"./usr/lib/python3/dist-packages/rdmastor/{name}" in listing, (name, listing)
-    # Nothing else: no build-tree paths, no byte code (postinst compiles it on a real system).
+    # Nothing else: no build-tree paths, no byte code (postinst compiles it on a real system);
+    # the copyright and changelog every package has (test_every_package_has_copyright_...).
+    doc = f"./usr/share/doc/{f['Package']}/"
     for line in listing.splitlines():
         path = line.split()[-1]
         assert path.startswith("./usr/lib/python3/dist-packages/rdmastor/") or path in (
-            "./usr/", "./usr/lib/", "./usr/lib/python3/", "./usr/lib/python3/dist-packages/"), line
+            "./usr/", "./usr/lib/", "./usr/lib/python3/", "./usr/lib/python3/dist-packages/",
+            "./usr/share/", "./usr/share/doc/", doc, doc + "copyright", doc + "changelog.gz"), line
 
 
 def test_python_package_installs_and_imports_outside_the_build_tree(

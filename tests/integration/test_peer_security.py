@@ -8,8 +8,10 @@ A 2-node x 2-drive cluster (one erasure set, EC 2+2) of real rdmastor processes 
 
 import json
 import os
+import time
 
 import pytest
+import requests
 
 from cluster_util import (Cluster, get_bytes, peer_auth_header, peer_call, storage_call,
                           storage_call_body, storage_call_target)
@@ -270,3 +272,22 @@ def test_replayed_lock_is_not_granted(cluster):
         assert (r.status_code, r.text) == (200, "1"), res
         r = peer_call(node, c.creds, "/minio/lock/v1/unlock", mine)
         assert (r.status_code, r.text) == (200, "1"), res
+
+
+def test_refused_peer_calls_log_bounded_lines_at_a_bounded_rate(cluster):
+    """Issue 32 item 9: unauthenticated peer calls with a 30 KB path each wrote their whole path
+    to the log, one line per call. Now a refusal's line is cut short and at most one a second is
+    written (with the count of those left out)."""
+    node = cluster.nodes[0]
+    before = len(node.log_text())
+    path = "/minio/storage/v1/" + "A" * 30000
+    start = time.monotonic()
+    for _ in range(100):
+        r = requests.post(node.url(path), data=b"", timeout=10)
+        assert r.status_code in (400, 403), r.status_code
+    took = time.monotonic() - start
+    added = node.log_text()[before:]
+    lines = [line for line in added.splitlines() if "refused" in line]
+    assert len(lines) <= took + 2, (len(lines), took)
+    assert all(len(line) < 1000 for line in lines), max(map(len, lines))
+    assert len(added) < 20000, len(added)

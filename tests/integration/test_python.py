@@ -1,11 +1,15 @@
 """The Python package rdmastor (python/, built into <build>/python) against the real server on the
 soft fabric: round trips into every buffer kind, ranges, multipart, errors, threads, fork
-(DataLoader workers), checkpoints, fsspec, and RDMA asserted from the server's metrics.
+(DataLoader workers), checkpoints, fsspec, and RDMA asserted from the server's metrics; retries
+against a server throttling RDMA transfers and a stalled one, the RDMA decline cache, the
+exception classes, streaming checkpoints' peak RSS, sharded checkpoints over 2 gloo ranks,
+mid-epoch resume, boto3's and s3fs's habits, and every python block of docs/python.md.
 The torch parts skip with a message when python3-torch is not installed."""
 
 import concurrent.futures
 import hashlib
 import io
+import json
 import os
 import sys
 import threading
@@ -32,6 +36,15 @@ def soft():
     srv.start()
     yield srv
     srv.cleanup()
+
+
+@pytest.fixture(autouse=True)
+def forget_rdma_declines():
+    """A server's decline of RDMA is remembered per endpoint for minutes: a later server of this
+    session on the same port must not inherit it."""
+    yield
+    rdmastor._declines.clear()
+    rdmastor._declines_warned.clear()
 
 
 def client(srv, **kw):
@@ -97,7 +110,27 @@ def test_auto_mode_and_credentials_like_boto3(soft, tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_PROFILE", "other")
     assert rdmastor.Client(soft.endpoint, rdma="soft").get_object("pyt", "auto/k") == b"abc"
     monkeypatch.setenv("AWS_PROFILE", "missing")
-    with pytest.raises(rdmastor.S3Error, match="no credentials"):
+    with pytest.raises(ValueError, match="missing"):  # botocore: ProfileNotFound
+        rdmastor.Client(soft.endpoint, rdma="soft")
+    # The profile's endpoint_url and region in the config file (AWS_CONFIG_FILE), as botocore
+    # reads them; AWS_ENDPOINT_URL overrides the profile's endpoint.
+    config = tmp_path / "config"
+    config.write_text(f"[profile other]\nendpoint_url = {soft.endpoint}\nregion = eu-west-3\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_PROFILE", "other")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    prof = rdmastor.Client(rdma="soft")
+    assert (prof.endpoint, prof.region) == (soft.endpoint, "eu-west-3")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    assert rdmastor.Client(rdma="soft").endpoint == "http://127.0.0.1:9"
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    # Temporary credentials: refused by name (the server has no STS), not signed without them.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", soft.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", soft.secret_key)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "tok")
+    with pytest.raises(ValueError, match="AWS_SESSION_TOKEN"):
         rdmastor.Client(soft.endpoint, rdma="soft")
 
 
@@ -147,9 +180,10 @@ def test_multipart_parallel_parts_and_ranged_reads(soft):
     arr = np.empty(len(data), dtype=np.uint8)
     n = cl.get_into("pyt", "mp/obj", arr)
     assert int(n) == len(data) and n.transport == "rdma" and arr.tobytes() == data
-    # A buffer too small for the object is refused, not overrun.
-    with pytest.raises(rdmastor.S3Error):
+    # A buffer too small for the object is refused, not overrun, naming both sizes.
+    with pytest.raises(rdmastor.BufferTooSmallError) as e:
         cl.get_into("pyt", "mp/obj", bytearray(20 * MiB))
+    assert e.value.needed == len(data) and e.value.capacity == 20 * MiB and e.value.key == "mp/obj"
     cl.close()
 
 
@@ -181,11 +215,6 @@ def test_errors_carry_code_status_request_id(soft, c):
     with pytest.raises(rdmastor.S3Error) as e:
         list(unknown.list_objects("pyt"))
     assert e.value.code == "InvalidAccessKeyId" and e.value.status == 403
-    # Nothing listening: a client-side error (no HTTP status).
-    dead = rdmastor.Client("http://127.0.0.1:9", "a", "b", rdma="off", connect_timeout=2)
-    with pytest.raises(rdmastor.S3Error) as e:
-        dead.get_object("pyt", "k")
-    assert e.value.status is None
     with pytest.raises(ValueError):
         rdmastor.Client(soft.endpoint, "a", "b", rdma="infiniband")
 
@@ -477,10 +506,11 @@ def test_get_batch_into_slots_registration_and_errors(soft, c):
         c.get_batch_into("pyt", keys[:1], bytes(slot))
     # An object larger than its slot, and a missing key: the batch stops there.
     dst = np.zeros(3 * 4096, np.uint8)
-    with pytest.raises(rdmastor.S3Error) as ei:
+    with pytest.raises(rdmastor.BufferTooSmallError) as ei:
         c.get_batch_into("pyt", ["batch/1", "batch/2", "batch/4"], dst)
-    # The server declines what does not fit the token (501; no HTTP fallback for rdma="soft").
-    assert ei.value.code == "RDMANotSupported" and "batch/2" in str(ei.value)
+    # The server declines what does not fit the token, saying by how much.
+    assert (ei.value.key, ei.value.index, ei.value.needed, ei.value.capacity) == (
+        "batch/2", 1, 4097, 4096)
     assert dst[0] == seeded_bytes(1, seed=701)[0]  # the key before it was read
     with pytest.raises(rdmastor.S3Error) as ei:
         c.get_batch_into("pyt", ["batch/4", "batch/missing", "batch/1"], dst)
@@ -675,3 +705,532 @@ def test_host_memory_with_cuda_interface_is_a_host_buffer(c):
 def test_dlpack_gpu_object_refused(c):
     with pytest.raises(ValueError, match="DLPack device type 2"):
         c.get_into("pyt", "cai/k", DlpackOnGpu())
+
+
+# -- issue 34: retries, the RDMA decline cache, honest errors, streaming checkpoints ----------
+
+def _read_all(cl, keys, data, threads):
+    """Every thread reads every key (started together); returns the exceptions raised."""
+    errors = []
+    barrier = threading.Barrier(threads)
+
+    def work(tid):
+        barrier.wait(timeout=30)
+        for k in keys[tid:] + keys[:tid]:
+            buf = bytearray(len(data[k]))
+            try:
+                cl.get_into("thr", k, buf)
+                assert buf == data[k], k
+            except (rdmastor.S3Error, rdmastor.ConnectionError) as e:
+                errors.append(e)
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+        list(ex.map(work, range(threads)))
+    return errors
+
+
+def test_throttled_rdma_transfers_are_retried(server_factory):
+    """A server that runs one S3-over-RDMA transfer per client host (RDMASTOR_RDMA_TRANSFERS_PER_
+    CLIENT=1) answers concurrent ones 503 SlowDown: without retries threads sharing a Client
+    fail; with botocore's standard retries (jittered back-off) none does, the retries are
+    counted, and a DataLoader's forked workers read every object."""
+    torch = pytest.importorskip("torch", reason="python3-torch not installed")
+    srv = server_factory(name="throttle", env={**SOFT_ENV,
+                                               "RDMASTOR_RDMA_TRANSFERS_PER_CLIENT": "1"})
+    setup = client(srv)
+    setup.create_bucket("thr")
+    data = {f"o/{i:02d}": seeded_bytes(MiB + i, seed=3400 + i) for i in range(6)}
+    for k, v in data.items():
+        setup.put_object("thr", k, v)
+    keys = sorted(data)
+    assert client(srv).max_attempts == 3  # botocore's default
+    # Without retries (max_attempts=1) the collisions surface as SlowDown.
+    once = client(srv, retries={"max_attempts": 1})
+    errors = []
+    for _ in range(3):  # bounded: one round is nearly always enough
+        errors = _read_all(once, keys, data, threads=4)
+        if errors:
+            break
+    assert errors and all(isinstance(e, rdmastor.S3Error) and e.code == "SlowDown" and
+                          e.status == 503 for e in errors), errors
+    assert once.stats()["retries"] == 0
+    # Standard mode: retried until a slot is free.
+    retrying = client(srv, retries={"max_attempts": 10, "base_delay": 0.05})
+    assert _read_all(retrying, keys, data, threads=4) == []
+    st = retrying.stats()
+    assert st["throttle"] > 0 and st["retries"] == retrying.retries >= st["throttle"], st
+    # The same under a DataLoader: 4 forked workers, one object each at a time.
+    from rdmastor.torch import ObjectIterableDataset
+    ds = ObjectIterableDataset("s3://thr/o/", client=retrying,
+                               decode=lambda view, key: (key, bytes(view.numpy())))
+    got = dict(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=4,
+                                           multiprocessing_context="fork"))
+    assert got == data
+    # A batch retried after a collision goes on from the failing key.
+    dst = np.zeros(len(keys) * (MiB + 8), np.uint8)
+    results = []
+    with concurrent.futures.ThreadPoolExecutor(3) as ex:
+        results = list(ex.map(lambda _: list(retrying.get_batch_into(
+            "thr", keys, np.zeros_like(dst), slot=MiB + 8)), range(3)))
+    assert results == [[len(data[k]) for k in keys]] * 3
+    with pytest.raises(ValueError):
+        client(srv, retries={"max_attempts": 0})
+    with pytest.raises(TypeError):
+        client(srv, retries="standard")
+
+
+def test_rdma_decline_is_remembered_and_warned_once(server_factory):
+    """Against a server without S3 over RDMA, rdma="auto" pays the declined request once per
+    period, not on every call: the server counts one 501, the client warns once (with the
+    server's reason) and sends the rest over HTTP."""
+    srv = server_factory(name="no-rdma", env={"MINIO_RDMA_FABRIC": "off",
+                                              "MINIO_PROMETHEUS_AUTH_TYPE": "public"})
+    declines = lambda: scrape(srv).get('minio_api_rdma_replies_total{code="501"}', 0.0)  # noqa: E731
+    # Without the cache (rdma_decline_ttl=0) every payload call is declined first.
+    every = client(srv, rdma="auto", rdma_decline_ttl=0)
+    every.create_bucket("dcl")
+    before = declines()
+    for i in range(3):
+        assert every.put_object("dcl", f"k{i}", b"x" * 100).transport == "http"
+    assert declines() - before == 3 and every.stats()["rdma_declined"] == 3
+    assert every.rdma_declined() is None
+    auto = client(srv, rdma="auto")
+    before = declines()
+    with pytest.warns(rdmastor.RDMADeclinedWarning, match="S3 over RDMA"):
+        assert auto.put_object("dcl", "a", b"payload").transport == "http"
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no second warning
+        for i in range(5):
+            assert auto.get_object("dcl", "a").transport == "http"
+            buf = bytearray(7)
+            assert auto.get_into("dcl", "a", buf).transport == "http" and buf == b"payload"
+        assert list(auto.get_batch_into("dcl", ["a", "a"], bytearray(14))) == [7, 7]
+        # Another Client of the endpoint in this process knows it too.
+        assert client(srv, rdma="auto").put_object("dcl", "b", b"b").transport == "http"
+    assert declines() - before == 1
+    assert "MINIO_RDMA_FABRIC" in auto.rdma_declined()
+    assert auto.stats()["rdma_declined"] == 1
+
+
+def test_errors_are_honest(soft, c):
+    """Caller mistakes raise ValueError/TypeError; a dead endpoint a ConnectionError subclass
+    (construction succeeds, as botocore's, the first call raises); server errors carry code,
+    status, message and request id as fields; an object larger than the buffer says so."""
+    # A dead endpoint: nothing listens on port 9.
+    dead = rdmastor.Client("http://127.0.0.1:9", "a", "b", rdma="off",
+                           retries={"max_attempts": 2, "base_delay": 0.01})
+    for call in (lambda: dead.get_object("pyt", "k"), lambda: dead.put_object("pyt", "k", b"x"),
+                 lambda: list(dead.list_objects("pyt"))):
+        with pytest.raises(rdmastor.EndpointConnectionError) as e:
+            call()
+        assert isinstance(e.value, ConnectionError) and e.value.status is None
+        assert "127.0.0.1:9" in str(e.value)
+    assert dead.stats()["connect"] == 3  # each call retried once
+    soft_dead = rdmastor.Client("http://127.0.0.1:9", "a", "b", rdma="soft",
+                                retries={"max_attempts": 1})
+    with pytest.raises(rdmastor.EndpointConnectionError):
+        soft_dead.get_into("pyt", "k", bytearray(4))
+    # Server errors: the fields of the error document, not text.
+    bad = rdmastor.Client(soft.endpoint, soft.access_key, "wrong-secret", rdma="soft")
+    c.put_object("pyt", "err/k", b"12345")
+    for call in (lambda: bad.get_object("pyt", "err/k"),
+                 lambda: bad.get_into("pyt", "err/k", bytearray(5))):
+        with pytest.raises(rdmastor.S3Error) as e:
+            call()
+        assert e.value.code == "SignatureDoesNotMatch" and e.value.status == 403
+        assert e.value.message and "signature" in e.value.message.lower()
+        assert e.value.request_id and e.value.fields["RequestId"] == e.value.request_id
+    with pytest.raises(rdmastor.S3Error) as e:
+        c.head_object("pyt", "err/missing")
+    assert e.value.status == 404 and e.value.code == "NotFound"
+    # An object larger than the buffer: over RDMA (the server's decline) and over HTTP.
+    for cl in (c, client(soft, rdma="off"), client(soft, rdma="auto")):
+        with pytest.raises(rdmastor.BufferTooSmallError) as e:
+            cl.get_into("pyt", "err/k", bytearray(3))
+        assert (e.value.needed, e.value.capacity, e.value.key) == (5, 3, "err/k"), cl.fabric
+        assert isinstance(e.value, ValueError)
+    # Caller mistakes.
+    with pytest.raises(TypeError):
+        rdmastor.Client(9000)
+    with pytest.raises(ValueError):
+        rdmastor.Client("127.0.0.1:9000", "a", "b")
+    with pytest.raises(TypeError):
+        client(soft, part_size="16MiB")
+    with pytest.raises(ValueError):
+        client(soft, io_timeout=-1)
+    with pytest.raises(TypeError):
+        c.get_into("pyt", "err/k", bytearray(5), offset="0")
+    with pytest.raises(TypeError):
+        c.get_into("pyt", 5, bytearray(5))
+    with pytest.raises(TypeError):
+        c.get_batch_into("pyt", ["err/k"], bytearray(5), slot=2.5)
+
+
+def _peak_rss_during(fn):
+    """(fn's result, peak RSS growth in bytes while it ran): VmHWM reset through clear_refs."""
+    def status(field):
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+        raise AssertionError(field)
+    import gc
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    base = status("VmRSS")
+    out = fn()
+    return out, status("VmHWM") - base
+
+
+def test_checkpoint_save_load_stream_in_bounded_memory(soft):
+    """rdmastor.torch.save streams torch.save's writes through part buffers and load reads each
+    tensor straight into its storage: a 96 MiB state_dict saves within (max_concurrency + 1) part
+    buffers of extra memory and loads within 1.1x its size plus a small bound."""
+    torch = pytest.importorskip("torch", reason="python3-torch not installed")
+    from rdmastor.torch import load, save
+    cl = client(soft, part_size=8 * MiB, max_concurrency=2)
+    torch.manual_seed(1)
+    state = {"a": torch.randn(12 * MiB), "b": torch.randint(0, 100, (4 * MiB,)),
+             "c": torch.randn(4 * MiB).to(torch.float16), "step": 7}
+    size = sum(t.numel() * t.element_size() for t in state.values() if torch.is_tensor(t))
+    assert size == 88 * MiB
+    slack = 12 * MiB  # threads, the native clients, torch's bookkeeping
+    t, grew = _peak_rss_during(lambda: save(state, "s3://pyt/ckpt/stream.pt", client=cl))
+    print(f"save of {size / MiB:.0f} MiB: peak RSS +{grew / MiB:.1f} MiB")
+    assert grew <= 3 * 8 * MiB + slack, grew / MiB
+    assert t.transport == "rdma" and int(t) > size and t.etag.strip('"').endswith("-12")
+    back, grew = _peak_rss_during(lambda: load("s3://pyt/ckpt/stream.pt", client=cl))
+    print(f"load of {size / MiB:.0f} MiB: peak RSS +{grew / MiB:.1f} MiB")
+    assert grew <= 1.1 * size + MiB + slack, grew / MiB
+    assert back["step"] == 7 and all(torch.equal(back[k], state[k]) for k in "abc")
+    # A small checkpoint is one PUT; a failing save leaves the previous object in place.
+    small = save({"x": torch.arange(5)}, "s3://pyt/ckpt/small.pt", client=cl)
+    assert "-" not in small.etag.strip('"')
+
+    class Boom:
+        def __reduce__(self):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        save({"big": state["a"], "then": Boom()}, "s3://pyt/ckpt/stream.pt", client=cl)
+    assert torch.equal(load("s3://pyt/ckpt/stream.pt", client=cl)["a"], state["a"])
+    # A checkpoint replaced while it is being loaded: an error, never a mix of the two.
+    from rdmastor._stream import ObjectReader
+    r = ObjectReader(cl, "pyt", "ckpt/small.pt")
+    save({"x": torch.arange(6)}, "s3://pyt/ckpt/small.pt", client=cl)
+    with pytest.raises(rdmastor.S3Error) as e:
+        r.read(10)
+    assert e.value.code == "PreconditionFailed" and "changed" in str(e.value)
+
+
+def _python_blocks(path):
+    """The ```python blocks of a Markdown file, in order."""
+    import re
+    with open(path) as f:
+        text = f.read()
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def test_docs_python_md_and_readme_examples_run(soft, monkeypatch):
+    """docs/python.md as executable truth: every ```python block of it runs, in order and in one
+    namespace (as a reader would paste them), against the real server, followed by the README's
+    Python example. The objects under data/train/ have different sizes (a multiple of 4 bytes,
+    for the float32 view of the map-style example). Only the endpoint is rewritten (the blocks
+    name http://127.0.0.1:9000) and the names the prose leaves to the reader are defined first:
+    numpy_array, tensor, buf, key, keys, size, model."""
+    torch = pytest.importorskip("torch", reason="python3-torch not installed")
+    pytest.importorskip("fsspec", reason="python3-fsspec not installed")
+    from conftest import REPO_ROOT
+    for k in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", soft.endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", soft.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", soft.secret_key)
+    import rdmastor.torch as rt
+    monkeypatch.setattr(rt, "_default", {})  # the blocks' default client: this environment
+    setup = rdmastor.Client(soft.endpoint, soft.access_key, soft.secret_key)
+    for b in ("data", "ckpt"):
+        setup.create_bucket(b, exist_ok=True)
+    for i in range(40):
+        setup.put_object("data", f"train/{i:03d}", seeded_bytes(1024 + 4 * 97 * (i % 8), i))
+    setup.put_object("data", "table.csv", "".join(f"{i},{i * i}\n" for i in range(100)).encode())
+    blocks = _python_blocks(os.path.join(REPO_ROOT, "docs", "python.md"))
+    readme = _python_blocks(os.path.join(REPO_ROOT, "README.md"))
+    assert len(blocks) >= 7 and len(readme) == 1
+    ns = {"numpy_array": np.arange(32768, dtype=np.float32), "tensor": torch.empty(32768),
+          "buf": bytearray(65536), "key": "train/001", "size": 1024 + 4 * 97,
+          "model": torch.nn.Linear(16, 4), "np": np,
+          "keys": [f"train/{i:03d}" for i in range(40)]}
+    from fsspec.registry import _registry
+    try:
+        for i, code in enumerate(blocks + readme):
+            code = code.replace("http://127.0.0.1:9000", soft.endpoint)
+            try:
+                exec(compile(code, f"<docs/python.md block {i}>", "exec"), ns)
+            except Exception as e:
+                pytest.fail(f"block {i} of docs/python.md / README.md failed: {e!r}\n{code}")
+    finally:
+        _registry.pop("s3", None)  # a block registers rdmastor for s3://
+
+
+def test_boto3_style_calls(soft, c, tmp_path, capsys):
+    """list_buckets, copy_object, delete_objects, generate_presigned_url (fetched with a plain
+    HTTP client), upload_file / download_file with callbacks (streamed in parts), a progress
+    bar with the rate and the time left."""
+    import requests
+    c.put_object("pyt", "b3/bar", bytes(3 * MiB), progress=True)
+    err = capsys.readouterr().err
+    assert "put b3/bar" in err and "/s" in err and ("ETA" in err or "<" in err), err
+    assert "pyt" in [b["name"] for b in c.list_buckets()]
+    c.put_object("pyt", "b3/src", b"copy me", metadata={"a": "1"})
+    c.copy_object("pyt", "b3/dst", "pyt", "b3/src")
+    assert c.get_object("pyt", "b3/dst") == b"copy me"
+    assert c.head_object("pyt", "b3/dst")["metadata"] == {"a": "1"}
+    c.copy_object("pyt", "b3/dst2", "pyt", "b3/src", metadata={"b": "2"})
+    assert c.head_object("pyt", "b3/dst2")["metadata"] == {"b": "2"}
+    url = c.generate_presigned_url("GET", "pyt", "b3/dst", expires_in=60)
+    r = requests.get(url, timeout=10)
+    assert r.status_code == 200 and r.content == b"copy me"
+    put = c.generate_presigned_url("PUT", "pyt", "b3/presigned", expires_in=60)
+    assert requests.put(put, data=b"via url", timeout=10).status_code == 200
+    assert c.get_object("pyt", "b3/presigned") == b"via url"
+    with pytest.raises(ValueError):
+        c.generate_presigned_url("GET", "pyt", "k", expires_in=0)
+    # upload_file / download_file: 3 parts of 5 MiB and a bit, callbacks add up.
+    cl = client(soft, part_size=5 * MiB, max_concurrency=2)
+    src = tmp_path / "big.bin"
+    data = seeded_bytes(15 * MiB + 3, seed=81)
+    src.write_bytes(data)
+    seen = []
+    t = cl.upload_file(str(src), "pyt", "b3/file", callback=seen.append)
+    assert int(t) == len(data) and sum(seen) == len(data) and t.etag.strip('"').endswith("-4")
+    dst = tmp_path / "back.bin"
+    seen = []
+    t = cl.download_file("pyt", "b3/file", str(dst), callback=seen.append)
+    assert dst.read_bytes() == data and sum(seen) == len(data) and t.transport == "rdma"
+    assert sorted(os.listdir(tmp_path)) == ["back.bin", "big.bin"]  # no temporary file left
+    small = tmp_path / "small.bin"
+    small.write_bytes(b"tiny")
+    assert "-" not in cl.upload_file(str(small), "pyt", "b3/small").etag.strip('"')
+    with pytest.raises(rdmastor.S3Error) as e:
+        cl.download_file("pyt", "b3/missing", str(tmp_path / "never"))
+    assert e.value.status == 404 and not (tmp_path / "never").exists()
+    # delete_objects: existing and missing keys are both deleted; in batches of 1,000.
+    keys = [f"b3/del/{i:04d}" for i in range(1003)]
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda k: c.put_object("pyt", k, b"x"), keys[:20]))
+    out = c.delete_objects("pyt", keys)
+    assert sorted(out["deleted"]) == keys and out["errors"] == []
+    assert list(c.list_objects("pyt", prefix="b3/del/")) == []
+
+
+def test_fsspec_s3fs_habits(soft, c):
+    """s3fs's storage options (endpoint_url, key, secret, client_kwargs), ls("") for the buckets,
+    s3:// URLs through registration, and writes streamed in parts while the file is open."""
+    fsspec = pytest.importorskip("fsspec", reason="python3-fsspec not installed")
+    import rdmastor.fsspec as rf
+    opts = {"key": soft.access_key, "secret": soft.secret_key,
+            "client_kwargs": {"endpoint_url": soft.endpoint}, "rdma": "soft"}
+    fs = fsspec.filesystem("rdmastor", **opts)
+    assert "pyt" in fs.ls("", detail=False)
+    fsspec.register_implementation("s3", rf.RdmastorFileSystem, clobber=True)
+    try:
+        data = seeded_bytes(12 * MiB + 5, seed=90)
+        with fsspec.open("s3://pyt/fss/stream.bin", "wb", endpoint_url=soft.endpoint,
+                         key=soft.access_key, secret=soft.secret_key, rdma="soft") as f:
+            for at in range(0, len(data), MiB):
+                f.write(data[at:at + MiB])
+            # Parts went out while writing: the upload exists before close.
+            assert f._upload_id is not None and len(f._parts) >= 1
+            assert f.buffer.tell() < 6 * MiB  # not the whole file in memory
+        assert c.get_object("pyt", "fss/stream.bin") == data
+        assert c.head_object("pyt", "fss/stream.bin")["etag"].strip('"').count("-") == 1
+        with fsspec.open("s3://pyt/fss/stream.bin", "rb", endpoint_url=soft.endpoint,
+                         key=soft.access_key, secret=soft.secret_key, rdma="soft") as f:
+            f.seek(5 * MiB)
+            assert f.read(100) == data[5 * MiB:5 * MiB + 100]
+    finally:
+        from fsspec.registry import _registry
+        _registry.pop("s3", None)  # back to fsspec's own choice for s3://
+    with pytest.raises(TypeError):
+        fsspec.filesystem("rdmastor", client_kwargs={"verify": False}, skip_instance_cache=True)
+
+
+def _sharded_rank(rank, port, srv_info, url, seed, die_in_upload, q):
+    """One rank of a 2-rank gloo job: save_sharded, then load_sharded; reports to q. With
+    die_in_upload, rank 1 is SIGKILLed during its second part upload (a crash mid-save)."""
+    import datetime
+    import signal
+    import torch
+    import torch.distributed as dist
+    from rdmastor.torch import load_sharded, save_sharded
+    code = 1
+    try:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                world_size=2, timeout=datetime.timedelta(seconds=20))
+        endpoint, ak, sk = srv_info
+        cl = rdmastor.Client(endpoint, ak, sk, rdma="soft", part_size=5 * MiB, max_concurrency=2)
+        if die_in_upload and rank == 1:
+            real, calls = cl._upload_part, []
+
+            def dying(*a, **kw):
+                calls.append(1)
+                if len(calls) == 2:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return real(*a, **kw)
+            cl._upload_part = dying
+        state = {"w": torch.randn(3 * MiB, generator=torch.Generator().manual_seed(seed + rank)),
+                 "rank": rank}
+        try:
+            m = save_sharded(state, url, client=cl)
+        except Exception as e:  # noqa: BLE001  (reported to the test)
+            q.put((rank, "save failed", repr(e)))
+            code = 0
+            return
+        back = load_sharded(url, client=cl)
+        q.put((rank, "ok", m["generation"], back["rank"] == rank and torch.equal(back["w"],
+                                                                                  state["w"])))
+        code = 0
+    finally:
+        q.close()
+        q.join_thread()  # flushed before _exit
+        os._exit(code)
+
+
+def test_sharded_checkpoint_two_ranks_commit_atomically(soft, c):
+    """save_sharded / load_sharded with 2 gloo ranks: both shards written in parallel, visible
+    through the manifest only; a rank killed mid-save leaves the previous checkpoint readable
+    (byte for byte) and the new one invisible."""
+    torch = pytest.importorskip("torch", reason="python3-torch not installed")
+    if not torch.distributed.is_available():
+        pytest.skip("torch.distributed is not available")
+    import multiprocessing
+    import socket
+    from rdmastor.torch import load_sharded
+    ctx = multiprocessing.get_context("fork")
+    url = "s3://pyt/sharded/ckpt"
+
+    def run(seed, die):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        q = ctx.Queue()
+        procs = [ctx.Process(target=_sharded_rank, args=(r, port, (soft.endpoint, soft.access_key,
+                                                                     soft.secret_key), url, seed,
+                                                           die, q)) for r in range(2)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=90)
+            assert not p.is_alive()
+        out = {}
+        while not q.empty():
+            r = q.get(timeout=5)
+            out[r[0]] = r[1:]
+        return out, [p.exitcode for p in procs]
+
+    out, codes = run(seed=100, die=False)
+    assert codes == [0, 0] and out[0][0] == "ok" and out[1][0] == "ok", out
+    assert out[0][1] == out[1][1] and out[0][2] and out[1][2]  # same generation, identical
+    gen1 = out[0][1]
+    for rank in range(2):  # from outside the job too, byte-identical
+        back = load_sharded(url, rank=rank, client=c)
+        want = torch.randn(3 * MiB, generator=torch.Generator().manual_seed(100 + rank))
+        assert torch.equal(back["w"], want)
+    out, codes = run(seed=200, die=True)
+    assert codes[1] == -9 and 1 not in out, (out, codes)  # rank 1 died mid-upload
+    assert out[0][0] == "save failed", out  # rank 0 never committed
+    m = json.loads(bytes(c.get_object("pyt", "sharded/ckpt/manifest.json")))
+    assert m["generation"] == gen1
+    for rank in range(2):
+        back = load_sharded(url, rank=rank, client=c)
+        assert torch.equal(back["w"], torch.randn(
+            3 * MiB, generator=torch.Generator().manual_seed(100 + rank)))
+
+
+def test_iterable_dataset_resumes_mid_epoch(soft, c, thousand):
+    """state_dict() / load_state_dict() as torchdata's StatefulDataLoader drives them (the state
+    taken in each worker with the items it hands over, restored in the same worker of the
+    restarted job): 2 ranks x 2 workers stop mid-epoch and resume; every object is read exactly
+    once over both runs, none skipped."""
+    torch = pytest.importorskip("torch", reason="python3-torch not installed")
+    from rdmastor.torch import ObjectIterableDataset
+
+    class Stateful(ObjectIterableDataset):
+        """Ships the worker's state with each item, as StatefulDataLoader does."""
+
+        def __iter__(self):
+            wid = torch.utils.data.get_worker_info().id
+            for item in super().__iter__():
+                yield item, wid, self.state_dict()
+
+    def make(rank, states=None):
+        ds = Stateful("s3://pyt/dl/02", client=c, rank=rank, world_size=2, shuffle=True, seed=9,
+                      decode=lambda view, key: key, batch_size=None)
+        ds.set_epoch(4)
+
+        def init(wid):
+            if states is not None:
+                torch.utils.data.get_worker_info().dataset.load_state_dict(states[wid])
+        return torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                           multiprocessing_context="fork", worker_init_fn=init)
+
+    first, saved = [], {}
+    for rank in range(2):
+        states = {}
+        for n, (key, wid, state) in enumerate(make(rank)):
+            # The job stops after 15 items: what comes later (prefetched or not) is lost with
+            # it. (Read to the end rather than break: stopping workers mid-epoch costs seconds.)
+            if n < 15:
+                first.append(key)
+                states[wid] = state
+        assert sorted(states) == [0, 1] and states[0]["epoch"] == 4
+        saved[rank] = states
+    rest = []
+    for rank in range(2):
+        rest.extend(key for key, _, _ in make(rank, saved[rank]))
+    everything = first + rest
+    assert len(first) == 30 and len(everything) == 100, (len(first), len(everything))
+    assert sorted(everything) == thousand[200:300]
+    # A state from another shard layout is refused, not silently misapplied.
+    ds = ObjectIterableDataset("s3://pyt/dl/02", client=c, shuffle=True, seed=9)
+    ds.load_state_dict({**saved[0][0], "shards": 3})
+    with pytest.raises(ValueError, match="shard"):
+        next(iter(ds))
+
+
+def test_stalled_server_reads_are_retried_writes_that_are_not_idempotent_are_not(server_factory):
+    """A server that stops answering (SIGSTOP) for 1.5 s: an idempotent call meets a read
+    timeout (io_timeout=1), is retried and succeeds once the server runs again (counted as a
+    timeout retry); creating a multipart upload (not idempotent: the server may have acted on
+    it) raises ReadTimeoutError without a retry."""
+    import signal
+    srv = server_factory(name="stall", env=SOFT_ENV)
+    cl = client(srv, io_timeout=1, retries={"max_attempts": 4, "base_delay": 0.05})
+    cl.create_bucket("stl")
+    cl.put_object("stl", "k", b"still here")
+
+    def stall(seconds):
+        os.kill(srv.proc.pid, signal.SIGSTOP)
+        t = threading.Timer(seconds, os.kill, (srv.proc.pid, signal.SIGCONT))
+        t.start()
+        return t
+
+    t = stall(1.5)
+    try:
+        assert cl.get_object("stl", "k") == b"still here"
+    finally:
+        t.join()
+    st = cl.stats()
+    assert st["timeout"] >= 1 and st["retries"] == st["timeout"], st
+    t = stall(1.5)
+    try:
+        with pytest.raises(rdmastor.ReadTimeoutError) as e:
+            cl.create_multipart_upload("stl", "mp")
+        assert isinstance(e.value, ConnectionError) and "timed out" in str(e.value)
+    finally:
+        t.join()
+    assert cl.stats()["retries"] == st["retries"]  # not retried
+    assert cl.get_object("stl", "k") == b"still here"  # and the client still works

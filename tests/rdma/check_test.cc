@@ -128,13 +128,21 @@ TEST(RdmaCheck, ReportsTheDeviceTheServerWouldUse) {
   ASSERT_TRUE(items.ok());
   EXPECT_EQ(Find(*items, "configured")->status, CheckStatus::kOk);
   EXPECT_NE(Find(*items, "fabric")->detail.find("mlx5_0 port 2"), std::string::npos);
-  // No mlx5 device usable: S3 over RDMA (DC) cannot start, whatever else is up.
+  // No mlx5 device usable: no DC, S3 over RDMA on RC only (and it says why there is no DC).
   f.env = {};
   f.devices = std::vector<DeviceInfo>{{"irdma0", {healthy}, false}};
   items = RunRdmaCheck(f);
   ASSERT_TRUE(items.ok());
-  EXPECT_EQ(Find(*items, "fabric")->status, CheckStatus::kFailed);
+  EXPECT_EQ(Find(*items, "fabric")->status, CheckStatus::kOk);
+  EXPECT_NE(Find(*items, "fabric")->detail.find("irdma0 port 1: S3 over RDMA on RC only"),
+            std::string::npos)
+      << Find(*items, "fabric")->detail;
   EXPECT_NE(Find(*items, "fabric")->detail.find("not an mlx5 device"), std::string::npos);
+  // ... and with RC off, nothing at all.
+  f.env = {{"MINIO_RDMA_RC_PORT", "off"}};
+  items = RunRdmaCheck(f);
+  ASSERT_TRUE(items.ok());
+  EXPECT_EQ(Find(*items, "fabric")->status, CheckStatus::kFailed);
 }
 
 TEST(RdmaCheck, InternodeAndFabricSettings) {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "rdma/build_info.h"
 #include "rdma/transfer.h"
 #ifdef RDMASTOR_WITH_RDMA
@@ -29,6 +31,20 @@ TEST(RdmaSettingsTest, FabricDefaultsAndValues) {
   auto bad_allow = ParseRdmaSettings({{"MINIO_RDMA_SOFT_ALLOW", "10.0.0.0/40"}});
   ASSERT_FALSE(bad_allow.ok());
   EXPECT_NE(bad_allow.error().message.find("MINIO_RDMA_SOFT_ALLOW"), std::string::npos);
+}
+
+TEST(RdmaSettingsTest, RcPortInBothBuilds) {
+  EXPECT_EQ(ParseRdmaSettings({})->rc_port, 9100);
+  EXPECT_EQ(ParseRdmaSettings({{"MINIO_RDMA_RC_PORT", "9200"}})->rc_port, 9200);
+  EXPECT_EQ(ParseRdmaSettings({{"MINIO_RDMA_RC_PORT", "off"}})->rc_port, 0);
+  for (const char* bad : {"0", "65536", "x", "-1", "OFF1"}) {
+    auto r = ParseRdmaSettings({{"MINIO_RDMA_RC_PORT", bad}});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("MINIO_RDMA_RC_PORT='"), std::string::npos) << bad;
+  }
+  // Live in the standard build too (the soft fabric serves RC): not in its start-up warning.
+  auto names = ParseRdmaSettings({})->live_names;
+  EXPECT_NE(std::find(names.begin(), names.end(), "MINIO_RDMA_RC_PORT"), names.end());
 }
 
 TEST(RdmaSettingsTest, VerbsKnobsValidatedOnTheRdmaBuild) {

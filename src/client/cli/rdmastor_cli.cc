@@ -1,5 +1,6 @@
 // rdmastor-cli: a small S3 command line on the client library, with S3 over RDMA.
-//   rdmastor-cli --endpoint URL [--rdma] [--http-fallback] mb|ls|put|get|rm BUCKET[/KEY] [FILE]
+//   rdmastor-cli --endpoint URL [--rdma [--transport dc|rc]] [--http-fallback] mb|ls|put|get|rm
+//                BUCKET[/KEY] [FILE]
 // Credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY. Exit status 0 on success, 1 on a failed
 // request, 2 on usage errors.
 #include <fcntl.h>
@@ -34,6 +35,11 @@ constexpr const char* kUsage =
     "  --fabric soft|verbs    with --rdma: the RDMA fabric (default soft; verbs needs the RDMA\n"
     "                         build and an mlx5 NIC, set up by MINIO_RDMA_DEVICE, _PORT,\n"
     "                         _GID_INDEX and _DC_KEY as on the server)\n"
+    "  --transport dc|rc      with --rdma: dc (default) lets the server reach the client's\n"
+    "                         target (DC on verbs); rc opens one persistent RC connection to\n"
+    "                         the server's MINIO_RDMA_RC_PORT (for NICs without DC)\n"
+    "  --rc-port N            with --transport rc: the server's RC port (default: the\n"
+    "                         MINIO_RDMA_RC_PORT environment variable, else 9100)\n"
     "  --http-fallback        with --rdma: retry over HTTP when the server answers 501\n"
     "  --certs-dir DIR        https:// endpoints: trust DIR/CAs/*.crt|*.pem besides the system\n"
     "                         CA store (default ~/.rdmastor/certs, as the server)\n"
@@ -121,6 +127,8 @@ int main(int argc, char** argv) {
   std::string endpoint;
   bool use_rdma = false, fallback = false;
   std::string fabric = "soft";
+  std::string transport = "dc";
+  std::string rc_port;
   std::string certs_dir;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
@@ -139,6 +147,14 @@ int main(int argc, char** argv) {
       fabric = argv[++i];
     } else if (a.rfind("--fabric=", 0) == 0) {
       fabric = a.substr(9);
+    } else if (a == "--transport" && i + 1 < argc) {
+      transport = argv[++i];
+    } else if (a.rfind("--transport=", 0) == 0) {
+      transport = a.substr(12);
+    } else if (a == "--rc-port" && i + 1 < argc) {
+      rc_port = argv[++i];
+    } else if (a.rfind("--rc-port=", 0) == 0) {
+      rc_port = a.substr(10);
     } else if (a == "--http-fallback") {
       fallback = true;
     } else if (a == "-h" || a == "--help") {
@@ -159,6 +175,23 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rdmastor-cli: --fabric takes soft or verbs\n%s", kUsage);
     return 2;
   }
+  if (transport != "dc" && transport != "rc") {
+    std::fprintf(stderr, "rdmastor-cli: --transport takes dc or rc\n%s", kUsage);
+    return 2;
+  }
+  if (rc_port.empty())
+    if (const char* v = std::getenv("MINIO_RDMA_RC_PORT")) rc_port = v;
+  uint16_t rc_port_number = 9100;
+  if (!rc_port.empty()) {
+    char* end = nullptr;
+    unsigned long n = std::strtoul(rc_port.c_str(), &end, 10);
+    if (*end || n == 0 || n > 65535) {
+      std::fprintf(stderr, "rdmastor-cli: --rc-port / MINIO_RDMA_RC_PORT takes 1-65535\n%s",
+                   kUsage);
+      return 2;
+    }
+    rc_port_number = static_cast<uint16_t>(n);
+  }
   if (fallback && !use_rdma) {
     std::fprintf(stderr, "rdmastor-cli: --http-fallback only applies with --rdma\n%s", kUsage);
     return 2;
@@ -176,6 +209,8 @@ int main(int argc, char** argv) {
   if (!s3cfg.ok()) return Fail(s3cfg.error().message);
   cfg.s3 = *s3cfg;
   cfg.allow_http_fallback = fallback;
+  if (transport == "rc") cfg.transport = rdmastor::client::RdmaTransport::kRc;
+  cfg.rc_port = rc_port_number;
   if (fabric == "verbs") {
     // The verbs knobs mean what they mean on the server; validated the same way.
     std::map<std::string, std::string> env;

@@ -168,9 +168,20 @@ Status Discard(int fd, size_t len) {
   return {};
 }
 
-Result<int> ConnectTcp(uint32_t ip, uint16_t port, std::chrono::milliseconds timeout) {
+Result<int> ConnectTcp(uint32_t ip, uint16_t port, std::chrono::milliseconds timeout,
+                       uint32_t source_ip) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return SocketError("socket", errno);
+  if (source_ip) {
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    local.sin_addr.s_addr = htonl(source_ip);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) {
+      int err = errno;
+      close(fd);
+      return SocketError("bind", err);
+    }
+  }
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(port);

@@ -50,8 +50,10 @@ Status RecvAll(int fd, void* data, size_t len, Pace* pace = nullptr);
 Result<bool> WaitReadable(int fd, std::chrono::milliseconds timeout, Pace* pace = nullptr);
 // Reads and drops len bytes.
 Status Discard(int fd, size_t len);
-// Connects to ip:port (host order IPv4) within `timeout`; returns the socket.
-Result<int> ConnectTcp(uint32_t ip, uint16_t port, std::chrono::milliseconds timeout);
+// Connects to ip:port (host order IPv4) within `timeout`, from source_ip when not 0; returns the
+// socket.
+Result<int> ConnectTcp(uint32_t ip, uint16_t port, std::chrono::milliseconds timeout,
+                       uint32_t source_ip = 0);
 std::string Ipv4String(uint32_t ip);
 
 }  // namespace rdmastor::rdma::soft::net

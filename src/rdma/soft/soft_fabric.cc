@@ -3,17 +3,21 @@
 #include "rdma/soft/soft_fabric.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "rdma/soft/net.h"
 #include "rdma/soft/soft_wire.h"
@@ -174,7 +178,7 @@ class SoftEndpoint final : public Endpoint {
     if (fd_ < 0) return;
     // Clean: every posted request answered, never in error. Then the connection is in the same
     // state as right after Hello and can serve the next request to this target.
-    if (!error_ && outstanding_.empty() && ready_.empty())
+    if (pool_ && !error_ && outstanding_.empty() && ready_.empty())
       pool_->Give(key_, fd_);
     else
       close(fd_);
@@ -306,7 +310,168 @@ class SoftEndpoint final : public Endpoint {
   std::deque<Completion> ready_;
 };
 
+// Accepts the RC connections clients open (S3 over RDMA on RC). One thread polls the listening
+// socket and the connections still owing their Hello; a Hello has kHelloTimeout to arrive and at
+// most kMaxPending wait at once, so connections that send nothing cannot stall the listener.
+class SoftRcListener final : public RcListener {
+ public:
+  static constexpr size_t kMaxPending = 64;
+  static constexpr auto kHelloTimeout = std::chrono::seconds(3);
+
+  SoftRcListener(int listen_fd, uint16_t port, RcAdmission admission,
+                 std::shared_ptr<SoftFabric::Registry> registry, SoftFabricOptions options)
+      : listen_fd_(listen_fd),
+        port_(port),
+        admission_(std::move(admission)),
+        registry_(std::move(registry)),
+        options_(std::move(options)) {
+    if (pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~SoftRcListener() override {
+    char c = 1;
+    if (wake_[1] >= 0) (void)!write(wake_[1], &c, 1);
+    thread_.join();
+    for (auto& p : pending_) close(p.fd);
+    for (int fd : {listen_fd_, wake_[0], wake_[1]})
+      if (fd >= 0) close(fd);
+  }
+  uint16_t port() const override { return port_; }
+
+ private:
+  struct Pending {
+    int fd;
+    uint32_t ip;
+    std::chrono::steady_clock::time_point deadline;
+    wire::Hello hello;
+    size_t got = 0;
+    bool refused = false;  // over the limits at accept: answered kRcRefused
+  };
+
+  void Loop() {
+    for (;;) {
+      std::vector<pollfd> pfds{{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+      for (const auto& p : pending_) pfds.push_back({p.fd, POLLIN, 0});
+      int rc = poll(pfds.data(), pfds.size(), pending_.empty() ? -1 : 200);
+      if (rc < 0 && errno != EINTR) return;
+      if (pfds[1].revents) return;
+      auto now = std::chrono::steady_clock::now();
+      // Handshakes first (their indexes match pfds from 2 on), then new connections.
+      std::vector<Pending> still;
+      for (size_t i = 0; i < pending_.size(); ++i) {
+        Pending& p = pending_[i];
+        if (rc > 0 && pfds[i + 2].revents) {
+          ssize_t n = recv(p.fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(p.hello) - p.got,
+                           MSG_DONTWAIT);
+          if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) {
+            close(p.fd);
+            continue;
+          }
+          if (n > 0) p.got += static_cast<size_t>(n);
+          if (p.got == sizeof(p.hello)) {
+            Welcome(p);
+            continue;
+          }
+        }
+        if (now >= p.deadline) {
+          close(p.fd);
+          continue;
+        }
+        still.push_back(p);
+      }
+      pending_.swap(still);
+      if (rc > 0 && pfds[0].revents) Accept();
+    }
+  }
+
+  void Accept() {
+    sockaddr_in sa{};
+    socklen_t len = sizeof(sa);
+    int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    uint32_t ip = ntohl(sa.sin_addr.s_addr);
+    if (pending_.size() >= kMaxPending) {
+      close(fd);
+      return;
+    }
+    // The limits first: a source at its cap gets its refusal after its Hello (answering before
+    // it would reset the connection under the unread Hello) and no endpoint is made for it.
+    bool refused = !admission_.can_admit(ip).ok();
+    pending_.push_back({fd, ip, std::chrono::steady_clock::now() + kHelloTimeout, {}, 0, refused});
+  }
+
+  void Welcome(Pending& p) {
+    wire::RcWelcome w;
+    if (p.hello.magic != wire::kRcMagic || p.hello.qpn == 0 || p.hello.qpn > 0xffffff) {
+      w.status = wire::kRcMalformed;
+    } else if (p.refused) {
+      w.status = wire::kRcRefused;
+    } else {
+      net::SetTimeouts(p.fd, options_.io_timeout);
+      net::SetKeepAlive(p.fd);
+      net::SetTos(p.fd, options_.tos);
+      RcPeer peer{p.ip, p.hello.qpn, Ipv4ToGid(p.ip)};
+      net::Pace pace(std::min(options_.progress_interval, options_.io_timeout), options_.min_rate);
+      // The endpoint owns the socket from here; admit closes it on refusal. The socket is
+      // duplicated so the welcome can still be sent on it whatever admit decided.
+      int ep_fd = dup(p.fd);
+      if (ep_fd < 0) {
+        close(p.fd);
+        return;
+      }
+      auto admitted =
+          admission_.admit(peer,
+                           std::unique_ptr<Endpoint>(new SoftEndpoint(
+                               ep_fd, registry_, nullptr, SoftFabric::Pool::Key{}, pace)),
+                           0);
+      if (admitted.ok()) {
+        w.connection = *admitted;
+      } else {
+        w.status = wire::kRcRefused;
+        spdlog::info("soft RC: refused a connection from {}: {}", net::Ipv4String(p.ip),
+                     admitted.error().message);
+      }
+    }
+    (void)net::SendAll(p.fd, &w, sizeof(w));
+    close(p.fd);  // an admitted connection lives on in its endpoint's descriptor
+  }
+
+  int listen_fd_;
+  uint16_t port_;
+  RcAdmission admission_;
+  std::shared_ptr<SoftFabric::Registry> registry_;
+  SoftFabricOptions options_;
+  int wake_[2] = {-1, -1};
+  std::vector<Pending> pending_;
+  std::thread thread_;
+};
+
 }  // namespace
+
+Result<std::unique_ptr<RcListener>> SoftFabric::ListenRc(const std::string& bind_ip, uint16_t port,
+                                                         RcAdmission admission) {
+  auto ip = ParseIpv4(bind_ip);
+  if (!ip)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "soft RC: '" + bind_ip + "' is not an IPv4 address to listen on");
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(*ip);
+  sa.sin_port = htons(port);
+  socklen_t len = sizeof(sa);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 || listen(fd, 128) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
+    std::string err = std::strerror(errno);
+    if (fd >= 0) close(fd);
+    return MakeError(ErrorCode::kRDMANotSupported, "soft RC: cannot listen on " + bind_ip + ":" +
+                                                       std::to_string(port) + ": " + err);
+  }
+  return std::unique_ptr<RcListener>(
+      new SoftRcListener(fd, ntohs(sa.sin_port), std::move(admission), registry_, options_));
+}
 
 SoftFabric::SoftFabric(SoftFabricOptions options)
     : options_(std::move(options)),

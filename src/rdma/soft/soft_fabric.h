@@ -63,6 +63,9 @@ class SoftFabric final : public Fabric {
                                                        unsigned access) override;
   Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
                                             const RequestOrigin& origin) override;
+  // Soft RC: a TCP listener whose clients (SoftTarget::RcConnection) say Hello with kRcMagic.
+  Result<std::unique_ptr<RcListener>> ListenRc(const std::string& bind_ip, uint16_t port,
+                                               RcAdmission admission) override;
 
   struct Registry;  // local regions by lkey (lkey and bounds checks on post)
   struct Pool;      // idle connections by target
@@ -100,6 +103,7 @@ class SoftTarget final : public Target {
   // Maps the dma-buf (CPU-mappable exporters only) and serves it at [iova, iova + length).
   Result<std::unique_ptr<MemoryRegion>> RegisterDmabuf(int fd, uint64_t offset, size_t length,
                                                        uint64_t iova, unsigned access) override;
+  Result<RcConnectionInfo> RcConnection(uint32_t server_ip, uint16_t port, bool fresh) override;
   uint64_t requests_served() const;
   uint64_t connections_accepted() const;
 

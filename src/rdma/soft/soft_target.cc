@@ -12,7 +12,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <list>
+#include <map>
 #include <mutex>
 #include <random>
 #include <shared_mutex>
@@ -59,7 +61,18 @@ struct SoftTarget::Impl {
   std::atomic<uint64_t> accepted{0};
 
   void AcceptLoop();
-  void Serve(int fd);
+  void Serve(int fd);          // a connection the server opened: Hello, then requests
+  void ServeRequests(int fd);  // requests until the connection ends
+  // Runs `serve(fd)` on its own thread; the connection is closed when it returns.
+  void Spawn(int fd, std::function<void(int)> serve, std::shared_ptr<std::atomic<bool>> done);
+  // RC connections this target opened, by server (ip << 16 | port): id and whether it ended.
+  struct RcConn {
+    uint64_t id = 0;
+    std::shared_ptr<std::atomic<bool>> done;
+    std::shared_ptr<int> fd;
+  };
+  std::mutex rc_mu;  // one dial at a time; guards rc
+  std::map<uint64_t, RcConn> rc;
   // The local bytes for [addr, addr+len) of region `rkey`, or nullptr (kRemoteAccessError).
   char* Check(uint32_t rkey, uint64_t addr, uint32_t len, unsigned need);
   void Stop();
@@ -82,6 +95,10 @@ void SoftTarget::Impl::Serve(int fd) {
   wire::HelloReply hr;
   hr.status = hello.magic == wire::kMagic && hello.qpn == qpn ? 0 : 1;
   if (!net::SendAll(fd, &hr, sizeof(hr)).ok() || hr.status != 0) return;
+  ServeRequests(fd);
+}
+
+void SoftTarget::Impl::ServeRequests(int fd) {
   // Like an RC responder QP after an access error, the connection is in the error state once a
   // request failed: later requests are read (payloads discarded) but neither executed nor
   // answered; the initiator has flushed them and closes. Closing here instead would reset the
@@ -138,31 +155,36 @@ void SoftTarget::Impl::AcceptLoop() {
     int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     accepted.fetch_add(1, std::memory_order_relaxed);
-    std::lock_guard lock(conns_mu);
-    // Reap finished connections so threads do not pile up on a long-lived client.
-    for (auto it = conns.begin(); it != conns.end();) {
-      if (it->done->load()) {
-        it->thread.join();
-        it = conns.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    auto shared_fd = std::make_shared<int>(fd);
-    conns.push_back({shared_fd, std::thread([this, fd, shared_fd, done] {
-                       Serve(fd);
-                       {
-                         // Closed here, when the connection ends: the initiator sees the end
-                         // now and no descriptor is left in CLOSE_WAIT.
-                         std::lock_guard l(conns_mu);
-                         close(fd);
-                         *shared_fd = -1;
-                       }
-                       done->store(true);
-                     }),
-                     done});
+    Spawn(
+        fd, [this](int f) { Serve(f); }, std::make_shared<std::atomic<bool>>(false));
   }
+}
+
+void SoftTarget::Impl::Spawn(int fd, std::function<void(int)> serve,
+                             std::shared_ptr<std::atomic<bool>> done) {
+  std::lock_guard lock(conns_mu);
+  // Reap finished connections so threads do not pile up on a long-lived client.
+  for (auto it = conns.begin(); it != conns.end();) {
+    if (it->done->load()) {
+      it->thread.join();
+      it = conns.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  auto shared_fd = std::make_shared<int>(fd);
+  conns.push_back({shared_fd, std::thread([this, fd, shared_fd, done, serve = std::move(serve)] {
+                     serve(fd);
+                     {
+                       // Closed here, when the connection ends: the initiator sees the end
+                       // now and no descriptor is left in CLOSE_WAIT.
+                       std::lock_guard l(conns_mu);
+                       close(fd);
+                       *shared_fd = -1;
+                     }
+                     done->store(true);
+                   }),
+                   done});
 }
 
 void SoftTarget::Impl::Stop() {
@@ -292,6 +314,57 @@ Result<std::unique_ptr<MemoryRegion>> SoftTarget::RegisterDmabuf(int fd, uint64_
   Registration reg{offset, length, key, key};
   return std::unique_ptr<MemoryRegion>(
       new SoftTargetMr(impl_, DmabufRegionSpan(reg, iova), key, map, map_len));
+}
+
+Result<Target::RcConnectionInfo> SoftTarget::RcConnection(uint32_t server_ip, uint16_t port,
+                                                          bool fresh) {
+  Impl& im = *impl_;
+  std::lock_guard lock(im.rc_mu);
+  const uint64_t key = static_cast<uint64_t>(server_ip) << 16 | port;
+  if (auto it = im.rc.find(key); it != im.rc.end()) {
+    if (!fresh && !it->second.done->load()) return RcConnectionInfo{it->second.id, address()};
+    {
+      // The server closed it or says so: end our side too (the serving thread closes it).
+      std::lock_guard l(im.conns_mu);
+      if (*it->second.fd >= 0) shutdown(*it->second.fd, SHUT_RDWR);
+    }
+    im.rc.erase(it);
+  }
+  std::string where = net::Ipv4String(server_ip) + ":" + std::to_string(port);
+  // From the address the tokens name (the GID): the server checks the connection against it.
+  auto conn = net::ConnectTcp(server_ip, port, std::chrono::milliseconds(3000), im.ip);
+  if (!conn.ok())
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     "soft RC: cannot connect to " + where + ": " + conn.error().message);
+  int fd = *conn;
+  net::SetTimeouts(fd, im.options.io_timeout);
+  net::SetKeepAlive(fd);
+  net::SetTos(fd, im.options.tos);
+  wire::Hello hello;
+  hello.magic = wire::kRcMagic;
+  hello.qpn = im.qpn;
+  wire::RcWelcome w;
+  auto st = net::SendAll(fd, &hello, sizeof(hello));
+  if (st.ok()) st = net::RecvAll(fd, &w, sizeof(w));
+  if (!st.ok() || w.magic != wire::kRcMagic || w.status != wire::kRcAccepted || w.connection == 0) {
+    close(fd);
+    return MakeError(
+        ErrorCode::kRDMANotSupported,
+        "soft RC: " + where +
+            (!st.ok()                       ? " did not answer: " + st.error().message
+             : w.status == wire::kRcRefused ? " refused the connection (its RC connection limits)"
+                                            : " is not a soft RC listener"));
+  }
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  im.Spawn(
+      fd, [raw = &im](int f) { raw->ServeRequests(f); }, done);
+  std::shared_ptr<int> shared_fd;
+  {
+    std::lock_guard l(im.conns_mu);
+    shared_fd = im.conns.back().fd;
+  }
+  im.rc[key] = {w.connection, done, shared_fd};
+  return RcConnectionInfo{w.connection, address()};
 }
 
 uint64_t SoftTarget::requests_served() const { return impl_->served.load(); }

@@ -19,6 +19,19 @@ struct HelloReply {
   uint32_t status = 0;  // 0 = accepted
 };
 
+// S3 over RDMA on RC (rc_sessions.h): the client opens the connection and says Hello with
+// kRcMagic and its target's endpoint id; the server answers RcWelcome (status 0 and the
+// connection id, or a refusal) and from then on is the initiator on it, exactly as on a
+// connection it opened itself.
+inline constexpr uint32_t kRcMagic = 0x31525352;  // "RSR1"
+enum : uint32_t { kRcAccepted = 0, kRcRefused = 1, kRcMalformed = 2 };
+struct RcWelcome {
+  uint32_t magic = kRcMagic;
+  uint32_t status = kRcAccepted;
+  uint64_t connection = 0;
+};
+static_assert(sizeof(RcWelcome) == 16);
+
 enum : uint8_t { kOpWrite = 1, kOpRead = 2 };
 
 struct Request {

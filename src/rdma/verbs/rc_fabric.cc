@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <list>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -22,7 +23,9 @@
 
 #include "rdma/check.h"
 #include "rdma/rc.h"
+#include "rdma/rc_sessions.h"
 #include "rdma/soft/net.h"
+#include "rdma/soft/soft_wire.h"
 #include "rdma/token.h"
 #include "rdma/verbs/verbs_fabric.h"
 
@@ -68,6 +71,28 @@ Result<rdma_cm_event_type> NextEvent(rdma_event_channel* ch, std::chrono::millis
   if (status) *status = ev->status;
   rdma_ack_cm_event(ev);
   return type;
+}
+
+// The next CM event with a copy of its private data (an accept's or reject's answer).
+struct CmEvent {
+  rdma_cm_event_type type;
+  int status = 0;
+  std::vector<uint8_t> data;
+};
+Result<CmEvent> NextEventWithData(rdma_event_channel* ch, std::chrono::milliseconds timeout) {
+  pollfd pfd{ch->fd, POLLIN, 0};
+  int rc = poll(&pfd, 1, static_cast<int>(timeout.count()));
+  if (rc == 0)
+    return MakeError(ErrorCode::kRDMANotSupported, "verbs RC: no rdma_cm event within " +
+                                                       std::to_string(timeout.count()) + " ms");
+  if (rc < 0) return RcError("poll", errno);
+  rdma_cm_event* ev = nullptr;
+  if (rdma_get_cm_event(ch, &ev)) return RcError("rdma_get_cm_event", errno);
+  CmEvent out{ev->event, ev->status, {}};
+  const auto* p = static_cast<const uint8_t*>(ev->param.conn.private_data);
+  if (p) out.data.assign(p, p + ev->param.conn.private_data_len);
+  rdma_ack_cm_event(ev);
+  return out;
 }
 
 Status Expect(rdma_event_channel* ch, rdma_cm_event_type want, std::chrono::milliseconds timeout,
@@ -256,6 +281,41 @@ class RcFabric final : public Fabric {
     return Register(pd_, addr, length, access);
   }
 
+  Result<std::unique_ptr<RcListener>> ListenRc(const std::string& bind_ip, uint16_t port,
+                                               RcAdmission admission) override;
+
+  // A CQ with its completion channel (non-blocking) and an RC QP on `id` sized for initiating
+  // one-sided requests, owned by `ep` from here on.
+  Status MakeInitiatorQp(RcEndpoint& ep, rdma_cm_id* id) {
+    ibv_comp_channel* cc = ibv_create_comp_channel(ctx_);
+    if (!cc) return RcError("ibv_create_comp_channel", errno);
+    if (int fl = fcntl(cc->fd, F_GETFL); fl < 0 || fcntl(cc->fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+      int e = errno;
+      ibv_destroy_comp_channel(cc);
+      return RcError("completion channel O_NONBLOCK", e);
+    }
+    ibv_cq* cq = ibv_create_cq(ctx_, queues_.cqe, nullptr, cc, 0);
+    if (!cq) {
+      int e = errno;
+      ibv_destroy_comp_channel(cc);
+      return RcError("ibv_create_cq", e);
+    }
+    ep.set_cq(cq, cc);
+    ibv_qp_init_attr qa{};
+    qa.send_cq = cq;
+    qa.recv_cq = cq;
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap.max_send_wr = queues_.send_wr;
+    qa.cap.max_recv_wr = 1;
+    qa.cap.max_send_sge = 1;
+    qa.cap.max_recv_sge = 1;
+    if (rdma_create_qp(id, pd_, &qa)) return RcError("rdma_create_qp", errno);
+    return {};
+  }
+  ibv_context* context() const { return ctx_; }
+  int rd_atomic() const { return rd_atomic_; }
+  const RcSettings& settings() const { return settings_; }
+
   Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
                                             const RequestOrigin& origin) override {
     auto where = ResolveRcTarget(remote, origin, settings_.allow);
@@ -291,29 +351,7 @@ class RcFabric final : public Fabric {
                        "verbs RC: the route to " + name + " leaves through " +
                            ibv_get_device_name(id->verbs->device) + ", not " +
                            ibv_get_device_name(ctx_->device) + " (MINIO_RDMA_DEVICE)");
-    ibv_comp_channel* cc = ibv_create_comp_channel(ctx_);
-    if (!cc) return RcError("ibv_create_comp_channel", errno);
-    if (int fl = fcntl(cc->fd, F_GETFL); fl < 0 || fcntl(cc->fd, F_SETFL, fl | O_NONBLOCK) != 0) {
-      int e = errno;
-      ibv_destroy_comp_channel(cc);
-      return RcError("completion channel O_NONBLOCK", e);
-    }
-    ibv_cq* cq = ibv_create_cq(ctx_, queues_.cqe, nullptr, cc, 0);
-    if (!cq) {
-      int e = errno;
-      ibv_destroy_comp_channel(cc);
-      return RcError("ibv_create_cq", e);
-    }
-    ep->set_cq(cq, cc);
-    ibv_qp_init_attr qa{};
-    qa.send_cq = cq;
-    qa.recv_cq = cq;
-    qa.qp_type = IBV_QPT_RC;
-    qa.cap.max_send_wr = queues_.send_wr;
-    qa.cap.max_recv_wr = 1;
-    qa.cap.max_send_sge = 1;
-    qa.cap.max_recv_sge = 1;
-    if (rdma_create_qp(id, pd_, &qa)) return RcError("rdma_create_qp", errno);
+    RS_RETURN_IF_ERROR(MakeInitiatorQp(*ep, id));
     auto data = EncodeRcConnectData(remote.qpn);
     rdma_conn_param cp{};
     cp.private_data = data.data();
@@ -506,8 +544,331 @@ class RcTarget final : public Target {
   std::list<Conn> conns_;  // touched by the event loop only (and the destructor after it)
 };
 
+// S3 over RDMA on RC (rc_sessions.h): the server's rdma_cm listener for the connections clients
+// open. A connect request passes the limits before anything is made for it; then the id moves to
+// its own event channel (whose DISCONNECTED ends the endpoint: RcEndpoint::Alive), gets an
+// initiator QP on the fabric's PD (where the staging buffers are registered), is admitted under
+// a connection id proposed here and accepted with that id in the private data (a
+// soft::wire::RcWelcome, the soft fabric's own answer). Host byte order, as the soft wire.
+class RcServerListener final : public RcListener {
+ public:
+  static constexpr auto kEstablishTimeout = std::chrono::seconds(3);
+
+  static Result<std::unique_ptr<RcListener>> Start(RcFabric* fabric, const std::string& bind_ip,
+                                                   uint16_t port, RcAdmission admission) {
+    auto ip = soft::ParseIpv4(bind_ip);
+    if (!ip)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "verbs RC: '" + bind_ip + "' is not an IPv4 address to listen on");
+    std::unique_ptr<RcServerListener> l(new RcServerListener(fabric, std::move(admission)));
+    l->ch_.reset(rdma_create_event_channel());
+    if (!l->ch_) return RcError("rdma_create_event_channel", errno);
+    if (rdma_create_id(l->ch_.get(), &l->listen_, nullptr, RDMA_PS_TCP))
+      return RcError("rdma_create_id", errno);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(*ip);
+    a.sin_port = htons(port);
+    if (rdma_bind_addr(l->listen_, reinterpret_cast<sockaddr*>(&a)))
+      return RcError("rdma_bind_addr " + bind_ip + ":" + std::to_string(port), errno);
+    if (l->listen_->verbs && l->listen_->verbs != fabric->context())
+      return MakeError(ErrorCode::kRDMANotSupported,
+                       "verbs RC: " + bind_ip + " belongs to " +
+                           ibv_get_device_name(l->listen_->verbs->device) + ", not " +
+                           ibv_get_device_name(fabric->context()->device));
+    if (rdma_listen(l->listen_, 64)) return RcError("rdma_listen", errno);
+    l->port_ = ntohs(rdma_get_src_port(l->listen_));
+    if (pipe2(l->wake_, O_CLOEXEC) != 0) return RcError("pipe2", errno);
+    l->thread_ = std::thread([p = l.get()] { p->EventLoop(); });
+    return std::unique_ptr<RcListener>(std::move(l));
+  }
+
+  ~RcServerListener() override {
+    if (wake_[1] >= 0) {
+      char c = 1;
+      (void)!write(wake_[1], &c, 1);
+    }
+    if (thread_.joinable()) thread_.join();
+    if (listen_) rdma_destroy_id(listen_);
+    for (int fd : wake_)
+      if (fd >= 0) close(fd);
+  }
+  uint16_t port() const override { return port_; }
+
+ private:
+  RcServerListener(RcFabric* fabric, RcAdmission admission)
+      : fabric_(fabric), admission_(std::move(admission)) {}
+
+  static void Reject(rdma_cm_id* id, uint32_t status) {
+    soft::wire::RcWelcome w;
+    w.status = status;
+    rdma_reject(id, &w, sizeof(w));
+  }
+
+  // One connect request (acknowledged by the caller only after this returns false: rejected).
+  bool Handle(rdma_cm_event* ev) {
+    rdma_cm_id* id = ev->id;
+    const sockaddr* peer = rdma_get_peer_addr(id);
+    soft::wire::Hello hello;
+    bool ours = peer && peer->sa_family == AF_INET && ev->param.conn.private_data &&
+                ev->param.conn.private_data_len >= sizeof(hello);
+    if (ours) std::memcpy(&hello, ev->param.conn.private_data, sizeof(hello));
+    if (!ours || hello.magic != soft::wire::kRcMagic || id->verbs != fabric_->context()) {
+      Reject(id, soft::wire::kRcMalformed);
+      return false;
+    }
+    uint32_t ip = ntohl(reinterpret_cast<const sockaddr_in*>(peer)->sin_addr.s_addr);
+    if (!admission_.can_admit(ip).ok()) {
+      Reject(id, soft::wire::kRcRefused);
+      return false;
+    }
+    // The peer's QP as the CM carried it; its GID is the IPv4-mapped source (RoCE v2), what a
+    // client token on this connection must name.
+    RcPeer rp{ip, ev->param.conn.qp_num & 0xffffff, Ipv4ToGid(ip)};
+    pending_ = {id, rp};
+    return true;
+  }
+
+  // After the request's event was acknowledged: its own channel, QP, admission and accept.
+  void Finish() {
+    auto [id, peer] = pending_;
+    pending_ = {};
+    ChannelPtr ch(rdma_create_event_channel());
+    if (!ch || rdma_migrate_id(id, ch.get())) {
+      Reject(id, soft::wire::kRcRefused);
+      rdma_destroy_id(id);
+      return;
+    }
+    rdma_event_channel* channel = ch.get();
+    auto ep = std::make_unique<RcEndpoint>(std::move(ch), id);  // owns id from here on
+    RcEndpoint* raw = ep.get();
+    if (!fabric_->MakeInitiatorQp(*ep, id).ok()) {
+      Reject(id, soft::wire::kRcRefused);
+      return;  // ep destroys the id
+    }
+    uint64_t proposed = RcSessions::NewId();
+    soft::wire::RcWelcome w;
+    w.connection = proposed;
+    rdma_conn_param cp{};
+    cp.private_data = &w;
+    cp.private_data_len = sizeof(w);
+    cp.initiator_depth = static_cast<uint8_t>(fabric_->rd_atomic());  // our READs in flight
+    cp.responder_resources = 0;
+    cp.retry_count = 7;
+    cp.rnr_retry_count = 7;
+    if (rdma_accept(id, &cp)) {
+      spdlog::debug("verbs RC: rdma_accept: {}", std::strerror(errno));
+      return;
+    }
+    if (!Expect(channel, RDMA_CM_EVENT_ESTABLISHED, kEstablishTimeout, "accept").ok()) return;
+    raw->set_connected();
+    auto admitted = admission_.admit(peer, std::move(ep), proposed);
+    if (!admitted.ok())
+      spdlog::info("verbs RC: closed a connection from {}: {}", soft::net::Ipv4String(peer.ip),
+                   admitted.error().message);
+  }
+
+  void EventLoop() {
+    for (;;) {
+      pollfd pfds[2] = {{ch_->fd, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+      if (poll(pfds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (pfds[1].revents) return;
+      rdma_cm_event* ev = nullptr;
+      if (rdma_get_cm_event(ch_.get(), &ev)) continue;
+      if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+        if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+          spdlog::error("verbs RC: the RDMA device was removed: no new RC connections");
+        rdma_ack_cm_event(ev);
+        continue;
+      }
+      rdma_cm_id* id = ev->id;
+      bool go = Handle(ev);
+      rdma_ack_cm_event(ev);  // before rdma_migrate_id, which waits for it
+      if (go)
+        Finish();
+      else
+        rdma_destroy_id(id);
+    }
+  }
+
+  RcFabric* fabric_;
+  RcAdmission admission_;
+  ChannelPtr ch_;  // destroyed last
+  rdma_cm_id* listen_ = nullptr;
+  uint16_t port_ = 0;
+  int wake_[2] = {-1, -1};
+  std::thread thread_;
+  std::pair<rdma_cm_id*, RcPeer> pending_{};
+};
+
+Result<std::unique_ptr<RcListener>> RcFabric::ListenRc(const std::string& bind_ip, uint16_t port,
+                                                       RcAdmission admission) {
+  return RcServerListener::Start(this, bind_ip, port, std::move(admission));
+}
+
+// The client of S3 over RDMA on RC: memory registered in its PD, and one RC QP per server that it
+// connects with rdma_cm from its own address (the GID its tokens carry). The QP is a responder:
+// the server writes into (GET) and reads from (PUT/UploadPart) the registered memory.
+class RcClientTarget final : public Target {
+ public:
+  static Result<std::unique_ptr<Target>> Start(const RcSettings& s) {
+    auto source = soft::ParseIpv4(s.source_ip);
+    if (!source)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "verbs RC client: '" + s.source_ip + "' is not an IPv4 address");
+    auto cm = CmDevice(s);
+    if (!cm.ok()) return cm.error();
+    std::unique_ptr<RcClientTarget> t(new RcClientTarget());
+    t->ctx_ = cm->ctx;
+    t->pd_ = ibv_alloc_pd(cm->ctx);
+    if (!t->pd_) return RcError("ibv_alloc_pd", errno);
+    t->ip_ = *source;
+    t->settings_ = s;
+    t->responder_ = MaxReadAtomic(cm->ctx, false);
+    return std::unique_ptr<Target>(std::move(t));
+  }
+
+  ~RcClientTarget() override {
+    for (auto& [key, c] : conns_) Drop(c);
+    if (pd_ && ibv_dealloc_pd(pd_) != 0)
+      spdlog::warn("verbs RC client: protection domain still in use at shutdown");
+  }
+
+  RemoteAddress address() const override {
+    RemoteAddress a;
+    a.has_gid = true;
+    a.gid = Ipv4ToGid(ip_);
+    return a;
+  }
+
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
+                                                       unsigned access) override {
+    return Register(pd_, addr, length, access | kLocalWrite);
+  }
+
+  Result<RcConnectionInfo> RcConnection(uint32_t server_ip, uint16_t port, bool fresh) override {
+    std::lock_guard lock(mu_);
+    const uint64_t key = static_cast<uint64_t>(server_ip) << 16 | port;
+    if (auto it = conns_.find(key); it != conns_.end()) {
+      // Any event on an established connection's channel (DISCONNECTED, a device event) ends it.
+      pollfd pfd{it->second.ch->fd, POLLIN, 0};
+      if (!fresh && poll(&pfd, 1, 0) == 0) return it->second.info;
+      Drop(it->second);
+      conns_.erase(it);
+    }
+    std::string name = soft::net::Ipv4String(server_ip) + ":" + std::to_string(port);
+    Conn c;
+    c.ch.reset(rdma_create_event_channel());
+    if (!c.ch) return RcError("rdma_create_event_channel", errno);
+    if (rdma_create_id(c.ch.get(), &c.id, nullptr, RDMA_PS_TCP))
+      return RcError("rdma_create_id", errno);
+    auto fail = [&](Error e) {
+      Drop(c);
+      return e;
+    };
+    if (auto st = SetTos(c.id, settings_.tos); !st.ok()) return fail(st.error());
+    const auto t = settings_.connect_timeout;
+    sockaddr_in src{}, dst{};
+    src.sin_family = dst.sin_family = AF_INET;
+    src.sin_addr.s_addr = htonl(ip_);
+    dst.sin_addr.s_addr = htonl(server_ip);
+    dst.sin_port = htons(port);
+    if (rdma_resolve_addr(c.id, reinterpret_cast<sockaddr*>(&src),
+                          reinterpret_cast<sockaddr*>(&dst), static_cast<int>(t.count())))
+      return fail(RcError("rdma_resolve_addr " + name, errno));
+    if (auto st = Expect(c.ch.get(), RDMA_CM_EVENT_ADDR_RESOLVED, t, "resolve " + name); !st.ok())
+      return fail(st.error());
+    if (rdma_resolve_route(c.id, static_cast<int>(t.count())))
+      return fail(RcError("rdma_resolve_route " + name, errno));
+    if (auto st = Expect(c.ch.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, t, "route " + name); !st.ok())
+      return fail(st.error());
+    if (c.id->verbs != ctx_)
+      return fail(MakeError(ErrorCode::kRDMANotSupported,
+                            "verbs RC client: the route to " + name + " leaves through " +
+                                ibv_get_device_name(c.id->verbs->device) + ", not " +
+                                ibv_get_device_name(ctx_->device)));
+    c.cq = ibv_create_cq(ctx_, 4, nullptr, nullptr, 0);
+    if (!c.cq) return fail(RcError("ibv_create_cq", errno));
+    ibv_qp_init_attr qa{};
+    qa.send_cq = c.cq;
+    qa.recv_cq = c.cq;
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap.max_send_wr = 1;
+    qa.cap.max_recv_wr = 1;
+    qa.cap.max_send_sge = 1;
+    qa.cap.max_recv_sge = 1;
+    if (rdma_create_qp(c.id, pd_, &qa)) return fail(RcError("rdma_create_qp", errno));
+    soft::wire::Hello hello;
+    hello.magic = soft::wire::kRcMagic;
+    hello.qpn = c.id->qp->qp_num;
+    rdma_conn_param cp{};
+    cp.private_data = &hello;
+    cp.private_data_len = sizeof(hello);
+    cp.responder_resources = static_cast<uint8_t>(responder_);  // the server's READs at once
+    cp.initiator_depth = 0;
+    cp.retry_count = 7;
+    cp.rnr_retry_count = 7;
+    if (rdma_connect(c.id, &cp)) return fail(RcError("rdma_connect " + name, errno));
+    auto ev = NextEventWithData(c.ch.get(), t);
+    if (!ev.ok()) return fail(ev.error());
+    soft::wire::RcWelcome w;
+    w.status = soft::wire::kRcMalformed;
+    if (ev->data.size() >= sizeof(w)) std::memcpy(&w, ev->data.data(), sizeof(w));
+    if (ev->type != RDMA_CM_EVENT_ESTABLISHED || w.magic != soft::wire::kRcMagic ||
+        w.status != soft::wire::kRcAccepted || w.connection == 0)
+      return fail(
+          MakeError(ErrorCode::kRDMANotSupported,
+                    "verbs RC client: " + name +
+                        (ev->type == RDMA_CM_EVENT_REJECTED && w.status == soft::wire::kRcRefused
+                             ? " refused the connection (its RC connection limits)"
+                             : std::string(" did not accept: ") + rdma_event_str(ev->type))));
+    c.info.id = w.connection;
+    c.info.self = address();
+    c.info.self.qpn = c.id->qp->qp_num;
+    RcConnectionInfo info = c.info;
+    conns_[key] = std::move(c);
+    return info;
+  }
+
+ private:
+  struct Conn {
+    ChannelPtr ch;
+    rdma_cm_id* id = nullptr;
+    ibv_cq* cq = nullptr;
+    RcConnectionInfo info;
+  };
+  RcClientTarget() = default;
+
+  static void Drop(Conn& c) {
+    if (c.id) {
+      rdma_disconnect(c.id);
+      if (c.id->qp) rdma_destroy_qp(c.id);
+    }
+    if (c.cq) ibv_destroy_cq(c.cq);
+    if (c.id) rdma_destroy_id(c.id);
+    c.id = nullptr;
+    c.cq = nullptr;
+    c.ch.reset();
+  }
+
+  ibv_context* ctx_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  uint32_t ip_ = 0;
+  RcSettings settings_;
+  int responder_ = 1;
+  std::mutex mu_;
+  std::map<uint64_t, Conn> conns_;
+};
+
 }  // namespace
 }  // namespace verbs
+
+Result<std::unique_ptr<Target>> StartVerbsRcClient(const RcSettings& settings) {
+  return verbs::RcClientTarget::Start(settings);
+}
 
 Result<std::unique_ptr<Fabric>> CreateVerbsRcFabric(const RcSettings& settings) {
   auto cm = verbs::CmDevice(settings);

@@ -48,6 +48,8 @@ Result<ObjectHealResult> ErasureSet::HealObject(const std::string& bucket, const
     auto r = HealVersion(bucket, key, *loc, id);
     if (!r.ok()) return r.error();
     total.rewritten += r->rewritten;
+    total.written_drives.insert(total.written_drives.end(), r->written_drives.begin(),
+                                r->written_drives.end());
     missed.insert(r->missed_drives.begin(), r->missed_drives.end());
   }
   total.missed_drives.assign(missed.begin(), missed.end());
@@ -180,7 +182,10 @@ Result<ObjectHealResult> ErasureSet::HealVersion(const std::string& bucket, cons
   RS_RETURN_IF_ERROR(CommitAll(bucket, *loc, st, need, metas, /*quorum=*/1, **lock));
   name_failed();
   result.rewritten = Count(need);
-  spdlog::info("heal: {}/{}: rewrote {} drive copy(ies)", bucket, key, result.rewritten);
+  for (size_t p = 0; p < n; ++p)
+    if (need[p]) result.written_drives.push_back(roots_[p]->name());
+  // Per object at debug: a replaced drive heals every object (HealCounts::Log summarises).
+  spdlog::debug("heal: {}/{}: rewrote {} drive copy(ies)", bucket, key, result.rewritten);
   return result;
 }
 
@@ -214,7 +219,9 @@ Result<ObjectHealResult> ErasureSet::HealMarker(const std::string& bucket, const
   std::vector<ObjectMeta> metas(n, now->meta);
   RS_RETURN_IF_ERROR(CommitAll(bucket, loc, st, need, metas, /*quorum=*/1, **lock));
   result.rewritten = Count(need);
-  spdlog::info("heal: {}/{}: wrote delete marker on {} drive(s)", bucket, key, result.rewritten);
+  for (size_t p = 0; p < n; ++p)
+    if (need[p]) result.written_drives.push_back(roots_[p]->name());
+  spdlog::debug("heal: {}/{}: wrote delete marker on {} drive(s)", bucket, key, result.rewritten);
   return result;
 }
 
@@ -264,7 +271,7 @@ Result<int> ErasureSet::RemoveDangling(const std::string& bucket, const paths::K
     return ok;
   }));
   if (removed > 0)
-    spdlog::info("heal: removed dangling {}/{} from {} drive(s)", bucket, key, removed);
+    spdlog::debug("heal: removed dangling {}/{} from {} drive(s)", bucket, key, removed);
   return 0;
 }
 
@@ -303,6 +310,21 @@ void HealCounts::Add(const Result<ObjectHealResult>& r) {
     ++incomplete;
     missed_drives.insert(r->missed_drives.begin(), r->missed_drives.end());
   }
+  for (const auto& d : r->written_drives) ++written_per_drive[d];
+}
+
+void HealCounts::Log(std::string_view run) const {
+  const bool clean = failed == 0 && incomplete == 0;
+  if (clean) {
+    spdlog::info("heal: {} done: {}", run, Summary());
+  } else {
+    spdlog::warn("heal: {} done: {} (each object: RDMASTOR_LOG_LEVEL=debug)", run, Summary());
+  }
+  for (const auto& [drive, n] : written_per_drive)
+    spdlog::info("heal: {}: drive {}: {} copy(ies) rewritten", run, drive, n);
+  for (const auto& drive : missed_drives)
+    if (!written_per_drive.count(drive))
+      spdlog::warn("heal: {}: drive {}: copies not rebuilt (offline or failing)", run, drive);
 }
 
 std::string HealCounts::Summary() const {
@@ -340,6 +362,7 @@ void ErasureStore::StartMonitor(int interval_ms) {
 }
 
 void ErasureStore::BackgroundLoop() {
+  HealCounts on_read;  // heal-on-read items since the queue was last empty
   auto next_check = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   while (!stopping_) {
@@ -368,12 +391,21 @@ void ErasureStore::BackgroundLoop() {
     lock.unlock();
     if (item.first.empty()) {
       auto counts = HealAll("", nullptr);
-      if (counts.ok()) spdlog::info("heal: done: {}", counts->Summary());
-    } else if (auto r = HealObject(item.first, item.second); !r.ok()) {
-      spdlog::warn("heal: {}/{}: {}", item.first, item.second, r.error().message);
+      if (counts.ok()) counts->Log("walk");
+    } else {
+      // Heal on read: objects queued by reads that found a copy missing or corrupt. One summary
+      // when the queue runs dry, not a line per object.
+      auto r = SetFor(item.second).HealObject(item.first, item.second);
+      RecordHeal(r, nullptr);
+      if (!r.ok()) spdlog::debug("heal: {}/{}: {}", item.first, item.second, r.error().message);
+      on_read.Add(r);
     }
     lock.lock();
     busy_ = false;
+    if (queue_.empty() && on_read.objects_scanned > 0) {
+      on_read.Log("heal on read");
+      on_read = {};
+    }
   }
 }
 
@@ -414,7 +446,7 @@ int ErasureStore::CheckDrives(bool heal) {
                      c.objects_healed);
       }
     });
-    if (counts.ok()) spdlog::info("heal of replaced drive(s) done: {}", counts->Summary());
+    if (counts.ok()) counts->Log("replaced drive(s)");
   }
   return replaced;
 }
@@ -464,7 +496,7 @@ Result<HealCounts> ErasureStore::HealAll(const std::string& bucket, const HealPr
           const auto& o = page->objects[i];
           if (i > 0 && page->objects[i - 1].key == o.key) continue;  // one heal per key
           auto r = s->HealObject(b, o.key);
-          if (!r.ok()) spdlog::warn("heal: {}/{}: {}", b, o.key, r.error().message);
+          if (!r.ok()) spdlog::debug("heal: {}/{}: {}", b, o.key, r.error().message);
           c.Add(r);
           RecordHeal(r, &c);
           if (progress) progress(b, o.key, c);
