@@ -129,13 +129,16 @@ elif have rpm; then
 fi
 have ibv_devinfo && record ibv_devinfo -v
 section "GIDs (index type address netdev)"
+# `read`, not `cat`: a GID table has up to 1024 entries (rxe), and a process per entry takes
+# minutes on a slow or emulated CPU.
 for g in /sys/class/infiniband/*/ports/*/gids/*; do
-  addr="$(cat "$g" 2>/dev/null)" || continue
+  read -r addr <"$g" 2>/dev/null || continue
   [ "$addr" = "0000:0000:0000:0000:0000:0000:0000:0000" ] && continue
   idx="${g##*/}"
   port_dir="${g%/gids/*}"
-  type="$(cat "$port_dir/gid_attrs/types/$idx" 2>/dev/null)"
-  ndev="$(cat "$port_dir/gid_attrs/ndevs/$idx" 2>/dev/null)"
+  type="" ndev=""
+  read -r type <"$port_dir/gid_attrs/types/$idx" 2>/dev/null
+  read -r ndev <"$port_dir/gid_attrs/ndevs/$idx" 2>/dev/null
   echo "$g $type $addr $ndev" >>"$report"
   # The first RoCE v2 IPv4-mapped GID of the device under test: the address the hw tests' RC
   # loopback (VerbsRc) listens on, unless RDMASTOR_HW_RC_IP is set.
@@ -154,7 +157,7 @@ ulimit -l >>"$report"
 memlock="$(ulimit -l)"
 counters() {
   for f in /sys/class/infiniband/*/ports/*/hw_counters/* /sys/class/infiniband/*/ports/*/counters/*; do
-    [ -f "$f" ] && printf '%s %s\n' "$f" "$(cat "$f" 2>/dev/null)"
+    [ -f "$f" ] && read -r v <"$f" 2>/dev/null && printf '%s %s\n' "$f" "$v"
   done
 }
 counters >"$work/counters.before"
@@ -168,7 +171,10 @@ fi
 # GPU memory (issue 12/17): can the GPU export device memory as a dma-buf, the half of
 # ibv_reg_dmabuf_mr that does not need the NIC? Run where nvcc exists; measured on an H200
 # (driver 580, CUDA 13): exported, CPU mmap refused (so only the verbs target can reach it).
-if have nvcc; then
+if have nvcc && [ ! -d /sys/module/nvidia ]; then
+  # A CUDA toolkit without the driver (a build machine, a guest): nothing to probe.
+  verdict "gpu-dmabuf" "SKIP" "nvcc present but no NVIDIA driver loaded (/sys/module/nvidia)"
+elif have nvcc; then
   if nvcc -o "$work/cuda_dmabuf_probe" scripts/hw/cuda_dmabuf_probe.cc -lcuda >>"$report" 2>&1 &&
       "$work/cuda_dmabuf_probe" >"$work/cuda_dmabuf.txt" 2>&1 &&
       grep -q '^exported' "$work/cuda_dmabuf.txt"; then

@@ -35,6 +35,12 @@ pytestmark = pytest.mark.skipif(os.environ.get("RDMASTOR_VM") != "1",
                                 reason="runs inside scripts/rdma-vm.sh --devices 2 (ctest -L rxe)")
 
 
+def s3(c, idx):
+    """boto3 for node idx with emulation-sized timeouts: under TCG a node may take longer than
+    the default 5 s to read a body while it moves shards (measured: a 24 MiB PUT timed out)."""
+    return c.client(idx, connect_timeout=60, read_timeout=180)
+
+
 def traffic(c, idx):
     m = c.metrics(idx)
     return {"sent_rdma": metric_sum(m, SENT, transport="rdma"),
@@ -63,10 +69,10 @@ def test_shards_move_over_rc_between_two_devices(cluster):
     c = cluster
     log = c.nodes[0].log_text()
     assert "inter-node RDMA: on, verbs fabric" in log, c.nodes[0].log_tail(30)
-    c.client(0).create_bucket(Bucket="rxe")
+    s3(c, 0).create_bucket(Bucket="rxe")
     big = seeded_bytes(24 * MiB + 7, seed=2)
     before = [traffic(c, i) for i in range(4)]
-    c.client(0).put_object(Bucket="rxe", Key="big", Body=big)
+    s3(c, 0).put_object(Bucket="rxe", Key="big", Body=big)
     after = [traffic(c, i) for i in range(4)]
     d0 = {k: after[0][k] - before[0][k] for k in after[0]}
     # Every shard piece over RDMA, none in HTTP bodies, nothing fell back.
@@ -78,8 +84,8 @@ def test_shards_move_over_rc_between_two_devices(cluster):
     for i in (2, 3):
         assert after[i]["recv_rdma"] - before[i]["recv_rdma"] > 0, (i, after[i], before[i])
     # Read back through a node on the other device, whole and ranged.
-    assert sha(get_bytes(c.client(2), "rxe", "big")) == sha(big)
-    r = c.client(3).get_object(Bucket="rxe", Key="big", Range="bytes=5000001-13000003")
+    assert sha(get_bytes(s3(c, 2), "rxe", "big")) == sha(big)
+    r = s3(c, 3).get_object(Bucket="rxe", Key="big", Range="bytes=5000001-13000003")
     assert r["Body"].read() == big[5000001:13000004]
     for i in range(4):
         t = traffic(c, i)
@@ -88,15 +94,15 @@ def test_shards_move_over_rc_between_two_devices(cluster):
 
 def test_reads_served_when_a_node_is_killed_mid_put(cluster):
     c = cluster
-    c.client(0).create_bucket(Bucket="kill")
+    s3(c, 0).create_bucket(Bucket="kill")
     kept = seeded_bytes(8 * MiB + 3, seed=5)
-    c.client(0).put_object(Bucket="kill", Key="kept", Body=kept)
+    s3(c, 0).put_object(Bucket="kill", Key="kept", Body=kept)
     moving = seeded_bytes(48 * MiB, seed=6)
     result = {}
 
     def put():
         try:
-            c.client(0).put_object(Bucket="kill", Key="moving", Body=moving)
+            s3(c, 0).put_object(Bucket="kill", Key="moving", Body=moving)
             result["ok"] = True
         except Exception as e:  # the PUT may fail or succeed (12 of 16 drives remain: quorum)
             result["error"] = repr(e)
@@ -108,7 +114,7 @@ def test_reads_served_when_a_node_is_killed_mid_put(cluster):
     t.join(timeout=240)
     assert not t.is_alive(), "the PUT did not end within 240 s after a node was killed"
     # Reads through the survivors on both devices: the earlier object, byte-identical.
-    assert sha(get_bytes(c.client(1), "kill", "kept")) == sha(kept)
-    assert sha(get_bytes(c.client(2), "kill", "kept")) == sha(kept)
+    assert sha(get_bytes(s3(c, 1), "kill", "kept")) == sha(kept)
+    assert sha(get_bytes(s3(c, 2), "kill", "kept")) == sha(kept)
     if result.get("ok"):
-        assert sha(get_bytes(c.client(1), "kill", "moving")) == sha(moving)
+        assert sha(get_bytes(s3(c, 1), "kill", "moving")) == sha(moving)
