@@ -45,6 +45,31 @@ struct ChannelDeleter {
 };
 using ChannelPtr = std::unique_ptr<rdma_event_channel, ChannelDeleter>;
 
+// The next rdma_cm event on `ch`, or nullptr once `wake_fd` is readable (its owner is stopping)
+// or poll fails for good; a failed rdma_get_cm_event is retried. The event loop of the RC target
+// and of the S3 RC listener.
+rdma_cm_event* NextCmEvent(rdma_event_channel* ch, int wake_fd) {
+  for (;;) {
+    pollfd pfds[2] = {{ch->fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    if (poll(pfds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return nullptr;
+    }
+    if (pfds[1].revents) return nullptr;
+    rdma_cm_event* ev = nullptr;
+    if (rdma_get_cm_event(ch, &ev) == 0) return ev;
+  }
+}
+
+// Wakes an event loop waiting in NextCmEvent and waits for its thread to end.
+void StopEventThread(int wake_write_fd, std::thread& thread) {
+  if (wake_write_fd >= 0) {
+    char c = 1;
+    (void)!write(wake_write_fd, &c, 1);
+  }
+  if (thread.joinable()) thread.join();
+}
+
 // MINIO_RDMA_INTERNODE_TRAFFIC_CLASS: the ToS rdma_cm puts in the path it resolves (the GRH
 // traffic class on RoCE). Set before the route is resolved; a listening id passes it to the ids
 // it accepts. tos < 0: the default.
@@ -381,11 +406,7 @@ class RcFabric final : public Fabric {
 class RcTarget final : public Target {
  public:
   ~RcTarget() override {
-    if (wake_[1] >= 0) {
-      char c = 1;
-      (void)!write(wake_[1], &c, 1);
-    }
-    if (thread_.joinable()) thread_.join();
+    StopEventThread(wake_[1], thread_);
     for (auto& c : conns_) DropConn(c);
     if (listen_) rdma_destroy_id(listen_);
     if (pd_ && ibv_dealloc_pd(pd_) != 0)
@@ -489,15 +510,7 @@ class RcTarget final : public Target {
   }
 
   void EventLoop() {
-    for (;;) {
-      pollfd pfds[2] = {{ch_->fd, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-      if (poll(pfds, 2, -1) < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
-      if (pfds[1].revents) return;
-      rdma_cm_event* ev = nullptr;
-      if (rdma_get_cm_event(ch_.get(), &ev)) continue;
+    while (rdma_cm_event* ev = NextCmEvent(ch_.get(), wake_[0])) {
       rdma_cm_id* id = ev->id;
       switch (ev->event) {
         case RDMA_CM_EVENT_CONNECT_REQUEST:
@@ -584,11 +597,7 @@ class RcServerListener final : public RcListener {
   }
 
   ~RcServerListener() override {
-    if (wake_[1] >= 0) {
-      char c = 1;
-      (void)!write(wake_[1], &c, 1);
-    }
-    if (thread_.joinable()) thread_.join();
+    StopEventThread(wake_[1], thread_);
     if (listen_) rdma_destroy_id(listen_);
     for (int fd : wake_)
       if (fd >= 0) close(fd);
@@ -669,15 +678,7 @@ class RcServerListener final : public RcListener {
   }
 
   void EventLoop() {
-    for (;;) {
-      pollfd pfds[2] = {{ch_->fd, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-      if (poll(pfds, 2, -1) < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
-      if (pfds[1].revents) return;
-      rdma_cm_event* ev = nullptr;
-      if (rdma_get_cm_event(ch_.get(), &ev)) continue;
+    while (rdma_cm_event* ev = NextCmEvent(ch_.get(), wake_[0])) {
       if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
         if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
           spdlog::error("verbs RC: the RDMA device was removed: no new RC connections");
