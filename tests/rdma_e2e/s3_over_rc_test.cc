@@ -25,24 +25,8 @@ using client::S3Request;
 using client::Transport;
 using testing::FreePort;
 using testing::ServerProcess;
-
-std::vector<char> Pattern(size_t n, uint32_t seed) {
-  std::vector<char> v(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    v[i] = static_cast<char>(x);
-  }
-  return v;
-}
-
-const std::string* Header(const client::HeaderList& h, std::string_view name) {
-  for (const auto& [k, v] : h)
-    if (k == name) return &v;
-  return nullptr;
-}
+using testing::Pattern;
+using testing::Header;
 
 // The value of the metric line starting with `series` ("name{labels}" or "name"), or -1.
 double Metric(ServerProcess& server, const std::string& series) {

@@ -27,29 +27,13 @@ using client::RdmaS3Client;
 using client::S3Request;
 using client::Transport;
 using testing::ServerProcess;
-
-std::vector<char> Pattern(size_t n, uint32_t seed) {
-  std::vector<char> v(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    v[i] = static_cast<char>(x);
-  }
-  return v;
-}
+using testing::Pattern;
+using testing::Header;
 
 std::string Md5Etag(const char* p, size_t n) {
   auto h = hash::NewHasher(hash::Algo::kMD5);
   h->Update(p, n);
   return "\"" + hash::HexEncode(h->Final()) + "\"";
-}
-
-const std::string* Header(const client::HeaderList& h, std::string_view name) {
-  for (const auto& [k, v] : h)
-    if (k == name) return &v;
-  return nullptr;
 }
 
 class S3OverRdma : public ::testing::Test {

@@ -21,18 +21,7 @@ using client::RdmaClientConfig;
 using client::RdmaS3Client;
 using client::Transport;
 using testing::ServerProcess;
-
-std::vector<char> Pattern(size_t n, uint32_t seed) {
-  std::vector<char> v(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    v[i] = static_cast<char>(x);
-  }
-  return v;
-}
+using testing::Pattern;
 
 // The device facts the server and client share: whatever MINIO_RDMA_* this test runs under.
 std::map<std::string, std::string> VerbsEnv() {

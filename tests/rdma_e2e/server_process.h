@@ -16,12 +16,34 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "client/http_client.h"
 
 namespace rdmastor::testing {
+
+// n bytes of a xorshift sequence from `seed`: payloads whose every offset differs, so a transfer
+// landing at the wrong place or length shows.
+inline std::vector<char> Pattern(size_t n, uint32_t seed) {
+  std::vector<char> v(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    v[i] = static_cast<char>(x);
+  }
+  return v;
+}
+
+// The first value of header `name` in `h`, or nullptr.
+inline const std::string* Header(const client::HeaderList& h, std::string_view name) {
+  for (const auto& [k, v] : h)
+    if (k == name) return &v;
+  return nullptr;
+}
 
 inline uint16_t FreePort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
