@@ -9,7 +9,11 @@
 #include <chrono>
 #include <cstdio>
 
+#include "common/text.h"
+
 namespace rdmastor::admin {
+
+using text::JsonEscape;
 
 namespace {
 
@@ -19,12 +23,6 @@ std::atomic<bool> g_json{false};
 // A message starting with this byte carries pre-rendered JSON fields (`"k":v,...`) that the JSON
 // formatter inlines; the text formatter never sees one.
 constexpr char kFieldsMarker = '\x1e';
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // {"time":"...","level":"info","msg":"..."} per line.
 class JsonFormatter final : public spdlog::formatter {
@@ -58,45 +56,12 @@ class JsonFormatter final : public spdlog::formatter {
 };
 
 bool IsSecretParam(std::string_view name) {
-  std::string n = Lower(name);
+  std::string n = text::ToLower(name);
   return n == "x-amz-signature" || n == "x-amz-credential" || n == "x-amz-security-token" ||
          n == "signature" || n == "awsaccesskeyid";
 }
 
 }  // namespace
-
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
 
 std::string RedactTarget(std::string_view target) {
   auto q = target.find('?');
@@ -129,18 +94,18 @@ Status ConfigureLogging(const std::map<std::string, std::string>& env) {
   };
   auto level = spdlog::level::info;
   if (auto v = get("RDMASTOR_LOG_LEVEL"); !v.empty()) {
-    level = spdlog::level::from_str(Lower(v));
-    if (level == spdlog::level::off && Lower(v) != "off")
+    level = spdlog::level::from_str(text::ToLower(v));
+    if (level == spdlog::level::off && text::ToLower(v) != "off")
       return MakeError(
           ErrorCode::kInvalidArgument,
           "RDMASTOR_LOG_LEVEL=" + v + " is not one of trace|debug|info|warn|error|off");
   }
-  std::string format = Lower(get("RDMASTOR_LOG_FORMAT"));
+  std::string format = text::ToLower(get("RDMASTOR_LOG_FORMAT"));
   if (!format.empty() && format != "text" && format != "json")
     return MakeError(
         ErrorCode::kInvalidArgument,
         "RDMASTOR_LOG_FORMAT=" + get("RDMASTOR_LOG_FORMAT") + " is invalid: use text or json");
-  std::string requests = Lower(get("RDMASTOR_LOG_REQUESTS"));
+  std::string requests = text::ToLower(get("RDMASTOR_LOG_REQUESTS"));
   if (!requests.empty() && requests != "on" && requests != "off")
     return MakeError(
         ErrorCode::kInvalidArgument,

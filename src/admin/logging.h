@@ -43,7 +43,4 @@ struct RequestLogEntry {
 // format), otherwise at debug level.
 void LogRequest(const RequestLogEntry& e);
 
-// JSON string escaping (exposed for tests).
-std::string JsonEscape(std::string_view s);
-
 }  // namespace rdmastor::admin

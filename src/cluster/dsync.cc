@@ -8,6 +8,7 @@
 #include <random>
 #include <system_error>
 
+#include "common/clock.h"
 #include "common/hash.h"
 
 namespace rdmastor::cluster {
@@ -15,9 +16,7 @@ namespace rdmastor::cluster {
 using Clock = std::chrono::steady_clock;
 
 std::string NewLockInstance() {
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
+  const int64_t us = NowNs() / 1000;
   char start[17];
   std::snprintf(start, sizeof(start), "%016llx", static_cast<unsigned long long>(us));
   return std::string(start) + "-" + hash::RandomHex(8);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/hash.h"
 
 namespace rdmastor::cluster {
@@ -37,9 +38,7 @@ std::vector<std::string_view> SplitSpaces(std::string_view v) {
 }  // namespace
 
 int64_t PeerAuthNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return NowNs() / 1'000'000;
 }
 
 std::string PeerAuthMessage(std::string_view method, std::string_view destination,

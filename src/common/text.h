@@ -24,4 +24,8 @@ inline std::string_view TrimBlanks(std::string_view s) {
   return s;
 }
 
+// The inside of a JSON string literal for `s` (quotes, backslashes and control characters escaped;
+// other bytes, UTF-8 included, as they are).
+std::string JsonEscape(std::string_view s);
+
 }  // namespace rdmastor::text

@@ -56,8 +56,8 @@ std::string Encode(std::string_view s, bool encode_slash) {
   return out;
 }
 
-std::optional<std::vector<std::pair<std::string, std::string>>> ParseQuery(std::string_view raw) {
-  std::vector<std::pair<std::string, std::string>> out;
+std::vector<RawQueryParam> SplitRawQuery(std::string_view raw) {
+  std::vector<RawQueryParam> out;
   size_t pos = 0;
   while (pos <= raw.size()) {
     size_t amp = raw.find('&', pos);
@@ -66,12 +66,23 @@ std::optional<std::vector<std::pair<std::string, std::string>>> ParseQuery(std::
     pos = amp + 1;
     if (part.empty()) continue;  // "a=1&&b" and a trailing '&' carry no parameter
     size_t eq = part.find('=');
-    std::string_view name = part.substr(0, eq);
-    std::string_view value =
-        eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+    RawQueryParam p;
+    p.name = part.substr(0, eq);
+    if (eq != std::string_view::npos) {
+      p.value = part.substr(eq + 1);
+      p.has_equals = true;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::optional<std::vector<std::pair<std::string, std::string>>> ParseQuery(std::string_view raw) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const RawQueryParam& p : SplitRawQuery(raw)) {
     // '+' means space in query strings, as S3 (and Go's url.ParseQuery in MinIO) treat it.
-    auto n = Decode(name, /*plus_as_space=*/true);
-    auto v = Decode(value, /*plus_as_space=*/true);
+    auto n = Decode(p.name, /*plus_as_space=*/true);
+    auto v = Decode(p.value, /*plus_as_space=*/true);
     if (!n || !v) return std::nullopt;
     out.emplace_back(std::move(*n), std::move(*v));
   }

@@ -17,6 +17,16 @@ std::optional<std::string> Decode(std::string_view s, bool plus_as_space = false
 // kept when encode_slash is false (object key paths).
 std::string Encode(std::string_view s, bool encode_slash = true);
 
+// One parameter of a raw query, still percent-encoded.
+struct RawQueryParam {
+  std::string_view name;
+  std::string_view value;
+  bool has_equals = false;  // "a=" rather than "a" (SigV2 canonicalises the two differently)
+};
+
+// Splits a raw query at '&' without decoding; empty segments ("a&&b") are skipped.
+std::vector<RawQueryParam> SplitRawQuery(std::string_view raw);
+
 // Splits a raw query "a=1&b&c=%20" into decoded (name, value) pairs in order; names without '='
 // get an empty value, empty segments ("a&&b") are skipped, and '+' decodes to a space as S3 (and
 // MinIO) treat it. nullopt when an escape is malformed.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/text.h"
 
@@ -50,12 +51,6 @@ class StringSource final : public BodySource {
 
 bool Absent(const Error& e) {
   return e.code == ErrorCode::kNoSuchKey || e.code == ErrorCode::kNoSuchBucket;
-}
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 template <typename Map>

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
 #include "rdma/build_info.h"
 #include "rdma/settings.h"
 #include "rdma/verbs_plan.h"
@@ -20,30 +21,6 @@ namespace rdmastor::rdma {
 namespace {
 
 constexpr uint64_t kMinMemlock = 256ULL << 20;  // pinned buffers of a busy server need more
-
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 std::string_view StatusWord(CheckStatus s) {
   switch (s) {
@@ -161,7 +138,7 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
     auto it = f.env.find(name);
     return it == f.env.end() ? std::string() : it->second;
   };
-  std::string internode = Lower(get("MINIO_RDMA_INTERNODE"));
+  std::string internode = text::ToLower(get("MINIO_RDMA_INTERNODE"));
   if (!internode.empty() && internode != "on" && internode != "off")
     return MakeError(
         ErrorCode::kInvalidArgument,
@@ -445,9 +422,9 @@ std::string RenderCheckJson(const std::vector<CheckItem>& items, bool verbs_buil
                     ",\"checks\":[";
   for (size_t n = 0; n < items.size(); ++n) {
     const auto& i = items[n];
-    out += std::string(n ? "," : "") + "{\"layer\":\"" + JsonEscape(i.layer) + "\",\"status\":\"" +
-           std::string(StatusWord(i.status)) + "\",\"detail\":\"" + JsonEscape(i.detail) +
-           "\",\"fix\":\"" + JsonEscape(i.fix) + "\"}";
+    out += std::string(n ? "," : "") + "{\"layer\":\"" + text::JsonEscape(i.layer) + "\",\"status\":\"" +
+           std::string(StatusWord(i.status)) + "\",\"detail\":\"" + text::JsonEscape(i.detail) +
+           "\",\"fix\":\"" + text::JsonEscape(i.fix) + "\"}";
   }
   return out + "]}\n";
 }

@@ -5,18 +5,13 @@
 
 #include "admin/jwt.h"
 #include "admin/metrics.h"
+#include "common/clock.h"
 #include "common/error_code.h"
 #include "s3/xml.h"
 
 namespace rdmastor::s3 {
 
 namespace {
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 void Send(ResponseSink& sink, HttpResponseHead head, const std::string& body,
           const char* content_type) {

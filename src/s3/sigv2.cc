@@ -62,31 +62,7 @@ bool IsSubResource(std::string_view name) {
   return std::binary_search(std::begin(kSubResources), std::end(kSubResources), name);
 }
 
-struct RawParam {
-  std::string_view name;
-  std::string_view value;  // still percent-encoded
-  bool has_equals = false;
-};
-
-std::vector<RawParam> SplitRawQuery(std::string_view raw) {
-  std::vector<RawParam> out;
-  size_t pos = 0;
-  while (pos <= raw.size()) {
-    size_t amp = std::min(raw.find('&', pos), raw.size());
-    std::string_view part = raw.substr(pos, amp - pos);
-    pos = amp + 1;
-    if (part.empty()) continue;
-    size_t eq = part.find('=');
-    RawParam p;
-    p.name = part.substr(0, eq);
-    if (eq != std::string_view::npos) {
-      p.value = part.substr(eq + 1);
-      p.has_equals = true;
-    }
-    out.push_back(p);
-  }
-  return out;
-}
+using uri::SplitRawQuery;
 
 std::optional<std::string> QueryParam(std::string_view raw_query, std::string_view name) {
   for (const auto& p : SplitRawQuery(raw_query)) {

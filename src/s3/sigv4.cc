@@ -133,20 +133,11 @@ std::string FormatAmzDate(int64_t unix_s) {
 // form is still defined (the signature then simply fails to match).
 std::vector<std::pair<std::string, std::string>> SplitQuery(std::string_view raw) {
   std::vector<std::pair<std::string, std::string>> out;
-  size_t pos = 0;
-  while (pos <= raw.size()) {
-    size_t amp = raw.find('&', pos);
-    if (amp == std::string_view::npos) amp = raw.size();
-    std::string_view part = raw.substr(pos, amp - pos);
-    pos = amp + 1;
-    if (part.empty()) continue;
-    size_t eq = part.find('=');
-    std::string_view name = part.substr(0, eq);
-    std::string_view value =
-        eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
-    auto n = uri::Decode(name, /*plus_as_space=*/true);
-    auto v = uri::Decode(value, /*plus_as_space=*/true);
-    out.emplace_back(n ? std::move(*n) : std::string(name), v ? std::move(*v) : std::string(value));
+  for (const uri::RawQueryParam& p : uri::SplitRawQuery(raw)) {
+    auto n = uri::Decode(p.name, /*plus_as_space=*/true);
+    auto v = uri::Decode(p.value, /*plus_as_space=*/true);
+    out.emplace_back(n ? std::move(*n) : std::string(p.name),
+                     v ? std::move(*v) : std::string(p.value));
   }
   return out;
 }

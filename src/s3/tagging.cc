@@ -174,22 +174,14 @@ std::string TaggingXml(std::string_view canonical) {
 }  // namespace
 
 Result<std::string> ParseTaggingHeader(std::string_view header) {
+  auto pairs = uri::ParseQuery(header);
+  if (!pairs)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "The header 'x-amz-tagging' shall be encoded as UTF-8 encoded key value "
+                     "pairs");
   TagMap tags;
-  size_t pos = 0;
-  while (pos <= header.size()) {
-    size_t amp = std::min(header.find('&', pos), header.size());
-    std::string_view pair = header.substr(pos, amp - pos);
-    pos = amp + 1;
-    if (pair.empty()) continue;
-    size_t eq = pair.find('=');
-    auto key = uri::Decode(pair.substr(0, eq), /*plus_as_space=*/true);
-    auto value = uri::Decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true);
-    if (!key || !value)
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "The header 'x-amz-tagging' shall be encoded as UTF-8 encoded key value "
-                       "pairs");
-    RS_RETURN_IF_ERROR(AddTag(tags, std::move(*key), std::move(*value), /*object=*/true));
-  }
+  for (auto& [key, value] : *pairs)
+    RS_RETURN_IF_ERROR(AddTag(tags, std::move(key), std::move(value), /*object=*/true));
   return Canonical(tags);
 }
 

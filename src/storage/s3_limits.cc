@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 
+#include "common/clock.h"
 #include "common/hash.h"
 #include "crypto/dare.h"
 
@@ -22,9 +23,7 @@ uint64_t PlaintextSize(uint64_t stored, const std::map<std::string, std::string>
 Result<UploadRecord> NewUploadRecord(const std::string& key, const PutOptions& opts) {
   UploadRecord rec;
   rec.key = key;
-  rec.initiated_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
+  rec.initiated_ns = NowNs();
   CopyDeclared(opts, rec);
   // CreateMultipartUpload's x-amz-checksum-algorithm / -type (checked by the S3 layer).
   if (!opts.checksum_algorithm.empty()) {

@@ -21,11 +21,6 @@ TEST(Logging, RedactsPresignedCredentials) {
             "/b/k?AWSAccessKeyId=REDACTED&Expires=1&Signature=REDACTED");
 }
 
-TEST(Logging, JsonEscape) {
-  EXPECT_EQ(JsonEscape("plain"), "plain");
-  EXPECT_EQ(JsonEscape("a\"b\\c\nd\x01"), "a\\\"b\\\\c\\nd\\u0001");
-}
-
 TEST(Logging, RejectsInvalidSettings) {
   auto bad = ConfigureLogging({{"RDMASTOR_LOG_FORMAT", "xml"}});
   ASSERT_FALSE(bad.ok());

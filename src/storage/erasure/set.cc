@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/clock.h"
 #include "common/thread_pool.h"
 
 namespace rdmastor::storage {
@@ -18,12 +19,6 @@ using erasure::Geometry;
 using paths::Join;
 
 }  // namespace
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string PartFileName(size_t index) { return "part." + std::to_string(index); }
 std::string PartRecordName(int number) { return "part." + std::to_string(number) + ".json"; }

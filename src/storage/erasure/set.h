@@ -37,6 +37,7 @@
 #include "storage/namespace_lock.h"
 #include "storage/object_layer.h"
 #include "storage/object_meta.h"
+#include "common/clock.h"  // NowNs, used by every erasure file
 #include "storage/paths.h"
 
 namespace rdmastor {
@@ -49,7 +50,6 @@ namespace rdmastor::storage {
 
 inline constexpr std::string_view kUploadFile = "upload.json";
 
-int64_t NowNs();
 std::string PartFileName(size_t index);
 std::string PartRecordName(int number);
 std::string StripQuotes(std::string s);
