@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rdmastor/http_transport.h"
 #include "rdmastor/result.h"
@@ -57,6 +58,35 @@ struct GetObjectResult {
   HeaderList headers;
 };
 
+// ListBuckets: one entry per bucket.
+struct BucketEntry {
+  std::string name;
+  std::string creation_date;  // ISO 8601, as the server sent it
+};
+
+// ListObjectsV2: what to ask for (values as they are: the client encodes them).
+struct ListObjectsOptions {
+  std::string prefix;
+  std::string delimiter;
+  std::string continuation_token;  // NextContinuationToken of the previous page; empty: first
+  int max_keys = 0;                // 0: the server's default (1,000)
+};
+
+struct ObjectEntry {
+  std::string key;  // decoded (the request asks for encoding-type=url)
+  uint64_t size = 0;
+  std::string etag;           // quotes included
+  std::string last_modified;  // ISO 8601
+  std::string storage_class;
+};
+
+struct ListObjectsPage {
+  std::vector<ObjectEntry> objects;
+  std::vector<std::string> common_prefixes;  // decoded
+  bool truncated = false;
+  std::string next_continuation_token;  // set when truncated
+};
+
 // One S3 request before signing. Path-style: "/bucket/key" (the key is percent-encoded here).
 struct S3Request {
   std::string method = "GET";
@@ -96,6 +126,12 @@ class S3Client {
   Status CreateBucket(std::string_view bucket);
   Status DeleteBucket(std::string_view bucket);
   Status DeleteObject(std::string_view bucket, std::string_view key);
+
+  // ListBuckets, following continuation tokens until the last page.
+  Result<std::vector<BucketEntry>> ListBuckets();
+  // One page of ListObjectsV2 (encoding-type=url; keys and prefixes come back decoded). A
+  // truncated page without a NextContinuationToken is an error (the listing could not go on).
+  Result<ListObjectsPage> ListObjectsV2(std::string_view bucket, const ListObjectsOptions& opts);
 
   // PutObject from a buffer, or size bytes pulled from `pull` (streamed, never held whole).
   // extra_headers (lower-case names) are sent and signed, e.g. content-type, x-amz-meta-*.

@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <mutex>
+#include <pugixml.hpp>
+#include <sstream>
 
+#include "common/uri.h"
 #include "rdma/mapping.h"
 #include "rdma/memory.h"
 #include "rdma/rc.h"
@@ -66,12 +69,11 @@ Status CheckPinnable(const void* p, size_t len, unsigned access) {
   return {};
 }
 
-std::string Between(const std::string& s, std::string_view open, std::string_view close) {
-  auto a = s.find(open);
-  if (a == std::string::npos) return {};
-  a += open.size();
-  auto b = s.find(close, a);
-  return b == std::string::npos ? std::string() : s.substr(a, b - a);
+// The text of root/child in an XML body; nullopt when the body is not a `root` document.
+std::optional<std::string> XmlChild(const std::string& body, const char* root, const char* child) {
+  pugi::xml_document doc;
+  if (!doc.load_buffer(body.data(), body.size()) || !doc.child(root)) return std::nullopt;
+  return std::string(doc.child(root).child_value(child));
 }
 
 }  // namespace
@@ -436,7 +438,7 @@ Result<TransferResult> RdmaS3Client::UploadPart(std::string_view bucket, std::st
   req.bucket = std::string(bucket);
   req.key = std::string(key);
   req.raw_query =
-      "partNumber=" + std::to_string(part_number) + "&uploadId=" + std::string(upload_id);
+      "partNumber=" + std::to_string(part_number) + "&uploadId=" + uri::Encode(upload_id);
   return impl_->ReleaseUnlessOk(impl_->PutLike(std::move(req), data, len,
                                                "UploadPart " + S3ObjectPath(bucket, key) + " #" +
                                                    std::to_string(part_number)),
@@ -454,35 +456,42 @@ Result<std::string> RdmaS3Client::CreateMultipartUpload(std::string_view bucket,
   if (!resp.ok()) return resp.error();
   if (!resp->success())
     return S3ErrorFromResponse(*resp, "CreateMultipartUpload " + S3ObjectPath(bucket, key));
-  std::string id = Between(resp->body, "<UploadId>", "</UploadId>");
-  if (id.empty()) return MakeError(ErrorCode::kInternalError, "no UploadId in the response");
-  return id;
+  auto id = XmlChild(resp->body, "InitiateMultipartUploadResult", "UploadId");
+  if (!id || id->empty())
+    return MakeError(ErrorCode::kInternalError, "no UploadId in the response");
+  return *id;
 }
 
 Result<std::string> RdmaS3Client::CompleteMultipartUpload(
     std::string_view bucket, std::string_view key, std::string_view upload_id,
     const std::vector<std::pair<int, std::string>>& parts) {
-  std::string xml = "<CompleteMultipartUpload>";
-  for (const auto& [n, etag] : parts)
-    xml +=
-        "<Part><PartNumber>" + std::to_string(n) + "</PartNumber><ETag>" + etag + "</ETag></Part>";
-  xml += "</CompleteMultipartUpload>";
+  pugi::xml_document doc;
+  pugi::xml_node root = doc.append_child("CompleteMultipartUpload");
+  for (const auto& [n, etag] : parts) {
+    pugi::xml_node part = root.append_child("Part");
+    part.append_child("PartNumber").text().set(n);
+    part.append_child("ETag").text().set(etag.c_str());
+  }
+  std::ostringstream os;
+  doc.save(os, "", pugi::format_raw | pugi::format_no_declaration);
+  const std::string xml = os.str();
   S3Request req;
   req.method = "POST";
   req.bucket = std::string(bucket);
   req.key = std::string(key);
-  req.raw_query = "uploadId=" + std::string(upload_id);
+  req.raw_query = "uploadId=" + uri::Encode(upload_id);
   req.body = xml;
   auto resp = impl_->s3.Execute(req, ResponseTarget::String());
   if (!resp.ok()) return resp.error();
   std::string what = "CompleteMultipartUpload " + S3ObjectPath(bucket, key);
   if (!resp->success()) return S3ErrorFromResponse(*resp, what);
   // S3 may answer 200 with an error document.
-  if (resp->body.find("<Error>") != std::string::npos) {
+  auto etag = XmlChild(resp->body, "CompleteMultipartUploadResult", "ETag");
+  if (!etag) {
     resp->status = 500;
     return S3ErrorFromResponse(*resp, what);
   }
-  return Between(resp->body, "<ETag>", "</ETag>");
+  return *etag;
 }
 
 Status RdmaS3Client::RegisterMemory(void* p, size_t len) {

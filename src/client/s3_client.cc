@@ -213,6 +213,94 @@ Status S3Client::DeleteObject(std::string_view bucket, std::string_view key) {
   return {};
 }
 
+namespace {
+
+// An S3 response body as an XML document; `root` must be its document element.
+Result<pugi::xml_node> ParseXmlBody(pugi::xml_document& doc, const HttpResponse& resp,
+                                    const char* root, std::string_view what) {
+  if (!doc.load_buffer(resp.body.data(), resp.body.size()) || !doc.child(root)) {
+    return MakeError(ErrorCode::kInternalError,
+                     std::string(what) + ": the response is not a " + root + " document");
+  }
+  return doc.child(root);
+}
+
+}  // namespace
+
+Result<std::vector<BucketEntry>> S3Client::ListBuckets() {
+  std::vector<BucketEntry> out;
+  std::string token;
+  // Bounded: each page must move on (a server repeating a token would loop forever).
+  for (int page = 0; page < 1'000'000; ++page) {
+    S3Request req;
+    if (!token.empty()) req.raw_query = "continuation-token=" + uri::Encode(token);
+    auto resp = Execute(req, ResponseTarget::String());
+    if (!resp.ok()) return resp.error();
+    if (!resp->success()) return S3ErrorFromResponse(*resp, "GET /");
+    pugi::xml_document doc;
+    auto root = ParseXmlBody(doc, *resp, "ListAllMyBucketsResult", "GET /");
+    if (!root.ok()) return root.error();
+    for (pugi::xml_node b : root->child("Buckets").children("Bucket"))
+      out.push_back({b.child_value("Name"), b.child_value("CreationDate")});
+    std::string next = root->child_value("ContinuationToken");
+    if (next.empty()) return out;
+    if (next == token)
+      return MakeError(ErrorCode::kInternalError, "GET /: the server repeated its continuation token");
+    token = std::move(next);
+  }
+  return MakeError(ErrorCode::kInternalError, "GET /: too many pages");
+}
+
+Result<ListObjectsPage> S3Client::ListObjectsV2(std::string_view bucket,
+                                                const ListObjectsOptions& opts) {
+  S3Request req;
+  req.bucket = std::string(bucket);
+  req.raw_query = "list-type=2&encoding-type=url&prefix=" + uri::Encode(opts.prefix);
+  if (!opts.delimiter.empty()) req.raw_query += "&delimiter=" + uri::Encode(opts.delimiter);
+  if (!opts.continuation_token.empty())
+    req.raw_query += "&continuation-token=" + uri::Encode(opts.continuation_token);
+  if (opts.max_keys > 0) req.raw_query += "&max-keys=" + std::to_string(opts.max_keys);
+  const std::string what = "GET /" + std::string(bucket) + "?list-type=2";
+  auto resp = Execute(req, ResponseTarget::String());
+  if (!resp.ok()) return resp.error();
+  if (!resp->success()) return S3ErrorFromResponse(*resp, what);
+  pugi::xml_document doc;
+  auto root = ParseXmlBody(doc, *resp, "ListBucketResult", what);
+  if (!root.ok()) return root.error();
+  // With encoding-type=url the names come percent-encoded ('+' for a space from some servers);
+  // a server that ignored the request type sends them as they are.
+  const bool encoded = std::string_view(root->child_value("EncodingType")) == "url";
+  auto name = [&](const char* text) -> Result<std::string> {
+    if (!encoded) return std::string(text);
+    auto d = uri::Decode(text, /*plus_as_space=*/true);
+    if (!d) return MakeError(ErrorCode::kInternalError, what + ": malformed key '" + text + "'");
+    return *d;
+  };
+  ListObjectsPage page;
+  for (pugi::xml_node c : root->children("Contents")) {
+    ObjectEntry e;
+    auto key = name(c.child_value("Key"));
+    if (!key.ok()) return key.error();
+    e.key = std::move(*key);
+    e.size = ParseUnsigned(c.child_value("Size")).value_or(0);
+    e.etag = c.child_value("ETag");
+    e.last_modified = c.child_value("LastModified");
+    e.storage_class = c.child_value("StorageClass");
+    page.objects.push_back(std::move(e));
+  }
+  for (pugi::xml_node p : root->children("CommonPrefixes")) {
+    auto prefix = name(p.child_value("Prefix"));
+    if (!prefix.ok()) return prefix.error();
+    page.common_prefixes.push_back(std::move(*prefix));
+  }
+  page.truncated = std::string_view(root->child_value("IsTruncated")) == "true";
+  page.next_continuation_token = root->child_value("NextContinuationToken");
+  if (page.truncated && page.next_continuation_token.empty())
+    return MakeError(ErrorCode::kInternalError,
+                     what + ": a truncated page without a NextContinuationToken");
+  return page;
+}
+
 Result<PutObjectResult> S3Client::DoPut(S3Request request) {
   request.method = "PUT";
   auto resp = Execute(request, ResponseTarget::Discard());

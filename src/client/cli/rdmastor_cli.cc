@@ -99,17 +99,6 @@ int Fail(const std::string& msg) {
   return 1;
 }
 
-std::string Between(const std::string& s, size_t from, const char* open, const char* close,
-                    size_t* end) {
-  auto a = s.find(open, from);
-  if (a == std::string::npos) return {};
-  a += std::strlen(open);
-  auto b = s.find(close, a);
-  if (b == std::string::npos) return {};
-  *end = b;
-  return s.substr(a, b - a);
-}
-
 // Maps a whole file for reading (PUT) or creates one of `size` bytes for writing (GET).
 struct Mapped {
   int fd = -1;
@@ -254,17 +243,25 @@ int main(int argc, char** argv) {
     return st.ok() ? 0 : Fail(st.error().message);
   }
   if (cmd == "ls") {
-    rdmastor::client::S3Request req;
-    req.bucket = bucket;
-    if (!bucket.empty()) req.raw_query = "list-type=2&prefix=" + key;  // simple prefixes only
-    auto r = s3.Execute(req, rdmastor::client::ResponseTarget::String());
-    if (!r.ok()) return Fail(r.error().message);
-    if (!r->success()) return Fail(rdmastor::client::S3ErrorFromResponse(*r, "ls").message);
-    size_t pos = 0, end = 0;
-    const char* open = bucket.empty() ? "<Name>" : "<Key>";
-    const char* close = bucket.empty() ? "</Name>" : "</Key>";
-    for (std::string item; !(item = Between(r->body, pos, open, close, &end)).empty(); pos = end)
-      std::printf("%s\n", item.c_str());
+    if (args.size() > 2) return std::fputs(kUsage, stderr), 2;
+    if (bucket.empty()) {
+      auto buckets = s3.ListBuckets();
+      if (!buckets.ok()) return Fail(buckets.error().message);
+      for (const auto& b : *buckets) std::printf("%s\n", b.name.c_str());
+      return 0;
+    }
+    // Every page: the server answers at most 1,000 keys a request.
+    rdmastor::client::ListObjectsOptions lo;
+    lo.prefix = key;
+    do {
+      auto page = s3.ListObjectsV2(bucket, lo);
+      if (!page.ok()) return Fail(page.error().message);
+      for (const auto& o : page->objects) std::printf("%s\n", o.key.c_str());
+      if (!page->next_continuation_token.empty() &&
+          page->next_continuation_token == lo.continuation_token)
+        return Fail("ls: the server repeated its continuation token");
+      lo.continuation_token = page->next_continuation_token;
+    } while (!lo.continuation_token.empty());
     return 0;
   }
   if (cmd == "put") {
