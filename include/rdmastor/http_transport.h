@@ -66,8 +66,9 @@ struct TlsClientOptions {
 };
 
 // What the command-line tools trust for https:// endpoints, as MinIO's do: the system store plus
-// every *.crt / *.pem in <certs_dir>/CAs. certs_dir "" = <home>/.rdmastor/certs, the server's
-// default, so a tool run on a node trusts what the node trusts.
+// every *.crt / *.pem in <certs_dir>/CAs. certs_dir "": the CAs directories of
+// <home>/.rdmastor/certs (the server's default), <home>/.minio/certs (MinIO's) and <home>/.mc/certs
+// (mc's), those that exist, so a tool run on a node or by an mc user trusts what they trust.
 TlsClientOptions CertsDirTrust(const std::string& certs_dir, const std::string& home);
 
 // A shared client TLS configuration (an OpenSSL SSL_CTX with the trust store loaded once). Build

@@ -24,7 +24,8 @@ constexpr const char* kRdmaUsage = R"(Usage:
   host checks locally are then only warnings; GET /minio/admin/v3/rdma, signed with the root
   credentials MINIO_ROOT_USER / MINIO_ROOT_PASSWORD, else AWS_ACCESS_KEY_ID /
   AWS_SECRET_ACCESS_KEY, else the server's defaults minioadmin / minioadmin). An https://
-  endpoint is verified against the system CA store plus DIR/CAs (default ~/.rdmastor/certs).
+  endpoint is verified against the system CA store plus DIR/CAs (default: the CAs of
+  ~/.rdmastor/certs, ~/.minio/certs and ~/.mc/certs).
 
   `rdma devices` prints, as JSON, what libibverbs returns for every device, port and GID in its
   own numbers (port state, link layer, MTU, GID type: the enums of <infiniband/verbs.h>), the

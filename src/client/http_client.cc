@@ -256,9 +256,13 @@ int VerifyCallback(int ok, X509_STORE_CTX* store) {
 
 TlsClientOptions CertsDirTrust(const std::string& certs_dir, const std::string& home) {
   TlsClientOptions o;
-  std::string dir = certs_dir;
-  if (dir.empty() && !home.empty()) dir = home + "/.rdmastor/certs";
-  if (!dir.empty()) o.ca_dirs.push_back(dir + "/CAs");
+  if (!certs_dir.empty()) {
+    o.ca_dirs.push_back(certs_dir + "/CAs");
+  } else if (!home.empty()) {
+    // Every place a MinIO host or an mc user keeps its CAs (absent directories are skipped).
+    for (const char* dir : {"/.rdmastor/certs/CAs", "/.minio/certs/CAs", "/.mc/certs/CAs"})
+      o.ca_dirs.push_back(home + dir);
+  }
   return o;
 }
 

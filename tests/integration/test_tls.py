@@ -134,3 +134,28 @@ def test_incomplete_certs_dir_refuses_to_start(tmp_path):
                          str(certs), str(tmp_path / "d")], capture_output=True, text=True,
                         timeout=20, env=_clean_env(), stdin=subprocess.DEVNULL)
     assert cp.returncode == 1 and "TLS" in cp.stderr
+
+
+@pytest.mark.parametrize("ca_dir", [".rdmastor/certs/CAs", ".minio/certs/CAs", ".mc/certs/CAs"])
+def test_client_tools_trust_the_ca_dirs_of_rdmastor_minio_and_mc(tls_server, pki, tmp_path, ca_dir):
+    """rdmastor-cli and `rdmastor admin` verify an https:// endpoint against the CAs a MinIO host
+    (~/.minio/certs/CAs) or an mc user (~/.mc/certs/CAs) already has, as well as their own."""
+    cli = os.path.join(os.path.dirname(RDMASTOR_BIN), "rdmastor-cli")
+    env = _clean_env({"HOME": str(tmp_path), "AWS_ACCESS_KEY_ID": tls_server.access_key,
+                      "AWS_SECRET_ACCESS_KEY": tls_server.secret_key})
+
+    def run(*cmd):
+        return subprocess.run(list(cmd), env=env, capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+
+    ls = [cli, "--endpoint", tls_server.endpoint, "ls"]
+    users = [RDMASTOR_BIN, "admin", "user", "list", "--endpoint", tls_server.endpoint]
+    for cmd in (ls, users):  # the CA is in none of them yet
+        cp = run(*cmd)
+        assert cp.returncode == 1 and "certificate verification failed" in cp.stderr, cp.stderr
+    (tmp_path / ca_dir).mkdir(parents=True)
+    with open(pki["ca"], "rb") as src:
+        (tmp_path / ca_dir / "test-ca.crt").write_bytes(src.read())
+    for cmd in (ls, users):
+        cp = run(*cmd)
+        assert cp.returncode == 0, cp.stderr

@@ -42,7 +42,8 @@ constexpr const char* kUsage =
     "                         MINIO_RDMA_RC_PORT environment variable, else 9100)\n"
     "  --http-fallback        with --rdma: retry over HTTP when the server answers 501\n"
     "  --certs-dir DIR        https:// endpoints: trust DIR/CAs/*.crt|*.pem besides the system\n"
-    "                         CA store (default ~/.rdmastor/certs, as the server)\n"
+    "                         CA store (default: the CAs of ~/.rdmastor/certs, MinIO's\n"
+    "                         ~/.minio/certs and mc's ~/.mc/certs)\n"
     "credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\n";
 
 constexpr uint64_t kPart = 64ull << 20;  // RDMA transfers per token (and progress granularity)
