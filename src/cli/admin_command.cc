@@ -10,6 +10,7 @@
 
 #include "admin/jwt.h"
 #include "client/http_client.h"
+#include "common/uri.h"
 
 namespace rdmastor::cli {
 
@@ -17,26 +18,37 @@ namespace {
 
 constexpr const char* kAdminUsage = R"(Usage:
   rdmastor admin prometheus-token [--expiry-days N]
-  rdmastor admin heal [--endpoint URL] [--certs-dir DIR] [BUCKET]
-  rdmastor admin user add|remove|list [--json] [--endpoint URL] [--certs-dir DIR] [ACCESS_KEY [SECRET_KEY]]
-  rdmastor admin policy create|remove|list|attach|set [--json] [--endpoint URL] [--certs-dir DIR] ...
+  rdmastor admin info [--json] [--endpoint URL] [--certs-dir DIR]
+  rdmastor admin heal [--json] [--endpoint URL] [--certs-dir DIR] [BUCKET]
+  rdmastor admin user add|remove|list|info|enable|disable [--json] [--endpoint URL] [--certs-dir DIR] [ACCESS_KEY [SECRET_KEY]]
+      user add ACCESS_KEY [SECRET_KEY|-]
+      user remove|info|enable|disable ACCESS_KEY
+      user list
+  rdmastor admin policy create|remove|list|info|attach|detach|set [--json] [--endpoint URL] [--certs-dir DIR] ...
       policy create NAME FILE          a custom policy from a JSON file (AWS policy language)
       policy remove NAME
       policy list                      every policy: readwrite, readonly, writeonly and custom
+      policy info NAME                 the policy's document
       policy attach POLICY... --user AK    adds policies to a user
+      policy detach POLICY... --user AK    removes policies from a user
       policy set POLICY... --user AK       replaces a user's policies
+
+  info: the deployment as the server sees it: version, uptime, each node with its drives (state,
+  used and total space, erasure set), the erasure sets and the drives online.
 
   user, policy: manage the users of a running server (MinIO's `mc admin user` / `mc admin
   policy`); users and policies are stored on the drives and every node of a cluster sees them.
-  The secret key may be given as "-" to read it from standard input. Signs with the root
-  credentials as heal does. Exit status 0 on success, 1 when the server refused, 2 on usage
+  The secret key may be given as "-" to read it from standard input. A disabled user's requests
+  are refused (InvalidAccessKeyId) until it is enabled again. Signs with the root credentials as
+  heal does. --json (every command that asks a server): one JSON object on standard output,
+  {"status": "success", "command": ..., ...} or {"status": "error", ..., "error": ...}. Exit status 0 on success, 1 when the server refused, 2 on usage
   errors.
 
   heal: asks a running erasure-coded server (default endpoint http://127.0.0.1:9000; an
-  https:// endpoint is verified against the system CA store plus DIR/CAs/*.crt|*.pem, DIR
-  defaulting to ~/.rdmastor/certs as for the server) to heal every object of BUCKET, or of every
-  bucket: formats replaced drives, verifies every
-  shard of every object and rewrites missing, stale and corrupt ones. Prints each object healed,
+  https:// endpoint is verified against the system CA store plus DIR/CAs/*.crt|*.pem; without
+  --certs-dir, the CAs of ~/.rdmastor/certs, MinIO's ~/.minio/certs and mc's ~/.mc/certs) to heal
+  every object of BUCKET, or of every bucket: formats replaced drives, verifies every shard of
+  every object and rewrites missing, stale and corrupt ones. Prints each object healed,
   progress every 2 s, and the counts at the end (scanned, healed, shards written, failed,
   incomplete) with the drives whose copies could not be rebuilt (offline or failing). Signs
   with the root credentials: MINIO_ROOT_USER/MINIO_ROOT_PASSWORD, else
@@ -52,8 +64,9 @@ constexpr const char* kAdminUsage = R"(Usage:
 )";
 
 // The usage lines of one admin command (those of kAdminUsage naming it), for a usage error: the
-// relevant line, not the whole help.
-std::string UsageOf(std::string_view command) {
+// relevant line, not the whole help. With `sub` (user enable, policy detach, ...), the command's
+// first line and only the lines of that subcommand.
+std::string UsageOf(std::string_view command, std::string_view sub_command = {}) {
   std::string out, line;
   const std::string_view text(kAdminUsage);
   const std::string top = "rdmastor admin " + std::string(command) + " ";
@@ -67,7 +80,19 @@ std::string UsageOf(std::string_view command) {
     const auto first = l.find_first_not_of(' ');
     if (first == std::string_view::npos) continue;
     const std::string_view body = l.substr(first);
-    if (body.starts_with(top) || (first > 2 && body.starts_with(sub))) out += std::string(l) + "\n";
+    bool wanted = body.starts_with(top);
+    if (!wanted && first > 2 && body.starts_with(sub)) {
+      // "user remove|info|enable|disable ACCESS_KEY": the alternatives of its second word.
+      std::string_view names = body.substr(sub.size());
+      names = names.substr(0, names.find(' '));
+      wanted = sub_command.empty();
+      for (size_t at = 0; !wanted && at <= names.size();) {
+        const size_t bar = std::min(names.find('|', at), names.size());
+        wanted = names.substr(at, bar - at) == sub_command;
+        at = bar + 1;
+      }
+    }
+    if (wanted) out += std::string(l) + "\n";
   }
   return "Usage:\n" + out + "(rdmastor admin --help for every command)\n";
 }
@@ -195,20 +220,6 @@ Result<std::string> IamCall(client::S3Client& c, const std::string& method,
   return resp->body;
 }
 
-std::string Enc(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      char b[4];
-      std::snprintf(b, sizeof(b), "%%%02X", c);
-      out += b;
-    }
-  }
-  return out;
-}
-
 // `rdmastor admin user ...` and `rdmastor admin policy ...`.
 int RunIam(const std::string& what, const std::vector<std::string>& args, const EnvMap& env) {
   std::string endpoint = "http://127.0.0.1:9000", certs_dir, user_flag;
@@ -234,23 +245,27 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
       pos.push_back(args[i]);
     }
   }
+  const std::string sub = pos.empty() ? std::string() : pos[0];
   auto usage = [&] {
     std::fprintf(stderr, "rdmastor admin %s: wrong arguments\n%s", what.c_str(),
-                 UsageOf(what).c_str());
+                 UsageOf(what, sub).c_str());
     return 2;
   };
   if (pos.empty()) return usage();
-  const std::string sub = pos[0];
   pos.erase(pos.begin());
   // Validate the arguments before any connection.
+  const bool one_name = pos.size() == 1;
   if (what == "user") {
     if (!((sub == "add" && (pos.size() == 2 || pos.size() == 1)) ||
-          (sub == "remove" && pos.size() == 1) || (sub == "list" && pos.empty())))
+          ((sub == "remove" || sub == "info" || sub == "enable" || sub == "disable") &&
+           one_name) ||
+          (sub == "list" && pos.empty())))
       return usage();
   } else {
-    if (!((sub == "create" && pos.size() == 2) || (sub == "remove" && pos.size() == 1) ||
-          (sub == "list" && pos.empty()) ||
-          ((sub == "attach" || sub == "set") && !pos.empty() && !user_flag.empty())))
+    if (!((sub == "create" && pos.size() == 2) ||
+          ((sub == "remove" || sub == "info") && one_name) || (sub == "list" && pos.empty()) ||
+          ((sub == "attach" || sub == "detach" || sub == "set") && !pos.empty() &&
+           !user_flag.empty())))
       return usage();
   }
   auto cfg = IamClientConfig(what.c_str(), env, endpoint, certs_dir);
@@ -276,11 +291,28 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
       while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
     }
     const std::string body = nlohmann::json{{"secretKey", secret}}.dump();
-    r = IamCall(c, "PUT", "add-user", "accessKey=" + Enc(pos[0]), body);
+    r = IamCall(c, "PUT", "add-user", "accessKey=" + uri::Encode(pos[0]), body);
     if (r.ok()) done("user " + pos[0] + " added", {{"accessKey", pos[0]}});
   } else if (what == "user" && sub == "remove") {
-    r = IamCall(c, "DELETE", "remove-user", "accessKey=" + Enc(pos[0]));
+    r = IamCall(c, "DELETE", "remove-user", "accessKey=" + uri::Encode(pos[0]));
     if (r.ok()) done("user " + pos[0] + " removed", {{"accessKey", pos[0]}});
+  } else if (what == "user" && (sub == "enable" || sub == "disable")) {
+    r = IamCall(c, "PUT", "set-user-status",
+                "accessKey=" + uri::Encode(pos[0]) + "&status=" + sub + "d");
+    if (r.ok())
+      done("user " + pos[0] + " " + sub + "d", {{"accessKey", pos[0]}, {"userStatus", sub + "d"}});
+  } else if (what == "user" && sub == "info") {
+    r = IamCall(c, "GET", "user-info", "accessKey=" + uri::Encode(pos[0]));
+    if (r.ok()) {
+      auto doc = nlohmann::json::parse(*r, nullptr, false);
+      if (!doc.is_object()) {
+        r = MakeError(ErrorCode::kInternalError, "the server's answer is not JSON");
+      } else {
+        const std::string status = doc.value("status", ""), policies = doc.value("policyName", "");
+        done("AccessKey: " + pos[0] + "\nStatus: " + status + "\nPolicyName: " + policies,
+             {{"accessKey", pos[0]}, {"userStatus", status}, {"policyName", policies}});
+      }
+    }
   } else if (what == "user") {
     r = IamCall(c, "GET", "list-users", "");
     if (r.ok()) {
@@ -310,10 +342,10 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
     size_t n;
     while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0 && doc.size() < (1 << 20)) doc.append(buf, n);
     std::fclose(f);
-    r = IamCall(c, "PUT", "add-canned-policy", "name=" + Enc(pos[0]), doc);
+    r = IamCall(c, "PUT", "add-canned-policy", "name=" + uri::Encode(pos[0]), doc);
     if (r.ok()) done("policy " + pos[0] + " created", {{"policy", pos[0]}});
   } else if (sub == "remove") {
-    r = IamCall(c, "DELETE", "remove-canned-policy", "name=" + Enc(pos[0]));
+    r = IamCall(c, "DELETE", "remove-canned-policy", "name=" + uri::Encode(pos[0]));
     if (r.ok()) done("policy " + pos[0] + " removed", {{"policy", pos[0]}});
   } else if (sub == "list") {
     r = IamCall(c, "GET", "list-canned-policies", "");
@@ -328,15 +360,27 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
         for (const auto& [name, _] : doc.items()) std::printf("%s\n", name.c_str());
       }
     }
-  } else if (sub == "attach") {
+  } else if (sub == "info") {
+    r = IamCall(c, "GET", "info-canned-policy", "name=" + uri::Encode(pos[0]));
+    if (r.ok()) {
+      auto doc = nlohmann::json::parse(*r, nullptr, false);
+      if (doc.is_discarded()) {
+        r = MakeError(ErrorCode::kInternalError, "the server's answer is not JSON");
+      } else {
+        done(doc.dump(2), {{"policy", pos[0]}, {"policyInfo", doc}});
+      }
+    }
+  } else if (sub == "attach" || sub == "detach") {
     const std::string body = nlohmann::json{{"policies", pos}, {"user", user_flag}}.dump();
-    r = IamCall(c, "POST", "idp/builtin/policy/attach", "", body);
-    if (r.ok()) done("attached to user " + user_flag, {{"user", user_flag}, {"policies", pos}});
+    r = IamCall(c, "POST", "idp/builtin/policy/" + sub, "", body);
+    if (r.ok())
+      done(sub + "ed " + (sub == "attach" ? "to" : "from") + " user " + user_flag,
+           {{"user", user_flag}, {"policies", pos}});
   } else {  // set
     std::string names;
     for (const auto& p : pos) names += (names.empty() ? "" : ",") + p;
     r = IamCall(c, "PUT", "set-user-or-group-policy",
-                  "isGroup=false&policyName=" + Enc(names) + "&userOrGroup=" + Enc(user_flag));
+                  "isGroup=false&policyName=" + uri::Encode(names) + "&userOrGroup=" + uri::Encode(user_flag));
     if (r.ok())
       done("policies of user " + user_flag + " set", {{"user", user_flag}, {"policies", pos}});
   }
@@ -354,10 +398,89 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
   return 0;
 }
 
-int RunHeal(const std::vector<std::string>& args, const EnvMap& env) {
-  std::string endpoint = "http://127.0.0.1:9000", bucket, certs_dir;
+// "1.5 GiB" for a byte count.
+std::string HumanBytes(uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(n);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(units)) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u ? "%.1f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+
+// `rdmastor admin info`: GET /minio/admin/v3/info, as text or (--json) the server's document.
+int RunInfo(const std::vector<std::string>& args, const EnvMap& env) {
+  std::string endpoint = "http://127.0.0.1:9000", certs_dir;
+  bool json = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--endpoint" && i + 1 < args.size()) {
+      endpoint = args[++i];
+    } else if ((args[i] == "--certs-dir" || args[i] == "-S") && i + 1 < args.size()) {
+      certs_dir = args[++i];
+    } else if (args[i] == "--json") {
+      json = true;
+    } else if (args[i] == "--help" || args[i] == "-h") {
+      std::fputs(kAdminUsage, stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "rdmastor admin info: unexpected argument '%s'\n%s", args[i].c_str(),
+                   UsageOf("info").c_str());
+      return 2;
+    }
+  }
+  auto cfg = AdminClientConfig(endpoint, certs_dir, env, /*server_defaults=*/false);
+  if (!cfg.ok()) {
+    std::fprintf(stderr, "rdmastor admin info: %s\n", cfg.error().message.c_str());
+    return 2;
+  }
+  client::S3Client c(*cfg);
+  auto info = AdminCall(c, "GET", "admin/v3/info", "");
+  if (!info.ok()) {
+    if (json)
+      std::printf("%s\n", nlohmann::json{{"status", "error"},
+                                         {"command", "info"},
+                                         {"error", info.error().message}}
+                              .dump()
+                              .c_str());
+    std::fprintf(stderr, "rdmastor admin info: %s\n", info.error().message.c_str());
+    return 1;
+  }
+  if (json) {
+    nlohmann::json out = {{"status", "success"}, {"command", "info"}, {"info", *info}};
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  }
+  const auto& backend = (*info)["backend"];
+  std::printf("rdmastor %s, %s, up %llds\n", info->value("version", "?").c_str(),
+              info->value("mode", "?").c_str(), info->value("uptime", 0LL));
+  for (const auto& s : (*info)["servers"]) {
+    std::printf("%s: %s\n", s.value("endpoint", "").c_str(), s.value("state", "").c_str());
+    for (const auto& d : s["drives"]) {
+      std::printf("  %-7s set %llu drive %llu  %s used of %s  %s\n", d.value("state", "").c_str(),
+                  d.value("set_index", 0ULL) + 1, d.value("disk_index", 0ULL) + 1,
+                  HumanBytes(d.value("usedspace", 0ULL)).c_str(),
+                  HumanBytes(d.value("totalspace", 0ULL)).c_str(),
+                  d.value("endpoint", "").c_str());
+    }
+  }
+  const auto sets = backend.value("totalSets", nlohmann::json::array());
+  const auto per_set = backend.value("totalDrivesPerSet", nlohmann::json::array());
+  std::printf("%s: %llu erasure set(s) of %llu drive(s); %llu drive(s) online, %llu offline\n",
+              backend.value("backendType", "").c_str(),
+              sets.empty() ? 0ULL : sets[0].get<unsigned long long>(),
+              per_set.empty() ? 0ULL : per_set[0].get<unsigned long long>(),
+              backend.value("onlineDisks", 0ULL), backend.value("offlineDisks", 0ULL));
+  return 0;
+}
+
+int RunHeal(const std::vector<std::string>& args, const EnvMap& env) {
+  std::string endpoint = "http://127.0.0.1:9000", bucket, certs_dir;
+  bool json = false;  // --json: one JSON object at the end (items included), nothing else
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--json") {
+      json = true;
+    } else if (args[i] == "--endpoint" && i + 1 < args.size()) {
       endpoint = args[++i];
     } else if ((args[i] == "--certs-dir" || args[i] == "-S") && i + 1 < args.size()) {
       certs_dir = args[++i];
@@ -379,35 +502,44 @@ int RunHeal(const std::vector<std::string>& args, const EnvMap& env) {
   }
   client::S3Client c(*cfg);
   const std::string path = "admin/v3/heal/" + bucket;
-  auto started = AdminPost(c, path, "");
-  if (!started.ok()) {
-    std::fprintf(stderr, "rdmastor admin heal: %s\n", started.error().message.c_str());
+  // --json: the items and the final state gathered into one object, printed at the end.
+  nlohmann::json items = nlohmann::json::array();
+  auto json_result = [&](const std::string& status, const nlohmann::json& fields) {
+    nlohmann::json out = {{"status", status}, {"command", "heal"}, {"bucket", bucket}};
+    out.update(fields);
+    std::printf("%s\n", out.dump().c_str());
+  };
+  auto failed = [&](const std::string& message) {
+    if (json) json_result("error", {{"error", message}, {"items", items}});
+    std::fprintf(stderr, "rdmastor admin heal: %s\n", message.c_str());
     return 1;
-  }
+  };
+  auto started = AdminPost(c, path, "");
+  if (!started.ok()) return failed(started.error().message);
   const std::string token = started->value("clientToken", "");
-  std::printf("heal started on %s: %s (clientToken %s)\n", endpoint.c_str(),
-              bucket.empty() ? "all buckets" : ("bucket " + bucket).c_str(), token.c_str());
+  if (!json)
+    std::printf("heal started on %s: %s (clientToken %s)\n", endpoint.c_str(),
+                bucket.empty() ? "all buckets" : ("bucket " + bucket).c_str(), token.c_str());
   std::fflush(stdout);
-  uint64_t after = 0;
+  uint64_t after = 0, dropped_total = 0;
   auto last_progress = std::chrono::steady_clock::now();
   int transport_errors = 0;
   for (;;) {  // ends when the heal does, or after 5 failed polls in a row
     auto st = AdminPost(c, path, "clientToken=" + token + "&after=" + std::to_string(after));
     if (!st.ok()) {
-      if (++transport_errors >= 5) {
-        std::fprintf(stderr, "rdmastor admin heal: lost the heal's status: %s\n",
-                     st.error().message.c_str());
-        return 1;
-      }
+      if (++transport_errors >= 5) return failed("lost the heal's status: " + st.error().message);
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
       continue;
     }
     transport_errors = 0;
     if (auto dropped = st->value("itemsDropped", 0ULL); dropped > 0) {
-      std::printf("(%llu healed object(s) not shown)\n", dropped);
+      dropped_total += dropped;
+      if (!json) std::printf("(%llu healed object(s) not shown)\n", dropped);
     }
     for (const auto& it : (*st)["items"]) {
-      if (it.contains("error")) {
+      if (json) {
+        items.push_back(it);
+      } else if (it.contains("error")) {
         std::printf("failed %s/%s: %s\n", it.value("bucket", "").c_str(),
                     it.value("object", "").c_str(), it.value("error", "").c_str());
       } else {
@@ -418,18 +550,31 @@ int RunHeal(const std::vector<std::string>& args, const EnvMap& env) {
     after = std::max<uint64_t>(after, st->value("lastItem", uint64_t{0}));
     const std::string state = st->value("state", "");
     if (state != "running") {
-      if (auto n = st->value("drivesReplaced", 0); n > 0) {
-        std::printf("replaced drive(s) formatted: %d\n", n);
+      const auto& counts = (*st)["counts"];
+      const bool sound = state == "done" && counts.value("failed", 0ULL) == 0 &&
+                         counts.value("incomplete", 0ULL) == 0;
+      if (json) {
+        nlohmann::json fields = {{"clientToken", token},
+                                 {"state", state},
+                                 {"counts", counts},
+                                 {"drivesReplaced", st->value("drivesReplaced", 0)},
+                                 {"items", items},
+                                 {"itemsDropped", dropped_total}};
+        if (state != "done") fields["error"] = st->value("error", state);
+        json_result(sound ? "success" : "error", fields);
+      } else {
+        if (auto n = st->value("drivesReplaced", 0); n > 0) {
+          std::printf("replaced drive(s) formatted: %d\n", n);
+        }
+        PrintCounts(state == "done" ? "heal done" : "heal failed", counts);
       }
-      PrintCounts(state == "done" ? "heal done" : "heal failed", (*st)["counts"]);
       if (state != "done") {
         std::fprintf(stderr, "rdmastor admin heal: %s\n", st->value("error", state).c_str());
         return 1;
       }
-      const auto& counts = (*st)["counts"];
-      return counts.value("failed", 0ULL) == 0 && counts.value("incomplete", 0ULL) == 0 ? 0 : 1;
+      return sound ? 0 : 1;
     }
-    if (std::chrono::steady_clock::now() - last_progress >= std::chrono::seconds(2)) {
+    if (!json && std::chrono::steady_clock::now() - last_progress >= std::chrono::seconds(2)) {
       PrintCounts("progress", (*st)["counts"]);
       last_progress = std::chrono::steady_clock::now();
     }
@@ -446,6 +591,7 @@ int RunAdminCommand(const std::vector<std::string>& args, const EnvMap& env) {
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "heal") return RunHeal({args.begin() + 1, args.end()}, env);
+  if (args[0] == "info") return RunInfo({args.begin() + 1, args.end()}, env);
   if (args[0] == "user" || args[0] == "policy")
     return RunIam(args[0], {args.begin() + 1, args.end()}, env);
   if (args[0] != "prometheus-token") {

@@ -65,7 +65,8 @@ std::string UserToJson(const User& user) {
               {"accessKey", user.access_key},
               {"secretKey", user.secret_key},
               {"policies", user.policies},
-              {"createdNs", user.created_ns}}
+              {"createdNs", user.created_ns},
+              {"status", user.disabled ? "disabled" : "enabled"}}
       .dump();
 }
 
@@ -79,6 +80,7 @@ Result<User> UserFromJson(std::string_view json) {
     u.secret_key = j.at("secretKey").get<std::string>();
     u.policies = j.value("policies", std::vector<std::string>{});
     u.created_ns = j.value("createdNs", int64_t{0});
+    u.disabled = j.value("status", std::string("enabled")) == "disabled";
     return u;
   } catch (const std::exception& e) {
     return MakeError(ErrorCode::kInternalError, std::string("user record: ") + e.what());
@@ -295,6 +297,46 @@ Status IamStore::AttachPolicies(const std::string& access_key,
 
 // ---- named policies ----
 
+Status IamStore::DetachPolicies(const std::string& access_key,
+                                const std::vector<std::string>& policies) {
+  auto user = GetUser(access_key);
+  if (!user.ok()) return user.error();
+  std::vector<std::string> kept;
+  for (const auto& p : user->policies)
+    if (std::find(policies.begin(), policies.end(), p) == policies.end()) kept.push_back(p);
+  if (kept.size() == user->policies.size())
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "The specified policy change is already in effect: none of the policies is "
+                     "attached to the user.");
+  user->policies = std::move(kept);
+  return StoreUser(*user);
+}
+
+Result<User> IamStore::GetUser(const std::string& access_key) {
+  RS_RETURN_IF_ERROR(ValidateAccessKey(access_key));
+  auto current = LoadUser(access_key);
+  if (!current.ok()) return current.error();
+  if (!current->has_value()) return MakeError(ErrorCode::kNoSuchUser);
+  return std::move(**current);
+}
+
+Status IamStore::SetUserEnabled(const std::string& access_key, bool enabled) {
+  auto user = GetUser(access_key);
+  if (!user.ok()) return user.error();
+  user->disabled = !enabled;
+  return StoreUser(*user);
+}
+
+Result<std::string> IamStore::GetPolicy(const std::string& name) {
+  RS_RETURN_IF_ERROR(ValidatePolicyName(name));
+  if (auto builtin = BuiltinPolicy(name)) return std::string(*builtin);
+  auto doc = ReadDoc(PolicyKey(name));
+  if (!doc.ok()) return doc.error();
+  if (!doc->has_value())
+    return MakeError(ErrorCode::kNoSuchPolicy, "The canned policy " + name + " does not exist.");
+  return std::move(**doc);
+}
+
 Status IamStore::PutPolicy(const std::string& name, const std::string& document) {
   RS_RETURN_IF_ERROR(ValidatePolicyName(name));
   if (BuiltinPolicy(name))
@@ -458,6 +500,16 @@ void IamStore::RefreshRoster(std::chrono::milliseconds max_age) {
   roster_at_ = started;
 }
 
+namespace {
+
+// What authenticates a user: its secret, or nothing while it is disabled.
+std::optional<std::string> SecretOf(const User& u) {
+  if (u.disabled) return std::nullopt;
+  return u.secret_key;
+}
+
+}  // namespace
+
 std::optional<std::string> IamStore::SecretFor(std::string_view access_key,
                                                std::string_view client) {
   if (access_key == root_ || !ValidateAccessKey(access_key).ok()) return std::nullopt;
@@ -468,7 +520,7 @@ std::optional<std::string> IamStore::SecretFor(std::string_view access_key,
     std::unique_lock lock(mu_);
     auto it = users_.find(access_key);
     if (it != users_.end()) {
-      if (now - it->second.fetched < opts_.refresh) return it->second.user.secret_key;
+      if (now - it->second.fetched < opts_.refresh) return SecretOf(it->second.user);
       cached = it->second.user;  // known: read again, without any limit
     } else if (auto gone = absent_.find(access_key);
                gone != absent_.end() && now - gone->second < opts_.negative_ttl) {
@@ -492,7 +544,7 @@ std::optional<std::string> IamStore::SecretFor(std::string_view access_key,
   std::lock_guard lock(mu_);
   if (!loaded.ok()) {
     spdlog::warn("iam: cannot read user {}: {}", ak, loaded.error().message);
-    if (cached) return cached->secret_key;  // keep serving a known user
+    if (cached) return SecretOf(*cached);  // keep serving a known user
     return std::nullopt;
   }
   if (!loaded->has_value()) {
@@ -504,7 +556,7 @@ std::optional<std::string> IamStore::SecretFor(std::string_view access_key,
   Bound(users_);
   users_[ak] = UserEntry{**loaded, now};
   roster_.insert(ak);
-  return (*loaded)->secret_key;
+  return SecretOf(**loaded);
 }
 
 std::vector<std::shared_ptr<const Policy>> IamStore::PoliciesOf(std::string_view access_key) {

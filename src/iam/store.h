@@ -68,6 +68,7 @@ struct User {
   std::string secret_key;
   std::vector<std::string> policies;  // names: built-in or custom
   int64_t created_ns = 0;
+  bool disabled = false;  // a disabled user's key is refused as unknown (InvalidAccessKeyId)
 };
 
 struct BucketAccess {
@@ -91,6 +92,15 @@ class IamStore {
   Status SetUserPolicies(const std::string& access_key, const std::vector<std::string>& policies);
   // Adds policies to the user's (attach), keeping the ones it has.
   Status AttachPolicies(const std::string& access_key, const std::vector<std::string>& policies);
+  // Removes policies from the user's (detach); kInvalidArgument when none of them is attached
+  // ("The specified policy change is already in effect", MinIO's message).
+  Status DetachPolicies(const std::string& access_key, const std::vector<std::string>& policies);
+  // One user (kNoSuchUser).
+  Result<User> GetUser(const std::string& access_key);
+  // Enables or disables a user (kNoSuchUser). Every node refuses a disabled key within `refresh`.
+  Status SetUserEnabled(const std::string& access_key, bool enabled);
+  // The document of one policy, built-in or custom (kNoSuchPolicy).
+  Result<std::string> GetPolicy(const std::string& name);
   // Creates or replaces a custom policy (kMalformedPolicy for an invalid document; built-in names
   // cannot be replaced: kInvalidArgument).
   Status PutPolicy(const std::string& name, const std::string& document);

@@ -2,10 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "common/error_code.h"
 #include "common/hash.h"
 #include "common/uri.h"
@@ -21,11 +23,60 @@ namespace {
 
 constexpr std::string_view kHealPrefix = "/minio/admin/v3/heal";
 constexpr std::string_view kRdmaPath = "/minio/admin/v3/rdma";
+constexpr std::string_view kInfoPath = "/minio/admin/v3/info";
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+// The process start, for `info`'s uptime (static initialisation runs before main).
+const auto kProcessStart = std::chrono::steady_clock::now();
+
+// The deployment as `info` shows it. Drives come as the health monitor samples them, set after
+// set; a remote drive is a URL (http://node:9000/path) and names its node; local drives belong to
+// this node, named as the client reached it (`host`).
+nlohmann::json InfoJson(const admin::ClusterHealth& h, const std::string& host) {
+  using Json = nlohmann::json;
+  const size_t set_size = h.set_size ? h.set_size : std::max<size_t>(h.drives.size(), 1);
+  std::vector<std::pair<std::string, Json>> servers;  // endpoint -> drives, in first-seen order
+  size_t online = 0;
+  for (size_t i = 0; i < h.drives.size(); ++i) {
+    const auto& d = h.drives[i];
+    std::string node = host;
+    if (auto scheme = d.path.find("://"); scheme != std::string::npos)
+      node = d.path.substr(scheme + 3, d.path.find('/', scheme + 3) - (scheme + 3));
+    online += d.online;
+    Json drive = {{"endpoint", d.path},
+                  {"state", d.online ? "ok" : "offline"},
+                  {"totalspace", d.total_bytes},
+                  {"usedspace", d.total_bytes - std::min(d.free_bytes, d.total_bytes)},
+                  {"availspace", d.free_bytes},
+                  {"set_index", i / set_size},
+                  {"disk_index", i % set_size}};
+    auto it = std::find_if(servers.begin(), servers.end(),
+                           [&](const auto& s) { return s.first == node; });
+    if (it == servers.end()) it = servers.insert(servers.end(), {node, Json::array()});
+    it->second.push_back(std::move(drive));
+  }
+  Json list = Json::array();
+  for (auto& [node, drives] : servers) {
+    const bool any_online = std::any_of(drives.begin(), drives.end(),
+                                        [](const Json& d) { return d["state"] == "ok"; });
+    list.push_back({{"endpoint", node},
+                    {"state", any_online ? "online" : "offline"},
+                    {"drives", std::move(drives)}});
+  }
+  const size_t sets = (h.drives.size() + set_size - 1) / set_size;
+  return {{"mode", h.HasWriteQuorum() ? "online" : "degraded"},
+          {"version", RDMASTOR_VERSION},
+          {"uptime", std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::steady_clock::now() - kProcessStart)
+                         .count()},
+          {"servers", std::move(list)},
+          {"backend",
+           {{"backendType", h.drives.size() > 1 ? "Erasure" : "FS"},
+            {"onlineDisks", online},
+            {"offlineDisks", h.drives.size() - online},
+            {"totalSets", Json::array({sets})},
+            {"totalDrivesPerSet", Json::array({set_size})},
+            {"readQuorum", h.read_quorum},
+            {"writeQuorum", h.write_quorum}}}};
 }
 
 void SendJson(ResponseSink& sink, const std::string& request_id, const nlohmann::json& doc) {
@@ -184,6 +235,14 @@ bool ServeAdmin(const HttpRequest& req, ResponseSink& sink, const std::string& r
   }
 
   std::string_view path = req.raw_path;
+  if (path == kInfoPath) {
+    if (req.method != "GET") return fail(MakeError(ErrorCode::kMethodNotAllowed));
+    const std::string* host = req.FindHeader("host");
+    SendJson(sink, request_id,
+             InfoJson(opts.cluster_health ? opts.cluster_health() : admin::ClusterHealth{},
+                      host ? *host : std::string("this node")));
+    return true;
+  }
   if (path == kRdmaPath) {
     // The live state of S3 over RDMA: what a client on the soft fabric or verbs will get.
     if (req.method != "GET") return fail(MakeError(ErrorCode::kMethodNotAllowed));
@@ -201,8 +260,8 @@ bool ServeAdmin(const HttpRequest& req, ResponseSink& sink, const std::string& r
   if (!path.starts_with(kHealPrefix) ||
       (path.size() > kHealPrefix.size() && path[kHealPrefix.size()] != '/')) {
     return fail(MakeError(ErrorCode::kNotImplemented,
-                          "This admin API is not implemented by rdmastor (only heal, rdma, users "
-                          "and policies are)."));
+                          "This admin API is not implemented by rdmastor (only info, heal, rdma, "
+                          "users and policies are)."));
   }
   if (req.method != "POST") return fail(MakeError(ErrorCode::kMethodNotAllowed));
   auto bucket = uri::Decode(path.substr(std::min(path.size(), kHealPrefix.size() + 1)));

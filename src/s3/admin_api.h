@@ -8,6 +8,17 @@
 //                                                          items (objects healed or failed)
 //                                                          numbered > N
 //
+//   GET  /minio/admin/v3/info                           -> the deployment (`rdmastor admin info`):
+//                                                          {"mode", "version", "uptime" (s),
+//                                                           "servers": [{"endpoint", "state",
+//                                                           "drives": [{"endpoint", "state",
+//                                                           "totalspace", "usedspace",
+//                                                           "availspace", "set_index",
+//                                                           "disk_index"}]}], "backend":
+//                                                          {"backendType", "onlineDisks",
+//                                                           "offlineDisks", "totalSets",
+//                                                           "totalDrivesPerSet"}} (MinIO's names)
+//
 //   GET  /minio/admin/v3/rdma                           -> {"fabric": "soft"|"verbs"|"none",
 //                                                          "ready": bool, "reason": why not}
 //                                                          (`rdmastor rdma check --endpoint`)
@@ -22,10 +33,12 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "admin/health.h"
 #include "common/result.h"
 #include "iam/store.h"
 #include "s3/http_types.h"
@@ -86,6 +99,7 @@ struct AdminOptions {
   HealService* heal = nullptr;         // null: heal requests are refused (single drive)
   const rdma::S3RdmaService* rdma = nullptr;  // null: S3 over RDMA not set up ("none")
   iam::IamStore* iam = nullptr;        // users and policies (s3/admin_iam.h); null: refused
+  std::function<admin::ClusterHealth()> cluster_health;  // drives for `info`; unset: none known
 };
 
 // Serves /minio/admin/...; returns false (and sends nothing) for any other path. `body`: the

@@ -20,7 +20,8 @@ constexpr size_t kMaxBody = 64 * 1024;
 constexpr std::string_view kPaths[] = {
     "add-user",          "remove-user",          "list-users",
     "add-canned-policy", "remove-canned-policy", "list-canned-policies",
-    "set-user-or-group-policy", "idp/builtin/policy/attach"};
+    "set-user-or-group-policy", "idp/builtin/policy/attach", "idp/builtin/policy/detach",
+    "user-info",         "set-user-status",      "info-canned-policy"};
 
 void SendJson(ResponseSink& sink, const std::string& request_id, const Json& doc) {
   auto head = BaseHead(request_id, 200);
@@ -116,7 +117,7 @@ Status Handle(const HttpRequest& req, ResponseSink& sink, const std::string& req
     for (const auto& u : *users) {
       std::string names;
       for (const auto& p : u.policies) names += (names.empty() ? "" : ",") + p;
-      out[u.access_key] = {{"policyName", names}, {"status", "enabled"}};
+      out[u.access_key] = {{"policyName", names}, {"status", u.disabled ? "disabled" : "enabled"}};
     }
     SendJson(sink, request_id, out);
     return {};
@@ -156,7 +157,38 @@ Status Handle(const HttpRequest& req, ResponseSink& sink, const std::string& req
     SendOk(sink, request_id);
     return {};
   }
-  if (op == "idp/builtin/policy/attach") {
+  if (op == "user-info") {
+    RS_RETURN_IF_ERROR(need("GET"));
+    auto user = iam.GetUser(q("accessKey"));
+    if (!user.ok()) return user.error();
+    std::string names;
+    for (const auto& p : user->policies) names += (names.empty() ? "" : ",") + p;
+    SendJson(sink, request_id,
+             {{"policyName", names}, {"status", user->disabled ? "disabled" : "enabled"}});
+    return {};
+  }
+  if (op == "set-user-status") {
+    RS_RETURN_IF_ERROR(need("PUT"));
+    const std::string status = q("status");
+    if (status != "enabled" && status != "disabled")
+      return MakeError(ErrorCode::kInvalidArgument, "status is enabled or disabled");
+    RS_RETURN_IF_ERROR(iam.SetUserEnabled(q("accessKey"), status == "enabled"));
+    spdlog::info("iam: user {} {}", q("accessKey"), status);
+    SendOk(sink, request_id);
+    return {};
+  }
+  if (op == "info-canned-policy") {
+    RS_RETURN_IF_ERROR(need("GET"));
+    auto doc = iam.GetPolicy(q("name"));
+    if (!doc.ok()) return doc.error();
+    Json policy = Json::parse(*doc, nullptr, false);
+    if (policy.is_discarded()) policy = *doc;
+    // v=2 (current mc): the document wrapped with its name; otherwise the document itself.
+    if (q("v") == "2") policy = {{"PolicyName", q("name")}, {"Policy", std::move(policy)}};
+    SendJson(sink, request_id, policy);
+    return {};
+  }
+  if (op == "idp/builtin/policy/attach" || op == "idp/builtin/policy/detach") {
     RS_RETURN_IF_ERROR(need("POST"));
     auto raw = ReadBody(req, auth, body);
     if (!raw.ok()) return raw.error();
@@ -171,8 +203,14 @@ Status Handle(const HttpRequest& req, ResponseSink& sink, const std::string& req
       names.push_back(p.get<std::string>());
     }
     if (names.empty()) return MakeError(ErrorCode::kInvalidArgument, "no policy named");
-    RS_RETURN_IF_ERROR(iam.AttachPolicies(j["user"].get<std::string>(), names));
-    spdlog::info("iam: policies attached to user {}", j["user"].get<std::string>());
+    const std::string user = j["user"].get<std::string>();
+    if (op.ends_with("attach")) {
+      RS_RETURN_IF_ERROR(iam.AttachPolicies(user, names));
+      spdlog::info("iam: policies attached to user {}", user);
+    } else {
+      RS_RETURN_IF_ERROR(iam.DetachPolicies(user, names));
+      spdlog::info("iam: policies detached from user {}", user);
+    }
     SendOk(sink, request_id);
     return {};
   }

@@ -13,6 +13,13 @@
 //                                                           replaces the user's policies
 //   POST   /minio/admin/v3/idp/builtin/policy/attach        {"policies": [...], "user": "AK"}
 //                                                           adds to them
+//   POST   /minio/admin/v3/idp/builtin/policy/detach        the same body: removes them
+//                                                           (InvalidArgument when none was)
+//   GET    /minio/admin/v3/user-info?accessKey=AK           {"policyName": "a,b", "status": ...}
+//   PUT    /minio/admin/v3/set-user-status?accessKey=AK&status=enabled|disabled
+//                                                           a disabled key is refused as unknown
+//   GET    /minio/admin/v3/info-canned-policy?name=N[&v=2]  the document ({"PolicyName": N,
+//                                                           "Policy": <document>} with v=2)
 //
 // Errors are S3 error XML: XMinioAdminNoSuchUser, XMinioAdminNoSuchPolicy, MalformedPolicy,
 // InvalidArgument, MethodNotAllowed.

@@ -786,6 +786,8 @@ void S3Api::Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink)
       admin::RecordS3Ttfb(ctx.api,
                           std::chrono::duration<double>(metered_sink.head_at() - started).count());
     admin::AddS3Traffic(admin::Transport::kTcp, metered_body.bytes(), metered_sink.bytes());
+    admin::RecordS3Duration(
+        ctx.api, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
   admin::LogRequest({ctx.request_id, req.remote_ip, req.method, req.target, ctx.api,
                      metered_sink.status(), metered_body.bytes(), metered_sink.bytes(),

@@ -26,13 +26,15 @@ import os
 import re
 import shutil
 import stat
+import subprocess
 import tempfile
 import time
 
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import admin_heal, scrape, seeded_bytes, signed_request, wait_heal_idle
+from conftest import (RDMASTOR_BIN, _clean_env, admin_heal, scrape, seeded_bytes, signed_request,
+                      wait_heal_idle)
 
 MiB = 1 << 20
 SIZES = [0, 1, MiB - 1, MiB, MiB + 1, 10 * MiB]
@@ -303,6 +305,18 @@ def test_erasure_matrix_heal(server_factory, n):
         shutil.rmtree(base, ignore_errors=True)
 
 
+def admin_run(srv, *args):
+    env = _clean_env({"MINIO_ROOT_USER": srv.access_key, "MINIO_ROOT_PASSWORD": srv.secret_key})
+    return subprocess.run([RDMASTOR_BIN, "admin", *args, "--endpoint", srv.endpoint], env=env,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+
+def admin_json(srv, *args):
+    cp = admin_run(srv, *args, "--json")
+    assert cp.returncode == 0, cp
+    return json.loads(cp.stdout)
+
+
 def test_heal_names_offline_drives(server_factory):
     """A heal that cannot rebuild copies because their drive is offline says so: it counts the
     objects as incomplete, names the drive, and exits 1 (never a clean `0 failed` summary)."""
@@ -317,6 +331,31 @@ def test_heal_names_offline_drives(server_factory):
             c.put_object(Bucket=bucket, Key=f"k{i}", Body=data)
             objs[f"k{i}"] = sha(data)
         remove_drive(srv, dirs[1])
+        # `admin info` shows the drive offline, the others with their usage, one set of four.
+        # Drive samples are cached for a second (the last scrape may have taken one): poll.
+        for _ in range(15):
+            info = admin_json(srv, "info")
+            assert info["status"] == "success", info
+            if info["info"]["backend"]["offlineDisks"]:
+                break
+            time.sleep(0.2)
+        info = info["info"]
+        assert info["backend"]["backendType"] == "Erasure", info
+        assert info["backend"]["onlineDisks"] == 3 and info["backend"]["offlineDisks"] == 1, info
+        assert info["backend"]["totalSets"] == [1], info
+        assert info["backend"]["totalDrivesPerSet"] == [4], info
+        assert info["uptime"] >= 0 and info["version"], info
+        [node] = info["servers"]
+        drives = {d["endpoint"]: d for d in node["drives"]}
+        assert set(drives) == set(dirs), drives
+        assert drives[dirs[1]]["state"] == "offline", drives
+        for d in (dirs[0], dirs[2], dirs[3]):
+            assert drives[d]["state"] == "ok" and drives[d]["totalspace"] > 0, drives
+            assert 0 < drives[d]["usedspace"] <= drives[d]["totalspace"], drives
+        assert sorted(d["disk_index"] for d in drives.values()) == [0, 1, 2, 3], drives
+        text = admin_run(srv, "info")
+        assert text.returncode == 0 and "3 drive(s) online, 1 offline" in text.stdout, text
+        assert "offline set 1 drive 2" in text.stdout, text.stdout
         res = admin_heal(srv)
         assert res.returncode == 1, res
         sys_objs = system_records(dirs[0])
@@ -329,6 +368,13 @@ def test_heal_names_offline_drives(server_factory):
         res = admin_heal(srv)
         assert res.returncode == 0 and res.incomplete == 0 and res.missed_drives == [], res
         assert res.counts["shards"] == len(objs) + sys_objs, res
+        # --json: one object with the final state and counts, nothing else on stdout.
+        cp = admin_run(srv, "heal", "--json", bucket)
+        assert cp.returncode == 0, cp
+        out = json.loads(cp.stdout)
+        assert out["status"] == "success" and out["command"] == "heal", out
+        assert out["state"] == "done" and out["counts"]["scanned"] == len(objs), out
+        assert out["counts"]["failed"] == 0 and out["items"] == [], out
     finally:
         srv.kill()
         shutil.rmtree(base, ignore_errors=True)

@@ -471,3 +471,50 @@ def test_admin_json_output_and_one_usage_line(server, tmp_path):
         assert cp.returncode == 2, cp
         assert names in cp.stderr, cp.stderr
         assert "prometheus-token" not in cp.stderr and len(cp.stderr.splitlines()) <= 9, cp.stderr
+
+
+def test_admin_user_info_enable_disable_and_policy_info_detach(server):
+    """`admin user info|enable|disable` and `admin policy info|detach` (issue 33, item 10): a
+    disabled user's key is refused as unknown until it is enabled again."""
+    import json
+    b = unique_bucket("iamst")
+    make_client(server).create_bucket(Bucket=b)
+    ak, sk = add_user(server, ["readwrite", "readonly"])
+    user = make_client(server, ak, sk)
+    user.head_bucket(Bucket=b)
+    info = json.loads(admin(server, "user", "info", ak, "--json").stdout)
+    assert info == {"status": "success", "command": "user info", "accessKey": ak,
+                    "userStatus": "enabled", "policyName": "readwrite,readonly"}, info
+    assert "Status: enabled" in admin(server, "user", "info", ak).stdout
+    assert admin(server, "user", "disable", ak).stdout.strip() == f"user {ak} disabled"
+    with pytest.raises(ClientError) as e:
+        user.head_bucket(Bucket=b)
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    with pytest.raises(ClientError) as e:
+        user.list_objects_v2(Bucket=b)
+    assert code_of(e) == "InvalidAccessKeyId"
+    users = json.loads(admin(server, "user", "list", "--json").stdout)["users"]
+    assert {"accessKey": ak, "status": "disabled", "policyName": "readwrite,readonly"} in users
+    admin(server, "user", "enable", ak)
+    user.head_bucket(Bucket=b)
+    # policy info: the document; detach removes one policy, a second detach is refused.
+    doc = json.loads(admin(server, "policy", "info", "readonly").stdout)
+    assert doc["Statement"] and doc["Version"] == "2012-10-17", doc
+    out = json.loads(admin(server, "policy", "info", "readonly", "--json").stdout)
+    assert out["policyInfo"] == doc, out
+    cp = admin(server, "policy", "info", "nosuch" + rand_str(6), check=False)
+    assert cp.returncode == 1 and "XMinioAdminNoSuchPolicy" in cp.stderr, cp.stderr
+    admin(server, "policy", "detach", "readwrite", "--user", ak)
+    assert "PolicyName: readonly\n" in admin(server, "user", "info", ak).stdout + "\n"
+    with pytest.raises(ClientError) as e:
+        user.put_object(Bucket=b, Key="k", Body=b"x")
+    assert code_of(e) == "AccessDenied"
+    cp = admin(server, "policy", "detach", "readwrite", "--user", ak, check=False)
+    assert cp.returncode == 1 and "already in effect" in cp.stderr, cp.stderr
+    cp = admin(server, "user", "info", "nobody" + rand_str(6), check=False)
+    assert cp.returncode == 1 and "XMinioAdminNoSuchUser" in cp.stderr, cp.stderr
+    # Usage errors name the command's own lines.
+    for args in (["user", "enable"], ["policy", "detach", "readonly"], ["policy", "info"]):
+        cp = admin(server, *args, check=False)
+        assert cp.returncode == 2 and "rdmastor admin" in cp.stderr, cp.stderr
+        assert "prometheus-token" not in cp.stderr and len(cp.stderr.splitlines()) <= 12, cp.stderr
