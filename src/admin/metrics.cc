@@ -3,11 +3,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <set>
+
+#include "common/clock.h"
 
 namespace rdmastor::admin {
 
@@ -68,13 +71,55 @@ std::string FormatSampleValue(double v) {
   return buf;
 }
 
+void Sampled::RenderLines(std::string& out, const std::string& name,
+                          const std::string& labels) const {
+  out += name;
+  if (!labels.empty()) out += '{' + labels + '}';
+  out += ' ' + FormatSampleValue(Sample()) + '\n';
+}
+
+void Histogram::Observe(double seconds) {
+  size_t i = 0;
+  while (i < kBuckets && seconds > kBounds[i]) ++i;
+  if (i < kBuckets) buckets_[i].fetch_add(1, std::memory_order_relaxed);
+  sum_.fetch_add(seconds, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Histogram::RenderLines(std::string& out, const std::string& name,
+                            const std::string& labels) const {
+  const std::string sep = labels.empty() ? "" : labels + ",";
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < kBuckets; ++i) {
+    cumulative += buckets_[i].load(std::memory_order_relaxed);
+    // The bound as written in kBounds ("0.0025", not its 17-digit binary expansion).
+    char le[32];
+    std::snprintf(le, sizeof(le), "%g", kBounds[i]);
+    out += name + "_bucket{" + sep + "le=\"" + le + "\"} " +
+           FormatSampleValue(static_cast<double>(cumulative)) + '\n';
+  }
+  // +Inf last: every observation, read after the buckets so it is never below them.
+  const uint64_t n = std::max(count(), cumulative);
+  out += name + "_bucket{" + sep + "le=\"+Inf\"} " + FormatSampleValue(static_cast<double>(n)) +
+         '\n';
+  const std::string braces = labels.empty() ? "" : "{" + labels + "}";
+  out += name + "_sum" + braces + ' ' + FormatSampleValue(sum_.load(std::memory_order_relaxed)) +
+         '\n';
+  out += name + "_count" + braces + ' ' + FormatSampleValue(static_cast<double>(n)) + '\n';
+}
+
 FamilyBase::FamilyBase(std::string name, std::string help, std::vector<std::string> labels,
-                       Scope scope, bool is_counter)
+                       Scope scope, std::string_view type)
     : name_(std::move(name)),
       help_(std::move(help)),
       labels_(std::move(labels)),
       scope_(scope),
-      is_counter_(is_counter) {}
+      type_(type) {}
+
+void FamilyBase::Clear() {
+  std::unique_lock lock(mu_);
+  children_.clear();
+}
 
 Sampled& FamilyBase::Child(std::initializer_list<std::string_view> values) {
   std::string key = JoinKey(values);
@@ -90,24 +135,20 @@ Sampled& FamilyBase::Child(std::initializer_list<std::string_view> values) {
 
 void FamilyBase::Render(std::string& out) const {
   out += "# HELP " + name_ + " " + EscapeHelp(help_) + "\n";
-  out += "# TYPE " + name_ + (is_counter_ ? " counter\n" : " gauge\n");
+  out += "# TYPE " + name_ + " " + type_ + "\n";
   std::shared_lock lock(mu_);
   for (const auto& [key, child] : children_) {
-    out += name_;
-    if (!labels_.empty()) {
-      out += '{';
-      size_t pos = 0;
-      for (size_t i = 0; i < labels_.size(); ++i) {
-        size_t end = key.find('\0', pos);
-        if (end == std::string::npos) end = key.size();
-        if (i) out += ',';
-        out += labels_[i] + "=\"" + EscapeLabelValue(std::string_view(key).substr(pos, end - pos)) +
-               "\"";
-        pos = end + 1;
-      }
-      out += '}';
+    std::string labels;
+    size_t pos = 0;
+    for (size_t i = 0; i < labels_.size(); ++i) {
+      size_t end = key.find('\0', pos);
+      if (end == std::string::npos) end = key.size();
+      if (i) labels += ',';
+      labels += labels_[i] + "=\"" +
+                EscapeLabelValue(std::string_view(key).substr(pos, end - pos)) + "\"";
+      pos = end + 1;
     }
-    out += ' ' + FormatSampleValue(child->Sample()) + '\n';
+    child->RenderLines(out, name_, labels);
   }
 }
 
@@ -130,6 +171,16 @@ GaugeFamily& Registry::AddGauge(std::string name, std::string help, std::vector<
       std::make_unique<GaugeFamily>(std::move(name), std::move(help), std::move(labels), scope);
   auto& ref = *fam;
   if (no_labels) ref.With();
+  std::lock_guard lock(mu_);
+  families_.push_back(std::move(fam));
+  return ref;
+}
+
+HistogramFamily& Registry::AddHistogram(std::string name, std::string help,
+                                        std::vector<std::string> labels, Scope scope) {
+  auto fam = std::make_unique<HistogramFamily>(std::move(name), std::move(help), std::move(labels),
+                                               scope);
+  auto& ref = *fam;
   std::lock_guard lock(mu_);
   families_.push_back(std::move(fam));
   return ref;
@@ -162,12 +213,6 @@ Registry& GlobalRegistry() {
 
 namespace {
 
-int64_t NowUnixNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 struct ServerFamilies {
   Registry& r = GlobalRegistry();
   // S3 API (both endpoints; single node: the cluster totals are this node's).
@@ -188,6 +233,20 @@ struct ServerFamilies {
   CounterFamily& canceled =
       r.AddCounter("minio_s3_requests_canceled_total",
                    "Total number of S3 requests canceled by the client", {"api"});
+  HistogramFamily& duration = r.AddHistogram(
+      "rdmastor_s3_requests_duration_seconds",
+      "Time from a request's header to the end of its response, by API", {"api"});
+  GaugeFamily& inflight = r.AddGauge("minio_s3_requests_inflight_total",
+                                     "Total number of requests currently running on a worker", {});
+  GaugeFamily& waiting =
+      r.AddGauge("minio_s3_requests_waiting_total",
+                 "Total number of requests waiting for a worker (their client's share or a free one)",
+                 {});
+  GaugeFamily& bucket_objects = r.AddGauge(
+      "minio_bucket_usage_object_total", "Total number of objects in a bucket", {"bucket"},
+      Scope::kBucket);
+  GaugeFamily& bucket_bytes = r.AddGauge("minio_bucket_usage_total_bytes",
+                                         "Total bucket size in bytes", {"bucket"}, Scope::kBucket);
   CounterFamily& received = r.AddCounter(
       "minio_s3_traffic_received_bytes",
       "Total number of S3 payload bytes received, by transport (tcp: HTTP body, rdma: one-sided "
@@ -347,7 +406,7 @@ struct ServerFamilies {
                                       {}, Scope::kNode);
 
   std::atomic<int64_t> heal_last_ns{0};
-  int64_t started_ns = NowUnixNs();
+  int64_t started_ns = NowNs();
 
   // CPU time, memory and descriptors of this process, from getrusage, /proc/self/statm and
   // /proc/self/fd (Linux).
@@ -392,7 +451,7 @@ struct ServerFamilies {
     for (auto* f : {&healed_objects, &healed_shards, &drives_replaced}) f->With();
     start_time.With().Set(static_cast<double>(started_ns / 1'000'000'000));
     r.AddScrapeHook([this] {
-      int64_t now = NowUnixNs();
+      int64_t now = NowNs();
       uptime.With().Set(static_cast<double>((now - started_ns) / 1'000'000'000));
       SampleProcess();
       int64_t last = heal_last_ns.load(std::memory_order_relaxed);
@@ -429,6 +488,30 @@ void RecordS3Ttfb(std::string_view api, double seconds) {
   auto& f = Families().ttfb;
   for (const auto& [le, name] : kBuckets)
     if (seconds <= le) f.With({api, name}).Inc();
+}
+
+void RecordS3Duration(std::string_view api, double seconds) {
+  Families().duration.With({api}).Observe(seconds);
+}
+
+void RequestQueued() { Families().waiting.With().Add(1); }
+
+void RequestStarted() {
+  auto& f = Families();
+  f.waiting.With().Add(-1);
+  f.inflight.With().Add(1);
+}
+
+void RequestFinished() { Families().inflight.With().Add(-1); }
+
+void SetBucketUsage(const std::vector<BucketUsage>& usage) {
+  auto& f = Families();
+  f.bucket_objects.Clear();
+  f.bucket_bytes.Clear();
+  for (const auto& u : usage) {
+    f.bucket_objects.With({u.bucket}).Set(static_cast<double>(u.objects));
+    f.bucket_bytes.With({u.bucket}).Set(static_cast<double>(u.bytes));
+  }
 }
 
 void AddS3Traffic(Transport t, uint64_t received, uint64_t sent) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,14 +21,18 @@
 
 namespace rdmastor::admin {
 
-// Which endpoint shows a family: /minio/v2/metrics/cluster, /minio/v2/metrics/node, or both.
-enum class Scope : uint8_t { kCluster = 1, kNode = 2, kBoth = 3 };
+// Which endpoint shows a family: /minio/v2/metrics/cluster, /minio/v2/metrics/node, both, or
+// /minio/v2/metrics/bucket alone.
+enum class Scope : uint8_t { kCluster = 1, kNode = 2, kBoth = 3, kBucket = 4 };
 
-// What a family renders: one sample per child.
+// What a family renders: one sample per child (a histogram: its buckets, sum and count).
 class Sampled {
  public:
   virtual ~Sampled() = default;
   virtual double Sample() const = 0;
+  // Appends the child's sample lines; `labels` is `k="v",...` (maybe empty).
+  virtual void RenderLines(std::string& out, const std::string& name,
+                           const std::string& labels) const;
 };
 
 class Counter final : public Sampled {
@@ -51,16 +56,37 @@ class Gauge final : public Sampled {
   std::atomic<double> v_{0};
 };
 
+// A Prometheus histogram of seconds with fixed buckets (1 ms to 10 s, for request latency):
+// cumulative _bucket{le} lines, _sum and _count. Observe is lock-free.
+class Histogram final : public Sampled {
+ public:
+  static constexpr double kBounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                       0.25,  0.5,    1,     2.5,  5,     10};
+  static constexpr size_t kBuckets = std::size(kBounds);
+  void Observe(double seconds);
+  uint64_t count() const { return count_.load(std::memory_order_relaxed); }
+  double Sample() const override { return static_cast<double>(count()); }
+  void RenderLines(std::string& out, const std::string& name,
+                   const std::string& labels) const override;
+
+ private:
+  std::atomic<uint64_t> buckets_[kBuckets] = {};  // per bucket, not cumulative
+  std::atomic<uint64_t> count_{0};
+  std::atomic<double> sum_{0};
+};
+
 // A metric name with fixed label names; one child per distinct tuple of label values.
 class FamilyBase {
  public:
   FamilyBase(std::string name, std::string help, std::vector<std::string> labels, Scope scope,
-             bool is_counter);
+             std::string_view type);
   virtual ~FamilyBase() = default;
   const std::string& name() const { return name_; }
   Scope scope() const { return scope_; }
   // Appends "# HELP", "# TYPE" and one sample line per child.
   void Render(std::string& out) const;
+  // Drops every child (a family whose label values come and go, e.g. buckets).
+  void Clear();
 
  protected:
   virtual std::unique_ptr<Sampled> NewChild() const = 0;
@@ -70,7 +96,7 @@ class FamilyBase {
   std::string name_, help_;
   std::vector<std::string> labels_;
   Scope scope_;
-  bool is_counter_;
+  std::string type_;
   mutable std::shared_mutex mu_;
   // Key: label values joined by '\0'. Children never move (heap allocated).
   std::map<std::string, std::unique_ptr<Sampled>, std::less<>> children_;
@@ -81,7 +107,9 @@ class Family final : public FamilyBase {
  public:
   Family(std::string name, std::string help, std::vector<std::string> labels, Scope scope)
       : FamilyBase(std::move(name), std::move(help), std::move(labels), scope,
-                   std::is_same_v<M, Counter>) {}
+                   std::is_same_v<M, Counter>     ? "counter"
+                   : std::is_same_v<M, Histogram> ? "histogram"
+                                                  : "gauge") {}
   // The child for these label values (one per label name, in order); created on first use.
   M& With(std::initializer_list<std::string_view> values = {}) {
     return static_cast<M&>(Child(values));
@@ -92,6 +120,7 @@ class Family final : public FamilyBase {
 };
 using CounterFamily = Family<Counter>;
 using GaugeFamily = Family<Gauge>;
+using HistogramFamily = Family<Histogram>;
 
 class Registry {
  public:
@@ -99,6 +128,8 @@ class Registry {
                             Scope scope = Scope::kBoth);
   GaugeFamily& AddGauge(std::string name, std::string help, std::vector<std::string> labels,
                         Scope scope = Scope::kBoth);
+  HistogramFamily& AddHistogram(std::string name, std::string help,
+                                std::vector<std::string> labels, Scope scope = Scope::kBoth);
   // Runs before every Render(): refreshes gauges that are sampled rather than pushed (drive
   // space, health). Hooks run one scrape at a time.
   void AddScrapeHook(std::function<void()> hook);
@@ -133,6 +164,22 @@ void RecordS3Request(std::string_view api, int status, bool canceled, bool rdma_
 // Time to first byte (the response head) of one S3 request, in seconds:
 // minio_s3_requests_ttfb_seconds_distribution{api,le}, cumulative as MinIO's.
 void RecordS3Ttfb(std::string_view api, double seconds);
+// The whole time of one S3 request (until its response is sent), in seconds:
+// rdmastor_s3_requests_duration_seconds{api}, a Prometheus histogram (_bucket, _sum, _count).
+void RecordS3Duration(std::string_view api, double seconds);
+// HTTP requests handed to the worker pool: waiting for a worker (their client's share of the
+// workers, or a free one) and then running on one: minio_s3_requests_waiting_total and
+// minio_s3_requests_inflight_total (every request the workers serve: S3, admin, metrics).
+void RequestQueued();    // waiting + 1
+void RequestStarted();   // waiting - 1, in flight + 1
+void RequestFinished();  // in flight - 1
+// Objects and bytes per bucket (minio_bucket_usage_object_total, minio_bucket_usage_total_bytes
+// on /minio/v2/metrics/bucket), replacing the last sample (deleted buckets disappear).
+struct BucketUsage {
+  std::string bucket;
+  uint64_t objects = 0, bytes = 0;
+};
+void SetBucketUsage(const std::vector<BucketUsage>& usage);
 // Request/response payload bytes of S3 traffic by the path they took.
 void AddS3Traffic(Transport t, uint64_t received, uint64_t sent);
 // One S3-over-RDMA reply (x-amz-rdma-reply code: 200, 206, 501, ...).

@@ -230,6 +230,7 @@ S3Api::S3Api(ApiOptions opts, storage::ObjectLayer& store)
       request_id_prefix_(hash::RandomHex(4)) {
   for (auto& c : request_id_prefix_) c = static_cast<char>(std::toupper(c));
   opts_.sse.secure_transport = opts_.secure_transport;
+  opts_.ops.store = &store_;  // bucket usage for /minio/v2/metrics/bucket
   RegisterRdmaMetrics();
 }
 
@@ -855,7 +856,7 @@ void S3Api::Dispatch(Context& ctx) {
   if (req.raw_path.starts_with("/minio/admin/") &&
       ServeAdmin(req, ctx.sink, ctx.request_id,
                  AdminOptions{opts_.access_key, opts_.secret_key, opts_.heal, opts_.rdma,
-                              iam_.get()},
+                              iam_.get(), opts_.ops.cluster_health},
                  ctx.raw_body)) {
     ctx.api = {};
     return;

@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "admin/logging.h"
+#include "admin/metrics.h"
 #include "common/thread_pool.h"
 
 namespace rdmastor::s3 {
@@ -560,6 +561,7 @@ class Session final : public Connection,
     // idle until the worker posts back.
     in_handler_ = true;
     gated_ = !(opts_.uncapped && opts_.uncapped(request_.raw_path));
+    admin::RequestQueued();  // minio_s3_requests_waiting_total until a worker runs it
     auto run = [self = this->shared_from_this()] {
       self->workers_.Submit([self] { self->RunHandler(); });
     };
@@ -570,6 +572,7 @@ class Session final : public Connection,
   }
 
   void RunHandler() {
+    admin::RequestStarted();
     try {
       handler_.Handle(request_, *this, *this);
     } catch (const std::exception& e) {
@@ -584,6 +587,7 @@ class Session final : public Connection,
         if (SendHead(head)) Write(body.data(), body.size());
       }
     }
+    admin::RequestFinished();
     if (gated_) shared_.gate.Leave(request_.remote_ip);
     if (FinishOnWorker()) return;  // the connection may already be serving its next request
     asio::post(stream_.get_executor(), [self = this->shared_from_this()] { self->AfterHandler(); });

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <mutex>
 
 #include "admin/jwt.h"
 #include "admin/metrics.h"
@@ -45,6 +46,45 @@ void ServeHealth(const HttpRequest& req, ResponseSink& sink, const std::string& 
   Send(sink, std::move(head), "", "");
 }
 
+// Objects and bytes of every bucket (the latest version of each key), walked through the store
+// for /minio/v2/metrics/bucket. MinIO's scanner keeps these in the background; here a scrape walks
+// the namespace, at most once a second however often scrapes come (docs/runbook.md says to
+// scrape this endpoint rarely on large deployments). A bucket that cannot be listed is left out.
+void SampleBucketUsage(storage::ObjectLayer& store) {
+  static std::mutex mu;
+  static std::chrono::steady_clock::time_point last;
+  std::lock_guard lock(mu);
+  const auto now = std::chrono::steady_clock::now();
+  if (last.time_since_epoch().count() != 0 && now - last < std::chrono::seconds(1)) return;
+  std::vector<admin::BucketUsage> usage;
+  auto buckets = store.ListBuckets();
+  if (buckets.ok()) {
+    for (const auto& b : *buckets) {
+      admin::BucketUsage u{b.name};
+      storage::ListOptions lo;
+      bool listed = true;
+      // Bounded by the namespace: each page moves past its last key.
+      for (;;) {
+        auto page = store.ListObjects(b.name, lo);
+        if (!page.ok()) {
+          listed = false;
+          break;
+        }
+        for (const auto& o : page->objects) {
+          ++u.objects;
+          u.bytes += o.size;
+        }
+        if (!page->truncated || page->next_marker.empty() || page->next_marker <= lo.start_after)
+          break;
+        lo.start_after = page->next_marker;
+      }
+      if (listed) usage.push_back(std::move(u));
+    }
+  }
+  admin::SetBucketUsage(usage);
+  last = std::chrono::steady_clock::now();
+}
+
 }  // namespace
 
 void SendOpsError(const HttpRequest& req, ResponseSink& sink, const std::string& request_id,
@@ -67,16 +107,18 @@ bool ServeOps(const HttpRequest& req, ResponseSink& sink, const std::string& req
   const std::string& p = req.raw_path;
   bool health = p == "/minio/health/live" || p == "/minio/health/ready" ||
                 p == "/minio/health/cluster" || p == "/minio/health/cluster/read";
-  bool metrics = p == "/minio/v2/metrics/cluster" || p == "/minio/v2/metrics/node";
+  const bool bucket_metrics = p == "/minio/v2/metrics/bucket" && opts.store != nullptr;
+  bool metrics =
+      p == "/minio/v2/metrics/cluster" || p == "/minio/v2/metrics/node" || bucket_metrics;
   if (!health && !metrics &&
       (p.starts_with("/minio/v2/metrics/") || p == "/minio/metrics/v3" ||
        p.starts_with("/minio/metrics/v3/"))) {
-    // MinIO's other metrics endpoints: a clear 404 rather than the S3 layer's 403 (bucket
-    // "minio"), so a scrape configured for them says what to change.
+    // MinIO's other metrics endpoints (resource, v3): a clear 404 rather than the S3 layer's 403
+    // (bucket "minio"), so a scrape configured for them says what to change.
     Send(sink, BaseHead(request_id, 404),
-         p + " is not served by rdmastor: scrape /minio/v2/metrics/cluster and "
-             "/minio/v2/metrics/node (process, drive, S3 and RDMA families; docs/runbook.md, "
-             "\"Monitor\")\n",
+         p + " is not served by rdmastor: scrape /minio/v2/metrics/cluster, "
+             "/minio/v2/metrics/node (process, drive, S3 and RDMA families) and "
+             "/minio/v2/metrics/bucket (bucket usage); docs/runbook.md, \"Monitor\"\n",
          "text/plain; charset=utf-8");
     return true;
   }
@@ -102,7 +144,10 @@ bool ServeOps(const HttpRequest& req, ResponseSink& sink, const std::string& req
       return true;
     }
   }
-  auto scope = p.ends_with("/node") ? admin::Scope::kNode : admin::Scope::kCluster;
+  auto scope = p.ends_with("/node")     ? admin::Scope::kNode
+               : p.ends_with("/bucket") ? admin::Scope::kBucket
+                                        : admin::Scope::kCluster;
+  if (bucket_metrics && req.method == "GET") SampleBucketUsage(*opts.store);
   std::string text = admin::GlobalRegistry().Render(scope);
   auto head = BaseHead(request_id, 200);
   if (req.method == "HEAD") {

@@ -9,6 +9,7 @@
 
 #include "admin/health.h"
 #include "s3/http_types.h"
+#include "storage/object_layer.h"
 
 namespace rdmastor::s3 {
 
@@ -17,6 +18,8 @@ struct OpsOptions {
   std::string access_key, secret_key;  // verify the metrics bearer token (JWT)
   // Drive/quorum state for /minio/health/cluster; unset = always healthy.
   std::function<admin::ClusterHealth()> cluster_health;
+  // Walked for /minio/v2/metrics/bucket (objects and bytes per bucket); null: no such endpoint.
+  storage::ObjectLayer* store = nullptr;
 };
 
 // Response head every S3 and ops response carries (Server, x-amz-request-id, Date).

@@ -4,6 +4,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 import requests
@@ -25,8 +26,10 @@ def parse_metrics(text):
     for line in text.splitlines():
         if line.startswith("# TYPE "):
             _, _, name, kind = line.split(" ", 3)
-            assert kind in ("counter", "gauge"), line
+            assert kind in ("counter", "gauge", "histogram"), line
             typed.add(name)
+            if kind == "histogram":  # its samples: name_bucket{le}, name_sum, name_count
+                typed.update(name + s for s in ("_bucket", "_sum", "_count"))
             continue
         if line.startswith("# HELP ") or not line:
             continue
@@ -207,13 +210,91 @@ def test_minio_dashboard_process_families_and_unserved_endpoints(server):
     fds = node[("minio_node_file_descriptor_open_total", "")]
     assert 3 <= fds <= node[("minio_node_file_descriptor_limit_total", "")], node
     assert abs(fds - len(os.listdir(f"/proc/{server.proc.pid}/fd"))) < 16, fds
-    for path in ("/minio/v2/metrics/bucket", "/minio/v2/metrics/resource", "/minio/metrics/v3",
+    for path in ("/minio/v2/metrics/resource", "/minio/metrics/v3",
                  "/minio/metrics/v3/api/requests"):
         r = requests.get(server.url(path), headers={"Authorization": f"Bearer {token}"},
                          timeout=10)
         assert r.status_code == 404, (path, r.status_code, r.text)
         assert f"{path} is not served by rdmastor" in r.text, r.text
-        assert "/minio/v2/metrics/cluster" in r.text and "/minio/v2/metrics/node" in r.text
+        assert "/minio/v2/metrics/cluster" in r.text and "/minio/v2/metrics/bucket" in r.text
+
+
+def test_bucket_usage_on_the_bucket_endpoint(server):
+    """/minio/v2/metrics/bucket (token required) serves MinIO's bucket usage families: objects and
+    bytes of every bucket, a deleted object or bucket gone from the next scrape (issue 33, item
+    12). The cluster and node endpoints do not carry them."""
+    token = token_for(server)
+    r = requests.get(server.url("/minio/v2/metrics/bucket"), timeout=10)
+    assert r.status_code == 403 and "<Code>AccessDenied</Code>" in r.text, r.text
+    s3 = make_client(server)
+    full, empty = unique_bucket("usage"), unique_bucket("usage-empty")
+    s3.create_bucket(Bucket=full)
+    s3.create_bucket(Bucket=empty)
+    sizes = [0, 1, 1000, 70000]
+    for i, n in enumerate(sizes):
+        s3.put_object(Bucket=full, Key=f"dir/k{i}", Body=b"x" * n)
+    s3.put_object(Bucket=full, Key="k0", Body=b"y" * 5)
+    m = scrape(server, "bucket", token)
+    assert m[("minio_bucket_usage_object_total", f'{{bucket="{full}"}}')] == 5, m
+    assert m[("minio_bucket_usage_total_bytes", f'{{bucket="{full}"}}')] == sum(sizes) + 5, m
+    assert m[("minio_bucket_usage_object_total", f'{{bucket="{empty}"}}')] == 0, m
+    assert m[("minio_bucket_usage_total_bytes", f'{{bucket="{empty}"}}')] == 0, m
+    assert not any(name.startswith("minio_s3_") for name, _ in m), m.families
+    assert "minio_bucket_usage_object_total" not in scrape(server, "cluster", token).families
+    s3.delete_object(Bucket=full, Key="dir/k3")
+    s3.delete_bucket(Bucket=empty)
+    time.sleep(1.1)  # a scrape walks the buckets at most once a second
+    m = scrape(server, "bucket", token)
+    assert m[("minio_bucket_usage_object_total", f'{{bucket="{full}"}}')] == 4, m
+    assert m[("minio_bucket_usage_total_bytes", f'{{bucket="{full}"}}')] == 1006, m
+    assert ("minio_bucket_usage_object_total", f'{{bucket="{empty}"}}') not in m, m
+
+
+def test_request_duration_histogram_and_inflight(server):
+    """rdmastor_s3_requests_duration_seconds{api}: a Prometheus histogram of whole request times
+    (buckets, _sum, _count); minio_s3_requests_inflight_total counts the requests running on a
+    worker, the scrape itself and a PUT whose body has not arrived yet included; the waiting
+    gauge is there (issue 33, item 12)."""
+    token = token_for(server)
+    s3 = make_client(server)
+    bucket = unique_bucket("dur")
+    s3.create_bucket(Bucket=bucket)
+    before = scrape(server, "cluster", token)
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x" * 1000)
+    for _ in range(3):
+        s3.get_object(Bucket=bucket, Key="k")["Body"].read()
+    m = scrape(server, "cluster", token)
+    name = "rdmastor_s3_requests_duration_seconds"
+
+    def delta(suffix, labels):
+        return m.get((name + suffix, labels), 0) - before.get((name + suffix, labels), 0)
+
+    les = ["0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1",
+           "2.5", "5", "10", "+Inf"]
+    for api, n in (("GetObject", 3), ("PutObject", 1)):
+        got = [delta("_bucket", f'{{api="{api}",le="{le}"}}') for le in les]
+        assert got == sorted(got) and got[-1] == n, (api, got)
+        assert got[-2] == n, (api, got)  # loopback, 1 KB: well under 10 s
+        assert delta("_count", f'{{api="{api}"}}') == n
+        assert 0 < delta("_sum", f'{{api="{api}"}}') < n * 10
+    assert m[("minio_s3_requests_waiting_total", "")] >= 0, m
+    assert m[("minio_s3_requests_inflight_total", "")] == 1, m  # the scrape itself
+    # A PUT whose body never comes runs on a worker (reading its body) until it is cut; presigned,
+    # so the server accepts its head and starts reading.
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "stalled"},
+                                    ExpiresIn=300)
+    hostport, target = url.split("/", 3)[2], "/" + url.split("/", 3)[3]
+    host, port = hostport.split(":")
+    import socket
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall((f"PUT {target} HTTP/1.1\r\nHost: {hostport}\r\n"
+                      "Content-Length: 100\r\n\r\nabc").encode())
+        for _ in range(50):
+            m = scrape(server, "cluster", token)
+            if m[("minio_s3_requests_inflight_total", "")] == 2:
+                break
+            time.sleep(0.1)
+        assert m[("minio_s3_requests_inflight_total", "")] == 2, m
 
 
 def test_ttfb_distribution_per_api(server):
