@@ -17,7 +17,7 @@ namespace rdmastor::cli {
 namespace {
 
 constexpr const char* kAdminUsage = R"(Usage:
-  rdmastor admin prometheus-token [--expiry-days N]
+  rdmastor admin prometheus-token [--json] [--expiry-days N]
   rdmastor admin info [--json] [--endpoint URL] [--certs-dir DIR]
   rdmastor admin heal [--json] [--endpoint URL] [--certs-dir DIR] [BUCKET]
   rdmastor admin user add|remove|list|info|enable|disable [--json] [--endpoint URL] [--certs-dir DIR] [ACCESS_KEY [SECRET_KEY]]
@@ -595,13 +595,27 @@ int RunAdminCommand(const std::vector<std::string>& args, const EnvMap& env) {
   if (args[0] == "user" || args[0] == "policy")
     return RunIam(args[0], {args.begin() + 1, args.end()}, env);
   if (args[0] != "prometheus-token") {
-    std::fprintf(stderr, "rdmastor admin: unknown command '%s'\n\n%s", args[0].c_str(),
-                 kAdminUsage);
+    // The command lines only (one per command), not every subcommand and its explanation.
+    std::string lines;
+    const std::string_view text(kAdminUsage);
+    for (size_t at = 0; at < text.size();) {
+      const size_t end = std::min(text.find('\n', at), text.size());
+      if (text.substr(at, end - at).starts_with("  rdmastor admin "))
+        lines += std::string(text.substr(at, end - at)) + "\n";
+      at = end + 1;
+    }
+    std::fprintf(stderr,
+                 "rdmastor admin: unknown command '%s'\nUsage:\n%s(rdmastor admin --help for "
+                 "every command)\n",
+                 args[0].c_str(), lines.c_str());
     return 2;
   }
   long days = 36500;
+  bool json = false;
   for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--expiry-days" && i + 1 < args.size()) {
+    if (args[i] == "--json") {
+      json = true;
+    } else if (args[i] == "--expiry-days" && i + 1 < args.size()) {
       char* end = nullptr;
       days = std::strtol(args[++i].c_str(), &end, 10);
       if (*end != '\0' || days <= 0 || days > 36500) {
@@ -621,7 +635,18 @@ int RunAdminCommand(const std::vector<std::string>& args, const EnvMap& env) {
   }
   admin::JwtClaims claims{creds->user, "prometheus",
                           static_cast<int64_t>(std::time(nullptr)) + days * 86400};
-  std::printf("%s\n", admin::SignJwt(claims, creds->password).c_str());
+  const std::string token = admin::SignJwt(claims, creds->password);
+  if (json) {
+    // mc admin prometheus generate's fields: the token and when it expires (Unix seconds).
+    std::printf("%s\n", nlohmann::json{{"status", "success"},
+                                       {"command", "prometheus-token"},
+                                       {"bearerToken", token},
+                                       {"expiresAt", claims.exp}}
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf("%s\n", token.c_str());
+  }
   return 0;
 }
 

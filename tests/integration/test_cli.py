@@ -2,6 +2,7 @@
 XML's special characters, prefixes that need percent-encoding, more than one page of keys)."""
 
 import concurrent.futures
+import json
 import os
 
 import pytest
@@ -52,3 +53,55 @@ def test_ls_follows_continuation_past_1000_keys(server):
     rc, out, err = cli(server, "ls", "cli-many/k/")
     assert rc == 0, err
     assert out.splitlines() == keys
+
+
+def test_json_output_of_every_command(server, tmp_path):
+    # --json (issue 33 item 10): one JSON object on stdout per command, errors included.
+    src = tmp_path / "src.bin"
+    src.write_bytes(b"0123456789" * 1000)
+    rc, out, err = cli(server, "--json", "mb", "cli-json")
+    assert rc == 0 and json.loads(out) == {"status": "success", "command": "mb",
+                                           "bucket": "cli-json"}, (out, err)
+    rc, out, err = cli(server, "--json", "put", "cli-json/d/a&b.bin", str(src))
+    doc = json.loads(out)
+    assert rc == 0 and doc["status"] == "success" and doc["command"] == "put", (out, err)
+    assert doc["bytes"] == 10000 and doc["transport"] == "http" and doc["key"] == "d/a&b.bin", doc
+    rc, out, err = cli(server, "ls", "cli-json/d/", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["status"] == "success" and doc["bucket"] == "cli-json", (out, err)
+    [obj] = doc["objects"]
+    etag = server.client().head_object(Bucket="cli-json", Key="d/a&b.bin")["ETag"]
+    assert obj["key"] == "d/a&b.bin" and obj["size"] == 10000 and obj["etag"] == etag, obj
+    assert obj["storageClass"] == "STANDARD" and obj["lastModified"].endswith("Z"), obj
+    rc, out, err = cli(server, "--json", "ls")
+    assert rc == 0 and "cli-json" in [b["name"] for b in json.loads(out)["buckets"]], out
+    rc, out, err = cli(server, "--json", "get", "cli-json/d/a&b.bin", str(tmp_path / "dst.bin"))
+    doc = json.loads(out)
+    assert rc == 0 and doc["command"] == "get" and doc["bytes"] == 10000, (out, err)
+    assert (tmp_path / "dst.bin").read_bytes() == src.read_bytes()
+    rc, out, err = cli(server, "--json", "ls", "cli-nosuch-bucket")
+    doc = json.loads(out)
+    assert rc == 1 and doc["status"] == "error" and doc["command"] == "ls", (out, err)
+    assert "NoSuchBucket" in doc["error"], doc
+    rc, out, err = cli(server, "--json", "rm", "cli-json/d/a&b.bin")
+    assert rc == 0 and json.loads(out)["status"] == "success", (out, err)
+    rc, out, err = cli(server, "--json", "rm", "cli-json")
+    assert rc == 0 and json.loads(out) == {"status": "success", "command": "rm",
+                                           "bucket": "cli-json", "key": ""}, (out, err)
+
+
+@pytest.mark.parametrize("args,line", [
+    (["put", "b/k"], "put BUCKET/KEY FILE"),
+    (["get", "b"], "get BUCKET/KEY FILE"),
+    (["mb"], "mb BUCKET"),
+    (["--fabric", "ib", "ls"], "--fabric soft|verbs"),
+])
+def test_usage_error_prints_the_one_relevant_line(server, args, line):
+    rc, out, err = cli(server, *args)
+    assert rc == 2 and out == "", (out, err)
+    assert line in err, err
+    # Only that command's (or flag's) line: no other command, not the whole help.
+    others = [c for c in ("mb BUCKET ", "ls BUCKET", "put BUCKET", "get BUCKET", "rm BUCKET")
+              if c.strip() not in line]
+    assert not any(c in err for c in others), err
+    assert len(err.splitlines()) <= 6, err

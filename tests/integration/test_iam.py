@@ -518,3 +518,12 @@ def test_admin_user_info_enable_disable_and_policy_info_detach(server):
         cp = admin(server, *args, check=False)
         assert cp.returncode == 2 and "rdmastor admin" in cp.stderr, cp.stderr
         assert "prometheus-token" not in cp.stderr and len(cp.stderr.splitlines()) <= 12, cp.stderr
+
+
+def test_admin_unknown_command_lists_the_commands_only():
+    cp = subprocess.run([RDMASTOR_BIN, "admin", "frobnicate"], capture_output=True, text=True,
+                        timeout=20, env=_clean_env(), stdin=subprocess.DEVNULL)
+    assert cp.returncode == 2 and "unknown command 'frobnicate'" in cp.stderr, cp.stderr
+    for cmd in ("prometheus-token", "info", "heal", "user", "policy"):
+        assert f"rdmastor admin {cmd} " in cp.stderr, cp.stderr
+    assert "policy detach POLICY" not in cp.stderr and len(cp.stderr.splitlines()) <= 9, cp.stderr

@@ -320,3 +320,17 @@ def test_ttfb_distribution_per_api(server):
         assert got[-1] == n, (api, got)                      # +Inf: every request
         assert got == sorted(got), (api, got)                # cumulative
         assert got[7] == n, (api, got)  # a loopback request of 1 KB: well under 10 s
+
+
+def test_prometheus_token_json(server):
+    """`admin prometheus-token --json`: the token and its expiry in one JSON object; the token
+    opens the metrics endpoints (issue 33, item 10: --json on every admin command)."""
+    import json
+    cp = subprocess.run([RDMASTOR_BIN, "admin", "prometheus-token", "--json", "--expiry-days", "7"],
+                        capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL,
+                        env=_clean_env(creds=(server.access_key, server.secret_key)))
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(cp.stdout)
+    assert doc["status"] == "success" and doc["command"] == "prometheus-token", doc
+    assert abs(doc["expiresAt"] - (time.time() + 7 * 86400)) < 60, doc
+    scrape(server, "cluster", doc["bearerToken"])

@@ -1,6 +1,6 @@
 // rdmastor-cli: a small S3 command line on the client library, with S3 over RDMA.
-//   rdmastor-cli --endpoint URL [--rdma [--transport dc|rc]] [--http-fallback] mb|ls|put|get|rm
-//                BUCKET[/KEY] [FILE]
+//   rdmastor-cli --endpoint URL [--rdma [--transport dc|rc]] [--http-fallback] [--json]
+//                mb|ls|put|get|rm BUCKET[/KEY] [FILE]
 // Credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY. Exit status 0 on success, 1 on a failed
 // request, 2 on usage errors.
 #include <fcntl.h>
@@ -8,13 +8,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rdmastor/rdma_client.h"
@@ -24,8 +27,8 @@ namespace {
 using rdmastor::client::RdmaS3Client;
 
 constexpr const char* kUsage =
-    "usage: rdmastor-cli --endpoint URL [--certs-dir DIR] [--rdma] [--http-fallback] COMMAND "
-    "ARGS\n"
+    "usage: rdmastor-cli --endpoint URL [--certs-dir DIR] [--rdma] [--http-fallback] [--json] "
+    "COMMAND ARGS\n"
     "  mb BUCKET              create a bucket\n"
     "  ls BUCKET[/PREFIX]     list objects (or buckets without an argument)\n"
     "  put BUCKET/KEY FILE    upload FILE\n"
@@ -41,6 +44,8 @@ constexpr const char* kUsage =
     "  --rc-port N            with --transport rc: the server's RC port (default: the\n"
     "                         MINIO_RDMA_RC_PORT environment variable, else 9100)\n"
     "  --http-fallback        with --rdma: retry over HTTP when the server answers 501\n"
+    "  --json                 one JSON object on standard output per command: \"status\"\n"
+    "                         success or error, \"command\", and what it listed or moved\n"
     "  --certs-dir DIR        https:// endpoints: trust DIR/CAs/*.crt|*.pem besides the system\n"
     "                         CA store (default: the CAs of ~/.rdmastor/certs, MinIO's\n"
     "                         ~/.minio/certs and mc's ~/.mc/certs)\n"
@@ -52,8 +57,11 @@ struct Summary {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   uint64_t bytes = 0;
   std::string transport = "http";
+  double Seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   void Print(const char* what) const {
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double s = Seconds();
     std::fprintf(stderr, "%s: %llu bytes in %.3f s, %.1f MiB/s, transport %s\n", what,
                  static_cast<unsigned long long>(bytes), s,
                  s > 0 ? static_cast<double>(bytes) / 1048576.0 / s : 0.0, transport.c_str());
@@ -95,9 +103,51 @@ class Progress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
 };
 
+// --json: the command's one JSON object on stdout ({"status": "success"|"error", "command", ...},
+// as `rdmastor admin --json`); messages still go to stderr.
+bool g_json = false;
+std::string g_command;
+
+void PrintJson(const std::string& status, nlohmann::json fields) {
+  nlohmann::json out = {{"status", status}, {"command", g_command}};
+  out.update(fields);
+  std::printf("%s\n", out.dump().c_str());
+}
+
 int Fail(const std::string& msg) {
+  if (g_json) PrintJson("error", {{"error", msg}});
   std::fprintf(stderr, "rdmastor-cli: %s\n", msg.c_str());
   return 1;
+}
+
+// A usage error: why, and only the usage line of what was wrong (a command such as "put", a
+// flag such as "--fabric"); the whole text is --help's.
+int Usage(const std::string& why, std::string_view what) {
+  const std::string_view text(kUsage);
+  std::string line = std::string(text.substr(0, text.find('\n')));
+  if (!what.empty()) {
+    const std::string want = "  " + std::string(what) + " ";
+    for (size_t at = 0; at < text.size();) {
+      const size_t end = std::min(text.find('\n', at), text.size());
+      const std::string_view l = text.substr(at, end - at);
+      if (l.starts_with(want)) {
+        line = "usage: rdmastor-cli --endpoint URL [OPTIONS] " + std::string(l.substr(2));
+        // A flag's description may go on over the next lines (indented further).
+        for (at = end + 1; at < text.size();) {
+          const size_t e = std::min(text.find('\n', at), text.size());
+          const std::string_view more = text.substr(at, e - at);
+          if (!more.starts_with("    ")) break;
+          line += "\n" + std::string(more);
+          at = e + 1;
+        }
+        break;
+      }
+      at = end + 1;
+    }
+  }
+  if (!why.empty()) std::fprintf(stderr, "rdmastor-cli: %s\n", why.c_str());
+  std::fprintf(stderr, "%s\n(rdmastor-cli --help for every command and option)\n", line.c_str());
+  return 2;
 }
 
 // Maps a whole file for reading (PUT) or creates one of `size` bytes for writing (GET).
@@ -147,48 +197,42 @@ int main(int argc, char** argv) {
       rc_port = a.substr(10);
     } else if (a == "--http-fallback") {
       fallback = true;
+    } else if (a == "--json") {
+      g_json = true;
     } else if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (a.rfind("--", 0) == 0) {
-      std::fprintf(stderr, "rdmastor-cli: unknown flag %s\n%s", a.c_str(), kUsage);
-      return 2;
+      return Usage("unknown flag " + a, "");
     } else {
       args.push_back(a);
     }
   }
-  if (endpoint.empty() || args.empty()) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
-  if (fabric != "soft" && fabric != "verbs") {
-    std::fprintf(stderr, "rdmastor-cli: --fabric takes soft or verbs\n%s", kUsage);
-    return 2;
-  }
-  if (transport != "dc" && transport != "rc") {
-    std::fprintf(stderr, "rdmastor-cli: --transport takes dc or rc\n%s", kUsage);
-    return 2;
-  }
+  if (endpoint.empty()) return Usage("--endpoint URL is required", args.empty() ? "" : args[0]);
+  if (args.empty()) return Usage("no command", "");
+  if (fabric != "soft" && fabric != "verbs") return Usage("--fabric takes soft or verbs", "--fabric");
+  if (transport != "dc" && transport != "rc")
+    return Usage("--transport takes dc or rc", "--transport");
   if (rc_port.empty())
     if (const char* v = std::getenv("MINIO_RDMA_RC_PORT")) rc_port = v;
   uint16_t rc_port_number = 9100;
   if (!rc_port.empty()) {
     char* end = nullptr;
     unsigned long n = std::strtoul(rc_port.c_str(), &end, 10);
-    if (*end || n == 0 || n > 65535) {
-      std::fprintf(stderr, "rdmastor-cli: --rc-port / MINIO_RDMA_RC_PORT takes 1-65535\n%s",
-                   kUsage);
-      return 2;
-    }
+    if (*end || n == 0 || n > 65535)
+      return Usage("--rc-port / MINIO_RDMA_RC_PORT takes 1-65535", "--rc-port");
     rc_port_number = static_cast<uint16_t>(n);
   }
-  if (fallback && !use_rdma) {
-    std::fprintf(stderr, "rdmastor-cli: --http-fallback only applies with --rdma\n%s", kUsage);
-    return 2;
-  }
+  if (fallback && !use_rdma)
+    return Usage("--http-fallback only applies with --rdma", "--http-fallback");
+  g_command = args[0];
+  static constexpr std::string_view kCommands[] = {"mb", "ls", "put", "get", "rm"};
+  if (std::find(std::begin(kCommands), std::end(kCommands), args[0]) == std::end(kCommands))
+    return Usage("unknown command '" + args[0] + "'", "");
   const char* ak = std::getenv("AWS_ACCESS_KEY_ID");
   const char* sk = std::getenv("AWS_SECRET_ACCESS_KEY");
   if (!ak || !sk) {
+    if (g_json) PrintJson("error", {{"error", "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"}});
     std::fprintf(stderr, "rdmastor-cli: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY\n");
     return 2;
   }
@@ -233,40 +277,64 @@ int main(int argc, char** argv) {
     return args.size() == nargs && !bucket.empty() && (!with_key || !key.empty());
   };
 
+  auto wrong_args = [&] { return Usage("wrong arguments for " + cmd, cmd); };
   if (cmd == "mb") {
-    if (!need(false, 2)) return std::fputs(kUsage, stderr), 2;
+    if (!need(false, 2)) return wrong_args();
     auto st = s3.CreateBucket(bucket);
-    return st.ok() ? 0 : Fail(st.error().message);
+    if (!st.ok()) return Fail(st.error().message);
+    if (g_json) PrintJson("success", {{"bucket", bucket}});
+    return 0;
   }
   if (cmd == "rm") {
-    if (!need(false, 2)) return std::fputs(kUsage, stderr), 2;
+    if (!need(false, 2)) return wrong_args();
     auto st = key.empty() ? s3.DeleteBucket(bucket) : s3.DeleteObject(bucket, key);
-    return st.ok() ? 0 : Fail(st.error().message);
+    if (!st.ok()) return Fail(st.error().message);
+    if (g_json) PrintJson("success", {{"bucket", bucket}, {"key", key}});
+    return 0;
   }
   if (cmd == "ls") {
-    if (args.size() > 2) return std::fputs(kUsage, stderr), 2;
+    if (args.size() > 2) return wrong_args();
     if (bucket.empty()) {
       auto buckets = s3.ListBuckets();
       if (!buckets.ok()) return Fail(buckets.error().message);
-      for (const auto& b : *buckets) std::printf("%s\n", b.name.c_str());
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& b : *buckets) {
+        if (g_json)
+          list.push_back({{"name", b.name}, {"creationDate", b.creation_date}});
+        else
+          std::printf("%s\n", b.name.c_str());
+      }
+      if (g_json) PrintJson("success", {{"buckets", std::move(list)}});
       return 0;
     }
     // Every page: the server answers at most 1,000 keys a request.
     rdmastor::client::ListObjectsOptions lo;
     lo.prefix = key;
+    nlohmann::json objects = nlohmann::json::array();
     do {
       auto page = s3.ListObjectsV2(bucket, lo);
       if (!page.ok()) return Fail(page.error().message);
-      for (const auto& o : page->objects) std::printf("%s\n", o.key.c_str());
+      for (const auto& o : page->objects) {
+        if (g_json)
+          objects.push_back({{"key", o.key},
+                             {"size", o.size},
+                             {"etag", o.etag},
+                             {"lastModified", o.last_modified},
+                             {"storageClass", o.storage_class}});
+        else
+          std::printf("%s\n", o.key.c_str());
+      }
       if (!page->next_continuation_token.empty() &&
           page->next_continuation_token == lo.continuation_token)
         return Fail("ls: the server repeated its continuation token");
       lo.continuation_token = page->next_continuation_token;
     } while (!lo.continuation_token.empty());
+    if (g_json)
+      PrintJson("success", {{"bucket", bucket}, {"prefix", key}, {"objects", std::move(objects)}});
     return 0;
   }
   if (cmd == "put") {
-    if (!need(true, 3)) return std::fputs(kUsage, stderr), 2;
+    if (!need(true, 3)) return wrong_args();
     Mapped f;
     f.fd = open(args[2].c_str(), O_RDONLY | O_CLOEXEC);
     struct stat st {};
@@ -320,10 +388,13 @@ int main(int argc, char** argv) {
     }
     progress.Update(f.size);
     sum.Print("put");
+    if (g_json)
+      PrintJson("success", {{"bucket", bucket}, {"key", key}, {"file", args[2]}, {"bytes", sum.bytes},
+                            {"seconds", sum.Seconds()}, {"transport", sum.transport}});
     return 0;
   }
   if (cmd == "get") {
-    if (!need(true, 3)) return std::fputs(kUsage, stderr), 2;
+    if (!need(true, 3)) return wrong_args();
     rdmastor::client::S3Request head;
     head.method = "HEAD";
     head.bucket = bucket;
@@ -419,8 +490,10 @@ int main(int argc, char** argv) {
       return Fail("cannot write " + args[2] + ": " + std::strerror(errno));
     cleanup.keep = true;
     sum.Print("get");
+    if (g_json)
+      PrintJson("success", {{"bucket", bucket}, {"key", key}, {"file", args[2]}, {"bytes", sum.bytes},
+                            {"seconds", sum.Seconds()}, {"transport", sum.transport}});
     return 0;
   }
-  std::fprintf(stderr, "rdmastor-cli: unknown command '%s'\n%s", cmd.c_str(), kUsage);
-  return 2;
+  return Usage("unknown command '" + cmd + "'", "");
 }
