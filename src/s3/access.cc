@@ -128,14 +128,6 @@ Status Authorize(iam::IamStore& iam, const Caller& who, std::string_view action,
   return MakeError(ErrorCode::kAccessDenied);
 }
 
-std::string_view PolicyApiName(std::string_view method, bool status) {
-  if (status) return method == "GET" ? "GetBucketPolicyStatus" : "unknown";
-  if (method == "PUT") return "PutBucketPolicy";
-  if (method == "GET") return "GetBucketPolicy";
-  if (method == "DELETE") return "DeleteBucketPolicy";
-  return "unknown";
-}
-
 bool PolicyIsPublic(const iam::Policy& policy) {
   // Keys whose fixed values make a grant to "*" non-public (AWS's list, those that apply here).
   static constexpr std::string_view kLimiting[] = {

@@ -55,9 +55,6 @@ Status Authorize(iam::IamStore& iam, const Caller& who, std::string_view action,
                  const std::string& bucket, const std::string& key,
                  const iam::ConditionContext& ctx, const ObjectAclReader& object_acl = {});
 
-// The route name of a ?policy / ?policyStatus request ("PutBucketPolicy", ...), or "unknown".
-std::string_view PolicyApiName(std::string_view method, bool status);
-
 struct PolicyReply {
   int status = 200;
   std::string body;  // "" = none

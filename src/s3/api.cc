@@ -23,6 +23,7 @@
 #include "s3/aws_chunked.h"
 #include "s3/checksums.h"
 #include "s3/names.h"
+#include "s3/operations.h"
 #include "s3/post_policy.h"
 #include "s3/range.h"
 #include "s3/rdma_request.h"
@@ -192,7 +193,8 @@ struct S3Api::Context {
   std::vector<std::pair<std::string, std::string>> query;
   AuthContext auth;
   Caller caller;  // who signed the request (anonymous: nobody)
-  // MinIO's API name for metrics ("PutObject", ...); empty for health/metrics endpoints.
+  S3Op op = S3Op::kUnknown;  // the request's operation (s3/operations.h)
+  // Its name for metrics ("PutObject", ...); empty for health/metrics endpoints.
   std::string_view api = "unknown";
   storage::VersionSel version;  // ?versionId: nullopt = the latest, "" = the null version
   // A browser POST's form fields as PutObject's headers: its policy condition keys (s3/access.h).
@@ -668,39 +670,6 @@ Result<int> ParseMaxKeys(const S3Api::Context& ctx, std::string_view name) {
 
 namespace {
 
-// Subresources we do not implement: answered NotImplemented rather than acting on the
-// bucket/object.
-const char* UnsupportedSubresource(const S3Api::Context& ctx) {
-  static const char* kUnsupported[] = {"policy",
-                                       "lifecycle",
-                                       "cors",
-                                       "encryption",
-                                       "replication",
-                                       "website",
-                                       "logging",
-                                       "notification",
-                                       "object-lock",
-                                       "retention",
-                                       "legal-hold",
-                                       "accelerate",
-                                       "requestPayment",
-                                       "inventory",
-                                       "analytics",
-                                       "metrics",
-                                       "torrent",
-                                       "restore",
-                                       "select",
-                                       "ownershipControls",
-                                       "publicAccessBlock",
-                                       "intelligent-tiering"};
-  for (const char* sub : kUnsupported) {
-    if (!ctx.has_key && std::string_view(sub) == "policy") continue;  // s3/access.h
-    if (!ctx.has_key && std::string_view(sub) == "encryption") continue;  // s3/sse.h
-    if (ctx.Has(sub)) return sub;
-  }
-  return nullptr;
-}
-
 // No credentials of any kind: no Authorization header, no presigned query (V4 or V2).
 bool IsAnonymous(const S3Api::Context& ctx) {
   if (ctx.req.FindHeader("authorization")) return false;
@@ -708,64 +677,6 @@ bool IsAnonymous(const S3Api::Context& ctx) {
        {"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Signature", "AWSAccessKeyId", "Signature"})
     if (ctx.Has(p)) return false;
   return true;
-}
-
-// The route of a request, named as MinIO names its APIs (metrics labels, request log). Decided
-// before authentication so that rejected requests are counted under the API they tried. "unknown"
-// means no route (405 MethodNotAllowed) or an unsupported subresource.
-std::string_view ApiName(const S3Api::Context& ctx) {
-  const std::string& m = ctx.req.method;
-  // MinIO's ListenBucketNotification (on a bucket or the root); refused by RefuseUnimplemented.
-  if (m == "GET" && !ctx.has_key && ctx.Has("events")) return "ListenNotification";
-  if (ctx.bucket.empty()) return m == "GET" ? "ListBuckets" : "unknown";
-  if (UnsupportedSubresource(ctx)) return "unknown";
-  if (ctx.Has("tagging")) return TaggingApiName(m, ctx.has_key);
-  if (ctx.Has("acl")) return AclApiName(m, ctx.has_key);
-  if (!ctx.has_key && (ctx.Has("policy") || ctx.Has("policyStatus")))
-    return PolicyApiName(m, ctx.Has("policyStatus"));
-  if (!ctx.has_key && ctx.Has("encryption")) {
-    if (m == "GET") return "GetBucketEncryption";
-    if (m == "PUT") return "PutBucketEncryption";
-    if (m == "DELETE") return "DeleteBucketEncryption";
-    return "unknown";
-  }
-  if (!ctx.has_key) {
-    if (m == "PUT") return ctx.Has("versioning") ? "PutBucketVersioning" : "PutBucket";
-    if (m == "HEAD") return "HeadBucket";
-    if (m == "DELETE") return "DeleteBucket";
-    if (m == "POST" && ctx.Has("delete")) return "DeleteMultipleObjects";
-    // A browser-form upload: the form, not the request, carries the signature (POST policy).
-    if (m == "POST" &&
-        ToLower(ctx.req.HeaderOr("content-type")).starts_with("multipart/form-data"))
-      return "PostPolicyBucket";
-    if (m == "GET") {
-      if (ctx.Has("location")) return "GetBucketLocation";
-      if (ctx.Has("versioning")) return "GetBucketVersioning";
-      if (ctx.Has("uploads")) return "ListMultipartUploads";
-      if (ctx.Has("versions")) return "ListObjectVersions";
-      if (ctx.Q("list-type") == "2") return "ListObjectsV2";
-      return "ListObjectsV1";
-    }
-    return "unknown";
-  }
-  bool copy = ctx.req.FindHeader("x-amz-copy-source") != nullptr;
-  if (m == "GET") {
-    if (ctx.Has("attributes")) return "GetObjectAttributes";
-    return ctx.Has("uploadId") ? "ListObjectParts" : "GetObject";
-  }
-  if (m == "HEAD") return "HeadObject";
-  if (m == "PUT") {
-    if (ctx.Has("uploadId") || ctx.Has("partNumber"))
-      return copy ? "CopyObjectPart" : "PutObjectPart";
-    return copy ? "CopyObject" : "PutObject";
-  }
-  if (m == "POST") {
-    if (ctx.Has("uploads")) return "NewMultipartUpload";
-    if (ctx.Has("uploadId")) return "CompleteMultipartUpload";
-    return "unknown";
-  }
-  if (m == "DELETE") return ctx.Has("uploadId") ? "AbortMultipartUpload" : "DeleteObject";
-  return "unknown";
 }
 
 }  // namespace
@@ -901,7 +812,11 @@ void S3Api::Dispatch(Context& ctx) {
     }
   }
 
-  ctx.api = ApiName(ctx);
+  RouteRequest route{req.method, ctx.bucket.empty(), ctx.has_key, &ctx.query,
+                     req.FindHeader("x-amz-copy-source") != nullptr,
+                     ToLower(req.HeaderOr("content-type")).starts_with("multipart/form-data")};
+  ctx.op = RouteOf(route);
+  ctx.api = NameOf(ctx.op);
 
   // "minio" is reserved as in MinIO: its paths belong to the server's own endpoints (health,
   // metrics, admin), so a bucket of that name could be created but not all its keys reached.
@@ -909,7 +824,7 @@ void S3Api::Dispatch(Context& ctx) {
   if (ctx.bucket == kReservedBucket || ctx.bucket == iam::kSystemBucket)
     return SendError(ctx, MakeError(ErrorCode::kAllAccessDisabled));
 
-  if (ctx.api == "PostPolicyBucket") return PostObject(ctx);
+  if (ctx.op == S3Op::kPostPolicyBucket) return PostObject(ctx);
 
   auto auth = VerifyRequest(
       req,
@@ -955,7 +870,7 @@ void S3Api::Dispatch(Context& ctx) {
     auto st = ValidateObjectKey(ctx.key);
     if (!st.ok()) return SendError(ctx, st.error());
   }
-  if (const char* sub = UnsupportedSubresource(ctx); sub && !ctx.bucket.empty()) {
+  if (const char* sub = UnsupportedSubresource(route); sub && !ctx.bucket.empty()) {
     return SendError(
         ctx, MakeError(ErrorCode::kNotImplemented,
                        std::string("The ") + sub + " subresource is not implemented by rdmastor."));
@@ -967,54 +882,20 @@ void S3Api::Dispatch(Context& ctx) {
   }
   if (!ctx.caller.anonymous() && !Authorized(ctx)) return;
   if (auto st = RefuseUnimplemented(ctx.api, req); !st.ok()) return SendError(ctx, st.error());
-  using Handler = void (*)(S3Api&, Context&);
-  static const std::pair<std::string_view, Handler> kRoutes[] = {
-      {"ListBuckets", [](S3Api& a, Context& c) { a.ListBuckets(c); }},
-      {"PutBucket", [](S3Api& a, Context& c) { a.CreateBucket(c); }},
-      {"HeadBucket", [](S3Api& a, Context& c) { a.HeadBucket(c); }},
-      {"DeleteBucket", [](S3Api& a, Context& c) { a.DeleteBucket(c); }},
-      {"DeleteMultipleObjects", [](S3Api& a, Context& c) { a.DeleteObjects(c); }},
-      {"GetBucketLocation", [](S3Api& a, Context& c) { a.GetBucketLocation(c); }},
-      {"GetBucketVersioning", [](S3Api& a, Context& c) { a.GetBucketVersioning(c); }},
-      {"PutBucketVersioning", [](S3Api& a, Context& c) { a.PutBucketVersioning(c); }},
-      {"ListMultipartUploads", [](S3Api& a, Context& c) { a.ListMultipartUploads(c); }},
-      {"ListObjectVersions", [](S3Api& a, Context& c) { a.ListObjectVersions(c); }},
-      {"ListObjectsV2", [](S3Api& a, Context& c) { a.ListObjectsV2(c); }},
-      {"ListObjectsV1", [](S3Api& a, Context& c) { a.ListObjectsV1(c); }},
-      {"ListObjectParts", [](S3Api& a, Context& c) { a.ListParts(c); }},
-      {"GetObject", [](S3Api& a, Context& c) { a.GetObject(c, false); }},
-      {"HeadObject", [](S3Api& a, Context& c) { a.GetObject(c, true); }},
-      {"GetObjectAttributes", [](S3Api& a, Context& c) { a.GetObjectAttributes(c); }},
-      {"CopyObjectPart", [](S3Api& a, Context& c) { a.UploadPartCopy(c); }},
-      {"PutObjectPart", [](S3Api& a, Context& c) { a.UploadPart(c); }},
-      {"CopyObject", [](S3Api& a, Context& c) { a.CopyObject(c); }},
-      {"PutObject", [](S3Api& a, Context& c) { a.PutObject(c); }},
-      {"NewMultipartUpload", [](S3Api& a, Context& c) { a.CreateMultipartUpload(c); }},
-      {"CompleteMultipartUpload", [](S3Api& a, Context& c) { a.CompleteMultipartUpload(c); }},
-      {"AbortMultipartUpload", [](S3Api& a, Context& c) { a.AbortMultipartUpload(c); }},
-      {"DeleteObject", [](S3Api& a, Context& c) { a.DeleteObject(c); }},
-      {"PutObjectTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
-      {"GetObjectTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
-      {"DeleteObjectTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
-      {"PutBucketTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
-      {"GetBucketTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
-      {"DeleteBucketTagging", [](S3Api& a, Context& c) { a.Tagging(c); }},
-      {"PutBucketPolicy", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
-      {"GetBucketPolicy", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
-      {"DeleteBucketPolicy", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
-      {"GetBucketPolicyStatus", [](S3Api& a, Context& c) { a.BucketPolicy(c); }},
-      {"GetBucketEncryption", [](S3Api& a, Context& c) { a.BucketEncryption(c); }},
-      {"PutBucketEncryption", [](S3Api& a, Context& c) { a.BucketEncryption(c); }},
-      {"DeleteBucketEncryption", [](S3Api& a, Context& c) { a.BucketEncryption(c); }},
-      {"PutBucketAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
-      {"GetBucketAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
-      {"PutObjectAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
-      {"GetObjectAcl", [](S3Api& a, Context& c) { a.Acl(c); }},
-  };
-  for (const auto& [name, handler] : kRoutes) {
-    if (ctx.api == name) return handler(*this, ctx);
+  switch (ctx.op) {
+#define RDMASTOR_S3_OP_DISPATCH(Name, method, at, sub, params, when, action, on, also, handler) \
+  case S3Op::k##Name:                                                                          \
+    return Run(ctx, handler);
+    RDMASTOR_S3_OPERATIONS(RDMASTOR_S3_OP_DISPATCH)
+#undef RDMASTOR_S3_OP_DISPATCH
+    case S3Op::kUnknown:
+      break;
   }
   return SendError(ctx, MakeError(ErrorCode::kMethodNotAllowed));
+}
+
+void S3Api::NotImplemented(Context& ctx) {
+  SendError(ctx, MakeError(ErrorCode::kNotImplemented));
 }
 
 // ?tagging on a bucket or an object (s3/tagging.h).
@@ -1071,7 +952,9 @@ void S3Api::Acl(Context& ctx) {
 }
 
 bool S3Api::Authorized(Context& ctx) {
-  const bool copy = ctx.api == "CopyObject" || ctx.api == "CopyObjectPart";
+  const OpInfo* op = InfoOf(ctx.op);
+  const uint8_t also = op ? op->also : kNothingElse;
+  const bool copy = also & kReadsSource;
   std::optional<std::pair<std::string, std::string>> source;
   storage::VersionSel src_version;
   if (copy) {
@@ -1085,8 +968,8 @@ bool S3Api::Authorized(Context& ctx) {
   }
   if (ctx.caller.root()) return true;
   // DeleteObjects: s3:DeleteObject is checked for each key it names (DeleteObjects).
-  if (ctx.api == "DeleteMultipleObjects") return true;
-  const bool object_action = ctx.has_key && !iam::IsBucketAction(iam::ActionFor(ctx.api));
+  if (also & kPerObject) return true;
+  const bool object_action = ctx.has_key && op && op->on == On::kObject;
   // An anonymous request is authorized before Dispatch parses its versionId: parsed here (a
   // malformed one is refused as for anyone; it tells nothing about the bucket).
   storage::VersionSel version = ctx.version;
@@ -1098,13 +981,12 @@ bool S3Api::Authorized(Context& ctx) {
     }
     version = std::move(*v);
   }
-  std::string_view action = iam::ActionFor(ctx.api);
+  std::string_view action = op ? op->action : std::string_view();
   // A request naming a version needs the ...Version action (s3:GetObjectVersion, ...).
   if (object_action && version) action = iam::VersionAction(action);
   auto st = Allowed(ctx, action, object_action ? ctx.key : std::string(), {}, version);
   // As AWS: a write that sets the new object's ACL or tags also needs the actions that set them.
-  if (st.ok() && (ctx.api == "PutObject" || ctx.api == "CopyObject" ||
-                  ctx.api == "NewMultipartUpload" || ctx.api == "PostPolicyBucket")) {
+  if (st.ok() && (also & kSetsAclAndTags)) {
     // An ACL that grants to others than the owners (public-read, public-read-write,
     // authenticated-read, or explicit grants) needs s3:PutObjectAcl; private, bucket-owner-* and
     // the other canned ACLs do not (AWS answers them with s3:PutObject alone).
@@ -1120,7 +1002,7 @@ bool S3Api::Authorized(Context& ctx) {
     if (st.ok() && tags) {
       // A copy that keeps its source's tags (the default directive) sets none.
       const bool copies_tags =
-          ctx.api == "CopyObject" &&
+          (also & kReadsSource) &&
           ToLower(ctx.req.HeaderOr("x-amz-tagging-directive", "COPY")) != "replace";
       if (!copies_tags) st = Allowed(ctx, "s3:PutObjectTagging", ctx.key, {}, {});
     }
@@ -1862,7 +1744,7 @@ std::map<std::string, std::string> ResponseChecksums(const storage::ObjectInfo& 
 
 }  // namespace
 
-void S3Api::GetObject(Context& ctx, bool head) {
+void S3Api::ReadObject(Context& ctx, bool head) {
   if (auto st = CheckResponseOverrides(ctx); !st.ok()) return SendError(ctx, st.error());
   std::optional<rdma::RdmaToken> rdma_token;  // S3 over RDMA (HEAD ignores the token)
   if (!head) {

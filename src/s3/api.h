@@ -72,7 +72,9 @@ class S3Api final : public RequestHandler {
   void PutObject(Context& ctx);
   void PostObject(Context& ctx);  // browser-form upload with a POST policy
   void CopyObject(Context& ctx);
-  void GetObject(Context& ctx, bool head);
+  void GetObject(Context& ctx) { ReadObject(ctx, false); }
+  void HeadObject(Context& ctx) { ReadObject(ctx, true); }
+  void ReadObject(Context& ctx, bool head);
   void GetObjectAttributes(Context& ctx);
   void DeleteObject(Context& ctx);
   void CreateMultipartUpload(Context& ctx);
@@ -85,6 +87,10 @@ class S3Api final : public RequestHandler {
   void BucketPolicy(Context& ctx);  // ?policy, ?policyStatus (s3/access.h)
   void BucketEncryption(Context& ctx);  // ?encryption on a bucket: Get/Put/DeleteBucketEncryption
   void Acl(Context& ctx);           // ?acl on a bucket or an object (s3/acl.h)
+  // An operation the table routes but rdmastor refuses (RefuseUnimplemented answers it first).
+  void NotImplemented(Context& ctx);
+  // Runs the table's handler of the request's operation (s3/operations.h).
+  void Run(Context& ctx, void (S3Api::*handler)(Context&)) { (this->*handler)(ctx); }
   // Decides whether the request's caller may do what it asks (s3/access.h); sends the refusal.
   bool Authorized(Context& ctx);
   // May the caller do `action` on `key` (empty: the bucket) of `bucket` (empty: the request's)?
