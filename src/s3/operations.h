@@ -56,7 +56,7 @@ enum Also : uint8_t {
   X(ListenNotification, "GET", kBucketOrRoot, "", "events", kAlways,                              \
     "s3:ListenBucketNotification", kBucket, kNothingElse, &S3Api::NotImplemented)                 \
   X(ListBuckets, "GET", kRoot, "", "", kAlways, "s3:ListAllMyBuckets", kBucket, kNothingElse,     \
-    &S3Api::ListBuckets)                                                                           \
+    HandleListBuckets)                                                                           \
   /* Subresources: tagging before acl before the policy's. */                                      \
   X(PutBucketTagging, "PUT", kBucket, "tagging", "", kAlways, "s3:PutBucketTagging", kBucket,     \
     kNothingElse, &S3Api::Tagging)                                                                 \
@@ -96,56 +96,56 @@ enum Also : uint8_t {
     "s3:PutEncryptionConfiguration", kBucket, kNothingElse, &S3Api::BucketEncryption)              \
   /* Buckets. */                                                                                   \
   X(PutBucketVersioning, "PUT", kBucket, "", "versioning", kAlways, "s3:PutBucketVersioning",     \
-    kBucket, kNothingElse, &S3Api::PutBucketVersioning)                                            \
+    kBucket, kNothingElse, HandlePutBucketVersioning)                                            \
   X(PutBucket, "PUT", kBucket, "", "", kAlways, "s3:CreateBucket", kBucket, kNothingElse,         \
-    &S3Api::CreateBucket)                                                                          \
+    HandleCreateBucket)                                                                          \
   X(HeadBucket, "HEAD", kBucket, "", "", kAlways, "s3:ListBucket", kBucket, kNothingElse,         \
-    &S3Api::HeadBucket)                                                                            \
+    HandleHeadBucket)                                                                            \
   X(DeleteBucket, "DELETE", kBucket, "", "", kAlways, "s3:DeleteBucket", kBucket, kNothingElse,   \
-    &S3Api::DeleteBucket)                                                                          \
+    HandleDeleteBucket)                                                                          \
   X(DeleteMultipleObjects, "POST", kBucket, "", "delete", kAlways, "s3:DeleteObject", kObject,    \
-    kPerObject, &S3Api::DeleteObjects)                                                             \
+    kPerObject, HandleDeleteObjects)                                                             \
   /* A browser-form upload: the form, not the request, carries the signature (POST policy); it */ \
   /* is served before authentication (S3Api::PostObject). */                                       \
   X(PostPolicyBucket, "POST", kBucket, "", "", kFormUpload, "s3:PutObject", kObject,              \
     kSetsAclAndTags, &S3Api::PostObject)                                                           \
   X(GetBucketLocation, "GET", kBucket, "", "location", kAlways, "s3:GetBucketLocation", kBucket,  \
-    kNothingElse, &S3Api::GetBucketLocation)                                                       \
+    kNothingElse, HandleGetBucketLocation)                                                       \
   X(GetBucketVersioning, "GET", kBucket, "", "versioning", kAlways, "s3:GetBucketVersioning",     \
-    kBucket, kNothingElse, &S3Api::GetBucketVersioning)                                            \
+    kBucket, kNothingElse, HandleGetBucketVersioning)                                            \
   X(ListMultipartUploads, "GET", kBucket, "", "uploads", kAlways,                                 \
-    "s3:ListBucketMultipartUploads", kBucket, kNothingElse, &S3Api::ListMultipartUploads)          \
+    "s3:ListBucketMultipartUploads", kBucket, kNothingElse, HandleListMultipartUploads)          \
   X(ListObjectVersions, "GET", kBucket, "", "versions", kAlways, "s3:ListBucketVersions",         \
-    kBucket, kNothingElse, &S3Api::ListObjectVersions)                                             \
+    kBucket, kNothingElse, HandleListObjectVersions)                                             \
   X(ListObjectsV2, "GET", kBucket, "", "list-type=2", kAlways, "s3:ListBucket", kBucket,          \
-    kNothingElse, &S3Api::ListObjectsV2)                                                           \
+    kNothingElse, HandleListObjectsV2)                                                           \
   X(ListObjectsV1, "GET", kBucket, "", "", kAlways, "s3:ListBucket", kBucket, kNothingElse,       \
-    &S3Api::ListObjectsV1)                                                                         \
+    HandleListObjectsV1)                                                                         \
   /* Objects. */                                                                                   \
   X(GetObjectAttributes, "GET", kObject, "", "attributes", kAlways, "s3:GetObjectAttributes",     \
-    kObject, kNothingElse, &S3Api::GetObjectAttributes)                                            \
+    kObject, kNothingElse, HandleGetObjectAttributes)                                            \
   X(ListObjectParts, "GET", kObject, "", "uploadId", kAlways, "s3:ListMultipartUploadParts",      \
-    kObject, kNothingElse, &S3Api::ListParts)                                                      \
+    kObject, kNothingElse, HandleListParts)                                                      \
   X(GetObject, "GET", kObject, "", "", kAlways, "s3:GetObject", kObject, kNothingElse,            \
-    &S3Api::GetObject)                                                                             \
+    HandleGetObject)                                                                             \
   X(HeadObject, "HEAD", kObject, "", "", kAlways, "s3:GetObject", kObject, kNothingElse,          \
-    &S3Api::HeadObject)                                                                            \
+    HandleHeadObject)                                                                            \
   X(CopyObjectPart, "PUT", kObject, "", "uploadId|partNumber", kCopySource, "s3:PutObject",       \
-    kObject, kReadsSource, &S3Api::UploadPartCopy)                                                 \
+    kObject, kReadsSource, HandleUploadPartCopy)                                                 \
   X(PutObjectPart, "PUT", kObject, "", "uploadId|partNumber", kAlways, "s3:PutObject", kObject,   \
-    kNothingElse, &S3Api::UploadPart)                                                              \
+    kNothingElse, HandleUploadPart)                                                              \
   X(CopyObject, "PUT", kObject, "", "", kCopySource, "s3:PutObject", kObject,                     \
-    kReadsSource | kSetsAclAndTags, &S3Api::CopyObject)                                            \
+    kReadsSource | kSetsAclAndTags, HandleCopyObject)                                            \
   X(PutObject, "PUT", kObject, "", "", kAlways, "s3:PutObject", kObject, kSetsAclAndTags,         \
-    &S3Api::PutObject)                                                                             \
+    HandlePutObject)                                                                             \
   X(NewMultipartUpload, "POST", kObject, "", "uploads", kAlways, "s3:PutObject", kObject,         \
-    kSetsAclAndTags, &S3Api::CreateMultipartUpload)                                                \
+    kSetsAclAndTags, HandleCreateMultipartUpload)                                                \
   X(CompleteMultipartUpload, "POST", kObject, "", "uploadId", kAlways, "s3:PutObject", kObject,   \
-    kNothingElse, &S3Api::CompleteMultipartUpload)                                                 \
+    kNothingElse, HandleCompleteMultipartUpload)                                                 \
   X(AbortMultipartUpload, "DELETE", kObject, "", "uploadId", kAlways, "s3:AbortMultipartUpload",  \
-    kObject, kNothingElse, &S3Api::AbortMultipartUpload)                                           \
+    kObject, kNothingElse, HandleAbortMultipartUpload)                                           \
   X(DeleteObject, "DELETE", kObject, "", "", kAlways, "s3:DeleteObject", kObject, kNothingElse,   \
-    &S3Api::DeleteObject)
+    HandleDeleteObject)
 
 #define RDMASTOR_S3_OP_ENUM(Name, ...) k##Name,
 enum class S3Op : uint8_t { kUnknown, RDMASTOR_S3_OPERATIONS(RDMASTOR_S3_OP_ENUM) };
