@@ -26,14 +26,12 @@
 #include "s3/names.h"
 #include "s3/operations.h"
 #include "s3/post_policy.h"
-#include "s3/range.h"
 #include "s3/rdma_request.h"
 #include "s3/sigv4.h"
 #include "s3/tagging.h"
 #include "s3/unsupported.h"
 #include "s3/versioning.h"
 #include "s3/xml.h"
-#include "storage/object_meta.h"
 
 namespace rdmastor::s3 {
 

@@ -1,13 +1,12 @@
 // Service and bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
 // GetBucketLocation, Get/PutBucketVersioning.
-#include "s3/handlers.h"
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 #include "iam/store.h"
 #include "s3/acl.h"
+#include "s3/handlers.h"
 #include "s3/versioning.h"
 #include "s3/xml.h"
 
@@ -31,8 +30,8 @@ Reply HandleListBuckets(const Env& env, S3Request& ctx) {
   if (!ctx.Q("continuation-token").empty()) {
     auto decoded = hash::Base64Decode(ctx.Q("continuation-token"));
     if (!decoded)
-      return ErrorReply(MakeError(ErrorCode::kInvalidArgument,
-                                      "The continuation token provided is incorrect"));
+      return ErrorReply(
+          MakeError(ErrorCode::kInvalidArgument, "The continuation token provided is incorrect"));
     after = *decoded;
   }
   const std::string prefix = ctx.Q("prefix");
@@ -64,9 +63,9 @@ Reply HandleCreateBucket(const Env& env, S3Request& ctx) {
   if (!location.ok()) return ErrorReply(location.error());
   if (env.region_configured && !location->empty() && *location != env.region) {
     return ErrorReply(MakeError(ErrorCode::kIllegalLocationConstraint,
-                                    "The " + *location +
-                                        " location constraint is incompatible for the region "
-                                        "specific endpoint this request was sent to."));
+                                "The " + *location +
+                                    " location constraint is incompatible for the region "
+                                    "specific endpoint this request was sent to."));
   }
   auto acl = RequestedAcl(ctx.req);
   if (!acl.ok()) return ErrorReply(acl.error());
@@ -82,8 +81,9 @@ Reply HandleCreateBucket(const Env& env, S3Request& ctx) {
   }
   // The owner ("" for root) and the ACL, written for every new bucket so that no record left by
   // an earlier bucket of the same name (ForgetBucket is best effort) can apply to this one.
-  const iam::BucketAccess access{ctx.caller.root() ? std::string() : ctx.caller.access_key,
-                                 std::string(iam::AclName(acl->value_or(iam::CannedAcl::kPrivate)))};
+  const iam::BucketAccess access{
+      ctx.caller.root() ? std::string() : ctx.caller.access_key,
+      std::string(iam::AclName(acl->value_or(iam::CannedAcl::kPrivate)))};
   if (auto rec = env.iam->PutBucketAccess(ctx.bucket, access); !rec.ok()) {
     spdlog::warn("{}: bucket {} created but its owner and ACL not recorded: {}", ctx.request_id,
                  ctx.bucket, rec.error().message);

@@ -1,8 +1,7 @@
 // Copies: CopyObject and UploadPartCopy (x-amz-copy-source).
-#include "s3/handlers.h"
-
 #include "common/uri.h"
 #include "s3/acl.h"
+#include "s3/handlers.h"
 #include "s3/names.h"
 #include "s3/tagging.h"
 #include "s3/versioning.h"
@@ -52,8 +51,7 @@ Reply HandleCopyObject(const Env& env, S3Request& ctx) {
   auto src = ParseCopySource(*ctx.req.FindHeader("x-amz-copy-source"), &src_version);
   if (!src.ok()) return ErrorReply(src.error());
   const auto& [src_bucket, src_key] = *src;
-  if (!IsValidBucketName(src_bucket))
-    return ErrorReply(MakeError(ErrorCode::kInvalidBucketName));
+  if (!IsValidBucketName(src_bucket)) return ErrorReply(MakeError(ErrorCode::kInvalidBucketName));
   if (auto st = ValidateObjectKey(src_key); !st.ok()) return ErrorReply(st.error());
   std::string directive = ctx.req.HeaderOr("x-amz-metadata-directive", "COPY");
   if (directive != "COPY" && directive != "REPLACE")
@@ -72,8 +70,7 @@ Reply HandleCopyObject(const Env& env, S3Request& ctx) {
   if (!src_key_r.ok()) return ErrorReply(src_key_r.error());
   if (*src_key_r) *reader = NewDecryptingReader(std::move(*reader), **src_key_r);
   const auto& src_info = (*reader)->info();
-  if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok())
-    return ErrorReply(st.error());
+  if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok()) return ErrorReply(st.error());
   HeaderList version_headers;
   if (src_version || !src_info.version_id.empty())
     version_headers.emplace_back("x-amz-copy-source-version-id",
@@ -102,25 +99,25 @@ Reply HandleCopyObject(const Env& env, S3Request& ctx) {
     new_checksum = checksum::AlgoFromAnyCase(*algo);
     if (!new_checksum)
       return ErrorReply(MakeError(ErrorCode::kInvalidRequest,
-                                      "Checksum algorithm provided is unsupported. Please try "
-                                      "again with any of the valid types: [CRC32, CRC32C, "
-                                      "CRC64NVME, SHA1, SHA256]"));
+                                  "Checksum algorithm provided is unsupported. Please try "
+                                  "again with any of the valid types: [CRC32, CRC32C, "
+                                  "CRC64NVME, SHA1, SHA256]"));
   }
   // Copying a named version onto its own key makes it the latest again (a restore): a copy.
   bool same = src_bucket == ctx.bucket && src_key == ctx.key && !src_version;
   // Encrypted data is always rewritten: a copy gets its own object key (and onto itself the copy
   // changes the encryption, which AWS counts as a change).
-  const bool reencrypt = dst_sse->kind != SseKind::kNone || SseKindOf(src_info.internal) !=
-                                                                 SseKind::kNone;
+  const bool reencrypt =
+      dst_sse->kind != SseKind::kNone || SseKindOf(src_info.internal) != SseKind::kNone;
   // Onto itself: legal when it replaces the metadata or names a storage class (AWS), a checksum
   // algorithm or an encryption (which rewrite the data below).
   if (same && !new_checksum && !reencrypt && !replace &&
       !ctx.req.FindHeader("x-amz-storage-class")) {
     return ErrorReply(MakeError(ErrorCode::kInvalidRequest,
-                                    "This copy request is illegal because it is trying to copy "
-                                    "an object to itself without changing the object's "
-                                    "metadata, storage class, website redirect location or "
-                                    "encryption attributes."));
+                                "This copy request is illegal because it is trying to copy "
+                                "an object to itself without changing the object's "
+                                "metadata, storage class, website redirect location or "
+                                "encryption attributes."));
   }
   // A new storage class is a new parity: the data is rewritten (the copy below), not only the
   // metadata.
@@ -132,9 +129,10 @@ Reply HandleCopyObject(const Env& env, S3Request& ctx) {
     reader->reset();
     auto info = env.store.UpdateMetadata(ctx.bucket, ctx.key, opts);
     if (!info.ok()) return ErrorReply(info.error());
-    if (!info->version_id.empty()) version_headers.emplace_back("x-amz-version-id", info->version_id);
+    if (!info->version_id.empty())
+      version_headers.emplace_back("x-amz-version-id", info->version_id);
     return XmlReply(CopyObjectResultXml(info->etag, info->mtime_ns, info->checksums), 200,
-                   version_headers);
+                    version_headers);
   }
 
   std::optional<crypto::Key> dst_key;
@@ -179,7 +177,7 @@ Reply HandleCopyObject(const Env& env, S3Request& ctx) {
   if (!info->version_id.empty()) version_headers.emplace_back("x-amz-version-id", info->version_id);
   AddSseHeaders(version_headers, dst_sse->kind, *dst_sse);
   return XmlReply(CopyObjectResultXml(info->etag, info->mtime_ns, info->checksums), 200,
-          version_headers);
+                  version_headers);
 }
 
 Reply HandleUploadPartCopy(const Env& env, S3Request& ctx) {
@@ -190,8 +188,7 @@ Reply HandleUploadPartCopy(const Env& env, S3Request& ctx) {
   auto src = ParseCopySource(*ctx.req.FindHeader("x-amz-copy-source"), &src_version);
   if (!src.ok()) return ErrorReply(src.error());
   const auto& [src_bucket, src_key] = *src;
-  if (!IsValidBucketName(src_bucket))
-    return ErrorReply(MakeError(ErrorCode::kInvalidBucketName));
+  if (!IsValidBucketName(src_bucket)) return ErrorReply(MakeError(ErrorCode::kInvalidBucketName));
   if (auto st = ValidateObjectKey(src_key); !st.ok()) return ErrorReply(st.error());
   // Fail on a missing upload before reading any source data.
   auto upload = env.store.GetUploadOptions(ctx.bucket, ctx.key, upload_id);
@@ -211,16 +208,15 @@ Reply HandleUploadPartCopy(const Env& env, S3Request& ctx) {
   if (!src_key_r.ok()) return ErrorReply(src_key_r.error());
   if (*src_key_r) *reader = NewDecryptingReader(std::move(*reader), **src_key_r);
   const auto& src_info = (*reader)->info();
-  if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok())
-    return ErrorReply(st.error());
+  if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok()) return ErrorReply(st.error());
   uint64_t start = 0, length = src_info.size;
   if (const auto* rh = ctx.req.FindHeader("x-amz-copy-source-range")) {
     // Must be exactly bytes=first-last within the object.
     std::string_view r = *rh;
     auto dash = r.find('-');
     if (r.rfind("bytes=", 0) != 0 || dash == std::string_view::npos)
-      return ErrorReply(MakeError(ErrorCode::kInvalidArgument,
-                                      "Range specified is not valid for source object"));
+      return ErrorReply(
+          MakeError(ErrorCode::kInvalidArgument, "Range specified is not valid for source object"));
     auto first = ParseInt(r.substr(6, dash - 6));
     auto last = ParseInt(r.substr(dash + 1));
     if (!first || !last || *first < 0 || *last < *first ||

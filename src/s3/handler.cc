@@ -155,8 +155,8 @@ Result<UploadBody> PrepareUpload(S3Request& ctx, RdmaPutBody* rdma, const Checks
     up.checksum_algo = up.declared.algo;
   }
   if (rule.upload) {
-    auto algo = PartChecksumAlgo(up.declared, rule.upload->checksum_algorithm,
-                                 rule.upload->checksum_type);
+    auto algo =
+        PartChecksumAlgo(up.declared, rule.upload->checksum_algorithm, rule.upload->checksum_type);
     if (!algo.ok()) return algo.error();
     up.checksum_algo = *algo;
   }

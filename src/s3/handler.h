@@ -61,8 +61,8 @@ struct S3Request {
   std::string key;
   bool has_key = false;  // path named an object (possibly with an empty key -> invalid)
   std::vector<std::pair<std::string, std::string>> query;  // decoded
-  AuthContext auth;  // the verified signature (payload mode, chunk signing)
-  Caller caller;     // who signed the request (anonymous: nobody)
+  AuthContext auth;             // the verified signature (payload mode, chunk signing)
+  Caller caller;                // who signed the request (anonymous: nobody)
   storage::VersionSel version;  // ?versionId: nullopt = the latest, "" = the null version
   // May the caller do `action` on `key` of this bucket? (DeleteObjects checks each key.)
   std::function<Status(std::string_view action, const std::string& key)> allowed;
@@ -182,10 +182,10 @@ std::string WriteEtag(SseKind kind, const std::optional<crypto::Key>& key, std::
 struct UploadBody {
   std::unique_ptr<AwsChunkedSource> chunked;
   std::unique_ptr<DigestingSource> digest;
-  std::optional<uint64_t> size;  // decoded payload size when declared
-  DeclaredChecksum declared;     // x-amz-checksum-* the client sent (header or trailer)
+  std::optional<uint64_t> size;             // decoded payload size when declared
+  DeclaredChecksum declared;                // x-amz-checksum-* the client sent (header or trailer)
   std::optional<hash::Algo> checksum_algo;  // computed as the body streams, and stored
-  std::string content_md5;        // raw 16 bytes when Content-MD5 was sent
+  std::string content_md5;                  // raw 16 bytes when Content-MD5 was sent
 };
 
 // How x-amz-checksum-* apply to a body.

@@ -1,6 +1,5 @@
 // Listings: ListObjects (V1, V2), ListObjectVersions, ListMultipartUploads.
 #include "s3/handlers.h"
-
 #include "s3/versioning.h"
 #include "s3/xml.h"
 
@@ -11,8 +10,8 @@ Reply HandleListObjectsV1(const Env& env, S3Request& ctx) {
   if (!max_keys.ok()) return ErrorReply(max_keys.error());
   std::string encoding = ctx.Q("encoding-type");
   if (!encoding.empty() && encoding != "url")
-    return ErrorReply(MakeError(ErrorCode::kInvalidArgument,
-                                    "Invalid Encoding Method specified in Request"));
+    return ErrorReply(
+        MakeError(ErrorCode::kInvalidArgument, "Invalid Encoding Method specified in Request"));
   storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), ctx.Q("marker"), *max_keys};
   auto res = env.store.ListObjects(ctx.bucket, lo);
   if (!res.ok()) return ErrorReply(res.error());
@@ -25,8 +24,8 @@ Reply HandleListObjectsV2(const Env& env, S3Request& ctx) {
   if (!max_keys.ok()) return ErrorReply(max_keys.error());
   std::string encoding = ctx.Q("encoding-type");
   if (!encoding.empty() && encoding != "url")
-    return ErrorReply(MakeError(ErrorCode::kInvalidArgument,
-                                    "Invalid Encoding Method specified in Request"));
+    return ErrorReply(
+        MakeError(ErrorCode::kInvalidArgument, "Invalid Encoding Method specified in Request"));
   std::string token = ctx.Q("continuation-token");
   std::string start_after = ctx.Q("start-after");
   std::string marker = start_after;
@@ -37,8 +36,8 @@ Reply HandleListObjectsV2(const Env& env, S3Request& ctx) {
     // An empty token is the first page.
     auto decoded = hash::Base64Decode(token);
     if (!decoded)
-      return ErrorReply(MakeError(ErrorCode::kInvalidArgument,
-                                      "The continuation token provided is incorrect"));
+      return ErrorReply(
+          MakeError(ErrorCode::kInvalidArgument, "The continuation token provided is incorrect"));
     marker = *decoded;
   }
   storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), marker, *max_keys};
@@ -63,10 +62,14 @@ Reply HandleListObjectVersions(const Env& env, S3Request& ctx) {
   if (!max_keys.ok()) return ErrorReply(max_keys.error());
   std::string encoding = ctx.Q("encoding-type");
   if (!encoding.empty() && encoding != "url")
-    return ErrorReply(MakeError(ErrorCode::kInvalidArgument,
-                                    "Invalid Encoding Method specified in Request"));
-  ListVersionsQuery q{ctx.Q("prefix"),       ctx.Q("delimiter"), ctx.Q("key-marker"),
-                      ctx.Q("version-id-marker"), ctx.Has("version-id-marker"), *max_keys,
+    return ErrorReply(
+        MakeError(ErrorCode::kInvalidArgument, "Invalid Encoding Method specified in Request"));
+  ListVersionsQuery q{ctx.Q("prefix"),
+                      ctx.Q("delimiter"),
+                      ctx.Q("key-marker"),
+                      ctx.Q("version-id-marker"),
+                      ctx.Has("version-id-marker"),
+                      *max_keys,
                       encoding == "url"};
   auto xml = ListVersionsPage(env.store, ctx.bucket, q);
   if (!xml.ok()) return ErrorReply(xml.error());

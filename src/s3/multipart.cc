@@ -1,8 +1,7 @@
 // Multipart uploads: CreateMultipartUpload, UploadPart, CompleteMultipartUpload,
 // AbortMultipartUpload, ListParts.
-#include "s3/handlers.h"
-
 #include "common/uri.h"
+#include "s3/handlers.h"
 #include "s3/xml.h"
 #include "storage/object_meta.h"
 
@@ -66,17 +65,17 @@ Reply HandleUploadPart(const Env& env, S3Request& ctx) {
   auto object_key = UploadKey(*env.sse, ctx.req, *upload, ctx.bucket, ctx.key, &sse);
   if (!object_key.ok()) return ErrorReply(RdmaUploadError(rdma->get(), object_key.error()));
   const SseKind kind = SseKindOf(upload->internal);
-  auto up = PrepareUpload(ctx, rdma->get(),
-                          ChecksumRule{.upload = &*upload, .default_checksum = true});
+  auto up =
+      PrepareUpload(ctx, rdma->get(), ChecksumRule{.upload = &*upload, .default_checksum = true});
   if (!up.ok()) return ErrorReply(up.error());
   StoredBody stored(*up->digest, *object_key);
-  auto part = env.store.PutObjectPart(ctx.bucket, ctx.key, upload_id, *pn, *stored.body,
-                                   stored.Size(up->size),
-                                   [&](uint64_t) -> Result<storage::CommitInfo> {
-                                     auto ci = FinishUpload(ctx, *up);
-                                     if (ci.ok()) ci->etag = WriteEtag(kind, *object_key, ci->etag);
-                                     return ci;
-                                   });
+  auto part =
+      env.store.PutObjectPart(ctx.bucket, ctx.key, upload_id, *pn, *stored.body,
+                              stored.Size(up->size), [&](uint64_t) -> Result<storage::CommitInfo> {
+                                auto ci = FinishUpload(ctx, *up);
+                                if (ci.ok()) ci->etag = WriteEtag(kind, *object_key, ci->etag);
+                                return ci;
+                              });
   if (!part.ok()) return ErrorReply(RdmaUploadError(rdma->get(), part.error()));
   HeaderList extra{{"ETag", Quote(part->etag)}};
   AddSseHeaders(extra, kind, sse);
@@ -108,7 +107,7 @@ Reply HandleCompleteMultipartUpload(const Env& env, S3Request& ctx) {
     if (!object_key.ok()) return ErrorReply(object_key.error());
   }
   auto info = env.store.CompleteMultipartUpload(ctx.bucket, ctx.key, ctx.Q("uploadId"), *parts,
-                                             ConditionalWrite(ctx.req), *declared);
+                                                ConditionalWrite(ctx.req), *declared);
   if (!info.ok() && info.error().code == ErrorCode::kNoSuchUpload) {
     // A retry (after a timeout) of a Complete that went through: the upload is gone, but the
     // object made of exactly these parts is there. Answer as the first time (AWS does).
@@ -126,9 +125,9 @@ Reply HandleCompleteMultipartUpload(const Env& env, S3Request& ctx) {
   if (kind == SseKind::kS3 || sse.kind == SseKind::kC) AddSseHeaders(extra, kind, sse);
   std::string location =
       "http://" + ctx.req.HeaderOr("host") + "/" + ctx.bucket + "/" + uri::Encode(ctx.key, false);
-  return XmlReply(CompleteMultipartUploadXml(location, ctx.bucket, ctx.key, info->etag,
-                                          info->checksums),
-          200, extra);
+  return XmlReply(
+      CompleteMultipartUploadXml(location, ctx.bucket, ctx.key, info->etag, info->checksums), 200,
+      extra);
 }
 
 Reply HandleAbortMultipartUpload(const Env& env, S3Request& ctx) {

@@ -1,14 +1,13 @@
 // Object operations: PutObject, GetObject, HeadObject, GetObjectAttributes, DeleteObject,
 // DeleteObjects.
-#include "s3/handlers.h"
-
 #include <algorithm>
 
+#include "s3/handlers.h"
+#include "s3/names.h"
 #include "s3/range.h"
 #include "s3/tagging.h"
 #include "s3/versioning.h"
 #include "s3/xml.h"
-#include "s3/names.h"
 
 namespace rdmastor::s3 {
 
@@ -130,11 +129,12 @@ Reply HandlePutObject(const Env& env, S3Request& ctx) {
   opts->size = stored.Size(up->size);
   opts->precondition = ConditionalWrite(ctx.req);
   auto info = env.store.PutObject(ctx.bucket, ctx.key, *stored.body, *opts,
-                               [&](uint64_t) -> Result<storage::CommitInfo> {
-                                 auto ci = FinishUpload(ctx, *up);
-                                 if (ci.ok()) ci->etag = WriteEtag(sse->kind, object_key, ci->etag);
-                                 return ci;
-                               });
+                                  [&](uint64_t) -> Result<storage::CommitInfo> {
+                                    auto ci = FinishUpload(ctx, *up);
+                                    if (ci.ok())
+                                      ci->etag = WriteEtag(sse->kind, object_key, ci->etag);
+                                    return ci;
+                                  });
   if (!info.ok()) return ErrorReply(RdmaUploadError(rdma->get(), info.error()));
   HeaderList extra{{"ETag", Quote(info->etag)}};
   AddSseHeaders(extra, sse->kind, *sse);
@@ -174,7 +174,7 @@ Reply ReadObject(const Env& env, S3Request& ctx, bool head) {
   if (auto st = CheckPreconditions(ctx.req, info); !st.ok()) {
     if (st.error().code == ErrorCode::kNotModified) {
       return EmptyReply(304,
-                       {{"ETag", Quote(info.etag)}, {"Last-Modified", HttpDate(info.mtime_ns)}});
+                        {{"ETag", Quote(info.etag)}, {"Last-Modified", HttpDate(info.mtime_ns)}});
     }
     return ErrorReply(st.error());
   }
@@ -182,8 +182,8 @@ Reply ReadObject(const Env& env, S3Request& ctx, bool head) {
   std::optional<ByteRange> range;
   if (ctx.Has("partNumber") && ctx.req.FindHeader("range"))
     return ErrorReply(MakeError(ErrorCode::kInvalidRequest,
-                                    "Cannot specify both Range header and partNumber query "
-                                    "parameter"));
+                                "Cannot specify both Range header and partNumber query "
+                                "parameter"));
   if (ctx.Has("partNumber")) {
     auto pr = PartNumberRange(ctx.Q("partNumber"), info.size, info.part_count, info.part_sizes);
     if (!pr.ok()) return ErrorReply(pr.error());
@@ -288,22 +288,22 @@ Reply HandleGetObjectAttributes(const Env& env, S3Request& ctx) {
   }
   if (!any)
     return ErrorReply(MakeError(ErrorCode::kInvalidArgument,
-                                    "The x-amz-object-attributes header specifying the attributes "
-                                    "to be retrieved is either missing or empty"));
+                                "The x-amz-object-attributes header specifying the attributes "
+                                "to be retrieved is either missing or empty"));
   if (const auto* v = ctx.req.FindHeader("x-amz-max-parts")) {
     auto n = ParseInt(*v);
     if (!n || *n < 0)
       return ErrorReply(MakeError(ErrorCode::kInvalidArgument,
-                                      "Argument max-parts must be an integer between 0 and "
-                                      "2147483647"));
+                                  "Argument max-parts must be an integer between 0 and "
+                                  "2147483647"));
     p.max_parts = static_cast<int>(std::min<int64_t>(*n, 1000));
   }
   if (const auto* v = ctx.req.FindHeader("x-amz-part-number-marker")) {
     auto n = ParseInt(*v);
     if (!n || *n < 0)
       return ErrorReply(MakeError(ErrorCode::kInvalidArgument,
-                                      "Argument part-number-marker must be an integer between 0 "
-                                      "and 2147483647"));
+                                  "Argument part-number-marker must be an integer between 0 "
+                                  "and 2147483647"));
     p.part_number_marker = static_cast<int>(std::min<int64_t>(*n, 10000));
   }
   auto info = ctx.version ? env.store.StatObjectVersion(ctx.bucket, ctx.key, *ctx.version)
@@ -322,7 +322,7 @@ Reply HandleGetObjectAttributes(const Env& env, S3Request& ctx) {
   }
   if (!info->storage_class.empty()) p.storage_class_name = info->storage_class;
   return XmlReply(GetObjectAttributesXml(p, *info), 200,
-          {{"Last-Modified", HttpDate(info->mtime_ns)}});
+                  {{"Last-Modified", HttpDate(info->mtime_ns)}});
 }
 
 Reply HandleDeleteObject(const Env& env, S3Request& ctx) {
@@ -365,7 +365,10 @@ Reply HandleDeleteObjects(const Env& env, S3Request& ctx) {
     storage::DeleteResult done;
     if (st.ok()) {
       auto r = env.store.DeleteObjectVersion(ctx.bucket, entry.key, version);
-      if (r.ok()) done = *r; else st = r.error();
+      if (r.ok())
+        done = *r;
+      else
+        st = r.error();
     }
     if (st.ok() || st.error().code == ErrorCode::kNoSuchKey) {
       out.deleted = true;  // deleting what is not there succeeds

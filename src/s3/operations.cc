@@ -99,8 +99,7 @@ S3Op RouteOf(const RouteRequest& req) {
       if (UnsupportedSubresource(req)) return S3Op::kUnknown;
     }
     if (claims_apply && op.subresource != claimed) continue;
-    if (op.method != req.method || !AtMatches(op.at, req) || !ParamsMatch(req, op.params))
-      continue;
+    if (op.method != req.method || !AtMatches(op.at, req) || !ParamsMatch(req, op.params)) continue;
     if (op.when == When::kCopySource && !req.copy_source) continue;
     if (op.when == When::kFormUpload && !req.form_upload) continue;
     return op.op;

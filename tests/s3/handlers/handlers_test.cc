@@ -4,11 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <pugixml.hpp>
-
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <pugixml.hpp>
 #include <string>
 #include <vector>
 
@@ -127,9 +126,9 @@ class HandlerTest : public ::testing::Test {
   std::string refuse_;  // a key r.allowed refuses
 };
 
-#define EXPECT_CODE(reply, want)                                   \
-  do {                                                             \
-    ASSERT_TRUE((reply).error) << "succeeded: " << (reply).status; \
+#define EXPECT_CODE(reply, want)                                    \
+  do {                                                              \
+    ASSERT_TRUE((reply).error) << "succeeded: " << (reply).status;  \
     EXPECT_EQ((reply).error->code, want) << (reply).error->message; \
   } while (0)
 
@@ -151,11 +150,11 @@ TEST_F(HandlerTest, BucketCreateHeadLocationVersioningDelete) {
 
   auto unversioned = Do(HandleGetBucketVersioning, {.query = {{"versioning", ""}}});
   EXPECT_EQ(One(unversioned.body, "/VersioningConfiguration/Status"), "<none>");
-  auto put = Do(HandlePutBucketVersioning,
-                {.method = "PUT",
-                 .query = {{"versioning", ""}},
-                 .body = "<VersioningConfiguration><Status>Enabled</Status>"
-                         "</VersioningConfiguration>"});
+  auto put =
+      Do(HandlePutBucketVersioning, {.method = "PUT",
+                                     .query = {{"versioning", ""}},
+                                     .body = "<VersioningConfiguration><Status>Enabled</Status>"
+                                             "</VersioningConfiguration>"});
   ASSERT_TRUE(put.ok()) << put.error->message;
   auto versioned = Do(HandleGetBucketVersioning, {.query = {{"versioning", ""}}});
   EXPECT_EQ(One(versioned.body, "/VersioningConfiguration/Status"), "Enabled");
@@ -171,7 +170,8 @@ TEST_F(HandlerTest, BucketCreateHeadLocationVersioningDelete) {
   EXPECT_EQ(All(list.body, "//Bucket/Name"), std::vector<std::string>{"bkt"});
   MakeBucket("other");
   EXPECT_EQ(Do(HandleDeleteBucket, {.method = "DELETE", .bucket = "other"}).status, 204);
-  EXPECT_CODE(Do(HandleHeadBucket, {.method = "HEAD", .bucket = "other"}), ErrorCode::kNoSuchBucket);
+  EXPECT_CODE(Do(HandleHeadBucket, {.method = "HEAD", .bucket = "other"}),
+              ErrorCode::kNoSuchBucket);
 }
 
 TEST_F(HandlerTest, ObjectPutGetHeadDelete) {
@@ -275,8 +275,7 @@ TEST_F(HandlerTest, ListV1AndV2WithPrefixDelimiterAndPages) {
   EXPECT_EQ(All(prefixed.body, "//Contents/Key"), (std::vector<std::string>{"a/1", "a/2"}));
 
   auto delimited = Do(HandleListObjectsV2, {.query = {{"list-type", "2"}, {"delimiter", "/"}}});
-  EXPECT_EQ(All(delimited.body, "//CommonPrefixes/Prefix"),
-            (std::vector<std::string>{"a/", "b/"}));
+  EXPECT_EQ(All(delimited.body, "//CommonPrefixes/Prefix"), (std::vector<std::string>{"a/", "b/"}));
   EXPECT_EQ(All(delimited.body, "//Contents/Key"), (std::vector<std::string>{"c", "d"}));
 
   // Pages of two, continued with the token each page hands out.
@@ -304,8 +303,7 @@ TEST_F(HandlerTest, ListV1AndV2WithPrefixDelimiterAndPages) {
   EXPECT_EQ(One(v1.body, "//IsTruncated"), "true");
   const std::string marker = One(v1.body, "//NextMarker");
   EXPECT_EQ(marker, "b/");
-  auto v1_next =
-      Do(HandleListObjectsV1, {.query = {{"delimiter", "/"}, {"marker", marker}}});
+  auto v1_next = Do(HandleListObjectsV1, {.query = {{"delimiter", "/"}, {"marker", marker}}});
   EXPECT_EQ(All(v1_next.body, "//Contents/Key"), (std::vector<std::string>{"c", "d"}));
   EXPECT_CODE(Do(HandleListObjectsV1, {.query = {{"max-keys", "-1"}}}),
               ErrorCode::kInvalidArgument);
@@ -324,11 +322,11 @@ TEST_F(HandlerTest, MultipartCreateUploadListCompleteAbort) {
   const std::string part1(5 << 20, 'a'), part2 = "tail";
   std::vector<std::string> etags;
   for (auto [n, data] : {std::pair{1, &part1}, std::pair{2, &part2}}) {
-    auto r = Do(HandleUploadPart, {.method = "PUT",
-                                   .key = "big",
-                                   .query = {{"partNumber", std::to_string(n)},
-                                             {"uploadId", upload_id}},
-                                   .body = *data});
+    auto r =
+        Do(HandleUploadPart, {.method = "PUT",
+                              .key = "big",
+                              .query = {{"partNumber", std::to_string(n)}, {"uploadId", upload_id}},
+                              .body = *data});
     ASSERT_TRUE(r.ok()) << r.error->message;
     EXPECT_EQ(Header(r, "ETag"), "\"" + Md5Hex(*data) + "\"");
     etags.push_back(Header(r, "ETag"));
@@ -344,8 +342,8 @@ TEST_F(HandlerTest, MultipartCreateUploadListCompleteAbort) {
   EXPECT_EQ(All(parts.body, "//Part/PartNumber"), (std::vector<std::string>{"1", "2"}));
   EXPECT_EQ(All(parts.body, "//Part/Size"),
             (std::vector<std::string>{std::to_string(part1.size()), "4"}));
-  auto page = Do(HandleListParts, {.key = "big",
-                                   .query = {{"uploadId", upload_id}, {"max-parts", "1"}}});
+  auto page =
+      Do(HandleListParts, {.key = "big", .query = {{"uploadId", upload_id}, {"max-parts", "1"}}});
   EXPECT_EQ(All(page.body, "//Part/PartNumber"), std::vector<std::string>{"1"});
   EXPECT_EQ(One(page.body, "//IsTruncated"), "true");
 
@@ -392,10 +390,10 @@ TEST_F(HandlerTest, CopyObjectMetadataDirective) {
   MakeBucket();
   Put("src", "payload", {{"content-type", "text/plain"}, {"x-amz-meta-a", "1"}});
 
-  auto copied = Do(HandleCopyObject, {.method = "PUT",
-                                      .key = "copy",
-                                      .headers = {{"x-amz-copy-source", "/bkt/src"},
-                                                  {"x-amz-meta-a", "ignored"}}});
+  auto copied = Do(HandleCopyObject,
+                   {.method = "PUT",
+                    .key = "copy",
+                    .headers = {{"x-amz-copy-source", "/bkt/src"}, {"x-amz-meta-a", "ignored"}}});
   ASSERT_TRUE(copied.ok()) << copied.error->message;
   EXPECT_EQ(One(copied.body, "/CopyObjectResult/ETag"), "\"" + Md5Hex("payload") + "\"");
   auto get = Do(HandleGetObject, {.key = "copy"});
@@ -449,11 +447,12 @@ TEST_F(HandlerTest, UploadPartCopyTakesARange) {
   auto created =
       Do(HandleCreateMultipartUpload, {.method = "POST", .key = "dst", .query = {{"uploads", ""}}});
   const std::string id = One(created.body, "//UploadId");
-  auto part = Do(HandleUploadPartCopy, {.method = "PUT",
-                                        .key = "dst",
-                                        .query = {{"partNumber", "1"}, {"uploadId", id}},
-                                        .headers = {{"x-amz-copy-source", "bkt/src"},
-                                                    {"x-amz-copy-source-range", "bytes=2-5"}}});
+  auto part =
+      Do(HandleUploadPartCopy,
+         {.method = "PUT",
+          .key = "dst",
+          .query = {{"partNumber", "1"}, {"uploadId", id}},
+          .headers = {{"x-amz-copy-source", "bkt/src"}, {"x-amz-copy-source-range", "bytes=2-5"}}});
   ASSERT_TRUE(part.ok()) << part.error->message;
   EXPECT_EQ(One(part.body, "/CopyPartResult/ETag"), "\"" + Md5Hex("2345") + "\"");
   EXPECT_CODE(Do(HandleUploadPartCopy, {.method = "PUT",
