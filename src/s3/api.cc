@@ -41,7 +41,6 @@ struct S3Api::Context : S3Request {
       : S3Request(r, body, std::move(id)), sink(out) {}
 
   ResponseSink& sink;
-  S3Op op = S3Op::kUnknown;  // the request's operation (s3/operations.h)
   // Its name for metrics ("PutObject", ...); empty for health/metrics endpoints.
   std::string_view api = "unknown";
   // A browser POST's form fields as PutObject's headers: its policy condition keys (s3/access.h).
@@ -160,19 +159,6 @@ void SendReply(S3Api::Context& ctx, Reply reply) {
     if (!ctx.sink.Write(buf.data(), *n)) return;
     pos += *n;
   }
-}
-
-// The answer of an object or bucket subresource handler (?tagging, ?acl: a reply with `status`,
-// `xml` ("" = no body) and `headers`); on an object a delete marker met answers as reads do.
-template <typename SubReply>
-void SendSubresourceReply(S3Api::Context& ctx, const Result<SubReply>& reply,
-                          storage::ObjectLayer& store) {
-  if (!reply.ok()) {
-    if (ctx.has_key) return SendReply(ctx, VersionErrorReply(ctx, reply.error(), store));
-    return SendError(ctx, reply.error());
-  }
-  if (reply->xml.empty()) return SendEmpty(ctx, reply->status, reply->headers);
-  SendXml(ctx, reply->xml, reply->status, reply->headers);
 }
 
 }  // namespace
@@ -412,59 +398,6 @@ void S3Api::Run(Context& ctx, Reply (*handler)(const Env&, S3Request&)) {
 
 void S3Api::NotImplemented(Context& ctx) {
   SendError(ctx, MakeError(ErrorCode::kNotImplemented));
-}
-
-// ?tagging on a bucket or an object (s3/tagging.h).
-void S3Api::Tagging(Context& ctx) {
-  SendSubresourceReply(ctx, HandleTagging(store_, ctx.api, ctx.bucket, ctx.key, ctx.version,
-                                           [&] { return ReadXmlBody(ctx); }),
-                       store_);
-}
-
-// ?encryption on a bucket: the default encryption of new objects (SSE-S3 only: SSE-C cannot be a
-// default, aws:kms needs a KMS).
-void S3Api::BucketEncryption(Context& ctx) {
-  if (ctx.api == "GetBucketEncryption") {
-    auto algo = store_.GetBucketInfo(ctx.bucket);
-    if (!algo.ok()) return SendError(ctx, algo.error());
-    if (algo->encryption.empty())
-      return SendError(ctx, MakeError(ErrorCode::kServerSideEncryptionConfigurationNotFound));
-    return SendXml(ctx, EncryptionConfigXml(algo->encryption));
-  }
-  if (ctx.api == "DeleteBucketEncryption") {
-    if (auto st = store_.SetBucketEncryption(ctx.bucket, ""); !st.ok())
-      return SendError(ctx, st.error());
-    return SendEmpty(ctx, 204);
-  }
-  auto body = ReadXmlBody(ctx);
-  if (!body.ok()) return SendError(ctx, body.error());
-  auto algo = ParseEncryptionConfig(*body);
-  if (!algo.ok()) return SendError(ctx, algo.error());
-  if (!opts_.sse.ring)
-    return SendError(ctx, MakeError(ErrorCode::kNotImplemented,
-                                    "Server side encryption specified but KMS is not configured: "
-                                    "set MINIO_KMS_SECRET_KEY to enable SSE-S3."));
-  if (auto st = store_.SetBucketEncryption(ctx.bucket, *algo); !st.ok())
-    return SendError(ctx, st.error());
-  SendEmpty(ctx, 200);
-}
-
-// ?policy and ?policyStatus on a bucket (s3/access.h).
-void S3Api::BucketPolicy(Context& ctx) {
-  auto reply =
-      HandleBucketPolicy(*iam_, store_, ctx.api, ctx.bucket, [&] { return ReadXmlBody(ctx); });
-  if (!reply.ok()) return SendError(ctx, reply.error());
-  if (reply->body.empty()) return SendEmpty(ctx, reply->status);
-  auto head = BaseHead(ctx.request_id, reply->status);
-  SendBody(ctx.sink, std::move(head), reply->body, reply->content_type);
-}
-
-// ?acl on a bucket or an object (s3/acl.h).
-void S3Api::Acl(Context& ctx) {
-  SendSubresourceReply(ctx,
-                       HandleAcl(*iam_, store_, ctx.api, ctx.bucket, ctx.key, ctx.version,
-                                 ctx.req, [&] { return ReadXmlBody(ctx); }),
-                       store_);
 }
 
 bool S3Api::Authorized(Context& ctx) {

@@ -55,13 +55,10 @@ class S3Api final : public RequestHandler {
  private:
   void Dispatch(Context& ctx);
 
-  // The handlers that need the HTTP exchange itself or the access layer; the others are
-  // functions returning a Reply (s3/handlers.h).
-  void PostObject(Context& ctx);  // browser-form upload with a POST policy
-  void Tagging(Context& ctx);  // ?tagging on a bucket or an object (s3/tagging.h)
-  void BucketPolicy(Context& ctx);  // ?policy, ?policyStatus (s3/access.h)
-  void BucketEncryption(Context& ctx);  // ?encryption on a bucket: Get/Put/DeleteBucketEncryption
-  void Acl(Context& ctx);           // ?acl on a bucket or an object (s3/acl.h)
+  // A browser-form upload with a POST policy: it authenticates its form itself, so it is the
+  // one handler that needs the exchange; the others are functions returning a Reply
+  // (s3/handlers.h).
+  void PostObject(Context& ctx);
   // An operation the table routes but rdmastor refuses (RefuseUnimplemented answers it first).
   void NotImplemented(Context& ctx);
   // Runs the table's handler of the request's operation (s3/operations.h).

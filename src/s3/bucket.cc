@@ -1,16 +1,37 @@
 // Service and bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
-// GetBucketLocation, Get/PutBucketVersioning.
+// GetBucketLocation, Get/PutBucketVersioning; the subresources of buckets and objects (tagging,
+// ACLs, policies, default encryption).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 #include "iam/store.h"
+#include "s3/access.h"
 #include "s3/acl.h"
+#include "s3/sse.h"
+#include "s3/tagging.h"
 #include "s3/handlers.h"
 #include "s3/versioning.h"
 #include "s3/xml.h"
 
 namespace rdmastor::s3 {
+
+namespace {
+
+// The answer of an object or bucket subresource handler (?tagging, ?acl: a reply with `status`,
+// `xml` ("" = no body) and `headers`); on an object a delete marker met answers as reads do.
+template <typename SubReply>
+Reply SubresourceReply(const S3Request& r, const Result<SubReply>& reply,
+                       storage::ObjectLayer& store) {
+  if (!reply.ok()) {
+    if (r.has_key) return VersionErrorReply(r, reply.error(), store);
+    return reply.error();
+  }
+  if (reply->xml.empty()) return EmptyReply(reply->status, reply->headers);
+  return XmlReply(reply->xml, reply->status, reply->headers);
+}
+
+}  // namespace
 
 Reply HandleListBuckets(const Env& env, S3Request& ctx) {
   // Pages as current SDKs ask for them: max-buckets, continuation-token (the base64 of the last
@@ -124,6 +145,61 @@ Reply HandlePutBucketVersioning(const Env& env, S3Request& ctx) {
   auto st = s3::PutBucketVersioning(env.store, ctx.bucket, *body,
                                     ctx.req.FindHeader("x-amz-mfa") != nullptr);
   if (!st.ok()) return ErrorReply(st.error());
+  return EmptyReply(200);
+}
+
+// ?tagging on a bucket or an object (s3/tagging.h).
+Reply HandleTaggingRequest(const Env& env, S3Request& r) {
+  return SubresourceReply(r,
+                          HandleTagging(env.store, NameOf(r.op), r.bucket, r.key, r.version,
+                                        [&] { return ReadXmlBody(r); }),
+                          env.store);
+}
+
+// ?acl on a bucket or an object (s3/acl.h).
+Reply HandleAclRequest(const Env& env, S3Request& r) {
+  return SubresourceReply(r,
+                          HandleAcl(*env.iam, env.store, NameOf(r.op), r.bucket, r.key, r.version,
+                                    r.req, [&] { return ReadXmlBody(r); }),
+                          env.store);
+}
+
+// ?policy and ?policyStatus on a bucket (s3/access.h).
+Reply HandleBucketPolicyRequest(const Env& env, S3Request& r) {
+  auto reply = HandleBucketPolicy(*env.iam, env.store, NameOf(r.op), r.bucket,
+                                  [&] { return ReadXmlBody(r); });
+  if (!reply.ok()) return reply.error();
+  if (reply->body.empty()) return EmptyReply(reply->status);
+  Reply out;
+  out.status = reply->status;
+  out.body = std::move(reply->body);
+  out.content_type = reply->content_type;
+  return out;
+}
+
+// ?encryption on a bucket: the default encryption of new objects (SSE-S3 only: SSE-C cannot be a
+// default, aws:kms needs a KMS).
+Reply HandleBucketEncryption(const Env& env, S3Request& r) {
+  if (r.op == S3Op::kGetBucketEncryption) {
+    auto info = env.store.GetBucketInfo(r.bucket);
+    if (!info.ok()) return info.error();
+    if (info->encryption.empty())
+      return MakeError(ErrorCode::kServerSideEncryptionConfigurationNotFound);
+    return XmlReply(EncryptionConfigXml(info->encryption));
+  }
+  if (r.op == S3Op::kDeleteBucketEncryption) {
+    if (auto st = env.store.SetBucketEncryption(r.bucket, ""); !st.ok()) return st.error();
+    return EmptyReply(204);
+  }
+  auto body = ReadXmlBody(r);
+  if (!body.ok()) return body.error();
+  auto algo = ParseEncryptionConfig(*body);
+  if (!algo.ok()) return algo.error();
+  if (!env.sse->ring)
+    return MakeError(ErrorCode::kNotImplemented,
+                     "Server side encryption specified but KMS is not configured: "
+                     "set MINIO_KMS_SECRET_KEY to enable SSE-S3.");
+  if (auto st = env.store.SetBucketEncryption(r.bucket, *algo); !st.ok()) return st.error();
   return EmptyReply(200);
 }
 

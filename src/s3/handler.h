@@ -23,6 +23,7 @@
 #include "s3/aws_chunked.h"
 #include "s3/checksums.h"
 #include "s3/http_types.h"
+#include "s3/operations.h"
 #include "s3/rdma_request.h"
 #include "s3/sigv4.h"
 #include "s3/sse.h"
@@ -57,6 +58,7 @@ struct S3Request {
   const HttpRequest& req;
   BodySource& raw_body;
   std::string request_id;
+  S3Op op = S3Op::kUnknown;  // the request's operation (s3/operations.h)
   std::string bucket;
   std::string key;
   bool has_key = false;  // path named an object (possibly with an empty key -> invalid)

@@ -15,6 +15,14 @@ Reply HandleGetBucketLocation(const Env& env, S3Request& r);
 Reply HandleGetBucketVersioning(const Env& env, S3Request& r);
 Reply HandlePutBucketVersioning(const Env& env, S3Request& r);
 
+// Subresources of buckets and objects (s3/bucket.cc): the operations of ?tagging (s3/tagging.h),
+// ?acl (s3/acl.h), ?policy and ?policyStatus (s3/access.h), ?encryption (s3/sse.h), each serving
+// all of its subresource's operations (r.op says which).
+Reply HandleTaggingRequest(const Env& env, S3Request& r);
+Reply HandleAclRequest(const Env& env, S3Request& r);
+Reply HandleBucketPolicyRequest(const Env& env, S3Request& r);
+Reply HandleBucketEncryption(const Env& env, S3Request& r);
+
 // Listings (s3/list.cc).
 Reply HandleListObjectsV1(const Env& env, S3Request& r);
 Reply HandleListObjectsV2(const Env& env, S3Request& r);

@@ -59,41 +59,41 @@ enum Also : uint8_t {
     HandleListBuckets)                                                                           \
   /* Subresources: tagging before acl before the policy's. */                                      \
   X(PutBucketTagging, "PUT", kBucket, "tagging", "", kAlways, "s3:PutBucketTagging", kBucket,     \
-    kNothingElse, &S3Api::Tagging)                                                                 \
+    kNothingElse, HandleTaggingRequest)                                                                 \
   X(GetBucketTagging, "GET", kBucket, "tagging", "", kAlways, "s3:GetBucketTagging", kBucket,     \
-    kNothingElse, &S3Api::Tagging)                                                                 \
+    kNothingElse, HandleTaggingRequest)                                                                 \
   /* AWS: DeleteBucketTagging needs s3:PutBucketTagging. */                                        \
   X(DeleteBucketTagging, "DELETE", kBucket, "tagging", "", kAlways, "s3:PutBucketTagging",        \
-    kBucket, kNothingElse, &S3Api::Tagging)                                                        \
+    kBucket, kNothingElse, HandleTaggingRequest)                                                        \
   X(PutObjectTagging, "PUT", kObject, "tagging", "", kAlways, "s3:PutObjectTagging", kObject,     \
-    kNothingElse, &S3Api::Tagging)                                                                 \
+    kNothingElse, HandleTaggingRequest)                                                                 \
   X(GetObjectTagging, "GET", kObject, "tagging", "", kAlways, "s3:GetObjectTagging", kObject,     \
-    kNothingElse, &S3Api::Tagging)                                                                 \
+    kNothingElse, HandleTaggingRequest)                                                                 \
   X(DeleteObjectTagging, "DELETE", kObject, "tagging", "", kAlways, "s3:DeleteObjectTagging",     \
-    kObject, kNothingElse, &S3Api::Tagging)                                                        \
+    kObject, kNothingElse, HandleTaggingRequest)                                                        \
   X(PutBucketAcl, "PUT", kBucket, "acl", "", kAlways, "s3:PutBucketAcl", kBucket, kNothingElse,   \
-    &S3Api::Acl)                                                                                   \
+    HandleAclRequest)                                                                                   \
   X(GetBucketAcl, "GET", kBucket, "acl", "", kAlways, "s3:GetBucketAcl", kBucket, kNothingElse,   \
-    &S3Api::Acl)                                                                                   \
+    HandleAclRequest)                                                                                   \
   X(PutObjectAcl, "PUT", kObject, "acl", "", kAlways, "s3:PutObjectAcl", kObject, kNothingElse,   \
-    &S3Api::Acl)                                                                                   \
+    HandleAclRequest)                                                                                   \
   X(GetObjectAcl, "GET", kObject, "acl", "", kAlways, "s3:GetObjectAcl", kObject, kNothingElse,   \
-    &S3Api::Acl)                                                                                   \
+    HandleAclRequest)                                                                                   \
   X(GetBucketPolicyStatus, "GET", kBucket, "policyStatus", "", kAlways,                           \
-    "s3:GetBucketPolicyStatus", kBucket, kNothingElse, &S3Api::BucketPolicy)                       \
+    "s3:GetBucketPolicyStatus", kBucket, kNothingElse, HandleBucketPolicyRequest)                       \
   X(PutBucketPolicy, "PUT", kBucket, "policy", "", kAlways, "s3:PutBucketPolicy", kBucket,        \
-    kNothingElse, &S3Api::BucketPolicy)                                                            \
+    kNothingElse, HandleBucketPolicyRequest)                                                            \
   X(GetBucketPolicy, "GET", kBucket, "policy", "", kAlways, "s3:GetBucketPolicy", kBucket,        \
-    kNothingElse, &S3Api::BucketPolicy)                                                            \
+    kNothingElse, HandleBucketPolicyRequest)                                                            \
   X(DeleteBucketPolicy, "DELETE", kBucket, "policy", "", kAlways, "s3:DeleteBucketPolicy",        \
-    kBucket, kNothingElse, &S3Api::BucketPolicy)                                                   \
+    kBucket, kNothingElse, HandleBucketPolicyRequest)                                                   \
   X(GetBucketEncryption, "GET", kBucket, "encryption", "", kAlways,                               \
-    "s3:GetEncryptionConfiguration", kBucket, kNothingElse, &S3Api::BucketEncryption)              \
+    "s3:GetEncryptionConfiguration", kBucket, kNothingElse, HandleBucketEncryption)              \
   X(PutBucketEncryption, "PUT", kBucket, "encryption", "", kAlways,                               \
-    "s3:PutEncryptionConfiguration", kBucket, kNothingElse, &S3Api::BucketEncryption)              \
+    "s3:PutEncryptionConfiguration", kBucket, kNothingElse, HandleBucketEncryption)              \
   /* AWS: DeleteBucketEncryption needs s3:PutEncryptionConfiguration. */                          \
   X(DeleteBucketEncryption, "DELETE", kBucket, "encryption", "", kAlways,                         \
-    "s3:PutEncryptionConfiguration", kBucket, kNothingElse, &S3Api::BucketEncryption)              \
+    "s3:PutEncryptionConfiguration", kBucket, kNothingElse, HandleBucketEncryption)              \
   /* Buckets. */                                                                                   \
   X(PutBucketVersioning, "PUT", kBucket, "", "versioning", kAlways, "s3:PutBucketVersioning",     \
     kBucket, kNothingElse, HandlePutBucketVersioning)                                            \

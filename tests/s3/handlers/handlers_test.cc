@@ -54,6 +54,7 @@ std::string One(const std::string& xml, const char* path) {
 }
 
 struct Request {
+  S3Op op = S3Op::kUnknown;  // for the handlers serving several operations
   std::string method = "GET";
   std::string bucket = "bkt";
   std::string key;
@@ -81,6 +82,7 @@ class HandlerTest : public ::testing::Test {
     http.content_length = in.body.size();
     MemBody body(in.body);
     S3Request r(http, body, "test-request");
+    r.op = in.op;
     r.bucket = in.bucket;
     r.key = in.key;
     r.has_key = !in.key.empty();
@@ -439,6 +441,41 @@ TEST_F(HandlerTest, CopyObjectMetadataDirective) {
                                     .headers = {{"x-amz-copy-source", "bkt/src"},
                                                 {"x-amz-copy-source-if-match", "\"nope\""}}}),
               ErrorCode::kPreconditionFailed);
+}
+
+TEST_F(HandlerTest, SubresourceHandlersServeEachOperation) {
+  MakeBucket();
+  Put("k", "v");
+  auto put = Do(HandleTaggingRequest,
+                {.op = S3Op::kPutObjectTagging,
+                 .method = "PUT",
+                 .key = "k",
+                 .query = {{"tagging", ""}},
+                 .body = "<Tagging><TagSet><Tag><Key>a</Key><Value>1</Value></Tag></TagSet>"
+                         "</Tagging>"});
+  ASSERT_TRUE(put.ok()) << put.error->message;
+  auto get = Do(HandleTaggingRequest,
+                {.op = S3Op::kGetObjectTagging, .key = "k", .query = {{"tagging", ""}}});
+  EXPECT_EQ(One(get.body, "//Tag/Key"), "a");
+  EXPECT_EQ(Header(Do(HandleHeadObject, {.method = "HEAD", .key = "k"}), "x-amz-tagging-count"),
+            "1");
+  EXPECT_CODE(Do(HandleTaggingRequest,
+                 {.op = S3Op::kGetObjectTagging, .key = "none", .query = {{"tagging", ""}}}),
+              ErrorCode::kNoSuchKey);
+
+  EXPECT_CODE(Do(HandleBucketEncryption,
+                 {.op = S3Op::kGetBucketEncryption, .query = {{"encryption", ""}}}),
+              ErrorCode::kServerSideEncryptionConfigurationNotFound);
+  // SSE-S3 needs a master key (MINIO_KMS_SECRET_KEY); this Env has none.
+  EXPECT_CODE(Do(HandleBucketEncryption,
+                 {.op = S3Op::kPutBucketEncryption,
+                  .method = "PUT",
+                  .query = {{"encryption", ""}},
+                  .body = "<ServerSideEncryptionConfiguration><Rule>"
+                          "<ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm>"
+                          "</ApplyServerSideEncryptionByDefault></Rule>"
+                          "</ServerSideEncryptionConfiguration>"}),
+              ErrorCode::kNotImplemented);
 }
 
 TEST_F(HandlerTest, UploadPartCopyTakesARange) {
