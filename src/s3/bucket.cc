@@ -8,9 +8,9 @@
 #include "iam/store.h"
 #include "s3/access.h"
 #include "s3/acl.h"
+#include "s3/handlers.h"
 #include "s3/sse.h"
 #include "s3/tagging.h"
-#include "s3/handlers.h"
 #include "s3/versioning.h"
 #include "s3/xml.h"
 

@@ -463,9 +463,9 @@ TEST_F(HandlerTest, SubresourceHandlersServeEachOperation) {
                  {.op = S3Op::kGetObjectTagging, .key = "none", .query = {{"tagging", ""}}}),
               ErrorCode::kNoSuchKey);
 
-  EXPECT_CODE(Do(HandleBucketEncryption,
-                 {.op = S3Op::kGetBucketEncryption, .query = {{"encryption", ""}}}),
-              ErrorCode::kServerSideEncryptionConfigurationNotFound);
+  EXPECT_CODE(
+      Do(HandleBucketEncryption, {.op = S3Op::kGetBucketEncryption, .query = {{"encryption", ""}}}),
+      ErrorCode::kServerSideEncryptionConfigurationNotFound);
   // SSE-S3 needs a master key (MINIO_KMS_SECRET_KEY); this Env has none.
   EXPECT_CODE(Do(HandleBucketEncryption,
                  {.op = S3Op::kPutBucketEncryption,
