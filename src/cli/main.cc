@@ -210,6 +210,8 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   (*store)->SetNamespaceLocker(
       std::make_shared<rdmastor::cluster::DsyncNamespaceLocker>((*node)->dsync()));
   (*store)->StartMonitor(cfg.drive_check_interval_ms);
+  (*store)->StartUploadExpiry(std::chrono::milliseconds(cfg.stale_uploads_expiry_ms),
+                              std::chrono::milliseconds(cfg.stale_uploads_cleanup_interval_ms));
   rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(cfg);
   if (cfg.kms_reseal)
     spdlog::warn("RDMASTOR_KMS_RESEAL=on is not implemented for a distributed deployment yet: "

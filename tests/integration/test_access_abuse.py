@@ -438,3 +438,63 @@ def test_a_deleted_buckets_policy_does_not_apply_to_a_new_bucket_of_its_name(ser
     with pytest.raises(ClientError) as e:
         root.get_bucket_policy(Bucket=b)
     assert code_of(e) == "NoSuchBucketPolicy"
+
+
+# ---------------------------------------------------------------------------------------------
+# Medium 8: open multipart uploads are paged, and abandoned ones expire
+# ---------------------------------------------------------------------------------------------
+
+def test_list_multipart_uploads_pages_with_key_and_upload_id_markers(server):
+    root = make_client(server)
+    b = unique_bucket("mpu")
+    root.create_bucket(Bucket=b)
+    made = set()
+    for key in ("a", "b", "b", "b", "c"):  # three uploads of one key: the upload-id marker
+        made.add((key, root.create_multipart_upload(Bucket=b, Key=key)["UploadId"]))
+    seen, kw, pages = [], {}, 0
+    while pages < 10:
+        r = root.list_multipart_uploads(Bucket=b, MaxUploads=2, **kw)
+        pages += 1
+        assert r["MaxUploads"] == 2
+        seen += [(u["Key"], u["UploadId"]) for u in r.get("Uploads", [])]
+        assert len(r.get("Uploads", [])) <= 2
+        if not r["IsTruncated"]:
+            assert "NextKeyMarker" not in r or not r["NextKeyMarker"]
+            break
+        # AWS: the markers of the next page are the last upload listed.
+        assert (r["NextKeyMarker"], r["NextUploadIdMarker"]) == seen[-1]
+        kw = {"KeyMarker": r["NextKeyMarker"], "UploadIdMarker": r["NextUploadIdMarker"]}
+    assert pages == 3 and len(seen) == 5 and set(seen) == made
+    assert [k for k, _ in seen] == ["a", "b", "b", "b", "c"]
+    # A key marker alone lists the keys after it; more than 1000 is 1000.
+    r = root.list_multipart_uploads(Bucket=b, KeyMarker="b", MaxUploads=5000)
+    assert [u["Key"] for u in r["Uploads"]] == ["c"] and r["MaxUploads"] == 1000
+    for key, upload_id in made:
+        root.abort_multipart_upload(Bucket=b, Key=key, UploadId=upload_id)
+
+
+def test_stale_multipart_uploads_are_aborted_and_their_parts_freed(server_factory):
+    srv = server_factory(name="expiry", env={"MINIO_API_STALE_UPLOADS_EXPIRY": "3s",
+                                             "MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL": "200ms"})
+    c = make_client(srv)
+    b = unique_bucket("stale")
+    c.create_bucket(Bucket=b)
+    old = c.create_multipart_upload(Bucket=b, Key="old")["UploadId"]
+    c.upload_part(Bucket=b, Key="old", UploadId=old, PartNumber=1, Body=b"x" * (1 << 20))
+    mp = os.path.join(srv.datadir, ".rdmastor.sys", "multipart", b)
+    assert os.listdir(mp) == [old]
+    time.sleep(1.5)
+    young = c.create_multipart_upload(Bucket=b, Key="young")["UploadId"]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        ids = [u["UploadId"] for u in c.list_multipart_uploads(Bucket=b).get("Uploads", [])]
+        if old not in ids:
+            break
+        time.sleep(0.2)
+    assert ids == [young]  # the old one went at about 3 s; the young one is 1.5 s younger
+    with pytest.raises(ClientError) as e:
+        c.list_parts(Bucket=b, Key="old", UploadId=old)
+    assert code_of(e) == "NoSuchUpload"
+    assert os.listdir(mp) == [young]  # the part's files are gone with it
+    assert "aborted 1 stale multipart upload(s)" in srv.log_tail(200)
+
