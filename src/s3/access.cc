@@ -104,8 +104,9 @@ Status Authorize(iam::IamStore& iam, const Caller& who, std::string_view action,
     return d == iam::Decision::kDeny;
   };
   if (!bucket.empty()) {
-    if (auto policy = iam.BucketPolicy(bucket); policy && denies(*policy))
-      return MakeError(ErrorCode::kAccessDenied);
+    auto policy = iam.BucketPolicy(bucket);
+    if (!policy.ok()) return MakeError(ErrorCode::kAccessDenied);  // it may deny: fail closed
+    if (*policy && denies(**policy)) return MakeError(ErrorCode::kAccessDenied);
   }
   if (who.kind == Caller::Kind::kUser) {
     for (const auto& policy : iam.PoliciesOf(who.access_key))

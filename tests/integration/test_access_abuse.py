@@ -498,3 +498,44 @@ def test_stale_multipart_uploads_are_aborted_and_their_parts_freed(server_factor
     assert os.listdir(mp) == [young]  # the part's files are gone with it
     assert "aborted 1 stale multipart upload(s)" in srv.log_tail(200)
 
+
+# ---------------------------------------------------------------------------------------------
+# A bucket policy that is stored but cannot be read fails closed
+# ---------------------------------------------------------------------------------------------
+
+def test_a_stored_bucket_policy_that_cannot_be_read_denies(server_factory):
+    # Also from reading the code: a policy whose stored copy was unreadable counted as "no policy",
+    # so its Deny statements stopped applying. The metadata file of the policy document is
+    # overwritten on the drive of the running server; the user's identity policy allows the GET,
+    # only the bucket policy denies it.
+    srv = server_factory(name="policy-closed", env={"RDMASTOR_IAM_REFRESH": "200ms"})
+    root = make_client(srv)
+    b = unique_bucket("closed")
+    root.create_bucket(Bucket=b)
+    root.put_object(Bucket=b, Key="secret", Body=b"secret data")
+    ak, sk = add_user(srv, policies=("readwrite",))
+    user = make_client(srv, ak, sk)
+    assert user.get_object(Bucket=b, Key="secret")["Body"].read() == b"secret data"
+    root.put_bucket_policy(Bucket=b, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": f"arn:aws:s3:::{b}/secret"}]}))
+    with pytest.raises(ClientError) as e:
+        user.get_object(Bucket=b, Key="secret")
+    assert code_of(e) == "AccessDenied"
+    meta = os.path.join(srv.datadir, "rdmastor.sys", "buckets", b, "policy.json", ".rdmastor.meta")
+    assert os.path.isfile(meta), meta
+    with open(meta, "wb") as f:
+        f.write(b"not a metadata file")
+    time.sleep(0.5)  # past RDMASTOR_IAM_REFRESH: the policy is read again
+    for _ in range(2):  # the first read and the cached failure
+        with pytest.raises(ClientError) as e:
+            user.get_object(Bucket=b, Key="secret")
+        assert code_of(e) == "AccessDenied"
+    # The policy is not reported absent either; putting it anew repairs it.
+    with pytest.raises(ClientError) as e:
+        root.get_bucket_policy(Bucket=b)
+    assert code_of(e) == "InternalError"
+    root.delete_bucket_policy(Bucket=b)
+    assert user.get_object(Bucket=b, Key="secret")["Body"].read() == b"secret data"
+    assert "policy of bucket " + b in srv.log_tail(200)
+

@@ -509,10 +509,11 @@ class ErasureSet {
   // Kept where they were parsed: one vector of large ObjectMeta values was a malloc that
   // consolidated the heap every GET.
   struct MetaReads {
-    explicit MetaReads(size_t n) : files(n), metas(n, nullptr), read(n, false), missing(n, false) {}
+    explicit MetaReads(size_t n)
+        : files(n), metas(n, nullptr), read(n, false), missing(n, false), corrupt(n, false) {}
     std::vector<ObjectVersions> files;
     std::vector<ObjectMeta*> metas;
-    std::vector<bool> read, missing;
+    std::vector<bool> read, missing, corrupt;  // corrupt: the file is there but does not parse
   };
   // Reads the metadata file `path` on the drives with which[p] into `r` (the version `sel`, or
   // each file's latest).
