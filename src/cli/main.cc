@@ -25,6 +25,7 @@
 #include "cluster/peer_server.h"
 #include "rdma/build_info.h"
 #include "rdma/settings.h"
+#include "s3/access.h"
 #include "s3/admin_api.h"
 #include "s3/api.h"
 #include "s3/http_server.h"
@@ -108,8 +109,11 @@ rdmastor::s3::HttpServerOptions HttpOptionsFor(const rdmastor::cli::ServerConfig
   return o;
 }
 
-rdmastor::s3::ApiOptions ApiOptionsFor(const rdmastor::cli::ServerConfig& cfg) {
+rdmastor::s3::ApiOptions ApiOptionsFor(const rdmastor::cli::ServerConfig& cfg,
+                                       const std::string& deployment_id) {
   rdmastor::s3::ApiOptions o;
+  o.account_id = rdmastor::s3::AccountId(cfg.account_id, deployment_id);
+  spdlog::info("account id: {} (x-amz-expected-bucket-owner)", o.account_id);
   o.access_key = cfg.root_user;
   o.secret_key = cfg.root_password;
   o.region = cfg.region;
@@ -212,7 +216,7 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   (*store)->StartMonitor(cfg.drive_check_interval_ms);
   (*store)->StartUploadExpiry(std::chrono::milliseconds(cfg.stale_uploads_expiry_ms),
                               std::chrono::milliseconds(cfg.stale_uploads_cleanup_interval_ms));
-  rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(cfg);
+  rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(cfg, (*store)->deployment_id());
   if (cfg.kms_reseal)
     spdlog::warn("RDMASTOR_KMS_RESEAL=on is not implemented for a distributed deployment yet: "
                  "keep the previous master keys in RDMASTOR_KMS_PREVIOUS_SECRET_KEYS");
@@ -271,7 +275,7 @@ int RunServer(const std::vector<std::string>& args) {
     return 1;
   }
 
-  rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(*cfg);
+  rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(*cfg, store->erasure->deployment_id());
   // One drive: probed on every health request, as before it became a one-drive set (the
   // deployment monitor caches its samples for a second).
   auto drive_monitor = store->erasure->layout().set_size == 1

@@ -447,6 +447,13 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
                               "5s or 500ms (>= 100ms)"));
   RS_RETURN_IF_ERROR(duration("RDMASTOR_IAM_REFRESH", &cfg.iam_refresh_ms, 100, false,
                               "5s or 500ms (>= 100ms)"));
+  if (auto it = env.find("RDMASTOR_ACCOUNT_ID"); it != env.end() && !it->second.empty()) {
+    const std::string& v = it->second;
+    if (v.size() != 12 || v.find_first_not_of("0123456789") != std::string::npos)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "RDMASTOR_ACCOUNT_ID='" + v + "' is invalid: use 12 digits, as an AWS account id");
+    cfg.account_id = v;
+  }
   // Stale multipart uploads, as MinIO names them; up to a year (int ms holds 24 days).
   for (auto [name, out] : {std::pair{"MINIO_API_STALE_UPLOADS_EXPIRY", &cfg.stale_uploads_expiry_ms},
                            std::pair{"MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL",

@@ -47,6 +47,7 @@ struct ServerConfig {
   int peer_ping_interval_ms = 1000;        // RDMASTOR_PEER_PING_INTERVAL (0: no health check)
   int peer_ping_timeout_ms = 2000;         // RDMASTOR_PEER_PING_TIMEOUT
   int iam_refresh_ms = 5000;  // RDMASTOR_IAM_REFRESH: users/policies cached at most this long
+  std::string account_id;     // RDMASTOR_ACCOUNT_ID (12 digits); "" = from the deployment id
   // Multipart uploads older than this are aborted (MINIO_API_STALE_UPLOADS_EXPIRY; 0 = never),
   // swept every MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL. MinIO's defaults.
   int64_t stale_uploads_expiry_ms = 24LL * 3600 * 1000;

@@ -966,6 +966,10 @@ void S3Api::Dispatch(Context& ctx) {
     ctx.version = std::move(*v);
   }
   if (!ctx.caller.anonymous() && !Authorized(ctx)) return;
+  if (!ctx.bucket.empty()) {
+    if (auto st = CheckExpectedBucketOwner(req, opts_.account_id); !st.ok())
+      return SendError(ctx, st.error());
+  }
   if (auto st = RefuseUnimplemented(ctx.api, req); !st.ok()) return SendError(ctx, st.error());
   using Handler = void (*)(S3Api&, Context&);
   static const std::pair<std::string_view, Handler> kRoutes[] = {

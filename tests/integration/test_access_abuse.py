@@ -539,3 +539,63 @@ def test_a_stored_bucket_policy_that_cannot_be_read_denies(server_factory):
     assert user.get_object(Bucket=b, Key="secret")["Body"].read() == b"secret data"
     assert "policy of bucket " + b in srv.log_tail(200)
 
+
+# ---------------------------------------------------------------------------------------------
+# x-amz-expected-bucket-owner
+# ---------------------------------------------------------------------------------------------
+
+def account_id_of(srv):
+    with open(srv.log_path, errors="replace") as f:
+        log = f.read()
+    for line in log.splitlines():
+        if "account id: " in line:
+            return line.split("account id: ")[1].split()[0]
+    raise AssertionError("no account id in the start-up log")
+
+
+def test_expected_bucket_owner_is_checked_against_the_account_id(server, server_factory):
+    # Also from reading the code: the header was ignored, so a request meant for another
+    # account's bucket of the same name went through. AWS: 403 when the account differs.
+    account = account_id_of(server)
+    assert len(account) == 12 and account.isdigit()
+    other = "%012d" % ((int(account) + 1) % 10 ** 12)
+    root = make_client(server)
+    b = unique_bucket("owner")
+    root.create_bucket(Bucket=b)
+    root.put_object(Bucket=b, Key="k", Body=b"x", ExpectedBucketOwner=account)
+    root.head_bucket(Bucket=b, ExpectedBucketOwner=account)
+    assert root.list_objects_v2(Bucket=b, ExpectedBucketOwner=account)["KeyCount"] == 1
+    root.copy_object(Bucket=b, Key="c", CopySource={"Bucket": b, "Key": "k"},
+                     ExpectedBucketOwner=account, ExpectedSourceBucketOwner=account)
+    refused = [
+        (lambda: root.put_object(Bucket=b, Key="k2", Body=b"x", ExpectedBucketOwner=other),
+         "AccessDenied"),
+        (lambda: root.get_object(Bucket=b, Key="k", ExpectedBucketOwner=other), "AccessDenied"),
+        (lambda: root.list_objects_v2(Bucket=b, ExpectedBucketOwner=other), "AccessDenied"),
+        (lambda: root.delete_object(Bucket=b, Key="k", ExpectedBucketOwner=other), "AccessDenied"),
+        (lambda: root.copy_object(Bucket=b, Key="c2", CopySource={"Bucket": b, "Key": "k"},
+                                  ExpectedSourceBucketOwner=other), "AccessDenied"),
+        (lambda: root.get_object(Bucket=b, Key="k", ExpectedBucketOwner="not-an-id"),
+         "InvalidBucketOwnerAWSAccountID"),
+    ]
+    for call, code in refused:
+        with pytest.raises(ClientError) as e:
+            call()
+        assert code_of(e) == code
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == (
+            403 if code == "AccessDenied" else 400)
+    with pytest.raises(ClientError) as e:  # HEAD: the status alone
+        root.head_bucket(Bucket=b, ExpectedBucketOwner=other)
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    assert root.get_object(Bucket=b, Key="k")["Body"].read() == b"x"  # nothing was deleted
+    with pytest.raises(ClientError):
+        root.head_object(Bucket=b, Key="k2")
+    # A configured account id (RDMASTOR_ACCOUNT_ID) is the one checked.
+    srv = server_factory(name="account", env={"RDMASTOR_ACCOUNT_ID": "123456789012"})
+    assert account_id_of(srv) == "123456789012"
+    c = make_client(srv)
+    c.create_bucket(Bucket=b)
+    c.head_bucket(Bucket=b, ExpectedBucketOwner="123456789012")
+    with pytest.raises(ClientError) as e:
+        c.list_objects_v2(Bucket=b, ExpectedBucketOwner=account)
+    assert code_of(e) == "AccessDenied"
