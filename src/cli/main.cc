@@ -104,8 +104,6 @@ rdmastor::s3::HttpServerOptions HttpOptionsFor(const rdmastor::cli::ServerConfig
   o.header_timeout = std::chrono::milliseconds(cfg.header_timeout_ms);
   o.handshake_timeout = std::chrono::milliseconds(cfg.handshake_timeout_ms);
   o.min_rate = cfg.min_rate;
-  // Peer RPC is authenticated before any body is read; one busy peer may use every worker.
-  if (cfg.distributed) o.uncapped = rdmastor::cluster::IsPeerPath;
   return o;
 }
 
@@ -190,7 +188,13 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
     std::fprintf(stderr, "rdmastor: %s\n", node.error().message.c_str());
     return 1;
   }
-  auto server = rdmastor::s3::HttpServer::Create(HttpOptionsFor(cfg), (*node)->handler());
+  auto http_opts = HttpOptionsFor(cfg);
+  // A busy peer may use every worker, but only a request signed by a peer: anything else on the
+  // peer paths waits its turn like any client (refused there after the gate).
+  http_opts.uncapped = [peer = &(*node)->node_handler()](const rdmastor::s3::HttpRequest& r) {
+    return peer->SignedByPeer(r);
+  };
+  auto server = rdmastor::s3::HttpServer::Create(http_opts, (*node)->handler());
   if (!server.ok()) {
     std::fprintf(stderr, "rdmastor: %s\n", server.error().message.c_str());
     return 1;
