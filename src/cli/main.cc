@@ -144,6 +144,7 @@ rdmastor::rdma::ServiceOptions RdmaOptionsFor(const rdmastor::cli::ServerConfig&
 void PublishRdmaMetrics(const rdmastor::rdma::S3RdmaService& svc) {
   rdmastor::admin::GlobalRegistry().AddScrapeHook([svc = &svc] {
     rdmastor::admin::SetRdmaFabricReady(svc->available());
+    rdmastor::admin::SetRdmaOriginDeclines(svc->stats().origin_declined.load());
     if (const auto* rc = svc->rc_sessions()) {
       auto s = rc->stats();
       rdmastor::admin::SetRdmaRc({rc->size(), s.admitted, s.refused, s.closed_idle, s.closed_dead,
