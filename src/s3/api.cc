@@ -379,6 +379,10 @@ void S3Api::Dispatch(Context& ctx) {
     ctx.version = std::move(*v);
   }
   if (!ctx.caller.anonymous() && !Authorized(ctx)) return;
+  if (!ctx.bucket.empty()) {
+    if (auto st = CheckExpectedBucketOwner(req, opts_.account_id); !st.ok())
+      return SendError(ctx, st.error());
+  }
   if (auto st = RefuseUnimplemented(ctx.api, req); !st.ok()) return SendError(ctx, st.error());
   switch (ctx.op) {
 #define RDMASTOR_S3_OP_DISPATCH(Name, method, at, sub, params, when, action, on, also, handler) \

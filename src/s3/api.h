@@ -38,6 +38,8 @@ struct ApiOptions {
   // Users, bucket policies, ACLs (s3/access.h, iam/store.h).
   iam::StoreOptions iam;
   bool secure_transport = false;  // served over TLS: aws:SecureTransport
+  // The deployment's account id (s3/access.h AccountId): x-amz-expected-bucket-owner.
+  std::string account_id;
   // Server-side encryption (s3/sse.h): the master key ring and whether SSE-C may come over HTTP.
   // Its secure_transport is set from the field above.
   SseConfig sse;
