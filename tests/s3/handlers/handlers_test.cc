@@ -500,5 +500,127 @@ TEST_F(HandlerTest, UploadPartCopyTakesARange) {
               ErrorCode::kInvalidArgument);
 }
 
+TEST_F(HandlerTest, ListObjectVersionsShowsVersionsAndDeleteMarkers) {
+  MakeBucket();
+  ASSERT_TRUE(
+      Do(HandlePutBucketVersioning, {.method = "PUT",
+                                     .query = {{"versioning", ""}},
+                                     .body = "<VersioningConfiguration><Status>Enabled</Status>"
+                                             "</VersioningConfiguration>"})
+          .ok());
+  auto first = Do(HandlePutObject, {.method = "PUT", .key = "k", .body = "one"});
+  auto second = Do(HandlePutObject, {.method = "PUT", .key = "k", .body = "two!"});
+  const std::string v1 = Header(first, "x-amz-version-id"), v2 = Header(second, "x-amz-version-id");
+  ASSERT_NE(v1, "<none>");
+  ASSERT_NE(v1, v2);
+  auto marker = Do(HandleDeleteObject, {.method = "DELETE", .key = "k"});
+  EXPECT_EQ(Header(marker, "x-amz-delete-marker"), "true");
+  const std::string vm = Header(marker, "x-amz-version-id");
+
+  auto list = Do(HandleListObjectVersions, {.query = {{"versions", ""}}});
+  ASSERT_TRUE(list.ok()) << list.error->message;
+  // Newest first: the marker (latest), then the two versions.
+  EXPECT_EQ(All(list.body, "//DeleteMarker/VersionId"), std::vector<std::string>{vm});
+  EXPECT_EQ(All(list.body, "//DeleteMarker/IsLatest"), std::vector<std::string>{"true"});
+  EXPECT_EQ(All(list.body, "//Version/VersionId"), (std::vector<std::string>{v2, v1}));
+  EXPECT_EQ(All(list.body, "//Version/Size"), (std::vector<std::string>{"4", "3"}));
+  // Paged by one: the marker, then the next page starts at the newer version.
+  auto page = Do(HandleListObjectVersions, {.query = {{"versions", ""}, {"max-keys", "1"}}});
+  EXPECT_EQ(One(page.body, "/ListVersionsResult/IsTruncated"), "true");
+  auto next = Do(HandleListObjectVersions,
+                 {.query = {{"versions", ""},
+                            {"max-keys", "1"},
+                            {"key-marker", One(page.body, "//NextKeyMarker")},
+                            {"version-id-marker", One(page.body, "//NextVersionIdMarker")}}});
+  EXPECT_EQ(All(next.body, "//Version/VersionId"), std::vector<std::string>{v2});
+  EXPECT_CODE(
+      Do(HandleListObjectVersions, {.query = {{"versions", ""}, {"version-id-marker", v1}}}),
+      ErrorCode::kInvalidArgument);
+
+  // The older version is still readable by id; the key without one is gone.
+  auto old = Do(HandleGetObject, {.key = "k", .query = {{"versionId", v1}}});
+  ASSERT_TRUE(old.ok()) << old.error->message;
+  EXPECT_EQ(Payload(old), "one");
+  EXPECT_CODE(Do(HandleGetObject, {.key = "k"}), ErrorCode::kNoSuchKey);
+}
+
+TEST_F(HandlerTest, GetObjectAttributesNamesWhatIsAsked) {
+  MakeBucket();
+  Put("k", "hello");
+  auto attrs = Do(HandleGetObjectAttributes,
+                  {.key = "k",
+                   .query = {{"attributes", ""}},
+                   .headers = {{"x-amz-object-attributes", "ETag,ObjectSize,StorageClass"}}});
+  ASSERT_TRUE(attrs.ok()) << attrs.error->message;
+  EXPECT_EQ(One(attrs.body, "/GetObjectAttributesResponse/ETag"), Md5Hex("hello"));
+  EXPECT_EQ(One(attrs.body, "/GetObjectAttributesResponse/ObjectSize"), "5");
+  EXPECT_EQ(One(attrs.body, "/GetObjectAttributesResponse/StorageClass"), "STANDARD");
+  EXPECT_EQ(One(attrs.body, "/GetObjectAttributesResponse/ObjectParts"), "<none>");
+  EXPECT_CODE(Do(HandleGetObjectAttributes, {.key = "k", .query = {{"attributes", ""}}}),
+              ErrorCode::kInvalidArgument);
+  EXPECT_CODE(Do(HandleGetObjectAttributes, {.key = "k",
+                                             .query = {{"attributes", ""}},
+                                             .headers = {{"x-amz-object-attributes", "Colour"}}}),
+              ErrorCode::kInvalidArgument);
+  EXPECT_CODE(Do(HandleGetObjectAttributes, {.key = "none",
+                                             .query = {{"attributes", ""}},
+                                             .headers = {{"x-amz-object-attributes", "ETag"}}}),
+              ErrorCode::kNoSuchKey);
+}
+
+TEST_F(HandlerTest, AclAndPolicyHandlersServeEachOperation) {
+  MakeBucket();
+  Put("k", "v");
+  const char* kAllUsers = "http://acs.amazonaws.com/groups/global/AllUsers";
+  auto private_acl =
+      Do(HandleAclRequest, {.op = S3Op::kGetObjectAcl, .key = "k", .query = {{"acl", ""}}});
+  ASSERT_TRUE(private_acl.ok()) << private_acl.error->message;
+  EXPECT_EQ(All(private_acl.body, "//Grant/Permission"), std::vector<std::string>{"FULL_CONTROL"});
+  auto put = Do(HandleAclRequest, {.op = S3Op::kPutObjectAcl,
+                                   .method = "PUT",
+                                   .key = "k",
+                                   .query = {{"acl", ""}},
+                                   .headers = {{"x-amz-acl", "public-read"}}});
+  ASSERT_TRUE(put.ok()) << put.error->message;
+  auto public_acl =
+      Do(HandleAclRequest, {.op = S3Op::kGetObjectAcl, .key = "k", .query = {{"acl", ""}}});
+  EXPECT_EQ(All(public_acl.body, "//Grant/Grantee/URI"), std::vector<std::string>{kAllUsers});
+  EXPECT_CODE(Do(HandleAclRequest, {.op = S3Op::kPutBucketAcl,
+                                    .method = "PUT",
+                                    .query = {{"acl", ""}},
+                                    .headers = {{"x-amz-acl", "no-such-acl"}}}),
+              ErrorCode::kInvalidArgument);
+
+  EXPECT_CODE(
+      Do(HandleBucketPolicyRequest, {.op = S3Op::kGetBucketPolicy, .query = {{"policy", ""}}}),
+      ErrorCode::kNoSuchBucketPolicy);
+  const std::string policy =
+      R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*",)"
+      R"("Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]})";
+  auto set = Do(
+      HandleBucketPolicyRequest,
+      {.op = S3Op::kPutBucketPolicy, .method = "PUT", .query = {{"policy", ""}}, .body = policy});
+  ASSERT_TRUE(set.ok()) << set.error->message;
+  EXPECT_EQ(set.status, 204);
+  auto got =
+      Do(HandleBucketPolicyRequest, {.op = S3Op::kGetBucketPolicy, .query = {{"policy", ""}}});
+  EXPECT_NE(got.body.find("s3:GetObject"), std::string::npos) << got.body;
+  auto status = Do(HandleBucketPolicyRequest,
+                   {.op = S3Op::kGetBucketPolicyStatus, .query = {{"policyStatus", ""}}});
+  EXPECT_EQ(One(status.body, "/PolicyStatus/IsPublic"), "true");
+  EXPECT_CODE(Do(HandleBucketPolicyRequest, {.op = S3Op::kPutBucketPolicy,
+                                             .method = "PUT",
+                                             .query = {{"policy", ""}},
+                                             .body = "{not json"}),
+              ErrorCode::kMalformedPolicy);
+  EXPECT_EQ(Do(HandleBucketPolicyRequest,
+               {.op = S3Op::kDeleteBucketPolicy, .method = "DELETE", .query = {{"policy", ""}}})
+                .status,
+            204);
+  EXPECT_CODE(
+      Do(HandleBucketPolicyRequest, {.op = S3Op::kGetBucketPolicy, .query = {{"policy", ""}}}),
+      ErrorCode::kNoSuchBucketPolicy);
+}
+
 }  // namespace
 }  // namespace rdmastor::s3
