@@ -53,98 +53,98 @@ enum Also : uint8_t {
 // ListenNotification); from there on a subresource not implemented (UnsupportedSubresource)
 // routes nowhere.
 #define RDMASTOR_S3_OPERATIONS(X)                                                                  \
-  X(ListenNotification, "GET", kBucketOrRoot, "", "events", kAlways,                              \
-    "s3:ListenBucketNotification", kBucket, kNothingElse, &S3Api::NotImplemented)                 \
-  X(ListBuckets, "GET", kRoot, "", "", kAlways, "s3:ListAllMyBuckets", kBucket, kNothingElse,     \
-    HandleListBuckets)                                                                           \
+  X(ListenNotification, "GET", kBucketOrRoot, "", "events", kAlways,                               \
+    "s3:ListenBucketNotification", kBucket, kNothingElse, &S3Api::NotImplemented)                  \
+  X(ListBuckets, "GET", kRoot, "", "", kAlways, "s3:ListAllMyBuckets", kBucket, kNothingElse,      \
+    HandleListBuckets)                                                                             \
   /* Subresources: tagging before acl before the policy's. */                                      \
-  X(PutBucketTagging, "PUT", kBucket, "tagging", "", kAlways, "s3:PutBucketTagging", kBucket,     \
-    kNothingElse, HandleTaggingRequest)                                                                 \
-  X(GetBucketTagging, "GET", kBucket, "tagging", "", kAlways, "s3:GetBucketTagging", kBucket,     \
-    kNothingElse, HandleTaggingRequest)                                                                 \
+  X(PutBucketTagging, "PUT", kBucket, "tagging", "", kAlways, "s3:PutBucketTagging", kBucket,      \
+    kNothingElse, HandleTaggingRequest)                                                            \
+  X(GetBucketTagging, "GET", kBucket, "tagging", "", kAlways, "s3:GetBucketTagging", kBucket,      \
+    kNothingElse, HandleTaggingRequest)                                                            \
   /* AWS: DeleteBucketTagging needs s3:PutBucketTagging. */                                        \
-  X(DeleteBucketTagging, "DELETE", kBucket, "tagging", "", kAlways, "s3:PutBucketTagging",        \
-    kBucket, kNothingElse, HandleTaggingRequest)                                                        \
-  X(PutObjectTagging, "PUT", kObject, "tagging", "", kAlways, "s3:PutObjectTagging", kObject,     \
-    kNothingElse, HandleTaggingRequest)                                                                 \
-  X(GetObjectTagging, "GET", kObject, "tagging", "", kAlways, "s3:GetObjectTagging", kObject,     \
-    kNothingElse, HandleTaggingRequest)                                                                 \
-  X(DeleteObjectTagging, "DELETE", kObject, "tagging", "", kAlways, "s3:DeleteObjectTagging",     \
-    kObject, kNothingElse, HandleTaggingRequest)                                                        \
-  X(PutBucketAcl, "PUT", kBucket, "acl", "", kAlways, "s3:PutBucketAcl", kBucket, kNothingElse,   \
-    HandleAclRequest)                                                                                   \
-  X(GetBucketAcl, "GET", kBucket, "acl", "", kAlways, "s3:GetBucketAcl", kBucket, kNothingElse,   \
-    HandleAclRequest)                                                                                   \
-  X(PutObjectAcl, "PUT", kObject, "acl", "", kAlways, "s3:PutObjectAcl", kObject, kNothingElse,   \
-    HandleAclRequest)                                                                                   \
-  X(GetObjectAcl, "GET", kObject, "acl", "", kAlways, "s3:GetObjectAcl", kObject, kNothingElse,   \
-    HandleAclRequest)                                                                                   \
-  X(GetBucketPolicyStatus, "GET", kBucket, "policyStatus", "", kAlways,                           \
-    "s3:GetBucketPolicyStatus", kBucket, kNothingElse, HandleBucketPolicyRequest)                       \
-  X(PutBucketPolicy, "PUT", kBucket, "policy", "", kAlways, "s3:PutBucketPolicy", kBucket,        \
-    kNothingElse, HandleBucketPolicyRequest)                                                            \
-  X(GetBucketPolicy, "GET", kBucket, "policy", "", kAlways, "s3:GetBucketPolicy", kBucket,        \
-    kNothingElse, HandleBucketPolicyRequest)                                                            \
-  X(DeleteBucketPolicy, "DELETE", kBucket, "policy", "", kAlways, "s3:DeleteBucketPolicy",        \
-    kBucket, kNothingElse, HandleBucketPolicyRequest)                                                   \
-  X(GetBucketEncryption, "GET", kBucket, "encryption", "", kAlways,                               \
-    "s3:GetEncryptionConfiguration", kBucket, kNothingElse, HandleBucketEncryption)              \
-  X(PutBucketEncryption, "PUT", kBucket, "encryption", "", kAlways,                               \
-    "s3:PutEncryptionConfiguration", kBucket, kNothingElse, HandleBucketEncryption)              \
-  /* AWS: DeleteBucketEncryption needs s3:PutEncryptionConfiguration. */                          \
-  X(DeleteBucketEncryption, "DELETE", kBucket, "encryption", "", kAlways,                         \
-    "s3:PutEncryptionConfiguration", kBucket, kNothingElse, HandleBucketEncryption)              \
+  X(DeleteBucketTagging, "DELETE", kBucket, "tagging", "", kAlways, "s3:PutBucketTagging",         \
+    kBucket, kNothingElse, HandleTaggingRequest)                                                   \
+  X(PutObjectTagging, "PUT", kObject, "tagging", "", kAlways, "s3:PutObjectTagging", kObject,      \
+    kNothingElse, HandleTaggingRequest)                                                            \
+  X(GetObjectTagging, "GET", kObject, "tagging", "", kAlways, "s3:GetObjectTagging", kObject,      \
+    kNothingElse, HandleTaggingRequest)                                                            \
+  X(DeleteObjectTagging, "DELETE", kObject, "tagging", "", kAlways, "s3:DeleteObjectTagging",      \
+    kObject, kNothingElse, HandleTaggingRequest)                                                   \
+  X(PutBucketAcl, "PUT", kBucket, "acl", "", kAlways, "s3:PutBucketAcl", kBucket, kNothingElse,    \
+    HandleAclRequest)                                                                              \
+  X(GetBucketAcl, "GET", kBucket, "acl", "", kAlways, "s3:GetBucketAcl", kBucket, kNothingElse,    \
+    HandleAclRequest)                                                                              \
+  X(PutObjectAcl, "PUT", kObject, "acl", "", kAlways, "s3:PutObjectAcl", kObject, kNothingElse,    \
+    HandleAclRequest)                                                                              \
+  X(GetObjectAcl, "GET", kObject, "acl", "", kAlways, "s3:GetObjectAcl", kObject, kNothingElse,    \
+    HandleAclRequest)                                                                              \
+  X(GetBucketPolicyStatus, "GET", kBucket, "policyStatus", "", kAlways,                            \
+    "s3:GetBucketPolicyStatus", kBucket, kNothingElse, HandleBucketPolicyRequest)                  \
+  X(PutBucketPolicy, "PUT", kBucket, "policy", "", kAlways, "s3:PutBucketPolicy", kBucket,         \
+    kNothingElse, HandleBucketPolicyRequest)                                                       \
+  X(GetBucketPolicy, "GET", kBucket, "policy", "", kAlways, "s3:GetBucketPolicy", kBucket,         \
+    kNothingElse, HandleBucketPolicyRequest)                                                       \
+  X(DeleteBucketPolicy, "DELETE", kBucket, "policy", "", kAlways, "s3:DeleteBucketPolicy",         \
+    kBucket, kNothingElse, HandleBucketPolicyRequest)                                              \
+  X(GetBucketEncryption, "GET", kBucket, "encryption", "", kAlways,                                \
+    "s3:GetEncryptionConfiguration", kBucket, kNothingElse, HandleBucketEncryption)                \
+  X(PutBucketEncryption, "PUT", kBucket, "encryption", "", kAlways,                                \
+    "s3:PutEncryptionConfiguration", kBucket, kNothingElse, HandleBucketEncryption)                \
+  /* AWS: DeleteBucketEncryption needs s3:PutEncryptionConfiguration. */                           \
+  X(DeleteBucketEncryption, "DELETE", kBucket, "encryption", "", kAlways,                          \
+    "s3:PutEncryptionConfiguration", kBucket, kNothingElse, HandleBucketEncryption)                \
   /* Buckets. */                                                                                   \
-  X(PutBucketVersioning, "PUT", kBucket, "", "versioning", kAlways, "s3:PutBucketVersioning",     \
-    kBucket, kNothingElse, HandlePutBucketVersioning)                                            \
-  X(PutBucket, "PUT", kBucket, "", "", kAlways, "s3:CreateBucket", kBucket, kNothingElse,         \
-    HandleCreateBucket)                                                                          \
-  X(HeadBucket, "HEAD", kBucket, "", "", kAlways, "s3:ListBucket", kBucket, kNothingElse,         \
-    HandleHeadBucket)                                                                            \
-  X(DeleteBucket, "DELETE", kBucket, "", "", kAlways, "s3:DeleteBucket", kBucket, kNothingElse,   \
-    HandleDeleteBucket)                                                                          \
-  X(DeleteMultipleObjects, "POST", kBucket, "", "delete", kAlways, "s3:DeleteObject", kObject,    \
-    kPerObject, HandleDeleteObjects)                                                             \
-  /* A browser-form upload: the form, not the request, carries the signature (POST policy); it */ \
+  X(PutBucketVersioning, "PUT", kBucket, "", "versioning", kAlways, "s3:PutBucketVersioning",      \
+    kBucket, kNothingElse, HandlePutBucketVersioning)                                              \
+  X(PutBucket, "PUT", kBucket, "", "", kAlways, "s3:CreateBucket", kBucket, kNothingElse,          \
+    HandleCreateBucket)                                                                            \
+  X(HeadBucket, "HEAD", kBucket, "", "", kAlways, "s3:ListBucket", kBucket, kNothingElse,          \
+    HandleHeadBucket)                                                                              \
+  X(DeleteBucket, "DELETE", kBucket, "", "", kAlways, "s3:DeleteBucket", kBucket, kNothingElse,    \
+    HandleDeleteBucket)                                                                            \
+  X(DeleteMultipleObjects, "POST", kBucket, "", "delete", kAlways, "s3:DeleteObject", kObject,     \
+    kPerObject, HandleDeleteObjects)                                                               \
+  /* A browser-form upload: the form, not the request, carries the signature (POST policy); it */  \
   /* is served before authentication (S3Api::PostObject). */                                       \
-  X(PostPolicyBucket, "POST", kBucket, "", "", kFormUpload, "s3:PutObject", kObject,              \
+  X(PostPolicyBucket, "POST", kBucket, "", "", kFormUpload, "s3:PutObject", kObject,               \
     kSetsAclAndTags, &S3Api::PostObject)                                                           \
-  X(GetBucketLocation, "GET", kBucket, "", "location", kAlways, "s3:GetBucketLocation", kBucket,  \
-    kNothingElse, HandleGetBucketLocation)                                                       \
-  X(GetBucketVersioning, "GET", kBucket, "", "versioning", kAlways, "s3:GetBucketVersioning",     \
-    kBucket, kNothingElse, HandleGetBucketVersioning)                                            \
-  X(ListMultipartUploads, "GET", kBucket, "", "uploads", kAlways,                                 \
-    "s3:ListBucketMultipartUploads", kBucket, kNothingElse, HandleListMultipartUploads)          \
-  X(ListObjectVersions, "GET", kBucket, "", "versions", kAlways, "s3:ListBucketVersions",         \
-    kBucket, kNothingElse, HandleListObjectVersions)                                             \
-  X(ListObjectsV2, "GET", kBucket, "", "list-type=2", kAlways, "s3:ListBucket", kBucket,          \
-    kNothingElse, HandleListObjectsV2)                                                           \
-  X(ListObjectsV1, "GET", kBucket, "", "", kAlways, "s3:ListBucket", kBucket, kNothingElse,       \
-    HandleListObjectsV1)                                                                         \
+  X(GetBucketLocation, "GET", kBucket, "", "location", kAlways, "s3:GetBucketLocation", kBucket,   \
+    kNothingElse, HandleGetBucketLocation)                                                         \
+  X(GetBucketVersioning, "GET", kBucket, "", "versioning", kAlways, "s3:GetBucketVersioning",      \
+    kBucket, kNothingElse, HandleGetBucketVersioning)                                              \
+  X(ListMultipartUploads, "GET", kBucket, "", "uploads", kAlways, "s3:ListBucketMultipartUploads", \
+    kBucket, kNothingElse, HandleListMultipartUploads)                                             \
+  X(ListObjectVersions, "GET", kBucket, "", "versions", kAlways, "s3:ListBucketVersions", kBucket, \
+    kNothingElse, HandleListObjectVersions)                                                        \
+  X(ListObjectsV2, "GET", kBucket, "", "list-type=2", kAlways, "s3:ListBucket", kBucket,           \
+    kNothingElse, HandleListObjectsV2)                                                             \
+  X(ListObjectsV1, "GET", kBucket, "", "", kAlways, "s3:ListBucket", kBucket, kNothingElse,        \
+    HandleListObjectsV1)                                                                           \
   /* Objects. */                                                                                   \
-  X(GetObjectAttributes, "GET", kObject, "", "attributes", kAlways, "s3:GetObjectAttributes",     \
-    kObject, kNothingElse, HandleGetObjectAttributes)                                            \
-  X(ListObjectParts, "GET", kObject, "", "uploadId", kAlways, "s3:ListMultipartUploadParts",      \
-    kObject, kNothingElse, HandleListParts)                                                      \
-  X(GetObject, "GET", kObject, "", "", kAlways, "s3:GetObject", kObject, kNothingElse,            \
-    HandleGetObject)                                                                             \
-  X(HeadObject, "HEAD", kObject, "", "", kAlways, "s3:GetObject", kObject, kNothingElse,          \
-    HandleHeadObject)                                                                            \
-  X(CopyObjectPart, "PUT", kObject, "", "uploadId|partNumber", kCopySource, "s3:PutObject",       \
-    kObject, kReadsSource, HandleUploadPartCopy)                                                 \
-  X(PutObjectPart, "PUT", kObject, "", "uploadId|partNumber", kAlways, "s3:PutObject", kObject,   \
-    kNothingElse, HandleUploadPart)                                                              \
-  X(CopyObject, "PUT", kObject, "", "", kCopySource, "s3:PutObject", kObject,                     \
-    kReadsSource | kSetsAclAndTags, HandleCopyObject)                                            \
-  X(PutObject, "PUT", kObject, "", "", kAlways, "s3:PutObject", kObject, kSetsAclAndTags,         \
-    HandlePutObject)                                                                             \
-  X(NewMultipartUpload, "POST", kObject, "", "uploads", kAlways, "s3:PutObject", kObject,         \
-    kSetsAclAndTags, HandleCreateMultipartUpload)                                                \
-  X(CompleteMultipartUpload, "POST", kObject, "", "uploadId", kAlways, "s3:PutObject", kObject,   \
-    kNothingElse, HandleCompleteMultipartUpload)                                                 \
-  X(AbortMultipartUpload, "DELETE", kObject, "", "uploadId", kAlways, "s3:AbortMultipartUpload",  \
-    kObject, kNothingElse, HandleAbortMultipartUpload)                                           \
-  X(DeleteObject, "DELETE", kObject, "", "", kAlways, "s3:DeleteObject", kObject, kNothingElse,   \
+  X(GetObjectAttributes, "GET", kObject, "", "attributes", kAlways, "s3:GetObjectAttributes",      \
+    kObject, kNothingElse, HandleGetObjectAttributes)                                              \
+  X(ListObjectParts, "GET", kObject, "", "uploadId", kAlways, "s3:ListMultipartUploadParts",       \
+    kObject, kNothingElse, HandleListParts)                                                        \
+  X(GetObject, "GET", kObject, "", "", kAlways, "s3:GetObject", kObject, kNothingElse,             \
+    HandleGetObject)                                                                               \
+  X(HeadObject, "HEAD", kObject, "", "", kAlways, "s3:GetObject", kObject, kNothingElse,           \
+    HandleHeadObject)                                                                              \
+  X(CopyObjectPart, "PUT", kObject, "", "uploadId|partNumber", kCopySource, "s3:PutObject",        \
+    kObject, kReadsSource, HandleUploadPartCopy)                                                   \
+  X(PutObjectPart, "PUT", kObject, "", "uploadId|partNumber", kAlways, "s3:PutObject", kObject,    \
+    kNothingElse, HandleUploadPart)                                                                \
+  X(CopyObject, "PUT", kObject, "", "", kCopySource, "s3:PutObject", kObject,                      \
+    kReadsSource | kSetsAclAndTags, HandleCopyObject)                                              \
+  X(PutObject, "PUT", kObject, "", "", kAlways, "s3:PutObject", kObject, kSetsAclAndTags,          \
+    HandlePutObject)                                                                               \
+  X(NewMultipartUpload, "POST", kObject, "", "uploads", kAlways, "s3:PutObject", kObject,          \
+    kSetsAclAndTags, HandleCreateMultipartUpload)                                                  \
+  X(CompleteMultipartUpload, "POST", kObject, "", "uploadId", kAlways, "s3:PutObject", kObject,    \
+    kNothingElse, HandleCompleteMultipartUpload)                                                   \
+  X(AbortMultipartUpload, "DELETE", kObject, "", "uploadId", kAlways, "s3:AbortMultipartUpload",   \
+    kObject, kNothingElse, HandleAbortMultipartUpload)                                             \
+  X(DeleteObject, "DELETE", kObject, "", "", kAlways, "s3:DeleteObject", kObject, kNothingElse,    \
     HandleDeleteObject)
 
 #define RDMASTOR_S3_OP_ENUM(Name, ...) k##Name,
