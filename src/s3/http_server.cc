@@ -560,7 +560,7 @@ class Session final : public Connection,
     // Hand the request to a worker (once its client holds fewer than its share); the strand stays
     // idle until the worker posts back.
     in_handler_ = true;
-    gated_ = !(opts_.uncapped && opts_.uncapped(request_.raw_path));
+    gated_ = !(opts_.uncapped && opts_.uncapped(request_));
     admin::RequestQueued();  // minio_s3_requests_waiting_total until a worker runs it
     auto run = [self = this->shared_from_this()] {
       self->workers_.Submit([self] { self->RunHandler(); });
