@@ -7,6 +7,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <variant>
 
 #include "admin/jwt.h"
 #include "client/http_client.h"
@@ -220,31 +221,49 @@ Result<std::string> IamCall(client::S3Client& c, const std::string& method,
   return resp->body;
 }
 
-// `rdmastor admin user ...` and `rdmastor admin policy ...`.
-int RunIam(const std::string& what, const std::vector<std::string>& args, const EnvMap& env) {
-  std::string endpoint = "http://127.0.0.1:9000", certs_dir, user_flag;
+// The flags every admin command that asks a server takes, and its positional arguments.
+struct ClientArgs {
+  std::string endpoint = "http://127.0.0.1:9000", certs_dir, user;
   bool json = false;  // --json: one JSON object on stdout (mc's --json habit)
-  std::vector<std::string> pos;
+  std::vector<std::string> positional;
+};
+
+// Parses `args` of `rdmastor admin <command>`: --endpoint, --certs-dir/-S, --json, --help, and
+// --user when `with_user`; "-" is positional (a secret read from stdin). Returns the exit status
+// instead when it printed the help (0) or a usage error (2).
+std::variant<ClientArgs, int> ParseClientArgs(const std::string& command,
+                                              const std::vector<std::string>& args,
+                                              bool with_user) {
+  ClientArgs out;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--endpoint" && i + 1 < args.size()) {
-      endpoint = args[++i];
-    } else if ((args[i] == "--certs-dir" || args[i] == "-S") && i + 1 < args.size()) {
-      certs_dir = args[++i];
-    } else if (args[i] == "--user" && i + 1 < args.size() && what == "policy") {
-      user_flag = args[++i];
+    const bool has_value = i + 1 < args.size();
+    if (args[i] == "--endpoint" && has_value) {
+      out.endpoint = args[++i];
+    } else if ((args[i] == "--certs-dir" || args[i] == "-S") && has_value) {
+      out.certs_dir = args[++i];
+    } else if (with_user && args[i] == "--user" && has_value) {
+      out.user = args[++i];
     } else if (args[i] == "--json") {
-      json = true;
+      out.json = true;
     } else if (args[i] == "--help" || args[i] == "-h") {
       std::fputs(kAdminUsage, stdout);
       return 0;
     } else if (args[i] != "-" && args[i].starts_with("-")) {
-      std::fprintf(stderr, "rdmastor admin %s: unexpected argument '%s'\n%s", what.c_str(),
-                   args[i].c_str(), UsageOf(what).c_str());
+      std::fprintf(stderr, "rdmastor admin %s: unexpected argument '%s'\n%s", command.c_str(),
+                   args[i].c_str(), UsageOf(command).c_str());
       return 2;
     } else {
-      pos.push_back(args[i]);
+      out.positional.push_back(args[i]);
     }
   }
+  return out;
+}
+
+// `rdmastor admin user ...` and `rdmastor admin policy ...`.
+int RunIam(const std::string& what, const std::vector<std::string>& args, const EnvMap& env) {
+  auto parsed = ParseClientArgs(what, args, /*with_user=*/what == "policy");
+  if (const int* rc = std::get_if<int>(&parsed)) return *rc;
+  auto& [endpoint, certs_dir, user_flag, json, pos] = std::get<ClientArgs>(parsed);
   const std::string sub = pos.empty() ? std::string() : pos[0];
   auto usage = [&] {
     std::fprintf(stderr, "rdmastor admin %s: wrong arguments\n%s", what.c_str(),
@@ -411,23 +430,13 @@ std::string HumanBytes(uint64_t n) {
 
 // `rdmastor admin info`: GET /minio/admin/v3/info, as text or (--json) the server's document.
 int RunInfo(const std::vector<std::string>& args, const EnvMap& env) {
-  std::string endpoint = "http://127.0.0.1:9000", certs_dir;
-  bool json = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--endpoint" && i + 1 < args.size()) {
-      endpoint = args[++i];
-    } else if ((args[i] == "--certs-dir" || args[i] == "-S") && i + 1 < args.size()) {
-      certs_dir = args[++i];
-    } else if (args[i] == "--json") {
-      json = true;
-    } else if (args[i] == "--help" || args[i] == "-h") {
-      std::fputs(kAdminUsage, stdout);
-      return 0;
-    } else {
-      std::fprintf(stderr, "rdmastor admin info: unexpected argument '%s'\n%s", args[i].c_str(),
-                   UsageOf("info").c_str());
-      return 2;
-    }
+  auto parsed = ParseClientArgs("info", args, /*with_user=*/false);
+  if (const int* rc = std::get_if<int>(&parsed)) return *rc;
+  const auto& [endpoint, certs_dir, user, json, pos] = std::get<ClientArgs>(parsed);
+  if (!pos.empty()) {
+    std::fprintf(stderr, "rdmastor admin info: unexpected argument '%s'\n%s", pos[0].c_str(),
+                 UsageOf("info").c_str());
+    return 2;
   }
   auto cfg = AdminClientConfig(endpoint, certs_dir, env, /*server_defaults=*/false);
   if (!cfg.ok()) {
@@ -475,26 +484,16 @@ int RunInfo(const std::vector<std::string>& args, const EnvMap& env) {
 }
 
 int RunHeal(const std::vector<std::string>& args, const EnvMap& env) {
-  std::string endpoint = "http://127.0.0.1:9000", bucket, certs_dir;
-  bool json = false;  // --json: one JSON object at the end (items included), nothing else
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--json") {
-      json = true;
-    } else if (args[i] == "--endpoint" && i + 1 < args.size()) {
-      endpoint = args[++i];
-    } else if ((args[i] == "--certs-dir" || args[i] == "-S") && i + 1 < args.size()) {
-      certs_dir = args[++i];
-    } else if (args[i] == "--help" || args[i] == "-h") {
-      std::fputs(kAdminUsage, stdout);
-      return 0;
-    } else if (!args[i].starts_with("-") && bucket.empty()) {
-      bucket = args[i];
-    } else {
-      std::fprintf(stderr, "rdmastor admin heal: unexpected argument '%s'\n%s", args[i].c_str(),
-                   UsageOf("heal").c_str());
-      return 2;
-    }
+  // --json: one JSON object at the end (items included), nothing else.
+  auto parsed = ParseClientArgs("heal", args, /*with_user=*/false);
+  if (const int* rc = std::get_if<int>(&parsed)) return *rc;
+  const auto& [endpoint, certs_dir, user, json, pos] = std::get<ClientArgs>(parsed);
+  if (pos.size() > 1 || (pos.size() == 1 && pos[0] == "-")) {
+    std::fprintf(stderr, "rdmastor admin heal: unexpected argument '%s'\n%s",
+                 pos.back().c_str(), UsageOf("heal").c_str());
+    return 2;
   }
+  const std::string bucket = pos.empty() ? std::string() : pos[0];
   auto cfg = AdminClientConfig(endpoint, certs_dir, env, /*server_defaults=*/false);
   if (!cfg.ok()) {
     std::fprintf(stderr, "rdmastor admin heal: %s\n", cfg.error().message.c_str());
