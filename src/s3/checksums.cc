@@ -2,23 +2,17 @@
 
 #include <cctype>
 
+#include "common/text.h"
+
 namespace rdmastor::s3 {
 
 namespace {
 
 constexpr std::string_view kPrefix = "x-amz-checksum-";
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using text::ToLower;
 
-std::string Trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s);
-}
+std::string Trimmed(std::string_view s) { return std::string(text::TrimBlanks(s)); }
 
 Error Invalid(std::string_view what) {
   return MakeError(ErrorCode::kInvalidRequest, "Value for " + std::string(what) + " is invalid.");
@@ -55,7 +49,7 @@ Result<DeclaredChecksum> ParseDeclaredChecksum(const HttpRequest& req) {
   }
   // x-amz-trailer: the value follows the aws-chunked body.
   if (const std::string* t = req.FindHeader("x-amz-trailer")) {
-    const std::string trailer = Lower(Trimmed(*t));
+    const std::string trailer = ToLower(Trimmed(*t));
     auto algo = AlgoOfHeader(trailer);
     if (!algo)
       return MakeError(ErrorCode::kInvalidRequest, "unsupported x-amz-trailer: " + trailer);
