@@ -41,6 +41,29 @@ TEST(MetricsRegistry, RendersTextExposition) {
   EXPECT_EQ(r.Render(Scope::kCluster).find("t_free_bytes"), std::string::npos);
 }
 
+TEST(MetricsRegistry, RendersHistogramsCumulatively) {
+  Registry r;
+  auto& h = r.AddHistogram("t_seconds", "Latency", {"api"});
+  h.With({"GetObject"}).Observe(0.0005);  // first bucket
+  h.With({"GetObject"}).Observe(0.003);   // le 0.005
+  h.With({"GetObject"}).Observe(60);      // above every bound: +Inf only
+  const std::string text = r.Render(Scope::kCluster);
+  EXPECT_NE(text.find("# TYPE t_seconds histogram\n"), std::string::npos) << text;
+  for (const char* line :
+       {"t_seconds_bucket{api=\"GetObject\",le=\"0.001\"} 1\n",
+        "t_seconds_bucket{api=\"GetObject\",le=\"0.0025\"} 1\n",
+        "t_seconds_bucket{api=\"GetObject\",le=\"0.005\"} 2\n",
+        "t_seconds_bucket{api=\"GetObject\",le=\"10\"} 2\n",
+        "t_seconds_bucket{api=\"GetObject\",le=\"+Inf\"} 3\n", "t_seconds_count{api=\"GetObject\"} 3\n",
+        "t_seconds_sum{api=\"GetObject\"} 60.0035"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  // Bucket-scoped families stay off the cluster and node endpoints.
+  r.AddGauge("t_bucket_bytes", "bytes", {"bucket"}, Scope::kBucket).With({"b"}).Set(1);
+  EXPECT_EQ(r.Render(Scope::kCluster).find("t_bucket_bytes"), std::string::npos);
+  EXPECT_EQ(r.Render(Scope::kNode).find("t_bucket_bytes"), std::string::npos);
+  EXPECT_NE(r.Render(Scope::kBucket).find("t_bucket_bytes{bucket=\"b\"} 1\n"), std::string::npos);
+}
+
 TEST(MetricsRegistry, LabelLessFamiliesShowZero) {
   Registry r;
   r.AddCounter("t_zero_total", "zero", {});
