@@ -97,3 +97,45 @@ def test_user_added_on_one_node_works_at_once_under_a_bogus_key_flood(cluster):
             statuses.append(signed_from(c.nodes[0], "127.0.0.9", "GET", "/", ak, sk).status)
     assert flood.sent > 100, flood.sent
     assert statuses == [200] * 4, statuses
+
+
+def test_admin_info_lists_every_node_and_a_disabled_user_is_refused_everywhere(cluster):
+    """`rdmastor admin info` through one node shows the four nodes with their four drives each,
+    one erasure set per 16 drives or less; `user disable` through one node reaches every node
+    within the refresh interval, `user enable` brings the user back (issue 33, item 10)."""
+    c = cluster
+    info = json.loads(admin(c.nodes[1], "info", "--json").stdout)["info"]
+    assert info["mode"] == "online" and info["backend"]["backendType"] == "Erasure", info
+    assert info["backend"]["onlineDisks"] == 16 and info["backend"]["offlineDisks"] == 0, info
+    servers = {s["endpoint"]: s for s in info["servers"]}
+    assert set(servers) == {f"{n.host}:{n.port}" for n in c.nodes}, servers
+    for s in servers.values():
+        assert s["state"] == "online" and len(s["drives"]) == 4, s
+        assert all(d["state"] == "ok" and d["totalspace"] > 0 for d in s["drives"]), s
+    ak, sk = "dis" + rand_str(10), rand_str(24)
+    admin(c.nodes[0], "user", "add", ak, sk)
+    admin(c.nodes[0], "policy", "attach", "readwrite", "--user", ak)
+    for idx in range(4):
+        user_client(c, idx, ak, sk).list_buckets()
+    admin(c.nodes[0], "user", "disable", ak)
+    deadline = time.monotonic() + REFRESH_S + 10
+    for idx in range(4):
+        while True:
+            try:
+                user_client(c, idx, ak, sk).list_buckets()
+            except ClientError as err:
+                assert err.response["Error"]["Code"] == "InvalidAccessKeyId"
+                break
+            assert time.monotonic() < deadline, f"node{idx + 1} still accepts a disabled user"
+            time.sleep(0.2)
+    admin(c.nodes[2], "user", "enable", ak)
+    deadline = time.monotonic() + REFRESH_S + 10
+    for idx in range(4):
+        while True:
+            try:
+                user_client(c, idx, ak, sk).list_buckets()
+                break
+            except ClientError as err:
+                assert err.response["Error"]["Code"] == "InvalidAccessKeyId"
+            assert time.monotonic() < deadline, f"node{idx + 1} still refuses an enabled user"
+            time.sleep(0.2)
