@@ -31,6 +31,24 @@ def user_client(c, idx, ak, sk):
     return make_client(c.nodes[idx], ak, sk)
 
 
+def wait_until_every_node(c, ak, sk, accepts, nodes=(0, 1, 2, 3)):
+    """Waits (bounded: the refresh interval plus 10 s) until each node accepts, or refuses as
+    InvalidAccessKeyId, the user's requests."""
+    deadline = time.monotonic() + REFRESH_S + 10
+    for idx in nodes:
+        while True:
+            try:
+                user_client(c, idx, ak, sk).list_buckets()
+                if accepts:
+                    break
+            except ClientError as err:
+                assert err.response["Error"]["Code"] == "InvalidAccessKeyId"
+                if not accepts:
+                    break
+            assert time.monotonic() < deadline, f"node{idx + 1}: accepts is not {accepts}"
+            time.sleep(0.2)
+
+
 def test_user_added_on_one_node_works_on_every_node_at_once(cluster):
     c = cluster
     ak, sk = "cl" + rand_str(10), rand_str(24)
@@ -54,16 +72,7 @@ def test_user_added_on_one_node_works_on_every_node_at_once(cluster):
 
     # Removal through node 1 reaches the others within the refresh interval.
     admin(c.nodes[0], "user", "remove", ak)
-    deadline = time.monotonic() + REFRESH_S + 10
-    for idx in (1, 2, 3):
-        while True:
-            try:
-                user_client(c, idx, ak, sk).list_buckets()
-            except ClientError as err:
-                assert err.response["Error"]["Code"] == "InvalidAccessKeyId"
-                break
-            assert time.monotonic() < deadline, f"node{idx + 1} still accepts a removed user"
-            time.sleep(0.2)
+    wait_until_every_node(c, ak, sk, accepts=False, nodes=(1, 2, 3))
 
 
 def test_bucket_policy_set_on_one_node_applies_on_the_others(cluster):
@@ -118,24 +127,6 @@ def test_admin_info_lists_every_node_and_a_disabled_user_is_refused_everywhere(c
     for idx in range(4):
         user_client(c, idx, ak, sk).list_buckets()
     admin(c.nodes[0], "user", "disable", ak)
-    deadline = time.monotonic() + REFRESH_S + 10
-    for idx in range(4):
-        while True:
-            try:
-                user_client(c, idx, ak, sk).list_buckets()
-            except ClientError as err:
-                assert err.response["Error"]["Code"] == "InvalidAccessKeyId"
-                break
-            assert time.monotonic() < deadline, f"node{idx + 1} still accepts a disabled user"
-            time.sleep(0.2)
+    wait_until_every_node(c, ak, sk, accepts=False)
     admin(c.nodes[2], "user", "enable", ak)
-    deadline = time.monotonic() + REFRESH_S + 10
-    for idx in range(4):
-        while True:
-            try:
-                user_client(c, idx, ak, sk).list_buckets()
-                break
-            except ClientError as err:
-                assert err.response["Error"]["Code"] == "InvalidAccessKeyId"
-            assert time.monotonic() < deadline, f"node{idx + 1} still refuses an enabled user"
-            time.sleep(0.2)
+    wait_until_every_node(c, ak, sk, accepts=True)
