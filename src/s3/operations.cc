@@ -102,6 +102,7 @@ S3Op RouteOf(const RouteRequest& req) {
     if (op.method != req.method || !AtMatches(op.at, req) || !ParamsMatch(req, op.params)) continue;
     if (op.when == When::kCopySource && !req.copy_source) continue;
     if (op.when == When::kFormUpload && !req.form_upload) continue;
+    if (op.when == When::kForceDelete && !req.force_delete) continue;
     return op.op;
   }
   return S3Op::kUnknown;

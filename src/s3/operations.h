@@ -25,8 +25,9 @@ enum class On : uint8_t { kBucket, kObject };
 // A further condition on the request.
 enum class When : uint8_t {
   kAlways,
-  kCopySource,  // x-amz-copy-source is present
-  kFormUpload,  // Content-Type multipart/form-data (a browser POST)
+  kCopySource,   // x-amz-copy-source is present
+  kFormUpload,   // Content-Type multipart/form-data (a browser POST)
+  kForceDelete,  // x-minio-force-delete is not empty (MinIO's extension), whatever its value
 };
 // Actions checked besides the operation's own (S3Api::Authorized), as AWS does.
 enum Also : uint8_t {
@@ -39,6 +40,11 @@ enum Also : uint8_t {
   // The operation names its objects in its body: its handler checks the action for each
   // (DeleteObjects: s3:DeleteObject, s3:DeleteObjectVersion).
   kPerObject = 4,
+  // s3:ForceDeleteBucket on the bucket (MinIO: x-minio-force-delete on DeleteBucket).
+  kForceDeletes = 8,
+  // Besides the request's own check, the handler checks the action for each object it removes
+  // (a prefix's force delete: a policy denying part of the prefix keeps it).
+  kAndEachObject = 16,
 };
 
 // X(Name, "METHOD", At, "subresource", "params", When, "s3:Action", On, Also, handler)
@@ -101,6 +107,9 @@ enum Also : uint8_t {
     HandleCreateBucket)                                                                            \
   X(HeadBucket, "HEAD", kBucket, "", "", kAlways, "s3:ListBucket", kBucket, kNothingElse,          \
     HandleHeadBucket)                                                                              \
+  /* MinIO: x-minio-force-delete removes the bucket with everything in it. */                      \
+  X(ForceDeleteBucket, "DELETE", kBucket, "", "", kForceDelete, "s3:DeleteBucket", kBucket,        \
+    kForceDeletes, HandleForceDeleteBucket)                                                        \
   X(DeleteBucket, "DELETE", kBucket, "", "", kAlways, "s3:DeleteBucket", kBucket, kNothingElse,    \
     HandleDeleteBucket)                                                                            \
   X(DeleteMultipleObjects, "POST", kBucket, "", "delete", kAlways, "s3:DeleteObject", kObject,     \
@@ -144,6 +153,9 @@ enum Also : uint8_t {
     kNothingElse, HandleCompleteMultipartUpload)                                                   \
   X(AbortMultipartUpload, "DELETE", kObject, "", "uploadId", kAlways, "s3:AbortMultipartUpload",   \
     kObject, kNothingElse, HandleAbortMultipartUpload)                                             \
+  /* MinIO: x-minio-force-delete removes the key and every object under key/ (all versions). */    \
+  X(DeletePrefix, "DELETE", kObject, "", "", kForceDelete, "s3:DeleteObject", kObject,             \
+    kAndEachObject, HandleDeletePrefix)                                                            \
   X(DeleteObject, "DELETE", kObject, "", "", kAlways, "s3:DeleteObject", kObject, kNothingElse,    \
     HandleDeleteObject)
 
@@ -190,8 +202,9 @@ struct RouteRequest {
   bool root = false;     // no bucket in the path or host
   bool has_key = false;  // the path names an object
   const std::vector<std::pair<std::string, std::string>>* query = nullptr;  // decoded
-  bool copy_source = false;  // x-amz-copy-source present
-  bool form_upload = false;  // Content-Type multipart/form-data
+  bool copy_source = false;   // x-amz-copy-source present
+  bool form_upload = false;   // Content-Type multipart/form-data
+  bool force_delete = false;  // x-minio-force-delete not empty
 };
 
 // The operation of a request (the first line of the table that matches it), or kUnknown. Decided

@@ -622,5 +622,56 @@ TEST_F(HandlerTest, AclAndPolicyHandlersServeEachOperation) {
       ErrorCode::kNoSuchBucketPolicy);
 }
 
+// MinIO's x-minio-force-delete: a prefix (the key and what lies under key/) and a whole bucket.
+TEST_F(HandlerTest, ForceDeletePrefixAndBucket) {
+  MakeBucket();
+  for (const char* k : {"a", "a/x", "a/y/z", "a!b", "ab", "b"}) Put(k, k);
+  const HeaderList force{{"x-minio-force-delete", "true"}};
+  auto keys = [&] {
+    return All(Do(HandleListObjectsV2, {.query = {{"list-type", "2"}}}).body, "//Contents/Key");
+  };
+  EXPECT_CODE(Do(HandleDeletePrefix,
+                 {.method = "DELETE", .key = "a", .headers = {{"x-minio-force-delete", "yes"}}}),
+              ErrorCode::kInvalidRequest);
+  // "false": a plain delete of the key "a".
+  EXPECT_EQ(Do(HandleDeletePrefix,
+               {.method = "DELETE", .key = "a", .headers = {{"x-minio-force-delete", "false"}}})
+                .status,
+            204);
+  EXPECT_EQ(keys(), (std::vector<std::string>{"a!b", "a/x", "a/y/z", "ab", "b"}));
+  Put("a", "again");
+  auto del = Do(HandleDeletePrefix, {.method = "DELETE", .key = "a", .headers = force});
+  EXPECT_EQ(del.status, 204);
+  EXPECT_EQ(keys(), (std::vector<std::string>{"a!b", "ab", "b"}));
+  Put("d/1", "1");
+  Put("d/2", "2");
+  EXPECT_EQ(Do(HandleDeletePrefix, {.method = "DELETE", .key = "d/", .headers = force}).status,
+            204);
+  EXPECT_EQ(keys(), (std::vector<std::string>{"a!b", "ab", "b"}));
+
+  // The bucket: versions, delete markers and an open upload go with it.
+  ASSERT_TRUE(
+      Do(HandlePutBucketVersioning, {.method = "PUT",
+                                     .query = {{"versioning", ""}},
+                                     .body = "<VersioningConfiguration><Status>Enabled</Status>"
+                                             "</VersioningConfiguration>"})
+          .ok());
+  Put("b", "second");
+  ASSERT_TRUE(Do(HandleDeleteObject, {.method = "DELETE", .key = "ab"}).ok());
+  ASSERT_TRUE(
+      Do(HandleCreateMultipartUpload, {.method = "POST", .key = "up", .query = {{"uploads", ""}}})
+          .ok());
+  EXPECT_CODE(Do(HandleForceDeleteBucket,
+                 {.method = "DELETE", .headers = {{"x-minio-force-delete", "false"}}}),
+              ErrorCode::kBucketNotEmpty);
+  EXPECT_CODE(
+      Do(HandleForceDeleteBucket, {.method = "DELETE", .headers = {{"x-minio-force-delete", "2"}}}),
+      ErrorCode::kInvalidRequest);
+  EXPECT_EQ(Do(HandleForceDeleteBucket, {.method = "DELETE", .headers = force}).status, 204);
+  EXPECT_CODE(Do(HandleHeadBucket, {.method = "HEAD"}), ErrorCode::kNoSuchBucket);
+  EXPECT_CODE(Do(HandleForceDeleteBucket, {.method = "DELETE", .headers = force}),
+              ErrorCode::kNoSuchBucket);
+}
+
 }  // namespace
 }  // namespace rdmastor::s3
