@@ -45,6 +45,9 @@ enum Also : uint8_t {
   // Besides the request's own check, the handler checks the action for each object it removes
   // (a prefix's force delete: a policy denying part of the prefix keeps it).
   kAndEachObject = 16,
+  // A listing with MinIO's metadata=true: each object's metadata is shown where the caller may
+  // s3:GetObject it, its tags where it may s3:GetObjectTagging them (left out otherwise).
+  kShowsMetadata = 32,
 };
 
 // X(Name, "METHOD", At, "subresource", "params", When, "s3:Action", On, Also, handler)
@@ -52,7 +55,7 @@ enum Also : uint8_t {
 //    subresources declared at its level is served only by the operations of the first one (in
 //    table order) it carries, or by none ("unknown"); "" for none.
 //  - "params": query parameters the operation needs: "" none, "a" present, "a=v" with this value,
-//    "a|b" either.
+//    "a|b" either, "a=v&b=w" both.
 //  - handler: what S3Api::Dispatch runs (a member of S3Api, or a function returning a Reply).
 // The first line that matches a request is its operation, so the more specific comes first. The
 // lines above the first one with a subresource match before anything else (as MinIO routes
@@ -126,6 +129,10 @@ enum Also : uint8_t {
     kBucket, kNothingElse, HandleListMultipartUploads)                                             \
   X(ListObjectVersions, "GET", kBucket, "", "versions", kAlways, "s3:ListBucketVersions", kBucket, \
     kNothingElse, HandleListObjectVersions)                                                        \
+  /* MinIO: metadata=true lists each object's user metadata and tags too (minio-py's */            \
+  /* include_user_meta). */                                                                        \
+  X(ListObjectsV2M, "GET", kBucket, "", "list-type=2&metadata=true", kAlways, "s3:ListBucket",     \
+    kBucket, kShowsMetadata, HandleListObjectsV2)                                                  \
   X(ListObjectsV2, "GET", kBucket, "", "list-type=2", kAlways, "s3:ListBucket", kBucket,           \
     kNothingElse, HandleListObjectsV2)                                                             \
   X(ListObjectsV1, "GET", kBucket, "", "", kAlways, "s3:ListBucket", kBucket, kNothingElse,        \

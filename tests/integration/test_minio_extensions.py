@@ -1,8 +1,10 @@
 """MinIO's S3 extensions that the MinIO SDKs use (issue 38 item 5), against the real binary with
-boto3 and hand-signed requests: x-minio-force-delete on a prefix and on a bucket.
+boto3 and hand-signed requests: x-minio-force-delete on a prefix and on a bucket, listings with
+metadata=true.
 """
 
 import json
+import xml.etree.ElementTree as ET
 
 import pytest
 from botocore.exceptions import ClientError
@@ -123,3 +125,48 @@ def test_force_delete_bucket(server, s3, tmp_path):
     assert versions(s3, b) == []
     assert s3.list_multipart_uploads(Bucket=b).get("Uploads", []) == []
     s3.delete_bucket(Bucket=b)
+
+
+S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+
+
+def listed_metadata(server, bucket, **auth):
+    """ListObjectsV2 with metadata=true as minio-py sends it: key -> (metadata dict, tags)."""
+    r = signed_request(server, "GET", f"/{bucket}",
+                       query=[("list-type", "2"), ("metadata", "true"), ("encoding-type", "url")],
+                       **auth)
+    assert r.status == 200, r.body
+    out = {}
+    for c in ET.fromstring(r.body).iter(S3_NS + "Contents"):
+        meta = c.find(S3_NS + "UserMetadata")
+        tags = c.find(S3_NS + "UserTags")
+        out[c.find(S3_NS + "Key").text] = (
+            {e.tag.replace(S3_NS, ""): e.text for e in meta} if meta is not None else None,
+            tags.text if tags is not None else None)
+    return out
+
+
+def test_list_with_metadata_carries_user_metadata_and_tags(server, s3, bucket, tmp_path):
+    s3.put_object(Bucket=bucket, Key="a", Body=b"1", ContentType="text/plain",
+                  Metadata={"color": "blue"}, Tagging="team=storage&tier=hot")
+    s3.put_object(Bucket=bucket, Key="b", Body=b"2")
+    got = listed_metadata(server, bucket)
+    # Before: plain Contents, neither UserMetadata nor UserTags.
+    assert got["a"] == ({"content-type": "text/plain", "X-Amz-Meta-Color": "blue"},
+                        "team=storage&tier=hot"), got
+    assert got["b"][1] is None and got["b"][0]["content-type"] == "binary/octet-stream", got
+    # A plain ListObjectsV2 is unchanged.
+    plain = signed_request(server, "GET", f"/{bucket}", query=[("list-type", "2")])
+    assert b"UserMetadata" not in plain.body and b"UserTags" not in plain.body
+
+    # A user who may list but not read objects or their tags sees the listing without either.
+    name = "lm-" + rand_str(8)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [f"arn:aws:s3:::{bucket}"]},
+        {"Effect": "Allow", "Action": ["s3:GetObjectTagging"],
+         "Resource": [f"arn:aws:s3:::{bucket}/*"]}]}))
+    admin(server, "policy", "create", name, str(path))
+    ak, sk = add_user(server, [name])
+    got = listed_metadata(server, bucket, access_key=ak, secret_key=sk)
+    assert got == {"a": (None, "team=storage&tier=hot"), "b": (None, None)}, got

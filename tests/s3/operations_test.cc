@@ -36,6 +36,10 @@ TEST(OperationsTest, RoutesAsMinioNamesThem) {
   EXPECT_EQ(Route("GET", "/b"), "ListObjectsV1");
   EXPECT_EQ(Route("GET", "/b", {{"list-type", "2"}}), "ListObjectsV2");
   EXPECT_EQ(Route("GET", "/b", {{"list-type", "1"}}), "ListObjectsV1");
+  EXPECT_EQ(Route("GET", "/b", {{"list-type", "2"}, {"metadata", "true"}}), "ListObjectsV2M");
+  EXPECT_EQ(Route("GET", "/b", {{"metadata", "true"}, {"list-type", "2"}}), "ListObjectsV2M");
+  EXPECT_EQ(Route("GET", "/b", {{"list-type", "2"}, {"metadata", "false"}}), "ListObjectsV2");
+  EXPECT_EQ(Route("GET", "/b", {{"metadata", "true"}}), "ListObjectsV1");
   EXPECT_EQ(Route("GET", "/b", {{"versions", ""}}), "ListObjectVersions");
   EXPECT_EQ(Route("GET", "/b", {{"uploads", ""}}), "ListMultipartUploads");
   EXPECT_EQ(Route("POST", "/b", {{"delete", ""}}), "DeleteMultipleObjects");
@@ -157,8 +161,13 @@ std::string AlsoOf(const OpInfo& op) {
         "when it sets tags");
   if (op.also & kForceDeletes) parts.push_back("`s3:ForceDeleteBucket` on the bucket");
   if (op.also & kAndEachObject)
-    parts.push_back("the action again for each key it removes (in a versioned bucket "
-                    "`s3:DeleteObjectVersion`)");
+    parts.push_back(
+        "the action again for each key it removes (in a versioned bucket "
+        "`s3:DeleteObjectVersion`)");
+  if (op.also & kShowsMetadata)
+    parts.push_back(
+        "for each object, `s3:GetObject` to show its metadata and "
+        "`s3:GetObjectTagging` its tags (left out otherwise)");
   if (op.also & kPerObject)
     parts.push_back("instead of the request, each key its body names (a version: `...Version`)");
   std::string out;

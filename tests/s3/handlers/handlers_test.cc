@@ -673,5 +673,34 @@ TEST_F(HandlerTest, ForceDeletePrefixAndBucket) {
               ErrorCode::kNoSuchBucket);
 }
 
+// MinIO's metadata=true listing (ListObjectsV2M): user metadata and tags, where the caller may.
+TEST_F(HandlerTest, ListWithMetadataShowsUserMetadataAndTags) {
+  MakeBucket();
+  Put("a", "1",
+      {{"x-amz-meta-color", "blue"},
+       {"content-type", "text/plain"},
+       {"cache-control", "no-cache"},
+       {"x-amz-tagging", "team=storage&tier=hot"}});
+  Put("b", "2", {{"x-amz-meta-color", "red"}, {"x-amz-tagging", "t=1"}});
+  Put("c", "3");
+  const Query q{{"list-type", "2"}, {"metadata", "true"}};
+  refuse_ = "b";
+  auto list = Do(HandleListObjectsV2, {.op = S3Op::kListObjectsV2M, .query = q});
+  ASSERT_TRUE(list.ok()) << list.error->message;
+  EXPECT_EQ(One(list.body, "//Contents[Key='a']/UserMetadata/X-Amz-Meta-Color"), "blue");
+  EXPECT_EQ(One(list.body, "//Contents[Key='a']/UserMetadata/content-type"), "text/plain");
+  EXPECT_EQ(One(list.body, "//Contents[Key='a']/UserMetadata/Cache-Control"), "no-cache");
+  EXPECT_EQ(One(list.body, "//Contents[Key='a']/UserTags"), "team=storage&tier=hot");
+  // Refused s3:GetObject and s3:GetObjectTagging on "b": listed, without either.
+  EXPECT_EQ(One(list.body, "//Contents[Key='b']/Size"), "1");
+  EXPECT_EQ(One(list.body, "//Contents[Key='b']/UserMetadata"), "<none>");
+  EXPECT_EQ(One(list.body, "//Contents[Key='b']/UserTags"), "<none>");
+  EXPECT_EQ(One(list.body, "//Contents[Key='c']/UserTags"), "<none>");
+  // A plain ListObjectsV2 shows neither.
+  auto plain = Do(HandleListObjectsV2, {.op = S3Op::kListObjectsV2, .query = q});
+  EXPECT_EQ(All(plain.body, "//UserMetadata").size(), 0u);
+  EXPECT_EQ(All(plain.body, "//UserTags").size(), 0u);
+}
+
 }  // namespace
 }  // namespace rdmastor::s3
