@@ -315,7 +315,8 @@ void S3Api::Dispatch(Context& ctx) {
 
   RouteRequest route{req.method, ctx.bucket.empty(), ctx.has_key, &ctx.query,
                      req.FindHeader("x-amz-copy-source") != nullptr,
-                     ToLower(req.HeaderOr("content-type")).starts_with("multipart/form-data")};
+                     ToLower(req.HeaderOr("content-type")).starts_with("multipart/form-data"),
+                     !req.HeaderOr("x-minio-force-delete").empty()};
   ctx.op = RouteOf(route);
   ctx.api = NameOf(ctx.op);
 
@@ -463,6 +464,8 @@ bool S3Api::Authorized(Context& ctx) {
       if (!copies_tags) st = Allowed(ctx, "s3:PutObjectTagging", ctx.key, {}, {});
     }
   }
+  // MinIO's force delete of a bucket needs s3:ForceDeleteBucket too, whatever the header's value.
+  if (st.ok() && (also & kForceDeletes)) st = Allowed(ctx, "s3:ForceDeleteBucket", {}, {}, {});
   // A copy reads its source: s3:GetObject (s3:GetObjectVersion for a named version) there too.
   if (st.ok() && source) {
     st = Allowed(ctx, src_version ? "s3:GetObjectVersion" : "s3:GetObject", source->second,

@@ -14,6 +14,8 @@ Reply HandleDeleteBucket(const Env& env, S3Request& r);
 Reply HandleGetBucketLocation(const Env& env, S3Request& r);
 Reply HandleGetBucketVersioning(const Env& env, S3Request& r);
 Reply HandlePutBucketVersioning(const Env& env, S3Request& r);
+// MinIO's x-minio-force-delete on DeleteBucket (s3/force_delete.cc): the bucket with all in it.
+Reply HandleForceDeleteBucket(const Env& env, S3Request& r);
 
 // Subresources of buckets and objects (s3/bucket.cc): the operations of ?tagging (s3/tagging.h),
 // ?acl (s3/acl.h), ?policy and ?policyStatus (s3/access.h), ?encryption (s3/sse.h), each serving
@@ -35,6 +37,9 @@ Reply HandleGetObject(const Env& env, S3Request& r);
 Reply HandleHeadObject(const Env& env, S3Request& r);
 Reply HandleGetObjectAttributes(const Env& env, S3Request& r);
 Reply HandleDeleteObject(const Env& env, S3Request& r);
+// MinIO's x-minio-force-delete on DeleteObject (s3/force_delete.cc): the key and every object
+// under key/, all versions; checks the action for each key through r.allowed first.
+Reply HandleDeletePrefix(const Env& env, S3Request& r);
 // Checks s3:DeleteObject(Version) for each key through r.allowed.
 Reply HandleDeleteObjects(const Env& env, S3Request& r);
 

@@ -1,9 +1,69 @@
 // Listings: ListObjects (V1, V2), ListObjectVersions, ListMultipartUploads.
+#include "common/utf8.h"
 #include "s3/handlers.h"
+#include "s3/sse.h"
 #include "s3/versioning.h"
 #include "s3/xml.h"
 
 namespace rdmastor::s3 {
+
+namespace {
+
+// A stored header name as MinIO lists it: content-type as is, others in Go's canonical form
+// (x-amz-meta-color -> X-Amz-Meta-Color).
+std::string ListedName(std::string_view name) {
+  std::string out(name);
+  if (out == "content-type") return out;
+  bool upper = true;
+  for (auto& c : out) {
+    c = upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+              : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    upper = c == '-';
+  }
+  return out;
+}
+
+// Can `name` be an XML element name and `value` XML text? A header name may hold characters
+// no element name may ('!', '#', ...), a value bytes that are not UTF-8 or C0 controls: such
+// an entry is left out of the listing (GET/HEAD return it).
+bool Listable(std::string_view name, std::string_view value) {
+  for (unsigned char c : name)
+    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.') return false;
+  for (unsigned char c : value)
+    if (c < 0x20 && c != '\t') return false;
+  return IsValidUtf8(value);
+}
+
+// MinIO's metadata=true (ListObjectsV2M): each object's content type, user metadata, stored
+// headers and encryption where the caller may s3:GetObject it, its tags where it may
+// s3:GetObjectTagging them.
+std::vector<ListedMetadata> ListedMetadataOf(S3Request& r,
+                                             const std::vector<storage::ObjectInfo>& objects) {
+  std::vector<ListedMetadata> out(objects.size());
+  for (size_t i = 0; i < objects.size(); ++i) {
+    const storage::ObjectInfo& o = objects[i];
+    if (r.allowed("s3:GetObject", o.key).ok()) {
+      auto& m = out[i].metadata;
+      switch (SseKindOf(o.internal)) {
+        case SseKind::kS3:
+          m.emplace_back("X-Amz-Server-Side-Encryption", "AES256");
+          break;
+        case SseKind::kC:
+          m.emplace_back("X-Amz-Server-Side-Encryption-Customer-Algorithm", "AES256");
+          break;
+        case SseKind::kNone:
+          break;
+      }
+      if (!o.content_type.empty()) m.emplace_back("content-type", o.content_type);
+      for (const auto& [name, value] : o.user_metadata)
+        if (Listable(name, value)) m.emplace_back(ListedName(name), value);
+    }
+    if (!o.tags.empty() && r.allowed("s3:GetObjectTagging", o.key).ok()) out[i].tags = o.tags;
+  }
+  return out;
+}
+
+}  // namespace
 
 Reply HandleListObjectsV1(const Env& env, S3Request& ctx) {
   auto max_keys = ParseMaxKeys(ctx, "max-keys");
@@ -54,6 +114,7 @@ Reply HandleListObjectsV2(const Env& env, S3Request& ctx) {
   p.encode_url = encoding == "url";
   p.fetch_owner = ctx.Q("fetch-owner") == "true";
   if (res->truncated) p.next_continuation_token = hash::Base64Encode(res->next_marker);
+  if (ctx.op == S3Op::kListObjectsV2M) p.extras = ListedMetadataOf(ctx, res->objects);
   return XmlReply(ListObjectsV2Xml(p, *res, Owner{}));
 }
 

@@ -11,21 +11,29 @@ bool Has(const RouteRequest& req, std::string_view name) {
   return false;
 }
 
-// "" | "a" | "a=v" | "a|b" (operations.h).
+// One parameter: "a" present, "a=v" present with this value.
+bool ParamMatches(const RouteRequest& req, std::string_view spec) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string_view::npos) return Has(req, spec);
+  const auto name = spec.substr(0, eq), value = spec.substr(eq + 1);
+  if (!req.query) return false;
+  for (const auto& [k, v] : *req.query)
+    if (k == name) return v == value;
+  return false;
+}
+
+// "" | "a" | "a=v" | "a|b" (either) | "a=v&b=w" (both) (operations.h).
 bool ParamsMatch(const RouteRequest& req, std::string_view spec) {
   if (spec.empty()) return true;
-  if (auto eq = spec.find('='); eq != std::string_view::npos) {
-    const auto name = spec.substr(0, eq), value = spec.substr(eq + 1);
-    if (!req.query) return false;
-    for (const auto& [k, v] : *req.query)
-      if (k == name) return v == value;
-    return false;
-  }
+  const char sep = spec.find('|') != std::string_view::npos ? '|' : '&';
   for (size_t pos = 0;;) {
-    size_t bar = spec.find('|', pos);
-    if (Has(req, spec.substr(pos, bar == std::string_view::npos ? bar : bar - pos))) return true;
-    if (bar == std::string_view::npos) return false;
-    pos = bar + 1;
+    const size_t end = spec.find(sep, pos);
+    const bool match =
+        ParamMatches(req, spec.substr(pos, end == std::string_view::npos ? end : end - pos));
+    if (match && sep == '|') return true;
+    if (!match && sep == '&') return false;
+    if (end == std::string_view::npos) return sep == '&';
+    pos = end + 1;
   }
 }
 
@@ -102,6 +110,7 @@ S3Op RouteOf(const RouteRequest& req) {
     if (op.method != req.method || !AtMatches(op.at, req) || !ParamsMatch(req, op.params)) continue;
     if (op.when == When::kCopySource && !req.copy_source) continue;
     if (op.when == When::kFormUpload && !req.form_upload) continue;
+    if (op.when == When::kForceDelete && !req.force_delete) continue;
     return op.op;
   }
   return S3Op::kUnknown;

@@ -25,8 +25,9 @@ enum class On : uint8_t { kBucket, kObject };
 // A further condition on the request.
 enum class When : uint8_t {
   kAlways,
-  kCopySource,  // x-amz-copy-source is present
-  kFormUpload,  // Content-Type multipart/form-data (a browser POST)
+  kCopySource,   // x-amz-copy-source is present
+  kFormUpload,   // Content-Type multipart/form-data (a browser POST)
+  kForceDelete,  // x-minio-force-delete is not empty (MinIO's extension), whatever its value
 };
 // Actions checked besides the operation's own (S3Api::Authorized), as AWS does.
 enum Also : uint8_t {
@@ -39,6 +40,14 @@ enum Also : uint8_t {
   // The operation names its objects in its body: its handler checks the action for each
   // (DeleteObjects: s3:DeleteObject, s3:DeleteObjectVersion).
   kPerObject = 4,
+  // s3:ForceDeleteBucket on the bucket (MinIO: x-minio-force-delete on DeleteBucket).
+  kForceDeletes = 8,
+  // Besides the request's own check, the handler checks the action for each object it removes
+  // (a prefix's force delete: a policy denying part of the prefix keeps it).
+  kAndEachObject = 16,
+  // A listing with MinIO's metadata=true: each object's metadata is shown where the caller may
+  // s3:GetObject it, its tags where it may s3:GetObjectTagging them (left out otherwise).
+  kShowsMetadata = 32,
 };
 
 // X(Name, "METHOD", At, "subresource", "params", When, "s3:Action", On, Also, handler)
@@ -46,7 +55,7 @@ enum Also : uint8_t {
 //    subresources declared at its level is served only by the operations of the first one (in
 //    table order) it carries, or by none ("unknown"); "" for none.
 //  - "params": query parameters the operation needs: "" none, "a" present, "a=v" with this value,
-//    "a|b" either.
+//    "a|b" either, "a=v&b=w" both.
 //  - handler: what S3Api::Dispatch runs (a member of S3Api, or a function returning a Reply).
 // The first line that matches a request is its operation, so the more specific comes first. The
 // lines above the first one with a subresource match before anything else (as MinIO routes
@@ -101,6 +110,9 @@ enum Also : uint8_t {
     HandleCreateBucket)                                                                            \
   X(HeadBucket, "HEAD", kBucket, "", "", kAlways, "s3:ListBucket", kBucket, kNothingElse,          \
     HandleHeadBucket)                                                                              \
+  /* MinIO: x-minio-force-delete removes the bucket with everything in it. */                      \
+  X(ForceDeleteBucket, "DELETE", kBucket, "", "", kForceDelete, "s3:DeleteBucket", kBucket,        \
+    kForceDeletes, HandleForceDeleteBucket)                                                        \
   X(DeleteBucket, "DELETE", kBucket, "", "", kAlways, "s3:DeleteBucket", kBucket, kNothingElse,    \
     HandleDeleteBucket)                                                                            \
   X(DeleteMultipleObjects, "POST", kBucket, "", "delete", kAlways, "s3:DeleteObject", kObject,     \
@@ -117,6 +129,10 @@ enum Also : uint8_t {
     kBucket, kNothingElse, HandleListMultipartUploads)                                             \
   X(ListObjectVersions, "GET", kBucket, "", "versions", kAlways, "s3:ListBucketVersions", kBucket, \
     kNothingElse, HandleListObjectVersions)                                                        \
+  /* MinIO: metadata=true lists each object's user metadata and tags too (minio-py's */            \
+  /* include_user_meta). */                                                                        \
+  X(ListObjectsV2M, "GET", kBucket, "", "list-type=2&metadata=true", kAlways, "s3:ListBucket",     \
+    kBucket, kShowsMetadata, HandleListObjectsV2)                                                  \
   X(ListObjectsV2, "GET", kBucket, "", "list-type=2", kAlways, "s3:ListBucket", kBucket,           \
     kNothingElse, HandleListObjectsV2)                                                             \
   X(ListObjectsV1, "GET", kBucket, "", "", kAlways, "s3:ListBucket", kBucket, kNothingElse,        \
@@ -144,6 +160,9 @@ enum Also : uint8_t {
     kNothingElse, HandleCompleteMultipartUpload)                                                   \
   X(AbortMultipartUpload, "DELETE", kObject, "", "uploadId", kAlways, "s3:AbortMultipartUpload",   \
     kObject, kNothingElse, HandleAbortMultipartUpload)                                             \
+  /* MinIO: x-minio-force-delete removes the key and every object under key/ (all versions). */    \
+  X(DeletePrefix, "DELETE", kObject, "", "", kForceDelete, "s3:DeleteObject", kObject,             \
+    kAndEachObject, HandleDeletePrefix)                                                            \
   X(DeleteObject, "DELETE", kObject, "", "", kAlways, "s3:DeleteObject", kObject, kNothingElse,    \
     HandleDeleteObject)
 
@@ -190,8 +209,9 @@ struct RouteRequest {
   bool root = false;     // no bucket in the path or host
   bool has_key = false;  // the path names an object
   const std::vector<std::pair<std::string, std::string>>* query = nullptr;  // decoded
-  bool copy_source = false;  // x-amz-copy-source present
-  bool form_upload = false;  // Content-Type multipart/form-data
+  bool copy_source = false;   // x-amz-copy-source present
+  bool form_upload = false;   // Content-Type multipart/form-data
+  bool force_delete = false;  // x-minio-force-delete not empty
 };
 
 // The operation of a request (the first line of the table that matches it), or kUnknown. Decided

@@ -282,8 +282,18 @@ void AddChecksumsWithType(pugi::xml_node parent, const std::map<std::string, std
     Add(parent, "ChecksumType", checksum::TypeName(checksum::TypeOfValue(sums.begin()->second)));
 }
 
+void AddListedMetadata(pugi::xml_node c, const ListedMetadata* extra) {
+  if (!extra) return;
+  if (!extra->metadata.empty()) {
+    pugi::xml_node m = c.append_child("UserMetadata");
+    for (const auto& [name, value] : extra->metadata) Add(m, name.c_str(), value);
+  }
+  if (!extra->tags.empty()) Add(c, "UserTags", extra->tags);
+}
+
 void AddContents(pugi::xml_node root, const char* element, const storage::ObjectInfo& o,
-                 bool encode_url, const Owner* owner, bool version_fields) {
+                 bool encode_url, const Owner* owner, bool version_fields,
+                 const ListedMetadata* extra = nullptr) {
   pugi::xml_node c = root.append_child(element);
   Add(c, "Key", MaybeEncode(o.key, encode_url));
   if (version_fields) {
@@ -303,6 +313,7 @@ void AddContents(pugi::xml_node root, const char* element, const storage::Object
   Add(c, "Size", o.size);
   if (owner) AddOwner(c, "Owner", *owner);
   Add(c, "StorageClass", o.storage_class.empty() ? "STANDARD" : o.storage_class);
+  AddListedMetadata(c, extra);
 }
 
 // Identifies this server in error documents (S3's HostId); stable per host, reveals nothing.
@@ -540,8 +551,9 @@ std::string ListObjectsV2Xml(const ListV2Params& p, const storage::ListResult& r
     Add(root, "ContinuationToken", p.continuation_token);
   if (r.truncated) Add(root, "NextContinuationToken", p.next_continuation_token);
   if (!p.start_after.empty()) Add(root, "StartAfter", MaybeEncode(p.start_after, enc));
-  for (const auto& o : r.objects) {
-    AddContents(root, "Contents", o, enc, p.fetch_owner ? &owner : nullptr, false);
+  for (size_t i = 0; i < r.objects.size(); ++i) {
+    AddContents(root, "Contents", r.objects[i], enc, p.fetch_owner ? &owner : nullptr, false,
+                i < p.extras.size() ? &p.extras[i] : nullptr);
   }
   AddCommonPrefixes(root, r.common_prefixes, enc);
   if (enc) Add(root, "EncodingType", "url");
@@ -564,7 +576,8 @@ std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::Li
     Add(root, "NextKeyMarker", MaybeEncode(p.next_key_marker, enc));
     Add(root, "NextVersionIdMarker", p.next_version_id_marker);
   }
-  for (const auto& o : r.objects) {
+  for (size_t i = 0; i < r.objects.size(); ++i) {
+    const storage::ObjectInfo& o = r.objects[i];
     const std::string vid = o.version_id.empty() ? "null" : o.version_id;
     if (o.delete_marker) {
       pugi::xml_node c = root.append_child("DeleteMarker");
@@ -584,6 +597,7 @@ std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::Li
     Add(c, "Size", o.size);
     AddOwner(c, "Owner", owner);
     Add(c, "StorageClass", o.storage_class.empty() ? "STANDARD" : o.storage_class);
+    AddListedMetadata(c, i < p.extras.size() ? &p.extras[i] : nullptr);
   }
   AddCommonPrefixes(root, r.common_prefixes, enc);
   if (enc) Add(root, "EncodingType", "url");

@@ -50,13 +50,21 @@ struct ListV1Params {
 std::string ListObjectsV1Xml(const ListV1Params& p, const storage::ListResult& r,
                              const Owner& owner);
 
+// MinIO's listings with metadata=true: what one listed object shows besides (UserMetadata: the
+// element name and value of each entry; UserTags: the tags' query form). Empty: nothing.
+struct ListedMetadata {
+  std::vector<std::pair<std::string, std::string>> metadata;
+  std::string tags;
+};
+
 struct ListV2Params {
   std::string bucket, prefix, delimiter, start_after, continuation_token;
   int max_keys = 1000;
   bool encode_url = false;
   bool fetch_owner = false;
-  std::string next_continuation_token;  // set by the caller when r.truncated
+  std::string next_continuation_token;   // set by the caller when r.truncated
   bool continuation_token_sent = false;  // echo continuation_token even when empty (as AWS)
+  std::vector<ListedMetadata> extras;    // metadata=true: one per r.objects entry; else empty
 };
 std::string ListObjectsV2Xml(const ListV2Params& p, const storage::ListResult& r,
                              const Owner& owner);
@@ -67,8 +75,9 @@ struct ListVersionsParams {
   std::string bucket, prefix, delimiter, key_marker;
   int max_keys = 1000;
   bool encode_url = false;
-  std::string version_id_marker;                     // as sent
+  std::string version_id_marker;                        // as sent
   std::string next_key_marker, next_version_id_marker;  // when truncated
+  std::vector<ListedMetadata> extras;  // metadata=true: one per r.objects entry; else empty
 };
 std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::ListResult& r,
                                   const Owner& owner);
@@ -127,8 +136,8 @@ Result<DeleteRequest> ParseDeleteXml(std::string_view body);
 struct DeleteOutcome {
   std::string key;
   bool deleted = false;
-  std::string code, message;  // when !deleted
-  std::string version_id;     // <VersionId>: the version the request named ("null" included)
+  std::string code, message;   // when !deleted
+  std::string version_id;      // <VersionId>: the version the request named ("null" included)
   bool delete_marker = false;  // <DeleteMarker>: a marker was removed or created
   std::string delete_marker_version_id;  // <DeleteMarkerVersionId>: the created marker's id
 };
@@ -156,7 +165,8 @@ std::string GetObjectAttributesXml(const ObjectAttributesParams& p,
                                    const storage::ObjectInfo& info);
 
 // <VersioningConfiguration>: empty for a bucket never versioned, else <Status>.
-std::string VersioningConfigurationXml(storage::Versioning state = storage::Versioning::kUnversioned);
+std::string VersioningConfigurationXml(
+    storage::Versioning state = storage::Versioning::kUnversioned);
 // PutBucketVersioning's body: Status and MfaDelete as sent (nullopt when absent); kMalformedXML on
 // bad XML or a value other than Enabled/Suspended (Status) or Enabled/Disabled (MfaDelete).
 struct VersioningRequest {

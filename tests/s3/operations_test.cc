@@ -36,6 +36,10 @@ TEST(OperationsTest, RoutesAsMinioNamesThem) {
   EXPECT_EQ(Route("GET", "/b"), "ListObjectsV1");
   EXPECT_EQ(Route("GET", "/b", {{"list-type", "2"}}), "ListObjectsV2");
   EXPECT_EQ(Route("GET", "/b", {{"list-type", "1"}}), "ListObjectsV1");
+  EXPECT_EQ(Route("GET", "/b", {{"list-type", "2"}, {"metadata", "true"}}), "ListObjectsV2M");
+  EXPECT_EQ(Route("GET", "/b", {{"metadata", "true"}, {"list-type", "2"}}), "ListObjectsV2M");
+  EXPECT_EQ(Route("GET", "/b", {{"list-type", "2"}, {"metadata", "false"}}), "ListObjectsV2");
+  EXPECT_EQ(Route("GET", "/b", {{"metadata", "true"}}), "ListObjectsV1");
   EXPECT_EQ(Route("GET", "/b", {{"versions", ""}}), "ListObjectVersions");
   EXPECT_EQ(Route("GET", "/b", {{"uploads", ""}}), "ListMultipartUploads");
   EXPECT_EQ(Route("POST", "/b", {{"delete", ""}}), "DeleteMultipleObjects");
@@ -56,6 +60,14 @@ TEST(OperationsTest, RoutesAsMinioNamesThem) {
   EXPECT_EQ(Route("POST", "/b/k"), "unknown");
   EXPECT_EQ(Route("DELETE", "/b/k", {{"uploadId", "u"}}), "AbortMultipartUpload");
   EXPECT_EQ(Route("DELETE", "/b/k"), "DeleteObject");
+  Query none;
+  EXPECT_EQ(NameOf(RouteOf(RouteRequest{"DELETE", false, true, &none, false, false, true})),
+            "DeletePrefix");
+  EXPECT_EQ(NameOf(RouteOf(RouteRequest{"DELETE", false, false, &none, false, false, true})),
+            "ForceDeleteBucket");
+  Query upload{{"uploadId", "u"}};
+  EXPECT_EQ(NameOf(RouteOf(RouteRequest{"DELETE", false, true, &upload, false, false, true})),
+            "AbortMultipartUpload");
   EXPECT_EQ(Route("PATCH", "/b/k"), "unknown");
 }
 
@@ -136,6 +148,7 @@ std::string RequestOf(const OpInfo& op) {
   out += "`" + either;
   if (op.when == When::kCopySource) out += " with `x-amz-copy-source`";
   if (op.when == When::kFormUpload) out += ", `multipart/form-data` (a browser form)";
+  if (op.when == When::kForceDelete) out += " with `x-minio-force-delete`";
   return out;
 }
 
@@ -146,6 +159,15 @@ std::string AlsoOf(const OpInfo& op) {
     parts.push_back(
         "`s3:PutObjectAcl` when its ACL grants to others, `s3:PutObjectTagging` "
         "when it sets tags");
+  if (op.also & kForceDeletes) parts.push_back("`s3:ForceDeleteBucket` on the bucket");
+  if (op.also & kAndEachObject)
+    parts.push_back(
+        "the action again for each key it removes (in a versioned bucket "
+        "`s3:DeleteObjectVersion`)");
+  if (op.also & kShowsMetadata)
+    parts.push_back(
+        "for each object, `s3:GetObject` to show its metadata and "
+        "`s3:GetObjectTagging` its tags (left out otherwise)");
   if (op.also & kPerObject)
     parts.push_back("instead of the request, each key its body names (a version: `...Version`)");
   std::string out;

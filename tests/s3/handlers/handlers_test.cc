@@ -622,5 +622,85 @@ TEST_F(HandlerTest, AclAndPolicyHandlersServeEachOperation) {
       ErrorCode::kNoSuchBucketPolicy);
 }
 
+// MinIO's x-minio-force-delete: a prefix (the key and what lies under key/) and a whole bucket.
+TEST_F(HandlerTest, ForceDeletePrefixAndBucket) {
+  MakeBucket();
+  for (const char* k : {"a", "a/x", "a/y/z", "a!b", "ab", "b"}) Put(k, k);
+  const HeaderList force{{"x-minio-force-delete", "true"}};
+  auto keys = [&] {
+    return All(Do(HandleListObjectsV2, {.query = {{"list-type", "2"}}}).body, "//Contents/Key");
+  };
+  EXPECT_CODE(Do(HandleDeletePrefix,
+                 {.method = "DELETE", .key = "a", .headers = {{"x-minio-force-delete", "yes"}}}),
+              ErrorCode::kInvalidRequest);
+  // "false": a plain delete of the key "a".
+  EXPECT_EQ(Do(HandleDeletePrefix,
+               {.method = "DELETE", .key = "a", .headers = {{"x-minio-force-delete", "false"}}})
+                .status,
+            204);
+  EXPECT_EQ(keys(), (std::vector<std::string>{"a!b", "a/x", "a/y/z", "ab", "b"}));
+  Put("a", "again");
+  auto del = Do(HandleDeletePrefix, {.method = "DELETE", .key = "a", .headers = force});
+  EXPECT_EQ(del.status, 204);
+  EXPECT_EQ(keys(), (std::vector<std::string>{"a!b", "ab", "b"}));
+  Put("d/1", "1");
+  Put("d/2", "2");
+  EXPECT_EQ(Do(HandleDeletePrefix, {.method = "DELETE", .key = "d/", .headers = force}).status,
+            204);
+  EXPECT_EQ(keys(), (std::vector<std::string>{"a!b", "ab", "b"}));
+
+  // The bucket: versions, delete markers and an open upload go with it.
+  ASSERT_TRUE(
+      Do(HandlePutBucketVersioning, {.method = "PUT",
+                                     .query = {{"versioning", ""}},
+                                     .body = "<VersioningConfiguration><Status>Enabled</Status>"
+                                             "</VersioningConfiguration>"})
+          .ok());
+  Put("b", "second");
+  ASSERT_TRUE(Do(HandleDeleteObject, {.method = "DELETE", .key = "ab"}).ok());
+  ASSERT_TRUE(
+      Do(HandleCreateMultipartUpload, {.method = "POST", .key = "up", .query = {{"uploads", ""}}})
+          .ok());
+  EXPECT_CODE(Do(HandleForceDeleteBucket,
+                 {.method = "DELETE", .headers = {{"x-minio-force-delete", "false"}}}),
+              ErrorCode::kBucketNotEmpty);
+  EXPECT_CODE(
+      Do(HandleForceDeleteBucket, {.method = "DELETE", .headers = {{"x-minio-force-delete", "2"}}}),
+      ErrorCode::kInvalidRequest);
+  EXPECT_EQ(Do(HandleForceDeleteBucket, {.method = "DELETE", .headers = force}).status, 204);
+  EXPECT_CODE(Do(HandleHeadBucket, {.method = "HEAD"}), ErrorCode::kNoSuchBucket);
+  EXPECT_CODE(Do(HandleForceDeleteBucket, {.method = "DELETE", .headers = force}),
+              ErrorCode::kNoSuchBucket);
+}
+
+// MinIO's metadata=true listing (ListObjectsV2M): user metadata and tags, where the caller may.
+TEST_F(HandlerTest, ListWithMetadataShowsUserMetadataAndTags) {
+  MakeBucket();
+  Put("a", "1",
+      {{"x-amz-meta-color", "blue"},
+       {"content-type", "text/plain"},
+       {"cache-control", "no-cache"},
+       {"x-amz-tagging", "team=storage&tier=hot"}});
+  Put("b", "2", {{"x-amz-meta-color", "red"}, {"x-amz-tagging", "t=1"}});
+  Put("c", "3");
+  const Query q{{"list-type", "2"}, {"metadata", "true"}};
+  refuse_ = "b";
+  auto list = Do(HandleListObjectsV2, {.op = S3Op::kListObjectsV2M, .query = q});
+  ASSERT_TRUE(list.ok()) << list.error->message;
+  EXPECT_EQ(One(list.body, "//Contents[Key='a']/UserMetadata/X-Amz-Meta-Color"), "blue");
+  EXPECT_EQ(One(list.body, "//Contents[Key='a']/UserMetadata/content-type"), "text/plain");
+  EXPECT_EQ(One(list.body, "//Contents[Key='a']/UserMetadata/Cache-Control"), "no-cache");
+  EXPECT_EQ(One(list.body, "//Contents[Key='a']/UserTags"), "team=storage&tier=hot");
+  // Refused s3:GetObject and s3:GetObjectTagging on "b": listed, without either.
+  EXPECT_EQ(One(list.body, "//Contents[Key='b']/Size"), "1");
+  EXPECT_EQ(One(list.body, "//Contents[Key='b']/UserMetadata"), "<none>");
+  EXPECT_EQ(One(list.body, "//Contents[Key='b']/UserTags"), "<none>");
+  EXPECT_EQ(One(list.body, "//Contents[Key='c']/UserTags"), "<none>");
+  // A plain ListObjectsV2 shows neither.
+  auto plain = Do(HandleListObjectsV2, {.op = S3Op::kListObjectsV2, .query = q});
+  EXPECT_EQ(All(plain.body, "//UserMetadata").size(), 0u);
+  EXPECT_EQ(All(plain.body, "//UserTags").size(), 0u);
+}
+
 }  // namespace
 }  // namespace rdmastor::s3
