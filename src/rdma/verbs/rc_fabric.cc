@@ -81,6 +81,15 @@ Status SetTos(rdma_cm_id* id, int tos) {
   return {};
 }
 
+// "a.b.c.d:port" of the other end of an rdma_cm id, for log lines.
+std::string CmPeerName(rdma_cm_id* id) {
+  const sockaddr* a = id ? rdma_get_peer_addr(id) : nullptr;
+  if (!a || a->sa_family != AF_INET) return "an unknown address";
+  const auto* in = reinterpret_cast<const sockaddr_in*>(a);
+  return soft::net::Ipv4String(ntohl(in->sin_addr.s_addr)) + ":" +
+         std::to_string(ntohs(in->sin_port));
+}
+
 // Waits (bounded) for the next CM event on `ch`, acknowledges it and returns its type.
 Result<rdma_cm_event_type> NextEvent(rdma_event_channel* ch, std::chrono::milliseconds timeout,
                                      int* status = nullptr) {
@@ -481,13 +490,29 @@ class RcTarget final : public Target {
     c = {};
   }
 
-  // Creates the responder QP and accepts; false when the request is not ours or fails.
+  // Creates the responder QP and accepts; false when the request is not ours or fails (logged:
+  // the initiator sees only a REJECTED event).
   bool Accept(rdma_cm_event* ev) {
     auto endpoint =
         DecodeRcConnectData(ev->param.conn.private_data, ev->param.conn.private_data_len);
-    if (!endpoint || *endpoint != endpoint_ || ev->id->verbs != pd_->context) return false;
+    const std::string from = CmPeerName(ev->id);
+    if (!endpoint || *endpoint != endpoint_) {
+      spdlog::warn("verbs RC target: refused a connection from {}: it names endpoint {}, not {}",
+                   from, endpoint ? std::to_string(*endpoint) : std::string("none"), endpoint_);
+      return false;
+    }
+    if (ev->id->verbs != pd_->context) {
+      spdlog::warn("verbs RC target: refused a connection from {}: it arrived on {}, not {}",
+                   from, ev->id->verbs ? ibv_get_device_name(ev->id->verbs->device) : "no device",
+                   ibv_get_device_name(pd_->context->device));
+      return false;
+    }
     Conn c{ev->id, ibv_create_cq(ev->id->verbs, 4, nullptr, nullptr, 0)};
-    if (!c.cq) return false;
+    if (!c.cq) {
+      spdlog::warn("verbs RC target: refused a connection from {}: ibv_create_cq: {}", from,
+                   std::strerror(errno));
+      return false;
+    }
     ibv_qp_init_attr qa{};
     qa.send_cq = c.cq;
     qa.recv_cq = c.cq;
@@ -501,6 +526,8 @@ class RcTarget final : public Target {
     cp.initiator_depth = 0;
     cp.rnr_retry_count = 7;
     if (rdma_create_qp(c.id, pd_, &qa) || rdma_accept(c.id, &cp)) {
+      spdlog::warn("verbs RC target: refused a connection from {}: {}: {}", from,
+                   c.id->qp ? "rdma_accept" : "rdma_create_qp", std::strerror(errno));
       if (c.id->qp) rdma_destroy_qp(c.id);
       ibv_destroy_cq(c.cq);
       return false;
