@@ -92,6 +92,29 @@ def test_shards_move_over_rc_between_two_devices(cluster):
         assert t["fallbacks"] == 0 and t["errors"] == 0, (i, t)
 
 
+def test_s3_over_rc_through_a_node_on_the_second_device(cluster, tmp_path):
+    """A node whose address is on rxe1 serves S3 over RDMA on RC. Its RC fabric once opened the
+    first device (rxe0) and refused to listen on 10.77.1.1 ("belongs to rxe1, not rxe0"): every
+    x-amz-rdma-connection request to it got 501."""
+    c = cluster
+    log = c.nodes[2].log_text()
+    assert "RC connections accepted on 10.77.1.1:" in log, c.nodes[2].log_tail(30)
+    n = c.nodes[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MINIO_"))}
+    env.update(AWS_ACCESS_KEY_ID=c.creds[0], AWS_SECRET_ACCESS_KEY=c.creds[1])
+    cli = [os.path.join(os.environ["RDMASTOR_BUILD_DIR"], "src", "rdmastor-cli"),
+           "--endpoint", "http://%s:%d" % (n.host, n.port)]
+    rc = ["--rdma", "--fabric", "verbs", "--transport", "rc"]
+    data = seeded_bytes(MiB + 1, seed=9)
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.write_bytes(data)
+    s3(c, 2).create_bucket(Bucket="rc3")
+    for args in (["put", "rc3/o", str(src)], ["get", "rc3/o", str(dst)]):
+        p = subprocess.run(cli + rc + args, env=env, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0 and "transport rdma" in p.stderr, (args, p.stderr[-500:])
+    assert dst.read_bytes() == data
+
+
 def test_reads_served_when_a_node_is_killed_mid_put(cluster):
     c = cluster
     s3(c, 0).create_bucket(Bucket="kill")
