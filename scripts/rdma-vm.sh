@@ -10,7 +10,9 @@
 #                 on expiry the guest is killed and the exit status is 124
 #   --mem MiB     guest memory (RDMASTOR_VM_MEM, 3072)
 #   --devices N   1 (default, RDMASTOR_VM_DEVICES): rxe0 on dummy netdev rxv0, 10.77.0.1/24;
-#                 2: also rxe1 on rxv1, 10.77.1.1/24 (QPs between the two move data: a
+#                 2: rxe0 on rxv0 (10.77.0.1/24) and rxe1 on rxv1 (10.77.1.1/24), the two ends
+#                 of a veth pair, with policy routing that makes 10.77.0.0/24 <-> 10.77.1.0/24
+#                 cross the pair (packets leave one device and arrive on the other: a
 #                 two-host-like test in one guest, docs/runbook.md); 0: none (rdma_rxe loaded:
 #                 for a command that creates its own, e.g. hw-validate.sh --rxe)
 #   --prepare     only download/unpack the kernel and build the initramfs (install-deps, CI)
@@ -65,12 +67,39 @@ if [ "${1:-}" = "--guest-init" ]; then
     chmod +x /run/modprobe
     echo /run/modprobe >/proc/sys/kernel/modprobe
     n="$(cat "$job/devices")"
+    if [ "$n" = 2 ]; then
+      # Two devices joined by a wire: a veth pair. Both addresses are local to this one kernel,
+      # so by default their traffic takes `lo`, where rxe drops it (rxe takes packets only from
+      # its own netdev) and rdma_cm's passive side refuses the request (its reply route must
+      # leave through the device the request came in on: EHOSTUNREACH, REJECTED status 28).
+      # Policy routing sends 10.77.0.0/24 <-> 10.77.1.0/24 over the pair instead, locally
+      # generated packets (iif lo) and lookups bound to a netdev (oif) alike; what arrives on
+      # the pair is still delivered locally (the local table, after these rules).
+      ip link add rxv0 type veth peer name rxv1
+      for d in all default rxv0 rxv1; do
+        sysctl -qw "net.ipv4.conf.$d.accept_local=1" "net.ipv4.conf.$d.rp_filter=0"
+      done
+      # A 1 MiB RDMA READ answers with 1024 packets in one burst; the default backlog (1000)
+      # dropped them and the requester gave up after its retries (completer_retry_err).
+      sysctl -qw net.core.netdev_max_backlog=65536
+    else
+      for i in $(seq 0 $((n - 1))); do ip link add "rxv$i" type dummy || say "rxv$i failed"; done
+    fi
     for i in $(seq 0 $((n - 1))); do
-      ip link add "rxv$i" type dummy &&
-        ip addr add "10.77.$i.1/24" dev "rxv$i" &&
+      ip addr add "10.77.$i.1/24" dev "rxv$i" &&
         ip link set "rxv$i" up &&
         rdma link add "rxe$i" type rxe netdev "rxv$i" || say "creating rxe$i failed"
     done
+    if [ "$n" = 2 ]; then  # (routes need their devices up)
+      ip route add 10.77.0.0/24 dev rxv1 table 100
+      ip route add 10.77.1.0/24 dev rxv0 table 101
+      ip rule add pref 10 iif lo from 10.77.1.0/24 to 10.77.0.0/24 lookup 100
+      ip rule add pref 11 iif lo from 10.77.0.0/24 to 10.77.1.0/24 lookup 101
+      ip rule add pref 12 oif rxv1 to 10.77.0.0/24 lookup 100
+      ip rule add pref 13 oif rxv0 to 10.77.1.0/24 lookup 101
+      ip rule add pref 100 lookup local
+      ip rule del pref 0
+    fi
     rdma link show
   } >>"$job/setup.log" 2>&1
   say "ready at guest uptime $(cut -d' ' -f1 /proc/uptime)s"
@@ -102,7 +131,7 @@ while [ $# -gt 0 ]; do
     --mem) mem="${2:?--mem needs MiB}"; shift 2 ;;
     --devices) devices="${2:?--devices needs 0, 1 or 2}"; shift 2 ;;
     --prepare) prepare_only=1; shift ;;
-    -h|--help) sed -n '2,31p' "$self"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$self"; exit 0 ;;
     --) shift; break ;;
     -*) echo "rdma-vm: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) break ;;

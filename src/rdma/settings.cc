@@ -151,8 +151,13 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
 }
 
 namespace {
-RcSettings RcSettingsFrom(const VerbsSettings& vs) {
+// bind_ip: where the S3 RC listener binds (the node's --address). Its device is the one the RC
+// fabric must open: rdma_cm hands the listener's connections that device's context, and a fabric
+// on the first usable device instead refused to listen on a host with several (a node on rxe1
+// got "10.77.1.1 belongs to rxe1, not rxe0").
+RcSettings RcSettingsFrom(const VerbsSettings& vs, const std::string& bind_ip) {
   RcSettings rs;
+  rs.source_ip = bind_ip;
   rs.device = vs.device;
   rs.port = vs.port;
   rs.cq_depth = vs.cq_depth;
@@ -203,15 +208,17 @@ std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
       if (!fabric.ok()) {
         // No DC (a device other than mlx5: Broadcom, Intel, AMD, Soft-RoCE): RC only, on the RC
         // fabric (rdma_cm), when RC is on and such a device is usable.
-        auto rc = settings.rc_port ? CreateVerbsRcFabric(RcSettingsFrom(settings.verbs))
-                                   : Result<std::unique_ptr<Fabric>>(fabric.error());
+        auto rc = settings.rc_port
+                      ? CreateVerbsRcFabric(RcSettingsFrom(settings.verbs, options.rc_bind_ip))
+                      : Result<std::unique_ptr<Fabric>>(fabric.error());
         if (rc.ok()) {
           spdlog::info("S3 over RDMA: on, verbs fabric, RC only (no DC: {})",
                        fabric.error().message);
           options.rc.allow = settings.verbs.allow;
           auto svc = std::make_unique<S3RdmaService>(
-              std::move(rc).value(), "", options,
-              [vs = settings.verbs] { return CreateVerbsRcFabric(RcSettingsFrom(vs)); });
+              std::move(rc).value(), "", options, [vs = settings.verbs, ip = options.rc_bind_ip] {
+                return CreateVerbsRcFabric(RcSettingsFrom(vs, ip));
+              });
           StartRc(*svc, settings);
           return svc;
         }

@@ -92,7 +92,7 @@ Result<RcDeviceChoice> SelectRcDevice(const std::vector<DeviceInfo>& devices,
   if (!DeviceAllowed(wanted, bind_device))
     return MakeError(ErrorCode::kRDMANotSupported,
                      "the node's address belongs to " + bind_device + ", which MINIO_RDMA_DEVICE=" +
-                         wanted + " does not list: inter-node RDMA leaves from that address");
+                         wanted + " does not list: RDMA connections of this node use that address");
   for (const auto& d : devices) {
     if (d.name != bind_device) continue;
     const PortInfo* p = FindPort(d, port);

@@ -9,9 +9,19 @@ build="${1:?usage: hw_validate.sh BUILD_DIR}"
 # The report stays on the host, beside ctest's own logs.
 mkdir -p "$build/Testing"
 report="$build/Testing/hw-report-rxe.txt"
+# No device yet: a host meant to serve RDMA with none is NO-GO (exit 1), unless none is expected.
+fail=0
+scripts/hw-validate.sh --build "$build" --report /tmp/hw-nodev.txt >/tmp/hw-nodev.out 2>&1
+nodev_rc=$?
+if [ "$nodev_rc" != 1 ] || ! grep -qE '^rdma-device +NO-GO ' /tmp/hw-nodev.out; then
+  echo "FAIL: without a device hw-validate.sh exited $nodev_rc, not 1 with rdma-device NO-GO:"
+  cat /tmp/hw-nodev.out
+  fail=1
+fi
+scripts/hw-validate.sh --no-device-ok --build "$build" --report /tmp/hw-nodev.txt \
+  >/tmp/hw-nodev.out 2>&1 || { echo "FAIL: --no-device-ok without a device did not exit 0"; fail=1; }
 scripts/hw-validate.sh --rxe --build "$build" --report "$report" 2>&1 | tee /tmp/hw-validate.out
 rc=${PIPESTATUS[0]}
-fail=0
 want() {  # want STEP: the step's verdict line says GO
   if ! grep -qE "^$1 +GO " /tmp/hw-validate.out; then
     echo "FAIL: step $1 is not GO"

@@ -47,12 +47,19 @@ using ChannelPtr = std::unique_ptr<rdma_event_channel, ChannelDeleter>;
 
 // The next rdma_cm event on `ch`, or nullptr once `wake_fd` is readable (its owner is stopping)
 // or poll fails for good; a failed rdma_get_cm_event is retried. The event loop of the RC target
-// and of the S3 RC listener.
-rdma_cm_event* NextCmEvent(rdma_event_channel* ch, int wake_fd) {
+// and of the S3 RC listener. With timeout_ms >= 0 and timed_out: nullptr and *timed_out = true
+// when no event came within it.
+rdma_cm_event* NextCmEvent(rdma_event_channel* ch, int wake_fd, int timeout_ms = -1,
+                           bool* timed_out = nullptr) {
   for (;;) {
     pollfd pfds[2] = {{ch->fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
-    if (poll(pfds, 2, -1) < 0) {
+    int n = poll(pfds, 2, timeout_ms);
+    if (n < 0) {
       if (errno == EINTR) continue;
+      return nullptr;
+    }
+    if (n == 0 && timed_out) {
+      *timed_out = true;
       return nullptr;
     }
     if (pfds[1].revents) return nullptr;
@@ -79,6 +86,15 @@ Status SetTos(rdma_cm_id* id, int tos) {
   if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &v, sizeof(v)))
     return RcError("rdma_set_option(RDMA_OPTION_ID_TOS)", errno);
   return {};
+}
+
+// "a.b.c.d:port" of the other end of an rdma_cm id, for log lines.
+std::string CmPeerName(rdma_cm_id* id) {
+  const sockaddr* a = id ? rdma_get_peer_addr(id) : nullptr;
+  if (!a || a->sa_family != AF_INET) return "an unknown address";
+  const auto* in = reinterpret_cast<const sockaddr_in*>(a);
+  return soft::net::Ipv4String(ntohl(in->sin_addr.s_addr)) + ":" +
+         std::to_string(ntohs(in->sin_port));
 }
 
 // Waits (bounded) for the next CM event on `ch`, acknowledges it and returns its type.
@@ -470,7 +486,22 @@ class RcTarget final : public Target {
   struct Conn {
     rdma_cm_id* id = nullptr;
     ibv_cq* cq = nullptr;
+    bool established = false;  // RTS: may send (a keep-alive before that fails to post)
+    bool probing = false;      // a keep-alive write is outstanding
+    int unanswered = 0;        // rounds it has been outstanding
   };
+
+  // A responder-only QP never sends, so it never learns that its peer is gone: a process that
+  // dies has its kernel send a disconnect, but a crashed host, a cut link or a lost disconnect
+  // sends nothing, and the QP, its CQ and the rdma_cm id were held until shutdown (issue 37,
+  // item 8). Every kKeepAliveMs the event loop sends each connection a zero-byte RDMA WRITE (the
+  // responder checks no key or address for zero bytes: IBTA C9-88). A connection is freed when
+  // that write completes in error (the QP's retries ran out) or is still unanswered after
+  // kKeepAliveRounds rounds: the retry count comes from the initiator's request, and 7, which
+  // our initiators send, means "retry forever" to some devices (rxe: measured, the write stayed
+  // outstanding with completer_retry_err climbing).
+  static constexpr int kKeepAliveMs = 5000;
+  static constexpr int kKeepAliveRounds = 3;
 
   RcTarget() = default;
 
@@ -481,13 +512,29 @@ class RcTarget final : public Target {
     c = {};
   }
 
-  // Creates the responder QP and accepts; false when the request is not ours or fails.
+  // Creates the responder QP and accepts; false when the request is not ours or fails (logged:
+  // the initiator sees only a REJECTED event).
   bool Accept(rdma_cm_event* ev) {
     auto endpoint =
         DecodeRcConnectData(ev->param.conn.private_data, ev->param.conn.private_data_len);
-    if (!endpoint || *endpoint != endpoint_ || ev->id->verbs != pd_->context) return false;
+    const std::string from = CmPeerName(ev->id);
+    if (!endpoint || *endpoint != endpoint_) {
+      spdlog::warn("verbs RC target: refused a connection from {}: it names endpoint {}, not {}",
+                   from, endpoint ? std::to_string(*endpoint) : std::string("none"), endpoint_);
+      return false;
+    }
+    if (ev->id->verbs != pd_->context) {
+      spdlog::warn("verbs RC target: refused a connection from {}: it arrived on {}, not {}", from,
+                   ev->id->verbs ? ibv_get_device_name(ev->id->verbs->device) : "no device",
+                   ibv_get_device_name(pd_->context->device));
+      return false;
+    }
     Conn c{ev->id, ibv_create_cq(ev->id->verbs, 4, nullptr, nullptr, 0)};
-    if (!c.cq) return false;
+    if (!c.cq) {
+      spdlog::warn("verbs RC target: refused a connection from {}: ibv_create_cq: {}", from,
+                   std::strerror(errno));
+      return false;
+    }
     ibv_qp_init_attr qa{};
     qa.send_cq = c.cq;
     qa.recv_cq = c.cq;
@@ -501,6 +548,8 @@ class RcTarget final : public Target {
     cp.initiator_depth = 0;
     cp.rnr_retry_count = 7;
     if (rdma_create_qp(c.id, pd_, &qa) || rdma_accept(c.id, &cp)) {
+      spdlog::warn("verbs RC target: refused a connection from {}: {}: {}", from,
+                   c.id->qp ? "rdma_accept" : "rdma_create_qp", std::strerror(errno));
       if (c.id->qp) rdma_destroy_qp(c.id);
       ibv_destroy_cq(c.cq);
       return false;
@@ -509,8 +558,60 @@ class RcTarget final : public Target {
     return true;
   }
 
+  // One keep-alive round: reaps the last round's completions, frees the connections whose peer
+  // did not answer (or whose QP can no longer send), and probes the others again.
+  void KeepAlive() {
+    for (auto it = conns_.begin(); it != conns_.end();) {
+      ibv_wc wc[4];
+      int n = ibv_poll_cq(it->cq, 4, wc);
+      std::string why;
+      for (int i = 0; i < n && why.empty(); ++i)
+        if (wc[i].status != IBV_WC_SUCCESS) why = ibv_wc_status_str(wc[i].status);
+      if (n < 0) why = "ibv_poll_cq failed";
+      if (n > 0) {
+        it->probing = false;
+        it->unanswered = 0;
+      } else if (it->probing && ++it->unanswered >= kKeepAliveRounds) {
+        why = "a keep-alive unanswered for " +
+              std::to_string(kKeepAliveRounds * kKeepAliveMs / 1000) + " s";
+      }
+      if (why.empty() && it->established && !it->probing) {
+        ibv_send_wr wr{};
+        ibv_send_wr* bad = nullptr;
+        wr.opcode = IBV_WR_RDMA_WRITE;  // zero bytes, no SGE: only the peer's acknowledgement
+        wr.send_flags = IBV_SEND_SIGNALED;
+        if (int rc = ibv_post_send(it->id->qp, &wr, &bad); rc != 0)
+          why = std::string("posting a keep-alive: ") + std::strerror(rc);
+        else
+          it->probing = true;
+      }
+      if (why.empty()) {
+        ++it;
+        continue;
+      }
+      spdlog::warn("verbs RC target: the connection from {} is gone ({}): freed",
+                   CmPeerName(it->id), why);
+      DropConn(*it);
+      it = conns_.erase(it);
+    }
+  }
+
   void EventLoop() {
-    while (rdma_cm_event* ev = NextCmEvent(ch_.get(), wake_[0])) {
+    auto next_probe = std::chrono::steady_clock::now() + std::chrono::milliseconds(kKeepAliveMs);
+    for (;;) {
+      auto now = std::chrono::steady_clock::now();
+      if (now >= next_probe) {
+        KeepAlive();
+        next_probe = now + std::chrono::milliseconds(kKeepAliveMs);
+      }
+      bool tick = false;
+      int wait_ms = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(next_probe - now).count());
+      rdma_cm_event* ev = NextCmEvent(ch_.get(), wake_[0], std::max(wait_ms, 1), &tick);
+      if (!ev) {
+        if (tick) continue;
+        return;
+      }
       rdma_cm_id* id = ev->id;
       switch (ev->event) {
         case RDMA_CM_EVENT_CONNECT_REQUEST:
@@ -535,6 +636,10 @@ class RcTarget final : public Target {
             }
           continue;
         }
+        case RDMA_CM_EVENT_ESTABLISHED:
+          for (auto& c : conns_)
+            if (c.id == id) c.established = true;
+          break;
         case RDMA_CM_EVENT_DEVICE_REMOVAL:
           spdlog::error("verbs RC target: the RDMA device was removed");
           break;
