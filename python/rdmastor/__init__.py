@@ -33,7 +33,7 @@ from ._errors import (BufferTooSmallError, ConnectionClosedError, ConnectionErro
 __all__ = ["Client", "S3Error", "Transfer", "BatchTransfer", "ObjectBytes", "ObjectInfo",
            "DeviceMemoryError", "Buffer", "ConnectionError", "EndpointConnectionError",
            "ConnectTimeoutError", "ConnectionClosedError", "ReadTimeoutError",
-           "BufferTooSmallError", "RDMADeclinedWarning"]
+           "BufferTooSmallError", "RDMADeclinedWarning", "register_device", "deregister_device"]
 
 Buffer = _native.Buffer
 
@@ -1131,6 +1131,43 @@ def _transport(seen):
     """One transport name for a transfer made of parts: "rdma", "http", or "mixed"."""
     seen = set(seen)
     return seen.pop() if len(seen) == 1 else ("none" if not seen else "mixed")
+
+
+def _device_of(obj, what):
+    """The _DeviceBuffer of obj (GPU memory), or DeviceMemoryError naming why it cannot be."""
+    buf = _buffer(obj, writable=False)
+    if not isinstance(buf, _DeviceBuffer):
+        raise ValueError(f"rdmastor: {what} takes GPU memory (a CUDA tensor, an object with "
+                         f"__cuda_array_interface__), not {type(obj).__name__}; host memory "
+                         "that is reused belongs in an rdmastor.Buffer")
+    if buf.ptr == 0 or buf.nbytes == 0:
+        raise ValueError(f"rdmastor: {what} of an empty device buffer")
+    why = _device_refusal(buf, "verbs")  # the build's reasons; a Client's fabric is its own
+    if why:
+        raise DeviceMemoryError(why)
+    return buf
+
+
+def register_device(tensor):
+    """Registers the CUDA allocation holding `tensor` (GPU memory) for RDMA once, for every
+    Client of this process: later transfers in any part of that allocation export and register
+    nothing per call (by default each call exports the buffer's own pages and registers them
+    for that call only). The driver tells nobody when memory is freed: call
+    deregister_device(tensor) before the allocation goes back to the driver (cudaFree; with
+    PyTorch's caching allocator, whose allocation is the cached segment, torch.cuda.empty_cache()
+    or the allocator releasing segments; a tensor freed into the cache leaves the segment
+    allocated). A range that was freed and allocated again is noticed (its CUDA buffer id
+    changed) and dropped rather than used. Registering the same allocation again counts; it
+    stays until deregistered as often."""
+    buf = _device_of(tensor, "register_device")
+    _native.register_device(buf.ptr, buf.nbytes)
+
+
+def deregister_device(tensor):
+    """Undoes one register_device of the allocation holding `tensor`; the last one drops its
+    registrations in every Client. Returns False when it was not registered."""
+    buf = _device_of(tensor, "deregister_device")
+    return _native.deregister_device(buf.ptr)
 
 
 def native_info():

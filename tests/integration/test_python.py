@@ -702,6 +702,26 @@ def test_host_memory_with_cuda_interface_is_a_host_buffer(c):
     assert int(n) == len(data) and n.transport == "rdma" and dst.tobytes() == data
 
 
+def test_register_device_takes_gpu_memory_only_and_names_why_not(c):
+    """Issue 37 item 5: rdmastor.register_device pins a CUDA allocation; host memory is refused
+    (an rdmastor.Buffer is its counterpart), and where GPU memory cannot be registered the
+    error says why. No GPU here: with CUDA compiled in, the driver is what is missing."""
+    for host in (bytearray(64), np.zeros(8)):
+        with pytest.raises(ValueError, match="takes GPU memory"):
+            rdmastor.register_device(host)
+    with pytest.raises(ValueError, match="empty device buffer"):
+        rdmastor.register_device(CudaArray(0))
+    for fn in (rdmastor.register_device, rdmastor.deregister_device):
+        if not rdmastor._native.cuda_built():
+            with pytest.raises(rdmastor.DeviceMemoryError, match="built without CUDA|standard build"):
+                fn(CudaArray(4096))
+        elif fn is rdmastor.register_device:  # no NVIDIA driver on the test machines
+            with pytest.raises(ValueError, match="libcuda.so.1|CUDA"):
+                fn(CudaArray(4096))
+        else:
+            assert fn(CudaArray(4096)) is False  # never registered
+
+
 def test_dlpack_gpu_object_refused(c):
     with pytest.raises(ValueError, match="DLPack device type 2"):
         c.get_into("pyt", "cai/k", DlpackOnGpu())
