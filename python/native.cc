@@ -669,7 +669,7 @@ PYBIND11_MODULE(_native, m) {
   // Whether this binding can move CUDA device memory (dma-buf export compiled in).
   m.def("cuda_built", [] { return RDMASTOR_PY_CUDA != 0; });
 #if RDMASTOR_PY_CUDA
-  // rdmastor.register_device / deregister_device.
+  // rdmastor.register_device / deregister_device / the stream synchronization before a transfer.
   m.def("register_device", [](uintptr_t ptr, size_t len) {
     py::gil_scoped_release nogil;
     const cu::Driver& drv = Cuda();
@@ -681,6 +681,13 @@ PYBIND11_MODULE(_native, m) {
     return DeviceRegistrations().Deregister(ptr);
   });
   m.def("device_registrations", [] { return DeviceRegistrations().size(); });
+  m.def("device_sync", [](uintptr_t ptr, uintptr_t stream) {
+    py::gil_scoped_release nogil;
+    const cu::Driver& drv = Cuda();
+    auto scope = Unwrap(drv.Enter(ptr));
+    if (auto st = drv.SynchronizeStream(*scope, reinterpret_cast<cu::Stream>(stream)); !st.ok())
+      Throw(st.error());
+  });
 #endif
   m.def("rdma_devices", [] {
     auto probe = rdmastor::rdma::ProbeDevices();

@@ -164,10 +164,11 @@ class _DeviceBuffer:
     """CUDA device memory [ptr, ptr + nbytes) of `what` (a CUDA tensor, an object with
     __cuda_array_interface__): moved through dma-buf on the verbs fabric, or refused."""
 
-    __slots__ = ("ptr", "nbytes", "what", "owner")
+    __slots__ = ("ptr", "nbytes", "what", "owner", "sync")
 
-    def __init__(self, ptr, nbytes, what, owner):
+    def __init__(self, ptr, nbytes, what, owner, sync=None):
         self.ptr, self.nbytes, self.what, self.owner = int(ptr), int(nbytes), what, owner
+        self.sync = sync  # waits for the work queued on the memory's stream, or None
 
 
 def _cuda_array(obj, cai):
@@ -190,8 +191,15 @@ def _cuda_array(obj, cai):
             expect *= d
         if tuple(int(s) for s in strides) != tuple(reversed(want)):
             raise ValueError("rdmastor: the CUDA array is not C-contiguous")
+    # Version 3's producer stream: work on it must finish before anyone else touches the memory
+    # (None: nothing to wait for; 1 and 2 name the legacy and per-thread default streams).
+    stream = cai.get("stream")
+    sync = None
+    if stream is not None and ptr:
+        sync = lambda: _native.device_sync(int(ptr), int(stream))  # noqa: E731
     return _DeviceBuffer(ptr or 0, n * itemsize,
-                         f"{type(obj).__name__} (CUDA device memory: __cuda_array_interface__)", obj)
+                         f"{type(obj).__name__} (CUDA device memory: __cuda_array_interface__)", obj,
+                         sync)
 
 
 def _buffer(obj, writable):
@@ -205,7 +213,8 @@ def _buffer(obj, writable):
             if not obj.is_contiguous():
                 raise ValueError("rdmastor: the tensor is not contiguous (call .contiguous())")
             return _DeviceBuffer(obj.data_ptr(), obj.numel() * obj.element_size(),
-                                 f"a CUDA tensor ({obj.device})", obj)
+                                 f"a CUDA tensor ({obj.device})", obj,
+                                 lambda: torch.cuda.current_stream(obj.device).synchronize())
         if not obj.is_cpu:
             raise ValueError(
                 f"rdmastor: a {obj.device.type} tensor cannot be a transfer buffer: only CPU "
@@ -847,12 +856,16 @@ class Client:
                 return
 
     # -- payload transfers --------------------------------------------------------------------
-    def put_object(self, bucket, key, data, content_type=None, metadata=None, progress=None):
-        """Writes data (bytes-like, numpy array, CPU tensor) as the object; returns a Transfer.
-        Larger than multipart_threshold: a multipart upload, parts in parallel."""
+    def put_object(self, bucket, key, data, content_type=None, metadata=None, progress=None,
+                   sync=True):
+        """Writes data (bytes-like, numpy array, CPU tensor, GPU memory: see docs/python.md) as
+        the object; returns a Transfer. Larger than multipart_threshold: a multipart upload, parts
+        in parallel. sync (GPU memory): first wait for the kernels queued on the tensor's current
+        stream (an array's __cuda_array_interface__ stream), which may still be writing it;
+        sync=False for callers who order their streams themselves."""
         buf = _buffer(data, writable=False)
         if isinstance(buf, _DeviceBuffer):
-            return self._put_device(bucket, key, buf, content_type, metadata)
+            return self._put_device(bucket, key, buf, content_type, metadata, sync)
         size = _nbytes(buf, False)
         headers = _put_headers(content_type, metadata)
         prog = _Progress(progress, size, f"put {key}")
@@ -927,10 +940,13 @@ class Client:
             raise
         return Transfer(size, _transport({t.transport for _, t in results}), 200, etag)
 
-    def get_into(self, bucket, key, buf, offset=0, length=None, progress=None):
+    def get_into(self, bucket, key, buf, offset=0, length=None, progress=None, sync=True):
         """Reads the object (or bytes [offset, offset+length)) into buf, a writable buffer
-        (bytearray, memoryview, numpy array, CPU tensor); returns the byte count (a Transfer).
-        buf must be large enough for what is read (else BufferTooSmallError)."""
+        (bytearray, memoryview, numpy array, CPU tensor, GPU memory: see docs/python.md);
+        returns the byte count (a Transfer). buf must be large enough for what is read (else
+        BufferTooSmallError). sync (GPU memory): first wait for the kernels queued on the
+        tensor's current stream, which may still read or write it while the NIC overwrites it;
+        sync=False for callers who order their streams themselves."""
         dst = _buffer(buf, writable=True)
         for name, v in (("offset", offset), ("length", length)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
@@ -938,7 +954,7 @@ class Client:
         if offset < 0 or (length is not None and length < 0):
             raise ValueError("offset and length must not be negative")
         if isinstance(dst, _DeviceBuffer):
-            return self._get_device(bucket, key, dst, offset, length)
+            return self._get_device(bucket, key, dst, offset, length, sync)
         cap = _nbytes(dst, True)
         if length is not None:
             if length > cap:
@@ -1048,10 +1064,12 @@ class Client:
             raise DeviceMemoryError(why)
         return self._native()
 
-    def _put_device(self, bucket, key, dev, content_type, metadata):
+    def _put_device(self, bucket, key, dev, content_type, metadata, sync):
         if dev.nbytes == 0:  # nothing to read from the device
             return self.put_object(bucket, key, b"", content_type, metadata)
         self._device_native(dev)
+        if sync and dev.sync:
+            dev.sync()
         headers = _put_headers(content_type, metadata)
         prog = _Progress(None, dev.nbytes, f"put {key}")
         if dev.nbytes > self.multipart_threshold:  # parts straight from device memory
@@ -1065,12 +1083,14 @@ class Client:
         prog.add(dev.nbytes)
         return Transfer(r["bytes"], r["transport"], r["status"], r["etag"])
 
-    def _get_device(self, bucket, key, dev, offset, length):
+    def _get_device(self, bucket, key, dev, offset, length, sync):
         self._device_native(dev)
         if length is not None and length > dev.nbytes:
             raise ValueError(f"length {length} exceeds the buffer's {dev.nbytes} bytes")
         if length == 0 or dev.nbytes == 0:
             return Transfer(0, "none", 200)
+        if sync and dev.sync:
+            dev.sync()
         want = dev.nbytes if length is None else length
         if want > self.multipart_threshold:  # parallel ranges straight into device memory
             return self._get_parallel(bucket, key, offset, length, want,

@@ -722,6 +722,28 @@ def test_register_device_takes_gpu_memory_only_and_names_why_not(c):
             assert fn(CudaArray(4096)) is False  # never registered
 
 
+def test_sync_is_accepted_and_host_buffers_ignore_it(c):
+    """Issue 37 item 6: sync (default True) waits for a GPU buffer's stream; sync=False is the
+    opt-out. A refused GPU buffer is refused before any stream is touched: a producer stream
+    that a sync would have to wait on is never reached (the object's sync would raise)."""
+    c.put_object("pyt", "sync/k", b"abcdef", sync=False)
+    buf = bytearray(6)
+    assert int(c.get_into("pyt", "sync/k", buf, sync=False)) == 6 and buf == b"abcdef"
+
+    class Streamed(CudaArray):
+        @property
+        def __cuda_array_interface__(self):
+            d = dict(super().__cuda_array_interface__)
+            d["stream"] = 1  # the legacy default stream
+            return d
+
+    with pytest.raises(rdmastor.DeviceMemoryError):
+        c.get_into("pyt", "sync/k", Streamed(6))
+    dev = rdmastor._buffer(Streamed(6), writable=True)
+    assert callable(dev.sync)  # a CUDA build would call cuStreamSynchronize(1) under the context
+    assert rdmastor._buffer(CudaArray(6), writable=True).sync is None  # "stream": None
+
+
 def test_dlpack_gpu_object_refused(c):
     with pytest.raises(ValueError, match="DLPack device type 2"):
         c.get_into("pyt", "cai/k", DlpackOnGpu())
