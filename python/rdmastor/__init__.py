@@ -600,7 +600,8 @@ class Client:
         cfg = self._retry_cfg
         attempt, refund = 1, 0
         for _ in range(2 * cfg["max_attempts"] + 2):  # attempts, plus one fallback each
-            if (isinstance(err, S3Error) and err.code == "RDMANotSupported" and err.status == 501
+            if (isinstance(err, S3Error) and err.status == 501
+                    and err.code in ("RDMANotSupported", "RDMAPathMTUMismatch")
                     and not http and host_memory and self.allow_http_fallback):
                 self._remember_decline(err)
                 http = True  # the same attempt, over HTTP

@@ -14,6 +14,13 @@ RegionSpan DmabufRegionSpan(const Registration& reg, uint64_t iova) { return {io
 
 int PathMtuBytes(PathMtu m) { return 128 << static_cast<int>(m); }
 
+std::optional<PathMtu> PathMtuFromBytes(uint64_t bytes) {
+  for (int m = static_cast<int>(PathMtu::k256); m <= static_cast<int>(PathMtu::k4096); ++m)
+    if (bytes == static_cast<uint64_t>(PathMtuBytes(static_cast<PathMtu>(m))))
+      return static_cast<PathMtu>(m);
+  return std::nullopt;
+}
+
 PathMtu ClampPathMtu(PathMtu active, PathMtu wanted) {
   int a = static_cast<int>(active);
   if (a < static_cast<int>(PathMtu::k256) || a > static_cast<int>(PathMtu::k4096)) return wanted;

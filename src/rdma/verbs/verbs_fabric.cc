@@ -654,7 +654,9 @@ Result<OpenedPort> OpenPort(const VerbsSettings& s) {
   if (int e = ibv_query_device(out.ctx.get(), &dattr)) return VerbsError("ibv_query_device", e);
   out.limits = {dattr.max_qp_wr, dattr.max_cqe};
   out.max_rd_atomic = std::clamp(dattr.max_qp_init_rd_atom, 1, 16);
-  out.mtu = ClampPathMtu(static_cast<PathMtu>(out.attr.active_mtu), PathMtu::k4096);
+  out.mtu =
+      ClampPathMtu(static_cast<PathMtu>(out.attr.active_mtu),
+                   PathMtuFromBytes(static_cast<uint64_t>(s.mtu_max)).value_or(PathMtu::k4096));
   out.gid_index = PickGidIndex(out.ctx.get(), s, out.attr);
   out.pd.reset(ibv_alloc_pd(out.ctx.get()));
   if (!out.pd) return VerbsError("ibv_alloc_pd", errno);
@@ -835,6 +837,7 @@ Result<std::unique_ptr<Fabric>> CreateOneRail(const VerbsSettings& s) {
   if (!port.ok()) return port.error();
   const std::string device = port->device;
   const uint8_t gid_index = port->gid_index;
+  const int active_mtu = PathMtuBytes(static_cast<PathMtu>(port->attr.active_mtu));
   verbs::PortPlan plan;
   plan.mtu = port->mtu;
   plan.dci_queues = ClampQueues(s.cq_depth, 1024, 0, port->limits);
@@ -844,10 +847,10 @@ Result<std::unique_ptr<Fabric>> CreateOneRail(const VerbsSettings& s) {
   if (auto st = fabric->Init(); !st.ok()) return st.error();
   if (auto st = fabric->StartEvents(); !st.ok()) return st.error();
   spdlog::info(
-      "verbs fabric: {} port {} GID index {}, path MTU {}, {} DC initiators ({} send WRs, CQ {}), "
-      "DC key {:#x}",
-      device, s.port, gid_index, PathMtuBytes(plan.mtu), s.num_dcis, plan.dci_queues.send_wr,
-      plan.dci_queues.cqe, s.dc_key);
+      "verbs fabric: {} port {} GID index {}, path MTU {} (port {}, MINIO_RDMA_MTU_MAX {}), {} DC "
+      "initiators ({} send WRs, CQ {}), DC key {:#x}",
+      device, s.port, gid_index, PathMtuBytes(plan.mtu), active_mtu, s.mtu_max, s.num_dcis,
+      plan.dci_queues.send_wr, plan.dci_queues.cqe, s.dc_key);
   return std::unique_ptr<Fabric>(std::move(fabric));
 }
 }  // namespace
