@@ -34,6 +34,14 @@ TEST(VerbsPlanTest, PathMtuIsClampedToThePortsActiveMtu) {
   EXPECT_EQ(PathMtuBytes(PathMtu::k4096), 4096);
 }
 
+TEST(VerbsPlanTest, CompletionVectorsGoRoundRobin) {
+  std::vector<int> got;
+  for (uint64_t n = 0; n < 6; ++n) got.push_back(CompletionVector(n, 4));
+  EXPECT_EQ(got, (std::vector<int>{0, 1, 2, 3, 0, 1}));
+  EXPECT_EQ(CompletionVector(7, 0), 0);  // a device that reports no vectors
+  EXPECT_EQ(CompletionVector(7, 1), 0);
+}
+
 // MINIO_RDMA_MTU_MAX: the cap OpenPort clamps the port's active MTU to.
 TEST(VerbsPlanTest, PathMtuFromBytesTakesTheFiveSizes) {
   EXPECT_EQ(PathMtuFromBytes(256), PathMtu::k256);
