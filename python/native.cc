@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "rdma/build_info.h"
+#include "rdma/pci_affinity.h"
 #include "rdmastor/rdma_client.h"
 #include "rdmastor/s3_client.h"
 #include "s3/sigv4.h"
@@ -689,6 +690,9 @@ PYBIND11_MODULE(_native, m) {
       Throw(st.error());
   });
 #endif
+  m.def("nearest_rdma_device", [](const std::string& pci_address) {
+    return Unwrap(rdmastor::rdma::NearestRdmaDevice("/sys", pci_address));
+  });
   m.def("rdma_devices", [] {
     auto probe = rdmastor::rdma::ProbeDevices();
     return py::make_tuple(probe.devices, probe.error);

@@ -33,7 +33,8 @@ from ._errors import (BufferTooSmallError, ConnectionClosedError, ConnectionErro
 __all__ = ["Client", "S3Error", "Transfer", "BatchTransfer", "ObjectBytes", "ObjectInfo",
            "DeviceMemoryError", "Buffer", "ConnectionError", "EndpointConnectionError",
            "ConnectTimeoutError", "ConnectionClosedError", "ReadTimeoutError",
-           "BufferTooSmallError", "RDMADeclinedWarning", "register_device", "deregister_device"]
+           "BufferTooSmallError", "RDMADeclinedWarning", "register_device", "deregister_device",
+           "nearest_rdma_device"]
 
 Buffer = _native.Buffer
 
@@ -465,7 +466,8 @@ class Client:
     retried with jittered exponential back-off; counted in stats(). transport: "dc" (default:
     the server reaches this client's target; DC on verbs) or "rc" (each native client, one per
     thread, opens one persistent RC connection to the server's rc_port, default
-    MINIO_RDMA_RC_PORT or 9100: for NICs without DC).
+    MINIO_RDMA_RC_PORT or 9100: for NICs without DC). rdma_device: the verbs device to use
+    instead of MINIO_RDMA_DEVICE (nearest_rdma_device(gpu) picks the one beside a GPU).
 
     Construction does not connect (as botocore's clients): a dead endpoint raises
     EndpointConnectionError on the first call.
@@ -474,7 +476,7 @@ class Client:
     def __init__(self, endpoint=None, access_key=None, secret_key=None, region=None, rdma="auto",
                  allow_http_fallback=None, multipart_threshold=64 * MiB, part_size=16 * MiB,
                  max_concurrency=4, connect_timeout=5.0, io_timeout=60.0, retries=None,
-                 rdma_decline_ttl=300.0, transport="dc", rc_port=None):
+                 rdma_decline_ttl=300.0, transport="dc", rc_port=None, rdma_device=None):
         if transport not in ("dc", "rc"):
             raise ValueError(f"transport must be 'dc' or 'rc', not {transport!r}")
         self.transport = transport
@@ -513,6 +515,8 @@ class Client:
         self.connect_timeout = float(connect_timeout)
         self.io_timeout = float(io_timeout)
         self._verbs_env = {k: os.environ[k] for k in _VERBS_ENV if k in os.environ}
+        if rdma_device is not None:  # e.g. nearest_rdma_device(local_rank)
+            self._verbs_env["MINIO_RDMA_DEVICE"] = str(rdma_device)
         self._reset()
         # Resolve "auto" now (this sends no request: a dead endpoint fails on the first call).
         self.fabric = self._resolve_fabric()
@@ -1189,6 +1193,24 @@ def deregister_device(tensor):
     registrations in every Client. Returns False when it was not registered."""
     buf = _device_of(tensor, "deregister_device")
     return _native.deregister_device(buf.ptr)
+
+
+def nearest_rdma_device(gpu):
+    """The RDMA device (e.g. "mlx5_3") nearest a GPU on the PCIe tree, read from /sys: the NIC
+    under the same PCIe switch, else the same root complex, else the same NUMA node. gpu: a
+    CUDA device index or torch.device (needs PyTorch's PCI ids), or the GPU's PCI address as
+    `nvidia-smi --query-gpu=pci.bus_id` prints it. Pass it as Client(rdma_device=...) (or
+    MINIO_RDMA_DEVICE) in each rank's process so that GPUDirect RDMA crosses no socket."""
+    if not isinstance(gpu, str):
+        import torch
+        props = torch.cuda.get_device_properties(gpu)
+        try:
+            gpu = "%04x:%02x:%02x.0" % (props.pci_domain_id, props.pci_bus_id,
+                                        props.pci_device_id)
+        except AttributeError:
+            raise ValueError("rdmastor: this PyTorch does not report PCI ids: pass the GPU's "
+                             "PCI address (nvidia-smi --query-gpu=pci.bus_id)") from None
+    return _native.nearest_rdma_device(gpu)
 
 
 def native_info():

@@ -744,6 +744,19 @@ def test_sync_is_accepted_and_host_buffers_ignore_it(c):
     assert rdmastor._buffer(CudaArray(6), writable=True).sync is None  # "stream": None
 
 
+def test_nearest_rdma_device_names_what_it_cannot_find(soft):
+    """Issue 37 item 11: the NIC beside a GPU comes from /sys (the choice itself is unit-tested
+    over a fixture tree: rdma_tests PciAffinity.*); an address no PCI device has is an error
+    naming it, and Client(rdma_device=...) takes the choice."""
+    with pytest.raises(ValueError, match="00ff:fe:1f.7"):  # a PCI domain no host has
+        rdmastor.nearest_rdma_device("00ff:fe:1f.7")
+    with pytest.raises(ValueError, match="no PCI device"):
+        rdmastor.nearest_rdma_device("not-an-address")
+    cl = rdmastor.Client(soft.endpoint, soft.access_key, soft.secret_key, rdma="off",
+                         rdma_device="mlx5_7")
+    assert cl._verbs_env["MINIO_RDMA_DEVICE"] == "mlx5_7"
+
+
 def test_dlpack_gpu_object_refused(c):
     with pytest.raises(ValueError, match="DLPack device type 2"):
         c.get_into("pyt", "cai/k", DlpackOnGpu())
