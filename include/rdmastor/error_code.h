@@ -28,6 +28,8 @@ namespace rdmastor {
   X(kInvalidAccessKeyId, "InvalidAccessKeyId", 403,                                                \
     "The Access Key Id you provided does not exist in our records.")                               \
   X(kInvalidArgument, "InvalidArgument", 400, "Invalid Argument.")                                 \
+  X(kInvalidBucketOwnerAWSAccountID, "InvalidBucketOwnerAWSAccountID", 400,                       \
+    "The value of the expected bucket owner parameter must be an AWS Account ID...")              \
   X(kInvalidBucketName, "InvalidBucketName", 400, "The specified bucket is not valid.")            \
   X(kInvalidDigest, "InvalidDigest", 400, "The Content-MD5 you specified is not valid.")           \
   X(kInvalidObjectName, "XMinioInvalidObjectName", 400,                                            \

@@ -249,6 +249,11 @@ struct ServerFamilies {
       "1 while S3 over RDMA can serve; 0 when off, without a device, or degraded (port down, "
       "device failed): token requests get 501 meanwhile",
       {});
+  GaugeFamily& rdma_declined = r.AddGauge(
+      "rdmastor_rdma_declined",
+      "S3-over-RDMA token requests declined with 501 since start, by reason (origin: the token "
+      "names another host than the requester's address and MINIO_RDMA_ALLOW does not list it)",
+      {"reason"});
   GaugeFamily& rdma_rc_connections = r.AddGauge(
       "rdmastor_rdma_rc_connections",
       "S3-over-RDMA RC connections clients hold open now (docs/s3-over-rdma.md, RC transport)", {});
@@ -495,6 +500,10 @@ void SetInternodeRdmaDegraded(std::string_view peer, bool degraded) {
 }
 
 void SetRdmaFabricReady(bool ready) { Families().rdma_fabric_ready.With().Set(ready ? 1 : 0); }
+
+void SetRdmaOriginDeclines(uint64_t n) {
+  Families().rdma_declined.With({"origin"}).Set(static_cast<double>(n));
+}
 
 void SetRdmaRc(const RdmaRcCounts& c) {
   auto& f = Families();

@@ -170,6 +170,9 @@ struct RdmaRcCounts {
            foreign = 0;
 };
 void SetRdmaRc(const RdmaRcCounts& counts);
+// S3-over-RDMA requests declined (501) for their token's origin since start
+// (rdmastor_rdma_declined{reason="origin"}), set before every scrape.
+void SetRdmaOriginDeclines(uint64_t n);
 
 // Healing progress, set from the heal engine's state (the server samples it at every scrape;
 // cheap: a few stores). Shown on /minio/v2/metrics/node.

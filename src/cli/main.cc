@@ -25,6 +25,7 @@
 #include "cluster/peer_server.h"
 #include "rdma/build_info.h"
 #include "rdma/settings.h"
+#include "s3/access.h"
 #include "s3/admin_api.h"
 #include "s3/api.h"
 #include "s3/http_server.h"
@@ -103,13 +104,14 @@ rdmastor::s3::HttpServerOptions HttpOptionsFor(const rdmastor::cli::ServerConfig
   o.header_timeout = std::chrono::milliseconds(cfg.header_timeout_ms);
   o.handshake_timeout = std::chrono::milliseconds(cfg.handshake_timeout_ms);
   o.min_rate = cfg.min_rate;
-  // Peer RPC is authenticated before any body is read; one busy peer may use every worker.
-  if (cfg.distributed) o.uncapped = rdmastor::cluster::IsPeerPath;
   return o;
 }
 
-rdmastor::s3::ApiOptions ApiOptionsFor(const rdmastor::cli::ServerConfig& cfg) {
+rdmastor::s3::ApiOptions ApiOptionsFor(const rdmastor::cli::ServerConfig& cfg,
+                                       const std::string& deployment_id) {
   rdmastor::s3::ApiOptions o;
+  o.account_id = rdmastor::s3::AccountId(cfg.account_id, deployment_id);
+  spdlog::info("account id: {} (x-amz-expected-bucket-owner)", o.account_id);
   o.access_key = cfg.root_user;
   o.secret_key = cfg.root_password;
   o.region = cfg.region;
@@ -142,6 +144,7 @@ rdmastor::rdma::ServiceOptions RdmaOptionsFor(const rdmastor::cli::ServerConfig&
 void PublishRdmaMetrics(const rdmastor::rdma::S3RdmaService& svc) {
   rdmastor::admin::GlobalRegistry().AddScrapeHook([svc = &svc] {
     rdmastor::admin::SetRdmaFabricReady(svc->available());
+    rdmastor::admin::SetRdmaOriginDeclines(svc->stats().origin_declined.load());
     if (const auto* rc = svc->rc_sessions()) {
       auto s = rc->stats();
       rdmastor::admin::SetRdmaRc({rc->size(), s.admitted, s.refused, s.closed_idle, s.closed_dead,
@@ -186,7 +189,13 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
     std::fprintf(stderr, "rdmastor: %s\n", node.error().message.c_str());
     return 1;
   }
-  auto server = rdmastor::s3::HttpServer::Create(HttpOptionsFor(cfg), (*node)->handler());
+  auto http_opts = HttpOptionsFor(cfg);
+  // A busy peer may use every worker, but only a request signed by a peer: anything else on the
+  // peer paths waits its turn like any client (refused there after the gate).
+  http_opts.uncapped = [peer = &(*node)->node_handler()](const rdmastor::s3::HttpRequest& r) {
+    return peer->SignedByPeer(r);
+  };
+  auto server = rdmastor::s3::HttpServer::Create(http_opts, (*node)->handler());
   if (!server.ok()) {
     std::fprintf(stderr, "rdmastor: %s\n", server.error().message.c_str());
     return 1;
@@ -210,7 +219,9 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   (*store)->SetNamespaceLocker(
       std::make_shared<rdmastor::cluster::DsyncNamespaceLocker>((*node)->dsync()));
   (*store)->StartMonitor(cfg.drive_check_interval_ms);
-  rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(cfg);
+  (*store)->StartUploadExpiry(std::chrono::milliseconds(cfg.stale_uploads_expiry_ms),
+                              std::chrono::milliseconds(cfg.stale_uploads_cleanup_interval_ms));
+  rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(cfg, (*store)->deployment_id());
   if (cfg.kms_reseal)
     spdlog::warn("RDMASTOR_KMS_RESEAL=on is not implemented for a distributed deployment yet: "
                  "keep the previous master keys in RDMASTOR_KMS_PREVIOUS_SECRET_KEYS");
@@ -269,7 +280,7 @@ int RunServer(const std::vector<std::string>& args) {
     return 1;
   }
 
-  rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(*cfg);
+  rdmastor::s3::ApiOptions api_opts = ApiOptionsFor(*cfg, store->erasure->deployment_id());
   // One drive: probed on every health request, as before it became a one-drive set (the
   // deployment monitor caches its samples for a second).
   auto drive_monitor = store->erasure->layout().set_size == 1

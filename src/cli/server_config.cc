@@ -224,7 +224,7 @@ Result<TlsFiles> ResolveCertsDir(const std::optional<std::string>& flag, const E
   return t;
 }
 
-std::optional<int64_t> ParseDurationMs(std::string_view v) {
+std::optional<int64_t> ParseDurationMs(std::string_view v, int64_t max_ms) {
   const size_t digits = std::min(v.find_first_not_of("0123456789"), v.size());
   const std::string_view num = v.substr(0, digits), unit = v.substr(digits);
   if (num.empty() || num.size() >= 9) return std::nullopt;
@@ -236,7 +236,9 @@ std::optional<int64_t> ParseDurationMs(std::string_view v) {
     ms = n;
   else if (unit == "m")
     ms = n * 60000;
-  if (ms < 0 || ms > 24LL * 3600 * 1000) return std::nullopt;
+  else if (unit == "h")
+    ms = n * 3600000;
+  if (ms < 0 || ms > max_ms) return std::nullopt;
   return ms;
 }
 
@@ -316,6 +318,7 @@ bool IsKnownMinioVariable(std::string_view name) {
   // here gets a false "does not use it" warning, so add new settings here too.
   static constexpr std::string_view kKnown[] = {
       "MINIO_ACCESS_KEY", "MINIO_ACCESS_KEY_FILE", "MINIO_ADDRESS", "MINIO_API_REQUESTS_MAX",
+      "MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL", "MINIO_API_STALE_UPLOADS_EXPIRY",
       "MINIO_DOMAIN", "MINIO_KMS_SECRET_KEY", "MINIO_OPTS", "MINIO_PEER_WAIT",
       "MINIO_PROMETHEUS_AUTH_TYPE", "MINIO_REGION", "MINIO_ROOT_PASSWORD",
       "MINIO_ROOT_PASSWORD_FILE", "MINIO_ROOT_USER", "MINIO_ROOT_USER_FILE", "MINIO_SECRET_KEY",
@@ -445,6 +448,27 @@ Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, con
                               "5s or 500ms (>= 100ms)"));
   RS_RETURN_IF_ERROR(duration("RDMASTOR_IAM_REFRESH", &cfg.iam_refresh_ms, 100, false,
                               "5s or 500ms (>= 100ms)"));
+  if (auto it = env.find("RDMASTOR_ACCOUNT_ID"); it != env.end() && !it->second.empty()) {
+    const std::string& v = it->second;
+    if (v.size() != 12 || v.find_first_not_of("0123456789") != std::string::npos)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "RDMASTOR_ACCOUNT_ID='" + v + "' is invalid: use 12 digits, as an AWS account id");
+    cfg.account_id = v;
+  }
+  // Stale multipart uploads, as MinIO names them; up to a year (int ms holds 24 days).
+  for (auto [name, out] : {std::pair{"MINIO_API_STALE_UPLOADS_EXPIRY", &cfg.stale_uploads_expiry_ms},
+                           std::pair{"MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL",
+                                     &cfg.stale_uploads_cleanup_interval_ms}}) {
+    auto it = env.find(name);
+    if (it == env.end() || it->second.empty()) continue;
+    auto ms = it->second == "off" ? std::optional<int64_t>(0)
+                                  : ParseDurationMs(it->second, 8760LL * 3600 * 1000);
+    if (!ms || (*ms > 0 && *ms < 100))
+      return MakeError(ErrorCode::kInvalidArgument,
+                       std::string(name) + "='" + it->second +
+                           "' is invalid: use a duration such as 24h, 90m or 30s (>= 100ms), or off");
+    *out = *ms;
+  }
   if (auto st = ParseApiLimits(env, cfg); !st.ok()) return st.error();
 
   auto get = [&](const char* name) -> std::string {

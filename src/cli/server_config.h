@@ -47,6 +47,11 @@ struct ServerConfig {
   int peer_ping_interval_ms = 1000;        // RDMASTOR_PEER_PING_INTERVAL (0: no health check)
   int peer_ping_timeout_ms = 2000;         // RDMASTOR_PEER_PING_TIMEOUT
   int iam_refresh_ms = 5000;  // RDMASTOR_IAM_REFRESH: users/policies cached at most this long
+  std::string account_id;     // RDMASTOR_ACCOUNT_ID (12 digits); "" = from the deployment id
+  // Multipart uploads older than this are aborted (MINIO_API_STALE_UPLOADS_EXPIRY; 0 = never),
+  // swept every MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL. MinIO's defaults.
+  int64_t stale_uploads_expiry_ms = 24LL * 3600 * 1000;
+  int64_t stale_uploads_cleanup_interval_ms = 6LL * 3600 * 1000;
   int peer_quick_timeout_ms = 5000;        // RDMASTOR_PEER_QUICK_TIMEOUT (quick metadata calls)
   // Inter-node shard transport (both builds; the standard one offers the soft fabric only):
   // MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE, MINIO_RDMA_INTERNODE_ADDRESS / _INFLIGHT / _RETRY,
@@ -96,8 +101,9 @@ inline constexpr const char* kCredentialVariables[] = {
 // (and _FILE), with a warning; validated (set together, minimum lengths).
 Result<RootCredentials> ParseRootCredentials(const EnvMap& env);
 
-// Parses a duration: "120s", "2m", "500ms", or plain seconds. nullopt when malformed or over 24 h.
-std::optional<int64_t> ParseDurationMs(std::string_view text);
+// Parses a duration: "120s", "2m", "1h", "500ms", or plain seconds. nullopt when malformed or over
+// max_ms.
+std::optional<int64_t> ParseDurationMs(std::string_view text, int64_t max_ms = 24LL * 3600 * 1000);
 
 // Whether some part of the server reads this MINIO_* variable (others get a start-up warning).
 bool IsKnownMinioVariable(std::string_view name);

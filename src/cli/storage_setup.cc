@@ -72,6 +72,8 @@ Result<OpenedStorage> OpenStorage(const ServerConfig& cfg) {
   auto store = storage::ErasureStore::Open(cfg.drives, cfg.storage_classes);
   if (!store.ok()) return store.error();
   (*store)->StartMonitor(cfg.drive_check_interval_ms);
+  (*store)->StartUploadExpiry(std::chrono::milliseconds(cfg.stale_uploads_expiry_ms),
+                              std::chrono::milliseconds(cfg.stale_uploads_cleanup_interval_ms));
   out.erasure = store->get();
   out.layer = std::move(*store);
   return out;

@@ -105,6 +105,10 @@ PeerServer::PeerServer(std::shared_ptr<const PeerAuth> auth, std::string self,
       config_json_(std::move(config_json)),
       internode_(std::move(internode)) {}
 
+bool PeerServer::SignedByPeer(const s3::HttpRequest& req) const {
+  return IsPeerPath(req.raw_path) && auth_->Verify(req, self_, PeerAuthNowMs()).ok();
+}
+
 void PeerServer::Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink) {
   auto refuse = [&](const Error& e) {
     LogRefusal(req, e);

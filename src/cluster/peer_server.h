@@ -38,6 +38,9 @@ class PeerServer {
              std::string config_json, std::shared_ptr<InternodeRdma> internode = nullptr);
 
   void Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink);
+  // A peer path whose signature header verifies (MAC and time; Handle checks the nonce and body
+  // too): the requests that may pass the per-client bound (HttpServerOptions::uncapped).
+  bool SignedByPeer(const s3::HttpRequest& req) const;
 
  private:
   // `body`: the request body, read whole and checked against its signature.
@@ -62,6 +65,7 @@ class NodeHandler final : public s3::RequestHandler {
   void SetS3(s3::RequestHandler* s3) { s3_.store(s3); }
   void Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink) override;
   void RenderFrontEndError(ErrorCode code, s3::HttpResponseHead& head, std::string& body) override;
+  bool SignedByPeer(const s3::HttpRequest& req) const { return peer_->SignedByPeer(req); }
 
  private:
   PeerServer* peer_;

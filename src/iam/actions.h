@@ -1,5 +1,6 @@
 // The IAM action each S3 request needs, by the request's API name (MinIO's names, as the S3 layer
-// routes and counts them: "GetObject", "ListObjectsV2", ...).
+// routes and counts them: "GetObject", "ListObjectsV2", ...), read from the S3 operation table
+// (s3/operations.h).
 #pragma once
 
 #include <string_view>
@@ -9,7 +10,8 @@ namespace rdmastor::iam {
 // The action AWS documents for the operation ("s3:GetObject" for GetObject and HeadObject,
 // "s3:ListBucket" for HeadBucket and both ListObjects, "s3:PutObject" for every part of a
 // multipart upload, ...); "" for a name that is no S3 operation (nothing can allow it).
-// CopyObject and UploadPartCopy also need s3:GetObject on their source (the caller checks that).
+// The further actions some operations need (s3:GetObject on a copy's source, ...) are the table's
+// Also column, checked by S3Api::Authorized.
 std::string_view ActionFor(std::string_view api);
 
 // The action AWS checks instead of `action` when the request names a version (versionId):

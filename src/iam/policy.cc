@@ -30,6 +30,7 @@ constexpr std::string_view kS3Actions[] = {
     "s3:deleteobjecttagging",
     "s3:deleteobjectversion",
     "s3:deleteobjectversiontagging",
+    "s3:forcedeletebucket",  // MinIO's, for x-minio-force-delete on DeleteBucket
     "s3:getaccelerateconfiguration",
     "s3:getanalyticsconfiguration",
     "s3:getbucketacl",

@@ -311,7 +311,7 @@ Status IamStore::PutPolicy(const std::string& name, const std::string& document)
   std::lock_guard lock(mu_);
   Bound(named_policies_);
   named_policies_[name] =
-      PolicyEntry{std::make_shared<const Policy>(std::move(*parsed)), Clock::now()};
+      PolicyEntry{std::make_shared<const Policy>(std::move(*parsed)), Clock::now(), std::nullopt};
   return {};
 }
 
@@ -325,7 +325,7 @@ Status IamStore::RemovePolicy(const std::string& name) {
   if (!doc->has_value()) return MakeError(ErrorCode::kNoSuchPolicy);
   RS_RETURN_IF_ERROR(DeleteDoc(PolicyKey(name)));
   std::lock_guard lock(mu_);
-  named_policies_[name] = PolicyEntry{nullptr, Clock::now()};
+  named_policies_[name] = PolicyEntry{nullptr, Clock::now(), std::nullopt};
   return {};
 }
 
@@ -374,7 +374,7 @@ std::shared_ptr<const Policy> IamStore::CachedNamedPolicy(const std::string& nam
     return it != named_policies_.end() ? it->second.policy : nullptr;
   }
   Bound(named_policies_);
-  named_policies_[name] = PolicyEntry{*loaded, now};
+  named_policies_[name] = PolicyEntry{*loaded, now, std::nullopt};
   return *loaded;
 }
 
@@ -543,46 +543,57 @@ Status IamStore::PutBucketPolicy(const std::string& bucket, const std::string& d
   std::lock_guard lock(mu_);
   Bound(bucket_policies_);
   bucket_policies_[bucket] =
-      PolicyEntry{std::make_shared<const Policy>(std::move(*parsed)), Clock::now()};
+      PolicyEntry{std::make_shared<const Policy>(std::move(*parsed)), Clock::now(), std::nullopt};
   return {};
 }
 
 Status IamStore::DeleteBucketPolicy(const std::string& bucket) {
   RS_RETURN_IF_ERROR(DeleteDoc(BucketPolicyKey(bucket)));
   std::lock_guard lock(mu_);
-  bucket_policies_[bucket] = PolicyEntry{nullptr, Clock::now()};
+  bucket_policies_[bucket] = PolicyEntry{nullptr, Clock::now(), std::nullopt};
   return {};
 }
 
-std::shared_ptr<const Policy> IamStore::BucketPolicy(const std::string& bucket) {
+Result<std::shared_ptr<const Policy>> IamStore::BucketPolicy(const std::string& bucket) {
   const auto now = Clock::now();
   std::shared_ptr<const Policy> stale;
+  bool had = false;
   {
     std::lock_guard lock(mu_);
     auto it = bucket_policies_.find(bucket);
     if (it != bucket_policies_.end()) {
-      if (now - it->second.fetched < opts_.refresh) return it->second.policy;
+      if (now - it->second.fetched < opts_.refresh) {
+        if (it->second.broken) return *it->second.broken;
+        return it->second.policy;
+      }
       stale = it->second.policy;
+      had = !it->second.broken;
     }
   }
   auto doc = ReadDoc(BucketPolicyKey(bucket));
-  std::shared_ptr<const Policy> policy;
+  PolicyEntry entry{nullptr, now, std::nullopt};
   if (!doc.ok()) {
     spdlog::warn("iam: cannot read the policy of bucket {}: {}", bucket, doc.error().message);
-    policy = stale;
+    // What was read before stands in; with nothing read before, the policy is unknown.
+    if (had)
+      entry.policy = stale;
+    else
+      entry.broken = MakeError(ErrorCode::kAccessDenied, "the bucket policy cannot be read");
   } else if (doc->has_value()) {
     auto parsed = ParsePolicy(**doc, PolicyKind::kBucket, bucket);
     if (parsed.ok()) {
-      policy = std::make_shared<const Policy>(std::move(*parsed));
+      entry.policy = std::make_shared<const Policy>(std::move(*parsed));
     } else {
       spdlog::warn("iam: stored policy of bucket {} does not parse: {}", bucket,
                    parsed.error().message);
+      entry.broken = MakeError(ErrorCode::kAccessDenied, "the bucket policy cannot be read");
     }
   }
   std::lock_guard lock(mu_);
   Bound(bucket_policies_);
-  bucket_policies_[bucket] = PolicyEntry{policy, now};
-  return policy;
+  bucket_policies_[bucket] = entry;
+  if (entry.broken) return *entry.broken;
+  return entry.policy;
 }
 
 Result<BucketAccess> IamStore::GetBucketAccess(const std::string& bucket) {

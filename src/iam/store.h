@@ -109,8 +109,10 @@ class IamStore {
   Result<std::string> GetBucketPolicy(const std::string& bucket);  // kNoSuchBucketPolicy
   Status PutBucketPolicy(const std::string& bucket, const std::string& document);
   Status DeleteBucketPolicy(const std::string& bucket);  // no error when there is none
-  // The parsed bucket policy, cached; nullptr when the bucket has none.
-  std::shared_ptr<const Policy> BucketPolicy(const std::string& bucket);
+  // The parsed bucket policy, cached; nullptr when the bucket has none. An error when a policy is
+  // stored but cannot be read (and none was cached) or does not parse: the caller must deny, since
+  // the policy it cannot see may deny (fail closed).
+  Result<std::shared_ptr<const Policy>> BucketPolicy(const std::string& bucket);
   // The bucket's owner and canned ACL as stored (defaults when there is no record).
   Result<BucketAccess> GetBucketAccess(const std::string& bucket);
   Status PutBucketAccess(const std::string& bucket, const BucketAccess& access);
@@ -146,6 +148,7 @@ class IamStore {
   struct PolicyEntry {
     std::shared_ptr<const Policy> policy;  // nullptr: none
     Clock::time_point fetched;
+    std::optional<Error> broken;  // stored but unreadable or unparsable: every request denied
   };
   struct AccessEntry {
     BucketAccess access;

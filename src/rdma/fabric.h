@@ -166,6 +166,21 @@ class RcListener {
 };
 
 // One fabric: memory registration and endpoints.
+// A fabric declining a token by its origin policy: 501 RDMANotSupported (the client retries over
+// TCP) with the reason, marked by the error document element RDMADeclineReason = "origin" so
+// that the service counts and logs it (S3RdmaService, RdmaStats::origin_declined).
+inline constexpr const char* kDeclineReasonDetail = "RDMADeclineReason";
+inline Error OriginDecline(std::string why) {
+  Error e = MakeError(ErrorCode::kRDMANotSupported, std::move(why));
+  e.details.emplace_back(kDeclineReasonDetail, "origin");
+  return e;
+}
+inline bool IsOriginDecline(const Error& e) {
+  for (const auto& [name, value] : e.details)
+    if (name == kDeclineReasonDetail && value == "origin") return true;
+  return false;
+}
+
 class Fabric {
  public:
   virtual ~Fabric() = default;

@@ -127,8 +127,21 @@ Result<S3RdmaService::ClientSlot> S3RdmaService::AcquireClientSlot(const Request
 
 Result<std::unique_ptr<Endpoint>> S3RdmaService::EndpointFor(Plane& plane, const RdmaToken& token,
                                                              const RequestOrigin& origin) {
-  if (origin.rc_connection == 0)
-    return plane.fabric->Connect(RemoteAddress::FromToken(token), origin);
+  if (origin.rc_connection == 0) {
+    auto ep = plane.fabric->Connect(RemoteAddress::FromToken(token), origin);
+    if (!ep.ok() && IsOriginDecline(ep.error())) {
+      stats_.origin_declined.fetch_add(1, std::memory_order_relaxed);
+      // Once per client host: behind a load balancer every request of a client declines alike.
+      std::string key = origin.remote_ip;
+      if (key.rfind("::ffff:", 0) == 0) key.erase(0, 7);
+      std::lock_guard lock(clients_mu_);
+      if (origin_logged_.size() < kOriginLogMax && origin_logged_.insert(key).second)
+        spdlog::warn("S3 over RDMA declined for client {} (it falls back to TCP; logged once per "
+                     "client): {}",
+                     key, ep.error().message);
+    }
+    return ep;
+  }
   if (!rc_sessions_)
     return MakeError(ErrorCode::kRDMANotSupported,
                      "this server serves no RC connections (MINIO_RDMA_RC_PORT=off, or its "

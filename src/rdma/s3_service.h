@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "common/http_types.h"
@@ -49,6 +50,7 @@ struct RdmaStats {
   std::atomic<uint64_t> bytes_from_clients{0};  // PUT payload read from client buffers
   std::atomic<uint64_t> bytes_copied{0};        // user-space memcpy of payload on the server
   std::atomic<uint64_t> refused_per_client{0};  // 503: the client's transfer cap was reached
+  std::atomic<uint64_t> origin_declined{0};     // 501: the token named another host (OriginDecline)
 };
 
 class S3RdmaService {
@@ -68,6 +70,7 @@ class S3RdmaService {
   // Why not available() ("" when it is).
   std::string unavailable_reason() const;
   RdmaStats& stats() { return stats_; }
+  const RdmaStats& stats() const { return stats_; }
   // RC connections clients opened (null: this server serves no RC). A request whose origin names
   // one (RequestOrigin::rc_connection) moves its payload on it instead of a fabric Connect.
   void SetRcSessions(std::shared_ptr<RcSessions> sessions) { rc_sessions_ = std::move(sessions); }
@@ -171,6 +174,9 @@ class S3RdmaService {
   size_t per_client_cap_ = 1;
   std::mutex clients_mu_;
   std::map<std::string, size_t> active_by_client_;
+  // Client hosts whose origin decline was logged (once each; at most kOriginLogMax of them).
+  static constexpr size_t kOriginLogMax = 1024;
+  std::set<std::string> origin_logged_;
   RdmaStats stats_;
   std::shared_ptr<RcSessions> rc_sessions_;
   std::unique_ptr<RcListener> rc_listener_;  // stops accepting before the table goes

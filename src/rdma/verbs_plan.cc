@@ -270,6 +270,14 @@ std::string VerbsOriginRefusal(bool token_has_gid, const std::array<uint8_t, 16>
          "lists it";
 }
 
+Status VerbsOriginCheck(bool token_has_gid, const std::array<uint8_t, 16>& token_gid,
+                        std::string_view requester_ip, const std::vector<soft::Cidr>& allow,
+                        bool check) {
+  auto why = VerbsOriginRefusal(token_has_gid, token_gid, requester_ip, allow, check);
+  if (why.empty()) return {};
+  return OriginDecline(std::move(why));
+}
+
 }  // namespace rdmastor::rdma
 
 namespace rdmastor::rdma {

@@ -282,6 +282,13 @@ namespace rdmastor::rdma {
 std::string VerbsOriginRefusal(bool token_has_gid, const std::array<uint8_t, 16>& token_gid,
                                std::string_view requester_ip, const std::vector<soft::Cidr>& allow,
                                bool check);
+// The check as the verbs fabric answers it: a refusal is a decline, 501 RDMANotSupported naming
+// the reason (OriginDecline), not 403. Behind an L4 load balancer or on a multi-NIC host whose
+// HTTP leaves from another interface than the token's NIC the addresses differ for honest
+// clients too, and clients fall back to TCP on a 501 only.
+Status VerbsOriginCheck(bool token_has_gid, const std::array<uint8_t, 16>& token_gid,
+                        std::string_view requester_ip, const std::vector<soft::Cidr>& allow,
+                        bool check);
 
 }  // namespace rdmastor::rdma
 

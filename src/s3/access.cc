@@ -1,8 +1,10 @@
 #include "s3/access.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
+#include "common/hash.h"
 #include "common/text.h"
 #include "iam/actions.h"
 
@@ -37,6 +39,29 @@ constexpr std::string_view kHeaderKeys[] = {
 };
 
 }  // namespace
+
+std::string AccountId(std::string_view configured, std::string_view deployment_id) {
+  if (!configured.empty()) return std::string(configured);
+  const std::string digest = hash::Sha256Hex(std::string("rdmastor account ") +
+                                             std::string(deployment_id));
+  // 12 decimal digits from the digest's first 64 bits: stable for the deployment's life.
+  const uint64_t n = std::stoull(digest.substr(0, 15), nullptr, 16) % 1000000000000ULL;
+  std::string out = std::to_string(n);
+  return std::string(12 - out.size(), '0') + out;
+}
+
+Status CheckExpectedBucketOwner(const HttpRequest& req, std::string_view account_id) {
+  for (const char* h : {"x-amz-expected-bucket-owner", "x-amz-source-expected-bucket-owner"}) {
+    const std::string* v = req.FindHeader(h);
+    if (!v) continue;
+    const bool digits = v->size() == 12 && std::all_of(v->begin(), v->end(), [](char c) {
+                          return c >= '0' && c <= '9';
+                        });
+    if (!digits) return MakeError(ErrorCode::kInvalidBucketOwnerAWSAccountID);
+    if (*v != account_id) return MakeError(ErrorCode::kAccessDenied);
+  }
+  return {};
+}
 
 iam::ConditionContext ConditionsFor(const HttpRequest& req,
                                     const std::vector<std::pair<std::string, std::string>>& query,
@@ -104,8 +129,9 @@ Status Authorize(iam::IamStore& iam, const Caller& who, std::string_view action,
     return d == iam::Decision::kDeny;
   };
   if (!bucket.empty()) {
-    if (auto policy = iam.BucketPolicy(bucket); policy && denies(*policy))
-      return MakeError(ErrorCode::kAccessDenied);
+    auto policy = iam.BucketPolicy(bucket);
+    if (!policy.ok()) return MakeError(ErrorCode::kAccessDenied);  // it may deny: fail closed
+    if (*policy && denies(**policy)) return MakeError(ErrorCode::kAccessDenied);
   }
   if (who.kind == Caller::Kind::kUser) {
     for (const auto& policy : iam.PoliciesOf(who.access_key))
@@ -126,14 +152,6 @@ Status Authorize(iam::IamStore& iam, const Caller& who, std::string_view action,
       grants(iam::ObjectAclPolicy(object_acl(), bucket, key)))
     return {};
   return MakeError(ErrorCode::kAccessDenied);
-}
-
-std::string_view PolicyApiName(std::string_view method, bool status) {
-  if (status) return method == "GET" ? "GetBucketPolicyStatus" : "unknown";
-  if (method == "PUT") return "PutBucketPolicy";
-  if (method == "GET") return "GetBucketPolicy";
-  if (method == "DELETE") return "DeleteBucketPolicy";
-  return "unknown";
 }
 
 bool PolicyIsPublic(const iam::Policy& policy) {

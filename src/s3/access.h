@@ -32,6 +32,16 @@ struct Caller {
   }
 };
 
+// The account id of this deployment (there is one account: root and every user belong to it, and
+// it owns every bucket): `configured` (RDMASTOR_ACCOUNT_ID) when set, else 12 digits derived from
+// the deployment id, the same on every node.
+std::string AccountId(std::string_view configured, std::string_view deployment_id);
+
+// x-amz-expected-bucket-owner (and x-amz-source-expected-bucket-owner, a copy's source bucket), as
+// AWS checks them: not an account id (12 digits): 400 InvalidBucketOwnerAWSAccountID; another
+// account than `account_id`: 403 AccessDenied.
+Status CheckExpectedBucketOwner(const HttpRequest& req, std::string_view account_id);
+
 // The condition keys a request offers: aws:SourceIp, aws:SecureTransport, aws:CurrentTime,
 // aws:EpochTime, aws:UserAgent, aws:Referer, aws:username / aws:userid, aws:PrincipalType,
 // s3:prefix / s3:delimiter / s3:max-keys (when in the query), s3:x-amz-acl and the other
@@ -54,9 +64,6 @@ using ObjectAclReader = std::function<iam::CannedAcl()>;
 Status Authorize(iam::IamStore& iam, const Caller& who, std::string_view action,
                  const std::string& bucket, const std::string& key,
                  const iam::ConditionContext& ctx, const ObjectAclReader& object_acl = {});
-
-// The route name of a ?policy / ?policyStatus request ("PutBucketPolicy", ...), or "unknown".
-std::string_view PolicyApiName(std::string_view method, bool status);
 
 struct PolicyReply {
   int status = 200;

@@ -97,12 +97,6 @@ Result<iam::CannedAcl> AclFromBody(std::string_view body, const iam::AclOwner& o
 
 }  // namespace
 
-std::string_view AclApiName(std::string_view method, bool has_key) {
-  if (method == "PUT") return has_key ? "PutObjectAcl" : "PutBucketAcl";
-  if (method == "GET") return has_key ? "GetObjectAcl" : "GetBucketAcl";
-  return "unknown";
-}
-
 Result<std::optional<iam::CannedAcl>> RequestedAcl(const HttpRequest& req) {
   const std::string* canned = req.FindHeader("x-amz-acl");
   for (auto h : kGrantHeaders) {

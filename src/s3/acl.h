@@ -16,9 +16,6 @@
 
 namespace rdmastor::s3 {
 
-// The route name of a ?acl request ("PutObjectAcl", "GetBucketAcl", ...), or "unknown".
-std::string_view AclApiName(std::string_view method, bool has_key);
-
 // The canned ACL a creating request (CreateBucket, PutObject, CopyObject, CreateMultipartUpload,
 // Put*Acl) names in x-amz-acl; nullopt when it names none. x-amz-grant-* headers: NotImplemented
 // (explicit grants beyond canned ACLs are not implemented), or InvalidRequest together with
@@ -33,7 +30,7 @@ struct AclReply {
   HeaderList headers;  // x-amz-version-id of an object version
 };
 
-// Runs `api` (an AclApiName) on an existing bucket, or on bucket/key's `version` (nullopt: the
+// Runs `api` (PutObjectAcl, GetBucketAcl, ...: s3/operations.h) on an existing bucket, or on bucket/key's `version` (nullopt: the
 // latest). The owner shown is the bucket's (recorded at creation; root's when none was): objects
 // belong to their bucket's owner here. Put* takes x-amz-acl, or a body equivalent to a canned ACL
 // (another grant set: NotImplemented; both: UnexpectedContent; neither: MissingSecurityHeader; a

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "iam/store.h"
+#include "s3/handler.h"
 #include "s3/http_server.h"
 #include "s3/ops.h"
 #include "s3/sse.h"
@@ -37,6 +38,8 @@ struct ApiOptions {
   // Users, bucket policies, ACLs (s3/access.h, iam/store.h).
   iam::StoreOptions iam;
   bool secure_transport = false;  // served over TLS: aws:SecureTransport
+  // The deployment's account id (s3/access.h AccountId): x-amz-expected-bucket-owner.
+  std::string account_id;
   // Server-side encryption (s3/sse.h): the master key ring and whether SSE-C may come over HTTP.
   // Its secure_transport is set from the field above.
   SseConfig sse;
@@ -54,37 +57,15 @@ class S3Api final : public RequestHandler {
  private:
   void Dispatch(Context& ctx);
 
-  // Service and bucket level.
-  void ListBuckets(Context& ctx);
-  void CreateBucket(Context& ctx);
-  void HeadBucket(Context& ctx);
-  void DeleteBucket(Context& ctx);
-  void GetBucketLocation(Context& ctx);
-  void GetBucketVersioning(Context& ctx);
-  void PutBucketVersioning(Context& ctx);
-  void ListObjectsV1(Context& ctx);
-  void ListObjectsV2(Context& ctx);
-  void ListObjectVersions(Context& ctx);
-  void ListMultipartUploads(Context& ctx);
-  void DeleteObjects(Context& ctx);
-
-  // Object level.
-  void PutObject(Context& ctx);
-  void PostObject(Context& ctx);  // browser-form upload with a POST policy
-  void CopyObject(Context& ctx);
-  void GetObject(Context& ctx, bool head);
-  void GetObjectAttributes(Context& ctx);
-  void DeleteObject(Context& ctx);
-  void CreateMultipartUpload(Context& ctx);
-  void UploadPart(Context& ctx);
-  void UploadPartCopy(Context& ctx);
-  void CompleteMultipartUpload(Context& ctx);
-  void AbortMultipartUpload(Context& ctx);
-  void ListParts(Context& ctx);
-  void Tagging(Context& ctx);  // ?tagging on a bucket or an object (s3/tagging.h)
-  void BucketPolicy(Context& ctx);  // ?policy, ?policyStatus (s3/access.h)
-  void BucketEncryption(Context& ctx);  // ?encryption on a bucket: Get/Put/DeleteBucketEncryption
-  void Acl(Context& ctx);           // ?acl on a bucket or an object (s3/acl.h)
+  // A browser-form upload with a POST policy: it authenticates its form itself, so it is the
+  // one handler that needs the exchange; the others are functions returning a Reply
+  // (s3/handlers.h).
+  void PostObject(Context& ctx);
+  // An operation the table routes but rdmastor refuses (RefuseUnimplemented answers it first).
+  void NotImplemented(Context& ctx);
+  // Runs the table's handler of the request's operation (s3/operations.h).
+  void Run(Context& ctx, void (S3Api::*handler)(Context&)) { (this->*handler)(ctx); }
+  void Run(Context& ctx, Reply (*handler)(const Env&, S3Request&));
   // Decides whether the request's caller may do what it asks (s3/access.h); sends the refusal.
   bool Authorized(Context& ctx);
   // May the caller do `action` on `key` (empty: the bucket) of `bucket` (empty: the request's)?
@@ -95,6 +76,7 @@ class S3Api final : public RequestHandler {
   ApiOptions opts_;
   storage::ObjectLayer& store_;
   std::unique_ptr<iam::IamStore> iam_;
+  Env env_;  // what the handlers use: the store, IAM, SSE, RDMA, the region
   std::string request_id_prefix_;
   std::atomic<uint64_t> request_counter_{0};
 };

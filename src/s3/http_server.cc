@@ -559,7 +559,7 @@ class Session final : public Connection,
     // Hand the request to a worker (once its client holds fewer than its share); the strand stays
     // idle until the worker posts back.
     in_handler_ = true;
-    gated_ = !(opts_.uncapped && opts_.uncapped(request_.raw_path));
+    gated_ = !(opts_.uncapped && opts_.uncapped(request_));
     auto run = [self = this->shared_from_this()] {
       self->workers_.Submit([self] { self->RunHandler(); });
     };

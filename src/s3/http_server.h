@@ -50,9 +50,9 @@ struct HttpServerOptions {
   // Workers one client address may hold at once (RDMASTOR_API_REQUESTS_PER_CLIENT); its further
   // requests wait without a worker. 0 = half of worker_threads (at least 1).
   int requests_per_client = 0;
-  // Requests that the per-client bound does not count (peer RPC between cluster nodes, which is
-  // authenticated before any body is read). Empty: all are counted.
-  std::function<bool(std::string_view path)> uncapped;
+  // Requests that the per-client bound does not count (peer RPC between cluster nodes carrying a
+  // valid peer signature; run on the I/O thread, before any body is read). Empty: all are counted.
+  std::function<bool(const HttpRequest& req)> uncapped;
   // HTTPS: PEM certificate chain and private key; both empty = plain HTTP. Never both protocols
   // on one port (as MinIO).
   std::string tls_cert_file, tls_key_file;

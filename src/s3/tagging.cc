@@ -211,13 +211,6 @@ size_t TagCount(std::string_view canonical) {
   return n;
 }
 
-std::string_view TaggingApiName(std::string_view method, bool has_key) {
-  if (method == "PUT") return has_key ? "PutObjectTagging" : "PutBucketTagging";
-  if (method == "GET") return has_key ? "GetObjectTagging" : "GetBucketTagging";
-  if (method == "DELETE") return has_key ? "DeleteObjectTagging" : "DeleteBucketTagging";
-  return "unknown";
-}
-
 Result<TaggingReply> HandleTagging(storage::ObjectLayer& store, std::string_view api,
                                    const std::string& bucket, const std::string& key,
                                    const storage::VersionSel& version,

@@ -33,10 +33,6 @@ Result<std::string> CopyObjectTags(const HttpRequest& req, const std::string& so
 // Number of tags in a canonical tag string (x-amz-tagging-count).
 size_t TagCount(std::string_view canonical);
 
-// The route name of a ?tagging request ("PutObjectTagging", "GetBucketTagging", ...), or
-// "unknown" for a method the subresource does not have.
-std::string_view TaggingApiName(std::string_view method, bool has_key);
-
 // What a tagging handler answers: `status` with `xml` as the body ("" = no body).
 struct TaggingReply {
   int status = 200;
@@ -44,7 +40,7 @@ struct TaggingReply {
   HeaderList headers;  // x-amz-version-id of the object version
 };
 
-// Runs the tagging operation `api` (a TaggingApiName) on bucket/key, on its `version` for object
+// Runs the tagging operation `api` (PutObjectTagging, GetBucketTagging, ...: s3/operations.h) on bucket/key, on its `version` for object
 // tagging (nullopt: the latest; a version that is not there: NoSuchVersion; a delete marker:
 // MethodNotAllowed, as for reads). `read_body` reads the request's XML document (PUT only).
 Result<TaggingReply> HandleTagging(storage::ObjectLayer& store, std::string_view api,

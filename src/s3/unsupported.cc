@@ -54,10 +54,6 @@ Status RefuseUnimplemented(std::string_view api, const HttpRequest& req) {
     return NotImplemented("Listening for bucket notifications is not implemented by rdmastor.");
   if (api == "PutBucket" && HeaderIsTrue(req, "x-amz-bucket-object-lock-enabled"))
     return NotImplemented("Object Lock is not implemented by rdmastor.");
-  if (api == "DeleteBucket" && HeaderIsTrue(req, "x-minio-force-delete"))
-    return NotImplemented(
-        "Force-deleting a bucket (x-minio-force-delete) is not implemented by rdmastor; delete "
-        "its objects first.");
   return {};
 }
 

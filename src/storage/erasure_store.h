@@ -132,6 +132,14 @@ class ErasureStore final : public ObjectLayer {
 
   // Background work: a replaced-drive check every `interval_ms` (0 = never).
   void StartMonitor(int interval_ms);
+  // Background work: every `interval`, aborts the multipart uploads initiated more than `expiry`
+  // ago and frees their parts (MINIO_API_STALE_UPLOADS_EXPIRY and _CLEANUP_INTERVAL); a zero
+  // expiry or interval turns it off. In a cluster every node sweeps: an upload is aborted under
+  // its lock, so a second sweep finds it gone.
+  void StartUploadExpiry(std::chrono::milliseconds expiry, std::chrono::milliseconds interval);
+  // One sweep: aborts the uploads of every set initiated before `initiated_before_ns` (unix ns);
+  // returns how many.
+  int ExpireStaleUploads(int64_t initiated_before_ns);
   // Formats empty drives found where formatted ones were and heals everything onto them; returns
   // how many drives were replaced. Runs on the monitor thread; public for tests and the admin API
   // (which passes heal = false and heals with its own walk, to report progress).
@@ -220,6 +228,7 @@ class ErasureStore final : public ObjectLayer {
   bool busy_ = false;
   bool stopping_ = false;
   int monitor_interval_ms_ = 0;
+  std::chrono::milliseconds upload_expiry_{0}, upload_sweep_interval_{0};
   std::thread worker_;
 
   std::mutex check_mu_;   // one CheckDrives at a time

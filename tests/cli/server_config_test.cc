@@ -135,8 +135,30 @@ TEST(ParseDurationMs, UnitsAndErrors) {
   EXPECT_EQ(ParseDurationMs("2m"), 120000);
   EXPECT_EQ(ParseDurationMs("500ms"), 500);
   EXPECT_EQ(ParseDurationMs("7"), 7000);
-  for (const char* bad : {"", "s", "1h", "-1s", "10 s", "1.5s", "25h", "100000000s"})
+  EXPECT_EQ(ParseDurationMs("1h"), 3600000);
+  EXPECT_EQ(ParseDurationMs("168h", 8760LL * 3600 * 1000), 168LL * 3600 * 1000);
+  for (const char* bad : {"", "s", "1d", "-1s", "10 s", "1.5s", "25h", "100000000s"})
     EXPECT_FALSE(ParseDurationMs(bad)) << bad;
+}
+
+TEST(ParseServerConfig, StaleUploads) {
+  auto d = ParseServerConfig({"/d"}, {});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->stale_uploads_expiry_ms, 24LL * 3600 * 1000);  // MinIO's defaults
+  EXPECT_EQ(d->stale_uploads_cleanup_interval_ms, 6LL * 3600 * 1000);
+  auto c = ParseServerConfig({"/d"}, {{"MINIO_API_STALE_UPLOADS_EXPIRY", "168h"},
+                                      {"MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL", "30m"}});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->stale_uploads_expiry_ms, 168LL * 3600 * 1000);
+  EXPECT_EQ(c->stale_uploads_cleanup_interval_ms, 30LL * 60 * 1000);
+  auto off = ParseServerConfig({"/d"}, {{"MINIO_API_STALE_UPLOADS_EXPIRY", "off"}});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->stale_uploads_expiry_ms, 0);
+  for (const char* bad : {"10ms", "1y", "9000h"}) {
+    auto e = ParseServerConfig({"/d"}, {{"MINIO_API_STALE_UPLOADS_EXPIRY", bad}});
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_NE(e.error().message.find("MINIO_API_STALE_UPLOADS_EXPIRY"), std::string::npos);
+  }
 }
 
 TEST(ParseServerConfig, ApiLimits) {

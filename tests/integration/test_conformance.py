@@ -349,16 +349,6 @@ def test_sse_invalid_method_is_invalid_argument(server, bucket):
                     "encryption method specified is not supported")
 
 
-def test_force_delete_refused(server, s3, bucket):
-    s3.put_object(Bucket=bucket, Key="keep", Body=b"data")
-    r = signed_request(server, "DELETE", f"/{bucket}", headers={"x-minio-force-delete": "true"})
-    assert_s3_error(r.status, r.headers, r.body, "NotImplemented", 501, "force")
-    assert s3.get_object(Bucket=bucket, Key="keep")["Body"].read() == b"data"
-    # Without the flag (or with false) a non-empty bucket is the usual BucketNotEmpty.
-    r = signed_request(server, "DELETE", f"/{bucket}", headers={"x-minio-force-delete": "false"})
-    assert_s3_error(r.status, r.headers, r.body, "BucketNotEmpty", 409)
-
-
 @pytest.mark.parametrize("path", ["/{bucket}", "/"])
 def test_listen_notification_refused(server, bucket, path):
     r = signed_request(server, "GET", path.format(bucket=bucket),

@@ -6,8 +6,10 @@ replayed nor given another body (issue 10: the signature covers a nonce and the 
 A 2-node x 2-drive cluster (one erasure set, EC 2+2) of real rdmastor processes on 127.0.0.1.
 """
 
+import http.client
 import json
 import os
+import socket
 import time
 
 import pytest
@@ -15,7 +17,7 @@ import requests
 
 from cluster_util import (Cluster, get_bytes, peer_auth_header, peer_call, storage_call,
                           storage_call_body, storage_call_target)
-from conftest import seeded_bytes
+from conftest import rand_str, seeded_bytes
 
 
 @pytest.fixture(scope="module")
@@ -291,3 +293,63 @@ def test_refused_peer_calls_log_bounded_lines_at_a_bounded_rate(cluster):
     assert len(lines) <= took + 2, (len(lines), took)
     assert all(len(line) < 1000 for line in lines), max(map(len, lines))
     assert len(added) < 20000, len(added)
+
+
+def _timed_from(node, source, method, target, headers=None):
+    """One request from loopback address `source`: (status, seconds until the reply)."""
+    conn = http.client.HTTPConnection(node.host, node.port, timeout=20,
+                                      source_address=(source, 0))
+    try:
+        start = time.monotonic()
+        conn.request(method, target, body=b"", headers=headers or {})
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status, time.monotonic() - start
+    finally:
+        conn.close()
+
+
+def test_unsigned_peer_calls_wait_in_their_clients_share(tmp_path):
+    """Issue 32 item 4 (the peer half of item 9): requests to the peer paths skipped the
+    per-client gate whatever they carried, so a client at its share could go on sending them.
+    Now only a request with a valid peer signature is uncapped: with its one handler held by a
+    stalled form POST, the same address's unsigned peer call waits until that handler is done,
+    and a signed one is answered at once."""
+    c = Cluster(nodes=2, drives=2, name="gate", env_extra={
+        "RDMASTOR_API_REQUESTS_PER_CLIENT": "1", "RDMASTOR_API_BODY_TIMEOUT": "3s",
+        "RDMASTOR_API_MIN_RATE": "off"})
+    try:
+        c.start()
+        node = c.nodes[0]
+        bucket = "gate-" + rand_str(6)
+        c.client(0).create_bucket(Bucket=bucket)
+        source = "127.0.0.5"
+
+        def stall():
+            s = socket.socket()
+            s.bind((source, 0))
+            s.connect((node.host, node.port))
+            s.sendall((f"POST /{bucket} HTTP/1.1\r\nHost: {node.address}\r\nContent-Type: "
+                       "multipart/form-data; boundary=xyz\r\nContent-Length: 100000\r\n\r\n"
+                       "--xyz\r\n").encode())
+            time.sleep(0.5)  # in its handler, waiting for the form's fields
+            return s
+
+        held = stall()
+        try:
+            status, took = _timed_from(node, source, "POST", "/minio/peer/v1/ping")
+        finally:
+            held.close()
+        assert status == 403
+        assert took > 1.5, took  # waited for the stalled POST's body deadline (3 s)
+        held = stall()
+        try:
+            target = "/minio/peer/v1/ping"
+            auth = peer_auth_header(c.creds, "POST", node.address, target)
+            status, took = _timed_from(node, source, "POST", target,
+                                       {"x-rdmastor-peer-auth": auth})
+        finally:
+            held.close()
+        assert status == 200 and took < 1.0, (status, took)
+    finally:
+        c.cleanup()

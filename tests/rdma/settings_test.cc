@@ -7,6 +7,7 @@
 
 #include "rdma/build_info.h"
 #include "rdma/transfer.h"
+#include "rdma/verbs_plan.h"
 #ifdef RDMASTOR_WITH_RDMA
 #include "rdma/verbs/verbs_fabric.h"
 #endif
@@ -261,6 +262,44 @@ class EventedSoftFabric final : public Fabric {
   std::string* unavailable_;
   bool* reopen_;
 };
+
+// A fabric whose origin check declines every token (as the verbs fabric does for a RoCE v2 GID
+// that is not the requester's address).
+class OriginDecliningFabric final : public Fabric {
+ public:
+  std::string_view name() const override { return "verbs"; }
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* a, size_t n, unsigned acc) override {
+    return soft_.RegisterMemory(a, n, acc);
+  }
+  Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& r,
+                                            const RequestOrigin& o) override {
+    auto st = VerbsOriginCheck(true, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 9},
+                               o.remote_ip, {}, true);
+    if (!st.ok()) return st.error();
+    return soft_.Connect(r, o);
+  }
+
+ private:
+  soft::SoftFabric soft_;
+};
+
+TEST(OriginDeclineTest, AnsweredWith501AndCounted) {
+  S3RdmaService svc(std::make_unique<OriginDecliningFabric>(), "");
+  ASSERT_TRUE(svc.available());
+  RdmaToken t;
+  t.rsize = 10;
+  for (int i = 0; i < 3; ++i) {
+    auto r = svc.PushToClient(t, {"10.0.0.7"}, 10,
+                              [](uint64_t, char*, size_t) { return Result<size_t>(size_t{0}); });
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, ErrorCode::kRDMANotSupported);  // the client falls back to TCP
+    EXPECT_NE(r.error().message.find("10.0.0.9"), std::string::npos) << r.error().message;
+  }
+  auto body = svc.PullFromClient(t, {"::ffff:10.0.0.7"});
+  ASSERT_FALSE(body.ok());
+  EXPECT_EQ(body.error().code, ErrorCode::kRDMANotSupported);
+  EXPECT_EQ(svc.stats().origin_declined.load(), 4u);
+}
 
 TEST(DegradedFabricTest, PortDownAnswers501AndADeadDeviceIsReopened) {
   std::string why_old, why_new;

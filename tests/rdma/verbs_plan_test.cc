@@ -425,6 +425,19 @@ TEST(VerbsPlanTest, OriginCheckOnRoceV2Tokens) {
   EXPECT_EQ(VerbsOriginRefusal(true, V4Gid(10, 0, 0, 9), "10.0.0.7", none, false), "");
 }
 
+TEST(VerbsPlanTest, OriginRefusalIsADeclineNotAccessDenied) {
+  // Issue 37 item 1: behind an L4 load balancer the requester's address is the balancer's, so
+  // honest clients fail the check too; they fall back to TCP on 501 only, never on 403.
+  const std::vector<soft::Cidr> none;
+  EXPECT_TRUE(VerbsOriginCheck(true, V4Gid(10, 0, 0, 7), "10.0.0.7", none, true).ok());
+  auto st = VerbsOriginCheck(true, V4Gid(10, 0, 0, 9), "10.0.0.7", none, true);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kRDMANotSupported);
+  EXPECT_NE(st.error().message.find("MINIO_RDMA_ALLOW"), std::string::npos);
+  EXPECT_TRUE(IsOriginDecline(st.error()));
+  EXPECT_FALSE(IsOriginDecline(MakeError(ErrorCode::kRDMANotSupported, "no device")));
+}
+
 }  // namespace
 }  // namespace rdmastor::rdma
 

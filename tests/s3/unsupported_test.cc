@@ -50,8 +50,8 @@ TEST(UnsupportedTest, BucketAndMinioFeatures) {
             ErrorCode::kNotImplemented);
   EXPECT_EQ(Refusal("PutBucket", With({{"x-amz-bucket-object-lock-enabled", "false"}})),
             std::nullopt);
-  EXPECT_EQ(Refusal("DeleteBucket", With({{"x-minio-force-delete", "true"}})),
-            ErrorCode::kNotImplemented);
+  // Implemented (ForceDeleteBucket, s3/force_delete.cc).
+  EXPECT_EQ(Refusal("ForceDeleteBucket", With({{"x-minio-force-delete", "true"}})), std::nullopt);
   EXPECT_EQ(Refusal("PutObject", With({{"x-amz-meta-snowball-auto-extract", "true"}})),
             ErrorCode::kNotImplemented);
   EXPECT_EQ(Refusal("ListenNotification", With({})), ErrorCode::kNotImplemented);

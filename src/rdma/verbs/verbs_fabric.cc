@@ -293,10 +293,10 @@ class VerbsFabric final : public Fabric {
                                             const RequestOrigin& origin) override {
     if (!remote.has_gid && remote.lid == 0)
       return MakeError(ErrorCode::kRDMANotSupported, "verbs: the token has neither LID nor GID");
-    if (auto why = VerbsOriginRefusal(remote.has_gid, remote.gid, origin.remote_ip, settings_.allow,
-                                      settings_.origin_check);
-        !why.empty())
-      return MakeError(ErrorCode::kAccessDenied, why);
+    if (auto st = VerbsOriginCheck(remote.has_gid, remote.gid, origin.remote_ip, settings_.allow,
+                                   settings_.origin_check);
+        !st.ok())
+      return st.error();
     auto ah = AddressHandle(remote);
     if (!ah.ok()) return ah.error();
     return std::unique_ptr<Endpoint>(new DciEndpoint(*this, std::move(ah).value(), remote.qpn));

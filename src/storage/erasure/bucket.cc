@@ -248,8 +248,12 @@ void ErasureSet::RememberBucket(const std::string& bucket) {
 }
 
 void ErasureSet::ForgetBucket(const std::string& bucket) {
-  std::lock_guard lock(bucket_cache_mu_);
-  bucket_seen_.erase(bucket);
+  {
+    std::lock_guard lock(bucket_cache_mu_);
+    bucket_seen_.erase(bucket);
+  }
+  std::lock_guard lock(uploads_mu_);
+  upload_cache_.erase(bucket);
 }
 
 Result<ListResult> ErasureSet::ListObjects(const std::string& bucket, const ListOptions& opts,

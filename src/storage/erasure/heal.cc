@@ -361,12 +361,52 @@ void ErasureStore::StartMonitor(int interval_ms) {
   cv_.notify_all();
 }
 
+void ErasureStore::StartUploadExpiry(std::chrono::milliseconds expiry,
+                                     std::chrono::milliseconds interval) {
+  {
+    std::lock_guard lock(mu_);
+    upload_expiry_ = expiry;
+    upload_sweep_interval_ = interval;
+  }
+  cv_.notify_all();
+}
+
+int ErasureStore::ExpireStaleUploads(int64_t initiated_before_ns) {
+  int removed = 0;
+  for (auto& s : sets_) {
+    auto n = s->ExpireUploads(initiated_before_ns);
+    if (n.ok()) removed += *n;
+  }
+  return removed;
+}
+
 void ErasureStore::BackgroundLoop() {
   HealCounts on_read;  // heal-on-read items since the queue was last empty
   auto next_check = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> next_sweep;  // set once expiry is on
   std::unique_lock lock(mu_);
   while (!stopping_) {
     const auto now = std::chrono::steady_clock::now();
+    const bool sweeping = upload_expiry_.count() > 0 && upload_sweep_interval_.count() > 0;
+    if (!sweeping) {
+      next_sweep.reset();
+    } else if (!next_sweep) {
+      next_sweep = now + upload_sweep_interval_;
+    } else if (now >= *next_sweep) {
+      next_sweep = now + upload_sweep_interval_;
+      const int64_t before =
+          NowNs() - std::chrono::duration_cast<std::chrono::nanoseconds>(upload_expiry_).count();
+      busy_ = true;
+      lock.unlock();
+      const int removed = ExpireStaleUploads(before);
+      if (removed > 0) spdlog::info("aborted {} stale multipart upload(s)", removed);
+      lock.lock();
+      busy_ = false;
+      continue;
+    }
+    // The next timed task: the drive check or the sweep, whichever is due first.
+    std::optional<std::chrono::steady_clock::time_point> wake = next_sweep;
+    if (monitor_interval_ms_ > 0 && (!wake || next_check < *wake)) wake = next_check;
     if (monitor_interval_ms_ > 0 && now >= next_check) {
       next_check = now + std::chrono::milliseconds(monitor_interval_ms_);
       busy_ = true;
@@ -378,8 +418,8 @@ void ErasureStore::BackgroundLoop() {
     }
     if (queue_.empty()) {
       cv_.notify_all();  // DrainHealQueue waiters
-      if (monitor_interval_ms_ > 0) {
-        cv_.wait_until(lock, next_check);
+      if (wake) {
+        cv_.wait_until(lock, *wake);
       } else {
         cv_.wait(lock);
       }

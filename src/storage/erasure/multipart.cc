@@ -216,40 +216,71 @@ Result<std::vector<UploadInfo>> ErasureSet::ListMultipartUploads(const std::stri
                                                                  const std::string& prefix) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   const std::string mp = rel::MultipartBucket(bucket);
-  std::vector<std::vector<UploadInfo>> listed(roots_.size());  // per position
+  // Every drive's upload directory names (one readdir each); an upload is listed when a read
+  // quorum holds its directory. Records are read only for ids not seen before: a record never
+  // changes once written, so a listing costs readdirs, not a read of every record on every drive.
+  std::vector<std::vector<std::string>> ids(roots_.size());
   ForEachDrive(
       [&](size_t p) {
-        auto ids = roots_[p]->ListDir(mp, /*dirs_only=*/true);
-        if (!ids.ok()) return false;
-        for (const auto& id : *ids) {
-          if (!IsUploadId(id)) continue;
-          const std::string file = Join(Join(mp, id), kUploadFile);
-          auto raw = roots_[p]->ReadFile(file);
-          if (!raw.ok() || !raw->has_value()) continue;
-          auto rec = ParseUploadRecord(**raw, file);
-          if (!rec.ok() || !rec->key.starts_with(prefix)) continue;
-          listed[p].push_back(UploadInfo{rec->key, id, rec->initiated_ns, rec->storage_class,
-                                         rec->checksum_algorithm, rec->checksum_type});
-        }
+        auto l = roots_[p]->ListDir(mp, /*dirs_only=*/true);
+        if (!l.ok()) return false;
+        ids[p] = std::move(*l);
         return true;
       },
       DriveWork::kLookup);
-  std::map<std::string, UploadInfo> found;
-  std::map<std::string, int> copies;
-  for (const auto& infos : listed) {
-    for (const auto& info : infos) {
-      ++copies[info.upload_id];
-      found.emplace(info.upload_id, info);
+  std::map<std::string, std::vector<size_t>> holders;  // upload id -> positions holding it
+  for (size_t p = 0; p < ids.size(); ++p)
+    for (const auto& id : ids[p])
+      if (IsUploadId(id)) holders[id].push_back(p);
+  std::map<std::string, UploadInfo> known;
+  {
+    std::lock_guard lock(uploads_mu_);
+    known = upload_cache_[bucket];
+  }
+  std::map<std::string, UploadInfo> now;
+  for (const auto& [id, where] : holders) {
+    if (static_cast<int>(where.size()) < read_quorum()) continue;
+    if (auto it = known.find(id); it != known.end()) {
+      now.emplace(id, std::move(it->second));
+      continue;
+    }
+    for (size_t p : where) {  // the first copy that parses
+      const std::string file = Join(Join(mp, id), kUploadFile);
+      auto raw = roots_[p]->ReadFile(file);
+      if (!raw.ok() || !raw->has_value()) continue;
+      auto rec = ParseUploadRecord(**raw, file);
+      if (!rec.ok()) continue;
+      now.emplace(id, UploadInfo{rec->key, id, rec->initiated_ns, rec->storage_class,
+                                 rec->checksum_algorithm, rec->checksum_type});
+      break;
     }
   }
   std::vector<UploadInfo> out;
-  for (auto& [id, info] : found)
-    if (copies[id] >= read_quorum()) out.push_back(std::move(info));
+  for (const auto& [id, info] : now)
+    if (info.key.starts_with(prefix)) out.push_back(info);
+  {
+    std::lock_guard lock(uploads_mu_);
+    upload_cache_[bucket] = std::move(now);  // uploads gone since are forgotten here
+  }
   std::sort(out.begin(), out.end(), [](const UploadInfo& a, const UploadInfo& b) {
     return std::tie(a.key, a.initiated_ns, a.upload_id) <
            std::tie(b.key, b.initiated_ns, b.upload_id);
   });
   return out;
+}
+
+Result<int> ErasureSet::ExpireUploads(int64_t initiated_before_ns) {
+  int removed = 0;
+  for (const auto& bucket : BucketNames()) {
+    auto uploads = ListMultipartUploads(bucket, "");
+    if (!uploads.ok()) continue;  // deleted meanwhile, or below quorum: the next sweep
+    for (const auto& u : *uploads) {
+      if (u.initiated_ns >= initiated_before_ns) continue;
+      // As AbortMultipartUpload, so that a part or a completion in flight finishes first.
+      if (AbortMultipartUpload(bucket, u.key, u.upload_id).ok()) ++removed;
+    }
+  }
+  return removed;
 }
 
 Status ErasureSet::AbortMultipartUpload(const std::string& bucket, const std::string& key,

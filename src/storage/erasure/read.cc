@@ -135,7 +135,10 @@ void ErasureSet::ReadMetas(const std::string& bucket, const std::string& path,
         if (!raw.ok()) return false;
         if (!raw->has_value()) return roots_[p]->StatVol(bucket);
         auto file = ParseObjectVersions(**raw, path);
-        if (!file.ok()) return false;  // corrupt: this drive needs healing
+        if (!file.ok()) {  // corrupt: this drive needs healing
+          r.corrupt[p] = true;
+          return false;
+        }
         r.files[p] = std::move(*file);
         ObjectMeta* m = sel ? r.files[p].Find(*sel) : r.files[p].Latest();
         if (!m) return true;
@@ -188,6 +191,13 @@ Result<ObjectView> ErasureSet::ResolveFrom(const std::string& bucket, const path
   const int missing = Count(r.missing);
   const std::vector<size_t> best = BestGroup(r.metas);
   if (best.empty() || static_cast<int>(best.size()) < CopiesNeeded(*r.metas[best[0]])) {
+    // A key whose metadata is corrupt on drives that could make a read quorum is not absent: a
+    // reader that takes absence as meaning (a bucket policy, a user record) must see an error.
+    const int corrupt = Count(r.corrupt);
+    if (best.empty() && corrupt > 0 && missing < read_quorum()) {
+      return MakeError(ErrorCode::kInternalError, "object metadata is corrupt on " +
+                                                      std::to_string(corrupt) + " drive(s)");
+    }
     if (missing > static_cast<int>(n) - read_quorum() || best.empty()) {
       return MakeError(sel ? ErrorCode::kNoSuchVersion : ErrorCode::kNoSuchKey);
     }

@@ -458,6 +458,10 @@ class ErasureSet {
   Status AbortMultipartUpload(const std::string& bucket, const std::string& key,
                               const std::string& upload_id);
 
+  // Aborts every upload of every bucket initiated before `initiated_before_ns` (unix ns), as
+  // AbortMultipartUpload does; returns how many.
+  Result<int> ExpireUploads(int64_t initiated_before_ns);
+
   void RemoveUpload(const std::string& bucket, const std::string& upload_id);
 
   Result<ObjectInfo> CompleteMultipartUpload(const std::string& bucket, const std::string& key,
@@ -505,10 +509,11 @@ class ErasureSet {
   // Kept where they were parsed: one vector of large ObjectMeta values was a malloc that
   // consolidated the heap every GET.
   struct MetaReads {
-    explicit MetaReads(size_t n) : files(n), metas(n, nullptr), read(n, false), missing(n, false) {}
+    explicit MetaReads(size_t n)
+        : files(n), metas(n, nullptr), read(n, false), missing(n, false), corrupt(n, false) {}
     std::vector<ObjectVersions> files;
     std::vector<ObjectMeta*> metas;
-    std::vector<bool> read, missing;
+    std::vector<bool> read, missing, corrupt;  // corrupt: the file is there but does not parse
   };
   // Reads the metadata file `path` on the drives with which[p] into `r` (the version `sel`, or
   // each file's latest).
@@ -555,6 +560,10 @@ class ErasureSet {
   mutable std::mutex staging_pool_mu_;
   mutable std::vector<std::string> staging_pool_;  // see kStagingPoolMax
   std::atomic<uint64_t> reads_{0};                 // GETs resolved (kFullReadEvery)
+  // The upload records the last listing of each bucket found, by upload id (ListMultipartUploads):
+  // bounded by the uploads that exist, since each listing replaces its bucket's entries.
+  std::mutex uploads_mu_;
+  std::map<std::string, std::map<std::string, UploadInfo>> upload_cache_;
 };
 
 }  // namespace rdmastor::storage
