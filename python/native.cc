@@ -18,10 +18,14 @@
 #endif
 #if RDMASTOR_PY_CUDA
 // GPU memory through dma-buf (RDMA build configured where cuda.h is; python/CMakeLists.txt). The
-// driver (libcuda.so.1) is loaded on first use, so the module imports on hosts without one. Never
-// run on a GPU so far: see docs/python.md "GPU memory".
+// driver (libcuda.so.1) is loaded on first use, so the module imports on hosts without one; its
+// logic is client/cuda_export.h. Never run on a GPU so far: see docs/python.md "GPU memory".
 #include <cuda.h>
 #include <dlfcn.h>
+
+#include <type_traits>
+
+#include "client/cuda_export.h"
 #endif
 
 #include <algorithm>
@@ -36,6 +40,7 @@
 #include <vector>
 
 #include "rdma/build_info.h"
+#include "rdma/pci_affinity.h"
 #include "rdmastor/rdma_client.h"
 #include "rdmastor/s3_client.h"
 #include "s3/sigv4.h"
@@ -231,13 +236,28 @@ class RegisteredMemory {
 };
 
 #if RDMASTOR_PY_CUDA
-// The three driver entry points the export needs, from the libcuda.so.1 the process has (the
-// caller's CUDA library loaded it already when it allocated the memory).
+namespace cu = rdmastor::client::cuda;
+// client/cuda_export.h restates the driver's types and enum values so that its logic is tested
+// without cuda.h; they must be cuda.h's.
+static_assert(std::is_same_v<cu::DevicePtr, CUdeviceptr> && std::is_same_v<cu::Device, CUdevice>);
+static_assert(sizeof(cu::CuResult) == sizeof(CUresult) && cu::kCudaSuccess == CUDA_SUCCESS);
+static_assert(cu::kPointerAttributeBufferId == CU_POINTER_ATTRIBUTE_BUFFER_ID &&
+              cu::kPointerAttributeDeviceOrdinal == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL);
+static_assert(cu::kDeviceAttributeFlushWritesOptions ==
+                  CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS &&
+              cu::kDeviceAttributeWritesOrdering == CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING);
+static_assert(cu::kFlushWritesOptionHost == CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST &&
+              cu::kWritesOrderingOwner == CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER &&
+              cu::kFlushTargetCurrentCtx == CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX &&
+              cu::kFlushToOwner == CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER &&
+              cu::kRangeHandleDmaBufFd == CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD);
+
+// The driver entry points, from the libcuda.so.1 the process has (the caller's CUDA library
+// loaded it already when it allocated the memory).
 struct CudaDriver {
-  decltype(&::cuMemGetAddressRange) get_address_range = nullptr;  // cuMemGetAddressRange_v2
-  decltype(&::cuMemGetHandleForAddressRange) get_handle = nullptr;
-  decltype(&::cuGetErrorName) error_name = nullptr;
+  cu::DriverTable table;
   std::string error;  // why the driver cannot be used
+  std::unique_ptr<cu::Driver> driver;
 
   static const CudaDriver& Get() {
     static const CudaDriver d = [] {
@@ -247,60 +267,42 @@ struct CudaDriver {
         d.error = "the NVIDIA driver's libcuda.so.1 cannot be loaded";
         return d;
       }
-      d.get_address_range =
-          reinterpret_cast<decltype(d.get_address_range)>(::dlsym(h, "cuMemGetAddressRange_v2"));
-      d.get_handle = reinterpret_cast<decltype(d.get_handle)>(
-          ::dlsym(h, "cuMemGetHandleForAddressRange"));
-      d.error_name = reinterpret_cast<decltype(d.error_name)>(::dlsym(h, "cuGetErrorName"));
-      if (!d.get_address_range || !d.get_handle || !d.error_name)
-        d.error = "the NVIDIA driver is too old for dma-buf export (needs CUDA 11.7+)";
+      auto sym = [h](auto& fn, const char* name) {
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name));
+      };
+      auto& t = d.table;
+      sym(t.pointer_get_attribute, "cuPointerGetAttribute");
+      sym(t.device_get, "cuDeviceGet");
+      sym(t.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
+      sym(t.primary_ctx_release, "cuDevicePrimaryCtxRelease_v2");
+      sym(t.ctx_get_current, "cuCtxGetCurrent");
+      sym(t.ctx_set_current, "cuCtxSetCurrent");
+      sym(t.get_address_range, "cuMemGetAddressRange_v2");
+      sym(t.get_handle_for_address_range, "cuMemGetHandleForAddressRange");
+      sym(t.device_get_attribute, "cuDeviceGetAttribute");
+      sym(t.flush_gpudirect_rdma_writes, "cuFlushGPUDirectRDMAWrites");
+      sym(t.stream_synchronize, "cuStreamSynchronize");
+      sym(t.get_error_name, "cuGetErrorName");
+      d.error = t.Missing();
+      d.driver = std::make_unique<cu::Driver>(d.table);
       return d;
     }();
     return d;
   }
 };
 
-// A CUDA allocation exported as a dma-buf for RdmaS3Client::RegisterDeviceMemory: the fd covers
-// the whole allocation holding [ptr, ptr+len); `offset` is ptr's distance from its start. Closed
-// on scope exit (after Forget(), which drops the registration).
-class DmaBufExport {
- public:
-  DmaBufExport(uintptr_t ptr, size_t len) : cu_(CudaDriver::Get()) {
-    if (!cu_.error.empty()) Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument, cu_.error));
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    Check(cu_.get_address_range(&base, &size, static_cast<CUdeviceptr>(ptr)),
-          "the pointer is not CUDA device memory of the current context");
-    if (ptr + len > base + size)
-      Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument,
-                                "the buffer runs past the end of its CUDA allocation"));
-    int fd = -1;
-    Check(cu_.get_handle(&fd, base, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0),
-          "cannot export the allocation as a dma-buf (needs CUDA 11.7+, a driver with dma-buf "
-          "support and Linux 5.12+)");
-    fd_ = fd;
-    offset_ = ptr - base;
-  }
-  ~DmaBufExport() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  DmaBufExport(const DmaBufExport&) = delete;
-  DmaBufExport& operator=(const DmaBufExport&) = delete;
-  int fd() const { return fd_; }
-  uint64_t offset() const { return offset_; }
+// The driver, or the reason it cannot be used as the call's error.
+const cu::Driver& Cuda() {
+  const auto& d = CudaDriver::Get();
+  if (!d.error.empty()) Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument, d.error));
+  return *d.driver;
+}
 
- private:
-  void Check(CUresult r, const char* what) const {
-    if (r == CUDA_SUCCESS) return;
-    const char* name = nullptr;
-    cu_.error_name(r, &name);
-    Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument,
-                              std::string(what) + " (" + (name ? name : "CUDA error") + ")"));
-  }
-  const CudaDriver& cu_;
-  int fd_ = -1;
-  uint64_t offset_ = 0;
-};
+// Device memory rdmastor.register_device pinned (process-wide; each client registers it once).
+cu::DeviceRegistry<RdmaS3Client>& DeviceRegistrations() {
+  static cu::DeviceRegistry<RdmaS3Client> registry;
+  return registry;
+}
 #endif
 
 class Native {
@@ -523,19 +525,16 @@ class Native {
   }
 
 #if RDMASTOR_PY_CUDA
-  // GetObject (or a range) into CUDA device memory [ptr, ptr+len), over verbs only.
+  // GetObject (or a range) into CUDA device memory [ptr, ptr+len), over verbs only. The NIC's
+  // writes are visible to kernels launched after it returns (flushed where the device needs it).
   py::dict GetIntoDevice(const std::string& bucket, const std::string& key, uintptr_t ptr,
                          size_t len, uint64_t offset, int64_t length) {
     rdmastor::client::TransferResult r;
     {
       py::gil_scoped_release nogil;
-      auto* p = RequireVerbs(ptr, len);
-      DmaBufExport buf(ptr, len);
-      if (auto st = rdma_->RegisterDeviceMemory(p, len, buf.fd(), buf.offset()); !st.ok())
-        Throw(st.error());
-      auto res = rdma_->Get(bucket, key, p, len, RangeOf(offset, length));
-      rdma_->Forget(p, len);
-      r = Unwrap(std::move(res));
+      r = OnDevice(ptr, len, /*flush=*/true, [&](char* p) {
+        return rdma_->Get(bucket, key, p, len, RangeOf(offset, length));
+      });
     }
     return ResultDict(r);
   }
@@ -548,17 +547,37 @@ class Native {
     rdmastor::client::TransferResult r;
     {
       py::gil_scoped_release nogil;
-      auto* p = RequireVerbs(ptr, len);
-      DmaBufExport buf(ptr, len);
-      if (auto st = rdma_->RegisterDeviceMemory(p, len, buf.fd(), buf.offset()); !st.ok())
-        Throw(st.error());
-      auto res = upload_id.empty()
-                     ? rdma_->Put(bucket, key, p, len, h)
-                     : rdma_->UploadPart(bucket, key, upload_id, part_number, p, len);
-      rdma_->Forget(p, len);
-      r = Unwrap(std::move(res));
+      r = OnDevice(ptr, len, /*flush=*/false, [&](char* p) {
+        return upload_id.empty() ? rdma_->Put(bucket, key, p, len, h)
+                                 : rdma_->UploadPart(bucket, key, upload_id, part_number, p, len);
+      });
     }
     return ResultDict(r);
+  }
+
+  // Runs transfer(p) on device memory [ptr, ptr+len) registered with this client: through the
+  // allocation rdmastor.register_device pinned, else the buffer's pages exported for this call
+  // and forgotten after it. The device's primary context is current on this thread meanwhile
+  // (a pool thread running a part has none of its own).
+  template <class F>
+  rdmastor::client::TransferResult OnDevice(uintptr_t ptr, size_t len, bool flush, F&& transfer) {
+    char* p = RequireVerbs(ptr, len);
+    const cu::Driver& drv = Cuda();
+    auto scope = Unwrap(drv.Enter(ptr));
+    auto run = [&]() -> rdmastor::Result<rdmastor::client::TransferResult> {
+      if (DeviceRegistrations().Use(drv, ptr, len, rdma_)) return transfer(p);
+      auto buf = drv.ExportSpan(ptr, len);
+      if (!buf.ok()) return buf.error();
+      if (auto st = rdma_->RegisterDeviceMemory(p, len, buf->fd(), buf->offset_of(ptr)); !st.ok())
+        return st.error();
+      auto res = transfer(p);
+      rdma_->Forget(p, len);  // before the dma-buf closes
+      return res;
+    };
+    auto r = Unwrap(run());
+    if (flush)
+      if (auto st = drv.FlushRdmaWrites(*scope); !st.ok()) Throw(st.error());
+    return r;
   }
 
   char* RequireVerbs(uintptr_t ptr, size_t len) {
@@ -650,6 +669,30 @@ PYBIND11_MODULE(_native, m) {
   m.def("built_with_verbs", &rdmastor::rdma::BuiltWithVerbs);
   // Whether this binding can move CUDA device memory (dma-buf export compiled in).
   m.def("cuda_built", [] { return RDMASTOR_PY_CUDA != 0; });
+#if RDMASTOR_PY_CUDA
+  // rdmastor.register_device / deregister_device / the stream synchronization before a transfer.
+  m.def("register_device", [](uintptr_t ptr, size_t len) {
+    py::gil_scoped_release nogil;
+    const cu::Driver& drv = Cuda();
+    auto scope = Unwrap(drv.Enter(ptr));
+    if (auto st = DeviceRegistrations().Register(drv, ptr, len); !st.ok()) Throw(st.error());
+  });
+  m.def("deregister_device", [](uintptr_t ptr) {
+    py::gil_scoped_release nogil;
+    return DeviceRegistrations().Deregister(ptr);
+  });
+  m.def("device_registrations", [] { return DeviceRegistrations().size(); });
+  m.def("device_sync", [](uintptr_t ptr, uintptr_t stream) {
+    py::gil_scoped_release nogil;
+    const cu::Driver& drv = Cuda();
+    auto scope = Unwrap(drv.Enter(ptr));
+    if (auto st = drv.SynchronizeStream(*scope, reinterpret_cast<cu::Stream>(stream)); !st.ok())
+      Throw(st.error());
+  });
+#endif
+  m.def("nearest_rdma_device", [](const std::string& pci_address) {
+    return Unwrap(rdmastor::rdma::NearestRdmaDevice("/sys", pci_address));
+  });
   m.def("rdma_devices", [] {
     auto probe = rdmastor::rdma::ProbeDevices();
     return py::make_tuple(probe.devices, probe.error);

@@ -114,6 +114,9 @@ namespace rdmastor {
   X(kDriveNotWritable, "XMinioStorageFull", 507, "Storage backend is not writable.")               \
   X(kInvalidRDMAToken, "InvalidRDMAToken", 400, "The x-amz-rdma-token header is malformed.")       \
   X(kRDMANotSupported, "RDMANotSupported", 501, "This request cannot be served over RDMA.")        \
+  X(kRDMAPathMTUMismatch, "RDMAPathMTUMismatch", 501,                                              \
+    "The client's RDMA port refused the server's packets: its path MTU is smaller than the "       \
+    "server's.")                                                                                   \
   X(kRDMATransferFailed, "RDMATransferFailed", 500, "The RDMA transfer failed.")                   \
   X(kHealNotImplemented, "XMinioHealNotImplemented", 501,                                          \
     "Nothing to heal: this deployment has no erasure coding.")                                     \
@@ -146,5 +149,11 @@ struct ErrorInfo {
 };
 
 const ErrorInfo& GetErrorInfo(ErrorCode code);
+
+// The 501s that decline to move a payload over RDMA (x-amz-rdma-reply: 501; no byte moved): the
+// client may redo the request without a token.
+inline bool IsRdmaDecline(ErrorCode code) {
+  return code == ErrorCode::kRDMANotSupported || code == ErrorCode::kRDMAPathMTUMismatch;
+}
 
 }  // namespace rdmastor

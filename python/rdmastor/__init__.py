@@ -33,7 +33,8 @@ from ._errors import (BufferTooSmallError, ConnectionClosedError, ConnectionErro
 __all__ = ["Client", "S3Error", "Transfer", "BatchTransfer", "ObjectBytes", "ObjectInfo",
            "DeviceMemoryError", "Buffer", "ConnectionError", "EndpointConnectionError",
            "ConnectTimeoutError", "ConnectionClosedError", "ReadTimeoutError",
-           "BufferTooSmallError", "RDMADeclinedWarning"]
+           "BufferTooSmallError", "RDMADeclinedWarning", "register_device", "deregister_device",
+           "nearest_rdma_device"]
 
 Buffer = _native.Buffer
 
@@ -164,10 +165,11 @@ class _DeviceBuffer:
     """CUDA device memory [ptr, ptr + nbytes) of `what` (a CUDA tensor, an object with
     __cuda_array_interface__): moved through dma-buf on the verbs fabric, or refused."""
 
-    __slots__ = ("ptr", "nbytes", "what", "owner")
+    __slots__ = ("ptr", "nbytes", "what", "owner", "sync")
 
-    def __init__(self, ptr, nbytes, what, owner):
+    def __init__(self, ptr, nbytes, what, owner, sync=None):
         self.ptr, self.nbytes, self.what, self.owner = int(ptr), int(nbytes), what, owner
+        self.sync = sync  # waits for the work queued on the memory's stream, or None
 
 
 def _cuda_array(obj, cai):
@@ -190,8 +192,15 @@ def _cuda_array(obj, cai):
             expect *= d
         if tuple(int(s) for s in strides) != tuple(reversed(want)):
             raise ValueError("rdmastor: the CUDA array is not C-contiguous")
+    # Version 3's producer stream: work on it must finish before anyone else touches the memory
+    # (None: nothing to wait for; 1 and 2 name the legacy and per-thread default streams).
+    stream = cai.get("stream")
+    sync = None
+    if stream is not None and ptr:
+        sync = lambda: _native.device_sync(int(ptr), int(stream))  # noqa: E731
     return _DeviceBuffer(ptr or 0, n * itemsize,
-                         f"{type(obj).__name__} (CUDA device memory: __cuda_array_interface__)", obj)
+                         f"{type(obj).__name__} (CUDA device memory: __cuda_array_interface__)", obj,
+                         sync)
 
 
 def _buffer(obj, writable):
@@ -205,7 +214,8 @@ def _buffer(obj, writable):
             if not obj.is_contiguous():
                 raise ValueError("rdmastor: the tensor is not contiguous (call .contiguous())")
             return _DeviceBuffer(obj.data_ptr(), obj.numel() * obj.element_size(),
-                                 f"a CUDA tensor ({obj.device})", obj)
+                                 f"a CUDA tensor ({obj.device})", obj,
+                                 lambda: torch.cuda.current_stream(obj.device).synchronize())
         if not obj.is_cpu:
             raise ValueError(
                 f"rdmastor: a {obj.device.type} tensor cannot be a transfer buffer: only CPU "
@@ -456,7 +466,8 @@ class Client:
     retried with jittered exponential back-off; counted in stats(). transport: "dc" (default:
     the server reaches this client's target; DC on verbs) or "rc" (each native client, one per
     thread, opens one persistent RC connection to the server's rc_port, default
-    MINIO_RDMA_RC_PORT or 9100: for NICs without DC).
+    MINIO_RDMA_RC_PORT or 9100: for NICs without DC). rdma_device: the verbs device to use
+    instead of MINIO_RDMA_DEVICE (nearest_rdma_device(gpu) picks the one beside a GPU).
 
     Construction does not connect (as botocore's clients): a dead endpoint raises
     EndpointConnectionError on the first call.
@@ -465,7 +476,7 @@ class Client:
     def __init__(self, endpoint=None, access_key=None, secret_key=None, region=None, rdma="auto",
                  allow_http_fallback=None, multipart_threshold=64 * MiB, part_size=16 * MiB,
                  max_concurrency=4, connect_timeout=5.0, io_timeout=60.0, retries=None,
-                 rdma_decline_ttl=300.0, transport="dc", rc_port=None):
+                 rdma_decline_ttl=300.0, transport="dc", rc_port=None, rdma_device=None):
         if transport not in ("dc", "rc"):
             raise ValueError(f"transport must be 'dc' or 'rc', not {transport!r}")
         self.transport = transport
@@ -504,6 +515,8 @@ class Client:
         self.connect_timeout = float(connect_timeout)
         self.io_timeout = float(io_timeout)
         self._verbs_env = {k: os.environ[k] for k in _VERBS_ENV if k in os.environ}
+        if rdma_device is not None:  # e.g. nearest_rdma_device(local_rank)
+            self._verbs_env["MINIO_RDMA_DEVICE"] = str(rdma_device)
         self._reset()
         # Resolve "auto" now (this sends no request: a dead endpoint fails on the first call).
         self.fabric = self._resolve_fabric()
@@ -591,7 +604,8 @@ class Client:
         cfg = self._retry_cfg
         attempt, refund = 1, 0
         for _ in range(2 * cfg["max_attempts"] + 2):  # attempts, plus one fallback each
-            if (isinstance(err, S3Error) and err.code == "RDMANotSupported" and err.status == 501
+            if (isinstance(err, S3Error) and err.status == 501
+                    and err.code in ("RDMANotSupported", "RDMAPathMTUMismatch")
                     and not http and host_memory and self.allow_http_fallback):
                 self._remember_decline(err)
                 http = True  # the same attempt, over HTTP
@@ -847,12 +861,16 @@ class Client:
                 return
 
     # -- payload transfers --------------------------------------------------------------------
-    def put_object(self, bucket, key, data, content_type=None, metadata=None, progress=None):
-        """Writes data (bytes-like, numpy array, CPU tensor) as the object; returns a Transfer.
-        Larger than multipart_threshold: a multipart upload, parts in parallel."""
+    def put_object(self, bucket, key, data, content_type=None, metadata=None, progress=None,
+                   sync=True):
+        """Writes data (bytes-like, numpy array, CPU tensor, GPU memory: see docs/python.md) as
+        the object; returns a Transfer. Larger than multipart_threshold: a multipart upload, parts
+        in parallel. sync (GPU memory): first wait for the kernels queued on the tensor's current
+        stream (an array's __cuda_array_interface__ stream), which may still be writing it;
+        sync=False for callers who order their streams themselves."""
         buf = _buffer(data, writable=False)
         if isinstance(buf, _DeviceBuffer):
-            return self._put_device(bucket, key, buf, content_type, metadata)
+            return self._put_device(bucket, key, buf, content_type, metadata, sync)
         size = _nbytes(buf, False)
         headers = _put_headers(content_type, metadata)
         prog = _Progress(progress, size, f"put {key}")
@@ -927,10 +945,13 @@ class Client:
             raise
         return Transfer(size, _transport({t.transport for _, t in results}), 200, etag)
 
-    def get_into(self, bucket, key, buf, offset=0, length=None, progress=None):
+    def get_into(self, bucket, key, buf, offset=0, length=None, progress=None, sync=True):
         """Reads the object (or bytes [offset, offset+length)) into buf, a writable buffer
-        (bytearray, memoryview, numpy array, CPU tensor); returns the byte count (a Transfer).
-        buf must be large enough for what is read (else BufferTooSmallError)."""
+        (bytearray, memoryview, numpy array, CPU tensor, GPU memory: see docs/python.md);
+        returns the byte count (a Transfer). buf must be large enough for what is read (else
+        BufferTooSmallError). sync (GPU memory): first wait for the kernels queued on the
+        tensor's current stream, which may still read or write it while the NIC overwrites it;
+        sync=False for callers who order their streams themselves."""
         dst = _buffer(buf, writable=True)
         for name, v in (("offset", offset), ("length", length)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
@@ -938,7 +959,7 @@ class Client:
         if offset < 0 or (length is not None and length < 0):
             raise ValueError("offset and length must not be negative")
         if isinstance(dst, _DeviceBuffer):
-            return self._get_device(bucket, key, dst, offset, length)
+            return self._get_device(bucket, key, dst, offset, length, sync)
         cap = _nbytes(dst, True)
         if length is not None:
             if length > cap:
@@ -1048,10 +1069,12 @@ class Client:
             raise DeviceMemoryError(why)
         return self._native()
 
-    def _put_device(self, bucket, key, dev, content_type, metadata):
+    def _put_device(self, bucket, key, dev, content_type, metadata, sync):
         if dev.nbytes == 0:  # nothing to read from the device
             return self.put_object(bucket, key, b"", content_type, metadata)
         self._device_native(dev)
+        if sync and dev.sync:
+            dev.sync()
         headers = _put_headers(content_type, metadata)
         prog = _Progress(None, dev.nbytes, f"put {key}")
         if dev.nbytes > self.multipart_threshold:  # parts straight from device memory
@@ -1065,12 +1088,14 @@ class Client:
         prog.add(dev.nbytes)
         return Transfer(r["bytes"], r["transport"], r["status"], r["etag"])
 
-    def _get_device(self, bucket, key, dev, offset, length):
+    def _get_device(self, bucket, key, dev, offset, length, sync):
         self._device_native(dev)
         if length is not None and length > dev.nbytes:
             raise ValueError(f"length {length} exceeds the buffer's {dev.nbytes} bytes")
         if length == 0 or dev.nbytes == 0:
             return Transfer(0, "none", 200)
+        if sync and dev.sync:
+            dev.sync()
         want = dev.nbytes if length is None else length
         if want > self.multipart_threshold:  # parallel ranges straight into device memory
             return self._get_parallel(bucket, key, offset, length, want,
@@ -1131,6 +1156,61 @@ def _transport(seen):
     """One transport name for a transfer made of parts: "rdma", "http", or "mixed"."""
     seen = set(seen)
     return seen.pop() if len(seen) == 1 else ("none" if not seen else "mixed")
+
+
+def _device_of(obj, what):
+    """The _DeviceBuffer of obj (GPU memory), or DeviceMemoryError naming why it cannot be."""
+    buf = _buffer(obj, writable=False)
+    if not isinstance(buf, _DeviceBuffer):
+        raise ValueError(f"rdmastor: {what} takes GPU memory (a CUDA tensor, an object with "
+                         f"__cuda_array_interface__), not {type(obj).__name__}; host memory "
+                         "that is reused belongs in an rdmastor.Buffer")
+    if buf.ptr == 0 or buf.nbytes == 0:
+        raise ValueError(f"rdmastor: {what} of an empty device buffer")
+    why = _device_refusal(buf, "verbs")  # the build's reasons; a Client's fabric is its own
+    if why:
+        raise DeviceMemoryError(why)
+    return buf
+
+
+def register_device(tensor):
+    """Registers the CUDA allocation holding `tensor` (GPU memory) for RDMA once, for every
+    Client of this process: later transfers in any part of that allocation export and register
+    nothing per call (by default each call exports the buffer's own pages and registers them
+    for that call only). The driver tells nobody when memory is freed: call
+    deregister_device(tensor) before the allocation goes back to the driver (cudaFree; with
+    PyTorch's caching allocator, whose allocation is the cached segment, torch.cuda.empty_cache()
+    or the allocator releasing segments; a tensor freed into the cache leaves the segment
+    allocated). A range that was freed and allocated again is noticed (its CUDA buffer id
+    changed) and dropped rather than used. Registering the same allocation again counts; it
+    stays until deregistered as often."""
+    buf = _device_of(tensor, "register_device")
+    _native.register_device(buf.ptr, buf.nbytes)
+
+
+def deregister_device(tensor):
+    """Undoes one register_device of the allocation holding `tensor`; the last one drops its
+    registrations in every Client. Returns False when it was not registered."""
+    buf = _device_of(tensor, "deregister_device")
+    return _native.deregister_device(buf.ptr)
+
+
+def nearest_rdma_device(gpu):
+    """The RDMA device (e.g. "mlx5_3") nearest a GPU on the PCIe tree, read from /sys: the NIC
+    under the same PCIe switch, else the same root complex, else the same NUMA node. gpu: a
+    CUDA device index or torch.device (needs PyTorch's PCI ids), or the GPU's PCI address as
+    `nvidia-smi --query-gpu=pci.bus_id` prints it. Pass it as Client(rdma_device=...) (or
+    MINIO_RDMA_DEVICE) in each rank's process so that GPUDirect RDMA crosses no socket."""
+    if not isinstance(gpu, str):
+        import torch
+        props = torch.cuda.get_device_properties(gpu)
+        try:
+            gpu = "%04x:%02x:%02x.0" % (props.pci_domain_id, props.pci_bus_id,
+                                        props.pci_device_id)
+        except AttributeError:
+            raise ValueError("rdmastor: this PyTorch does not report PCI ids: pass the GPU's "
+                             "PCI address (nvidia-smi --query-gpu=pci.bus_id)") from None
+    return _native.nearest_rdma_device(gpu)
 
 
 def native_info():

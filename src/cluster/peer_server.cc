@@ -238,7 +238,7 @@ Result<std::optional<RdmaPiece>> RdmaPieceOf(const s3::HttpRequest& req,
 
 // A failed pull/push is the caller's cue to resend over TCP: always answered as an RDMA error.
 Error AsRdmaFailure(Error e) {
-  if (e.code != ErrorCode::kSlowDown && e.code != ErrorCode::kRDMANotSupported &&
+  if (e.code != ErrorCode::kSlowDown && !IsRdmaDecline(e.code) &&
       e.code != ErrorCode::kInvalidRDMAToken)
     e.code = ErrorCode::kRDMATransferFailed;
   return e;

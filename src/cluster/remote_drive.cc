@@ -342,7 +342,7 @@ Result<storage::ListResult> RemoteDrive::ListObjects(const std::string& bucket,
 bool RemoteDrive::IsRdmaFailure(const Error& e) {
   // The serving node could not move the piece (fabric error, refused connection, token it could
   // not use) or had no RDMA capacity left: the TCP resend is safe, the write/read is idempotent.
-  return e.code == ErrorCode::kRDMATransferFailed || e.code == ErrorCode::kRDMANotSupported ||
+  return e.code == ErrorCode::kRDMATransferFailed || IsRdmaDecline(e.code) ||
          e.code == ErrorCode::kInvalidRDMAToken || e.code == ErrorCode::kSlowDown;
 }
 

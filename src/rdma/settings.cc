@@ -89,11 +89,12 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
   }
   if (!verbs_built) return s;  // the verbs knobs are compiled out (warned about by the caller)
 
-  s.live_names.insert(s.live_names.end(),
-                      {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX",
-                       "MINIO_RDMA_DC_KEY", "MINIO_RDMA_NUM_DCIS", "MINIO_RDMA_CQ_DEPTH",
-                       "MINIO_RDMA_TRAFFIC_CLASS", "MINIO_RDMA_SERVICE_LEVEL",
-                       "MINIO_RDMA_PKEY_INDEX", "MINIO_RDMA_TIMEOUT", "MINIO_RDMA_ALLOW"});
+  s.live_names.insert(
+      s.live_names.end(),
+      {"MINIO_RDMA_DEVICE", "MINIO_RDMA_PORT", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_DC_KEY",
+       "MINIO_RDMA_NUM_DCIS", "MINIO_RDMA_CQ_DEPTH", "MINIO_RDMA_TRAFFIC_CLASS",
+       "MINIO_RDMA_SERVICE_LEVEL", "MINIO_RDMA_PKEY_INDEX", "MINIO_RDMA_TIMEOUT",
+       "MINIO_RDMA_ALLOW", "MINIO_RDMA_MTU_MAX"});
   auto& vs = s.verbs;
   if (const auto* v = get("MINIO_RDMA_DEVICE")) {
     // One device, or several (multi-rail), comma separated.
@@ -141,6 +142,12 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
                        list.error().message + "; use IPv4 addresses or CIDRs, or any");
       vs.allow = std::move(list).value();
     }
+  }
+  if (const auto* v = get("MINIO_RDMA_MTU_MAX")) {
+    auto n = ParseNumber(*v, 256, 4096);
+    if (!n || !PathMtuFromBytes(*n))
+      return Invalid("MINIO_RDMA_MTU_MAX", *v, "use 256, 512, 1024, 2048 or 4096 (bytes)");
+    vs.mtu_max = static_cast<int>(*n);
   }
   if (const auto* v = get("MINIO_RDMA_DC_KEY")) {
     auto n = ParseNumber(*v, 0, UINT64_MAX);

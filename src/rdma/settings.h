@@ -30,6 +30,10 @@ struct VerbsSettings {
   int service_level = 0;  // MINIO_RDMA_SERVICE_LEVEL: 0..15
   int pkey_index = 0;     // MINIO_RDMA_PKEY_INDEX: 0..65535
   int timeout = 14;       // MINIO_RDMA_TIMEOUT: 1..31, local ACK timeout 4.096 us * 2^n
+  // MINIO_RDMA_MTU_MAX: the largest path MTU in bytes (256..4096, a power of two) the DC
+  // initiators use; the port's active MTU when smaller. The token carries no MTU (cuObject's
+  // format), so a server whose port MTU exceeds some clients' caps it here.
+  int mtu_max = 4096;
   // MINIO_RDMA_ALLOW: networks a RoCE v2 token's GID may name besides the requester's own
   // address (VerbsOriginRefusal); "any" turns the check off.
   std::vector<soft::Cidr> allow;

@@ -153,9 +153,32 @@ Error CompletionError(WcStatus status, bool bytes_moved, std::string_view detail
   if (!detail.empty()) msg += " (" + std::string(detail) + ")";
   // The token named memory the server may not access (wrong rkey, outside the registration,
   // missing remote permission): the client's error whatever moved already.
-  if (status == WcStatus::kRemoteAccessError || status == WcStatus::kRemoteInvalidRequest)
+  if (status == WcStatus::kRemoteAccessError)
     return MakeError(ErrorCode::kInvalidRDMAToken,
                      msg + ": the token's rkey/raddr/rsize does not grant this access");
+  // The target refused the packets themselves (NAK invalid request). With a valid token that is
+  // a packet larger than the path MTU of the client's port: a configuration mismatch, not the
+  // token's fault. Nothing was written or read when the first request failed, so the client may
+  // redo it without a token (501); later, the transfer failed (500, which SDKs retry).
+  if (status == WcStatus::kRemoteInvalidRequest) {
+    constexpr std::string_view kWhy =
+        ": the client's RDMA port refused the server's packets, most likely because its path MTU "
+        "is smaller than the server's (cap the server's with MINIO_RDMA_MTU_MAX, or raise the "
+        "client's: on RoCE the netdev MTU)";
+    if (!bytes_moved)
+      return MakeError(ErrorCode::kRDMAPathMTUMismatch,
+                       msg + " before any byte moved" + std::string(kWhy));
+    return MakeError(ErrorCode::kRDMATransferFailed, msg + " midway" + std::string(kWhy));
+  }
+  // No acknowledgement at all: besides an unreachable GID, DC targets silently drop packets
+  // whose DC access key or partition differs from the server's.
+  if (status == WcStatus::kRetryExceeded && !bytes_moved)
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     msg +
+                         " before any byte moved: the token's target never answered (its DC "
+                         "access key, MINIO_RDMA_DC_KEY, or partition, MINIO_RDMA_PKEY_INDEX, "
+                         "differs from the server's, or its GID is unreachable from the "
+                         "server's port)");
   if (!bytes_moved) return MakeError(ErrorCode::kRDMANotSupported, msg + " before any byte moved");
   return MakeError(ErrorCode::kRDMATransferFailed, msg + " midway");
 }

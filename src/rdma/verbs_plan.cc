@@ -14,6 +14,17 @@ RegionSpan DmabufRegionSpan(const Registration& reg, uint64_t iova) { return {io
 
 int PathMtuBytes(PathMtu m) { return 128 << static_cast<int>(m); }
 
+int CompletionVector(uint64_t n, int num_comp_vectors) {
+  return num_comp_vectors > 0 ? static_cast<int>(n % static_cast<uint64_t>(num_comp_vectors)) : 0;
+}
+
+std::optional<PathMtu> PathMtuFromBytes(uint64_t bytes) {
+  for (int m = static_cast<int>(PathMtu::k256); m <= static_cast<int>(PathMtu::k4096); ++m)
+    if (bytes == static_cast<uint64_t>(PathMtuBytes(static_cast<PathMtu>(m))))
+      return static_cast<PathMtu>(m);
+  return std::nullopt;
+}
+
 PathMtu ClampPathMtu(PathMtu active, PathMtu wanted) {
   int a = static_cast<int>(active);
   if (a < static_cast<int>(PathMtu::k256) || a > static_cast<int>(PathMtu::k4096)) return wanted;

@@ -11,6 +11,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,11 @@ int PathMtuBytes(PathMtu m);
 // follows the netdev MTU; a larger path MTU makes every transfer above one MTU end in
 // retry-exceeded). An unknown active value (0) leaves the wanted one.
 PathMtu ClampPathMtu(PathMtu active, PathMtu wanted);
+// The completion vector of the n-th CQ a fabric creates: round robin over the device's
+// num_comp_vectors (0 when it reports none).
+int CompletionVector(uint64_t n, int num_comp_vectors);
+// The path MTU of `bytes` (256, 512, 1024, 2048 or 4096), or nullopt (MINIO_RDMA_MTU_MAX).
+std::optional<PathMtu> PathMtuFromBytes(uint64_t bytes);
 
 // The device and port a fabric uses (DC fabric, DC target, RC fabric, `rdma check`).
 struct DevicePick {

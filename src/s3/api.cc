@@ -94,7 +94,7 @@ void SendErrorImpl(const HttpRequest& req, ResponseSink& sink, const std::string
   auto head = BaseHead(request_id, info.http_status);
   for (const auto& [k, v] : extra) head.Set(k, v);
   // S3 over RDMA: a token request that cannot be served over RDMA says so (DESIGN.md §3).
-  if (err.code == ErrorCode::kRDMANotSupported) head.Set("x-amz-rdma-reply", "501");
+  if (IsRdmaDecline(err.code)) head.Set("x-amz-rdma-reply", "501");
   std::string message = err.message.empty() ? std::string(info.message) : err.message;
   if (req.method == "HEAD" || info.http_status == 304) {
     head.content_length = 0;
@@ -116,7 +116,7 @@ void SendError(S3Api::Context& ctx, const Error& err, const HeaderList& extra = 
   if (err.code == ErrorCode::kInternalError)
     spdlog::error("{} {} {} -> InternalError: {}", ctx.request_id, ctx.req.method,
                   Bounded(admin::RedactTarget(ctx.req.target)), Bounded(err.message));
-  ctx.rdma_declined = ctx.rdma_declined || err.code == ErrorCode::kRDMANotSupported;
+  ctx.rdma_declined = ctx.rdma_declined || IsRdmaDecline(err.code);
   SendErrorImpl(ctx.req, ctx.sink, ctx.request_id, ctx.Resource(), err, extra);
 }
 

@@ -702,6 +702,61 @@ def test_host_memory_with_cuda_interface_is_a_host_buffer(c):
     assert int(n) == len(data) and n.transport == "rdma" and dst.tobytes() == data
 
 
+def test_register_device_takes_gpu_memory_only_and_names_why_not(c):
+    """Issue 37 item 5: rdmastor.register_device pins a CUDA allocation; host memory is refused
+    (an rdmastor.Buffer is its counterpart), and where GPU memory cannot be registered the
+    error says why. No GPU here: with CUDA compiled in, the driver is what is missing."""
+    for host in (bytearray(64), np.zeros(8)):
+        with pytest.raises(ValueError, match="takes GPU memory"):
+            rdmastor.register_device(host)
+    with pytest.raises(ValueError, match="empty device buffer"):
+        rdmastor.register_device(CudaArray(0))
+    for fn in (rdmastor.register_device, rdmastor.deregister_device):
+        if not rdmastor._native.cuda_built():
+            with pytest.raises(rdmastor.DeviceMemoryError, match="built without CUDA|standard build"):
+                fn(CudaArray(4096))
+        elif fn is rdmastor.register_device:  # no NVIDIA driver on the test machines
+            with pytest.raises(ValueError, match="libcuda.so.1|CUDA"):
+                fn(CudaArray(4096))
+        else:
+            assert fn(CudaArray(4096)) is False  # never registered
+
+
+def test_sync_is_accepted_and_host_buffers_ignore_it(c):
+    """Issue 37 item 6: sync (default True) waits for a GPU buffer's stream; sync=False is the
+    opt-out. A refused GPU buffer is refused before any stream is touched: a producer stream
+    that a sync would have to wait on is never reached (the object's sync would raise)."""
+    c.put_object("pyt", "sync/k", b"abcdef", sync=False)
+    buf = bytearray(6)
+    assert int(c.get_into("pyt", "sync/k", buf, sync=False)) == 6 and buf == b"abcdef"
+
+    class Streamed(CudaArray):
+        @property
+        def __cuda_array_interface__(self):
+            d = dict(super().__cuda_array_interface__)
+            d["stream"] = 1  # the legacy default stream
+            return d
+
+    with pytest.raises(rdmastor.DeviceMemoryError):
+        c.get_into("pyt", "sync/k", Streamed(6))
+    dev = rdmastor._buffer(Streamed(6), writable=True)
+    assert callable(dev.sync)  # a CUDA build would call cuStreamSynchronize(1) under the context
+    assert rdmastor._buffer(CudaArray(6), writable=True).sync is None  # "stream": None
+
+
+def test_nearest_rdma_device_names_what_it_cannot_find(soft):
+    """Issue 37 item 11: the NIC beside a GPU comes from /sys (the choice itself is unit-tested
+    over a fixture tree: rdma_tests PciAffinity.*); an address no PCI device has is an error
+    naming it, and Client(rdma_device=...) takes the choice."""
+    with pytest.raises(ValueError, match="00ff:fe:1f.7"):  # a PCI domain no host has
+        rdmastor.nearest_rdma_device("00ff:fe:1f.7")
+    with pytest.raises(ValueError, match="no PCI device"):
+        rdmastor.nearest_rdma_device("not-an-address")
+    cl = rdmastor.Client(soft.endpoint, soft.access_key, soft.secret_key, rdma="off",
+                         rdma_device="mlx5_7")
+    assert cl._verbs_env["MINIO_RDMA_DEVICE"] == "mlx5_7"
+
+
 def test_dlpack_gpu_object_refused(c):
     with pytest.raises(ValueError, match="DLPack device type 2"):
         c.get_into("pyt", "cai/k", DlpackOnGpu())

@@ -115,11 +115,54 @@ TEST(CompletionErrorTest, MapsToS3Errors) {
             ErrorCode::kInvalidRDMAToken);
   EXPECT_EQ(CompletionError(WcStatus::kRetryExceeded, false, "").code,
             ErrorCode::kRDMANotSupported);
+  // Silently dropped packets: the message names what drops them on DC.
+  auto dropped = CompletionError(WcStatus::kRetryExceeded, false, "").message;
+  EXPECT_NE(dropped.find("MINIO_RDMA_DC_KEY"), std::string::npos) << dropped;
+  EXPECT_NE(dropped.find("MINIO_RDMA_PKEY_INDEX"), std::string::npos) << dropped;
   EXPECT_EQ(CompletionError(WcStatus::kRetryExceeded, true, "").code,
             ErrorCode::kRDMATransferFailed);
   EXPECT_EQ(CompletionError(WcStatus::kFlushed, true, "x").code, ErrorCode::kRDMATransferFailed);
   EXPECT_NE(CompletionError(WcStatus::kRemoteOperationError, true, "wr 3").message.find("wr 3"),
             std::string::npos);
+}
+
+// Issue 37 item 7: a NAK invalid request is the client port refusing packets larger than its
+// MTU, not a bad token: 501 RDMAPathMTUMismatch (the client may redo it without a token) before
+// any byte moved, 500 (retried by SDKs) after; both name the MTU cap.
+TEST(CompletionErrorTest, RemoteInvalidRequestNamesThePathMtu) {
+  auto before = CompletionError(WcStatus::kRemoteInvalidRequest, false, "wr 0");
+  EXPECT_EQ(before.code, ErrorCode::kRDMAPathMTUMismatch);
+  EXPECT_EQ(GetErrorInfo(before.code).http_status, 501);
+  EXPECT_EQ(GetErrorInfo(before.code).code, "RDMAPathMTUMismatch");
+  EXPECT_TRUE(IsRdmaDecline(before.code));  // x-amz-rdma-reply: 501, counted as declined
+  EXPECT_NE(before.message.find("MINIO_RDMA_MTU_MAX"), std::string::npos) << before.message;
+  EXPECT_NE(before.message.find("wr 0"), std::string::npos) << before.message;
+  auto after = CompletionError(WcStatus::kRemoteInvalidRequest, true, "");
+  EXPECT_EQ(after.code, ErrorCode::kRDMATransferFailed);
+  EXPECT_NE(after.message.find("path MTU"), std::string::npos) << after.message;
+  EXPECT_FALSE(IsRdmaDecline(ErrorCode::kInvalidRDMAToken));
+  EXPECT_FALSE(IsRdmaDecline(ErrorCode::kNotImplemented));
+}
+
+TEST(RdmaSettingsTest, MtuMaxIsAPathMtuInBytes) {
+  if (!BuiltWithVerbs()) GTEST_SKIP() << "standard build: verbs settings are compiled out";
+  auto d = ParseRdmaSettings({});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->verbs.mtu_max, 4096);
+  for (int bytes : {256, 512, 1024, 2048, 4096}) {
+    auto s = ParseRdmaSettings({{"MINIO_RDMA_MTU_MAX", std::to_string(bytes)}});
+    ASSERT_TRUE(s.ok()) << bytes;
+    EXPECT_EQ(s->verbs.mtu_max, bytes);
+  }
+  // Empty is unset, as for every MINIO_RDMA_* variable.
+  auto empty = ParseRdmaSettings({{"MINIO_RDMA_MTU_MAX", ""}});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->verbs.mtu_max, 4096);
+  for (const char* bad : {"0", "128", "1500", "9000", "8192", "4k", "0x400x"}) {
+    auto s = ParseRdmaSettings({{"MINIO_RDMA_MTU_MAX", bad}});
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.error().message.find("MINIO_RDMA_MTU_MAX"), std::string::npos);
+  }
 }
 
 TEST(NoDeviceTest, UnavailableServiceAnswersNotSupported) {

@@ -34,6 +34,25 @@ TEST(VerbsPlanTest, PathMtuIsClampedToThePortsActiveMtu) {
   EXPECT_EQ(PathMtuBytes(PathMtu::k4096), 4096);
 }
 
+TEST(VerbsPlanTest, CompletionVectorsGoRoundRobin) {
+  std::vector<int> got;
+  for (uint64_t n = 0; n < 6; ++n) got.push_back(CompletionVector(n, 4));
+  EXPECT_EQ(got, (std::vector<int>{0, 1, 2, 3, 0, 1}));
+  EXPECT_EQ(CompletionVector(7, 0), 0);  // a device that reports no vectors
+  EXPECT_EQ(CompletionVector(7, 1), 0);
+}
+
+// MINIO_RDMA_MTU_MAX: the cap OpenPort clamps the port's active MTU to.
+TEST(VerbsPlanTest, PathMtuFromBytesTakesTheFiveSizes) {
+  EXPECT_EQ(PathMtuFromBytes(256), PathMtu::k256);
+  EXPECT_EQ(PathMtuFromBytes(1024), PathMtu::k1024);
+  EXPECT_EQ(PathMtuFromBytes(4096), PathMtu::k4096);
+  for (uint64_t bad : {0ull, 128ull, 1500ull, 9000ull, 8192ull})
+    EXPECT_FALSE(PathMtuFromBytes(bad)) << bad;
+  // A 4096-byte port capped at 1024 (clients on 1500-byte netdevs).
+  EXPECT_EQ(ClampPathMtu(PathMtu::k4096, *PathMtuFromBytes(1024)), PathMtu::k1024);
+}
+
 PortInfo Port(int n, PortState state, std::string link = "InfiniBand", bool roce_v2 = true) {
   PortInfo p;
   p.port = n;

@@ -335,7 +335,9 @@ class RcFabric final : public Fabric {
       ibv_destroy_comp_channel(cc);
       return RcError("completion channel O_NONBLOCK", e);
     }
-    ibv_cq* cq = ibv_create_cq(ctx_, queues_.cqe, nullptr, cc, 0);
+    // Spread over the device's completion vectors (verbs_fabric.cc's DCIs do the same).
+    ibv_cq* cq = ibv_create_cq(ctx_, queues_.cqe, nullptr, cc,
+                               CompletionVector(next_vector_++, ctx_->num_comp_vectors));
     if (!cq) {
       int e = errno;
       ibv_destroy_comp_channel(cc);
@@ -415,6 +417,7 @@ class RcFabric final : public Fabric {
   bool bind_source_;  // connections leave from settings_.source_ip (SelectRcDevice)
   int rd_atomic_;
   QueueSizes queues_;  // per QP; its CQ holds every completion that can be outstanding
+  std::atomic<uint64_t> next_vector_{0};  // CQs created so far (CompletionVector)
 };
 
 // The target: an rdma_cm listener on one IPv4 address; every accepted connection is a

@@ -303,11 +303,16 @@ class VerbsFabric final : public Fabric {
   }
 
   // The address handle toward `remote`, from a bounded cache keyed by (GID, LID): creating one
-  // per request is a syscall on most providers.
+  // per request is a syscall on most providers. Created outside the cache's lock: on RoCE it
+  // resolves the neighbour (ARP, up to about a second for a silent host), and requests to every
+  // other client must not wait behind that. Two threads may both create one for a new client;
+  // the first stored wins and the other is destroyed.
   Result<std::shared_ptr<ibv_ah>> AddressHandle(const RemoteAddress& remote) {
     const AhKey key = AhKeyFor(remote.has_gid, remote.gid, remote.lid);
-    std::lock_guard lock(ah_mu_);
-    if (auto hit = ah_cache_.Find(key)) return hit;
+    {
+      std::lock_guard lock(ah_mu_);
+      if (auto hit = ah_cache_.Find(key)) return hit;
+    }
     ibv_ah_attr attr = AhAttrFor(remote, static_cast<uint8_t>(settings_.port), gid_index_.load());
     attr.sl = static_cast<uint8_t>(settings_.service_level);
     if (attr.is_global) attr.grh.traffic_class = static_cast<uint8_t>(settings_.traffic_class);
@@ -315,6 +320,8 @@ class VerbsFabric final : public Fabric {
       if (a) ibv_destroy_ah(a);
     });
     if (!ah) return VerbsError("ibv_create_ah", errno);
+    std::lock_guard lock(ah_mu_);
+    if (auto raced = ah_cache_.Find(key)) return raced;
     ah_cache_.Put(key, ah);
     return ah;
   }
@@ -451,7 +458,10 @@ class VerbsFabric final : public Fabric {
     int fl = fcntl(d->channel->fd, F_GETFL);
     if (fl < 0 || fcntl(d->channel->fd, F_SETFL, fl | O_NONBLOCK) != 0)
       return VerbsError("completion channel O_NONBLOCK", errno);
-    d->cq.reset(ibv_create_cq(ctx_.get(), plan_.dci_queues.cqe, nullptr, d->channel.get(), 0));
+    // Each DCI's CQ on the next completion vector: their interrupts spread over the device's
+    // vectors (and so CPUs) instead of all landing on vector 0.
+    d->cq.reset(ibv_create_cq(ctx_.get(), plan_.dci_queues.cqe, nullptr, d->channel.get(),
+                              CompletionVector(next_vector_++, ctx_->num_comp_vectors)));
     if (!d->cq) return VerbsError("ibv_create_cq", errno);
     ibv_qp_init_attr_ex attr{};
     attr.qp_type = IBV_QPT_DRIVER;
@@ -510,6 +520,7 @@ class VerbsFabric final : public Fabric {
   DciPoolLedger ledger_{settings_.num_dcis};
   std::mutex ah_mu_;
   BoundedLru<AhKey, ibv_ah> ah_cache_{1024};
+  std::atomic<uint64_t> next_vector_{0};  // CQs created so far (CompletionVector)
   mutable std::mutex state_mu_;
   FabricState state_;
   std::atomic<bool> stop_{false};
@@ -654,7 +665,9 @@ Result<OpenedPort> OpenPort(const VerbsSettings& s) {
   if (int e = ibv_query_device(out.ctx.get(), &dattr)) return VerbsError("ibv_query_device", e);
   out.limits = {dattr.max_qp_wr, dattr.max_cqe};
   out.max_rd_atomic = std::clamp(dattr.max_qp_init_rd_atom, 1, 16);
-  out.mtu = ClampPathMtu(static_cast<PathMtu>(out.attr.active_mtu), PathMtu::k4096);
+  out.mtu =
+      ClampPathMtu(static_cast<PathMtu>(out.attr.active_mtu),
+                   PathMtuFromBytes(static_cast<uint64_t>(s.mtu_max)).value_or(PathMtu::k4096));
   out.gid_index = PickGidIndex(out.ctx.get(), s, out.attr);
   out.pd.reset(ibv_alloc_pd(out.ctx.get()));
   if (!out.pd) return VerbsError("ibv_alloc_pd", errno);
@@ -835,6 +848,7 @@ Result<std::unique_ptr<Fabric>> CreateOneRail(const VerbsSettings& s) {
   if (!port.ok()) return port.error();
   const std::string device = port->device;
   const uint8_t gid_index = port->gid_index;
+  const int active_mtu = PathMtuBytes(static_cast<PathMtu>(port->attr.active_mtu));
   verbs::PortPlan plan;
   plan.mtu = port->mtu;
   plan.dci_queues = ClampQueues(s.cq_depth, 1024, 0, port->limits);
@@ -844,10 +858,10 @@ Result<std::unique_ptr<Fabric>> CreateOneRail(const VerbsSettings& s) {
   if (auto st = fabric->Init(); !st.ok()) return st.error();
   if (auto st = fabric->StartEvents(); !st.ok()) return st.error();
   spdlog::info(
-      "verbs fabric: {} port {} GID index {}, path MTU {}, {} DC initiators ({} send WRs, CQ {}), "
-      "DC key {:#x}",
-      device, s.port, gid_index, PathMtuBytes(plan.mtu), s.num_dcis, plan.dci_queues.send_wr,
-      plan.dci_queues.cqe, s.dc_key);
+      "verbs fabric: {} port {} GID index {}, path MTU {} (port {}, MINIO_RDMA_MTU_MAX {}), {} DC "
+      "initiators ({} send WRs, CQ {}), DC key {:#x}",
+      device, s.port, gid_index, PathMtuBytes(plan.mtu), active_mtu, s.mtu_max, s.num_dcis,
+      plan.dci_queues.send_wr, plan.dci_queues.cqe, s.dc_key);
   return std::unique_ptr<Fabric>(std::move(fabric));
 }
 }  // namespace
