@@ -25,6 +25,8 @@ namespace rdmastor {
   X(kIllegalLocationConstraint, "IllegalLocationConstraintException", 400,                         \
     "The location constraint is incompatible for the region specific endpoint this request was "   \
     "sent to.")                                                                                    \
+  X(kIllegalVersioningConfiguration, "IllegalVersioningConfigurationException", 400,               \
+    "The versioning configuration specified in the request is invalid.")                           \
   X(kInvalidAccessKeyId, "InvalidAccessKeyId", 403,                                                \
     "The Access Key Id you provided does not exist in our records.")                               \
   X(kInvalidArgument, "InvalidArgument", 400, "Invalid Argument.")                                 \

@@ -136,7 +136,7 @@ Reply HandleGetBucketLocation(const Env& env, S3Request& ctx) {
 Reply HandleGetBucketVersioning(const Env& env, S3Request& ctx) {
   auto info = env.store.GetBucketInfo(ctx.bucket);
   if (!info.ok()) return ErrorReply(info.error());
-  return XmlReply(VersioningConfigurationXml(info->versioning));
+  return XmlReply(VersioningConfigurationXml(info->versioning, info->excluded));
 }
 
 Reply HandlePutBucketVersioning(const Env& env, S3Request& ctx) {

@@ -22,12 +22,24 @@ Status PutBucketVersioning(storage::ObjectLayer& store, const std::string& bucke
   if (!info.ok()) return info.error();
   if (req->mfa_delete && *req->mfa_delete) {
     if (!mfa_header)
-      return MakeError(ErrorCode::kAccessDenied, "Mfa Authentication must be used for this request");
+      return MakeError(ErrorCode::kAccessDenied,
+                       "Mfa Authentication must be used for this request");
     return MakeError(ErrorCode::kNotImplemented, "MFA delete is not supported by rdmastor.");
   }
+  // MinIO's exclusions: at most 10 prefixes, and only on an Enabled bucket.
+  auto illegal = [](const char* why) {
+    return MakeError(
+        ErrorCode::kIllegalVersioningConfiguration,
+        std::string("Versioning configuration specified in the request is invalid. (") + why + ")");
+  };
+  constexpr size_t kMaxExcludedPrefixes = 10;
+  if (req->excluded.prefixes.size() > kMaxExcludedPrefixes)
+    return illegal("too many excluded prefixes");
+  if (!req->excluded.prefixes.empty() && req->status != storage::Versioning::kEnabled)
+    return illegal("excluded prefixes extension supported only when versioning is enabled");
   // No Status: the state stays (a configuration that only says MfaDelete Disabled).
   if (!req->status) return {};
-  return store.SetBucketVersioning(bucket, *req->status);
+  return store.SetBucketVersioning(bucket, *req->status, req->excluded);
 }
 
 Result<std::string> ListVersionsPage(storage::ObjectLayer& store, const std::string& bucket,
@@ -73,15 +85,15 @@ Result<std::string> ListVersionsPage(storage::ObjectLayer& store, const std::str
   }
 
   // Versions and common prefixes in name order, cut at max-keys.
-  ListVersionsParams p{bucket, q.prefix, q.delimiter, q.key_marker, q.max_keys, q.encode_url,
-                       q.version_id_marker, {}, {}};
+  ListVersionsParams p{bucket,     q.prefix,     q.delimiter,         q.key_marker,
+                       q.max_keys, q.encode_url, q.version_id_marker, {},
+                       {}};
   storage::ListResult page;
   size_t vi = 0, pi = 0;
   int count = 0;
   while (vi < versions.size() || pi < res.common_prefixes.size()) {
-    const bool take_prefix =
-        pi < res.common_prefixes.size() &&
-        (vi >= versions.size() || res.common_prefixes[pi] < versions[vi].key);
+    const bool take_prefix = pi < res.common_prefixes.size() &&
+                             (vi >= versions.size() || res.common_prefixes[pi] < versions[vi].key);
     if (count >= q.max_keys) {
       page.truncated = true;
       break;

@@ -833,10 +833,14 @@ std::string DeleteResultXml(const std::vector<DeleteOutcome>& outcomes, bool qui
   return d.str();
 }
 
-std::string VersioningConfigurationXml(storage::Versioning state) {
+std::string VersioningConfigurationXml(storage::Versioning state,
+                                       const storage::VersioningExclusions& excluded) {
   Doc d("VersioningConfiguration");
   if (state == storage::Versioning::kEnabled) Add(d.root(), "Status", "Enabled");
   if (state == storage::Versioning::kSuspended) Add(d.root(), "Status", "Suspended");
+  for (const auto& p : excluded.prefixes)
+    Add(d.root().append_child("ExcludedPrefixes"), "Prefix", p);
+  if (excluded.folders) Add(d.root(), "ExcludeFolders", "true");
   return d.str();
 }
 
@@ -1060,6 +1064,18 @@ Result<VersioningRequest> ParseVersioningXml(std::string_view body) {
   for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
     if (c.type() != pugi::node_element) continue;
     const std::string_view name = LocalName(c);
+    if (name == "ExcludedPrefixes") {
+      // MinIO's: one <Prefix> per <ExcludedPrefixes>.
+      int prefixes = 0;
+      for (pugi::xml_node p = c.first_child(); p; p = p.next_sibling()) {
+        if (p.type() != pugi::node_element) continue;
+        const auto v = LeafText(p);
+        if (LocalName(p) != "Prefix" || !v || ++prefixes > 1) return Malformed();
+        out.excluded.prefixes.push_back(*v);
+      }
+      if (prefixes == 0) return Malformed();
+      continue;
+    }
     const auto v = LeafText(c);
     if (!v) return Malformed();
     const std::string_view value = Trim(*v);
@@ -1076,6 +1092,14 @@ Result<VersioningRequest> ParseVersioningXml(std::string_view body) {
       if (out.mfa_delete) return Malformed();
       if (value != "Enabled" && value != "Disabled") return Malformed();
       out.mfa_delete = value == "Enabled";
+    } else if (name == "ExcludeFolders") {
+      // A Go bool, as MinIO decodes it (strconv.ParseBool).
+      static constexpr std::string_view kTrue[] = {"1", "t", "T", "TRUE", "true", "True"};
+      static constexpr std::string_view kFalse[] = {"0", "f", "F", "FALSE", "false", "False"};
+      const bool yes = std::find(std::begin(kTrue), std::end(kTrue), value) != std::end(kTrue);
+      if (!yes && std::find(std::begin(kFalse), std::end(kFalse), value) == std::end(kFalse))
+        return Malformed();
+      out.excluded.folders = yes;
     } else {
       return Malformed();
     }

@@ -164,14 +164,19 @@ struct ObjectAttributesParams {
 std::string GetObjectAttributesXml(const ObjectAttributesParams& p,
                                    const storage::ObjectInfo& info);
 
-// <VersioningConfiguration>: empty for a bucket never versioned, else <Status>.
+// <VersioningConfiguration>: empty for a bucket never versioned, else <Status>, and MinIO's
+// <ExcludedPrefixes><Prefix>, <ExcludeFolders> where set.
 std::string VersioningConfigurationXml(
-    storage::Versioning state = storage::Versioning::kUnversioned);
-// PutBucketVersioning's body: Status and MfaDelete as sent (nullopt when absent); kMalformedXML on
-// bad XML or a value other than Enabled/Suspended (Status) or Enabled/Disabled (MfaDelete).
+    storage::Versioning state = storage::Versioning::kUnversioned,
+    const storage::VersioningExclusions& excluded = {});
+// PutBucketVersioning's body: Status and MfaDelete as sent (nullopt when absent), MinIO's
+// ExcludedPrefixes (each <ExcludedPrefixes><Prefix>p</Prefix></ExcludedPrefixes>) and
+// ExcludeFolders; kMalformedXML on bad XML or a value other than Enabled/Suspended (Status),
+// Enabled/Disabled (MfaDelete), true/false (ExcludeFolders).
 struct VersioningRequest {
   std::optional<storage::Versioning> status;
   std::optional<bool> mfa_delete;
+  storage::VersioningExclusions excluded;
 };
 Result<VersioningRequest> ParseVersioningXml(std::string_view body);
 

@@ -170,7 +170,8 @@ class ErasureStore final : public ObjectLayer {
                                     const PutOptions& opts) override;
   Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) override;
 
-  Status SetBucketVersioning(const std::string& bucket, Versioning state) override;
+  Status SetBucketVersioning(const std::string& bucket, Versioning state,
+                             const VersioningExclusions& excluded = {}) override;
   Status SetBucketEncryption(const std::string& bucket, const std::string& algorithm) override;
   Result<std::string> BucketEncryption(const std::string& bucket) override;
   Result<Versioning> BucketVersioning(const std::string& bucket) override;

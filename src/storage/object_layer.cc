@@ -4,6 +4,38 @@
 
 namespace rdmastor::storage {
 
+namespace {
+
+// MinIO's wildcard.MatchSimple: '*' matches any run of bytes, everything else itself.
+bool MatchSimple(std::string_view pattern, std::string_view s) {
+  size_t p = 0, i = 0, star = std::string_view::npos, mark = 0;
+  while (i < s.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = i;
+    } else if (p < pattern.size() && pattern[p] == s[i]) {
+      ++p, ++i;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      i = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+}  // namespace
+
+Versioning VersioningFor(const BucketInfo& info, std::string_view key) {
+  if (info.versioning != Versioning::kEnabled) return info.versioning;
+  if (info.excluded.folders && key.ends_with('/')) return Versioning::kSuspended;
+  for (const auto& prefix : info.excluded.prefixes)
+    if (MatchSimple(prefix + "*", key)) return Versioning::kSuspended;
+  return Versioning::kEnabled;
+}
+
 Status ObjectLayer::SetBucketEncryption(const std::string&, const std::string&) {
   return MakeError(ErrorCode::kNotImplemented, "bucket encryption needs the erasure layout");
 }
@@ -14,7 +46,8 @@ Result<Versioning> ObjectLayer::BucketVersioning(const std::string&) {
   return Versioning::kUnversioned;
 }
 
-Status ObjectLayer::SetBucketVersioning(const std::string&, Versioning) {
+Status ObjectLayer::SetBucketVersioning(const std::string&, Versioning,
+                                        const VersioningExclusions&) {
   return MakeError(ErrorCode::kNotImplemented, "bucket versioning needs the erasure layout");
 }
 
@@ -24,8 +57,7 @@ Result<std::unique_ptr<ObjectReader>> ObjectLayer::OpenObjectVersion(
   return OpenObject(bucket, key);
 }
 
-Result<ObjectInfo> ObjectLayer::StatObjectVersion(const std::string& bucket,
-                                                  const std::string& key,
+Result<ObjectInfo> ObjectLayer::StatObjectVersion(const std::string& bucket, const std::string& key,
                                                   const std::string& version_id) {
   if (!version_id.empty()) return MakeError(ErrorCode::kNoSuchVersion);
   return StatObject(bucket, key);

@@ -47,14 +47,28 @@ struct DeleteResult {
   bool created_marker = false;
 };
 
+// MinIO's extension of an Enabled bucket's versioning (ExcludedPrefixes, ExcludeFolders): keys
+// matching one of `prefixes` (each a prefix that may hold '*' wildcards) and, with `folders`,
+// keys ending in '/' are written and deleted as in a Suspended bucket (null versions).
+struct VersioningExclusions {
+  std::vector<std::string> prefixes;
+  bool folders = false;
+  bool operator==(const VersioningExclusions&) const = default;
+};
+
 struct BucketInfo {
   std::string name;
   int64_t created_ns = 0;
   std::string tags;  // bucket tags, canonical URL-encoded query form; "" = none
   Versioning versioning = Versioning::kUnversioned;
+  VersioningExclusions excluded;  // with kEnabled only
   // Default encryption (PutBucketEncryption): "" none, "AES256" SSE-S3.
   std::string encryption;
 };
+
+// The versioning state writes and deletes of `key` see: the bucket's, but Suspended for a key its
+// exclusions name.
+Versioning VersioningFor(const BucketInfo& info, std::string_view key);
 
 // Conditional writes (If-Match / If-None-Match on PutObject and CompleteMultipartUpload): run under
 // the key's write lock right before the commit, with the object the write would replace (nullptr:
@@ -205,7 +219,8 @@ class ObjectLayer {
                                               const std::string& upload_id) = 0;
 
   // ---- versioning (an unversioned layer holds only null versions) ----
-  virtual Status SetBucketVersioning(const std::string& bucket, Versioning state);
+  virtual Status SetBucketVersioning(const std::string& bucket, Versioning state,
+                                     const VersioningExclusions& excluded = {});
   // A specific version (`version_id` "" = null). A delete marker opens/stats as kMethodNotAllowed
   // (the S3 layer adds the marker headers); a missing version is kNoSuchVersion.
   virtual Result<std::unique_ptr<ObjectReader>> OpenObjectVersion(const std::string& bucket,

@@ -86,6 +86,11 @@ Result<BucketInfo> ErasureSet::GetBucketInfo(const std::string& bucket) {
       info.versioning = v == "Enabled"     ? Versioning::kEnabled
                         : v == "Suspended" ? Versioning::kSuspended
                                            : Versioning::kUnversioned;
+      info.excluded = {};
+      if (j.contains("versioning_excluded_prefixes"))
+        info.excluded.prefixes =
+            j.at("versioning_excluded_prefixes").get<std::vector<std::string>>();
+      info.excluded.folders = j.value("versioning_exclude_folders", false);
       newest = updated;
     } catch (const std::exception&) {
     }
@@ -98,14 +103,15 @@ Result<BucketInfo> ErasureSet::GetBucketInfo(const std::string& bucket) {
 Status ErasureSet::WriteBucketRecord(const std::string& bucket, const BucketInfo& info) {
   std::string record;
   try {
-    nlohmann::json j{{"version", 1},
-                     {"name", bucket},
-                     {"created_ns", info.created_ns},
-                     {"updated_ns", NowNs()}};
+    nlohmann::json j{
+        {"version", 1}, {"name", bucket}, {"created_ns", info.created_ns}, {"updated_ns", NowNs()}};
     if (!info.tags.empty()) j["tags"] = info.tags;
     if (!info.encryption.empty()) j["encryption"] = info.encryption;
     if (info.versioning != Versioning::kUnversioned)
       j["versioning"] = VersioningName(info.versioning);
+    // MinIO's exclusions, only where set: records without them read as none.
+    if (!info.excluded.prefixes.empty()) j["versioning_excluded_prefixes"] = info.excluded.prefixes;
+    if (info.excluded.folders) j["versioning_exclude_folders"] = true;
     record = j.dump();
   } catch (const std::exception& e) {
     return MakeError(ErrorCode::kInternalError, e.what());
@@ -139,12 +145,14 @@ Status ErasureSet::SetBucketTags(const std::string& bucket, const std::string& t
   return {};
 }
 
-Status ErasureSet::SetBucketVersioning(const std::string& bucket, Versioning state) {
+Status ErasureSet::SetBucketVersioning(const std::string& bucket, Versioning state,
+                                       const VersioningExclusions& excluded) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   std::unique_lock lock(BucketLock(bucket));
   auto current = GetBucketInfo(bucket);
   if (!current.ok()) return current.error();
   current->versioning = state;
+  current->excluded = excluded;
   RS_RETURN_IF_ERROR(WriteBucketRecord(bucket, *current));
   CacheBucketInfo(*current);
   return {};
@@ -187,8 +195,14 @@ Result<Versioning> ErasureSet::VersioningOf(const std::string& bucket) {
   return info->versioning;
 }
 
-Result<std::string> ErasureSet::NewVersionId(const std::string& bucket) {
-  auto state = VersioningOf(bucket);
+Result<Versioning> ErasureSet::VersioningOf(const std::string& bucket, std::string_view key) {
+  auto info = CachedBucketInfo(bucket);
+  if (!info.ok()) return info.error();
+  return VersioningFor(*info, key);
+}
+
+Result<std::string> ErasureSet::NewVersionId(const std::string& bucket, std::string_view key) {
+  auto state = VersioningOf(bucket, key);
   if (!state.ok()) return state.error();
   if (*state != Versioning::kEnabled) return std::string();
   return GenerateVersionId();

@@ -369,7 +369,7 @@ Result<ObjectInfo> ErasureSet::CompleteMultipartUpload(const std::string& bucket
   if (!shape.ok()) return shape.error();
   ObjectMeta meta = NewMeta(key, *loc, *shape);
   // Completing makes a version like a PUT does (a new id when the bucket is Enabled).
-  auto version_id = NewVersionId(bucket);
+  auto version_id = NewVersionId(bucket, key);
   if (!version_id.ok()) return version_id.error();
   meta.version_id = std::move(*version_id);
   const std::string suffix = "-" + std::to_string(infos.size());

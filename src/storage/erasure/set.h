@@ -276,7 +276,8 @@ class ErasureSet {
 
   Status WriteBucketRecord(const std::string& bucket, const BucketInfo& info);
   // Records the versioning state in the bucket record on every drive (write quorum).
-  Status SetBucketVersioning(const std::string& bucket, Versioning state);
+  Status SetBucketVersioning(const std::string& bucket, Versioning state,
+                             const VersioningExclusions& excluded);
   // Records the default encryption ("" none, "AES256") in the bucket record (write quorum).
   Status SetBucketEncryption(const std::string& bucket, const std::string& algorithm);
   // The bucket record as writes see it (versioning state, default encryption): read from the
@@ -284,8 +285,10 @@ class ErasureSet {
   // that time).
   Result<BucketInfo> CachedBucketInfo(const std::string& bucket);
   Result<Versioning> VersioningOf(const std::string& bucket);
-  // The version id a new write gets: a new one when Enabled, "" (null) otherwise.
-  Result<std::string> NewVersionId(const std::string& bucket);
+  // What writes and deletes of `key` see (VersioningFor: an excluded key is Suspended).
+  Result<Versioning> VersioningOf(const std::string& bucket, std::string_view key);
+  // The version id a new write of `key` gets: a new one when Enabled for it, "" (null) otherwise.
+  Result<std::string> NewVersionId(const std::string& bucket, std::string_view key);
 
   std::set<std::string> BucketNames();
 

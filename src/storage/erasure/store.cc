@@ -215,8 +215,9 @@ Result<ListResult> ErasureStore::ListObjects(const std::string& bucket, const Li
 
 // ---- versioning: the bucket state is in every set's records; a key's versions in its set ----
 
-Status ErasureStore::SetBucketVersioning(const std::string& bucket, Versioning state) {
-  for (auto& s : sets_) RS_RETURN_IF_ERROR(s->SetBucketVersioning(bucket, state));
+Status ErasureStore::SetBucketVersioning(const std::string& bucket, Versioning state,
+                                         const VersioningExclusions& excluded) {
+  for (auto& s : sets_) RS_RETURN_IF_ERROR(s->SetBucketVersioning(bucket, state, excluded));
   return {};
 }
 

@@ -344,7 +344,7 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   auto codec = GetCodec(shape.data, shape.parity);
   if (!codec.ok()) return codec.error();
   ObjectMeta meta = NewMeta(key, *loc, shape);
-  auto version_id = NewVersionId(bucket);
+  auto version_id = NewVersionId(bucket, key);
   if (!version_id.ok()) return version_id.error();
   meta.version_id = std::move(*version_id);
   const auto& dist = meta.erasure->distribution;
@@ -396,7 +396,7 @@ Result<DeleteResult> ErasureSet::DeleteObject(const std::string& bucket, const s
   if (!loc.ok()) return loc.error();
   std::optional<Versioning> state;
   if (!sel) {
-    auto s = VersioningOf(bucket);
+    auto s = VersioningOf(bucket, key);
     if (!s.ok()) return s.error();
     state = *s;
   }

@@ -702,5 +702,66 @@ TEST_F(HandlerTest, ListWithMetadataShowsUserMetadataAndTags) {
   EXPECT_EQ(All(plain.body, "//UserTags").size(), 0u);
 }
 
+// MinIO's ExcludedPrefixes / ExcludeFolders: keys they name get null versions in an Enabled bucket.
+TEST_F(HandlerTest, VersioningExclusionsWriteNullVersions) {
+  MakeBucket();
+  auto put_config = [&](const std::string& inner) {
+    return Do(HandlePutBucketVersioning,
+              {.method = "PUT",
+               .query = {{"versioning", ""}},
+               .body = "<VersioningConfiguration>" + inner + "</VersioningConfiguration>"});
+  };
+  std::string eleven;
+  for (int i = 0; i < 11; ++i)
+    eleven += "<ExcludedPrefixes><Prefix>p" + std::to_string(i) + "/</Prefix></ExcludedPrefixes>";
+  EXPECT_CODE(put_config("<Status>Enabled</Status>" + eleven),
+              ErrorCode::kIllegalVersioningConfiguration);
+  EXPECT_CODE(put_config("<Status>Suspended</Status><ExcludedPrefixes><Prefix>a/</Prefix>"
+                         "</ExcludedPrefixes>"),
+              ErrorCode::kIllegalVersioningConfiguration);
+  EXPECT_CODE(put_config("<Status>Enabled</Status><ExcludeFolders>maybe</ExcludeFolders>"),
+              ErrorCode::kMalformedXML);
+  ASSERT_TRUE(put_config("<Status>Enabled</Status><ExcludedPrefixes><Prefix>tmp/</Prefix>"
+                         "</ExcludedPrefixes><ExcludedPrefixes><Prefix>*/_staging/</Prefix>"
+                         "</ExcludedPrefixes><ExcludeFolders>true</ExcludeFolders>")
+                  .ok());
+  auto config = Do(HandleGetBucketVersioning, {.query = {{"versioning", ""}}});
+  EXPECT_EQ(All(config.body, "/VersioningConfiguration/ExcludedPrefixes/Prefix"),
+            (std::vector<std::string>{"tmp/", "*/_staging/"}));
+  EXPECT_EQ(One(config.body, "/VersioningConfiguration/ExcludeFolders"), "true");
+
+  for (const char* k : {"tmp/a", "data/x", "dir/", "job/_staging/y"}) {
+    Put(k, "one");
+    Put(k, "two");
+  }
+  auto list = Do(HandleListObjectVersions, {.query = {{"versions", ""}}});
+  auto ids = [&](const std::string& key) {
+    return All(list.body, ("//Version[Key='" + key + "']/VersionId").c_str());
+  };
+  EXPECT_EQ(ids("tmp/a"), std::vector<std::string>{"null"});
+  EXPECT_EQ(ids("dir/"), std::vector<std::string>{"null"});
+  EXPECT_EQ(ids("job/_staging/y"), std::vector<std::string>{"null"});
+  ASSERT_EQ(ids("data/x").size(), 2u);
+  EXPECT_NE(ids("data/x")[0], "null");
+  // A delete of an excluded key removes its null version, as in a Suspended bucket: a null
+  // delete marker; elsewhere a marker with an id.
+  auto tmp_del = Do(HandleDeleteObject, {.method = "DELETE", .key = "tmp/a"});
+  EXPECT_EQ(Header(tmp_del, "x-amz-version-id"), "null");
+  auto data_del = Do(HandleDeleteObject, {.method = "DELETE", .key = "data/x"});
+  EXPECT_NE(Header(data_del, "x-amz-version-id"), "null");
+
+  // A configuration without them clears them.
+  ASSERT_TRUE(put_config("<Status>Enabled</Status>").ok());
+  config = Do(HandleGetBucketVersioning, {.query = {{"versioning", ""}}});
+  EXPECT_EQ(All(config.body, "//ExcludedPrefixes").size(), 0u);
+  EXPECT_EQ(All(config.body, "//ExcludeFolders").size(), 0u);
+  Put("tmp/a", "three");
+  list = Do(HandleListObjectVersions, {.query = {{"versions", ""}, {"prefix", "tmp/"}}});
+  // The null delete marker, and the new write's version with an id.
+  EXPECT_EQ(All(list.body, "//DeleteMarker/VersionId"), std::vector<std::string>{"null"});
+  ASSERT_EQ(All(list.body, "//Version/VersionId").size(), 1u) << list.body;
+  EXPECT_NE(One(list.body, "//Version/VersionId"), "null");
+}
+
 }  // namespace
 }  // namespace rdmastor::s3
