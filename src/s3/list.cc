@@ -1,4 +1,4 @@
-// Listings: ListObjects (V1, V2), ListObjectVersions, ListMultipartUploads.
+// Listings: ListObjects (V1, V2, V2M), ListObjectVersions (and M), ListMultipartUploads.
 #include "common/utf8.h"
 #include "s3/handlers.h"
 #include "s3/sse.h"
@@ -34,15 +34,21 @@ bool Listable(std::string_view name, std::string_view value) {
   return IsValidUtf8(value);
 }
 
-// MinIO's metadata=true (ListObjectsV2M): each object's content type, user metadata, stored
-// headers and encryption where the caller may s3:GetObject it, its tags where it may
-// s3:GetObjectTagging them.
+// MinIO's metadata=true (ListObjectsV2M, ListObjectVersionsM): each object's content type, user
+// metadata, stored headers and encryption where the caller may s3:GetObject it, its tags where it
+// may s3:GetObjectTagging them; in a version listing s3:GetObjectVersion and
+// s3:GetObjectVersionTagging, the actions that read a named version. A delete marker shows
+// neither (it has none).
 std::vector<ListedMetadata> ListedMetadataOf(S3Request& r,
-                                             const std::vector<storage::ObjectInfo>& objects) {
+                                             const std::vector<storage::ObjectInfo>& objects,
+                                             bool versions) {
+  const std::string_view read = versions ? "s3:GetObjectVersion" : "s3:GetObject";
+  const std::string_view tagging = versions ? "s3:GetObjectVersionTagging" : "s3:GetObjectTagging";
   std::vector<ListedMetadata> out(objects.size());
   for (size_t i = 0; i < objects.size(); ++i) {
     const storage::ObjectInfo& o = objects[i];
-    if (r.allowed("s3:GetObject", o.key).ok()) {
+    if (o.delete_marker) continue;
+    if (r.allowed(read, o.key).ok()) {
       auto& m = out[i].metadata;
       switch (SseKindOf(o.internal)) {
         case SseKind::kS3:
@@ -58,7 +64,7 @@ std::vector<ListedMetadata> ListedMetadataOf(S3Request& r,
       for (const auto& [name, value] : o.user_metadata)
         if (Listable(name, value)) m.emplace_back(ListedName(name), value);
     }
-    if (!o.tags.empty() && r.allowed("s3:GetObjectTagging", o.key).ok()) out[i].tags = o.tags;
+    if (!o.tags.empty() && r.allowed(tagging, o.key).ok()) out[i].tags = o.tags;
   }
   return out;
 }
@@ -114,7 +120,7 @@ Reply HandleListObjectsV2(const Env& env, S3Request& ctx) {
   p.encode_url = encoding == "url";
   p.fetch_owner = ctx.Q("fetch-owner") == "true";
   if (res->truncated) p.next_continuation_token = hash::Base64Encode(res->next_marker);
-  if (ctx.op == S3Op::kListObjectsV2M) p.extras = ListedMetadataOf(ctx, res->objects);
+  if (ctx.op == S3Op::kListObjectsV2M) p.extras = ListedMetadataOf(ctx, res->objects, false);
   return XmlReply(ListObjectsV2Xml(p, *res, Owner{}));
 }
 
@@ -132,7 +138,12 @@ Reply HandleListObjectVersions(const Env& env, S3Request& ctx) {
                       ctx.Has("version-id-marker"),
                       *max_keys,
                       encoding == "url"};
-  auto xml = ListVersionsPage(env.store, ctx.bucket, q);
+  ListedMetadataFn metadata;
+  if (ctx.op == S3Op::kListObjectVersionsM)
+    metadata = [&ctx](const std::vector<storage::ObjectInfo>& versions) {
+      return ListedMetadataOf(ctx, versions, true);
+    };
+  auto xml = ListVersionsPage(env.store, ctx.bucket, q, metadata);
   if (!xml.ok()) return ErrorReply(xml.error());
   return XmlReply(*xml);
 }

@@ -46,7 +46,8 @@ enum Also : uint8_t {
   // (a prefix's force delete: a policy denying part of the prefix keeps it).
   kAndEachObject = 16,
   // A listing with MinIO's metadata=true: each object's metadata is shown where the caller may
-  // s3:GetObject it, its tags where it may s3:GetObjectTagging them (left out otherwise).
+  // s3:GetObject it, its tags where it may s3:GetObjectTagging them (left out otherwise); in a
+  // version listing s3:GetObjectVersion / s3:GetObjectVersionTagging.
   kShowsMetadata = 32,
 };
 
@@ -127,6 +128,10 @@ enum Also : uint8_t {
     kBucket, kNothingElse, HandleGetBucketVersioning)                                              \
   X(ListMultipartUploads, "GET", kBucket, "", "uploads", kAlways, "s3:ListBucketMultipartUploads", \
     kBucket, kNothingElse, HandleListMultipartUploads)                                             \
+  /* MinIO: metadata=true lists each version's user metadata and tags too (minio-py's */           \
+  /* include_version with include_user_meta). */                                                   \
+  X(ListObjectVersionsM, "GET", kBucket, "", "versions&metadata=true", kAlways,                    \
+    "s3:ListBucketVersions", kBucket, kShowsMetadata, HandleListObjectVersions)                    \
   X(ListObjectVersions, "GET", kBucket, "", "versions", kAlways, "s3:ListBucketVersions", kBucket, \
     kNothingElse, HandleListObjectVersions)                                                        \
   /* MinIO: metadata=true lists each object's user metadata and tags too (minio-py's */            \

@@ -43,7 +43,7 @@ Status PutBucketVersioning(storage::ObjectLayer& store, const std::string& bucke
 }
 
 Result<std::string> ListVersionsPage(storage::ObjectLayer& store, const std::string& bucket,
-                                     const ListVersionsQuery& q) {
+                                     const ListVersionsQuery& q, const ListedMetadataFn& metadata) {
   if (q.has_version_id_marker && !q.version_id_marker.empty() && q.key_marker.empty())
     return MakeError(ErrorCode::kInvalidArgument,
                      "A version-id marker cannot be specified without a key marker.");
@@ -110,6 +110,7 @@ Result<std::string> ListVersionsPage(storage::ObjectLayer& store, const std::str
     }
   }
   page.truncated = page.truncated || (res.truncated && count > 0);
+  if (metadata) p.extras = metadata(page.objects);
   return ListObjectVersionsXml(p, page, Owner{});
 }
 

@@ -3,9 +3,11 @@
 // delete marker answers with. The object layer keeps the versions (storage/object_layer.h).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/http_types.h"
 #include "common/result.h"
@@ -29,9 +31,14 @@ struct ListVersionsQuery {
   int max_keys = 1000;
   bool encode_url = false;
 };
-// The ListObjectVersions document for one page.
+// What a listing with MinIO's metadata=true shows besides, one entry per listed version.
+using ListedMetadataFn =
+    std::function<std::vector<ListedMetadata>(const std::vector<storage::ObjectInfo>&)>;
+// The ListObjectVersions document for one page; `metadata` (ListObjectVersionsM) adds each
+// version's UserMetadata / UserTags.
 Result<std::string> ListVersionsPage(storage::ObjectLayer& store, const std::string& bucket,
-                                     const ListVersionsQuery& q);
+                                     const ListVersionsQuery& q,
+                                     const ListedMetadataFn& metadata = nullptr);
 
 // x-amz-version-id (the id, "null" for the null version) and, for a delete marker,
 // x-amz-delete-marker: true.

@@ -222,3 +222,64 @@ def test_versioning_excluded_prefixes_and_folders(server, s3, bucket):
     cfg = ET.fromstring(signed_request(server, "GET", f"/{bucket}",
                                        query=[("versioning", "")]).body)
     assert [p.text for p in cfg.iter(S3_NS + "Prefix")] == ["tmp/", "*/_staging/"]
+
+
+def listed_version_metadata(server, bucket, **auth):
+    """ListObjectVersions with metadata=true as minio-py sends it (list_objects(include_version=
+    True, include_user_meta=True)): [(element, key, size, metadata dict, tags)] in listed order."""
+    r = signed_request(server, "GET", f"/{bucket}",
+                       query=[("versions", ""), ("metadata", "true"), ("encoding-type", "url")],
+                       **auth)
+    assert r.status == 200, r.body
+    out = []
+    for v in ET.fromstring(r.body):
+        element = v.tag.replace(S3_NS, "")
+        if element not in ("Version", "DeleteMarker"):
+            continue
+        meta = v.find(S3_NS + "UserMetadata")
+        tags = v.find(S3_NS + "UserTags")
+        size = v.find(S3_NS + "Size")
+        out.append((element, v.find(S3_NS + "Key").text,
+                    size.text if size is not None else None,
+                    {e.tag.replace(S3_NS, ""): e.text for e in meta} if meta is not None else None,
+                    tags.text if tags is not None else None))
+    return out
+
+
+def test_list_versions_with_metadata_carries_each_versions_own(server, s3, bucket, tmp_path):
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    s3.put_object(Bucket=bucket, Key="a", Body=b"1", ContentType="text/plain",
+                  Metadata={"color": "blue"}, Tagging="v=1")
+    s3.put_object(Bucket=bucket, Key="a", Body=b"22", ContentType="text/plain",
+                  Metadata={"color": "green"}, Tagging="v=2")
+    s3.put_object(Bucket=bucket, Key="b", Body=b"3")
+    s3.delete_object(Bucket=bucket, Key="b")
+    # Before: plain Version entries, neither UserMetadata nor UserTags.
+    blue = {"content-type": "text/plain", "X-Amz-Meta-Color": "blue"}
+    green = {"content-type": "text/plain", "X-Amz-Meta-Color": "green"}
+    plain_b = {"content-type": "binary/octet-stream"}
+    assert listed_version_metadata(server, bucket) == [
+        ("Version", "a", "2", green, "v=2"),
+        ("Version", "a", "1", blue, "v=1"),
+        ("DeleteMarker", "b", None, None, None),
+        ("Version", "b", "1", plain_b, None)]
+    # A plain ListObjectVersions is unchanged.
+    plain = signed_request(server, "GET", f"/{bucket}", query=[("versions", "")])
+    assert b"UserMetadata" not in plain.body and b"UserTags" not in plain.body
+
+    # Reading versions takes s3:GetObjectVersion / s3:GetObjectVersionTagging: a user who may
+    # list versions, s3:GetObject and s3:GetObjectVersionTagging sees the tags only.
+    name = "lvm-" + rand_str(8)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["s3:ListBucketVersions"],
+         "Resource": [f"arn:aws:s3:::{bucket}"]},
+        {"Effect": "Allow", "Action": ["s3:GetObject", "s3:GetObjectVersionTagging"],
+         "Resource": [f"arn:aws:s3:::{bucket}/*"]}]}))
+    admin(server, "policy", "create", name, str(path))
+    ak, sk = add_user(server, [name])
+    assert listed_version_metadata(server, bucket, access_key=ak, secret_key=sk) == [
+        ("Version", "a", "2", None, "v=2"),
+        ("Version", "a", "1", None, "v=1"),
+        ("DeleteMarker", "b", None, None, None),
+        ("Version", "b", "1", None, None)]

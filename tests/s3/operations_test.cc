@@ -41,6 +41,9 @@ TEST(OperationsTest, RoutesAsMinioNamesThem) {
   EXPECT_EQ(Route("GET", "/b", {{"list-type", "2"}, {"metadata", "false"}}), "ListObjectsV2");
   EXPECT_EQ(Route("GET", "/b", {{"metadata", "true"}}), "ListObjectsV1");
   EXPECT_EQ(Route("GET", "/b", {{"versions", ""}}), "ListObjectVersions");
+  EXPECT_EQ(Route("GET", "/b", {{"versions", ""}, {"metadata", "true"}}), "ListObjectVersionsM");
+  EXPECT_EQ(Route("GET", "/b", {{"metadata", "true"}, {"versions", ""}}), "ListObjectVersionsM");
+  EXPECT_EQ(Route("GET", "/b", {{"versions", ""}, {"metadata", "false"}}), "ListObjectVersions");
   EXPECT_EQ(Route("GET", "/b", {{"uploads", ""}}), "ListMultipartUploads");
   EXPECT_EQ(Route("POST", "/b", {{"delete", ""}}), "DeleteMultipleObjects");
   EXPECT_EQ(Route("POST", "/b", {}, false, true), "PostPolicyBucket");
@@ -165,9 +168,11 @@ std::string AlsoOf(const OpInfo& op) {
         "the action again for each key it removes (in a versioned bucket "
         "`s3:DeleteObjectVersion`)");
   if (op.also & kShowsMetadata)
-    parts.push_back(
-        "for each object, `s3:GetObject` to show its metadata and "
-        "`s3:GetObjectTagging` its tags (left out otherwise)");
+    parts.push_back(op.action == std::string_view("s3:ListBucketVersions")
+                        ? "for each version, `s3:GetObjectVersion` to show its metadata and "
+                          "`s3:GetObjectVersionTagging` its tags (left out otherwise)"
+                        : "for each object, `s3:GetObject` to show its metadata and "
+                          "`s3:GetObjectTagging` its tags (left out otherwise)");
   if (op.also & kPerObject)
     parts.push_back("instead of the request, each key its body names (a version: `...Version`)");
   std::string out;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <pugixml.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,8 +92,8 @@ class HandlerTest : public ::testing::Test {
     for (const auto& [k, v] : in.query)
       if (k == "versionId") r.version = v == "null" ? std::string() : v;
     r.allowed = [this](std::string_view action, const std::string& key) -> Status {
+      asked_.emplace(action);
       if (refuse_ == key) return MakeError(ErrorCode::kAccessDenied);
-      (void)action;
       return {};
     };
     return h(*env_, r);
@@ -125,7 +126,8 @@ class HandlerTest : public ::testing::Test {
   std::unique_ptr<iam::IamStore> iam_;
   SseConfig sse_;
   std::optional<Env> env_;
-  std::string refuse_;  // a key r.allowed refuses
+  std::string refuse_;           // a key r.allowed refuses
+  std::set<std::string> asked_;  // the actions r.allowed was asked about
 };
 
 #define EXPECT_CODE(reply, want)                                    \
@@ -761,6 +763,43 @@ TEST_F(HandlerTest, VersioningExclusionsWriteNullVersions) {
   EXPECT_EQ(All(list.body, "//DeleteMarker/VersionId"), std::vector<std::string>{"null"});
   ASSERT_EQ(All(list.body, "//Version/VersionId").size(), 1u) << list.body;
   EXPECT_NE(One(list.body, "//Version/VersionId"), "null");
+}
+
+// ListObjectVersionsM: each version's own metadata and tags, checked with the version actions;
+// delete markers show none.
+TEST_F(HandlerTest, ListVersionsWithMetadataShowsEachVersionsOwn) {
+  MakeBucket();
+  ASSERT_TRUE(
+      Do(HandlePutBucketVersioning, {.method = "PUT",
+                                     .query = {{"versioning", ""}},
+                                     .body = "<VersioningConfiguration><Status>Enabled</Status>"
+                                             "</VersioningConfiguration>"})
+          .ok());
+  Put("a", "1", {{"x-amz-meta-color", "blue"}, {"x-amz-tagging", "v=1"}});
+  Put("a", "22", {{"x-amz-meta-color", "green"}, {"x-amz-tagging", "v=2"}});
+  Put("b", "3", {{"x-amz-meta-color", "red"}, {"x-amz-tagging", "t=1"}});
+  ASSERT_TRUE(Do(HandleDeleteObject, {.method = "DELETE", .key = "a"}).ok());
+  const Query q{{"versions", ""}, {"metadata", "true"}};
+  refuse_ = "b";
+  asked_.clear();
+  auto list = Do(HandleListObjectVersions, {.op = S3Op::kListObjectVersionsM, .query = q});
+  ASSERT_TRUE(list.ok()) << list.error->message;
+  EXPECT_EQ(One(list.body, "//Version[Key='a' and Size='1']/UserMetadata/X-Amz-Meta-Color"),
+            "blue");
+  EXPECT_EQ(One(list.body, "//Version[Key='a' and Size='1']/UserTags"), "v=1");
+  EXPECT_EQ(One(list.body, "//Version[Key='a' and Size='2']/UserMetadata/X-Amz-Meta-Color"),
+            "green");
+  EXPECT_EQ(One(list.body, "//Version[Key='a' and Size='2']/UserTags"), "v=2");
+  EXPECT_EQ(One(list.body, "//DeleteMarker[Key='a']/UserMetadata"), "<none>");
+  // Refused s3:GetObjectVersion and s3:GetObjectVersionTagging on "b": listed, without either.
+  EXPECT_EQ(One(list.body, "//Version[Key='b']/Size"), "1");
+  EXPECT_EQ(One(list.body, "//Version[Key='b']/UserMetadata"), "<none>");
+  EXPECT_EQ(One(list.body, "//Version[Key='b']/UserTags"), "<none>");
+  EXPECT_EQ(asked_, (std::set<std::string>{"s3:GetObjectVersion", "s3:GetObjectVersionTagging"}));
+  // A plain ListObjectVersions shows neither.
+  auto plain = Do(HandleListObjectVersions, {.op = S3Op::kListObjectVersions, .query = q});
+  EXPECT_EQ(All(plain.body, "//UserMetadata").size(), 0u);
+  EXPECT_EQ(All(plain.body, "//UserTags").size(), 0u);
 }
 
 }  // namespace
