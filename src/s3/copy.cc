@@ -44,6 +44,21 @@ Status CheckCopyPreconditions(const HttpRequest& req, const storage::ObjectInfo&
   return {};
 }
 
+// The copy source, opened as both copies read it: decrypted with its SSE-C key (`src_sse`, the
+// x-amz-copy-source-server-side-encryption-customer-* headers) or the server's, and the
+// x-amz-copy-source-if-* preconditions checked against it.
+Result<std::unique_ptr<storage::ObjectReader>> OpenCopySource(
+    const Env& env, const HttpRequest& req, const std::string& bucket, const std::string& key,
+    const storage::VersionSel& version, const SseRequest& src_sse) {
+  auto reader = OpenSource(env.store, bucket, key, version);
+  if (!reader.ok()) return reader.error();
+  auto src_key = ReadKey(*env.sse, (*reader)->info(), src_sse);
+  if (!src_key.ok()) return src_key.error();
+  if (*src_key) *reader = NewDecryptingReader(std::move(*reader), **src_key);
+  if (auto st = CheckCopyPreconditions(req, (*reader)->info()); !st.ok()) return st.error();
+  return reader;
+}
+
 }  // namespace
 
 Reply HandleCopyObject(const Env& env, S3Request& ctx) {
@@ -64,13 +79,9 @@ Reply HandleCopyObject(const Env& env, S3Request& ctx) {
   if (!src_sse.ok()) return ErrorReply(src_sse.error());
   auto dst_sse = WriteEncryptionOf(env, ctx);
   if (!dst_sse.ok()) return ErrorReply(dst_sse.error());
-  auto reader = OpenSource(env.store, src_bucket, src_key, src_version);
+  auto reader = OpenCopySource(env, ctx.req, src_bucket, src_key, src_version, *src_sse);
   if (!reader.ok()) return ErrorReply(reader.error());
-  auto src_key_r = ReadKey(*env.sse, (*reader)->info(), *src_sse);
-  if (!src_key_r.ok()) return ErrorReply(src_key_r.error());
-  if (*src_key_r) *reader = NewDecryptingReader(std::move(*reader), **src_key_r);
   const auto& src_info = (*reader)->info();
-  if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok()) return ErrorReply(st.error());
   HeaderList version_headers;
   if (src_version || !src_info.version_id.empty())
     version_headers.emplace_back("x-amz-copy-source-version-id",
@@ -202,13 +213,9 @@ Reply HandleUploadPartCopy(const Env& env, S3Request& ctx) {
   const SseKind kind = SseKindOf(upload->internal);
   auto src_sse = ParseSseCustomer(ctx.req, *env.sse, /*copy_source=*/true);
   if (!src_sse.ok()) return ErrorReply(src_sse.error());
-  auto reader = OpenSource(env.store, src_bucket, src_key, src_version);
+  auto reader = OpenCopySource(env, ctx.req, src_bucket, src_key, src_version, *src_sse);
   if (!reader.ok()) return ErrorReply(reader.error());
-  auto src_key_r = ReadKey(*env.sse, (*reader)->info(), *src_sse);
-  if (!src_key_r.ok()) return ErrorReply(src_key_r.error());
-  if (*src_key_r) *reader = NewDecryptingReader(std::move(*reader), **src_key_r);
   const auto& src_info = (*reader)->info();
-  if (auto st = CheckCopyPreconditions(ctx.req, src_info); !st.ok()) return ErrorReply(st.error());
   uint64_t start = 0, length = src_info.size;
   if (const auto* rh = ctx.req.FindHeader("x-amz-copy-source-range")) {
     // Must be exactly bytes=first-last within the object.

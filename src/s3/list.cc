@@ -69,29 +69,37 @@ std::vector<ListedMetadata> ListedMetadataOf(S3Request& r,
   return out;
 }
 
+// max-keys and encoding-type, as the object listings take them: "url" or none, else
+// InvalidArgument.
+struct Paging {
+  int max_keys;
+  bool encode_url;
+};
+Result<Paging> ParsePaging(const S3Request& ctx) {
+  auto max_keys = ParseMaxKeys(ctx, "max-keys");
+  if (!max_keys.ok()) return max_keys.error();
+  const std::string encoding = ctx.Q("encoding-type");
+  if (!encoding.empty() && encoding != "url")
+    return MakeError(ErrorCode::kInvalidArgument, "Invalid Encoding Method specified in Request");
+  return Paging{*max_keys, !encoding.empty()};
+}
+
 }  // namespace
 
 Reply HandleListObjectsV1(const Env& env, S3Request& ctx) {
-  auto max_keys = ParseMaxKeys(ctx, "max-keys");
-  if (!max_keys.ok()) return ErrorReply(max_keys.error());
-  std::string encoding = ctx.Q("encoding-type");
-  if (!encoding.empty() && encoding != "url")
-    return ErrorReply(
-        MakeError(ErrorCode::kInvalidArgument, "Invalid Encoding Method specified in Request"));
-  storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), ctx.Q("marker"), *max_keys};
+  auto page = ParsePaging(ctx);
+  if (!page.ok()) return ErrorReply(page.error());
+  storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), ctx.Q("marker"), page->max_keys};
   auto res = env.store.ListObjects(ctx.bucket, lo);
   if (!res.ok()) return ErrorReply(res.error());
-  ListV1Params p{ctx.bucket, lo.prefix, lo.delimiter, lo.start_after, *max_keys, encoding == "url"};
+  ListV1Params p{ctx.bucket,     lo.prefix,      lo.delimiter,
+                 lo.start_after, page->max_keys, page->encode_url};
   return XmlReply(ListObjectsV1Xml(p, *res, Owner{}));
 }
 
 Reply HandleListObjectsV2(const Env& env, S3Request& ctx) {
-  auto max_keys = ParseMaxKeys(ctx, "max-keys");
-  if (!max_keys.ok()) return ErrorReply(max_keys.error());
-  std::string encoding = ctx.Q("encoding-type");
-  if (!encoding.empty() && encoding != "url")
-    return ErrorReply(
-        MakeError(ErrorCode::kInvalidArgument, "Invalid Encoding Method specified in Request"));
+  auto page = ParsePaging(ctx);
+  if (!page.ok()) return ErrorReply(page.error());
   std::string token = ctx.Q("continuation-token");
   std::string start_after = ctx.Q("start-after");
   std::string marker = start_after;
@@ -106,7 +114,7 @@ Reply HandleListObjectsV2(const Env& env, S3Request& ctx) {
           MakeError(ErrorCode::kInvalidArgument, "The continuation token provided is incorrect"));
     marker = *decoded;
   }
-  storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), marker, *max_keys};
+  storage::ListOptions lo{ctx.Q("prefix"), ctx.Q("delimiter"), marker, page->max_keys};
   auto res = env.store.ListObjects(ctx.bucket, lo);
   if (!res.ok()) return ErrorReply(res.error());
   ListV2Params p;
@@ -116,8 +124,8 @@ Reply HandleListObjectsV2(const Env& env, S3Request& ctx) {
   p.start_after = start_after;
   p.continuation_token = token;
   p.continuation_token_sent = ctx.Has("continuation-token");
-  p.max_keys = *max_keys;
-  p.encode_url = encoding == "url";
+  p.max_keys = page->max_keys;
+  p.encode_url = page->encode_url;
   p.fetch_owner = ctx.Q("fetch-owner") == "true";
   if (res->truncated) p.next_continuation_token = hash::Base64Encode(res->next_marker);
   if (ctx.op == S3Op::kListObjectsV2M) p.extras = ListedMetadataOf(ctx, res->objects, false);
@@ -125,19 +133,15 @@ Reply HandleListObjectsV2(const Env& env, S3Request& ctx) {
 }
 
 Reply HandleListObjectVersions(const Env& env, S3Request& ctx) {
-  auto max_keys = ParseMaxKeys(ctx, "max-keys");
-  if (!max_keys.ok()) return ErrorReply(max_keys.error());
-  std::string encoding = ctx.Q("encoding-type");
-  if (!encoding.empty() && encoding != "url")
-    return ErrorReply(
-        MakeError(ErrorCode::kInvalidArgument, "Invalid Encoding Method specified in Request"));
+  auto page = ParsePaging(ctx);
+  if (!page.ok()) return ErrorReply(page.error());
   ListVersionsQuery q{ctx.Q("prefix"),
                       ctx.Q("delimiter"),
                       ctx.Q("key-marker"),
                       ctx.Q("version-id-marker"),
                       ctx.Has("version-id-marker"),
-                      *max_keys,
-                      encoding == "url"};
+                      page->max_keys,
+                      page->encode_url};
   ListedMetadataFn metadata;
   if (ctx.op == S3Op::kListObjectVersionsM)
     metadata = [&ctx](const std::vector<storage::ObjectInfo>& versions) {
