@@ -44,6 +44,17 @@ Status CheckCopyPreconditions(const HttpRequest& req, const storage::ObjectInfo&
   return {};
 }
 
+// x-amz-copy-source (routing guarantees it is there): its bucket and key, which must be valid
+// names; a versionId into `version`.
+Result<std::pair<std::string, std::string>> CopySourceOf(const HttpRequest& req,
+                                                         storage::VersionSel* version) {
+  auto src = ParseCopySource(*req.FindHeader("x-amz-copy-source"), version);
+  if (!src.ok()) return src.error();
+  if (!IsValidBucketName(src->first)) return MakeError(ErrorCode::kInvalidBucketName);
+  if (auto st = ValidateObjectKey(src->second); !st.ok()) return st.error();
+  return src;
+}
+
 // The copy source, opened as both copies read it: decrypted with its SSE-C key (`src_sse`, the
 // x-amz-copy-source-server-side-encryption-customer-* headers) or the server's, and the
 // x-amz-copy-source-if-* preconditions checked against it.
@@ -63,11 +74,9 @@ Result<std::unique_ptr<storage::ObjectReader>> OpenCopySource(
 
 Reply HandleCopyObject(const Env& env, S3Request& ctx) {
   storage::VersionSel src_version;
-  auto src = ParseCopySource(*ctx.req.FindHeader("x-amz-copy-source"), &src_version);
+  auto src = CopySourceOf(ctx.req, &src_version);
   if (!src.ok()) return ErrorReply(src.error());
   const auto& [src_bucket, src_key] = *src;
-  if (!IsValidBucketName(src_bucket)) return ErrorReply(MakeError(ErrorCode::kInvalidBucketName));
-  if (auto st = ValidateObjectKey(src_key); !st.ok()) return ErrorReply(st.error());
   std::string directive = ctx.req.HeaderOr("x-amz-metadata-directive", "COPY");
   if (directive != "COPY" && directive != "REPLACE")
     return ErrorReply(MakeError(ErrorCode::kInvalidArgument, "Unknown metadata directive."));
@@ -196,11 +205,9 @@ Reply HandleUploadPartCopy(const Env& env, S3Request& ctx) {
   if (!pn.ok()) return ErrorReply(pn.error());
   std::string upload_id = ctx.Q("uploadId");
   storage::VersionSel src_version;
-  auto src = ParseCopySource(*ctx.req.FindHeader("x-amz-copy-source"), &src_version);
+  auto src = CopySourceOf(ctx.req, &src_version);
   if (!src.ok()) return ErrorReply(src.error());
   const auto& [src_bucket, src_key] = *src;
-  if (!IsValidBucketName(src_bucket)) return ErrorReply(MakeError(ErrorCode::kInvalidBucketName));
-  if (auto st = ValidateObjectKey(src_key); !st.ok()) return ErrorReply(st.error());
   // Fail on a missing upload before reading any source data.
   auto upload = env.store.GetUploadOptions(ctx.bucket, ctx.key, upload_id);
   if (!upload.ok()) return ErrorReply(upload.error());
