@@ -314,9 +314,13 @@ TEST(DistributedLockTest, ToleratesDownNodesUpToQuorum) {
   {
     Cluster c(2, 2);  // 4 nodes, two down: no write quorum, read quorum 2 still reachable
     DistributedLock l(c.dsync, {"k"});
-    auto st = l.Lock(100ms);
+    auto st = l.Lock(300ms);
     ASSERT_FALSE(st.ok());
-    EXPECT_NE(st.error().message.find("2 unreachable"), std::string::npos) << st.error().message;
+    // How many of the two down nodes have answered "unreachable" by the deadline depends on the
+    // machine's load; that quorum was the reason does not.
+    EXPECT_NE(st.error().message.find("quorum 3"), std::string::npos) << st.error().message;
+    EXPECT_NE(st.error().message.find("of 4 lock servers granted"), std::string::npos)
+        << st.error().message;
     // Partial grants on the two live nodes are released (one that arrived after the attempt gave
     // up is released by the worker thread that received it).
     EXPECT_TRUE(c.Settles(0));
