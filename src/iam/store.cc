@@ -220,10 +220,7 @@ Status IamStore::AddUser(const std::string& access_key, const std::string& secre
 }
 
 Status IamStore::RemoveUser(const std::string& access_key) {
-  RS_RETURN_IF_ERROR(ValidateAccessKey(access_key));
-  auto current = LoadUser(access_key);
-  if (!current.ok()) return current.error();
-  if (!current->has_value()) return MakeError(ErrorCode::kNoSuchUser);
+  RS_RETURN_IF_ERROR(GetUser(access_key));  // NoSuchUser unless it exists
   RS_RETURN_IF_ERROR(DeleteDoc(UserKey(access_key)));
   std::lock_guard lock(mu_);
   users_.erase(access_key);
@@ -274,10 +271,9 @@ Status IamStore::SetUserPolicies(const std::string& access_key,
     if (!doc->has_value())
       return MakeError(ErrorCode::kNoSuchPolicy, "The canned policy " + p + " does not exist.");
   }
-  auto current = LoadUser(access_key);
+  auto current = GetUser(access_key);
   if (!current.ok()) return current.error();
-  if (!current->has_value()) return MakeError(ErrorCode::kNoSuchUser);
-  User user = **current;
+  User user = std::move(*current);
   user.policies.clear();
   for (const auto& p : policies)
     if (std::find(user.policies.begin(), user.policies.end(), p) == user.policies.end())
@@ -294,8 +290,6 @@ Status IamStore::AttachPolicies(const std::string& access_key,
   all.insert(all.end(), policies.begin(), policies.end());
   return SetUserPolicies(access_key, all);
 }
-
-// ---- named policies ----
 
 Status IamStore::DetachPolicies(const std::string& access_key,
                                 const std::vector<std::string>& policies) {
@@ -326,6 +320,8 @@ Status IamStore::SetUserEnabled(const std::string& access_key, bool enabled) {
   user->disabled = !enabled;
   return StoreUser(*user);
 }
+
+// ---- named policies ----
 
 Result<std::string> IamStore::GetPolicy(const std::string& name) {
   RS_RETURN_IF_ERROR(ValidatePolicyName(name));
