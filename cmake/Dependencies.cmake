@@ -5,6 +5,9 @@ find_package(OpenSSL REQUIRED)
 find_package(Boost 1.74 REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
+# Command lines (rdmastor, rdmastor-cli, bench tools): header-only CLI11 from libcli11-dev. Only the
+# few files that parse argv include it (src/common/cli11_support.h): it is slow to compile.
+find_package(CLI11 2.1 CONFIG REQUIRED)
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(PUGIXML REQUIRED IMPORTED_TARGET pugixml)

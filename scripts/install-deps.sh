@@ -8,6 +8,7 @@ PACKAGES=(
   g++ cmake ninja-build ccache pkg-config git
   # libraries (see README "Dependencies")
   libboost-dev libssl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libisal-dev libxxhash-dev libpugixml-dev
+  libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # sd_notify for the systemd unit (Type=notify, watchdog)
   libsystemd-dev

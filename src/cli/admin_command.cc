@@ -7,96 +7,15 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <thread>
-#include <variant>
 
 #include "admin/jwt.h"
+#include "cli/command_line.h"
 #include "client/http_client.h"
 #include "common/uri.h"
 
 namespace rdmastor::cli {
 
 namespace {
-
-constexpr const char* kAdminUsage = R"(Usage:
-  rdmastor admin prometheus-token [--json] [--expiry-days N]
-  rdmastor admin info [--json] [--endpoint URL] [--certs-dir DIR]
-  rdmastor admin heal [--json] [--endpoint URL] [--certs-dir DIR] [BUCKET]
-  rdmastor admin user add|remove|list|info|enable|disable [--json] [--endpoint URL] [--certs-dir DIR] [ACCESS_KEY [SECRET_KEY]]
-      user add ACCESS_KEY [SECRET_KEY|-]
-      user remove|info|enable|disable ACCESS_KEY
-      user list
-  rdmastor admin policy create|remove|list|info|attach|detach|set [--json] [--endpoint URL] [--certs-dir DIR] ...
-      policy create NAME FILE          a custom policy from a JSON file (AWS policy language)
-      policy remove NAME
-      policy list                      every policy: readwrite, readonly, writeonly and custom
-      policy info NAME                 the policy's document
-      policy attach POLICY... --user AK    adds policies to a user
-      policy detach POLICY... --user AK    removes policies from a user
-      policy set POLICY... --user AK       replaces a user's policies
-
-  info: the deployment as the server sees it: version, uptime, each node with its drives (state,
-  used and total space, erasure set), the erasure sets and the drives online.
-
-  user, policy: manage the users of a running server (MinIO's `mc admin user` / `mc admin
-  policy`); users and policies are stored on the drives and every node of a cluster sees them.
-  The secret key may be given as "-" to read it from standard input. A disabled user's requests
-  are refused (InvalidAccessKeyId) until it is enabled again. Signs with the root credentials as
-  heal does. --json (every command that asks a server): one JSON object on standard output,
-  {"status": "success", "command": ..., ...} or {"status": "error", ..., "error": ...}. Exit status 0 on success, 1 when the server refused, 2 on usage
-  errors.
-
-  heal: asks a running erasure-coded server (default endpoint http://127.0.0.1:9000; an
-  https:// endpoint is verified against the system CA store plus DIR/CAs/*.crt|*.pem; without
-  --certs-dir, the CAs of ~/.rdmastor/certs, MinIO's ~/.minio/certs and mc's ~/.mc/certs) to heal
-  every object of BUCKET, or of every bucket: formats replaced drives, verifies every shard of
-  every object and rewrites missing, stale and corrupt ones. Prints each object healed,
-  progress every 2 s, and the counts at the end (scanned, healed, shards written, failed,
-  incomplete) with the drives whose copies could not be rebuilt (offline or failing). Signs
-  with the root credentials: MINIO_ROOT_USER/MINIO_ROOT_PASSWORD, else
-  AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY. Exit status 0 when every object is sound, 1 when an
-  object could not be healed, copies were left missing on an offline drive, or the heal failed,
-  2 on usage errors.
-
-  Prints a bearer token for Prometheus to scrape /minio/v2/metrics/{cluster,node} when
-  MINIO_PROMETHEUS_AUTH_TYPE is jwt (the default). The token is signed with MINIO_ROOT_PASSWORD
-  for MINIO_ROOT_USER (read from the environment, as the server does) and expires after N days
-  (default 36500, as `mc admin prometheus generate`). Use it in prometheus.yml as
-  `bearer_token: <token>` (or `authorization: {credentials: <token>}`).
-)";
-
-// The usage lines of one admin command (those of kAdminUsage naming it), for a usage error: the
-// relevant line, not the whole help. With `sub` (user enable, policy detach, ...), the command's
-// first line and only the lines of that subcommand.
-std::string UsageOf(std::string_view command, std::string_view sub_command = {}) {
-  std::string out, line;
-  const std::string_view text(kAdminUsage);
-  const std::string top = "rdmastor admin " + std::string(command) + " ";
-  const std::string sub = std::string(command) + " ";
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = std::min(text.find('\n', pos), text.size());
-    std::string_view l = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (l.empty()) break;  // the Usage block ends at the first blank line
-    const auto first = l.find_first_not_of(' ');
-    if (first == std::string_view::npos) continue;
-    const std::string_view body = l.substr(first);
-    bool wanted = body.starts_with(top);
-    if (!wanted && first > 2 && body.starts_with(sub)) {
-      // "user remove|info|enable|disable ACCESS_KEY": the alternatives of its second word.
-      std::string_view names = body.substr(sub.size());
-      names = names.substr(0, names.find(' '));
-      wanted = sub_command.empty();
-      for (size_t at = 0; !wanted && at <= names.size();) {
-        const size_t bar = std::min(names.find('|', at), names.size());
-        wanted = names.substr(at, bar - at) == sub_command;
-        at = bar + 1;
-      }
-    }
-    if (wanted) out += std::string(l) + "\n";
-  }
-  return "Usage:\n" + out + "(rdmastor admin --help for every command)\n";
-}
 
 std::string EnvOr(const EnvMap& env, const char* name) {
   auto it = env.find(name);
@@ -221,72 +140,16 @@ Result<std::string> IamCall(client::S3Client& c, const std::string& method,
   return resp->body;
 }
 
-// The flags every admin command that asks a server takes, and its positional arguments.
-struct ClientArgs {
-  std::string endpoint = "http://127.0.0.1:9000", certs_dir, user;
-  bool json = false;  // --json: one JSON object on stdout (mc's --json habit)
-  std::vector<std::string> positional;
-};
-
-// Parses `args` of `rdmastor admin <command>`: --endpoint, --certs-dir/-S, --json, --help, and
-// --user when `with_user`; "-" is positional (a secret read from stdin). Returns the exit status
-// instead when it printed the help (0) or a usage error (2).
-std::variant<ClientArgs, int> ParseClientArgs(const std::string& command,
-                                              const std::vector<std::string>& args,
-                                              bool with_user) {
-  ClientArgs out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const bool has_value = i + 1 < args.size();
-    if (args[i] == "--endpoint" && has_value) {
-      out.endpoint = args[++i];
-    } else if ((args[i] == "--certs-dir" || args[i] == "-S") && has_value) {
-      out.certs_dir = args[++i];
-    } else if (with_user && args[i] == "--user" && has_value) {
-      out.user = args[++i];
-    } else if (args[i] == "--json") {
-      out.json = true;
-    } else if (args[i] == "--help" || args[i] == "-h") {
-      std::fputs(kAdminUsage, stdout);
-      return 0;
-    } else if (args[i] != "-" && args[i].starts_with("-")) {
-      std::fprintf(stderr, "rdmastor admin %s: unexpected argument '%s'\n%s", command.c_str(),
-                   args[i].c_str(), UsageOf(command).c_str());
-      return 2;
-    } else {
-      out.positional.push_back(args[i]);
-    }
-  }
-  return out;
-}
-
 // `rdmastor admin user ...` and `rdmastor admin policy ...`.
-int RunIam(const std::string& what, const std::vector<std::string>& args, const EnvMap& env) {
-  auto parsed = ParseClientArgs(what, args, /*with_user=*/what == "policy");
-  if (const int* rc = std::get_if<int>(&parsed)) return *rc;
-  auto& [endpoint, certs_dir, user_flag, json, pos] = std::get<ClientArgs>(parsed);
-  const std::string sub = pos.empty() ? std::string() : pos[0];
-  auto usage = [&] {
-    std::fprintf(stderr, "rdmastor admin %s: wrong arguments\n%s", what.c_str(),
-                 UsageOf(what, sub).c_str());
-    return 2;
-  };
-  if (pos.empty()) return usage();
-  pos.erase(pos.begin());
-  // Validate the arguments before any connection.
-  const bool one_name = pos.size() == 1;
-  if (what == "user") {
-    if (!((sub == "add" && (pos.size() == 2 || pos.size() == 1)) ||
-          ((sub == "remove" || sub == "info" || sub == "enable" || sub == "disable") &&
-           one_name) ||
-          (sub == "list" && pos.empty())))
-      return usage();
-  } else {
-    if (!((sub == "create" && pos.size() == 2) ||
-          ((sub == "remove" || sub == "info") && one_name) || (sub == "list" && pos.empty()) ||
-          ((sub == "attach" || sub == "detach" || sub == "set") && !pos.empty() &&
-           !user_flag.empty())))
-      return usage();
-  }
+int RunIam(const AdminArgs& a, const EnvMap& env) {
+  // The arguments were checked when parsed (command_line.cc): their number fits the command.
+  const std::string& what = a.command;
+  const std::string& sub = a.sub;
+  const auto& [endpoint, certs_dir, json] = a.client;
+  const std::vector<std::string>& pos = a.args;
+  const std::string& user_flag = a.user;
+  if ((sub == "attach" || sub == "detach" || sub == "set") && user_flag.empty())
+    return UsageError("admin policy " + sub, "--user names no user");
   auto cfg = IamClientConfig(what.c_str(), env, endpoint, certs_dir);
   if (!cfg) return 2;
   client::S3Client c(*cfg);
@@ -305,7 +168,8 @@ int RunIam(const std::string& what, const std::vector<std::string>& args, const 
     std::string secret = pos.size() == 2 ? pos[1] : "-";
     if (secret == "-") {
       char line[512];
-      if (!std::fgets(line, sizeof(line), stdin)) return usage();
+      if (!std::fgets(line, sizeof(line), stdin))
+        return UsageError("admin user add", "no secret key on standard input");
       secret = line;
       while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
     }
@@ -429,15 +293,8 @@ std::string HumanBytes(uint64_t n) {
 }
 
 // `rdmastor admin info`: GET /minio/admin/v3/info, as text or (--json) the server's document.
-int RunInfo(const std::vector<std::string>& args, const EnvMap& env) {
-  auto parsed = ParseClientArgs("info", args, /*with_user=*/false);
-  if (const int* rc = std::get_if<int>(&parsed)) return *rc;
-  const auto& [endpoint, certs_dir, user, json, pos] = std::get<ClientArgs>(parsed);
-  if (!pos.empty()) {
-    std::fprintf(stderr, "rdmastor admin info: unexpected argument '%s'\n%s", pos[0].c_str(),
-                 UsageOf("info").c_str());
-    return 2;
-  }
+int RunInfo(const AdminArgs& a, const EnvMap& env) {
+  const auto& [endpoint, certs_dir, json] = a.client;
   auto cfg = AdminClientConfig(endpoint, certs_dir, env, /*server_defaults=*/false);
   if (!cfg.ok()) {
     std::fprintf(stderr, "rdmastor admin info: %s\n", cfg.error().message.c_str());
@@ -483,16 +340,11 @@ int RunInfo(const std::vector<std::string>& args, const EnvMap& env) {
   return 0;
 }
 
-int RunHeal(const std::vector<std::string>& args, const EnvMap& env) {
+int RunHeal(const AdminArgs& a, const EnvMap& env) {
   // --json: one JSON object at the end (items included), nothing else.
-  auto parsed = ParseClientArgs("heal", args, /*with_user=*/false);
-  if (const int* rc = std::get_if<int>(&parsed)) return *rc;
-  const auto& [endpoint, certs_dir, user, json, pos] = std::get<ClientArgs>(parsed);
-  if (pos.size() > 1 || (pos.size() == 1 && pos[0] == "-")) {
-    std::fprintf(stderr, "rdmastor admin heal: unexpected argument '%s'\n%s",
-                 pos.back().c_str(), UsageOf("heal").c_str());
-    return 2;
-  }
+  const auto& [endpoint, certs_dir, json] = a.client;
+  const std::vector<std::string>& pos = a.args;
+  if (pos.size() == 1 && pos[0] == "-") return UsageError("admin heal", "'-' is not a bucket");
   const std::string bucket = pos.empty() ? std::string() : pos[0];
   auto cfg = AdminClientConfig(endpoint, certs_dir, env, /*server_defaults=*/false);
   if (!cfg.ok()) {
@@ -584,49 +436,13 @@ int RunHeal(const std::vector<std::string>& args, const EnvMap& env) {
 
 }  // namespace
 
-int RunAdminCommand(const std::vector<std::string>& args, const EnvMap& env) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::fputs(kAdminUsage, args.empty() ? stderr : stdout);
-    return args.empty() ? 2 : 0;
-  }
-  if (args[0] == "heal") return RunHeal({args.begin() + 1, args.end()}, env);
-  if (args[0] == "info") return RunInfo({args.begin() + 1, args.end()}, env);
-  if (args[0] == "user" || args[0] == "policy")
-    return RunIam(args[0], {args.begin() + 1, args.end()}, env);
-  if (args[0] != "prometheus-token") {
-    // The command lines only (one per command), not every subcommand and its explanation.
-    std::string lines;
-    const std::string_view text(kAdminUsage);
-    for (size_t at = 0; at < text.size();) {
-      const size_t end = std::min(text.find('\n', at), text.size());
-      if (text.substr(at, end - at).starts_with("  rdmastor admin "))
-        lines += std::string(text.substr(at, end - at)) + "\n";
-      at = end + 1;
-    }
-    std::fprintf(stderr,
-                 "rdmastor admin: unknown command '%s'\nUsage:\n%s(rdmastor admin --help for "
-                 "every command)\n",
-                 args[0].c_str(), lines.c_str());
-    return 2;
-  }
-  long days = 36500;
-  bool json = false;
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--json") {
-      json = true;
-    } else if (args[i] == "--expiry-days" && i + 1 < args.size()) {
-      char* end = nullptr;
-      days = std::strtol(args[++i].c_str(), &end, 10);
-      if (*end != '\0' || days <= 0 || days > 36500) {
-        std::fprintf(stderr, "rdmastor admin: --expiry-days must be 1..36500\n");
-        return 2;
-      }
-    } else {
-      std::fprintf(stderr, "rdmastor admin prometheus-token: unknown argument '%s'\n%s",
-                   args[i].c_str(), UsageOf("prometheus-token").c_str());
-      return 2;
-    }
-  }
+int RunAdminCommand(const AdminArgs& a, const EnvMap& env) {
+  if (a.command == "heal") return RunHeal(a, env);
+  if (a.command == "info") return RunInfo(a, env);
+  if (a.command == "user" || a.command == "policy") return RunIam(a, env);
+  // prometheus-token
+  const long days = a.expiry_days;
+  const bool json = a.client.json;
   auto creds = ParseRootCredentials(env);
   if (!creds.ok()) {
     std::fprintf(stderr, "rdmastor: %s\n", creds.error().message.c_str());

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/command_line.h"
 #include "cli/server_config.h"
 #include "common/result.h"
 #include "rdmastor/s3_client.h"
@@ -17,7 +18,7 @@ namespace rdmastor::cli {
 // root secret, sub = root access key) for MINIO_PROMETHEUS_AUTH_TYPE=jwt.
 // `admin heal [--endpoint URL] [BUCKET]`: starts a heal on a running server and follows it,
 // printing the objects healed, progress and the final counts. Returns the exit code.
-int RunAdminCommand(const std::vector<std::string>& args, const EnvMap& env);
+int RunAdminCommand(const AdminArgs& args, const EnvMap& env);
 
 // The S3 client configuration admin commands sign with: the root credentials
 // MINIO_ROOT_USER / MINIO_ROOT_PASSWORD, else AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, else

@@ -1,4 +1,5 @@
-// rdmastor command line: `rdmastor server ...`, --help, --version.
+// rdmastor: the server (`rdmastor server ...`) and its operator commands; the command line is
+// parsed in cli/command_line.cc.
 #include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -16,6 +17,7 @@
 #include "admin/logging.h"
 #include "admin/metrics.h"
 #include "cli/admin_command.h"
+#include "cli/command_line.h"
 #include "cli/rdma_command.h"
 #include "cli/server_config.h"
 #include "cli/storage_setup.h"
@@ -31,57 +33,6 @@
 #include "s3/http_server.h"
 
 namespace {
-
-constexpr const char* kUsage = R"(rdmastor — S3-compatible object server with an RDMA data path
-
-Usage:
-  rdmastor server [--address HOST:PORT] [--certs-dir DIR] DIR...
-  rdmastor admin prometheus-token [--expiry-days N]
-  rdmastor admin heal [--endpoint URL] [--certs-dir DIR] [BUCKET]
-  rdmastor admin user add|remove|list [--endpoint URL] [ACCESS_KEY [SECRET_KEY]]
-  rdmastor admin policy create|remove|list|attach|set [--endpoint URL] ...
-  rdmastor rdma check [--json] [--endpoint URL [--certs-dir DIR]]
-  rdmastor rdma devices
-  rdmastor --version
-  rdmastor --help
-
-Commands:
-  server      serve S3 from the given drive directories (or MINIO_VOLUMES when none given)
-  admin       operator helpers: prometheus-token prints a metrics bearer token; heal heals
-              every object (or BUCKET's) on a running erasure-coded server; user and policy
-              manage users and their policies (`rdmastor admin --help`)
-  rdma        rdma check: is every layer an RDMA deployment needs ready? (exit 0 ready,
-              1 a layer failed, e.g. no RDMA device); with --endpoint URL the server running
-              there is asked and its answer decides (`rdmastor rdma --help`); rdma devices:
-              what libibverbs returns for each device, port and GID, as JSON
-
-Server flags:
-  --address HOST:PORT   listen address (default ":9000", all interfaces)
-  --certs-dir, -S DIR   TLS: serve HTTPS only when DIR has public.crt and private.key
-                        (default ~/.rdmastor/certs, else MinIO's ~/.minio/certs when only
-                        that exists; the log names the one used); a cluster then needs
-                        https:// URLs, and peers are verified against the system CAs plus
-                        DIR/CAs/*.crt|*.pem
-
-Environment:
-  MINIO_ROOT_USER       access key of the root user (default "minioadmin"; change it)
-  MINIO_ROOT_PASSWORD   secret key of the root user, at least 8 characters (default "minioadmin")
-  MINIO_ROOT_USER_FILE, MINIO_ROOT_PASSWORD_FILE  the same read from a file (Docker/systemd
-                        secrets: a bare name is looked up in /run/secrets); the deprecated
-                        MINIO_ACCESS_KEY / MINIO_SECRET_KEY are read too, with a warning
-  MINIO_VOLUMES         drive directories, used when no DIR is given; URLs
-                        (http://node{1...4}:9000/mnt/disk{1...4}) start a multi-node cluster
-  MINIO_PEER_WAIT       cluster start-up: how long to wait for the other nodes (default 120s)
-  MINIO_DOMAIN          domain(s) for virtual-host-style requests (bucket.DOMAIN), comma separated
-  MINIO_REGION          region reported to clients (default us-east-1); when set, CreateBucket
-                        refuses any other LocationConstraint (unset: any is accepted)
-  MINIO_PROMETHEUS_AUTH_TYPE  jwt (default: bearer token) or public, for /minio/v2/metrics/*
-  RDMASTOR_LOG_LEVEL    trace|debug|info|warn|error (default info)
-  RDMASTOR_LOG_FORMAT   text (default) or json (one JSON object per line)
-  RDMASTOR_LOG_REQUESTS on: log one info line per request (default off)
-
-See docs/settings.md for every setting.
-)";
 
 void PrintVersion() {
   std::printf("rdmastor version %s\n", RDMASTOR_VERSION);
@@ -249,8 +200,8 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   return 0;
 }
 
-int RunServer(const std::vector<std::string>& args) {
-  auto cfg = rdmastor::cli::ParseServerConfig(args, rdmastor::cli::Environment());
+int RunServer(const rdmastor::cli::ServerFlags& flags) {
+  auto cfg = rdmastor::cli::ServerConfigFromFlags(flags, rdmastor::cli::Environment());
   if (!cfg.ok()) {
     std::fprintf(stderr, "rdmastor: %s\n", cfg.error().message.c_str());
     return 2;
@@ -345,37 +296,20 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) {
-    std::fputs(kUsage, stderr);
-    return 2;
+  using Kind = rdmastor::cli::CommandLine::Kind;
+  const auto cmd = rdmastor::cli::ParseCommandLine({argv + 1, argv + argc});
+  switch (cmd.kind) {
+    case Kind::kExit:
+      return cmd.exit_code;
+    case Kind::kVersion:
+      PrintVersion();
+      return 0;
+    case Kind::kServer:
+      return RunServer(cmd.server);
+    case Kind::kAdmin:
+      return rdmastor::cli::RunAdminCommand(cmd.admin, rdmastor::cli::Environment());
+    case Kind::kRdma:
+      return rdmastor::cli::RunRdmaCommand(cmd.rdma, rdmastor::cli::Environment());
   }
-  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  if (args[0] == "--version" || args[0] == "-v" || args[0] == "version") {
-    PrintVersion();
-    return 0;
-  }
-  if (args[0] == "server") {
-    std::vector<std::string> rest(args.begin() + 1, args.end());
-    for (const auto& a : rest) {
-      if (a == "--help" || a == "-h") {
-        std::fputs(kUsage, stdout);
-        return 0;
-      }
-    }
-    return RunServer(rest);
-  }
-  if (args[0] == "rdma") {
-    return rdmastor::cli::RunRdmaCommand({args.begin() + 1, args.end()},
-                                         rdmastor::cli::Environment());
-  }
-  if (args[0] == "admin") {
-    return rdmastor::cli::RunAdminCommand({args.begin() + 1, args.end()},
-                                          rdmastor::cli::Environment());
-  }
-  std::fprintf(stderr, "rdmastor: unknown command '%s'\n\n%s", args[0].c_str(), kUsage);
   return 2;
 }

@@ -337,37 +337,24 @@ bool IsKnownMinioVariable(std::string_view name) {
 }
 
 Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, const EnvMap& env) {
+  auto flags = ParseServerFlags(args);
+  if (!flags.ok()) return flags.error();
+  return ServerConfigFromFlags(*flags, env);
+}
+
+Result<ServerConfig> ServerConfigFromFlags(const ServerFlags& flags, const EnvMap& env) {
   ServerConfig cfg;
   std::string address = ":9000";
   if (auto it = env.find("MINIO_ADDRESS"); it != env.end() && !it->second.empty())
     address = it->second;
+  if (flags.address_given) address = flags.address;
   std::optional<std::string> certs_dir;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--address") {
-      if (i + 1 >= args.size())
-        return MakeError(ErrorCode::kInvalidArgument, "--address needs a value HOST:PORT");
-      address = args[++i];
-    } else if (a.rfind("--address=", 0) == 0) {
-      address = a.substr(10);
-    } else if (a == "--certs-dir" || a == "-S") {
-      if (i + 1 >= args.size())
-        return MakeError(ErrorCode::kInvalidArgument, "--certs-dir needs a directory");
-      certs_dir = args[++i];
-    } else if (a.rfind("--certs-dir=", 0) == 0) {
-      certs_dir = a.substr(12);
-    } else if (a == "--console-address" || a.rfind("--console-address=", 0) == 0) {
-      // MinIO's web console, named in most MinIO MINIO_OPTS: accepted so that a MinIO
-      // configuration starts, and ignored, saying so.
-      if (a == "--console-address" && ++i >= args.size())
-        return MakeError(ErrorCode::kInvalidArgument, "--console-address needs a value");
-      cfg.warnings.push_back("--console-address is ignored: rdmastor has no web console");
-    } else if (a.rfind("--", 0) == 0) {
-      return MakeError(ErrorCode::kInvalidArgument, "unknown flag '" + a + "' (see --help)");
-    } else {
-      cfg.drives.push_back(a);
-    }
-  }
+  if (flags.certs_dir_given) certs_dir = flags.certs_dir;
+  // MinIO's web console, named in most MinIO MINIO_OPTS: accepted so that a MinIO configuration
+  // starts, and ignored, saying so.
+  if (flags.console_address)
+    cfg.warnings.push_back("--console-address is ignored: rdmastor has no web console");
+  cfg.drives = flags.drives;
   auto addr = ParseAddress(address);
   if (!addr.ok()) return addr.error();
   auto tls = ResolveCertsDir(certs_dir, env);

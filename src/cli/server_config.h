@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/command_line.h"
 #include "cluster/internode_rdma.h"
 #include "common/result.h"
 #include "crypto/keys.h"
@@ -108,8 +109,10 @@ std::optional<int64_t> ParseDurationMs(std::string_view text, int64_t max_ms = 2
 // Whether some part of the server reads this MINIO_* variable (others get a start-up warning).
 bool IsKnownMinioVariable(std::string_view name);
 
-// Parses "[--address HOST:PORT] DIR..." plus the environment. Errors carry a message naming the
-// flag or variable and what it accepts.
+// The server's flags (ParseCommandLine) plus the environment, validated. Errors carry a message
+// naming the flag or variable and what it accepts.
+Result<ServerConfig> ServerConfigFromFlags(const ServerFlags& flags, const EnvMap& env);
+// The same from the words after `rdmastor server` (ParseServerFlags).
 Result<ServerConfig> ParseServerConfig(const std::vector<std::string>& args, const EnvMap& env);
 
 // Parses ":9000", "127.0.0.1:9000", "[::1]:9000", "host:9000".

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/cli11_support.h"
 #include "rdmastor/rdma_client.h"
 
 namespace {
@@ -120,33 +121,38 @@ int Fail(const std::string& msg) {
   return 1;
 }
 
-// A usage error: why, and only the usage line of what was wrong (a command such as "put", a
-// flag such as "--fabric"); the whole text is --help's.
-int Usage(const std::string& why, std::string_view what) {
+// The usage line of what was wrong (a command such as "put", a flag such as "--fabric", with the
+// lines its description goes on over); the first line of the whole text for "".
+std::string UsageLine(std::string_view what) {
   const std::string_view text(kUsage);
   std::string line = std::string(text.substr(0, text.find('\n')));
-  if (!what.empty()) {
-    const std::string want = "  " + std::string(what) + " ";
-    for (size_t at = 0; at < text.size();) {
-      const size_t end = std::min(text.find('\n', at), text.size());
-      const std::string_view l = text.substr(at, end - at);
-      if (l.starts_with(want)) {
-        line = "usage: rdmastor-cli --endpoint URL [OPTIONS] " + std::string(l.substr(2));
-        // A flag's description may go on over the next lines (indented further).
-        for (at = end + 1; at < text.size();) {
-          const size_t e = std::min(text.find('\n', at), text.size());
-          const std::string_view more = text.substr(at, e - at);
-          if (!more.starts_with("    ")) break;
-          line += "\n" + std::string(more);
-          at = e + 1;
-        }
-        break;
+  if (what.empty()) return line;
+  const std::string want = "  " + std::string(what) + " ";
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view l = text.substr(at, end - at);
+    if (l.starts_with(want)) {
+      line = "usage: rdmastor-cli --endpoint URL [OPTIONS] " + std::string(l.substr(2));
+      // A flag's description may go on over the next lines (indented further).
+      for (at = end + 1; at < text.size();) {
+        const size_t e = std::min(text.find('\n', at), text.size());
+        const std::string_view more = text.substr(at, e - at);
+        if (!more.starts_with("    ")) break;
+        line += "\n" + std::string(more);
+        at = e + 1;
       }
-      at = end + 1;
+      break;
     }
+    at = end + 1;
   }
+  return line;
+}
+
+// A usage error: why, and only the usage line of what was wrong; the whole text is --help's.
+int Usage(const std::string& why, std::string_view what) {
   if (!why.empty()) std::fprintf(stderr, "rdmastor-cli: %s\n", why.c_str());
-  std::fprintf(stderr, "%s\n(rdmastor-cli --help for every command and option)\n", line.c_str());
+  std::fprintf(stderr, "%s\n(rdmastor-cli --help for every command and option)\n",
+               UsageLine(what).c_str());
   return 2;
 }
 
@@ -170,43 +176,60 @@ int main(int argc, char** argv) {
   std::string transport = "dc";
   std::string rc_port;
   std::string certs_dir;
-  std::vector<std::string> args;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--endpoint" && i + 1 < argc) {
-      endpoint = argv[++i];
-    } else if (a.rfind("--endpoint=", 0) == 0) {
-      endpoint = a.substr(11);
-    } else if (a == "--certs-dir" && i + 1 < argc) {
-      certs_dir = argv[++i];
-    } else if (a.rfind("--certs-dir=", 0) == 0) {
-      certs_dir = a.substr(12);
-    } else if (a == "--rdma") {
-      use_rdma = true;
-    } else if (a == "--fabric" && i + 1 < argc) {
-      fabric = argv[++i];
-    } else if (a.rfind("--fabric=", 0) == 0) {
-      fabric = a.substr(9);
-    } else if (a == "--transport" && i + 1 < argc) {
-      transport = argv[++i];
-    } else if (a.rfind("--transport=", 0) == 0) {
-      transport = a.substr(12);
-    } else if (a == "--rc-port" && i + 1 < argc) {
-      rc_port = argv[++i];
-    } else if (a.rfind("--rc-port=", 0) == 0) {
-      rc_port = a.substr(10);
-    } else if (a == "--http-fallback") {
-      fallback = true;
-    } else if (a == "--json") {
-      g_json = true;
-    } else if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a.rfind("--", 0) == 0) {
-      return Usage("unknown flag " + a, "");
-    } else {
-      args.push_back(a);
-    }
+  // The command line (CLI11): flags before or after the command; the command's arguments.
+  CLI::App app{"", "rdmastor-cli"};
+  app.formatter(std::make_shared<rdmastor::cli11::UsageFirstFormatter>([](const CLI::App* a) {
+    return UsageLine(a->get_parent() ? a->get_name() : "") + "\n";
+  }));
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.fallthrough();       // `ls BUCKET --json`: the command passes the flags on
+  app.require_subcommand(0, 1);  // a bucket named "get" after `rm` is a bucket
+  app.add_option("--endpoint", endpoint);
+  app.add_option("--certs-dir", certs_dir);
+  app.add_flag("--rdma", use_rdma);
+  app.add_option("--fabric", fabric);
+  app.add_option("--transport", transport);
+  app.add_option("--rc-port", rc_port);
+  app.add_flag("--http-fallback", fallback);
+  app.add_flag("--json", g_json);
+  // The commands and their arguments (what each does is in kUsage, their help's first line).
+  struct Command {
+    const char* name;
+    std::vector<const char*> args;
+    bool required;
+  };
+  for (const auto& [name, positionals, required] :
+       std::initializer_list<Command>{{"mb", {"BUCKET"}, true},
+                                      {"ls", {"BUCKET[/PREFIX]"}, false},
+                                      {"put", {"BUCKET/KEY", "FILE"}, true},
+                                      {"get", {"BUCKET/KEY", "FILE"}, true},
+                                      {"rm", {"BUCKET[/KEY]"}, true}}) {
+    auto* cmd = app.add_subcommand(name);
+    cmd->footer("(rdmastor-cli --help: the flags, given before or after the command)");
+    for (const char* p : positionals) cmd->add_option(p)->required(required);
+  }
+  std::vector<std::string> args;  // the command and its arguments
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    const CLI::App* at = rdmastor::cli11::Deepest(&app);
+    std::fputs(at == &app ? kUsage : at->help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    const CLI::App* at = rdmastor::cli11::Deepest(&app);
+    std::string why = rdmastor::cli11::Explain(e, at);
+    // The command's line; for a flag without its value that flag's ("--fabric needs a value"),
+    // for an unknown flag the general one.
+    std::string what = at == &app ? "" : at->get_name();
+    if (why.starts_with("--") && why.ends_with(" needs a value")) what = why.substr(0, why.find(' '));
+    if (why.starts_with("unknown argument '-")) what.clear();
+    return Usage(why, what);
+  }
+  if (const CLI::App* at = rdmastor::cli11::Deepest(&app); at != &app) {
+    args.push_back(at->get_name());
+    for (const CLI::Option* o : at->get_options())
+      if (o->get_positional())
+        for (const auto& v : o->results()) args.push_back(v);
   }
   if (endpoint.empty()) return Usage("--endpoint URL is required", args.empty() ? "" : args[0]);
   if (args.empty()) return Usage("no command", "");
@@ -226,9 +249,6 @@ int main(int argc, char** argv) {
   if (fallback && !use_rdma)
     return Usage("--http-fallback only applies with --rdma", "--http-fallback");
   g_command = args[0];
-  static constexpr std::string_view kCommands[] = {"mb", "ls", "put", "get", "rm"};
-  if (std::find(std::begin(kCommands), std::end(kCommands), args[0]) == std::end(kCommands))
-    return Usage("unknown command '" + args[0] + "'", "");
   const char* ak = std::getenv("AWS_ACCESS_KEY_ID");
   const char* sk = std::getenv("AWS_SECRET_ACCESS_KEY");
   if (!ak || !sk) {
