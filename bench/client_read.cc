@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cli11_support.h"
 #include "rdmastor/rdma_client.h"
 #include "rdmastor/s3_client.h"
 
@@ -33,31 +34,28 @@ double CpuSeconds() {
   return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-int Usage() {
-  std::fprintf(stderr,
-               "usage: client_read --endpoint URL --bucket B --size BYTES [--threads N] "
-               "[--via rdma|http] < keys\n");
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string endpoint, bucket, via = "rdma";
   size_t size = 0;
   int threads = 4;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i], v = argv[i + 1];
-    if (a == "--endpoint") endpoint = v;
-    else if (a == "--bucket") bucket = v;
-    else if (a == "--size") size = std::strtoull(v.c_str(), nullptr, 10);
-    else if (a == "--threads") threads = std::atoi(v.c_str());
-    else if (a == "--via") via = v;
-    else return Usage();
-  }
-  if (endpoint.empty() || bucket.empty() || size < 8 || threads < 1 || threads > 256 ||
-      (via != "rdma" && via != "http") || argc % 2 == 0)
-    return Usage();
+  CLI::App app{"the C++ client library reading the keys on stdin (bench/python_loader.py's "
+               "baseline)",
+               "client_read"};
+  app.add_option("--endpoint", endpoint, "the server")->type_name("URL")->required();
+  app.add_option("--bucket", bucket, "the bucket holding the keys")->required();
+  app.add_option("--size", size, "bytes per object (the buffer each thread reuses)")
+      ->type_name("BYTES")
+      ->check(CLI::Range(size_t{8}, size_t{1} << 40))
+      ->required();
+  app.add_option("--threads", threads, "reading threads")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--via", via, "S3 over RDMA (soft fabric) or plain HTTP")
+      ->check(CLI::IsMember({"rdma", "http"}))
+      ->capture_default_str();
+  if (auto rc = rdmastor::cli11::ParseOrExit(app, argc, argv)) return *rc;
   const char* ak = std::getenv("AWS_ACCESS_KEY_ID");
   const char* sk = std::getenv("AWS_SECRET_ACCESS_KEY");
   if (!ak || !sk) {

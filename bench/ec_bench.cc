@@ -15,10 +15,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/cli11_support.h"
 #include "erasure/codec.h"
 
 namespace {
@@ -51,43 +53,48 @@ double PassesPerSecond(const Options& o, F&& body) {
   return best;
 }
 
-int Usage() {
-  std::fprintf(stderr,
-               "usage: ec_bench [--geometries 4+2,8+4,12+4] [--stripes N] [--reps N] "
-               "[--min-ms MS]\n");
-  return 2;
+// "4+2,8+4": data+parity pairs; nullopt when malformed.
+std::optional<std::vector<std::pair<int, int>>> ParseGeometries(const std::string& v) {
+  std::vector<std::pair<int, int>> out;
+  for (size_t pos = 0; pos < v.size();) {
+    const size_t comma = std::min(v.find(',', pos), v.size());
+    int d = 0, p = 0;
+    if (std::sscanf(v.substr(pos, comma - pos).c_str(), "%d+%d", &d, &p) != 2 || d < 1 || p < 0)
+      return std::nullopt;
+    out.emplace_back(d, p);
+    pos = comma + 1;
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (i + 1 >= argc) return Usage();
-    std::string v = argv[++i];
-    if (a == "--stripes") {
-      o.stripes = std::strtoul(v.c_str(), nullptr, 10);
-    } else if (a == "--reps") {
-      o.reps = std::atoi(v.c_str());
-    } else if (a == "--min-ms") {
-      o.min_ms = std::atoi(v.c_str());
-    } else if (a == "--geometries") {
-      o.geometries.clear();
-      size_t pos = 0;
-      while (pos < v.size()) {
-        size_t comma = v.find(',', pos);
-        std::string g = v.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-        int d = 0, p = 0;
-        if (std::sscanf(g.c_str(), "%d+%d", &d, &p) != 2) return Usage();
-        o.geometries.emplace_back(d, p);
-        pos = comma == std::string::npos ? v.size() : comma + 1;
-      }
-    } else {
-      return Usage();
-    }
+  std::string geometries = "4+2,8+4,12+4";
+  CLI::App app{"isa-l Reed-Solomon throughput per core beside memcpy (bench/README.md)",
+               "ec_bench"};
+  app.add_option("--geometries", geometries, "erasure geometries DATA+PARITY, comma separated")
+      ->capture_default_str();
+  app.add_option("--stripes", o.stripes, "stripes (1 MiB of data each) in the working set")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--reps", o.reps, "runs per figure (the best counts)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--min-ms", o.min_ms, "each run lasts at least this long")
+      ->type_name("MS")
+      ->check(CLI::Range(1, 600000))
+      ->capture_default_str();
+  if (auto rc = rdmastor::cli11::ParseOrExit(app, argc, argv)) return *rc;
+  auto parsed = ParseGeometries(geometries);
+  if (!parsed) {
+    std::fprintf(stderr, "ec_bench: --geometries '%s': use DATA+PARITY pairs such as 4+2,8+4\n",
+                 geometries.c_str());
+    return 2;
   }
-  if (o.stripes == 0 || o.reps <= 0 || o.min_ms <= 0 || o.geometries.empty()) return Usage();
+  o.geometries = std::move(*parsed);
 
   const size_t stripe = rdmastor::erasure::kStripeSize;
   std::printf(

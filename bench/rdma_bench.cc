@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "client/http_client.h"
+#include "common/cli11_support.h"
 #include "common/hash.h"
 #include "common/result.h"
 #include "rdma_e2e/server_process.h"  // the server launcher the e2e tests use
@@ -61,18 +62,11 @@ struct Options {
   uint16_t rc_port = 0;  // --endpoint with --transport rc: the server's MINIO_RDMA_RC_PORT
 };
 
-void PrintUsage(FILE* out) {
-  std::fprintf(out, R"(usage: rdma_bench (--server-bin PATH | --endpoint URL --server-pid PID)
-                  [--sizes-mib 1,8,64] [--concurrency 1,8,32] [--cell-s 1.0] [--markdown FILE]
-                  [--access-key K --secret-key S] [--fabric soft|verbs]
-                  [--transport dc|rc [--rc-port N]]
-
---server-bin starts that rdmastor binary on a free 127.0.0.1 port with a temporary drive,
+constexpr const char* kAbout = R"(--server-bin starts that rdmastor binary on a free 127.0.0.1 port with a temporary drive,
 MINIO_RDMA_FABRIC=soft and MINIO_PROMETHEUS_AUTH_TYPE=public, and stops it at the end. With
 --endpoint the server must run the soft fabric with public metrics; --server-pid is its process
 id (CPU time is read from /proc/PID/stat). Keys default to $MINIO_ROOT_USER/$MINIO_ROOT_PASSWORD.
-)");
-}
+)";
 
 template <typename T>
 bool ParseList(std::string_view s, std::vector<T>* out) {
@@ -93,47 +87,38 @@ Result<Options> ParseArgs(int argc, char** argv) {
   if (const char* u = std::getenv("MINIO_ROOT_USER")) o.access_key = u;
   if (const char* p = std::getenv("MINIO_ROOT_PASSWORD")) o.secret_key = p;
   auto bad = [](const std::string& m) { return MakeError(ErrorCode::kInvalidArgument, m); };
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      PrintUsage(stdout);
-      std::exit(0);
-    }
-    if (i + 1 >= argc) return bad(a + " needs a value");
-    std::string v = argv[++i];
-    if (a == "--server-bin") {
-      o.server_bin = v;
-    } else if (a == "--endpoint") {
-      o.endpoint = v;
-    } else if (a == "--server-pid") {
-      o.server_pid = static_cast<pid_t>(std::atoi(v.c_str()));
-    } else if (a == "--access-key") {
-      o.access_key = v;
-    } else if (a == "--secret-key") {
-      o.secret_key = v;
-    } else if (a == "--sizes-mib") {
-      if (!ParseList(v, &o.sizes_mib)) return bad("--sizes-mib: comma-separated MiB counts");
-    } else if (a == "--concurrency") {
-      if (!ParseList(v, &o.concurrency)) return bad("--concurrency: comma-separated counts");
-    } else if (a == "--cell-s") {
-      o.cell_s = std::atof(v.c_str());
-      if (!(o.cell_s > 0 && o.cell_s <= 600)) return bad("--cell-s: seconds in (0, 600]");
-    } else if (a == "--markdown") {
-      o.markdown = v;
-    } else if (a == "--fabric") {
-      if (v != "soft" && v != "verbs") return bad("--fabric: soft or verbs");
-      o.fabric = v;
-    } else if (a == "--transport") {
-      if (v != "dc" && v != "rc") return bad("--transport: dc or rc");
-      o.transport = v;
-    } else if (a == "--rc-port") {
-      int n = std::atoi(v.c_str());
-      if (n < 1 || n > 65535) return bad("--rc-port: 1-65535");
-      o.rc_port = static_cast<uint16_t>(n);
-    } else {
-      return bad("unknown argument " + a);
-    }
-  }
+  std::string sizes, concurrency;
+  CLI::App app{"S3 over RDMA (soft fabric) against HTTP on the same server (bench/README.md)",
+               "rdma_bench"};
+  app.footer(kAbout);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--server-bin", o.server_bin, "start this rdmastor binary")->type_name("PATH");
+  app.add_option("--endpoint", o.endpoint, "or use the server running there")->type_name("URL");
+  app.add_option("--server-pid", o.server_pid, "with --endpoint: the server's process id")
+      ->type_name("PID");
+  app.add_option("--access-key", o.access_key)->type_name("K");
+  app.add_option("--secret-key", o.secret_key)->type_name("S");
+  app.add_option("--sizes-mib", sizes, "object sizes in MiB (default 1,8,64)")->type_name("LIST");
+  app.add_option("--concurrency", concurrency, "client threads per cell (default 1,8,32)")
+      ->type_name("LIST");
+  app.add_option("--cell-s", o.cell_s, "no op starts later than this into a cell (default 1.0)")
+      ->type_name("SECONDS");
+  app.add_option("--markdown", o.markdown, "also write the table here")->type_name("FILE");
+  app.add_option("--fabric", o.fabric, "how the RDMA cells move their payload (default soft)")
+      ->check(CLI::IsMember({"soft", "verbs"}));
+  app.add_option("--transport", o.transport, "dc: the server reaches the client's target; rc: "
+                                              "the client's RC connection (default dc)")
+      ->check(CLI::IsMember({"dc", "rc"}));
+  app.add_option("--rc-port", o.rc_port, "with --endpoint and --transport rc: the server's "
+                                          "MINIO_RDMA_RC_PORT")
+      ->type_name("N")
+      ->check(CLI::Range(1, 65535));
+  if (auto why = cli11::ParseOrHelp(app, argc, argv)) return bad(*why);
+  if (!sizes.empty() && !ParseList(sizes, &o.sizes_mib))
+    return bad("--sizes-mib: comma-separated MiB counts");
+  if (!concurrency.empty() && !ParseList(concurrency, &o.concurrency))
+    return bad("--concurrency: comma-separated counts");
+  if (!(o.cell_s > 0 && o.cell_s <= 600)) return bad("--cell-s: seconds in (0, 600]");
   if (o.server_bin.empty() == o.endpoint.empty())
     return bad("give exactly one of --server-bin and --endpoint");
   if (!o.endpoint.empty() && o.server_pid <= 0)
@@ -494,8 +479,8 @@ int main(int argc, char** argv) {
   using namespace rdmastor;
   auto opts = bench::ParseArgs(argc, argv);
   if (!opts.ok()) {
-    std::fprintf(stderr, "rdma_bench: %s\n", opts.error().message.c_str());
-    bench::PrintUsage(stderr);
+    std::fprintf(stderr, "rdma_bench: %s\n(rdma_bench --help for every flag)\n",
+                 opts.error().message.c_str());
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "client/http_client.h"
+#include "common/cli11_support.h"
 #include "common/hash.h"
 #include "common/result.h"
 
@@ -78,17 +79,7 @@ struct Options {
   int rounds = 1;
 };
 
-void PrintUsage(FILE* out) {
-  std::fprintf(out,
-               R"(usage: s3bench --endpoint http://HOST:PORT --access-key KEY --secret-key SECRET
-               [--sizes 4KiB,1MiB,64MiB] [--concurrency 1,8,32]
-               [--duration-s SECONDS] [--max-phase-s SECONDS] [--ops N] [--ref-file-dir DIR]
-               [--nginx-url http://HOST:PORT/PREFIX] [--json FILE]
-               [--bucket NAME] [--region REGION] [--verify sample|full] [--io-timeout-s S]
-               [--server-pids PID,...] [--no-file-ref] [--syncs] [--sse none,s3,c]
-               [--rounds N]
-
-For each size and concurrency: a PUT phase (one connection per thread), a GET phase over the
+constexpr const char* kAbout = R"(For each size and concurrency: a PUT phase (one connection per thread), a GET phase over the
 objects written, a local-file phase (pread of the same bytes) and, with --nginx-url, a GET phase
 against nginx. Each phase is bounded by an op count (--ops, default
 max(conc, min(64*conc, 256MiB/size))) and a time limit (--duration-s, default 3: no op
@@ -114,8 +105,7 @@ table shows the round with the median GET (and nginx) rate and, as GET/nginx, th
 per-round ratios; every round is printed as it ends and kept in the JSON.
 --access-key/--secret-key default to $MINIO_ROOT_USER/$MINIO_ROOT_PASSWORD.
 Exit status: 0 all verified, 1 an operation failed or returned wrong data, 2 bad usage.
-)");
-}
+)";
 
 std::optional<uint64_t> ParseSize(std::string_view s) {
   size_t i = 0;
@@ -180,29 +170,30 @@ Result<Options> ParseArgs(int argc, char** argv) {
   if (const char* v = std::getenv("MINIO_ROOT_USER")) o.access_key = v;
   if (const char* v = std::getenv("MINIO_ROOT_PASSWORD")) o.secret_key = v;
   auto bad = [](std::string msg) { return MakeError(ErrorCode::kInvalidArgument, std::move(msg)); };
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      PrintUsage(stdout);
-      std::exit(0);
-    }
-    if (arg == "--no-file-ref") {
-      o.file_ref = false;
-      continue;
-    }
-    if (arg == "--syncs") {
-      o.syncs = true;
-      continue;
-    }
-    std::string_view value;
-    size_t eq = arg.find('=');
-    if (arg.starts_with("--") && eq != std::string_view::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else {
-      if (i + 1 >= argc) return bad(std::string(arg) + " needs a value");
-      value = argv[++i];
-    }
+  CLI::App app{"S3 throughput: PUT, GET, a local-file reference and nginx (bench/README.md)",
+               "s3bench"};
+  app.footer(kAbout);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  bool no_file_ref = false;
+  app.add_flag("--no-file-ref", no_file_ref, "skip the local-file reference phase");
+  app.add_flag("--syncs", o.syncs, "storage syncs per PUT from the server's metrics");
+  // The flags with a value, checked below in the order given (a repeated flag: the last counts).
+  for (auto [name, type] : {std::pair{"--endpoint", "URL[,URL...]"}, {"--access-key", "KEY"},
+                            {"--secret-key", "SECRET"}, {"--region", "REGION"},
+                            {"--sizes", "4KiB,1MiB,64MiB"}, {"--concurrency", "1,8,32"},
+                            {"--duration-s", "SECONDS"}, {"--max-phase-s", "SECONDS"},
+                            {"--ops", "N"}, {"--ref-file-dir", "DIR"},
+                            {"--nginx-url", "http://HOST:PORT/PREFIX"}, {"--json", "FILE"},
+                            {"--bucket", "NAME"}, {"--verify", "sample|full"},
+                            {"--io-timeout-s", "S"}, {"--server-pids", "PID,..."},
+                            {"--sse", "none,s3,c"}, {"--rounds", "N"}})
+    app.add_option(name)->type_name(type);
+  if (auto why = cli11::ParseOrHelp(app, argc, argv)) return bad(*why);
+  o.file_ref = !no_file_ref;
+  for (const CLI::Option* opt : app.parse_order()) {
+    if (opt->get_type_size() == 0) continue;  // a flag
+    const std::string arg = opt->get_name();
+    const std::string& value = opt->results().back();
     if (arg == "--endpoint") {
       o.endpoint = value;
       o.endpoints = SplitComma(value);
@@ -284,8 +275,6 @@ Result<Options> ParseArgs(int argc, char** argv) {
       auto n = ParseSize(value);
       if (!n || *n == 0 || *n > 3600) return bad("--io-timeout-s: 1-3600");
       o.io_timeout_s = static_cast<int>(*n);
-    } else {
-      return bad("unknown option " + std::string(arg));
     }
   }
   if (o.endpoint.empty()) return bad("--endpoint is required");
@@ -1259,8 +1248,8 @@ int Bench::Run() {
 int main(int argc, char** argv) {
   auto opts = rdmastor::bench::ParseArgs(argc, argv);
   if (!opts.ok()) {
-    std::fprintf(stderr, "s3bench: %s\n", opts.error().message.c_str());
-    rdmastor::bench::PrintUsage(stderr);
+    std::fprintf(stderr, "s3bench: %s\n(s3bench --help for every flag)\n",
+                 opts.error().message.c_str());
     return 2;
   }
   rdmastor::bench::Bench bench(std::move(*opts));

@@ -6,7 +6,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -67,6 +70,30 @@ inline std::string Explain(const CLI::ParseError& e, const CLI::App* at) {
   if (dynamic_cast<const CLI::RequiredError*>(&e) && what == "A subcommand is required")
     return "which command? (none given)";
   return what;
+}
+
+// Parses a tool's command line (the bench tools): `--help` prints CLI11's help on stdout and exits
+// 0 (a tool's help needs nothing else); a usage error comes back as one sentence (Explain).
+inline std::optional<std::string> ParseOrHelp(CLI::App& app, int argc, const char* const* argv) {
+  try {
+    app.parse(argc, argv);
+    return std::nullopt;
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    std::exit(0);
+  } catch (const CLI::ParseError& e) {
+    return Explain(e, Deepest(&app));
+  }
+}
+
+// The same, printing a usage error as "<tool>: <why>" and where the help is: the exit status 2
+// then, nullopt when parsing succeeded.
+inline std::optional<int> ParseOrExit(CLI::App& app, int argc, const char* const* argv) {
+  auto why = ParseOrHelp(app, argc, argv);
+  if (!why) return std::nullopt;
+  std::fprintf(stderr, "%s: %s\n(%s --help for every flag)\n", app.get_name().c_str(),
+               why->c_str(), app.get_name().c_str());
+  return 2;
 }
 
 }  // namespace rdmastor::cli11
