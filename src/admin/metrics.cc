@@ -308,8 +308,8 @@ struct ServerFamilies {
       "1 while S3 over RDMA can serve; 0 when off, without a device, or degraded (port down, "
       "device failed): token requests get 501 meanwhile",
       {});
-  GaugeFamily& rdma_declined = r.AddGauge(
-      "rdmastor_rdma_declined",
+  CounterFamily& rdma_declined = r.AddCounter(
+      "rdmastor_rdma_declined_total",
       "S3-over-RDMA token requests declined with 501 since start, by reason (origin: the token "
       "names another host than the requester's address and MINIO_RDMA_ALLOW does not list it)",
       {"reason"});
@@ -561,12 +561,9 @@ void RecordPeerCall(std::string_view call) { Families().peer_calls.With({call}).
 
 void SetStorageSyncs(uint64_t file, uint64_t dir, uint64_t fs) {
   auto& f = Families();
-  // Counters move by the difference to what they show (the storage layer's totals only grow).
-  for (auto [kind, total] : {std::pair{"file", file}, std::pair{"dir", dir}, std::pair{"fs", fs}}) {
-    Counter& c = f.storage_syncs.With({kind});
-    const uint64_t shown = c.value();
-    if (total > shown) c.Inc(total - shown);
-  }
+  // The storage layer's totals only grow.
+  for (auto [kind, total] : {std::pair{"file", file}, std::pair{"dir", dir}, std::pair{"fs", fs}})
+    f.storage_syncs.With({kind}).RaiseTo(total);
 }
 
 void RecordInternodeRdmaError(std::string_view peer) { Families().rdma_errors.With({peer}).Inc(); }
@@ -585,7 +582,7 @@ void SetInternodeRdmaDegraded(std::string_view peer, bool degraded) {
 void SetRdmaFabricReady(bool ready) { Families().rdma_fabric_ready.With().Set(ready ? 1 : 0); }
 
 void SetRdmaOriginDeclines(uint64_t n) {
-  Families().rdma_declined.With({"origin"}).Set(static_cast<double>(n));
+  Families().rdma_declined.With({"origin"}).RaiseTo(n);
 }
 
 void SetRdmaRc(const RdmaRcCounts& c) {
@@ -609,14 +606,11 @@ void SetHealProgress(const HealProgress& p) {
   f.heal_shards.With().Set(static_cast<double>(p.shards_written));
   f.heal_queue.With().Set(static_cast<double>(p.queue_size));
   f.heal_last_ns.store(p.last_activity_ns, std::memory_order_relaxed);
-  // Counters move by the difference to what they show (totals only grow).
+  // Totals that only grow.
   for (auto [family, total] : {std::pair{&f.healed_objects, p.total_objects_healed},
                                std::pair{&f.healed_shards, p.total_shards_written},
-                               std::pair{&f.drives_replaced, p.drives_replaced}}) {
-    Counter& c = family->With();
-    const uint64_t shown = c.value();
-    if (total > shown) c.Inc(total - shown);
-  }
+                               std::pair{&f.drives_replaced, p.drives_replaced}})
+    family->With().RaiseTo(total);
 }
 
 void SetDriveSamples(const std::vector<DriveSample>& drives, bool write_quorum) {

@@ -38,6 +38,12 @@ class Sampled {
 class Counter final : public Sampled {
  public:
   void Inc(uint64_t n = 1) { v_.fetch_add(n, std::memory_order_relaxed); }
+  // Up to `total` (never down): a counter that mirrors a total kept elsewhere, sampled at scrapes.
+  void RaiseTo(uint64_t total) {
+    uint64_t shown = v_.load(std::memory_order_relaxed);
+    while (shown < total && !v_.compare_exchange_weak(shown, total, std::memory_order_relaxed)) {
+    }
+  }
   uint64_t value() const { return v_.load(std::memory_order_relaxed); }
   double Sample() const override { return static_cast<double>(value()); }
 
@@ -218,7 +224,7 @@ struct RdmaRcCounts {
 };
 void SetRdmaRc(const RdmaRcCounts& counts);
 // S3-over-RDMA requests declined (501) for their token's origin since start
-// (rdmastor_rdma_declined{reason="origin"}), set before every scrape.
+// (the counter rdmastor_rdma_declined_total{reason="origin"}), brought up to it before every scrape.
 void SetRdmaOriginDeclines(uint64_t n);
 
 // Healing progress, set from the heal engine's state (the server samples it at every scrape;

@@ -105,3 +105,24 @@ def test_usage_error_prints_the_one_relevant_line(server, args, line):
               if c.strip() not in line]
     assert not any(c in err for c in others), err
     assert len(err.splitlines()) <= 6, err
+
+
+def test_flag_errors_help_per_command_and_command_words_as_buckets(server):
+    """CLI11 (issue 33, item 10): an unknown flag or a flag without its value exits 2 naming it;
+    `COMMAND --help` shows that command; flags may follow the command; a bucket named like a
+    command ("get") is a bucket after the command."""
+    rc, out, err = cli(server, "--bogus", "ls")
+    assert rc == 2 and out == "" and "rdmastor-cli: unknown argument '--bogus'" in err, err
+    rc, out, err = cli(server, "ls", "--fabric")
+    assert rc == 2 and "rdmastor-cli: --fabric needs a value" in err, err
+    assert "--fabric soft|verbs" in err and "put BUCKET" not in err, err
+    rc, out, err = cli(server, "put", "--help")
+    assert rc == 0 and "put BUCKET/KEY FILE" in out and "BUCKET/KEY" in out, (out, err)
+    assert "get BUCKET" not in out and "mb BUCKET" not in out, out
+    rc, out, err = cli(server, "--help")
+    assert rc == 0 and all(f"  {c} " in out for c in ("mb", "ls", "put", "get", "rm")), out
+    assert cli(server, "mb", "get")[0] == 0
+    rc, out, err = cli(server, "ls", "--json")
+    assert rc == 0 and "get" in [b["name"] for b in json.loads(out)["buckets"]], (out, err)
+    rc, out, err = cli(server, "rm", "get", "--json")
+    assert rc == 0 and json.loads(out)["bucket"] == "get", (out, err)

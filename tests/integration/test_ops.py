@@ -193,6 +193,13 @@ def test_rdma_declines_counted_once_in_the_rdma_family(server_factory):
         assert delta("minio_s3_requests_errors_total", f'{{api="{api}"}}') == 0, api
     assert delta("minio_s3_requests_total", '{api="GetObject"}') == 2
     assert delta("minio_s3_requests_total", '{api="PutObject"}') == 1
+    # The origin check's own count is a counter (it only grows), named as one; these declines
+    # were the fabric's (off), not the origin check's.
+    assert "rdmastor_rdma_declined_total" in after.families, sorted(after.families)
+    assert "rdmastor_rdma_declined" not in after.families
+    assert after[("rdmastor_rdma_declined_total", '{reason="origin"}')] == 0
+    text = requests.get(srv.url("/minio/v2/metrics/node"), timeout=10).text
+    assert "# TYPE rdmastor_rdma_declined_total counter" in text, text
 
 
 def test_minio_dashboard_process_families_and_unserved_endpoints(server):

@@ -55,6 +55,69 @@ def test_help():
     assert "--address" in out
 
 
+@pytest.mark.parametrize("args,command,why,usage", [
+    (["server", "--bogus", "/tmp/x"], "server", "unknown argument '--bogus'",
+     "rdmastor server [--address"),
+    (["server", "--address"], "server", "--address needs a value", "rdmastor server [--address"),
+    (["server", "-S"], "server", "--certs-dir needs a value", "rdmastor server [--address"),
+    (["admin", "info", "--endpoint"], "admin info", "--endpoint needs a value",
+     "rdmastor admin info [--json]"),
+    (["rdma", "check", "--frobnicate"], "rdma check", "unknown argument '--frobnicate'",
+     "rdmastor rdma check [--json]"),
+    (["admin", "user", "remove"], "admin user remove", "ACCESS_KEY is required",
+     "user remove|info|enable|disable ACCESS_KEY"),
+    (["admin", "policy", "set", "readonly"], "admin policy set", "--user is required",
+     "policy set POLICY... --user AK"),
+    (["admin", "prometheus-token", "--expiry-days", "0"], "admin prometheus-token",
+     "--expiry-days", "rdmastor admin prometheus-token [--json]"),
+    (["admin"], "admin", "which command?", "rdmastor admin heal [--json]"),
+])
+def test_usage_error_names_the_argument_and_prints_the_commands_usage(args, command, why, usage):
+    """CLI11 (issue 33, item 10): an unknown flag, a flag without its value or a missing argument
+    exits 2 naming it, with the usage lines of that command only (not the whole help)."""
+    cp = run_bin(args)
+    assert cp.returncode == 2 and cp.stdout == "", cp
+    assert cp.stderr.startswith(f"rdmastor {command}: {why}"), cp.stderr
+    assert usage in cp.stderr and f"(rdmastor {command} --help for more)" in cp.stderr, cp.stderr
+    assert "Environment:" not in cp.stderr and len(cp.stderr.splitlines()) <= 8, cp.stderr
+    assert "rdmastor rdma devices" not in cp.stderr, cp.stderr  # another command's line
+
+
+@pytest.mark.parametrize("args,wanted,unwanted", [
+    (["server", "--help"], ["rdmastor server [--address HOST:PORT]", "--console-address ADDR",
+                            "-S,--certs-dir DIR", "MINIO_ROOT_USER"], ["rdmastor admin"]),
+    (["admin", "heal", "--help"], ["rdmastor admin heal [--json]", "--endpoint URL", "BUCKET",
+                                   "heal: asks a running erasure-coded server"],
+     ["prometheus-token", "rdmastor server"]),
+    (["admin", "user", "add", "--help"], ["user add ACCESS_KEY [SECRET_KEY|-]", "SECRET_KEY",
+                                          "--json"], ["policy attach", "user list"]),
+    (["admin", "policy", "--help"], ["policy attach POLICY... --user AK", "detach"],
+     ["rdmastor admin heal"]),
+    (["rdma", "check", "--help"], ["rdmastor rdma check [--json]", "--endpoint URL",
+                                   "Walks the layers"], ["rdma devices` prints"]),
+])
+def test_help_per_command(args, wanted, unwanted):
+    """`--help` after any command shows that command: its usage lines, arguments and flags."""
+    cp = run_bin(args)
+    assert cp.returncode == 0 and cp.stderr == "", cp
+    for w in wanted:
+        assert w in cp.stdout, (w, cp.stdout)
+    for u in unwanted:
+        assert u not in cp.stdout, (u, cp.stdout)
+
+
+def test_command_words_as_arguments_and_repeated_flags():
+    """A word that names another command is an argument after the command (a bucket called
+    "info" for heal), and a repeated flag counts once, the last (MINIO_OPTS plus a unit's own)."""
+    env = _clean_env()
+    env.pop("MINIO_ROOT_USER", None)
+    env.pop("MINIO_ROOT_PASSWORD", None)
+    cp = run_bin(["admin", "heal", "info"], env=env)
+    assert cp.returncode == 2 and cp.stderr.startswith("rdmastor admin heal: set MINIO_ROOT_USER"), cp
+    out = must_fail(["server", "--address", "127.0.0.1:0", "--address", "nonsense", "/tmp/x"])
+    assert "invalid --address 'nonsense'" in out, out
+
+
 def test_version():
     cp = run_bin(["--version"])
     assert cp.returncode == 0, cp
