@@ -1,5 +1,6 @@
-// `rdmastor admin ...`: operator helpers: prometheus-token (no server needed) and heal (asks a
-// running server through the admin API, s3/admin_api.h).
+// `rdmastor admin ...`: operator helpers: prometheus-token (no server needed); info, heal, user and
+// policy ask a running server through the admin API (s3/admin_api.h). Their command lines are
+// parsed in command_line.cc.
 #pragma once
 
 #include <string>

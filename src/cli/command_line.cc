@@ -1,7 +1,6 @@
 #include "cli/command_line.h"
 
 #include <cstdio>
-#include <cstdlib>
 
 #include "common/cli11_support.h"
 
@@ -342,7 +341,7 @@ struct Parser {
   }
 
   // The words of the command line (argv[1..]); the result, or kExit after help or a usage error.
-  CommandLine Parse(std::vector<std::string> args) {
+  CommandLine Parse(const std::vector<std::string>& args) {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
     try {
       app.parse(reversed);
@@ -350,11 +349,7 @@ struct Parser {
       return Help(cli11::Deepest(&app));
     } catch (const CLI::ParseError& e) {
       const CLI::App* at = cli11::Deepest(&app);
-      if (at == &app && args.empty()) {
-        PrintUsageError({}, "which command? (none given)");
-      } else {
-        PrintUsageError(PathOf(at), cli11::Explain(e, at));
-      }
+      PrintUsageError(PathOf(at), cli11::Explain(e, at));
       out.kind = CommandLine::Kind::kExit;
       out.exit_code = 2;
       return std::move(out);
