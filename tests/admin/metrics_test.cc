@@ -118,6 +118,20 @@ TEST(ServerMetrics, RecordsRequestsByStatusClass) {
             std::string::npos);
 }
 
+// Origin declines are a count that only grows: a counter, brought up to the service's total at
+// each scrape and never down (issue 33, item 13).
+TEST(ServerMetrics, RdmaOriginDeclinesAreACounter) {
+  SetRdmaOriginDeclines(3);
+  SetRdmaOriginDeclines(2);  // an older sample never lowers it
+  std::string text = GlobalRegistry().Render(Scope::kCluster);
+  EXPECT_NE(text.find("# TYPE rdmastor_rdma_declined_total counter\n"), std::string::npos);
+  EXPECT_NE(text.find("rdmastor_rdma_declined_total{reason=\"origin\"} 3\n"), std::string::npos);
+  EXPECT_EQ(text.find("rdmastor_rdma_declined{"), std::string::npos);
+  SetRdmaOriginDeclines(5);
+  text = GlobalRegistry().Render(Scope::kCluster);
+  EXPECT_NE(text.find("rdmastor_rdma_declined_total{reason=\"origin\"} 5\n"), std::string::npos);
+}
+
 TEST(ServerMetrics, HealProgressHook) {
   HealProgress p;
   p.running = true;
