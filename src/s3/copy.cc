@@ -113,6 +113,10 @@ Reply HandleCopyObject(const Env& env, S3Request& ctx) {
   auto acl = RequestedAcl(ctx.req);
   if (!acl.ok()) return ErrorReply(acl.error());
   opts.acl = iam::StoredAcl(acl->value_or(iam::CannedAcl::kPrivate));
+  // The copy's lock is the request's (or the bucket's default), never the source's (AWS).
+  if (auto st = ApplyObjectLock(env.store, ctx.bucket, ctx.req, opts, /*put=*/false, NowMs());
+      !st.ok())
+    return ErrorReply(st.error());
   // x-amz-checksum-algorithm: the copy gets a checksum of that algorithm, computed as it is copied.
   std::optional<hash::Algo> new_checksum;
   if (const auto* algo = ctx.req.FindHeader("x-amz-checksum-algorithm")) {
