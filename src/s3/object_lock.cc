@@ -141,9 +141,11 @@ Result<storage::DeleteResult> DeleteVersionUnderLock(const Env& env, const S3Req
     std::optional<std::string> removed = version;
     if (!removed) {
       // A plain delete removes nothing for good where the key is versioned (a delete marker).
-      auto info = env.store.GetBucketInfo(r.bucket);
-      if (!info.ok()) return info.error();
-      if (storage::VersioningFor(*info, key) != storage::Versioning::kEnabled) removed = "";
+      // A lock-enabled bucket stays Enabled with no exclusions (PutBucketVersioning refuses
+      // them); the null version is checked all the same should the state ever say otherwise.
+      auto versioning = env.store.BucketVersioning(r.bucket);
+      if (!versioning.ok()) return versioning.error();
+      if (*versioning != storage::Versioning::kEnabled) removed = "";
     }
     if (removed) {
       auto v = env.store.StatObjectVersion(r.bucket, key, *removed);

@@ -18,8 +18,8 @@ import subprocess
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import (RDMASTOR_BIN, _clean_env, admin_heal, make_client, rand_str, signed_request,
-                      unique_bucket)
+from conftest import (RDMASTOR_BIN, _clean_env, admin_heal, erasure4, make_client, rand_str,
+                      signed_request, unique_bucket)
 
 UTC = datetime.timezone.utc
 FAR = datetime.datetime(2030, 1, 1, tzinfo=UTC)
@@ -291,3 +291,29 @@ def test_lock_survives_heal(server_factory, tmp_path):
     assert err(s3.delete_object, Bucket=b, Key="k", VersionId=v) == [403, "AccessDenied"]
     h = s3.head_object(Bucket=b, Key="k", VersionId=v)
     assert (h["ObjectLockMode"], h["ObjectLockLegalHoldStatus"]) == ("COMPLIANCE", "ON")
+
+
+def test_lock_over_s3_over_rdma(tmp_path):
+    """A PUT whose payload comes over RDMA (rdmastor-cli, soft fabric) gets the bucket's default
+    retention like any other, and its version is kept the same way."""
+    cli_bin = os.path.join(os.path.dirname(RDMASTOR_BIN), "rdmastor-cli")
+    if not os.path.exists(cli_bin):
+        pytest.fail(f"{cli_bin} is not built")
+    with erasure4("lock-rdma", env={"MINIO_RDMA_FABRIC": "soft"}) as srv:
+        s3 = make_client(srv)
+        b = lock_bucket(s3)
+        s3.put_object_lock_configuration(Bucket=b, ObjectLockConfiguration=conf("COMPLIANCE", Days=1))
+        src = tmp_path / "src"
+        src.write_bytes(os.urandom(3 << 20))
+        env = _clean_env({"AWS_ACCESS_KEY_ID": srv.access_key, "AWS_SECRET_ACCESS_KEY": srv.secret_key})
+        p = subprocess.run([cli_bin, "--endpoint", srv.endpoint, "--rdma", "put", f"{b}/k", str(src)],
+                           capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+        assert p.returncode == 0 and "transport rdma" in p.stderr + p.stdout, (p.stdout, p.stderr)
+        h = s3.head_object(Bucket=b, Key="k")
+        assert h["ObjectLockMode"] == "COMPLIANCE", h
+        assert err(s3.delete_object, Bucket=b, Key="k", VersionId=h["VersionId"],
+                   BypassGovernanceRetention=True) == [403, "AccessDenied"]
+        dst = tmp_path / "dst"
+        p = subprocess.run([cli_bin, "--endpoint", srv.endpoint, "--rdma", "get", f"{b}/k", str(dst)],
+                           capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+        assert p.returncode == 0 and dst.read_bytes() == src.read_bytes(), (p.stdout, p.stderr)
