@@ -189,6 +189,13 @@ def test_lock_headers_on_writes_and_defaults(s3, erasure_server):
                    ObjectLockMode="COMPLIANCE", ObjectLockRetainUntilDate=FAR)
     h = s3.head_object(Bucket=b, Key="copy")
     assert h["ObjectLockMode"] == "COMPLIANCE" and "ObjectLockLegalHoldStatus" not in h
+    # Onto itself (REPLACE): a new version with the request's lock, the old one keeps its own.
+    old = s3.head_object(Bucket=b, Key="p")["VersionId"]
+    new = s3.copy_object(Bucket=b, Key="p", CopySource={"Bucket": b, "Key": "p"},
+                         MetadataDirective="REPLACE", ObjectLockLegalHoldStatus="OFF")["VersionId"]
+    assert new != old
+    assert s3.get_object_legal_hold(Bucket=b, Key="p")["LegalHold"] == {"Status": "OFF"}
+    assert s3.get_object_legal_hold(Bucket=b, Key="p", VersionId=old)["LegalHold"] == {"Status": "ON"}
     # Header errors.
     assert err(s3.put_object, Bucket=b, Key="x", Body=b"x", ObjectLockMode="GOVERNANCE") == [400, "InvalidArgument"]
     assert err(s3.put_object, Bucket=b, Key="x", Body=b"x", ObjectLockMode="GOVERNANCE",
