@@ -136,7 +136,21 @@ namespace rdmastor {
   X(kInvalidEncryptionAlgorithm, "InvalidEncryptionAlgorithmError", 400,                           \
     "The encryption request you specified is not valid. The valid value is AES256.")               \
   X(kServerSideEncryptionConfigurationNotFound, "ServerSideEncryptionConfigurationNotFoundError",  \
-    404, "The server side encryption configuration was not found")
+    404, "The server side encryption configuration was not found")                              \
+  X(kInvalidBucketState, "InvalidBucketState", 409,                                                \
+    "The request is not valid with the current state of the bucket.")                              \
+  X(kObjectLockConfigurationNotFound, "ObjectLockConfigurationNotFoundError", 404,                \
+    "Object Lock configuration does not exist for this bucket")                                    \
+  X(kNoSuchObjectLockConfiguration, "NoSuchObjectLockConfiguration", 404,                          \
+    "The specified object does not have a ObjectLock configuration")                               \
+  X(kInvalidRetentionPeriod, "InvalidRetentionPeriod", 400,                                        \
+    "Default retention period must be a positive integer value.")                                  \
+  X(kNoSuchCORSConfiguration, "NoSuchCORSConfiguration", 404,                                      \
+    "The CORS configuration does not exist")                                                       \
+  X(kCORSForbidden, "AccessForbidden", 403,                                                        \
+    "CORSResponse: This CORS request is not allowed. This is usually because the evalution of "    \
+    "Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers "    \
+    "are not whitelisted by the resource's CORS spec.")
 
 enum class ErrorCode {
 #define RDMASTOR_ENUM_ENTRY(name, code, status, msg) name,

@@ -22,6 +22,7 @@
 #include "s3/admin_api.h"
 #include "s3/aws_chunked.h"
 #include "s3/checksums.h"
+#include "s3/cors.h"
 #include "s3/handlers.h"
 #include "s3/names.h"
 #include "s3/operations.h"
@@ -46,6 +47,8 @@ struct S3Api::Context : S3Request {
   // A browser POST's form fields as PutObject's headers: its policy condition keys (s3/access.h).
   const HeaderList* form = nullptr;
   bool rdma_declined = false;  // answered 501 with x-amz-rdma-reply: 501 (metrics)
+  // The bucket's CORS answer to the request's Origin (s3/cors.h): on every response, errors too.
+  HeaderList cors;
 };
 
 namespace {
@@ -112,24 +115,31 @@ std::string Bounded(std::string s, size_t n = 512) {
   return s;
 }
 
+// The head of a response to `ctx`: its own headers, then the CORS ones.
+HttpResponseHead HeadFor(const S3Api::Context& ctx, int status, const HeaderList& extra) {
+  auto head = BaseHead(ctx.request_id, status);
+  for (const auto& [k, v] : extra) head.Set(k, v);
+  for (const auto& [k, v] : ctx.cors) head.Set(k, v);
+  return head;
+}
+
 void SendError(S3Api::Context& ctx, const Error& err, const HeaderList& extra = {}) {
   if (err.code == ErrorCode::kInternalError)
     spdlog::error("{} {} {} -> InternalError: {}", ctx.request_id, ctx.req.method,
                   Bounded(admin::RedactTarget(ctx.req.target)), Bounded(err.message));
   ctx.rdma_declined = ctx.rdma_declined || IsRdmaDecline(err.code);
-  SendErrorImpl(ctx.req, ctx.sink, ctx.request_id, ctx.Resource(), err, extra);
+  HeaderList headers = extra;
+  headers.insert(headers.end(), ctx.cors.begin(), ctx.cors.end());
+  SendErrorImpl(ctx.req, ctx.sink, ctx.request_id, ctx.Resource(), err, headers);
 }
 
 void SendXml(S3Api::Context& ctx, const std::string& xml, int status = 200,
              const HeaderList& extra = {}) {
-  auto head = BaseHead(ctx.request_id, status);
-  for (const auto& [k, v] : extra) head.Set(k, v);
-  SendBody(ctx.sink, std::move(head), xml, "application/xml");
+  SendBody(ctx.sink, HeadFor(ctx, status, extra), xml, "application/xml");
 }
 
 void SendEmpty(S3Api::Context& ctx, int status, const HeaderList& extra = {}) {
-  auto head = BaseHead(ctx.request_id, status);
-  for (const auto& [k, v] : extra) head.Set(k, v);
+  auto head = HeadFor(ctx, status, extra);
   head.content_length = 0;
   ctx.sink.SendHead(head);
 }
@@ -139,12 +149,10 @@ void SendReply(S3Api::Context& ctx, Reply reply) {
   if (reply.error) return SendError(ctx, *reply.error, reply.headers);
   if (!reply.reader) {
     if (reply.body.empty()) return SendEmpty(ctx, reply.status, reply.headers);
-    auto head = BaseHead(ctx.request_id, reply.status);
-    for (const auto& [k, v] : reply.headers) head.Set(k, v);
-    return SendBody(ctx.sink, std::move(head), reply.body, reply.content_type);
+    return SendBody(ctx.sink, HeadFor(ctx, reply.status, reply.headers), reply.body,
+                    reply.content_type);
   }
-  auto head = BaseHead(ctx.request_id, reply.status);
-  for (const auto& [k, v] : reply.headers) head.Set(k, v);
+  auto head = HeadFor(ctx, reply.status, reply.headers);
   head.content_length = reply.length;
   if (!ctx.sink.SendHead(head) || ctx.req.method == "HEAD") return;
   std::vector<char> buf(std::min<uint64_t>(kIoChunk, std::max<uint64_t>(reply.length, 1)));
@@ -326,6 +334,15 @@ void S3Api::Dispatch(Context& ctx) {
   if (ctx.bucket == kReservedBucket || ctx.bucket == iam::kSystemBucket)
     return SendError(ctx, MakeError(ErrorCode::kAllAccessDisabled));
 
+  // CORS: a preflight is answered before authentication (a browser sends no credentials with
+  // it); any other request whose Origin a rule of the bucket allows gets the Access-Control-*
+  // headers, on errors too (AWS).
+  if (req.method == "OPTIONS" && !ctx.bucket.empty()) {
+    auto allowed = Preflight(store_, ctx.bucket, req);
+    if (!allowed.ok()) return SendError(ctx, allowed.error());
+    return SendEmpty(ctx, 200, *allowed);
+  }
+  ctx.cors = CorsHeadersFor(store_, ctx.bucket, req);
   if (ctx.op == S3Op::kPostPolicyBucket) return PostObject(ctx);
 
   auto auth = VerifyRequest(
@@ -447,8 +464,11 @@ bool S3Api::Authorized(Context& ctx) {
     // An ACL that grants to others than the owners (public-read, public-read-write,
     // authenticated-read, or explicit grants) needs s3:PutObjectAcl; private, bucket-owner-* and
     // the other canned ACLs do not (AWS answers them with s3:PutObject alone).
-    bool grants_others = false, tags = false;
+    bool grants_others = false, tags = false, retention = false, legal_hold = false;
     for (const auto& [name, value] : ctx.form ? *ctx.form : ctx.req.headers) {
+      retention = retention || name == "x-amz-object-lock-mode" ||
+                  name == "x-amz-object-lock-retain-until-date";
+      legal_hold = legal_hold || name == "x-amz-object-lock-legal-hold";
       const std::string acl = name == "x-amz-acl" ? ToLower(value) : std::string();
       grants_others = grants_others || name.starts_with("x-amz-grant-") ||
                       acl == "public-read" || acl == "public-read-write" ||
@@ -463,6 +483,9 @@ bool S3Api::Authorized(Context& ctx) {
           ToLower(ctx.req.HeaderOr("x-amz-tagging-directive", "COPY")) != "replace";
       if (!copies_tags) st = Allowed(ctx, "s3:PutObjectTagging", ctx.key, {}, {});
     }
+    // A lock set by the write needs the actions that set it (AWS).
+    if (st.ok() && retention) st = Allowed(ctx, "s3:PutObjectRetention", ctx.key, {}, {});
+    if (st.ok() && legal_hold) st = Allowed(ctx, "s3:PutObjectLegalHold", ctx.key, {}, {});
   }
   // MinIO's force delete of a bucket needs s3:ForceDeleteBucket too, whatever the header's value.
   if (st.ok() && (also & kForceDeletes)) st = Allowed(ctx, "s3:ForceDeleteBucket", {}, {}, {});
@@ -676,6 +699,10 @@ void S3Api::PostObject(Context& ctx) {
     if (!tags.ok()) return SendError(ctx, tags.error());
     opts.tags = std::move(*tags);
   }
+  // Object Lock fields as PutObject's headers; none: the bucket's default retention.
+  if (auto st = ApplyObjectLock(store_, ctx.bucket, as_put, opts, /*put=*/false, NowMs());
+      !st.ok())
+    return SendError(ctx, st.error());
 
   uint64_t max_size = kMaxPutSize;
   int64_t min_size = 0;

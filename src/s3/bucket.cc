@@ -90,8 +90,29 @@ Reply HandleCreateBucket(const Env& env, S3Request& ctx) {
   }
   auto acl = RequestedAcl(ctx.req);
   if (!acl.ok()) return ErrorReply(acl.error());
+  // Object Lock at creation (AWS): it turns versioning on, and needs both actions besides.
+  const std::string* lock_header = ctx.req.FindHeader("x-amz-bucket-object-lock-enabled");
+  const bool lock = lock_header && ToLower(*lock_header) == "true";
+  if (lock && !ctx.caller.root()) {
+    for (const char* action : {"s3:PutBucketObjectLockConfiguration", "s3:PutBucketVersioning"})
+      if (auto allowed = ctx.allowed(action, {}); !allowed.ok()) return ErrorReply(allowed.error());
+  }
   auto st = env.store.MakeBucket(ctx.bucket);
   if (!st.ok()) return ErrorReply(st.error());
+  if (lock) {
+    BucketLock enabled;
+    enabled.enabled = true;
+    Status on = env.store.SetBucketVersioning(ctx.bucket, storage::Versioning::kEnabled);
+    if (on.ok())
+      on = env.store.SetBucketConfig(ctx.bucket, kObjectLockConfigName, BucketLockRecord(enabled));
+    if (!on.ok()) {
+      // A bucket asked for with Object Lock must not exist without it.
+      spdlog::warn("{}: bucket {} not created: Object Lock could not be enabled: {}",
+                   ctx.request_id, ctx.bucket, on.error().message);
+      (void)env.store.DeleteBucket(ctx.bucket);
+      return ErrorReply(on.error());
+    }
+  }
   // A policy left by an earlier bucket of the same name (ForgetBucket is best effort) must not
   // apply to this one: removed now, or the bucket is not created.
   if (auto gone = env.iam->DeleteBucketPolicy(ctx.bucket); !gone.ok()) {

@@ -113,6 +113,10 @@ Reply HandleCopyObject(const Env& env, S3Request& ctx) {
   auto acl = RequestedAcl(ctx.req);
   if (!acl.ok()) return ErrorReply(acl.error());
   opts.acl = iam::StoredAcl(acl->value_or(iam::CannedAcl::kPrivate));
+  // The copy's lock is the request's (or the bucket's default), never the source's (AWS).
+  if (auto st = ApplyObjectLock(env.store, ctx.bucket, ctx.req, opts, /*put=*/false, NowMs());
+      !st.ok())
+    return ErrorReply(st.error());
   // x-amz-checksum-algorithm: the copy gets a checksum of that algorithm, computed as it is copied.
   std::optional<hash::Algo> new_checksum;
   if (const auto* algo = ctx.req.FindHeader("x-amz-checksum-algorithm")) {
@@ -140,8 +144,11 @@ Reply HandleCopyObject(const Env& env, S3Request& ctx) {
                                 "encryption attributes."));
   }
   // A new storage class is a new parity: the data is rewritten (the copy below), not only the
-  // metadata.
-  if (same && !new_checksum && !reencrypt && opts.storage_class == src_info.storage_class) {
+  // metadata. So is a copy that locks its version (Object Lock: a new version of its own; an
+  // update in place never changes a lock, storage/version_record.h).
+  const bool locks = !opts.lock_mode.empty() || !opts.legal_hold.empty();
+  if (same && !new_checksum && !reencrypt && !locks &&
+      opts.storage_class == src_info.storage_class) {
     // Onto itself the destination is the source: its conditions hold against the source read.
     if (auto cond = ConditionalWrite(ctx.req)) {
       if (auto st = cond(&src_info); !st.ok()) return ErrorReply(st.error());

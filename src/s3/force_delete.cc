@@ -86,6 +86,9 @@ Reply HandleForceDeleteBucket(const Env& env, S3Request& r) {
   if (!*force) return HandleDeleteBucket(env, r);
   auto info = env.store.GetBucketInfo(r.bucket);
   if (!info.ok()) return ErrorReply(info.error());
+  // As MinIO: a lock-enabled bucket is never force-deleted (its locked versions must survive).
+  if (auto lock = BucketLockOf(env.store, r.bucket); !lock.ok() || lock->enabled)
+    return ErrorReply(lock.ok() ? MakeError(ErrorCode::kMethodNotAllowed) : lock.error());
   if (auto st = RemoveAllUnder(env.store, r.bucket, ""); !st.ok()) return ErrorReply(st.error());
   auto uploads = env.store.ListMultipartUploads(r.bucket, "");
   if (!uploads.ok()) return ErrorReply(uploads.error());
@@ -103,6 +106,12 @@ Reply HandleDeletePrefix(const Env& env, S3Request& r) {
   if (!*force) return HandleDeleteObject(env, r);
   auto versioning = env.store.BucketVersioning(r.bucket);
   if (!versioning.ok()) return ErrorReply(versioning.error());
+  // As MinIO: no force delete in a lock-enabled bucket (400 InvalidArgument).
+  if (auto lock = BucketLockOf(env.store, r.bucket); !lock.ok() || lock->enabled)
+    return ErrorReply(lock.ok() ? MakeError(ErrorCode::kInvalidArgument,
+                                            "force-delete is forbidden on Object Locking enabled "
+                                            "buckets")
+                                : lock.error());
   // The request's s3:DeleteObject on the prefix is checked (Authorized); each key is checked
   // too, before anything is removed, so that a policy denying part of the prefix keeps it whole.
   // Versions go for good: in a versioned bucket that is s3:DeleteObjectVersion.

@@ -401,4 +401,22 @@ Result<int> PartNumberOf(const S3Request& ctx) {
   return static_cast<int>(*pn);
 }
 
+bool DeclaresIntegrity(const HttpRequest& req) {
+  for (const auto& [name, value] : req.headers) {
+    if (name == "content-md5" || name == "x-amz-sdk-checksum-algorithm") return true;
+    if (name.starts_with("x-amz-checksum-") && name != "x-amz-checksum-type" &&
+        name != "x-amz-checksum-algorithm")
+      return true;
+    if (name == "x-amz-trailer" && ToLower(value).find("x-amz-checksum-") != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+Status RequireIntegrity(const HttpRequest& req) {
+  if (DeclaresIntegrity(req)) return {};
+  return MakeError(ErrorCode::kInvalidRequest,
+                   "Missing required header for this request: Content-MD5");
+}
+
 }  // namespace rdmastor::s3

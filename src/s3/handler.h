@@ -208,6 +208,13 @@ Result<storage::CommitInfo> FinishUpload(S3Request& r, UploadBody& up);
 // The request's XML document (at most kMaxXmlBody; "" when there is no body).
 Result<std::string> ReadXmlBody(S3Request& r, const ChecksumRule& rule = {});
 
+// Content-MD5 or an S3 checksum (an x-amz-checksum-* header, the trailer announcing one, or
+// x-amz-sdk-checksum-algorithm).
+bool DeclaresIntegrity(const HttpRequest& req);
+// What AWS answers a request that must declare one (the Object Lock and CORS configuration PUTs)
+// and does not: 400 InvalidRequest.
+Status RequireIntegrity(const HttpRequest& req);
+
 // x-amz-storage-class as stored: "" for STANDARD (or none).
 std::string StorageClassOf(const HttpRequest& req);
 // Content-Type, stored headers, user metadata, tags, storage class and ACL from a PUT /

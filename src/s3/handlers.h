@@ -3,6 +3,7 @@
 #pragma once
 
 #include "s3/handler.h"
+#include "s3/object_lock.h"
 
 namespace rdmastor::s3 {
 
@@ -24,6 +25,13 @@ Reply HandleTaggingRequest(const Env& env, S3Request& r);
 Reply HandleAclRequest(const Env& env, S3Request& r);
 Reply HandleBucketPolicyRequest(const Env& env, S3Request& r);
 Reply HandleBucketEncryption(const Env& env, S3Request& r);
+// Object Lock (s3/object_lock.cc): ?object-lock on a bucket, ?retention and ?legal-hold on an
+// object.
+Reply HandleObjectLockConfiguration(const Env& env, S3Request& r);
+Reply HandleObjectRetention(const Env& env, S3Request& r);
+Reply HandleObjectLegalHold(const Env& env, S3Request& r);
+// ?cors on a bucket (s3/cors.cc).
+Reply HandleBucketCors(const Env& env, S3Request& r);
 
 // Listings (s3/list.cc).
 Reply HandleListObjectsV1(const Env& env, S3Request& r);

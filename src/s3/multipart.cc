@@ -33,6 +33,10 @@ Reply HandleCreateMultipartUpload(const Env& env, S3Request& ctx) {
   if (!opts.ok()) return ErrorReply(opts.error());
   if (auto st = ParseMultipartChecksumHeaders(ctx.req, *opts); !st.ok())
     return ErrorReply(st.error());
+  // The upload record keeps the lock; Complete gives it to the object.
+  if (auto st = ApplyObjectLock(env.store, ctx.bucket, ctx.req, *opts, /*put=*/false, NowMs());
+      !st.ok())
+    return ErrorReply(st.error());
   auto sse = WriteEncryptionOf(env, ctx);
   if (!sse.ok()) return ErrorReply(sse.error());
   if (sse->kind != SseKind::kNone) {

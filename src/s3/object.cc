@@ -4,6 +4,7 @@
 
 #include "s3/handlers.h"
 #include "s3/names.h"
+#include "s3/object_lock.h"
 #include "s3/range.h"
 #include "s3/tagging.h"
 #include "s3/versioning.h"
@@ -114,6 +115,9 @@ Reply HandlePutObject(const Env& env, S3Request& ctx) {
   if (!opts.ok()) return ErrorReply(opts.error());
   auto rdma = RdmaPutBodyFor(ctx.req, ctx.auth, env.rdma);
   if (!rdma.ok()) return ErrorReply(rdma.error());
+  if (auto st = ApplyObjectLock(env.store, ctx.bucket, ctx.req, *opts, /*put=*/true, NowMs());
+      !st.ok())
+    return ErrorReply(RdmaUploadError(rdma->get(), st.error()));
   auto sse = WriteEncryptionOf(env, ctx);
   if (!sse.ok()) return ErrorReply(RdmaUploadError(rdma->get(), sse.error()));
   std::optional<crypto::Key> object_key;
@@ -207,6 +211,18 @@ Reply ReadObject(const Env& env, S3Request& ctx, bool head) {
     HeaderList sse_headers;
     AddSseHeaders(sse_headers, SseKindOf(info.internal), *sse);
     SetHeaders(resp, sse_headers);
+  }
+  // The lock headers where the caller may read the lock (AWS).
+  if (!info.lock_mode.empty() || !info.legal_hold.empty()) {
+    storage::ObjectInfo lock;
+    if (ctx.allowed("s3:GetObjectRetention", ctx.key).ok()) {
+      lock.lock_mode = info.lock_mode;
+      lock.lock_until_ms = info.lock_until_ms;
+    }
+    if (ctx.allowed("s3:GetObjectLegalHold", ctx.key).ok()) lock.legal_hold = info.legal_hold;
+    HeaderList lock_headers;
+    AddObjectLockHeaders(lock_headers, lock);
+    SetHeaders(resp, lock_headers);
   }
   if (ToLower(ctx.req.HeaderOr("x-amz-checksum-mode")) == "enabled" && !info.checksums.empty()) {
     // A part of a composite object is still described as COMPOSITE.
@@ -326,7 +342,7 @@ Reply HandleGetObjectAttributes(const Env& env, S3Request& ctx) {
 }
 
 Reply HandleDeleteObject(const Env& env, S3Request& ctx) {
-  auto r = env.store.DeleteObjectVersion(ctx.bucket, ctx.key, ctx.version);
+  auto r = DeleteVersionUnderLock(env, ctx, ctx.key, ctx.version);
   if (!r.ok() && r.error().code != ErrorCode::kNoSuchKey) return ErrorReply(r.error());
   HeaderList extra;
   if (r.ok() && (ctx.version || r->created_marker)) {
@@ -364,7 +380,7 @@ Reply HandleDeleteObjects(const Env& env, S3Request& ctx) {
       st = ctx.allowed(version ? "s3:DeleteObjectVersion" : "s3:DeleteObject", entry.key);
     storage::DeleteResult done;
     if (st.ok()) {
-      auto r = env.store.DeleteObjectVersion(ctx.bucket, entry.key, version);
+      auto r = DeleteVersionUnderLock(env, ctx, entry.key, version);
       if (r.ok())
         done = *r;
       else

@@ -104,6 +104,26 @@ enum Also : uint8_t {
   /* AWS: DeleteBucketEncryption needs s3:PutEncryptionConfiguration. */                           \
   X(DeleteBucketEncryption, "DELETE", kBucket, "encryption", "", kAlways,                          \
     "s3:PutEncryptionConfiguration", kBucket, kNothingElse, HandleBucketEncryption)                \
+  /* CORS (s3/cors.h); AWS: DeleteBucketCors needs s3:PutBucketCORS. */                           \
+  X(PutBucketCors, "PUT", kBucket, "cors", "", kAlways, "s3:PutBucketCORS", kBucket, kNothingElse, \
+    HandleBucketCors)                                                                              \
+  X(GetBucketCors, "GET", kBucket, "cors", "", kAlways, "s3:GetBucketCORS", kBucket, kNothingElse, \
+    HandleBucketCors)                                                                              \
+  X(DeleteBucketCors, "DELETE", kBucket, "cors", "", kAlways, "s3:PutBucketCORS", kBucket,         \
+    kNothingElse, HandleBucketCors)                                                                \
+  /* Object Lock (s3/object_lock.h). */                                                           \
+  X(PutBucketObjectLockConfig, "PUT", kBucket, "object-lock", "", kAlways,                         \
+    "s3:PutBucketObjectLockConfiguration", kBucket, kNothingElse, HandleObjectLockConfiguration)   \
+  X(GetBucketObjectLockConfig, "GET", kBucket, "object-lock", "", kAlways,                         \
+    "s3:GetBucketObjectLockConfiguration", kBucket, kNothingElse, HandleObjectLockConfiguration)   \
+  X(PutObjectRetention, "PUT", kObject, "retention", "", kAlways, "s3:PutObjectRetention",         \
+    kObject, kNothingElse, HandleObjectRetention)                                                  \
+  X(GetObjectRetention, "GET", kObject, "retention", "", kAlways, "s3:GetObjectRetention",         \
+    kObject, kNothingElse, HandleObjectRetention)                                                  \
+  X(PutObjectLegalHold, "PUT", kObject, "legal-hold", "", kAlways, "s3:PutObjectLegalHold",        \
+    kObject, kNothingElse, HandleObjectLegalHold)                                                  \
+  X(GetObjectLegalHold, "GET", kObject, "legal-hold", "", kAlways, "s3:GetObjectLegalHold",        \
+    kObject, kNothingElse, HandleObjectLegalHold)                                                  \
   /* Buckets. */                                                                                   \
   X(PutBucketVersioning, "PUT", kBucket, "", "versioning", kAlways, "s3:PutBucketVersioning",      \
     kBucket, kNothingElse, HandlePutBucketVersioning)                                              \

@@ -40,20 +40,11 @@ Status CheckStorageClass(const HttpRequest& req) {
 Status RefuseUnimplemented(std::string_view api, const HttpRequest& req) {
   if (CreatesObject(api)) {
     if (auto st = CheckStorageClass(req); !st.ok()) return st;
-    // No bucket can have Object Lock enabled (CreateBucket refuses it), so AWS's answer for a
-    // bucket without the configuration applies to every request.
-    for (const char* h : {"x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
-                          "x-amz-object-lock-legal-hold"}) {
-      if (req.FindHeader(h))
-        return MakeError(ErrorCode::kInvalidRequest, "Bucket is missing Object Lock Configuration");
-    }
   }
   if (api == "PutObject" && HeaderIsTrue(req, "x-amz-meta-snowball-auto-extract"))
     return NotImplemented("Snowball auto-extract of archives is not implemented by rdmastor.");
   if (api == "ListenNotification")
     return NotImplemented("Listening for bucket notifications is not implemented by rdmastor.");
-  if (api == "PutBucket" && HeaderIsTrue(req, "x-amz-bucket-object-lock-enabled"))
-    return NotImplemented("Object Lock is not implemented by rdmastor.");
   return {};
 }
 

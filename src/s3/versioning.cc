@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "s3/object_lock.h"
 #include "storage/object_meta.h"
 
 namespace rdmastor::s3 {
@@ -37,6 +38,14 @@ Status PutBucketVersioning(storage::ObjectLayer& store, const std::string& bucke
     return illegal("too many excluded prefixes");
   if (!req->excluded.prefixes.empty() && req->status != storage::Versioning::kEnabled)
     return illegal("excluded prefixes extension supported only when versioning is enabled");
+  // Object Lock keeps a bucket versioned, everywhere in it (AWS; MinIO refuses exclusions too).
+  if (auto lock = store.BucketConfig(bucket, kObjectLockConfigName);
+      lock.ok() && ParseBucketLockRecord(*lock).enabled &&
+      ((req->status && *req->status != storage::Versioning::kEnabled) ||
+       !req->excluded.prefixes.empty() || req->excluded.folders))
+    return MakeError(ErrorCode::kInvalidBucketState,
+                     "An Object Lock configuration is present on this bucket, so the versioning "
+                     "state cannot be changed.");
   // No Status: the state stays (a configuration that only says MfaDelete Disabled).
   if (!req->status) return {};
   return store.SetBucketVersioning(bucket, *req->status, req->excluded);

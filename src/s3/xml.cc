@@ -1107,4 +1107,286 @@ Result<VersioningRequest> ParseVersioningXml(std::string_view body) {
   return out;
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Object Lock.
+
+std::optional<int64_t> ParseIso8601Ms(std::string_view s) {
+  s = Trim(s);
+  Cursor c(s);
+  const auto year = c.Number(4, 4);
+  if (!year || !c.Eat('-')) return std::nullopt;
+  const auto month = c.Number(2, 2);
+  if (!month || !c.Eat('-')) return std::nullopt;
+  const auto day = c.Number(2, 2);
+  if (!day || !(c.Eat('T') || c.Eat('t'))) return std::nullopt;
+  const auto hour = c.Number(2, 2);
+  if (!hour || !c.Eat(':')) return std::nullopt;
+  const auto minute = c.Number(2, 2);
+  if (!minute || !c.Eat(':')) return std::nullopt;
+  const auto second = c.Number(2, 2);
+  if (!second) return std::nullopt;
+  int64_t millis = 0;
+  if (c.Eat('.')) {
+    // Any number of digits; the first three are the milliseconds.
+    const std::string_view rest = s.substr(20);
+    size_t n = 0;
+    while (n < rest.size() && rest[n] >= '0' && rest[n] <= '9') ++n;
+    if (n == 0) return std::nullopt;
+    for (size_t i = 0; i < 3; ++i) millis = millis * 10 + (i < n ? rest[i] - '0' : 0);
+    c = Cursor(rest.substr(n));
+  }
+  int64_t offset_min = 0;
+  if (!c.Eat('Z') && !c.Eat('z')) {
+    const bool plus = c.Eat('+');
+    if (!plus && !c.Eat('-')) return std::nullopt;
+    const auto oh = c.Number(2, 2);
+    if (!oh || !c.Eat(':')) return std::nullopt;
+    const auto om = c.Number(2, 2);
+    if (!om) return std::nullopt;
+    offset_min = (*oh * 60 + *om) * (plus ? 1 : -1);
+  }
+  if (!c.done()) return std::nullopt;
+  using namespace std::chrono;
+  const year_month_day ymd{std::chrono::year{*year}, std::chrono::month{static_cast<unsigned>(*month)},
+                           std::chrono::day{static_cast<unsigned>(*day)}};
+  if (!ymd.ok() || *hour > 23 || *minute > 59 || *second > 60) return std::nullopt;
+  const int64_t days = sys_days(ymd).time_since_epoch().count();
+  return ((days * 86400 + *hour * 3600 + *minute * 60 + *second) - offset_min * 60) * 1000 +
+         millis;
+}
+
+namespace {
+
+// The longest default retention AWS accepts (as MinIO checks it).
+constexpr int64_t kMaxRetentionDays = 36500;
+constexpr int64_t kMaxRetentionYears = 100;
+
+bool IsLockMode(std::string_view m) { return m == "GOVERNANCE" || m == "COMPLIANCE"; }
+
+}  // namespace
+
+Result<ObjectLockConfigDoc> ParseObjectLockConfigXml(std::string_view body) {
+  pugi::xml_document doc;
+  const pugi::xml_node root = LoadBody(body, doc);
+  if (!root || LocalName(root) != "ObjectLockConfiguration") return Malformed();
+  ObjectLockConfigDoc out;
+  bool enabled = false, rule = false;
+  for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    const std::string_view name = LocalName(c);
+    if (name == "ObjectLockEnabled") {
+      const auto v = LeafText(c);
+      if (enabled || !v || Trim(*v) != "Enabled") return Malformed();
+      enabled = true;
+    } else if (name == "Rule") {
+      if (rule) return Malformed();
+      rule = true;
+      bool retention = false;
+      for (pugi::xml_node r = c.first_child(); r; r = r.next_sibling()) {
+        if (r.type() != pugi::node_element) continue;
+        if (LocalName(r) != "DefaultRetention" || retention) return Malformed();
+        retention = true;
+        std::optional<int64_t> days, years;
+        bool has_days = false, has_years = false;
+        for (pugi::xml_node f = r.first_child(); f; f = f.next_sibling()) {
+          if (f.type() != pugi::node_element) continue;
+          const std::string_view field = LocalName(f);
+          const auto v = LeafText(f);
+          if (!v) return Malformed();
+          const std::string_view value = Trim(*v);
+          if (field == "Mode") {
+            if (!out.mode.empty() || !IsLockMode(value)) return Malformed();
+            out.mode = std::string(value);
+          } else if (field == "Days" || field == "Years") {
+            bool& seen = field == "Days" ? has_days : has_years;
+            if (seen) return Malformed();
+            seen = true;
+            // A negative or zero period is a period, just not a valid one.
+            const bool negative = value.starts_with('-');
+            auto n = ParseUint(negative ? value.substr(1) : value);
+            if (!n) return Malformed();
+            (field == "Days" ? days : years) = negative ? -*n : *n;
+          } else {
+            return Malformed();
+          }
+        }
+        if (out.mode.empty() || has_days == has_years) return Malformed();
+        const int64_t n = has_days ? *days : *years;
+        if (n <= 0 || n > (has_days ? kMaxRetentionDays : kMaxRetentionYears))
+          return MakeError(ErrorCode::kInvalidRetentionPeriod,
+                           n <= 0 ? "Default retention period must be a positive integer value."
+                                  : "Default retention period is too large.");
+        (has_days ? out.days : out.years) = n;
+      }
+      if (!retention) return Malformed();
+    } else {
+      return Malformed();
+    }
+  }
+  if (!enabled) return Malformed();
+  return out;
+}
+
+std::string ObjectLockConfigXml(const ObjectLockConfigDoc& c) {
+  Doc d("ObjectLockConfiguration");
+  Add(d.root(), "ObjectLockEnabled", "Enabled");
+  if (!c.mode.empty()) {
+    pugi::xml_node r = d.root().append_child("Rule").append_child("DefaultRetention");
+    Add(r, "Mode", c.mode);
+    if (c.days > 0) Add(r, "Days", std::to_string(c.days));
+    if (c.years > 0) Add(r, "Years", std::to_string(c.years));
+  }
+  return d.str();
+}
+
+Result<RetentionDoc> ParseRetentionXml(std::string_view body) {
+  pugi::xml_document doc;
+  const pugi::xml_node root = LoadBody(body, doc);
+  if (!root || LocalName(root) != "Retention") return Malformed();
+  RetentionDoc out;
+  bool mode = false, date = false;
+  for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    const std::string_view name = LocalName(c);
+    const auto v = LeafText(c);
+    if (!v) return Malformed();
+    const std::string_view value = Trim(*v);
+    if (name == "Mode") {
+      if (mode || !IsLockMode(value)) return Malformed();
+      mode = true;
+      out.mode = std::string(value);
+    } else if (name == "RetainUntilDate") {
+      if (date) return Malformed();
+      date = true;
+      out.until_ms = ParseIso8601Ms(value);
+      if (!out.until_ms) return Malformed("The retain until date must be provided in ISO 8601 format");
+    } else {
+      return Malformed();
+    }
+  }
+  if (mode != date) return Malformed();
+  return out;
+}
+
+std::string Iso8601Ms(int64_t unix_ms) {
+  // By days first: a retain-until date may lie beyond what ns since the epoch can hold (2262).
+  int64_t days = unix_ms / 86'400'000, rem = unix_ms % 86'400'000;
+  if (rem < 0) {
+    rem += 86'400'000;
+    --days;
+  }
+  const Civil c = ToCivil(rem * 1'000'000);
+  const std::chrono::year_month_day ymd{std::chrono::sys_days{std::chrono::days{days}}};
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%04d-%02u-%02uT%02u:%02u:%02u.%03uZ",
+                static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
+                static_cast<unsigned>(ymd.day()), c.hour, c.minute, c.second, c.millis);
+  return buf;
+}
+
+std::string RetentionXml(std::string_view mode, int64_t until_ms) {
+  Doc d("Retention");
+  Add(d.root(), "Mode", mode);
+  Add(d.root(), "RetainUntilDate", Iso8601Ms(until_ms));
+  return d.str();
+}
+
+Result<std::string> ParseLegalHoldXml(std::string_view body) {
+  pugi::xml_document doc;
+  const pugi::xml_node root = LoadBody(body, doc);
+  if (!root || LocalName(root) != "LegalHold") return Malformed();
+  std::optional<std::string> status;
+  for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    const auto v = LeafText(c);
+    if (LocalName(c) != "Status" || status || !v) return Malformed();
+    const std::string_view value = Trim(*v);
+    if (value != "ON" && value != "OFF") return Malformed();
+    status = std::string(value);
+  }
+  if (!status) return Malformed();
+  return *status;
+}
+
+std::string LegalHoldXml(std::string_view status) {
+  Doc d("LegalHold");
+  Add(d.root(), "Status", status);
+  return d.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// CORS.
+
+Result<std::vector<CorsRule>> ParseCorsXml(std::string_view body) {
+  pugi::xml_document doc;
+  const pugi::xml_node root = LoadBody(body, doc);
+  if (!root || LocalName(root) != "CORSConfiguration") return Malformed();
+  std::vector<CorsRule> rules;
+  for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    if (LocalName(c) != "CORSRule" || rules.size() == kMaxCorsRules) return Malformed();
+    CorsRule rule;
+    bool id = false;
+    for (pugi::xml_node f = c.first_child(); f; f = f.next_sibling()) {
+      if (f.type() != pugi::node_element) continue;
+      const std::string_view name = LocalName(f);
+      const auto v = LeafText(f);
+      if (!v) return Malformed();
+      std::string value(Trim(*v));
+      auto one_wildcard = [&](const char* what) -> Status {
+        if (std::count(value.begin(), value.end(), '*') > 1)
+          return MakeError(ErrorCode::kInvalidRequest, std::string(what) + " \"" + value +
+                                                           "\" can not have more than one "
+                                                           "wildcard.");
+        return {};
+      };
+      if (name == "AllowedMethod") {
+        static constexpr std::string_view kMethods[] = {"GET", "PUT", "HEAD", "POST", "DELETE"};
+        if (std::find(std::begin(kMethods), std::end(kMethods), value) == std::end(kMethods))
+          return MakeError(ErrorCode::kInvalidRequest,
+                           "Found unsupported HTTP method in CORS config. Unsupported method is " +
+                               value);
+        rule.methods.push_back(std::move(value));
+      } else if (name == "AllowedOrigin") {
+        RS_RETURN_IF_ERROR(one_wildcard("AllowedOrigin"));
+        rule.origins.push_back(std::move(value));
+      } else if (name == "AllowedHeader") {
+        RS_RETURN_IF_ERROR(one_wildcard("AllowedHeader"));
+        rule.headers.push_back(std::move(value));
+      } else if (name == "ExposeHeader") {
+        rule.expose.push_back(std::move(value));
+      } else if (name == "MaxAgeSeconds") {
+        auto n = ParseUint(value);
+        if (!n || rule.max_age) return Malformed();
+        rule.max_age = *n;
+      } else if (name == "ID") {
+        if (id || value.size() > 255) return Malformed();
+        id = true;
+        rule.id = std::move(value);
+      } else {
+        return Malformed();
+      }
+    }
+    if (rule.methods.empty() || rule.origins.empty()) return Malformed();
+    rules.push_back(std::move(rule));
+  }
+  if (rules.empty()) return Malformed();
+  return rules;
+}
+
+std::string CorsXml(const std::vector<CorsRule>& rules) {
+  Doc d("CORSConfiguration");
+  for (const auto& r : rules) {
+    pugi::xml_node n = d.root().append_child("CORSRule");
+    if (!r.id.empty()) Add(n, "ID", r.id);
+    for (const auto& h : r.headers) Add(n, "AllowedHeader", h);
+    for (const auto& m : r.methods) Add(n, "AllowedMethod", m);
+    for (const auto& o : r.origins) Add(n, "AllowedOrigin", o);
+    for (const auto& e : r.expose) Add(n, "ExposeHeader", e);
+    if (r.max_age) Add(n, "MaxAgeSeconds", std::to_string(*r.max_age));
+  }
+  return d.str();
+}
+
 }  // namespace rdmastor::s3

@@ -194,4 +194,48 @@ struct AclRequest {
 };
 Result<AclRequest> ParseAccessControlPolicyXml(std::string_view body);
 
+// An ISO 8601 / RFC 3339 instant ("2030-01-01T00:00:00Z", fractions of a second and a numeric
+// offset allowed) as ms since the epoch; nullopt when malformed.
+std::optional<int64_t> ParseIso8601Ms(std::string_view s);
+// The other way: "2030-01-01T00:00:00.000Z" (any year a retain-until date may name).
+std::string Iso8601Ms(int64_t unix_ms);
+
+// Object Lock (s3/object_lock.h). The bucket configuration: <ObjectLockConfiguration>
+// <ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode/>
+// <Days/>|<Years/></DefaultRetention></Rule>. `mode` "" = no Rule.
+struct ObjectLockConfigDoc {
+  std::string mode;  // "GOVERNANCE" | "COMPLIANCE"
+  int64_t days = 0, years = 0;  // one of them, when mode is set
+};
+// MalformedXML for anything but the schema (ObjectLockEnabled other than Enabled, an unknown
+// mode, Days and Years together or neither); InvalidRetentionPeriod for a period that is not
+// positive or too long.
+Result<ObjectLockConfigDoc> ParseObjectLockConfigXml(std::string_view body);
+std::string ObjectLockConfigXml(const ObjectLockConfigDoc& c);
+// <Retention><Mode/><RetainUntilDate/></Retention>: both or neither (removing a retention);
+// `until_ms` nullopt = neither. MalformedXML otherwise.
+struct RetentionDoc {
+  std::string mode;
+  std::optional<int64_t> until_ms;
+};
+Result<RetentionDoc> ParseRetentionXml(std::string_view body);
+std::string RetentionXml(std::string_view mode, int64_t until_ms);
+// <LegalHold><Status>ON|OFF</Status></LegalHold>.
+Result<std::string> ParseLegalHoldXml(std::string_view body);
+std::string LegalHoldXml(std::string_view status);
+
+// Bucket CORS (s3/cors.h): one <CORSRule>.
+struct CorsRule {
+  std::string id;
+  std::vector<std::string> origins, methods, headers, expose;
+  std::optional<int64_t> max_age;
+};
+inline constexpr size_t kMaxCorsRules = 100;
+// A <CORSConfiguration> document: MalformedXML for anything but the schema (a rule without
+// AllowedOrigin or AllowedMethod, more than kMaxCorsRules rules), InvalidRequest for a method S3
+// does not allow (GET, PUT, HEAD, POST, DELETE) or an origin or header with more than one '*',
+// as AWS answers.
+Result<std::vector<CorsRule>> ParseCorsXml(std::string_view body);
+std::string CorsXml(const std::vector<CorsRule>& rules);
+
 }  // namespace rdmastor::s3

@@ -174,6 +174,9 @@ class ErasureStore final : public ObjectLayer {
                              const VersioningExclusions& excluded = {}) override;
   Status SetBucketEncryption(const std::string& bucket, const std::string& algorithm) override;
   Result<std::string> BucketEncryption(const std::string& bucket) override;
+  Status SetBucketConfig(const std::string& bucket, const std::string& name,
+                         const std::string& value) override;
+  Result<std::string> BucketConfig(const std::string& bucket, const std::string& name) override;
   Result<Versioning> BucketVersioning(const std::string& bucket) override;
   Result<std::unique_ptr<ObjectReader>> OpenObjectVersion(const std::string& bucket,
                                                           const std::string& key,

@@ -42,6 +42,14 @@ Status ObjectLayer::SetBucketEncryption(const std::string&, const std::string&) 
 
 Result<std::string> ObjectLayer::BucketEncryption(const std::string&) { return std::string(); }
 
+Status ObjectLayer::SetBucketConfig(const std::string&, const std::string&, const std::string&) {
+  return MakeError(ErrorCode::kNotImplemented, "bucket configurations need the erasure layout");
+}
+
+Result<std::string> ObjectLayer::BucketConfig(const std::string&, const std::string&) {
+  return std::string();
+}
+
 Result<Versioning> ObjectLayer::BucketVersioning(const std::string&) {
   return Versioning::kUnversioned;
 }

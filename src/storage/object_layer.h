@@ -64,6 +64,9 @@ struct BucketInfo {
   VersioningExclusions excluded;  // with kEnabled only
   // Default encryption (PutBucketEncryption): "" none, "AES256" SSE-S3.
   std::string encryption;
+  // The bucket's subresource configurations by name ("object-lock", "cors"), each in the form
+  // its S3 handler keeps it (s3/object_lock.h, s3/cors.h); absent = none.
+  StringMap configs;
 };
 
 // The versioning state writes and deletes of `key` see: the bucket's, but Suspended for a key its
@@ -248,6 +251,14 @@ class ObjectLayer {
   // The bucket's default encryption, cheap enough for every PUT (may be a few seconds stale when
   // changed through another node).
   virtual Result<std::string> BucketEncryption(const std::string& bucket);
+
+  // ---- subresource configurations (BucketInfo::configs) ----
+  // Sets the configuration `name` ("" removes it), kept in the bucket's record.
+  virtual Status SetBucketConfig(const std::string& bucket, const std::string& name,
+                                 const std::string& value);
+  // The configuration `name` ("" = none), cheap enough for every request (may be a few seconds
+  // stale when changed through another node).
+  virtual Result<std::string> BucketConfig(const std::string& bucket, const std::string& name);
 };
 
 }  // namespace rdmastor::storage

@@ -50,6 +50,9 @@ using StringMap = std::map<std::string, std::string>;
 //   version_id: "" = the null version (S3's "null"). delete_marker: no data (size 0).
 //   internal: server-side state never sent to clients as such: the encryption of the data
 //     (object_meta.h names the keys; s3/sse.h gives them meaning). Empty = unencrypted.
+//   lock_mode, lock_until_ms, legal_hold: S3 Object Lock (s3/object_lock.h): the retention mode
+//     ("" none, "GOVERNANCE", "COMPLIANCE"), its retain-until date (ms since epoch) and the legal
+//     hold ("" never set, "ON", "OFF"). Part of the record, so heal and peers copy them with the version.
 #define RDMASTOR_VERSION_RECORD(X)                                                                \
   X(size, "size", uint64_t, Int, kRequired, kRecord)                                              \
   X(etag, "etag", std::string, Str, kRequired, kRecord)                                           \
@@ -67,7 +70,10 @@ using StringMap = std::map<std::string, std::string>;
   X(acl, "acl", std::string, Str, kNonDefault, kDeclared)                                         \
   X(version_id, "version_id", std::string, Str, kNonDefault, kRecord)                             \
   X(delete_marker, "delete_marker", bool, Bool, kNonDefault, kRecord)                             \
-  X(internal, "internal", ::rdmastor::storage::StringMap, Map, kNonDefault, kDeclared)
+  X(internal, "internal", ::rdmastor::storage::StringMap, Map, kNonDefault, kDeclared)          \
+  X(lock_mode, "lock_mode", std::string, Str, kNonDefault, kDeclared)                             \
+  X(lock_until_ms, "lock_until_ms", int64_t, Int, kNonDefault, kDeclared)                         \
+  X(legal_hold, "legal_hold", std::string, Str, kNonDefault, kDeclared)
 
 // The fields by name, for field masks (PutOptions::update) and the tests.
 enum class VersionField : unsigned {
@@ -98,11 +104,18 @@ constexpr VersionFieldMask ScopeMask(FieldScope s) {
 }
 inline constexpr VersionFieldMask kDeclaredFields = ScopeMask(FieldScope::kDeclared);
 
+// The Object Lock fields: changed only by Put/ObjectRetention and PutObjectLegalHold, under the
+// rules of s3/object_lock.h.
+inline constexpr VersionFieldMask kObjectLockFields =
+    FieldMask(VersionField::lock_mode, VersionField::lock_until_ms, VersionField::legal_hold);
+
 // What a copy onto itself with REPLACE changes (UpdateMetadata's default): every declared
-// attribute but the encryption (kept unless asked for: a master-key rotation re-seals), and the
-// modification time (mtime_ns in a mask means "set to now").
+// attribute but the encryption (kept unless asked for: a master-key rotation re-seals) and the
+// Object Lock fields (a copy must not lift a lock), and the modification time (mtime_ns in a
+// mask means "set to now").
 inline constexpr VersionFieldMask kMetadataReplace =
-    (kDeclaredFields & ~FieldBit(VersionField::internal)) | FieldBit(VersionField::mtime_ns);
+    (kDeclaredFields & ~FieldBit(VersionField::internal) & ~kObjectLockFields) |
+    FieldBit(VersionField::mtime_ns);
 
 // Member declarations: RDMASTOR_VERSION_RECORD(RDMASTOR_VERSION_MEMBER_<SCOPE>) inside a struct
 // declares the fields of that scope (ALL: every field), default-initialised.

@@ -241,13 +241,14 @@ def test_storage_class(sdk_results, py):
 @pytest.mark.parametrize("py", _interpreters())
 def test_unsupported_bucket_and_object_features(sdk_results, py):
     out = sdk_results(py, "refusals")
-    assert out["object lock bucket"] == NOT_IMPLEMENTED
-    assert out["object lock bucket stored"] == [404, "404"]
+    # Implemented (issue 38 item 1; test_object_lock.py).
+    assert out["object lock bucket"] == ["ok", None]
+    assert out["object lock bucket stored"] == ["ok", None]
     assert out["object lock false"] == ["ok", None]
     assert out["snowball"] == NOT_IMPLEMENTED
     assert out["snowball stored"] == [404, "404"]
     assert out["tagging"] == ["ok", None]  # implemented (issue 15 item 5; test_tagging.py)
-    assert out["lock mode"] == [400, "InvalidRequest"]
+    assert out["lock mode"] == [400, "InvalidRequest"]  # the bucket has no Object Lock
 
 
 @pytest.mark.parametrize("py", _interpreters())

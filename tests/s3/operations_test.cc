@@ -86,16 +86,26 @@ TEST(OperationsTest, SubresourcesClaimTheRequest) {
   EXPECT_EQ(Route("PUT", "/b", {{"policy", ""}, {"policyStatus", ""}}), "unknown");
   EXPECT_EQ(Route("DELETE", "/b", {{"encryption", ""}}), "DeleteBucketEncryption");
   EXPECT_EQ(Route("POST", "/b", {{"encryption", ""}}), "unknown");
-  // ?policy and ?encryption are bucket subresources only; ?cors is none at all.
+  // ?policy, ?encryption, ?cors and ?object-lock are bucket subresources only, ?retention and
+  // ?legal-hold object ones; ?lifecycle is none at all.
   EXPECT_EQ(Route("GET", "/b/k", {{"policy", ""}}), "unknown");
   EXPECT_EQ(Route("PUT", "/b/k", {{"encryption", ""}}), "unknown");
-  EXPECT_EQ(Route("GET", "/b", {{"cors", ""}, {"tagging", ""}}), "unknown");
-  Query cors{{"cors", ""}};
-  EXPECT_STREQ(UnsupportedSubresource(RouteRequest{"GET", false, false, &cors}), "cors");
+  EXPECT_EQ(Route("GET", "/b", {{"lifecycle", ""}, {"tagging", ""}}), "unknown");
+  EXPECT_EQ(Route("PUT", "/b", {{"cors", ""}}), "PutBucketCors");
+  EXPECT_EQ(Route("DELETE", "/b", {{"cors", ""}}), "DeleteBucketCors");
+  EXPECT_EQ(Route("GET", "/b/k", {{"cors", ""}}), "unknown");
+  EXPECT_EQ(Route("PUT", "/b", {{"object-lock", ""}}), "PutBucketObjectLockConfig");
+  EXPECT_EQ(Route("GET", "/b", {{"object-lock", ""}}), "GetBucketObjectLockConfig");
+  EXPECT_EQ(Route("DELETE", "/b", {{"object-lock", ""}}), "unknown");
+  EXPECT_EQ(Route("PUT", "/b/k", {{"retention", ""}, {"versionId", "v"}}), "PutObjectRetention");
+  EXPECT_EQ(Route("GET", "/b/k", {{"legal-hold", ""}}), "GetObjectLegalHold");
+  EXPECT_EQ(Route("GET", "/b", {{"retention", ""}}), "unknown");
+  Query lifecycle{{"lifecycle", ""}};
+  EXPECT_STREQ(UnsupportedSubresource(RouteRequest{"GET", false, false, &lifecycle}), "lifecycle");
   Query policy{{"policy", ""}};
   EXPECT_EQ(UnsupportedSubresource(RouteRequest{"GET", false, false, &policy}), nullptr);
   EXPECT_STREQ(UnsupportedSubresource(RouteRequest{"GET", false, true, &policy}), "policy");
-  EXPECT_EQ(UnsupportedSubresource(RouteRequest{"GET", true, false, &cors}), nullptr);
+  EXPECT_EQ(UnsupportedSubresource(RouteRequest{"GET", true, false, &lifecycle}), nullptr);
 }
 
 // Every line has a name of its own and an action the policy language knows, and every operation

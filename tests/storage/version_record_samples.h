@@ -34,6 +34,19 @@ inline ObjectMeta FullVersion() {
   m.acl = "public-read";
   m.version_id = "5e1d6b8a-0c2f-4c1e-9d3a-7b6f0e2a1c44";
   m.internal = {{"x-test", "sealed"}};
+  m.lock_mode = "COMPLIANCE";
+  m.lock_until_ms = 1893456000000;  // 2030-01-01
+  m.legal_hold = "ON";
+  return m;
+}
+
+// FullVersion without the fields the record gained after format 3's release (Object Lock): all
+// kNonDefault, so a version that does not set them is written as that release wrote it.
+inline ObjectMeta Format3Version() {
+  ObjectMeta m = FullVersion();
+  m.lock_mode.clear();
+  m.lock_until_ms = 0;
+  m.legal_hold.clear();
   return m;
 }
 

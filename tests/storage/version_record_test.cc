@@ -32,7 +32,7 @@ constexpr const char* kFormat3File =
 
 TEST(VersionRecordTest, BytesOnDiskAreThoseOfEarlierReleases) {
   ObjectVersions file;
-  file.versions = {DeleteMarker(), FullVersion()};
+  file.versions = {DeleteMarker(), testing::Format3Version()};
   EXPECT_EQ(SerializeObjectVersions(file), kFormat3File);
   for (auto& v : file.versions) v.version = kMetaFormatEncrypted;  // the format it is read from
   auto back = ParseObjectVersions(kFormat3File, "meta");
@@ -127,8 +127,8 @@ TEST(VersionRecordTest, DeclaredFieldsTravelThroughPutOptionsUploadsAndTheMask) 
   }
   RDMASTOR_VERSION_RECORD(X)
 #undef X
-  // The default mask: a copy onto itself with REPLACE (every declared field but the sealed key,
-  // and the modification time).
+  // The default mask: a copy onto itself with REPLACE (every declared field but the sealed key
+  // and the Object Lock, and the modification time).
   ObjectMeta m = before;
   opts.update = kMetadataReplace;
   ApplyMetadataUpdate(opts, m, 42);
@@ -136,6 +136,9 @@ TEST(VersionRecordTest, DeclaredFieldsTravelThroughPutOptionsUploadsAndTheMask) 
   EXPECT_EQ(m.acl, full.acl);
   EXPECT_EQ(m.user_metadata, full.user_metadata);
   EXPECT_EQ(m.internal, before.internal);
+  EXPECT_EQ(m.lock_mode, before.lock_mode);
+  EXPECT_EQ(m.lock_until_ms, before.lock_until_ms);
+  EXPECT_EQ(m.legal_hold, before.legal_hold);
 }
 
 }  // namespace

@@ -82,6 +82,7 @@ Result<BucketInfo> ErasureSet::GetBucketInfo(const std::string& bucket) {
       info.created_ns = json_int::At<int64_t>(j, "created_ns");
       info.tags = j.value("tags", std::string());
       info.encryption = j.value("encryption", std::string());
+      info.configs = j.value("configs", StringMap());
       const std::string v = j.value("versioning", std::string());
       info.versioning = v == "Enabled"     ? Versioning::kEnabled
                         : v == "Suspended" ? Versioning::kSuspended
@@ -107,6 +108,7 @@ Status ErasureSet::WriteBucketRecord(const std::string& bucket, const BucketInfo
         {"version", 1}, {"name", bucket}, {"created_ns", info.created_ns}, {"updated_ns", NowNs()}};
     if (!info.tags.empty()) j["tags"] = info.tags;
     if (!info.encryption.empty()) j["encryption"] = info.encryption;
+    if (!info.configs.empty()) j["configs"] = info.configs;  // records without it read as none
     if (info.versioning != Versioning::kUnversioned)
       j["versioning"] = VersioningName(info.versioning);
     // MinIO's exclusions, only where set: records without them read as none.
@@ -164,6 +166,21 @@ Status ErasureSet::SetBucketEncryption(const std::string& bucket, const std::str
   auto current = GetBucketInfo(bucket);
   if (!current.ok()) return current.error();
   current->encryption = algorithm;
+  RS_RETURN_IF_ERROR(WriteBucketRecord(bucket, *current));
+  CacheBucketInfo(*current);
+  return {};
+}
+
+Status ErasureSet::SetBucketConfig(const std::string& bucket, const std::string& name,
+                                   const std::string& value) {
+  RS_RETURN_IF_ERROR(CheckBucket(bucket));
+  std::unique_lock lock(BucketLock(bucket));
+  auto current = GetBucketInfo(bucket);
+  if (!current.ok()) return current.error();
+  if (value.empty())
+    current->configs.erase(name);
+  else
+    current->configs[name] = value;
   RS_RETURN_IF_ERROR(WriteBucketRecord(bucket, *current));
   CacheBucketInfo(*current);
   return {};

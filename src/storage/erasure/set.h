@@ -280,6 +280,8 @@ class ErasureSet {
                              const VersioningExclusions& excluded);
   // Records the default encryption ("" none, "AES256") in the bucket record (write quorum).
   Status SetBucketEncryption(const std::string& bucket, const std::string& algorithm);
+  Status SetBucketConfig(const std::string& bucket, const std::string& name,
+                         const std::string& value);
   // The bucket record as writes see it (versioning state, default encryption): read from the
   // records at most every kVersioningCacheTtl (a change made through another node shows within
   // that time).

@@ -232,6 +232,20 @@ Result<std::string> ErasureStore::BucketEncryption(const std::string& bucket) {
   return info->encryption;
 }
 
+Status ErasureStore::SetBucketConfig(const std::string& bucket, const std::string& name,
+                                     const std::string& value) {
+  for (auto& s : sets_) RS_RETURN_IF_ERROR(s->SetBucketConfig(bucket, name, value));
+  return {};
+}
+
+Result<std::string> ErasureStore::BucketConfig(const std::string& bucket,
+                                               const std::string& name) {
+  auto info = sets_[0]->CachedBucketInfo(bucket);
+  if (!info.ok()) return info.error();
+  auto it = info->configs.find(name);
+  return it == info->configs.end() ? std::string() : it->second;
+}
+
 Result<Versioning> ErasureStore::BucketVersioning(const std::string& bucket) {
   return sets_[0]->VersioningOf(bucket);
 }

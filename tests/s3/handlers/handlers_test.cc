@@ -15,6 +15,7 @@
 #include "../../storage/storage_test_util.h"
 #include "common/hash.h"
 #include "iam/store.h"
+#include "s3/cors.h"
 #include "storage/erasure_store.h"
 
 // Requests are written with designated initializers naming only what each sets.
@@ -39,6 +40,13 @@ std::string Md5Hex(const std::string& data) {
   auto h = hash::NewHasher(hash::Algo::kMD5);
   h->Update(data.data(), data.size());
   return hash::HexEncode(h->Final());
+}
+
+// The Content-MD5 header of `body`.
+HeaderList ContentMd5(const std::string& body) {
+  auto h = hash::NewHasher(hash::Algo::kMD5);
+  h->Update(body.data(), body.size());
+  return {{"content-md5", hash::Base64Encode(h->Final())}};
 }
 
 // The texts of every `path` (an XPath) in `xml`.
@@ -800,6 +808,191 @@ TEST_F(HandlerTest, ListVersionsWithMetadataShowsEachVersionsOwn) {
   auto plain = Do(HandleListObjectVersions, {.op = S3Op::kListObjectVersions, .query = q});
   EXPECT_EQ(All(plain.body, "//UserMetadata").size(), 0u);
   EXPECT_EQ(All(plain.body, "//UserTags").size(), 0u);
+}
+
+TEST_F(HandlerTest, ObjectLockRetentionLegalHoldAndDeletes) {
+  ASSERT_TRUE(Do(HandleCreateBucket, {.method = "PUT",
+                                      .headers = {{"x-amz-bucket-object-lock-enabled", "true"}}})
+                  .ok());
+  EXPECT_EQ(One(Do(HandleGetBucketVersioning, {.query = {{"versioning", ""}}}).body,
+                "//*[local-name()='Status']"),
+            "Enabled");
+  auto cfg = [&](const std::string& xml) {
+    return Do(HandleObjectLockConfiguration, {.op = S3Op::kPutBucketObjectLockConfig,
+                                              .method = "PUT",
+                                              .query = {{"object-lock", ""}},
+                                              .headers = ContentMd5(xml),
+                                              .body = xml});
+  };
+  ASSERT_TRUE(cfg("<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule>"
+                  "<DefaultRetention><Mode>GOVERNANCE</Mode><Days>2</Days></DefaultRetention>"
+                  "</Rule></ObjectLockConfiguration>")
+                  .ok());
+  EXPECT_CODE(cfg("<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule>"
+                  "<DefaultRetention><Mode>GOVERNANCE</Mode><Days>0</Days></DefaultRetention>"
+                  "</Rule></ObjectLockConfiguration>"),
+              ErrorCode::kInvalidRetentionPeriod);
+  auto got = Do(HandleObjectLockConfiguration,
+                {.op = S3Op::kGetBucketObjectLockConfig, .query = {{"object-lock", ""}}});
+  EXPECT_EQ(One(got.body, "//*[local-name()='Days']"), "2");
+  // Suspending versioning is refused from now on.
+  EXPECT_CODE(Do(HandlePutBucketVersioning,
+                 {.method = "PUT",
+                  .query = {{"versioning", ""}},
+                  .body = "<VersioningConfiguration><Status>Suspended</Status>"
+                          "</VersioningConfiguration>"}),
+              ErrorCode::kInvalidBucketState);
+
+  // Default retention: a plain PUT gets GOVERNANCE for two days.
+  auto put = Do(HandlePutObject, {.method = "PUT", .key = "k", .body = "data"});
+  ASSERT_TRUE(put.ok());
+  const std::string v = Header(put, "x-amz-version-id");
+  auto head = Do(HandleHeadObject, {.method = "HEAD", .key = "k"});
+  EXPECT_EQ(Header(head, "x-amz-object-lock-mode"), "GOVERNANCE");
+  EXPECT_NE(Header(head, "x-amz-object-lock-retain-until-date"), "<none>");
+  // A version under retention is kept; the bypass needs the permission (refused here), and with
+  // it the delete goes through.
+  const HeaderList bypass = {{"x-amz-bypass-governance-retention", "true"}};
+  EXPECT_CODE(Do(HandleDeleteObject, {.method = "DELETE", .key = "k", .query = {{"versionId", v}}}),
+              ErrorCode::kAccessDenied);
+  refuse_ = "k";
+  EXPECT_CODE(Do(HandleDeleteObject, {.method = "DELETE", .key = "k",
+                                      .query = {{"versionId", v}}, .headers = bypass}),
+              ErrorCode::kAccessDenied);
+  refuse_.clear();
+  EXPECT_TRUE(asked_.count("s3:BypassGovernanceRetention"));
+  // A plain delete creates a marker all the same.
+  auto marker = Do(HandleDeleteObject, {.method = "DELETE", .key = "k"});
+  ASSERT_TRUE(marker.ok());
+  EXPECT_EQ(Header(marker, "x-amz-delete-marker"), "true");
+
+  // Legal hold: held, no bypass lifts it; released, the bypass does.
+  auto hold = [&](const char* status) {
+    const std::string body = std::string("<LegalHold><Status>") + status + "</Status></LegalHold>";
+    return Do(HandleObjectLegalHold,
+              {.op = S3Op::kPutObjectLegalHold, .method = "PUT", .key = "k",
+               .query = {{"legal-hold", ""}, {"versionId", v}}, .headers = ContentMd5(body),
+               .body = body});
+  };
+  ASSERT_TRUE(hold("ON").ok());
+  EXPECT_CODE(hold("on"), ErrorCode::kMalformedXML);
+  EXPECT_CODE(Do(HandleDeleteObject, {.method = "DELETE", .key = "k",
+                                      .query = {{"versionId", v}}, .headers = bypass}),
+              ErrorCode::kAccessDenied);
+  // DeleteObjects answers per key.
+  auto multi = Do(HandleDeleteObjects,
+                  {.method = "POST", .query = {{"delete", ""}},
+                   .body = "<Delete><Object><Key>k</Key><VersionId>" + v +
+                           "</VersionId></Object></Delete>"});
+  ASSERT_TRUE(multi.ok());
+  EXPECT_EQ(One(multi.body, "//*[local-name()='Error']/*[local-name()='Code']"), "AccessDenied");
+  ASSERT_TRUE(hold("OFF").ok());
+  EXPECT_EQ(Header(Do(HandleHeadObject, {.method = "HEAD", .key = "k",
+                                         .query = {{"versionId", v}}}),
+                   "x-amz-object-lock-legal-hold"),
+            "OFF");
+
+  // Retention: COMPLIANCE cannot be shortened, bypass or not; a PUT without an integrity header
+  // is refused.
+  auto retention = [&](const std::string& mode, const std::string& until, HeaderList h) {
+    const std::string body = "<Retention><Mode>" + mode + "</Mode><RetainUntilDate>" + until +
+                             "</RetainUntilDate></Retention>";
+    for (auto& m : ContentMd5(body)) h.push_back(m);
+    return Do(HandleObjectRetention,
+              {.op = S3Op::kPutObjectRetention, .method = "PUT", .key = "k",
+               .query = {{"retention", ""}, {"versionId", v}}, .headers = h, .body = body});
+  };
+  // GOVERNANCE (the default) turns COMPLIANCE only with the bypass.
+  EXPECT_CODE(retention("COMPLIANCE", "2031-01-01T00:00:00Z", {}), ErrorCode::kAccessDenied);
+  ASSERT_TRUE(retention("COMPLIANCE", "2031-01-01T00:00:00Z", bypass).ok());
+  EXPECT_CODE(retention("COMPLIANCE", "2030-06-01T00:00:00Z", bypass), ErrorCode::kAccessDenied);
+  EXPECT_CODE(retention("GOVERNANCE", "2032-01-01T00:00:00Z", bypass), ErrorCode::kAccessDenied);
+  ASSERT_TRUE(retention("COMPLIANCE", "2032-01-01T00:00:00.5Z", {}).ok());
+  auto r = Do(HandleObjectRetention, {.op = S3Op::kGetObjectRetention, .key = "k",
+                                      .query = {{"retention", ""}, {"versionId", v}}});
+  EXPECT_EQ(One(r.body, "//*[local-name()='RetainUntilDate']"), "2032-01-01T00:00:00.500Z");
+  EXPECT_CODE(Do(HandleObjectRetention,
+                 {.op = S3Op::kPutObjectRetention, .method = "PUT", .key = "k",
+                  .query = {{"retention", ""}, {"versionId", v}},
+                  .body = "<Retention><Mode>COMPLIANCE</Mode><RetainUntilDate>2040-01-01T00:00:00Z"
+                          "</RetainUntilDate></Retention>"}),
+              ErrorCode::kInvalidRequest);
+  EXPECT_CODE(Do(HandleDeleteObject, {.method = "DELETE", .key = "k",
+                                      .query = {{"versionId", v}}, .headers = bypass}),
+              ErrorCode::kAccessDenied);
+  // MinIO's force deletes are refused on a lock-enabled bucket.
+  EXPECT_CODE(Do(HandleDeletePrefix, {.method = "DELETE", .key = "k",
+                                      .headers = {{"x-minio-force-delete", "true"}}}),
+              ErrorCode::kInvalidArgument);
+  EXPECT_CODE(Do(HandleForceDeleteBucket,
+                 {.method = "DELETE", .headers = {{"x-minio-force-delete", "true"}}}),
+              ErrorCode::kMethodNotAllowed);
+  auto still = Do(HandleGetObject, {.key = "k", .query = {{"versionId", v}}});
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(Payload(still), "data");
+}
+
+TEST_F(HandlerTest, ObjectLockNeedsALockEnabledBucket) {
+  MakeBucket();
+  Put("k", "x");
+  EXPECT_CODE(Do(HandleObjectLockConfiguration, {.op = S3Op::kGetBucketObjectLockConfig,
+                                                 .query = {{"object-lock", ""}}}),
+              ErrorCode::kObjectLockConfigurationNotFound);
+  EXPECT_CODE(Do(HandleObjectLegalHold, {.op = S3Op::kGetObjectLegalHold, .key = "k",
+                                         .query = {{"legal-hold", ""}}}),
+              ErrorCode::kInvalidRequest);
+  EXPECT_CODE(Do(HandlePutObject, {.method = "PUT", .key = "k2",
+                                   .headers = {{"x-amz-object-lock-legal-hold", "ON"}},
+                                   .body = "x"}),
+              ErrorCode::kInvalidRequest);
+  // Not versioned: no configuration can be put.
+  const std::string enable =
+      "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>"
+      "</ObjectLockConfiguration>";
+  EXPECT_CODE(Do(HandleObjectLockConfiguration,
+                 {.op = S3Op::kPutBucketObjectLockConfig, .method = "PUT",
+                  .query = {{"object-lock", ""}}, .headers = ContentMd5(enable), .body = enable}),
+              ErrorCode::kInvalidBucketState);
+}
+
+TEST_F(HandlerTest, BucketCorsConfiguration) {
+  MakeBucket();
+  EXPECT_CODE(Do(HandleBucketCors, {.op = S3Op::kGetBucketCors, .query = {{"cors", ""}}}),
+              ErrorCode::kNoSuchCORSConfiguration);
+  auto put = [&](const std::string& rules) {
+    const std::string body = "<CORSConfiguration>" + rules + "</CORSConfiguration>";
+    return Do(HandleBucketCors, {.op = S3Op::kPutBucketCors, .method = "PUT",
+                                 .query = {{"cors", ""}}, .headers = ContentMd5(body),
+                                 .body = body});
+  };
+  EXPECT_CODE(put("<CORSRule><AllowedMethod>PATCH</AllowedMethod><AllowedOrigin>*</AllowedOrigin>"
+                  "</CORSRule>"),
+              ErrorCode::kInvalidRequest);
+  EXPECT_CODE(put("<CORSRule><AllowedMethod>GET</AllowedMethod></CORSRule>"),
+              ErrorCode::kMalformedXML);
+  EXPECT_CODE(put("<CORSRule><AllowedMethod>GET</AllowedMethod><AllowedOrigin>*a*</AllowedOrigin>"
+                  "</CORSRule>"),
+              ErrorCode::kInvalidRequest);
+  ASSERT_TRUE(put("<CORSRule><AllowedMethod>GET</AllowedMethod><AllowedOrigin>*.example.com"
+                  "</AllowedOrigin><AllowedHeader>x-amz-*</AllowedHeader><MaxAgeSeconds>60"
+                  "</MaxAgeSeconds></CORSRule>")
+                  .ok());
+  auto got = Do(HandleBucketCors, {.op = S3Op::kGetBucketCors, .query = {{"cors", ""}}});
+  EXPECT_EQ(One(got.body, "//*[local-name()='AllowedOrigin']"), "*.example.com");
+  auto rules = ParseCorsXml(got.body);
+  ASSERT_TRUE(rules.ok());
+  bool star = true;
+  EXPECT_NE(MatchCors(*rules, "https://a.example.com", "GET", "X-Amz-Date, x-amz-meta-a", &star),
+            nullptr);
+  EXPECT_FALSE(star);
+  EXPECT_EQ(MatchCors(*rules, "https://a.example.com", "PUT", "", &star), nullptr);
+  EXPECT_EQ(MatchCors(*rules, "https://a.example.com", "GET", "content-type", &star), nullptr);
+  EXPECT_EQ(MatchCors(*rules, "https://example.org", "GET", "", &star), nullptr);
+  ASSERT_TRUE(Do(HandleBucketCors, {.op = S3Op::kDeleteBucketCors, .method = "DELETE",
+                                    .query = {{"cors", ""}}})
+                  .ok());
+  EXPECT_CODE(Do(HandleBucketCors, {.op = S3Op::kGetBucketCors, .query = {{"cors", ""}}}),
+              ErrorCode::kNoSuchCORSConfiguration);
 }
 
 }  // namespace
