@@ -1289,3 +1289,95 @@ def test_stalled_server_reads_are_retried_writes_that_are_not_idempotent_are_not
         t.join()
     assert cl.stats()["retries"] == st["retries"]  # not retried
     assert cl.get_object("stl", "k") == b"still here"  # and the client still works
+
+
+class _ResettingProxy:
+    """A loopback TCP proxy in front of srv that resets (RST, SO_LINGER 0) the connections whose
+    index is in `resets` once the request's first bytes arrived, and relays the others whole."""
+
+    def __init__(self, srv, resets):
+        import socket
+        self.resets, self.accepted = set(resets), 0
+        self.target = ("127.0.0.1", srv.port)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.endpoint = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        import socket
+        import struct
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            n, self.accepted = self.accepted, self.accepted + 1
+            if n in self.resets:
+                conn.settimeout(5)
+                try:
+                    conn.recv(1)  # the request began: the client sent it, the server never saw it
+                except OSError:
+                    pass
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
+                continue
+            up = socket.create_connection(self.target, timeout=5)
+            for a, b in ((conn, up), (up, conn)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst):
+        import socket
+        try:
+            for _ in range(1 << 20):  # bounded: ends at EOF or error long before
+                data = src.recv(1 << 16)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+def test_connection_resets_are_retried_for_idempotent_calls_only(server_factory):
+    """Connections reset by the network mid-request (a proxy sends RST): a GET and a PUT of a
+    whole object (idempotent) are retried on a new connection and succeed, counted as transient
+    retries; creating a multipart upload (the server may have acted on it) raises a
+    ConnectionError at once, and is not retried."""
+    srv = server_factory(name="resets", env=SOFT_ENV)
+    direct = client(srv, rdma="off")
+    direct.create_bucket("rst")
+    direct.put_object("rst", "k", b"through the resets")
+    proxy = _ResettingProxy(srv, resets={0, 1, 3})
+    try:
+        cl = rdmastor.Client(proxy.endpoint, srv.access_key, srv.secret_key, rdma="off",
+                             retries={"max_attempts": 4, "base_delay": 0.05})
+        assert cl.get_object("rst", "k") == b"through the resets"  # connections 0, 1 reset; 2 relays
+        st = cl.stats()
+        assert st["transient"] == 2 and st["retries"] == 2, st
+        cl.close()  # a new client opens a new connection: number 3, which resets
+        cl = rdmastor.Client(proxy.endpoint, srv.access_key, srv.secret_key, rdma="off",
+                             retries={"max_attempts": 4, "base_delay": 0.05})
+        with pytest.raises(ConnectionError) as e:
+            cl.create_multipart_upload("rst", "mp")
+        assert not isinstance(e.value, rdmastor.EndpointConnectionError), e.value
+        assert cl.stats()["retries"] == 0, cl.stats()
+        assert proxy.accepted == 4
+        cl.put_object("rst", "k2", b"x" * 1000)  # connection 4 relays
+        assert direct.get_object("rst", "k2") == b"x" * 1000
+    finally:
+        proxy.close()
