@@ -1157,7 +1157,8 @@ def _sharded_rank(rank, port, srv_info, url, seed, die_in_upload, q):
 def test_sharded_checkpoint_two_ranks_commit_atomically(soft, c):
     """save_sharded / load_sharded with 2 gloo ranks: both shards written in parallel, visible
     through the manifest only; a rank killed mid-save leaves the previous checkpoint readable
-    (byte for byte) and the new one invisible."""
+    (byte for byte) and the new one invisible; the next save that commits removes what the
+    killed one left (a shard, an unfinished upload) and the superseded checkpoint's shards."""
     torch = pytest.importorskip("torch", reason="python3-torch not installed")
     if not torch.distributed.is_available():
         pytest.skip("torch.distributed is not available")
@@ -1203,6 +1204,22 @@ def test_sharded_checkpoint_two_ranks_commit_atomically(soft, c):
         back = load_sharded(url, rank=rank, client=c)
         assert torch.equal(back["w"], torch.randn(
             3 * MiB, generator=torch.Generator().manual_seed(100 + rank)))
+
+    def left():
+        objects = sorted(o.key for o in c.list_objects("pyt", prefix="sharded/ckpt/"))
+        uploads = [u[0] for u in c.list_multipart_uploads("pyt", prefix="sharded/ckpt/")]
+        return objects, uploads
+    objects, uploads = left()  # the killed save's orphans: rank 0's shard, rank 1's upload
+    orphans = [k for k in objects if k != "sharded/ckpt/manifest.json"
+               and not k.startswith(f"sharded/ckpt/{gen1}/")]
+    assert len(orphans) == 1 and len(uploads) == 1, (objects, uploads)
+    out, codes = run(seed=300, die=False)  # the next save that commits removes them
+    assert codes == [0, 0] and out[0][0] == "ok", out
+    gen3 = out[0][1]
+    objects, uploads = left()
+    assert objects == [f"sharded/ckpt/{gen3}/shard-{r:05d}-of-00002.pt" for r in range(2)] + [
+        "sharded/ckpt/manifest.json"], objects
+    assert uploads == [], uploads
 
 
 def test_iterable_dataset_resumes_mid_epoch(soft, c, thousand):
