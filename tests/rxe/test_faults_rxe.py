@@ -4,6 +4,10 @@ scripts/rdma-vm.sh --devices 1: the RDMA build's server serving S3 over RDMA on 
 - A client killed in the middle of a GET over RC: the server frees that client's QP, CQ and
   rdma_cm id (counted by the kernel, `rdma resource show`, for the server) back to what it
   held before the client came, and goes on serving RC.
+- Clients that ask for an RC connection and never complete the handshake (tests/rxe/
+  rc_stall_client.cc: a QP rdma_cm does not manage, no rdma_establish) do not hold up the
+  listener: a well-behaved client connects and GETs while they stall, and the server frees
+  their half-open connections after its 3 s establish timeout, back to its baseline.
 - A low memlock limit (64 KiB and no CAP_IPC_LOCK, what an unprivileged service gets by default):
   rdmastor-cli, the Python package and the server each fail with an error naming RLIMIT_MEMLOCK
   and its fix; the server still serves HTTP and declines S3 over RDMA with 501.
@@ -109,3 +113,36 @@ def test_low_memlock_limit_is_named(srv, tmp_path):
         assert p.returncode != 0, p.stderr  # RC refused (the listener never started), not a hang
     finally:
         low.stop()
+
+
+def test_handshakes_that_never_complete_do_not_hold_up_others(srv, tmp_path):
+    src = tmp_path / "one"
+    src.write_bytes(data_of(MiB, 3))
+    assert srv.cli("mb", "stall").returncode == 0
+    assert srv.cli("put", "stall/one", str(src)).returncode == 0
+    baseline = rdma_resources()
+    stall = os.path.join(BUILD, "tests", "rc_stall_client")
+    stallers = [subprocess.Popen([stall, srv.endpoint.split("//")[1].split(":")[0],
+                                  str(srv.rc_port), "120"], stdout=subprocess.PIPE, text=True)
+                for _ in range(3)]
+    try:
+        # One is accepted and stalls: a listener that waits for its ESTABLISHED is stuck now.
+        assert stallers[0].stdout.readline().strip() == "accepted"
+        p = srv.cli("get", "stall/one", str(tmp_path / "o"), rdma=True)
+        assert p.returncode == 0 and "transport rdma" in p.stderr, p.stderr
+        assert (tmp_path / "o").read_bytes() == src.read_bytes()
+        for s in stallers[1:]:
+            assert s.stdout.readline().strip() == "accepted"
+        # The server frees the three half-open connections itself, while their clients live.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (
+                srv.log().count("was not established within 3 s: freed") < 3 or
+                rdma_resources() != baseline):
+            time.sleep(0.5)
+        assert srv.log().count("was not established within 3 s: freed") == 3, srv.log()[-2000:]
+        assert rdma_resources() == baseline
+        assert all(s.poll() is None for s in stallers)
+    finally:
+        for s in stallers:
+            s.kill()
+            s.wait(timeout=30)
