@@ -52,7 +52,8 @@ def main():
               after[("sent", "rdma")] - before[("sent", "rdma")] == moved,
               f"cli: {moved} B each way counted on the verbs fabric")
         check(after[("received", "tcp")] == before[("received", "tcp")] and
-              after[("sent", "tcp")] == before[("sent", "tcp")], "cli: no payload over HTTP")
+              after[("sent", "tcp")] == before[("sent", "tcp")],
+              f"cli: no payload over HTTP (before {before}, after {after})")
 
         sys.path.insert(0, os.path.join(BUILD, "python"))
         import rdmastor

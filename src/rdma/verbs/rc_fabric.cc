@@ -676,6 +676,7 @@ class RcTarget final : public Target {
 class RcServerListener final : public RcListener {
  public:
   static constexpr auto kEstablishTimeout = std::chrono::seconds(3);
+  static constexpr size_t kMaxAccepting = 64;  // handshakes pending at once, as the soft listener
 
   static Result<std::unique_ptr<RcListener>> Start(RcFabric* fabric, const std::string& bind_ip,
                                                    uint16_t port, RcAdmission admission) {
@@ -745,7 +746,7 @@ class RcServerListener final : public RcListener {
       return false;
     }
     uint32_t ip = ntohl(reinterpret_cast<const sockaddr_in*>(peer)->sin_addr.s_addr);
-    if (!admission_.can_admit(ip).ok()) {
+    if (accepting_.size() >= kMaxAccepting || !admission_.can_admit(ip).ok()) {
       Reject(id, soft::wire::kRcRefused);
       return false;
     }
