@@ -919,6 +919,22 @@ class Client:
     def abort_multipart_upload(self, bucket, key, upload_id):
         self._request("DELETE", bucket, key, query={"uploadId": upload_id}, ok=(204, 200))
 
+    def list_multipart_uploads(self, bucket, prefix=""):
+        """Yields (key, upload_id, initiated) for every upload in progress under prefix
+        (ListMultipartUploads, following pages); initiated is the server's ISO 8601 time."""
+        markers = {}
+        for _ in range(1 << 30):  # bounded by the listing itself: stops when not truncated
+            _, _, body = self._request("GET", bucket, query={"uploads": None, "prefix": prefix,
+                                                             **markers})
+            root = ET.fromstring(body)
+            for u in root.iter(_S3_NS + "Upload"):
+                yield (u.findtext(_S3_NS + "Key"), u.findtext(_S3_NS + "UploadId"),
+                       u.findtext(_S3_NS + "Initiated"))
+            if root.findtext(_S3_NS + "IsTruncated") != "true":
+                return
+            markers = {"key-marker": root.findtext(_S3_NS + "NextKeyMarker") or "",
+                       "upload-id-marker": root.findtext(_S3_NS + "NextUploadIdMarker") or ""}
+
     def _put_multipart(self, bucket, key, size, headers, prog, upload_part):
         """A multipart upload of size bytes, parts of part_size max_concurrency at a time, each
         sent by upload_part(upload_id, part_number, offset, length) -> Transfer."""

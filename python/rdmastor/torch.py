@@ -357,13 +357,41 @@ def _manifest(client, bucket, key):
     return m
 
 
+def _iso_time(text):
+    from datetime import datetime
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _remove_superseded(client, bucket, key, manifest, previous):
+    """After a commit: the previous checkpoint's shards, and the shards and unfinished uploads
+    that saves which never committed (a rank killed mid-save) left under key/, are deleted. An
+    orphan is a shard-named object not in the new manifest and written (server time) before the
+    new checkpoint's first shard, so a save started since, still running, keeps its shards."""
+    import re
+    mine = {s["key"] for s in manifest["shards"]}
+    shard_name = re.compile(re.escape(key) + r"/[^/]+/shard-\d{5}-of-\d{5}\.pt")
+    listed = [o for o in client.list_objects(bucket, prefix=key + "/")
+              if shard_name.fullmatch(o.key)]
+    began = min((_iso_time(o.last_modified) for o in listed if o.key in mine), default=None)
+    if began is None:
+        return
+    stale = {s["key"] for s in (previous or {}).get("shards", [])} - mine
+    stale |= {o.key for o in listed if o.key not in mine and _iso_time(o.last_modified) < began}
+    if stale:
+        client.delete_objects(bucket, sorted(stale))
+    for k, upload_id, initiated in list(client.list_multipart_uploads(bucket, prefix=key + "/")):
+        if shard_name.fullmatch(k) and k not in mine and _iso_time(initiated) < began:
+            client.abort_multipart_upload(bucket, k, upload_id)
+
+
 def save_sharded(state_dict, url, rank=None, world_size=None, client=None, generation=None):
     """Saves this rank's state_dict as one shard of a checkpoint at url (a prefix), every rank in
     parallel (each streamed over RDMA as save() does); the checkpoint becomes visible only when
     rank 0 commits url/manifest.json, after every shard landed (their sizes and ETags gathered
     through torch.distributed), so a reader (load_sharded) never sees a half-written one. Shards
     go under url/<generation>/, so the previous checkpoint at url stays readable until the new
-    manifest replaces its manifest; its shards are deleted after that. rank / world_size come
+    manifest replaces its manifest; its shards are deleted after that, with what saves that
+    never committed (a rank killed mid-save) left behind. rank / world_size come
     from torch.distributed when it is initialized; without it (one process per rank and no
     collective), pass them and the same generation to every rank, and rank 0 commits only once
     all shards exist. Returns the manifest (a dict)."""
@@ -405,8 +433,7 @@ def save_sharded(state_dict, url, rank=None, world_size=None, client=None, gener
                     "shards": shards}
         client.put_object(bucket, f"{key}/{_MANIFEST}", json.dumps(manifest).encode(),
                           content_type="application/json")
-        if previous and previous.get("generation") != generation:
-            client.delete_objects(bucket, [s["key"] for s in previous["shards"]])
+        _remove_superseded(client, bucket, key, manifest, previous)
     if collective:
         box = [manifest]
         torch.distributed.broadcast_object_list(box, src=0)  # every rank returns after the commit

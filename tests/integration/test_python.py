@@ -1157,7 +1157,8 @@ def _sharded_rank(rank, port, srv_info, url, seed, die_in_upload, q):
 def test_sharded_checkpoint_two_ranks_commit_atomically(soft, c):
     """save_sharded / load_sharded with 2 gloo ranks: both shards written in parallel, visible
     through the manifest only; a rank killed mid-save leaves the previous checkpoint readable
-    (byte for byte) and the new one invisible."""
+    (byte for byte) and the new one invisible; the next save that commits removes what the
+    killed one left (a shard, an unfinished upload) and the superseded checkpoint's shards."""
     torch = pytest.importorskip("torch", reason="python3-torch not installed")
     if not torch.distributed.is_available():
         pytest.skip("torch.distributed is not available")
@@ -1203,6 +1204,22 @@ def test_sharded_checkpoint_two_ranks_commit_atomically(soft, c):
         back = load_sharded(url, rank=rank, client=c)
         assert torch.equal(back["w"], torch.randn(
             3 * MiB, generator=torch.Generator().manual_seed(100 + rank)))
+
+    def left():
+        objects = sorted(o.key for o in c.list_objects("pyt", prefix="sharded/ckpt/"))
+        uploads = [u[0] for u in c.list_multipart_uploads("pyt", prefix="sharded/ckpt/")]
+        return objects, uploads
+    objects, uploads = left()  # the killed save's orphans: rank 0's shard, rank 1's upload
+    orphans = [k for k in objects if k != "sharded/ckpt/manifest.json"
+               and not k.startswith(f"sharded/ckpt/{gen1}/")]
+    assert len(orphans) == 1 and len(uploads) == 1, (objects, uploads)
+    out, codes = run(seed=300, die=False)  # the next save that commits removes them
+    assert codes == [0, 0] and out[0][0] == "ok", out
+    gen3 = out[0][1]
+    objects, uploads = left()
+    assert objects == [f"sharded/ckpt/{gen3}/shard-{r:05d}-of-00002.pt" for r in range(2)] + [
+        "sharded/ckpt/manifest.json"], objects
+    assert uploads == [], uploads
 
 
 def test_iterable_dataset_resumes_mid_epoch(soft, c, thousand):
@@ -1289,3 +1306,95 @@ def test_stalled_server_reads_are_retried_writes_that_are_not_idempotent_are_not
         t.join()
     assert cl.stats()["retries"] == st["retries"]  # not retried
     assert cl.get_object("stl", "k") == b"still here"  # and the client still works
+
+
+class _ResettingProxy:
+    """A loopback TCP proxy in front of srv that resets (RST, SO_LINGER 0) the connections whose
+    index is in `resets` once the request's first bytes arrived, and relays the others whole."""
+
+    def __init__(self, srv, resets):
+        import socket
+        self.resets, self.accepted = set(resets), 0
+        self.target = ("127.0.0.1", srv.port)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.endpoint = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        import socket
+        import struct
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            n, self.accepted = self.accepted, self.accepted + 1
+            if n in self.resets:
+                conn.settimeout(5)
+                try:
+                    conn.recv(1)  # the request began: the client sent it, the server never saw it
+                except OSError:
+                    pass
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
+                continue
+            up = socket.create_connection(self.target, timeout=5)
+            for a, b in ((conn, up), (up, conn)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst):
+        import socket
+        try:
+            for _ in range(1 << 20):  # bounded: ends at EOF or error long before
+                data = src.recv(1 << 16)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+def test_connection_resets_are_retried_for_idempotent_calls_only(server_factory):
+    """Connections reset by the network mid-request (a proxy sends RST): a GET and a PUT of a
+    whole object (idempotent) are retried on a new connection and succeed, counted as transient
+    retries; creating a multipart upload (the server may have acted on it) raises a
+    ConnectionError at once, and is not retried."""
+    srv = server_factory(name="resets", env=SOFT_ENV)
+    direct = client(srv, rdma="off")
+    direct.create_bucket("rst")
+    direct.put_object("rst", "k", b"through the resets")
+    proxy = _ResettingProxy(srv, resets={0, 1, 3})
+    try:
+        cl = rdmastor.Client(proxy.endpoint, srv.access_key, srv.secret_key, rdma="off",
+                             retries={"max_attempts": 4, "base_delay": 0.05})
+        assert cl.get_object("rst", "k") == b"through the resets"  # connections 0, 1 reset; 2 relays
+        st = cl.stats()
+        assert st["transient"] == 2 and st["retries"] == 2, st
+        cl.close()  # a new client opens a new connection: number 3, which resets
+        cl = rdmastor.Client(proxy.endpoint, srv.access_key, srv.secret_key, rdma="off",
+                             retries={"max_attempts": 4, "base_delay": 0.05})
+        with pytest.raises(ConnectionError) as e:
+            cl.create_multipart_upload("rst", "mp")
+        assert not isinstance(e.value, rdmastor.EndpointConnectionError), e.value
+        assert cl.stats()["retries"] == 0, cl.stats()
+        assert proxy.accepted == 4
+        cl.put_object("rst", "k2", b"x" * 1000)  # connection 4 relays
+        assert direct.get_object("rst", "k2") == b"x" * 1000
+    finally:
+        proxy.close()

@@ -666,14 +666,17 @@ class RcTarget final : public Target {
 };
 
 // S3 over RDMA on RC (rc_sessions.h): the server's rdma_cm listener for the connections clients
-// open. A connect request passes the limits before anything is made for it; then the id moves to
-// its own event channel (whose DISCONNECTED ends the endpoint: RcEndpoint::Alive), gets an
-// initiator QP on the fabric's PD (where the staging buffers are registered), is admitted under
-// a connection id proposed here and accepted with that id in the private data (a
-// soft::wire::RcWelcome, the soft fabric's own answer). Host byte order, as the soft wire.
+// open. A connect request passes the limits before anything is made for it; then the id gets an
+// initiator QP on the fabric's PD (where the staging buffers are registered) and is accepted with
+// a connection id proposed here in the private data (a soft::wire::RcWelcome, the soft fabric's
+// own answer); on its ESTABLISHED it moves to its own event channel (whose DISCONNECTED ends the
+// endpoint: RcEndpoint::Alive) and is admitted under that id. The loop never waits for one
+// client: a handshake not completed within kEstablishTimeout is freed. Host byte order, as the
+// soft wire.
 class RcServerListener final : public RcListener {
  public:
   static constexpr auto kEstablishTimeout = std::chrono::seconds(3);
+  static constexpr size_t kMaxAccepting = 64;  // handshakes pending at once, as the soft listener
 
   static Result<std::unique_ptr<RcListener>> Start(RcFabric* fabric, const std::string& bind_ip,
                                                    uint16_t port, RcAdmission admission) {
@@ -722,6 +725,14 @@ class RcServerListener final : public RcListener {
     rdma_reject(id, &w, sizeof(w));
   }
 
+  // An accepted connection waiting for its ESTABLISHED.
+  struct Accepting {
+    std::unique_ptr<RcEndpoint> ep;
+    RcPeer peer;
+    uint64_t proposed = 0;
+    std::chrono::steady_clock::time_point deadline;
+  };
+
   // One connect request (acknowledged by the caller only after this returns false: rejected).
   bool Handle(rdma_cm_event* ev) {
     rdma_cm_id* id = ev->id;
@@ -735,7 +746,7 @@ class RcServerListener final : public RcListener {
       return false;
     }
     uint32_t ip = ntohl(reinterpret_cast<const sockaddr_in*>(peer)->sin_addr.s_addr);
-    if (!admission_.can_admit(ip).ok()) {
+    if (accepting_.size() >= kMaxAccepting || !admission_.can_admit(ip).ok()) {
       Reject(id, soft::wire::kRcRefused);
       return false;
     }
@@ -746,19 +757,19 @@ class RcServerListener final : public RcListener {
     return true;
   }
 
-  // After the request's event was acknowledged: its own channel, QP, admission and accept.
-  void Finish() {
+  // After the request's event was acknowledged: a QP and the accept. The id stays on the
+  // listener's channel until its ESTABLISHED (Established), so that a client that never
+  // completes the handshake holds one pending entry until kEstablishTimeout, never the loop.
+  void Accept() {
     auto [id, peer] = pending_;
     pending_ = {};
-    ChannelPtr ch(rdma_create_event_channel());
-    if (!ch || rdma_migrate_id(id, ch.get())) {
+    ChannelPtr ch(rdma_create_event_channel());  // the connection's own, from ESTABLISHED on
+    if (!ch) {
       Reject(id, soft::wire::kRcRefused);
       rdma_destroy_id(id);
       return;
     }
-    rdma_event_channel* channel = ch.get();
     auto ep = std::make_unique<RcEndpoint>(std::move(ch), id);  // owns id from here on
-    RcEndpoint* raw = ep.get();
     if (!fabric_->MakeInitiatorQp(*ep, id).ok()) {
       Reject(id, soft::wire::kRcRefused);
       return;  // ep destroys the id
@@ -777,29 +788,78 @@ class RcServerListener final : public RcListener {
       spdlog::debug("verbs RC: rdma_accept: {}", std::strerror(errno));
       return;
     }
-    if (!Expect(channel, RDMA_CM_EVENT_ESTABLISHED, kEstablishTimeout, "accept").ok()) return;
-    raw->set_connected();
-    auto admitted = admission_.admit(peer, std::move(ep), proposed);
+    accepting_.push_back({std::move(ep), peer, proposed,
+                          std::chrono::steady_clock::now() + kEstablishTimeout});
+  }
+
+  // ESTABLISHED (acknowledged) for an accepted id: it moves to its own channel and is admitted.
+  void Established(Accepting a) {
+    rdma_cm_id* id = a.ep->id();
+    if (rdma_migrate_id(id, a.ep->channel())) {
+      spdlog::info("verbs RC: closed a connection from {}: rdma_migrate_id: {}",
+                   soft::net::Ipv4String(a.peer.ip), std::strerror(errno));
+      return;
+    }
+    a.ep->set_connected();
+    auto admitted = admission_.admit(a.peer, std::move(a.ep), a.proposed);
     if (!admitted.ok())
-      spdlog::info("verbs RC: closed a connection from {}: {}", soft::net::Ipv4String(peer.ip),
+      spdlog::info("verbs RC: closed a connection from {}: {}", soft::net::Ipv4String(a.peer.ip),
                    admitted.error().message);
   }
 
-  void EventLoop() {
-    while (rdma_cm_event* ev = NextCmEvent(ch_.get(), wake_[0])) {
-      if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
-        if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
-          spdlog::error("verbs RC: the RDMA device was removed: no new RC connections");
-        rdma_ack_cm_event(ev);
+  // Frees the accepted connections that did not reach ESTABLISHED within kEstablishTimeout.
+  // Returns the milliseconds until the next one is due (-1: none pending).
+  int ExpireAccepting() {
+    auto now = std::chrono::steady_clock::now();
+    int next = -1;
+    for (auto it = accepting_.begin(); it != accepting_.end();) {
+      if (it->deadline <= now) {
+        spdlog::info("verbs RC: a connection from {} was not established within {} s: freed",
+                     soft::net::Ipv4String(it->peer.ip),
+                     std::chrono::duration_cast<std::chrono::seconds>(kEstablishTimeout).count());
+        it = accepting_.erase(it);
         continue;
       }
+      int ms = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(it->deadline - now).count()) + 1;
+      next = next < 0 ? ms : std::min(next, ms);
+      ++it;
+    }
+    return next;
+  }
+
+  void EventLoop() {
+    for (;;) {
+      bool tick = false;
+      rdma_cm_event* ev = NextCmEvent(ch_.get(), wake_[0], ExpireAccepting(), &tick);
+      if (!ev) {
+        if (tick) continue;
+        return;
+      }
       rdma_cm_id* id = ev->id;
-      bool go = Handle(ev);
-      rdma_ack_cm_event(ev);  // before rdma_migrate_id, which waits for it
-      if (go)
-        Finish();
-      else
-        rdma_destroy_id(id);
+      rdma_cm_event_type type = ev->event;
+      if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+        bool go = Handle(ev);
+        rdma_ack_cm_event(ev);
+        if (go)
+          Accept();
+        else
+          rdma_destroy_id(id);
+        continue;
+      }
+      rdma_ack_cm_event(ev);  // before rdma_migrate_id or destroying the id, which wait for it
+      if (type == RDMA_CM_EVENT_DEVICE_REMOVAL && id == listen_) {
+        spdlog::error("verbs RC: the RDMA device was removed: no new RC connections");
+        continue;
+      }
+      auto it = std::find_if(accepting_.begin(), accepting_.end(),
+                             [id](const Accepting& a) { return a.ep->id() == id; });
+      if (it == accepting_.end()) continue;
+      Accepting a = std::move(*it);
+      accepting_.erase(it);
+      if (type == RDMA_CM_EVENT_ESTABLISHED) Established(std::move(a));
+      // Any other event (REJECTED, CONNECT_ERROR, UNREACHABLE, DISCONNECTED) ends it: a's
+      // endpoint destroys its QP and id.
     }
   }
 
@@ -811,6 +871,7 @@ class RcServerListener final : public RcListener {
   int wake_[2] = {-1, -1};
   std::thread thread_;
   std::pair<rdma_cm_id*, RcPeer> pending_{};
+  std::list<Accepting> accepting_;  // accepted, not yet ESTABLISHED; the event loop's only
 };
 
 Result<std::unique_ptr<RcListener>> RcFabric::ListenRc(const std::string& bind_ip, uint16_t port,
