@@ -27,13 +27,16 @@ class ErasureFaultTest : public ::testing::Test {
   void Open(int n, const erasure::StorageClassSettings& classes = {}) {
     store_.reset();
     faults_.clear();
-    std::vector<std::unique_ptr<Drive>> drives;
+    std::vector<std::string> roots;
     for (int i = 0; i < n; ++i) {
-      const std::string root = tmp_.path() + "/d" + std::to_string(i);
-      std::filesystem::create_directories(root);
-      auto d = std::make_unique<FaultDrive>(root);
-      faults_.push_back(d.get());
-      drives.push_back(std::move(d));
+      roots.push_back(tmp_.path() + "/d" + std::to_string(i));
+      std::filesystem::create_directories(roots.back());
+    }
+    host_ = std::make_shared<FaultHost>(roots);
+    std::vector<DriveSlot> drives;
+    for (size_t i = 0; i < roots.size(); ++i) {
+      faults_.push_back(&host_->fault(i));
+      drives.push_back({host_, i});
     }
     auto s = ErasureStore::Open(std::move(drives), classes, FormatOptions{});
     RS_ASSERT_OK(s);
@@ -161,7 +164,8 @@ class ErasureFaultTest : public ::testing::Test {
   }
 
   TempDir tmp_;
-  std::vector<FaultDrive*> faults_;  // owned by store_
+  std::shared_ptr<FaultHost> host_;
+  std::vector<FaultDrive*> faults_;  // owned by host_
   std::unique_ptr<ErasureStore> store_;
 };
 
