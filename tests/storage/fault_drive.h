@@ -290,69 +290,62 @@ class FaultHost final : public DriveHost {
 
   std::vector<Result<std::optional<std::string>>> ReadFiles(
       const std::vector<FileRead>& reads) override {
-    std::vector<Result<std::optional<std::string>>> out(
-        reads.size(), Result<std::optional<std::string>>(ErrorCode::kInternalError));
-    std::vector<FileRead> pass;
-    std::vector<size_t> at;
-    for (size_t j = 0; j < reads.size(); ++j) {
-      if (auto st = faults_[reads[j].drive]->Inject(DriveOp::kReadFile); !st.ok()) {
-        out[j] = st.error();
-        continue;
-      }
-      pass.push_back(reads[j]);
-      at.push_back(j);
-    }
-    auto got = inner_.ReadFiles(pass);
-    for (size_t k = 0; k < at.size(); ++k) {
-      faults_[pass[k].drive]->Tell(pass[k].path, got[k]);
-      out[at[k]] = std::move(got[k]);
-    }
-    return out;
+    return Batch<Result<std::optional<std::string>>>(
+        std::vector<FileRead>(reads),
+        [](FaultDrive& d, const FileRead&) { return d.Inject(DriveOp::kReadFile); },
+        [&](std::vector<FileRead> pass) {
+          auto got = inner_.ReadFiles(pass);
+          for (size_t k = 0; k < pass.size(); ++k)
+            faults_[pass[k].drive]->Tell(pass[k].path, got[k]);
+          return got;
+        });
   }
 
   std::vector<Result<RenameDataResult>> RenameData(std::vector<RenameDataEntry> entries) override {
-    std::vector<Result<RenameDataResult>> out(entries.size(),
-                                              Result<RenameDataResult>(ErrorCode::kInternalError));
-    std::vector<RenameDataEntry> pass;
-    std::vector<size_t> at;
-    for (size_t j = 0; j < entries.size(); ++j) {
-      if (auto st = faults_[entries[j].drive]->Inject(DriveOp::kRenameData); !st.ok()) {
-        out[j] = st.error();
-        continue;
-      }
-      pass.push_back(std::move(entries[j]));
-      at.push_back(j);
-    }
-    ++rename_batches_;
-    auto done = inner_.RenameData(std::move(pass));
-    for (size_t k = 0; k < at.size(); ++k) out[at[k]] = std::move(done[k]);
-    return out;
+    return Batch<Result<RenameDataResult>>(
+        std::move(entries),
+        [](FaultDrive& d, const RenameDataEntry&) { return d.Inject(DriveOp::kRenameData); },
+        [&](std::vector<RenameDataEntry> pass) {
+          ++rename_batches_;
+          return inner_.RenameData(std::move(pass));
+        });
   }
 
   std::vector<Status> WriteShardPieces(const std::vector<ShardPiece>& pieces) override {
-    std::vector<Status> out(pieces.size());
-    std::vector<ShardPiece> pass;
-    std::vector<size_t> at;
-    for (size_t j = 0; j < pieces.size(); ++j) {
-      FaultDrive& d = *faults_[pieces[j].drive];
-      Status st = pieces[j].create ? d.Inject(DriveOp::kCreateShard) : Status();
-      if (st.ok()) st = d.Inject(DriveOp::kShardAppend);
-      if (!st.ok()) {
-        out[j] = st;
-        continue;
-      }
-      pass.push_back(pieces[j]);
-      at.push_back(j);
-    }
-    auto done = inner_.WriteShardPieces(pass);
-    for (size_t k = 0; k < at.size(); ++k) out[at[k]] = std::move(done[k]);
-    return out;
+    return Batch<Status>(
+        std::vector<ShardPiece>(pieces),
+        [](FaultDrive& d, const ShardPiece& p) {
+          Status st = p.create ? d.Inject(DriveOp::kCreateShard) : Status();
+          return st.ok() ? d.Inject(DriveOp::kShardAppend) : st;
+        },
+        [&](std::vector<ShardPiece> pass) { return inner_.WriteShardPieces(pass); });
   }
 
   // RenameData batches run (each one LocalHost::RenameData).
   uint64_t rename_batches() const { return rename_batches_.load(); }
 
  private:
+  // Injects each entry's fault on its drive (inject(drive, entry): the entry's error, or ok),
+  // then runs the entries that passed as one call of the LocalHost (run(entries)); the results
+  // in the entries' order.
+  template <class Out, class Entry, class Inject, class Run>
+  std::vector<Out> Batch(std::vector<Entry> entries, Inject inject, Run run) {
+    std::vector<Out> out(entries.size(), Out(ErrorCode::kInternalError));
+    std::vector<Entry> pass;
+    std::vector<size_t> at;
+    for (size_t j = 0; j < entries.size(); ++j) {
+      if (Status st = inject(*faults_[entries[j].drive], entries[j]); !st.ok()) {
+        out[j] = st.error();
+        continue;
+      }
+      pass.push_back(std::move(entries[j]));
+      at.push_back(j);
+    }
+    auto done = run(std::move(pass));
+    for (size_t k = 0; k < at.size(); ++k) out[at[k]] = std::move(done[k]);
+    return out;
+  }
+
   LocalHost inner_;
   std::vector<std::unique_ptr<FaultDrive>> faults_;
   std::vector<Drive*> drives_;
