@@ -354,13 +354,13 @@ class ErasureSet {
                           std::vector<std::string>* inline_out, std::string* md5_out,
                           bool committed_by_rename_data = false);
 
-  // Writes every alive drive's pending shard bytes (pending[dist[p]]) at written[p] of
-  // <staging>/<rel>, one WriteShardPieces call per host (the first piece creates the file; `sync`:
-  // the last piece of a shard no RenameData commits), then advances `written` and clears
-  // `pending`. Drops the drives whose piece failed.
+  // Writes up to `piece` of every alive drive's pending shard bytes (pending[dist[p]]) at
+  // written[p] of <staging>/<rel>, one WriteShardPieces call per host (the first piece creates the
+  // file; `sync`: the last piece of a shard no RenameData commits), then advances `written` and
+  // drops what was written from `pending`. Drops the drives whose piece failed.
   void WritePieces(std::vector<std::string>& pending, const std::vector<int>& dist,
                    std::vector<uint64_t>& written, const Stagings& st, std::vector<bool>& alive,
-                   const std::string& rel, uint64_t shard_size, bool sync) const;
+                   const std::string& rel, uint64_t shard_size, bool sync, size_t piece) const;
 
   // The error of commits that reached `committed` drives, short of `quorum`: NoSuchBucket (the
   // cached bucket forgotten) when `no_bucket` drives, a write quorum, refused for want of the

@@ -140,23 +140,26 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
       return MakeError(ErrorCode::kEntityTooLarge,
                        "body exceeds the limit of " + std::to_string(limit) + " bytes");
     }
-    const size_t before = pending[0].size();
     if (*got > 0) {
       if (md5) md5->Update(buf.data(), *got);
       erasure::EncodeStripe(codec, buf.data(), *got, pending, scratch);
     }
-    const size_t stripe_bytes = pending[0].size() - before;  // per shard
     const bool end = *got < buf.size();
     if (!files && too_big_for_inline()) {
       files = true;
       for (size_t p = 0; p < n; ++p)
         if (alive[p]) st.Use(p);  // the shard's first piece makes the staging directory
     }
-    // A piece per drive once another stripe would not fit in it, and the rest at the end (the
+    // Full pieces as they fill (every shard has the same length), and the rest at the end (the
     // last piece of a shard that no RenameData commits carries its fsync: multipart parts).
-    if (files && (end || pending[0].size() + stripe_bytes > fanout_.piece_bytes())) {
-      const bool sync = end && !committed_by_rename_data;
-      WritePieces(pending, dist, written, st, alive, rel, shard_size, sync);
+    const size_t piece = fanout_.piece_bytes();
+    while (files && (pending[0].size() > piece || (!end && pending[0].size() == piece))) {
+      WritePieces(pending, dist, written, st, alive, rel, shard_size, /*sync=*/false, piece);
+      if (Count(alive) < quorum) return WriteQuorumError(Count(alive), quorum);
+    }
+    if (files && end) {
+      WritePieces(pending, dist, written, st, alive, rel, shard_size,
+                  /*sync=*/!committed_by_rename_data, piece);
       if (Count(alive) < quorum) return WriteQuorumError(Count(alive), quorum);
     }
     if (end) break;
@@ -177,7 +180,8 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
 void ErasureSet::WritePieces(std::vector<std::string>& pending, const std::vector<int>& dist,
                              std::vector<uint64_t>& written, const Stagings& st,
                              std::vector<bool>& alive, const std::string& rel, uint64_t shard_size,
-                             bool sync) const {
+                             bool sync, size_t piece) const {
+  const size_t len = std::min(pending[0].size(), piece);  // every shard's pending is as long
   const size_t n = roots_.size();
   std::vector<char> ok(n, 0);  // not vector<bool>: written per host concurrently
   // Files a RenameData commits are made durable by its first barrier (group commit); a shard
@@ -188,7 +192,8 @@ void ErasureSet::WritePieces(std::vector<std::string>& pending, const std::vecto
         std::vector<ShardPiece> pieces;
         std::vector<size_t> sent;
         for (size_t p : members) {
-          const std::string& data = pending[static_cast<size_t>(dist[p])];
+          const std::string_view data =
+              std::string_view(pending[static_cast<size_t>(dist[p])]).substr(0, len);
           const bool create = written[p] == 0;
           if (data.empty() && !create && !sync) {
             ok[p] = 1;  // nothing left for this drive
@@ -214,9 +219,9 @@ void ErasureSet::WritePieces(std::vector<std::string>& pending, const std::vecto
       alive[p] = false;
       continue;
     }
-    written[p] += pending[static_cast<size_t>(dist[p])].size();
+    written[p] += len;
   }
-  for (auto& s : pending) s.clear();
+  for (auto& s : pending) s.erase(0, len);  // what is left (less than a stripe) moves up
 }
 
 Status ErasureSet::Publish(const std::string& bucket, const std::string& key,
