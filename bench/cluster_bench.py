@@ -233,10 +233,35 @@ def table(runs, args):
     lines.append("Peer calls: rdmastor_peer_calls_total sent by node 1 for one PUT / one GET of the "
                  "cell's size through node 1 (storage and lock calls, mean of 3 each, after the "
                  "s3bench run; 12 of the set's 16 drives are remote).")
+    lines.extend(cpu_ratio_lines(runs))
     for run in runs:
         for note in run["notes"]:
             lines.append(f"note ({run['mode']}): {note}")
     return "\n".join(lines)
+
+
+def cpu_ratio_lines(runs):
+    """PUT CPU per GiB of the 4 nodes together against one node with 4 drives, per size (issue 35:
+    the cluster should spend at most 2x what the single node spends per byte)."""
+    def total(cell):
+        ph = cell["put"]
+        if not ph or "server_cpu_s" not in ph or not ph["bytes"]:
+            return None
+        return sum(ph["server_cpu_s"]) / (ph["bytes"] / (1 << 30))
+
+    single = {c["size_text"]: total(c) for r in runs if r["mode"] == "single" for c in r["cells"]}
+    out = []
+    for run in runs:
+        if run["mode"] == "single":
+            continue
+        for cell in run["cells"]:
+            mine, base = total(cell), single.get(cell["size_text"])
+            if mine is None or not base:
+                continue
+            out.append(f"PUT {cell['size_text']} CPU s/GiB, all nodes together: "
+                       f"{MODES[run['mode']]} {mine:.2f}, one node {base:.2f}: "
+                       f"{mine / base:.2f}x (target <= 2x)")
+    return out
 
 
 def main():

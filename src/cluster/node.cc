@@ -17,85 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A drive that this node serves (LocalDrive owned by ClusterNode) seen through the erasure layer.
-class BorrowedDrive final : public storage::Drive {
- public:
-  explicit BorrowedDrive(storage::LocalDrive* d) : d_(d) {}
-  const std::string& name() const override { return d_->name(); }
-  bool is_local() const override { return true; }
-  bool IsOnline() override { return d_->IsOnline(); }
-  Result<storage::DiskInfo> GetDiskInfo() override { return d_->GetDiskInfo(); }
-  Result<bool> EnsureRoot() override { return d_->EnsureRoot(); }
-  Status Prepare() override { return d_->Prepare(); }
-  Result<bool> IsEmpty() override { return d_->IsEmpty(); }
-  Result<storage::DriveFormat> ReadFormat() override { return d_->ReadFormat(); }
-  Status WriteFormat(const storage::DriveFormat& f) override { return d_->WriteFormat(f); }
-  Result<bool> MakeVol(const std::string& b, const std::string& r) override {
-    return d_->MakeVol(b, r);
-  }
-  bool StatVol(const std::string& b) override { return d_->StatVol(b); }
-  Result<std::vector<std::string>> ListVols() override { return d_->ListVols(); }
-  Result<std::optional<std::string>> ReadVolMeta(const std::string& b) override {
-    return d_->ReadVolMeta(b);
-  }
-  Result<bool> VolHasObjects(const std::string& b) override { return d_->VolHasObjects(b); }
-  Status DeleteVol(const std::string& b) override { return d_->DeleteVol(b); }
-  Result<std::optional<std::string>> ReadFile(const std::string& p) override {
-    return d_->ReadFile(p);
-  }
-  Status WriteFile(const std::string& p, std::string_view data) override {
-    return d_->WriteFile(p, data);
-  }
-  bool Exists(const std::string& p) override { return d_->Exists(p); }
-  bool IsDir(const std::string& p) override { return d_->IsDir(p); }
-  Result<std::vector<std::string>> ListDir(const std::string& p, bool dirs_only) override {
-    return d_->ListDir(p, dirs_only);
-  }
-  Status MakeDir(const std::string& p) override { return d_->MakeDir(p); }
-  Status MakeDirAll(const std::string& b, const std::string& p) override {
-    return d_->MakeDirAll(b, p);
-  }
-  Status Rename(const std::string& a, const std::string& b) override { return d_->Rename(a, b); }
-  Status Link(const std::string& a, const std::string& b) override { return d_->Link(a, b); }
-  Status Unlink(const std::string& p) override { return d_->Unlink(p); }
-  Status RemoveAll(const std::string& p) override { return d_->RemoveAll(p); }
-  Status FsyncDir(const std::string& p) override { return d_->FsyncDir(p); }
-  void PruneEmptyDirs(const std::string& p, const std::string& s) override {
-    d_->PruneEmptyDirs(p, s);
-  }
-  Result<std::unique_ptr<storage::ShardWriter>> CreateShard(const std::string& p,
-                                                            uint64_t size) override {
-    return d_->CreateShard(p, size);
-  }
-  Result<std::unique_ptr<storage::ShardFile>> OpenShard(const std::string& p,
-                                                        uint64_t size) override {
-    return d_->OpenShard(p, size);
-  }
-  Status Commit(const storage::fsutil::CommitPlan& plan) override { return d_->Commit(plan); }
-  Result<storage::RenameDataResult> RenameData(const storage::RenameDataRequest& r) override {
-    return d_->RenameData(r);
-  }
-  // The drive's file system group, so that the node's own drives of a set commit (and run their
-  // page-cache steps) together as a single node's do: measured on 4 nodes x 4 drives, without it
-  // each of the 4 local drives committed on its own thread with barriers of its own.
-  uint64_t GroupKey() const override { return d_->GroupKey(); }
-  std::vector<Result<storage::RenameDataResult>> RenameDataGroup(
-      const std::vector<storage::Drive*>& group,
-      const std::vector<storage::RenameDataRequest>& reqs) override {
-    std::vector<storage::Drive*> local(group);
-    for (auto& d : local)
-      if (auto* b = dynamic_cast<BorrowedDrive*>(d)) d = b->d_;
-    return d_->RenameDataGroup(local, reqs);
-  }
-  Result<storage::ListResult> ListObjects(const std::string& b,
-                                          const storage::ListOptions& o) override {
-    return d_->ListObjects(b, o);
-  }
-
- private:
-  storage::LocalDrive* d_;
-};
-
 std::string VolumesHash(const std::vector<std::string>& drives) {
   std::string all;
   for (const auto& d : drives) all += d + "\n";
@@ -181,15 +102,13 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterConfig& co
     lockers.push_back(std::make_shared<HttpLockerClient>(peer));
   }
   node->dsync_ = std::make_shared<Dsync>(std::move(lockers), t.self_node().address());
-  std::map<std::string, storage::LocalDrive*> served;
-  for (int i : t.self_node().drives) {
-    const std::string& path = t.endpoints[static_cast<size_t>(i)].path;
-    node->local_.push_back(std::make_unique<storage::LocalDrive>(path));
-    served[path] = node->local_.back().get();
-  }
+  std::vector<std::string> served;
+  for (int i : t.self_node().drives) served.push_back(t.endpoints[static_cast<size_t>(i)].path);
+  // One host for this node's drives: its peers' batches and its own erasure sets use the same.
+  node->local_ = std::make_shared<storage::LocalHost>(served);
   node->peer_server_ =
-      std::make_unique<PeerServer>(node->auth_, t.self_node().address(), std::move(served),
-                                   node->locks_, node->config_json_, node->internode_);
+      std::make_unique<PeerServer>(node->auth_, t.self_node().address(), node->local_, node->locks_,
+                                   node->config_json_, node->internode_);
   node->handler_ = std::make_unique<NodeHandler>(node->peer_server_.get());
   spdlog::info("cluster: this node is {} (node {} of {}), {} drive(s) per node",
                t.self_node().address(), t.self + 1, t.nodes.size(), t.self_node().drives.size());
@@ -198,7 +117,7 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterConfig& co
 
 std::vector<std::string> ClusterNode::local_drive_paths() const {
   std::vector<std::string> out;
-  for (const auto& d : local_) out.push_back(d->root());
+  for (size_t i = 0; i < local_->size(); ++i) out.push_back(local_->local(i).root());
   return out;
 }
 
@@ -312,16 +231,20 @@ Result<std::unique_ptr<storage::ErasureStore>> ClusterNode::Start() {
   const Topology& t = topology_;
   auto last_log = Clock::now();
   for (;;) {
-    std::vector<std::unique_ptr<storage::Drive>> drives;
+    // One DriveHost per node: this node's LocalHost, a RemoteHost per peer (fresh each attempt).
+    std::vector<std::shared_ptr<RemoteHost>> remote(t.nodes.size());
+    std::vector<storage::DriveSlot> drives;
     size_t next_local = 0;
     for (const auto& e : t.endpoints) {
       if (e.node == t.self) {
-        drives.push_back(std::make_unique<BorrowedDrive>(local_[next_local++].get()));
-      } else {
-        drives.push_back(std::make_unique<RemoteDrive>(peers_[static_cast<size_t>(e.node)], e.path,
-                                                       e.url, internode_,
-                                                       topology_.self_node().address()));
+        drives.push_back({local_, next_local++});
+        continue;
       }
+      auto& host = remote[static_cast<size_t>(e.node)];
+      if (!host)
+        host = std::make_shared<RemoteHost>(peers_[static_cast<size_t>(e.node)], internode_,
+                                            topology_.self_node().address());
+      drives.push_back({host, host->AddDrive(e.path, e.url)});
     }
     storage::FormatOptions fo;
     fo.may_create = t.is_first();  // MinIO: the first endpoint's node formats a new deployment

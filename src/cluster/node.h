@@ -75,8 +75,8 @@ class ClusterNode {
   Topology topology_;
   std::string config_json_;
   std::shared_ptr<const PeerAuth> auth_;
-  std::vector<std::shared_ptr<PeerClient>> peers_;           // by node index (null for this node)
-  std::vector<std::unique_ptr<storage::LocalDrive>> local_;  // served to peers
+  std::vector<std::shared_ptr<PeerClient>> peers_;  // by node index (null for this node)
+  std::shared_ptr<storage::LocalHost> local_;       // served to peers and used by this node's sets
   std::shared_ptr<LockServer> locks_;
   std::shared_ptr<InternodeRdma> internode_;
   std::shared_ptr<const Dsync> dsync_;

@@ -6,8 +6,8 @@
 #include <charconv>
 #include <chrono>
 #include <mutex>
-#include <utility>
 #include <optional>
+#include <utility>
 
 #include "cluster/remote_drive.h"
 #include "cluster/wire.h"
@@ -84,8 +84,8 @@ void LogRefusal(const s3::HttpRequest& req, const Error& e) {
     return v.size() <= n ? std::string(v) : std::string(v.substr(0, n)) + "...";
   };
   spdlog::warn("peer RPC {} {} from {} refused: {} ({} more refusal(s) not logged)",
-               cut(req.method, 16), cut(req.raw_path, 128), req.remote_ip,
-               cut(e.message, 256), skipped);
+               cut(req.method, 16), cut(req.raw_path, 128), req.remote_ip, cut(e.message, 256),
+               skipped);
 }
 
 }  // namespace
@@ -95,12 +95,11 @@ bool IsPeerPath(std::string_view p) {
 }
 
 PeerServer::PeerServer(std::shared_ptr<const PeerAuth> auth, std::string self,
-                       std::map<std::string, storage::LocalDrive*> drives,
-                       std::shared_ptr<LockServer> locks, std::string config_json,
-                       std::shared_ptr<InternodeRdma> internode)
+                       std::shared_ptr<storage::LocalHost> host, std::shared_ptr<LockServer> locks,
+                       std::string config_json, std::shared_ptr<InternodeRdma> internode)
     : auth_(std::move(auth)),
       self_(std::move(self)),
-      drives_(std::move(drives)),
+      host_(std::move(host)),
       locks_(std::move(locks)),
       config_json_(std::move(config_json)),
       internode_(std::move(internode)) {}
@@ -251,87 +250,124 @@ std::string CallerOf(const s3::HttpRequest& req) {
 
 // The calls that need more than the drive the request names (the table's `srv`): those that move
 // shard bytes (the payload in the body (TCP) or moved with InternodeRdma when the request carries
-// the caller's token), and those that name several of this node's drives.
+// the caller's token), and the node's batches, whose entries name drives.
 struct CallServer {
   const s3::HttpRequest& req;
   InternodeRdma* internode;
   OpenShards* open;
   const std::string& disk;
-  const std::map<std::string, storage::LocalDrive*>& drives;
 
-  // A batch entry's drive: one of this node's, or the error that refuses the whole call.
-  Result<storage::LocalDrive*> OwnDrive(const std::string& disk) const {
-    auto it = drives.find(disk);
-    if (it == drives.end())
+  // A batch entry's drive: the index of one of this node's, or the error that refuses the whole
+  // call. `seen` (optional): the drives named so far, each at most once.
+  static Result<size_t> OwnDrive(const storage::LocalHost& h, const std::string& disk,
+                                 std::vector<bool>* seen = nullptr) {
+    auto i = h.Find(disk);
+    if (!i)
       return MakeError(ErrorCode::kInvalidArgument,
                        "drive '" + disk + "' is not a drive of this node");
-    return it->second;
+    if (seen) {
+      if ((*seen)[*i])
+        return MakeError(ErrorCode::kInvalidArgument, "drive '" + disk + "' named twice");
+      (*seen)[*i] = true;
+    }
+    return *i;
   }
 
-  // A drive that is not one of this node's refuses the whole call; each path is checked by the
-  // drive's ReadFile (CheckRelPath), as readfile's.
-  Result<peer::ReadFileResults> ReadFileGroup(const peer::ReadFileBatch& in) {
-    std::vector<storage::LocalDrive*> local;
+  // Each path is checked by the drive's ReadFile (CheckRelPath), as readfile's.
+  Result<peer::ReadFileResults> ReadFiles(storage::LocalHost& h, const peer::ReadFileBatch& in) {
+    std::vector<storage::FileRead> reads;
+    reads.reserve(in.entries.size());
     for (const auto& e : in.entries) {
-      auto d = OwnDrive(e.disk);
-      if (!d.ok()) return d.error();
-      local.push_back(*d);
+      auto i = OwnDrive(h, e.disk);
+      if (!i.ok()) return i.error();
+      reads.push_back({*i, e.path});
     }
-    peer::ReadFileResults out;
-    out.results.reserve(local.size());
-    for (size_t i = 0; i < local.size(); ++i)
-      out.results.push_back(local[i]->ReadFile(in.entries[i].path));
-    return out;
+    return peer::ReadFileResults{h.ReadFiles(reads)};
   }
 
   // Every entry is checked, as renamedata checks its request, before any runs: a batch with one
   // entry that is not for a drive of this node, names a drive twice or names a path outside the
   // layout is refused whole and changes nothing. Then the drives of each file system commit
-  // together (LocalDrive::RenameDataGroup: one pair of barriers per file system).
-  Result<peer::RenameDataResults> RenameDataGroup(peer::RenameDataBatch& in) {
-    const size_t n = in.entries.size();
-    std::vector<storage::LocalDrive*> local(n);
-    for (size_t i = 0; i < n; ++i) {
-      const auto& e = in.entries[i];
-      auto d = OwnDrive(e.disk);
-      if (!d.ok()) return d.error();
-      if (std::find(local.begin(), local.begin() + static_cast<ptrdiff_t>(i), *d) !=
-          local.begin() + static_cast<ptrdiff_t>(i))
-        return MakeError(ErrorCode::kInvalidArgument, "drive '" + e.disk + "' named twice");
+  // together (LocalHost::RenameData: one pair of barriers per file system).
+  Result<peer::RenameDataResults> RenameData(storage::LocalHost& h, peer::RenameDataBatch& in) {
+    std::vector<bool> seen(h.size(), false);
+    std::vector<storage::RenameDataEntry> entries;
+    entries.reserve(in.entries.size());
+    for (auto& e : in.entries) {
+      auto i = OwnDrive(h, e.disk, &seen);
+      if (!i.ok()) return i.error();
       RS_RETURN_IF_ERROR(storage::CheckRenameDataRequest(e.req));
-      local[i] = *d;
+      entries.push_back({*i, std::move(e.req)});
     }
-    if (n == 0) return peer::RenameDataResults{};
-    // LocalDrive::RenameDataGroup commits the drives of each file system together.
-    std::vector<storage::Drive*> group(local.begin(), local.end());
-    std::vector<storage::RenameDataRequest> reqs;
-    reqs.reserve(n);
-    for (auto& e : in.entries) reqs.push_back(std::move(e.req));
-    peer::RenameDataResults out;
-    out.results = local[0]->RenameDataGroup(group, reqs);
+    return peer::RenameDataResults{h.RenameData(std::move(entries))};
+  }
+
+  // The pieces' bytes: the body's payload, or (the request carries a token) pulled over RDMA in
+  // one transfer. Checked whole (drives, lengths) before any piece is written.
+  Result<peer::DoneResults> ShardWriteGroup(storage::LocalHost& h, peer::ShardWriteBatch& in) {
+    std::vector<bool> seen(h.size(), false);
+    std::vector<storage::ShardPiece> pieces;
+    pieces.reserve(in.entries.size());
+    uint64_t total = 0;
+    for (const auto& e : in.entries) {
+      auto i = OwnDrive(h, e.disk, &seen);
+      if (!i.ok()) return i.error();
+      if (e.len > kMaxRpcBody) return MakeError(ErrorCode::kInvalidArgument, "bad len");
+      total += e.len;
+      pieces.push_back({*i, e.path, e.offset, {}, e.create, e.sync, 0});
+    }
+    RS_RETURN_IF_ERROR(ReceivePayload(in.payload, total, "shardwritegroup"));
+    if (in.payload.size() != total)
+      return MakeError(ErrorCode::kInvalidRequest,
+                       "shardwritegroup pieces of " + std::to_string(total) +
+                           " bytes, payload of " + std::to_string(in.payload.size()));
+    size_t at = 0;
+    for (size_t j = 0; j < pieces.size(); ++j) {
+      const auto len = static_cast<size_t>(in.entries[j].len);
+      pieces[j].data = std::string_view(in.payload).substr(at, len);
+      at += len;
+    }
+    peer::DoneResults out;
+    for (auto& st : h.WriteShardPieces(pieces)) {
+      out.results.push_back(st.ok() ? Result<peer::Done>(peer::Done{})
+                                    : Result<peer::Done>(st.error()));
+    }
     return out;
+  }
+
+  // A shard write's payload: as it came in the body, or pulled over RDMA (`want` bytes) when the
+  // request carries a token (then the body carries none).
+  Status ReceivePayload(std::string& payload, uint64_t want, std::string_view call) {
+    auto piece = RdmaPieceOf(req, internode);
+    if (!piece.ok()) return piece.error();
+    const std::string caller = CallerOf(req);
+    if (piece->has_value()) {
+      if (!payload.empty())
+        return MakeError(ErrorCode::kInvalidRequest, "an RDMA piece request carries no payload");
+      if ((*piece)->length != want)
+        return MakeError(ErrorCode::kInvalidRDMAToken,
+                         "RDMA piece length differs from the pieces'");
+      // The signature covers the token, the length and the calling node (so the pull goes to the
+      // signer's buffer), but not the bytes pulled: RDMA payloads are as trustworthy as the
+      // fabric (docs/architecture.md).
+      payload.resize((*piece)->length);
+      auto st =
+          internode->Pull(caller, (*piece)->token, req.remote_ip, payload.data(), payload.size());
+      if (!st.ok()) {
+        spdlog::debug("{} from {}: {}", call, caller, st.error().message);
+        return AsRdmaFailure(st.error());
+      }
+    } else if (internode && !payload.empty()) {
+      internode->RecordShard(caller, admin::Transport::kTcp, 0, payload.size());
+    }
+    return {};
   }
 
   Status ShardWrite(storage::LocalDrive& d, peer::ShardWriteArgs& in) {
     auto piece = RdmaPieceOf(req, internode);
     if (!piece.ok()) return piece.error();
-    const std::string caller = CallerOf(req);
-    if (piece->has_value()) {
-      if (!in.payload.empty())
-        return MakeError(ErrorCode::kInvalidRequest, "an RDMA piece request carries no payload");
-      // The signature covers the token, the length and the calling node (so the pull goes to the
-      // signer's buffer), but not the bytes pulled: RDMA payloads are as trustworthy as the
-      // fabric (docs/architecture.md).
-      in.payload.resize((*piece)->length);
-      auto st = internode->Pull(caller, (*piece)->token, req.remote_ip, in.payload.data(),
-                                in.payload.size());
-      if (!st.ok()) {
-        spdlog::debug("shardwrite from {}: {}", caller, st.error().message);
-        return AsRdmaFailure(st.error());
-      }
-    } else if (internode && !in.payload.empty()) {
-      internode->RecordShard(caller, admin::Transport::kTcp, 0, in.payload.size());
-    }
+    const uint64_t want = piece->has_value() ? (*piece)->length : in.payload.size();
+    RS_RETURN_IF_ERROR(ReceivePayload(in.payload, want, "shardwrite"));
     return d.WriteShardAt(in.path, in.offset, in.payload, in.create, in.sync);
   }
 
@@ -392,21 +428,39 @@ struct CallServer {
   }
 };
 
-// One call of the table: decodes the request, runs the table's expression, sends the response.
-using CallHandler = void (*)(storage::LocalDrive& d, CallServer& srv, std::string body,
+// Stands for `d` in a node row's expression, which must not use it.
+struct NoDrive {};
+
+// One call of the table: decodes the request, runs the row's expression on the drive the request
+// names (a drive row) or on the node's LocalHost (a node row), sends the response.
+template <PeerCall C>
+void Serve(storage::LocalHost& host, CallServer& srv, std::string body, s3::ResponseSink& sink) {
+  using Call = CallOf<C>;
+  using Rsp = typename Call::Rsp;
+  auto decoded = DecodeRequest<typename Call::Req>(std::move(body));
+  if (!decoded.ok()) return SendError(sink, decoded.error(), Call::name);
+  if constexpr (Call::addr == PeerAddr::kDrive) {
+    auto i = host.Find(srv.disk);
+    if (!i)
+      return SendError(sink,
+                       MakeError(ErrorCode::kInvalidArgument,
+                                 "drive '" + srv.disk + "' is not a drive of this node"),
+                       Call::name);
+    SendReply<Rsp>(sink, AsResult<Rsp>(Call::Serve(host.local(*i), host, srv, *decoded)),
+                   Call::name);
+  } else {
+    NoDrive none;
+    SendReply<Rsp>(sink, AsResult<Rsp>(Call::Serve(none, host, srv, *decoded)), Call::name);
+  }
+}
+
+using CallHandler = void (*)(storage::LocalHost& host, CallServer& srv, std::string body,
                              s3::ResponseSink& sink);
 
 const std::map<std::string_view, CallHandler>& Handlers() {
   static const std::map<std::string_view, CallHandler> kHandlers = {
-#define RDMASTOR_PEER_CALL_HANDLER(id, wire, Req, Rsp, expr)                                     \
-  {wire, [](storage::LocalDrive& d, CallServer& srv, std::string body, s3::ResponseSink& sink) { \
-     (void)srv;                                                                                  \
-     auto decoded = DecodeRequest<Req>(std::move(body));                                         \
-     if (!decoded.ok()) return SendError(sink, decoded.error(), wire);                           \
-     auto& in = *decoded;                                                                        \
-     (void)in;                                                                                   \
-     SendReply<Rsp>(sink, AsResult<Rsp>(expr), wire);                                            \
-   }},
+#define RDMASTOR_PEER_CALL_HANDLER(id, wire, addr, wait, Req, Rsp, expr) \
+  {wire, &Serve<PeerCall::k##id>},
       RDMASTOR_PEER_STORAGE_CALLS(RDMASTOR_PEER_CALL_HANDLER)
 #undef RDMASTOR_PEER_CALL_HANDLER
   };
@@ -417,20 +471,13 @@ const std::map<std::string_view, CallHandler>& Handlers() {
 
 void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& req,
                                std::string body, s3::ResponseSink& sink) {
-  const std::string disk = QueryValue(req, "disk");
-  auto it = drives_.find(disk);
-  if (it == drives_.end()) {
-    return SendError(
-        sink,
-        MakeError(ErrorCode::kInvalidArgument, "drive '" + disk + "' is not a drive of this node"),
-        call);
-  }
   auto h = Handlers().find(call);
   if (h == Handlers().end())
     return SendError(sink, MakeError(ErrorCode::kInvalidRequest, "unknown storage call " + call),
                      call);
-  CallServer srv{req, internode_.get(), &open_shards_, disk, drives_};
-  h->second(*it->second, srv, std::move(body), sink);
+  const std::string disk = QueryValue(req, "disk");
+  CallServer srv{req, internode_.get(), &open_shards_, disk};
+  h->second(*host_, srv, std::move(body), sink);
 }
 
 void NodeHandler::Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink) {

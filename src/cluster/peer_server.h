@@ -1,5 +1,6 @@
 // The serving side of peer RPC, on the S3 port:
-//   POST /minio/storage/v1/<call>?disk=PATH       a call of the table (wire.h) on LocalDrive PATH
+//   POST /minio/storage/v1/<call>?disk=PATH       a drive call of the table (wire.h) on drive PATH
+//   POST /minio/storage/v1/<call>                 a node call of the table (a batch) on LocalHost
 //   POST /minio/lock/v1/{lock,rlock,unlock,runlock,refresh,forceunlock}   this node's LockServer
 //   GET  /minio/peer/v1/config                     this node's configuration digest (start-up)
 // Every request must carry a valid peer signature (PeerAuth) made for this node, with a nonce not
@@ -18,7 +19,7 @@
 #include "cluster/open_shards.h"
 #include "cluster/peer_client.h"
 #include "s3/http_server.h"
-#include "storage/local_drive.h"
+#include "storage/local_host.h"
 
 namespace rdmastor::cluster {
 
@@ -31,10 +32,10 @@ bool IsPeerPath(std::string_view raw_path);
 class PeerServer {
  public:
   // `self`: this node's address as its peers name it (Node::address(); requests signed for
-  // another node are refused). `drives`: this node's drives by their path in the endpoints (the
+  // another node are refused). `host`: this node's drives, by their path in the endpoints (the
   // only ones served).
   PeerServer(std::shared_ptr<const PeerAuth> auth, std::string self,
-             std::map<std::string, storage::LocalDrive*> drives, std::shared_ptr<LockServer> locks,
+             std::shared_ptr<storage::LocalHost> host, std::shared_ptr<LockServer> locks,
              std::string config_json, std::shared_ptr<InternodeRdma> internode = nullptr);
 
   void Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::ResponseSink& sink);
@@ -51,7 +52,7 @@ class PeerServer {
   std::shared_ptr<const PeerAuth> auth_;
   std::string self_;
   PeerReplayCache replay_;
-  std::map<std::string, storage::LocalDrive*> drives_;
+  std::shared_ptr<storage::LocalHost> host_;
   std::shared_ptr<LockServer> locks_;
   std::string config_json_;
   std::shared_ptr<InternodeRdma> internode_;

@@ -114,43 +114,17 @@ size_t RemoteDrive::piece_bytes() const {
   return internode_ ? internode_->piece_bytes() : InternodeRdma::kMinPieceBytes;
 }
 
-std::string RemoteDrive::StorageTarget(std::string_view call) const {
-  return std::string(kStoragePrefix) + std::string(call) + "?" + QueryParam("disk", path_);
+std::string StorageTarget(std::string_view call, PeerAddr addr, std::string_view disk) {
+  std::string t = std::string(kStoragePrefix) + std::string(call);
+  if (addr == PeerAddr::kDrive) t += "?" + QueryParam("disk", std::string(disk));
+  return t;
 }
 
-template <PeerCall C>
-Result<client::HttpResponse> RemoteDrive::Send(const typename CallOf<C>::Req& req,
-                                               const client::ResponseTarget& target,
-                                               const s3::HeaderList& headers) {
-  // Quick calls (small reads, no payload, no fsync) get a deadline of their own; the others may
-  // wait for a peer's busy disk up to the I/O timeout (a dead peer: the health check).
-  static constexpr std::string_view kQuick[] = {
-      "online", "diskinfo", "statvol",    "readvolmeta", "readfile",      "readfilegroup",
-      "exists", "isdir",    "readformat", "listvols",    "volhasobjects", "isempty"};
-  const bool quick =
-      std::find(std::begin(kQuick), std::end(kQuick), CallOf<C>::name) != std::end(kQuick);
-  return peer_->Call("POST", StorageTarget(CallOf<C>::name), EncodeRequest(req), target, headers,
-                     quick ? peer_->quick_timeout() : std::chrono::milliseconds(0));
-}
-
-template <PeerCall C>
-Result<typename CallOf<C>::Rsp> RemoteDrive::Invoke(const typename CallOf<C>::Req& req) {
-  using Rsp = typename CallOf<C>::Rsp;
-  auto r = Send<C>(req);
-  if (!r.ok()) return r.error();
-  Frame f;
-  if constexpr (kHasPayload<Rsp>) {
-    const std::string* head = r->FindHeader(kReplyHeader);
-    if (head == nullptr)
-      return MakeError(ErrorCode::kInternalError, "peer " + peer_->address() + " answered " +
-                                                      std::string(CallOf<C>::name) + " without " +
-                                                      kReplyHeader);
-    f.head = *head;
-    f.payload = std::move(r->body);
-  } else {
-    f.head = std::move(r->body);
-  }
-  return Wire<Rsp>::Decode(std::move(f));
+bool IsRdmaFailure(const Error& e) {
+  // The serving node could not move the piece (fabric error, refused connection, token it could
+  // not use) or had no RDMA capacity left: the TCP resend is safe, the write/read is idempotent.
+  return e.code == ErrorCode::kRDMATransferFailed || IsRdmaDecline(e.code) ||
+         e.code == ErrorCode::kInvalidRDMAToken || e.code == ErrorCode::kSlowDown;
 }
 
 namespace {
@@ -283,55 +257,6 @@ Result<storage::RenameDataResult> RemoteDrive::RenameData(const storage::RenameD
   return Invoke<PeerCall::kRenameData>(req);
 }
 
-uint64_t RemoteDrive::GroupKey() const {
-  // The PeerClient is shared by every RemoteDrive of its node and lives as long as they do; a
-  // user-space address never has the top bit set, and a local key never has it either.
-  return kRemoteGroupKeyBit | static_cast<uint64_t>(reinterpret_cast<uintptr_t>(peer_.get()));
-}
-
-template <PeerCall C, class Arg, class Out>
-std::vector<Out> RemoteDrive::InvokeGroup(
-    const std::vector<storage::Drive*>& group, const std::vector<Arg>& args,
-    const std::function<Out(storage::Drive&, const Arg&)>& one) {
-  std::vector<Out> out(group.size(), Out(ErrorCode::kInternalError));
-  typename CallOf<C>::Req batch;
-  std::vector<size_t> sent;  // the positions in `group` of the batch's entries
-  for (size_t i = 0; i < group.size(); ++i) {
-    auto* remote = dynamic_cast<RemoteDrive*>(group[i]);
-    if (remote == nullptr || remote->peer_ != peer_) {  // not of this node: on its own
-      out[i] = one(*group[i], args[i]);
-      continue;
-    }
-    batch.entries.push_back({remote->path_, args[i]});
-    sent.push_back(i);
-  }
-  if (sent.empty()) return out;
-  auto r = Invoke<C>(batch);
-  if (r.ok() && r->results.size() != sent.size())
-    r = MakeError(ErrorCode::kInternalError,
-                  "peer " + peer_->address() + " answered " + std::string(CallOf<C>::name) +
-                      " with " + std::to_string(r->results.size()) + " results for " +
-                      std::to_string(sent.size()) + " drives");
-  for (size_t j = 0; j < sent.size(); ++j)
-    out[sent[j]] = r.ok() ? std::move(r->results[j]) : Out(r.error());
-  return out;
-}
-
-std::vector<Result<storage::RenameDataResult>> RemoteDrive::RenameDataGroup(
-    const std::vector<storage::Drive*>& group,
-    const std::vector<storage::RenameDataRequest>& reqs) {
-  return InvokeGroup<PeerCall::kRenameDataGroup, storage::RenameDataRequest,
-                     Result<storage::RenameDataResult>>(
-      group, reqs,
-      [](storage::Drive& d, const storage::RenameDataRequest& req) { return d.RenameData(req); });
-}
-
-std::vector<Result<std::optional<std::string>>> RemoteDrive::ReadFileGroup(
-    const std::vector<storage::Drive*>& group, const std::vector<std::string>& paths) {
-  return InvokeGroup<PeerCall::kReadFileGroup, std::string, Result<std::optional<std::string>>>(
-      group, paths, [](storage::Drive& d, const std::string& path) { return d.ReadFile(path); });
-}
-
 Result<storage::ListResult> RemoteDrive::ListObjects(const std::string& bucket,
                                                      const storage::ListOptions& opts) {
   return Invoke<PeerCall::kListObjects>({bucket, opts});
@@ -339,54 +264,15 @@ Result<storage::ListResult> RemoteDrive::ListObjects(const std::string& bucket,
 
 // ---- shard payloads ----------------------------------------------------------------------
 
-bool RemoteDrive::IsRdmaFailure(const Error& e) {
-  // The serving node could not move the piece (fabric error, refused connection, token it could
-  // not use) or had no RDMA capacity left: the TCP resend is safe, the write/read is idempotent.
-  return e.code == ErrorCode::kRDMATransferFailed || IsRdmaDecline(e.code) ||
-         e.code == ErrorCode::kInvalidRDMAToken || e.code == ErrorCode::kSlowDown;
-}
-
-// The size a piece's transport is chosen by: its shard's (when known), else the shard so far.
-uint64_t RemoteDrive::TransportBasis(uint64_t shard_size, uint64_t offset, size_t piece) {
-  if (piece == 0) return 0;  // nothing to move
-  return shard_size != 0 ? shard_size : offset + piece;
-}
-
-template <PeerCall C>
-Result<std::optional<RemoteDrive::RdmaReply>> RemoteDrive::RdmaPiece(
-    const typename CallOf<C>::Req& req, char* buf, size_t len, bool remote_write) {
-  const std::string& peer = peer_->address();
-  auto exposed = internode_->Expose(peer, buf, len, remote_write);
-  Error miss = exposed.ok() ? Error{} : exposed.error();
-  if (exposed.ok()) {
-    auto r = Send<C>(req, client::ResponseTarget::String(),
-                     {{kInternodeTokenHeader, exposed->token()},
-                      {kInternodeLengthHeader, std::to_string(len)},
-                      {kPeerNodeHeader, self_}});
-    // The peer answered (whatever it said): it is done with the buffer, which may be reused. A
-    // call that got no answer (kServiceUnavailable: unreachable, timed out) leaves it discarded.
-    if (r.ok() || r.error().code != ErrorCode::kServiceUnavailable) exposed->Answered();
-    if (r.ok())
-      return std::optional<RdmaReply>(RdmaReply{std::move(r).value(), std::move(exposed).value()});
-    if (!IsRdmaFailure(r.error())) return r.error();
-    miss = r.error();
-  }
-  // A full in-flight bound is no failure of the path: count the fallback, keep the peer on RDMA.
-  if (miss.code == ErrorCode::kSlowDown)
-    internode_->RecordFallback(peer);
-  else
-    internode_->ReportFailure(peer, miss);
-  return std::optional<RdmaReply>();
-}
-
 Status RemoteDrive::SendShardBytes(const std::string& path, uint64_t offset, std::string_view data,
                                    bool create, bool sync, uint64_t shard_size) {
   peer::ShardWriteArgs args{path, offset, create, sync, {}};
   const std::string& peer = peer_->address();
   if (internode_ && internode_->ShouldUse(peer, TransportBasis(shard_size, offset, data.size()))) {
     // The peer RDMA-READs the piece out of `data` (registered for remote read for this call).
-    auto r = RdmaPiece<PeerCall::kShardWrite>(args, const_cast<char*>(data.data()), data.size(),
-                                              /*remote_write=*/false);
+    auto r = SendRdmaPiece<PeerCall::kShardWrite>(*peer_, *internode_, self_, path_, args,
+                                                  const_cast<char*>(data.data()), data.size(),
+                                                  /*remote_write=*/false);
     if (!r.ok()) return r.error();
     if (r->has_value()) {
       internode_->RecordShard(peer, admin::Transport::kRdma, data.size(), 0);
@@ -394,8 +280,8 @@ Status RemoteDrive::SendShardBytes(const std::string& path, uint64_t offset, std
     }
   }
   args.payload.assign(data);
-  auto r = Send<PeerCall::kShardWrite>(args, client::ResponseTarget::String(),
-                                       {{kPeerNodeHeader, self_}});
+  auto r = SendCall<PeerCall::kShardWrite>(*peer_, path_, args, client::ResponseTarget::String(),
+                                           {{kPeerNodeHeader, self_}});
   if (!r.ok()) return r.error();
   if (internode_ && !data.empty())
     internode_->RecordShard(peer, admin::Transport::kTcp, data.size(), 0);
@@ -422,7 +308,8 @@ Result<size_t> RemoteDrive::FetchShardBytes(const std::string& path, uint64_t of
   };
   if (internode_ && internode_->ShouldUse(peer, TransportBasis(shard_size, offset, len))) {
     // The peer RDMA-WRITEs what it read into `buf` and says how many bytes that was.
-    auto r = RdmaPiece<PeerCall::kShardRead>(args, buf, len, /*remote_write=*/true);
+    auto r = SendRdmaPiece<PeerCall::kShardRead>(*peer_, *internode_, self_, path_, args, buf, len,
+                                                 /*remote_write=*/true);
     if (!r.ok()) return r.error();
     if (r->has_value()) {
       const std::string* head = (*r)->response.FindHeader(kReplyHeader);
@@ -438,13 +325,120 @@ Result<size_t> RemoteDrive::FetchShardBytes(const std::string& path, uint64_t of
       return static_cast<size_t>(got->rdma_bytes);
     }
   }
-  auto r = Send<PeerCall::kShardRead>(args, client::ResponseTarget::Buffer(buf, len),
-                                      {{kPeerNodeHeader, self_}});
+  auto r = SendCall<PeerCall::kShardRead>(
+      *peer_, path_, args, client::ResponseTarget::Buffer(buf, len), {{kPeerNodeHeader, self_}});
   if (!r.ok()) return r.error();
   RS_RETURN_IF_ERROR(note_handle(*r));
   if (internode_ && r->body_bytes > 0)
     internode_->RecordShard(peer, admin::Transport::kTcp, 0, r->body_bytes);
   return static_cast<size_t>(r->body_bytes);
+}
+
+// ---- RemoteHost --------------------------------------------------------------------------
+
+namespace {
+
+// The results of a batch call: one per entry, or the call's error for every entry.
+template <class T>
+std::vector<Result<T>> PerEntry(Result<std::vector<Result<T>>> r, size_t n, const PeerClient& peer,
+                                std::string_view call) {
+  if (r.ok() && r->size() != n)
+    r = MakeError(ErrorCode::kInternalError,
+                  "peer " + peer.address() + " answered " + std::string(call) + " with " +
+                      std::to_string(r->size()) + " results for " + std::to_string(n) + " drives");
+  if (r.ok()) return std::move(r).value();
+  return std::vector<Result<T>>(n, Result<T>(r.error()));
+}
+
+}  // namespace
+
+RemoteHost::RemoteHost(std::shared_ptr<PeerClient> peer, std::shared_ptr<InternodeRdma> internode,
+                       std::string self)
+    : peer_(std::move(peer)), internode_(std::move(internode)), self_(std::move(self)) {}
+
+size_t RemoteHost::AddDrive(std::string path, std::string url) {
+  remote_.push_back(
+      std::make_unique<RemoteDrive>(peer_, std::move(path), std::move(url), internode_, self_));
+  drives_.push_back(remote_.back().get());
+  return remote_.size() - 1;
+}
+
+size_t RemoteHost::piece_bytes() const {
+  // All of the node's drives' pieces in one call fit one transport piece (a registered RDMA
+  // buffer of the pool, no per-call registration).
+  const size_t piece = internode_ ? internode_->piece_bytes() : InternodeRdma::kMinPieceBytes;
+  return std::max<size_t>(piece / std::max<size_t>(1, remote_.size()), size_t{64} << 10);
+}
+
+std::vector<Result<std::optional<std::string>>> RemoteHost::ReadFiles(
+    const std::vector<storage::FileRead>& reads) {
+  peer::ReadFileBatch batch;
+  for (const auto& r : reads) batch.entries.push_back({remote_.at(r.drive)->path(), r.path});
+  auto r = InvokeCall<PeerCall::kReadFileGroup>(*peer_, {}, batch);
+  return PerEntry(
+      r.ok() ? Result<std::vector<Result<std::optional<std::string>>>>(std::move(r->results))
+             : r.error(),
+      reads.size(), *peer_, CallOf<PeerCall::kReadFileGroup>::name);
+}
+
+std::vector<Result<storage::RenameDataResult>> RemoteHost::RenameData(
+    std::vector<storage::RenameDataEntry> entries) {
+  peer::RenameDataBatch batch;
+  for (auto& e : entries) batch.entries.push_back({remote_.at(e.drive)->path(), std::move(e.req)});
+  auto r = InvokeCall<PeerCall::kRenameDataGroup>(*peer_, {}, batch);
+  return PerEntry(
+      r.ok() ? Result<std::vector<Result<storage::RenameDataResult>>>(std::move(r->results))
+             : r.error(),
+      entries.size(), *peer_, CallOf<PeerCall::kRenameDataGroup>::name);
+}
+
+std::vector<Status> RemoteHost::WriteShardPieces(const std::vector<storage::ShardPiece>& pieces) {
+  constexpr PeerCall kCall = PeerCall::kShardWriteGroup;
+  peer::ShardWriteBatch batch;
+  size_t total = 0;
+  uint64_t basis = 0;  // the largest shard's: picks the transport for all the pieces
+  for (const auto& p : pieces) {
+    batch.entries.push_back(
+        {remote_.at(p.drive)->path(), p.path, p.offset, p.data.size(), p.create, p.sync});
+    total += p.data.size();
+    basis = std::max(basis, TransportBasis(p.shard_size, p.offset, p.data.size()));
+  }
+  // The pieces one after another: the body of a TCP call, or the buffer the peer pulls.
+  std::string payload;
+  payload.reserve(total);
+  for (const auto& p : pieces) payload.append(p.data);
+  const std::string& peer = peer_->address();
+  Result<client::HttpResponse> sent = MakeError(ErrorCode::kInternalError, "not sent");
+  bool done = false;
+  if (internode_ && internode_->ShouldUse(peer, basis)) {
+    auto r = SendRdmaPiece<kCall>(*peer_, *internode_, self_, {}, batch, payload.data(),
+                                  payload.size(), /*remote_write=*/false);
+    if (!r.ok()) {
+      sent = r.error();
+      done = true;
+    } else if (r->has_value()) {
+      internode_->RecordShard(peer, admin::Transport::kRdma, total, 0);
+      sent = std::move((*r)->response);
+      done = true;
+    }
+  }
+  if (!done) {
+    batch.payload = std::move(payload);
+    sent = SendCall<kCall>(*peer_, {}, batch, client::ResponseTarget::String(),
+                           {{kPeerNodeHeader, self_}});
+    if (sent.ok() && internode_ && total > 0)
+      internode_->RecordShard(peer, admin::Transport::kTcp, total, 0);
+  }
+  auto decoded = sent.ok() ? DecodeReply<kCall>(*peer_, std::move(sent).value())
+                           : Result<peer::DoneResults>(sent.error());
+  auto per =
+      PerEntry(decoded.ok() ? Result<std::vector<Result<peer::Done>>>(std::move(decoded->results))
+                            : decoded.error(),
+               pieces.size(), *peer_, CallOf<kCall>::name);
+  std::vector<Status> out;
+  out.reserve(per.size());
+  for (auto& r : per) out.push_back(r.ok() ? Status() : Status(r.error()));
+  return out;
 }
 
 }  // namespace rdmastor::cluster

@@ -538,6 +538,48 @@ Result<peer::ReadFileResults> Wire<peer::ReadFileResults>::Decode(Frame f) {
   return peer::ReadFileResults{std::move(*results)};
 }
 
+// {"entries":[{"disk","path","offset","len","create","sync"}...]} and the pieces, one after
+// another, as the payload (over RDMA: none, the serving node pulls them).
+template <>
+Frame Wire<peer::ShardWriteBatch>::Encode(const peer::ShardWriteBatch& v) {
+  json entries = json::array();
+  for (const auto& e : v.entries)
+    entries.push_back({{"disk", e.disk},
+                       {"path", e.path},
+                       {"offset", e.offset},
+                       {"len", e.len},
+                       {"create", e.create},
+                       {"sync", e.sync}});
+  return Frame{json{{"entries", std::move(entries)}}.dump(), v.payload};
+}
+template <>
+Result<peer::ShardWriteBatch> Wire<peer::ShardWriteBatch>::Decode(Frame f) {
+  return Parse(f.head, "shardwritegroup", [&](const json& j) -> Result<peer::ShardWriteBatch> {
+    peer::ShardWriteBatch v;
+    for (const auto& e : j.at("entries"))
+      v.entries.push_back({e.at("disk").get<std::string>(), e.at("path").get<std::string>(),
+                           json_int::At<uint64_t>(e, "offset"), json_int::At<uint64_t>(e, "len"),
+                           e.at("create").get<bool>(), e.at("sync").get<bool>()});
+    v.payload = std::move(f.payload);
+    return v;
+  });
+}
+
+// Results: {"ok":true} or the entry's error (EncodeResults), no payload.
+template <>
+Frame Wire<peer::DoneResults>::Encode(const peer::DoneResults& v) {
+  return EncodeResults(v.results, [](const peer::Done&) {
+    return std::pair{json::object(), static_cast<const std::string*>(nullptr)};
+  });
+}
+template <>
+Result<peer::DoneResults> Wire<peer::DoneResults>::Decode(Frame f) {
+  auto results = DecodeResults<peer::Done>(
+      f, "shardwritegroup result", [](const json&, const std::string&) { return peer::Done{}; });
+  if (!results.ok()) return results.error();
+  return peer::DoneResults{std::move(*results)};
+}
+
 template <>
 Frame Wire<storage::RenameDataResult>::Encode(const storage::RenameDataResult& v) {
   return Frame{json{{"has_old_meta", v.old_meta.has_value()},

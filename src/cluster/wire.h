@@ -3,17 +3,21 @@
 // errors as HTTP (an Error travels as its HTTP status, an `x-rdmastor-error` header with the S3
 // code text and the message as body, and is decoded back into the same ErrorCode).
 //
-// A storage call is POST /minio/storage/v1/<wire name>?disk=PATH. Its request body is the request's
-// JSON head, a newline, and the request's payload (the bytes JSON would mangle or copy: a shard
-// piece, a file's contents, an object's metadata); JSON never contains a raw newline, so the first
-// one ends the head. A response without a payload is its JSON head as the body; one with a payload
-// carries the head in the `x-rdmastor-reply` header and the payload as the body (so a shard read
-// lands in the caller's buffer). The whole body is covered by the peer signature (peer_auth.h).
+// A storage call is POST /minio/storage/v1/<wire name>?disk=PATH (a drive row) or
+// POST /minio/storage/v1/<wire name> (a node row: a batch whose entries name drives). Its body is
+// the request's JSON head, a newline, and the request's payload (the bytes JSON would mangle or
+// copy: a shard piece, a file's contents, an object's metadata); JSON never contains a raw newline,
+// so the first one ends the head. A response without a payload is its JSON head as the body; one
+// with a payload carries the head in the `x-rdmastor-reply` header and the payload as the body (so
+// a shard read lands in the caller's buffer). The whole body is covered by the peer signature
+// (peer_auth.h).
 //
-// From the table come: the PeerCall enum and CallOf<> traits (here), RemoteDrive's calls
-// (RemoteDrive::Invoke: encode, PeerClient::Call, decode), PeerServer's dispatch (decode, the
-// table's expression on the LocalDrive, encode) and the round-trip test of every call. Adding a
-// call is one line in the table (and the Drive method it runs).
+// From the table come: the PeerCall enum and CallOf<> traits (here), the callers' side
+// (SendCall / InvokeCall in remote_drive.h: encode, PeerClient::Call with the row's deadline,
+// decode), PeerServer's dispatch (decode, the row's expression on the LocalDrive or LocalHost,
+// encode) and the round-trip test of every call. Adding a call is one row in the table and the
+// method it runs: a Drive method (drive row) or a DriveHost method (node row), which LocalHost
+// and RemoteHost must both implement.
 #pragma once
 
 #include <array>
@@ -91,11 +95,14 @@ struct ShardBytes {
   uint64_t handle = 0;
   std::string payload;
 };
-// The commits of several drives of the serving node in one call (renamedatagroup): what a PUT
-// ends with on every drive of a peer node. Each entry names its drive (a drive of the serving
-// node, at most once) and carries what a renamedata call to it would; the answer holds one result
-// per entry, in order. The serving node checks every entry before it runs any, and commits the
-// drives that share a file system with one pair of barriers (LocalDrive::RenameDataGroup).
+// The calls addressed to the node (batches: each entry names one of the serving node's drives by
+// its path, at most once per call; an entry naming a drive that is not one of the serving node's
+// refuses the whole call). They run on the node's storage::LocalHost, the one DriveHost call the
+// caller's cluster::RemoteHost made.
+//
+// renamedatagroup: the commits of a PUT, a metadata update or a delete on the serving node's
+// drives. Each entry carries what a renamedata call to its drive would; one result per entry, in
+// order. Every entry is checked before any runs.
 struct RenameDataEntry {
   std::string disk;
   storage::RenameDataRequest req;
@@ -106,9 +113,7 @@ struct RenameDataBatch {
 struct RenameDataResults {
   std::vector<Result<storage::RenameDataResult>> results;
 };
-// Files of several drives of the serving node read in one call (readfilegroup): the metadata of
-// a key on every drive of a peer node that a GET resolves. One result per entry, in order; an
-// entry whose drive is not one of the serving node's refuses the whole call.
+// readfilegroup: files of several drives (the metadata of a key that a GET resolves).
 struct ReadFileEntry {
   std::string disk;
   std::string path;
@@ -119,74 +124,121 @@ struct ReadFileBatch {
 struct ReadFileResults {
   std::vector<Result<std::optional<std::string>>> results;
 };
+// shardwritegroup: a piece of a shard file on each of several drives (what shardwrite does for
+// one), the pieces one after another in the payload, each `len` bytes. Over inter-node RDMA the
+// payload is empty and the serving node pulls all pieces at once (the token and the total length
+// travel in signed headers, peer_auth.h). One result per entry, in order.
+struct ShardWriteEntry {
+  std::string disk;
+  std::string path;
+  uint64_t offset = 0;
+  uint64_t len = 0;
+  bool create = false;
+  bool sync = false;
+};
+struct ShardWriteBatch {
+  std::vector<ShardWriteEntry> entries;
+  std::string payload;
+};
+struct DoneResults {
+  std::vector<Result<Done>> results;
+};
 using Names = std::vector<std::string>;
 using OptBytes = std::optional<std::string>;
 
 }  // namespace peer
 
-// X(Id, "wire name", Request, Response, what the serving node does)
-// The last column is an expression over `d` (the served storage::LocalDrive&), `in` (the decoded
-// request) and `srv` (the PeerServer, for the calls that move shard bytes or name several drives);
-// it yields the Response, a Result of it, or a Status (Response Done).
-#define RDMASTOR_PEER_STORAGE_CALLS(X)                                                         \
-  X(Online, "online", peer::NoArgs, bool, d.IsOnline())                                        \
-  X(DiskInfo, "diskinfo", peer::NoArgs, storage::DiskInfo, d.GetDiskInfo())                    \
-  X(EnsureRoot, "ensureroot", peer::NoArgs, bool, d.EnsureRoot())                              \
-  X(IsEmpty, "isempty", peer::NoArgs, bool, d.IsEmpty())                                       \
-  X(ReadFormat, "readformat", peer::NoArgs, storage::DriveFormat, d.ReadFormat())              \
-  X(WriteFormat, "writeformat", storage::DriveFormat, peer::Done, d.WriteFormat(in))           \
-  X(MakeVol, "makevol", peer::MakeVolArgs, bool, d.MakeVol(in.bucket, in.payload))             \
-  X(StatVol, "statvol", peer::BucketArgs, bool, d.StatVol(in.bucket))                          \
-  X(ListVols, "listvols", peer::NoArgs, peer::Names, d.ListVols())                             \
-  X(ReadVolMeta, "readvolmeta", peer::BucketArgs, peer::OptBytes, d.ReadVolMeta(in.bucket))    \
-  X(VolHasObjects, "volhasobjects", peer::BucketArgs, bool, d.VolHasObjects(in.bucket))        \
-  X(DeleteVol, "deletevol", peer::BucketArgs, peer::Done, d.DeleteVol(in.bucket))              \
-  X(ReadFile, "readfile", peer::PathArgs, peer::OptBytes, d.ReadFile(in.path))                 \
-  X(ReadFileGroup, "readfilegroup", peer::ReadFileBatch, peer::ReadFileResults,                \
-    srv.ReadFileGroup(in))                                                                     \
-  X(WriteFile, "writefile", peer::WriteFileArgs, peer::Done, d.WriteFile(in.path, in.payload)) \
-  X(Exists, "exists", peer::PathArgs, bool, d.Exists(in.path))                                 \
-  X(IsDir, "isdir", peer::PathArgs, bool, d.IsDir(in.path))                                    \
-  X(ListDir, "listdir", peer::ListDirArgs, peer::Names, d.ListDir(in.path, in.dirs_only))      \
-  X(MakeDir, "mkdir", peer::PathArgs, peer::Done, d.MakeDir(in.path))                          \
-  X(MakeDirAll, "mkdirall", peer::TwoPaths, peer::Done, d.MakeDirAll(in.a, in.b))              \
-  X(Rename, "rename", peer::TwoPaths, peer::Done, d.Rename(in.a, in.b))                        \
-  X(Link, "link", peer::TwoPaths, peer::Done, d.Link(in.a, in.b))                              \
-  X(Unlink, "unlink", peer::PathArgs, peer::Done, d.Unlink(in.path))                           \
-  X(RemoveAll, "removeall", peer::PathArgs, peer::Done, d.RemoveAll(in.path))                  \
-  X(FsyncDir, "fsyncdir", peer::PathArgs, peer::Done, d.FsyncDir(in.path))                     \
-  X(Prune, "prune", peer::TwoPaths, peer::Done, (d.PruneEmptyDirs(in.a, in.b), peer::Done{}))  \
-  X(Commit, "commit", storage::fsutil::CommitPlan, peer::Done, d.Commit(in))                   \
-  X(RenameData, "renamedata", storage::RenameDataRequest, storage::RenameDataResult,           \
-    d.RenameData(in))                                                                          \
-  X(RenameDataGroup, "renamedatagroup", peer::RenameDataBatch, peer::RenameDataResults,        \
-    srv.RenameDataGroup(in))                                                                   \
-  X(ListObjects, "listobjects", peer::ListObjectsArgs, storage::ListResult,                    \
-    d.ListObjects(in.bucket, in.opts))                                                         \
-  X(ShardWrite, "shardwrite", peer::ShardWriteArgs, peer::Done, srv.ShardWrite(d, in))         \
-  X(ShardRead, "shardread", peer::ShardReadArgs, peer::ShardBytes, srv.ShardRead(d, in))
+// Who a call addresses: one drive (?disk=PATH) or the node (a batch whose entries name drives).
+enum class PeerAddr { kDrive, kNode };
+// How long a caller waits: quick calls (small reads, no payload, no fsync) get a deadline of their
+// own (MINIO_PEER_QUICK_TIMEOUT); slow ones may wait for a peer's busy disk up to the I/O timeout
+// (a dead peer is found by the health check).
+enum class PeerWait { kQuick, kSlow };
+
+// X(Id, "wire name", address, wait, Request, Response, what the serving node does)
+// The last column is an expression over `in` (the decoded request), `srv` (the PeerServer's call
+// context, for the calls that move shard bytes or name several drives) and, for a drive row, `d`
+// (the served storage::LocalDrive&) or, for a node row, `h` (the node's storage::LocalHost&): a
+// node row's expression cannot compile with `d`. It yields the Response, a Result of it, or a
+// Status (Response Done). A node row is the peer side of a storage::DriveHost method: the
+// caller's half is cluster::RemoteHost's override of it, which the compiler requires as well.
+#define RDMASTOR_PEER_STORAGE_CALLS(X)                                                            \
+  X(Online, "online", kDrive, kQuick, peer::NoArgs, bool, d.IsOnline())                           \
+  X(DiskInfo, "diskinfo", kDrive, kQuick, peer::NoArgs, storage::DiskInfo, d.GetDiskInfo())       \
+  X(EnsureRoot, "ensureroot", kDrive, kSlow, peer::NoArgs, bool, d.EnsureRoot())                  \
+  X(IsEmpty, "isempty", kDrive, kQuick, peer::NoArgs, bool, d.IsEmpty())                          \
+  X(ReadFormat, "readformat", kDrive, kQuick, peer::NoArgs, storage::DriveFormat, d.ReadFormat()) \
+  X(WriteFormat, "writeformat", kDrive, kSlow, storage::DriveFormat, peer::Done,                  \
+    d.WriteFormat(in))                                                                            \
+  X(MakeVol, "makevol", kDrive, kSlow, peer::MakeVolArgs, bool, d.MakeVol(in.bucket, in.payload)) \
+  X(StatVol, "statvol", kDrive, kQuick, peer::BucketArgs, bool, d.StatVol(in.bucket))             \
+  X(ListVols, "listvols", kDrive, kQuick, peer::NoArgs, peer::Names, d.ListVols())                \
+  X(ReadVolMeta, "readvolmeta", kDrive, kQuick, peer::BucketArgs, peer::OptBytes,                 \
+    d.ReadVolMeta(in.bucket))                                                                     \
+  X(VolHasObjects, "volhasobjects", kDrive, kQuick, peer::BucketArgs, bool,                       \
+    d.VolHasObjects(in.bucket))                                                                   \
+  X(DeleteVol, "deletevol", kDrive, kSlow, peer::BucketArgs, peer::Done, d.DeleteVol(in.bucket))  \
+  X(ReadFile, "readfile", kDrive, kQuick, peer::PathArgs, peer::OptBytes, d.ReadFile(in.path))    \
+  X(ReadFileGroup, "readfilegroup", kNode, kQuick, peer::ReadFileBatch, peer::ReadFileResults,    \
+    srv.ReadFiles(h, in))                                                                         \
+  X(WriteFile, "writefile", kDrive, kSlow, peer::WriteFileArgs, peer::Done,                       \
+    d.WriteFile(in.path, in.payload))                                                             \
+  X(Exists, "exists", kDrive, kQuick, peer::PathArgs, bool, d.Exists(in.path))                    \
+  X(IsDir, "isdir", kDrive, kQuick, peer::PathArgs, bool, d.IsDir(in.path))                       \
+  X(ListDir, "listdir", kDrive, kSlow, peer::ListDirArgs, peer::Names,                            \
+    d.ListDir(in.path, in.dirs_only))                                                             \
+  X(MakeDir, "mkdir", kDrive, kSlow, peer::PathArgs, peer::Done, d.MakeDir(in.path))              \
+  X(MakeDirAll, "mkdirall", kDrive, kSlow, peer::TwoPaths, peer::Done, d.MakeDirAll(in.a, in.b))  \
+  X(Rename, "rename", kDrive, kSlow, peer::TwoPaths, peer::Done, d.Rename(in.a, in.b))            \
+  X(Link, "link", kDrive, kSlow, peer::TwoPaths, peer::Done, d.Link(in.a, in.b))                  \
+  X(Unlink, "unlink", kDrive, kSlow, peer::PathArgs, peer::Done, d.Unlink(in.path))               \
+  X(RemoveAll, "removeall", kDrive, kSlow, peer::PathArgs, peer::Done, d.RemoveAll(in.path))      \
+  X(FsyncDir, "fsyncdir", kDrive, kSlow, peer::PathArgs, peer::Done, d.FsyncDir(in.path))         \
+  X(Prune, "prune", kDrive, kSlow, peer::TwoPaths, peer::Done,                                    \
+    (d.PruneEmptyDirs(in.a, in.b), peer::Done{}))                                                 \
+  X(Commit, "commit", kDrive, kSlow, storage::fsutil::CommitPlan, peer::Done, d.Commit(in))       \
+  X(RenameData, "renamedata", kDrive, kSlow, storage::RenameDataRequest,                          \
+    storage::RenameDataResult, d.RenameData(in))                                                  \
+  X(RenameDataGroup, "renamedatagroup", kNode, kSlow, peer::RenameDataBatch,                      \
+    peer::RenameDataResults, srv.RenameData(h, in))                                               \
+  X(ListObjects, "listobjects", kDrive, kSlow, peer::ListObjectsArgs, storage::ListResult,        \
+    d.ListObjects(in.bucket, in.opts))                                                            \
+  X(ShardWrite, "shardwrite", kDrive, kSlow, peer::ShardWriteArgs, peer::Done,                    \
+    srv.ShardWrite(d, in))                                                                        \
+  X(ShardWriteGroup, "shardwritegroup", kNode, kSlow, peer::ShardWriteBatch, peer::DoneResults,   \
+    srv.ShardWriteGroup(h, in))                                                                   \
+  X(ShardRead, "shardread", kDrive, kSlow, peer::ShardReadArgs, peer::ShardBytes,                 \
+    srv.ShardRead(d, in))
 
 enum class PeerCall : uint8_t {
-#define RDMASTOR_PEER_CALL_ENUM(id, name, Req, Rsp, expr) k##id,
+#define RDMASTOR_PEER_CALL_ENUM(id, name, addr, wait, Req, Rsp, expr) k##id,
   RDMASTOR_PEER_STORAGE_CALLS(RDMASTOR_PEER_CALL_ENUM)
 #undef RDMASTOR_PEER_CALL_ENUM
 };
 
+// Per call: its types, wire name, address and wait, and Serve(d, h, srv, in), the table's
+// expression (instantiated by the serving side only; d is a placeholder for a node row).
 template <PeerCall C>
 struct CallOf;
-#define RDMASTOR_PEER_CALL_TRAITS(id, wire, Req_, Rsp_, expr) \
-  template <>                                                 \
-  struct CallOf<PeerCall::k##id> {                            \
-    using Req = Req_;                                         \
-    using Rsp = Rsp_;                                         \
-    static constexpr std::string_view name = wire;            \
+#define RDMASTOR_PEER_CALL_TRAITS(id, wire, addr_, wait_, Req_, Rsp_, expr)    \
+  template <>                                                                  \
+  struct CallOf<PeerCall::k##id> {                                             \
+    using Req = Req_;                                                          \
+    using Rsp = Rsp_;                                                          \
+    static constexpr std::string_view name = wire;                             \
+    static constexpr PeerAddr addr = PeerAddr::addr_;                          \
+    static constexpr bool quick = PeerWait::wait_ == PeerWait::kQuick;         \
+    static auto Serve([[maybe_unused]] auto& d, [[maybe_unused]] auto& h,      \
+                      [[maybe_unused]] auto& srv, [[maybe_unused]] auto& in) { \
+      return expr;                                                             \
+    }                                                                          \
   };
 RDMASTOR_PEER_STORAGE_CALLS(RDMASTOR_PEER_CALL_TRAITS)
 #undef RDMASTOR_PEER_CALL_TRAITS
 
 // Every call's wire name, in table order (the metric's label values, the dispatch, the tests).
 inline constexpr std::array kPeerCallNames = {
-#define RDMASTOR_PEER_CALL_NAME(id, wire, Req, Rsp, expr) std::string_view(wire),
+#define RDMASTOR_PEER_CALL_NAME(id, wire, addr, wait, Req, Rsp, expr) std::string_view(wire),
     RDMASTOR_PEER_STORAGE_CALLS(RDMASTOR_PEER_CALL_NAME)
 #undef RDMASTOR_PEER_CALL_NAME
 };
@@ -232,7 +284,9 @@ struct Wire {
   X(peer::RenameDataBatch, true)        \
   X(peer::RenameDataResults, true)      \
   X(peer::ReadFileBatch, false)         \
-  X(peer::ReadFileResults, true)
+  X(peer::ReadFileResults, true)        \
+  X(peer::ShardWriteBatch, true)        \
+  X(peer::DoneResults, false)
 
 template <class T>
 inline constexpr bool kHasPayload = false;

@@ -4,7 +4,9 @@
 // staged version, listing, the format file, and disk state.
 //
 // LocalDrive (local_drive.h) implements it on a directory with fsutil/paths; cluster::RemoteDrive
-// implements it by calling the peer node that owns the drive (peer RPC, src/cluster/). Paths are
+// implements it by calling the peer node that owns the drive (peer RPC, src/cluster/). The calls
+// of a request's hot path that the drives of one node share (metadata reads, shard pieces,
+// commits) go through that node's DriveHost (drive_host.h) in batches instead. Paths are
 // '/'-separated, relative to the drive root, never absolute and never containing a ".." segment
 // (CheckRelPath); the helpers in `rel::` build them.
 //
@@ -201,37 +203,6 @@ class Drive {
   virtual Status Commit(const fsutil::CommitPlan& plan) = 0;
   // Metadata + data + retirement of the old version in one call (see RenameDataRequest).
   virtual Result<RenameDataResult> RenameData(const RenameDataRequest& req) = 0;
-
-  // ---- drive groups ----
-  // Drives with the same non-zero key commit together (RenameDataGroup): the local drives on one
-  // file system, which share its page cache and its syncfs (each drive on its own disk is a group
-  // of one), and the remote drives of one peer node, whose commits travel in one peer call (keys
-  // with kRemoteGroupKeyBit set; a local key never has it). DriveWork::kBuffered fan-outs run a
-  // local group's calls one after another on one thread. 0: a group of its own.
-  static constexpr uint64_t kRemoteGroupKeyBit = uint64_t{1} << 63;
-  virtual uint64_t GroupKey() const { return 0; }
-  // RenameData of reqs[i] on group[i]; `group` holds this drive and others with its GroupKey().
-  // A local group runs each step for every drive before the next, with one barrier per step for
-  // all of them; a remote group is one peer call, which the serving node commits the same way.
-  // The default runs the calls one after another. One result per drive.
-  virtual std::vector<Result<RenameDataResult>> RenameDataGroup(
-      const std::vector<Drive*>& group, const std::vector<RenameDataRequest>& reqs) {
-    std::vector<Result<RenameDataResult>> out;
-    out.reserve(group.size());
-    for (size_t i = 0; i < group.size(); ++i) out.push_back(group[i]->RenameData(reqs[i]));
-    return out;
-  }
-
-  // ReadFile of paths[i] on group[i]; `group` holds this drive and others with its GroupKey(). A
-  // remote group is one peer call (the metadata reads of a GET's round: one call per node);
-  // the default reads one after another. One result per drive.
-  virtual std::vector<Result<std::optional<std::string>>> ReadFileGroup(
-      const std::vector<Drive*>& group, const std::vector<std::string>& paths) {
-    std::vector<Result<std::optional<std::string>>> out;
-    out.reserve(group.size());
-    for (size_t i = 0; i < group.size(); ++i) out.push_back(group[i]->ReadFile(paths[i]));
-    return out;
-  }
 
   // ---- listing (ListDrive of one bucket) ----
   virtual Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) = 0;

@@ -53,6 +53,7 @@
 #include "common/result.h"
 #include "erasure/layout.h"
 #include "storage/drive.h"
+#include "storage/drive_host.h"
 #include "storage/format.h"
 #include "storage/namespace_lock.h"
 #include "storage/object_layer.h"
@@ -82,7 +83,7 @@ struct HealCounts {
   // Objects left with a copy not rebuilt because its drive was offline or failed while healing:
   // a later heal must finish them, so a walk with any is not a clean one.
   uint64_t incomplete = 0;
-  std::set<std::string> missed_drives;  // the drives those copies belong on
+  std::set<std::string> missed_drives;                // the drives those copies belong on
   std::map<std::string, uint64_t> written_per_drive;  // drive -> copies rewritten on it
 
   void Add(const Result<ObjectHealResult>& object);
@@ -92,7 +93,6 @@ struct HealCounts {
   // "N object(s) scanned, N healed, N drive copies rewritten, N failed, N incomplete[ (...)]"
   std::string Summary() const;
 };
-
 
 // Called for every object healed while walking: bucket, key, counts so far.
 using HealProgress = std::function<void(const std::string&, const std::string&, const HealCounts&)>;
@@ -114,12 +114,13 @@ class ErasureStore final : public ObjectLayer {
   // or writes the format files, and starts the background healer. Errors name the problem.
   static Result<std::unique_ptr<ErasureStore>> Open(const std::vector<std::string>& drives,
                                                     const erasure::StorageClassSettings& classes);
-  // The same over any drives (local and remote, in endpoint order; clusters). Only local drives
-  // are prepared (staging recovery) and checked for replacement here.
-  static Result<std::unique_ptr<ErasureStore>> Open(std::vector<std::unique_ptr<Drive>> drives,
+  // The same over any drives (local and remote, in endpoint order; clusters): each a drive of its
+  // node's DriveHost, which the store keeps. Only local drives are prepared (staging recovery)
+  // and checked for replacement here.
+  static Result<std::unique_ptr<ErasureStore>> Open(std::vector<DriveSlot> drives,
                                                     const erasure::StorageClassSettings& classes,
                                                     const FormatOptions& format_options);
-  const std::vector<std::unique_ptr<Drive>>& drives() const { return drives_; }
+  const std::vector<Drive*>& drives() const { return drives_; }
   ~ErasureStore() override;
 
   const erasure::SetLayout& layout() const { return layout_; }
@@ -159,9 +160,8 @@ class ErasureStore final : public ObjectLayer {
   Result<std::vector<BucketInfo>> ListBuckets() override;
   Status DeleteBucket(const std::string& bucket) override;
 
-  Result<ObjectInfo> PutObject(const std::string& bucket, const std::string& key,
-                               BodySource& body, const PutOptions& opts,
-                               const CommitCheck& check) override;
+  Result<ObjectInfo> PutObject(const std::string& bucket, const std::string& key, BodySource& body,
+                               const PutOptions& opts, const CommitCheck& check) override;
   Result<std::unique_ptr<ObjectReader>> OpenObject(const std::string& bucket,
                                                    const std::string& key) override;
   Result<ObjectInfo> StatObject(const std::string& bucket, const std::string& key) override;
@@ -193,9 +193,8 @@ class ErasureStore final : public ObjectLayer {
   Result<std::string> NewMultipartUpload(const std::string& bucket, const std::string& key,
                                          const PutOptions& opts) override;
   Result<PartInfo> PutObjectPart(const std::string& bucket, const std::string& key,
-                                 const std::string& upload_id, int part_number,
-                                 BodySource& body, std::optional<uint64_t> size,
-                                 const CommitCheck& check) override;
+                                 const std::string& upload_id, int part_number, BodySource& body,
+                                 std::optional<uint64_t> size, const CommitCheck& check) override;
   Result<std::vector<PartInfo>> ListParts(const std::string& bucket, const std::string& key,
                                           const std::string& upload_id) override;
   Result<std::vector<UploadInfo>> ListMultipartUploads(const std::string& bucket,
@@ -220,7 +219,8 @@ class ErasureStore final : public ObjectLayer {
   erasure::SetLayout layout_;
   std::string deployment_id_;
   uint64_t hash_seed_ = 0;
-  std::vector<std::unique_ptr<Drive>> drives_;
+  std::vector<DriveSlot> slots_;  // keeps the hosts, which own the drives
+  std::vector<Drive*> drives_;
   // Runs the per-drive calls of remote drives in parallel; null when every drive is local.
   // Declared before sets_: the sets use it, so it is destroyed after them.
   std::unique_ptr<ThreadPool> drive_pool_;

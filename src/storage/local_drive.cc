@@ -98,10 +98,7 @@ Result<std::vector<std::string>> DataDirsOfMetaFile(const std::string& meta_path
   return file->DataDirs();
 }
 
-LocalDrive::LocalDrive(std::string root) : root_(std::move(root)) {
-  struct stat st;
-  if (::stat(root_.c_str(), &st) == 0) group_key_ = static_cast<uint64_t>(st.st_dev) + 1;
-}
+LocalDrive::LocalDrive(std::string root) : root_(std::move(root)) {}
 
 Result<std::string> LocalDrive::Abs(const std::string& path) const {
   RS_RETURN_IF_ERROR(CheckRelPath(path));
@@ -338,7 +335,6 @@ Status LocalDrive::WriteShardAt(const std::string& path, uint64_t offset, std::s
 Result<std::shared_ptr<fsutil::SyncBatcher>> LocalDrive::Batcher() {
   struct stat st;
   if (::stat(root_.c_str(), &st) != 0) return fsutil::ErrnoError("stat", root_, errno);
-  group_key_.store(static_cast<uint64_t>(st.st_dev) + 1, std::memory_order_relaxed);
   std::lock_guard lock(batcher_mu_);
   if (!batcher_ || batcher_->dev() != st.st_dev) {
     auto b = fsutil::SyncBatcher::For(root_);
@@ -493,58 +489,6 @@ Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
   if (!batcher.ok()) return batcher.error();
   RS_RETURN_IF_ERROR(fsutil::Commit(*staged->plan, batcher->get()));
   return FinishRename(*staged, req);
-}
-
-std::vector<Result<RenameDataResult>> LocalDrive::RenameDataGroup(
-    const std::vector<Drive*>& group, const std::vector<RenameDataRequest>& reqs) {
-  const size_t n = group.size();
-  std::vector<Result<RenameDataResult>> out(n, Result<RenameDataResult>(ErrorCode::kInternalError));
-  std::vector<std::optional<StagedRename>> staged(n);
-  std::vector<LocalDrive*> local(n, nullptr);
-  // Drives sharing a batcher (one file system) commit together; a drive moved to another file
-  // system since its key was read simply forms its own sub-group.
-  std::vector<std::pair<std::shared_ptr<fsutil::SyncBatcher>, std::vector<size_t>>> by_fs;
-  for (size_t i = 0; i < n; ++i) {
-    local[i] = dynamic_cast<LocalDrive*>(group[i]);
-    if (!local[i]) {
-      out[i] = group[i]->RenameData(reqs[i]);
-      continue;
-    }
-    auto s = local[i]->StageRename(reqs[i]);
-    if (!s.ok()) {
-      out[i] = s.error();
-      continue;
-    }
-    if (!s->plan) {
-      out[i] = std::move(s->out);
-      continue;
-    }
-    auto b = local[i]->Batcher();
-    if (!b.ok()) {
-      out[i] = b.error();
-      continue;
-    }
-    staged[i] = std::move(*s);
-    auto it =
-        std::find_if(by_fs.begin(), by_fs.end(), [&](const auto& g) { return g.first == *b; });
-    if (it == by_fs.end()) it = by_fs.insert(by_fs.end(), {*b, {}});
-    it->second.push_back(i);
-  }
-  for (auto& [batcher, members] : by_fs) {
-    std::vector<fsutil::CommitPlan> plans;
-    plans.reserve(members.size());
-    for (size_t i : members) plans.push_back(*staged[i]->plan);
-    auto done = fsutil::CommitMany(plans, *batcher);
-    for (size_t j = 0; j < members.size(); ++j) {
-      const size_t i = members[j];
-      if (!done[j].ok()) {
-        out[i] = done[j].error();
-        continue;
-      }
-      out[i] = local[i]->FinishRename(*staged[i], reqs[i]);
-    }
-  }
-  return out;
 }
 
 Result<ListResult> LocalDrive::ListObjects(const std::string& bucket, const ListOptions& opts) {

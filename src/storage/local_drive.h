@@ -2,7 +2,6 @@
 // format) behind the Drive interface. Relative paths are checked and resolved below the root.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,20 +55,17 @@ class LocalDrive final : public Drive {
 
   Status Commit(const fsutil::CommitPlan& plan) override;
   Result<RenameDataResult> RenameData(const RenameDataRequest& req) override;
-  uint64_t GroupKey() const override {
-    return group_key_.load(std::memory_order_relaxed) & ~kRemoteGroupKeyBit;
-  }
-  std::vector<Result<RenameDataResult>> RenameDataGroup(
-      const std::vector<Drive*>& group, const std::vector<RenameDataRequest>& reqs) override;
 
   Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) override;
 
-  // For peer RPC (a remote writer's batches): writes `data` at `offset` of shard file `path`,
+  // A shard piece (LocalHost::WriteShardPieces): writes `data` at `offset` of shard file `path`,
   // creating it exclusively when `create`; fsyncs when `sync`.
   Status WriteShardAt(const std::string& path, uint64_t offset, std::string_view data, bool create,
                       bool sync);
 
  private:
+  friend class LocalHost;  // its RenameData runs StageRename / FinishRename around CommitMany
+
   // root/<path> after CheckRelPath; an Error for a path that would leave the drive.
   Result<std::string> Abs(const std::string& path) const;
   // Creates the shard file `abs` (drive-relative `path`) exclusively, with its missing parent
@@ -79,10 +75,10 @@ class LocalDrive final : public Drive {
   // replaced disk is a different file system).
   Result<std::shared_ptr<fsutil::SyncBatcher>> Batcher();
 
-  // RenameData in three parts, so that a group of drives runs each part for all of them around
-  // one fsutil::CommitMany: Stage checks the request and writes the merged metadata file into
-  // staging (or settles a request with nothing to commit: `plan` unset), Finish cleans up after a
-  // successful commit.
+  // RenameData in three parts, so that the drives of a file system (LocalHost::RenameData) run
+  // each part for all of them around one fsutil::CommitMany: Stage checks the request and writes
+  // the merged metadata file into staging (or settles a request with nothing to commit: `plan`
+  // unset), Finish cleans up after a successful commit.
   struct StagedRename {
     std::optional<fsutil::CommitPlan> plan;  // unset: settled without a commit (`out` is final)
     RenameDataResult out;
@@ -97,8 +93,6 @@ class LocalDrive final : public Drive {
   std::string root_;
   std::mutex batcher_mu_;
   std::shared_ptr<fsutil::SyncBatcher> batcher_;
-  // The file system's device number + 1 (GroupKey; 0 while unknown), refreshed by Batcher().
-  std::atomic<uint64_t> group_key_{0};
 };
 
 // A single drive must be usable to serve (no other drive stands in): creates `root` when missing

@@ -154,6 +154,18 @@ peer::ReadFileResults Sample() {
            R(std::optional<std::string>(kBinary + kBinary))}};
 }
 
+template <>
+peer::ShardWriteBatch Sample() {
+  return {
+      {{"/mnt/d1", ".rdmastor.sys/tmp/s/data/part.1", 0, 3, true, false},
+       {"/mnt/d 2", ".rdmastor.sys/tmp/s/data/part.1", 1 << 20, kBinary.size() - 3, false, true}},
+      kBinary};
+}
+template <>
+peer::DoneResults Sample() {
+  return {{peer::Done{}, MakeError(ErrorCode::kInternalError, "injected"), peer::Done{}}};
+}
+
 template <class T>
 std::string Flat(const T& v) {
   Frame f = Wire<T>::Encode(v);
@@ -181,9 +193,9 @@ void ExpectResponseRoundTrip(std::string_view call) {
 
 TEST(PeerCalls, EveryCallRoundTripsItsRequestAndResponse) {
   int calls = 0;
-#define RDMASTOR_TEST_CALL(id, wire, Request, Response, expr) \
-  ExpectRequestRoundTrip<Request>(wire);                      \
-  ExpectResponseRoundTrip<Response>(wire);                    \
+#define RDMASTOR_TEST_CALL(id, wire, addr, wait, Request, Response, expr) \
+  ExpectRequestRoundTrip<Request>(wire);                                  \
+  ExpectResponseRoundTrip<Response>(wire);                                \
   ++calls;
   RDMASTOR_PEER_STORAGE_CALLS(RDMASTOR_TEST_CALL)
 #undef RDMASTOR_TEST_CALL

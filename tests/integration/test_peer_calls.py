@@ -6,15 +6,17 @@ remote for every node) of real rdmastor processes on 127.0.0.1.
   to ~1.5 MiB, so 10 KiB and 1 MiB alike) makes exactly one storage call per other node
   (renamedatagroup: metadata, inline data and the old version of each of its drives in one call),
   plus the lock round;
-- a 2 MiB PUT (~171 KiB shards: files) makes one shard piece per remote drive and one
-  renamedatagroup per other node;
+- a 2 MiB PUT (~171 KiB shards: files) makes one shardwritegroup (the pieces of all its drives)
+  and one renamedatagroup per other node: with the lock round, 12 peer calls in all;
 - a GET of an inline object reads each remote drive's metadata once, in one readfilegroup per
   other node, nothing else;
 - a DELETE is one renamedatagroup per other node.
 
 Before issue 10 the same PUTs made about 7 (inline) and 10+ (1 MiB) calls per remote drive:
 statvol twice, mkdir, shardwrite, writefile(meta), readfile(old meta), commit, removeall; then
-one renamedata per remote drive (12 per PUT), before the commits were batched per node.
+one renamedata per remote drive (12 per PUT), before the commits were batched per node; and
+one shardwrite per remote drive (12 per 2 MiB PUT), before shard pieces were batched per node
+(issue 35: one DriveHost per node).
 """
 
 import os
@@ -67,17 +69,19 @@ def test_put_and_get_call_budget(cluster):
     big = seeded_bytes(2 << 20, seed=2)
     storage, locks = delta(c, lambda: s3.put_object(Bucket=bucket, Key="big", Body=big))
     print("2 MiB PUT:", storage, locks)
-    assert storage == {"shardwrite": REMOTE, "renamedatagroup": PEERS}, storage
+    assert storage == {"shardwritegroup": PEERS, "renamedatagroup": PEERS}, storage
     assert sum(locks.values()) <= 2 * (NODES - 1), locks
+    assert sum(storage.values()) + sum(locks.values()) <= 12, (storage, locks)
 
     # Overwriting a version with a data directory: one more call per drive drops the retired
     # data once the new version has its quorum (until then it is what a rollback restores).
     big2 = seeded_bytes(2 << 20, seed=3)
     storage, _ = delta(c, lambda: s3.put_object(Bucket=bucket, Key="big", Body=big2))
     print("2 MiB overwrite:", storage)
-    assert sum(storage.values()) <= 2 * REMOTE + PEERS, storage
+    assert sum(storage.values()) <= REMOTE + 2 * PEERS, storage
     assert storage.get("removeall", 0) <= REMOTE, storage
     assert storage.get("renamedatagroup") == PEERS, storage
+    assert storage.get("shardwritegroup") == PEERS, storage
 
     got = {}
     storage, _ = delta(c, lambda: got.update(small=get_bytes(s3, bucket, "small")))

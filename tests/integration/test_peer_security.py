@@ -153,6 +153,48 @@ def test_forged_batched_commit_is_refused_whole(cluster):
     assert b"must survive" not in r.content
 
 
+def test_forged_shard_batch_is_refused_whole(cluster):
+    """shardwritegroup (a shard piece for each of a node's drives in one call) checks every
+    entry's drive and the pieces' lengths before it writes any: an entry naming a drive of another
+    node, no drive, or a drive twice, or lengths that do not add up to the payload, is refused
+    (400) and nothing is written; a path outside the drive fails its own entry (the drive's
+    CheckRelPath), never writes there, and the other entries are written."""
+    c = cluster
+    _, outside = _victim_and_outside(c, "peer-shards", 10, seed=17)
+    node, disks = c.nodes[1], c.dirs[1]
+    staging = ".rdmastor.sys/tmp/forged-shards"
+    climb = "../" * 32 + os.path.relpath(outside, "/")
+
+    def entry(disk, path=staging + "/data/part.1", n=3):
+        return {"disk": disk, "path": path, "offset": 0, "len": n, "create": True, "sync": False}
+
+    def batch(*entries, payload=b"abcabc"):
+        # A node call: no ?disk= (whatever one says is ignored).
+        return storage_call(node, c.creds, "shardwritegroup", disks[-1], {"entries": list(entries)},
+                            payload)
+
+    for second, why in ((entry(c.dirs[0][0]), "is not a drive of this node"),
+                        (entry(outside), "is not a drive of this node"),
+                        (entry(disks[1] + "/.."), "is not a drive of this node"),
+                        (entry(disks[0]), "named twice")):
+        r = batch(entry(disks[0]), second)
+        assert r.status_code == 400, (second, r.status_code, r.text)
+        assert why in r.text, (second, r.text)
+    for payload in (b"abcab", b"abcabcd"):
+        r = batch(entry(disks[0]), entry(disks[1]), payload=payload)
+        assert r.status_code == 400 and "payload of" in r.text, (payload, r.text)
+    for d in disks:
+        assert not os.path.exists(os.path.join(d, staging)), d
+
+    r = batch(entry(disks[0]), entry(disks[1], path=climb + "/keep/new"))
+    assert r.status_code == 200, r.text
+    results = json.loads(r.text)["results"]
+    assert [x["ok"] for x in results] == [True, False], results
+    assert _read(os.path.join(disks[0], staging, "data", "part.1")) == b"abc"
+    assert not os.path.exists(os.path.join(outside, "keep", "new"))
+    assert _read(os.path.join(outside, "keep", "file")) == b"must survive"
+
+
 def _victim_and_outside(c, bucket, size, seed):
     """A bucket holding object "victim" (its bytes returned), and a directory outside every drive
     (returned) holding keep/file = "must survive": what a forged call must leave alone."""

@@ -12,6 +12,7 @@
 #include "fault_drive.h"
 #include "storage/erasure/set.h"
 #include "storage/erasure_store.h"
+#include "storage/fsutil.h"
 #include "storage/object_meta.h"
 #include "storage/paths.h"
 #include "storage_test_util.h"
@@ -27,13 +28,16 @@ class ErasureFaultTest : public ::testing::Test {
   void Open(int n, const erasure::StorageClassSettings& classes = {}) {
     store_.reset();
     faults_.clear();
-    std::vector<std::unique_ptr<Drive>> drives;
+    std::vector<std::string> roots;
     for (int i = 0; i < n; ++i) {
-      const std::string root = tmp_.path() + "/d" + std::to_string(i);
-      std::filesystem::create_directories(root);
-      auto d = std::make_unique<FaultDrive>(root);
-      faults_.push_back(d.get());
-      drives.push_back(std::move(d));
+      roots.push_back(tmp_.path() + "/d" + std::to_string(i));
+      std::filesystem::create_directories(roots.back());
+    }
+    host_ = std::make_shared<FaultHost>(roots);
+    std::vector<DriveSlot> drives;
+    for (size_t i = 0; i < roots.size(); ++i) {
+      faults_.push_back(&host_->fault(i));
+      drives.push_back({host_, i});
     }
     auto s = ErasureStore::Open(std::move(drives), classes, FormatOptions{});
     RS_ASSERT_OK(s);
@@ -161,7 +165,8 @@ class ErasureFaultTest : public ::testing::Test {
   }
 
   TempDir tmp_;
-  std::vector<FaultDrive*> faults_;  // owned by store_
+  std::shared_ptr<FaultHost> host_;
+  std::vector<FaultDrive*> faults_;  // owned by host_
   std::unique_ptr<ErasureStore> store_;
 };
 
@@ -276,6 +281,35 @@ TEST_F(ErasureFaultTest, CommitBelowWriteQuorumRollsBack) {
   RS_ASSERT_OK(Put(*store_, "bkt", "k", v2));
   ClearFaults();
   EXPECT_EQ(Get(*store_, "bkt", "k"), v2);
+}
+
+// The drives of one file system commit through their host as production's do (LocalHost::
+// RenameData): one batch and one pair of syncfs barriers per PUT for all four drives, also when
+// one drive's commit is refused inside the batch: the three others still commit together, and the
+// refused drive keeps the version it had. (FaultDrive once forwarded no group call, so every
+// fault test ran a per-drive commit with barriers of its own, a path production never ran.)
+TEST_F(ErasureFaultTest, GroupCommitWithAFailingDriveCommitsTheOthersTogether) {
+  Open(4);
+  const std::string v1 = Pattern(300 << 10, 11), v2 = Pattern(300 << 10, 12);
+  RS_ASSERT_OK(Put(*store_, "bkt", "g", v1));
+  const uint64_t entries = faults_[1]->calls(DriveOp::kRenameData);
+  std::string before;
+  for (const bool fail : {false, true}) {
+    before = RawMeta(1, "g");
+    const uint64_t batches = host_->rename_batches();
+    const uint64_t barriers = fsutil::GetSyncCounts().fs;
+    if (fail) faults_[1]->Set(DriveOp::kRenameData, {.fail = true});
+    RS_ASSERT_OK(Put(*store_, "bkt", "g", fail ? v2 : v1));
+    EXPECT_EQ(host_->rename_batches() - batches, 1u) << "fail=" << fail;
+    EXPECT_EQ(fsutil::GetSyncCounts().fs - barriers, 2u) << "fail=" << fail;
+    // Drive 1 took the first overwrite, not the one it refused.
+    EXPECT_EQ(RawMeta(1, "g") == before, fail) << "fail=" << fail;
+  }
+  EXPECT_EQ(faults_[1]->calls(DriveOp::kRenameData) - entries, 2u);
+  for (size_t p : {2, 3}) EXPECT_EQ(LatestMeta(p, "g").etag, LatestMeta(0, "g").etag) << p;
+  EXPECT_NE(LatestMeta(1, "g").etag, LatestMeta(0, "g").etag);
+  ClearFaults();
+  EXPECT_EQ(Get(*store_, "bkt", "g"), v2);
 }
 
 // ---- lying drives ----

@@ -1,5 +1,8 @@
-// A Drive that injects faults into a real LocalDrive: selected calls are delayed, fail, or return
-// wrong bytes (a lying drive), and every call is counted. The erasure layer's tests put it under
+// A DriveHost that injects faults into a real LocalHost (FaultHost) and its drives (FaultDrive):
+// selected calls are delayed, fail, or return wrong bytes (a lying drive), and every call is
+// counted. A batch call injects each entry's fault on its drive, then runs the entries that
+// passed as one call of the LocalHost, so fault tests run the commit path production runs (the
+// group commit of a file system's drives, its barriers). The erasure layer's tests put it under
 // an ErasureStore to check quorum, bitrot detection and healing against drives that misbehave the
 // way real ones do (a slow disk, a dead one, silent corruption, a stale metadata file).
 #pragma once
@@ -16,7 +19,9 @@
 #include <vector>
 
 #include "storage/drive.h"
+#include "storage/drive_host.h"
 #include "storage/local_drive.h"
+#include "storage/local_host.h"
 
 namespace rdmastor::storage::testing {
 
@@ -24,11 +29,11 @@ namespace rdmastor::storage::testing {
 enum class DriveOp {
   kReadFile,  // metadata files, bucket records, upload records
   kWriteFile,
-  kCreateShard,  // opening a shard for writing
-  kShardAppend,  // each append of a shard writer
+  kCreateShard,  // opening a shard for writing (a shard's first piece)
+  kShardAppend,  // each append of a shard writer, each shard piece
   kOpenShard,    // opening a shard for reading
   kShardRead,    // each ReadAt of an opened shard
-  kRenameData,   // the commit of a write, metadata update or delete
+  kRenameData,   // the commit of a write, metadata update or delete (a drive's entry of a batch)
   kStatVol,
   kOther,
   kCount
@@ -45,7 +50,7 @@ class FaultDrive final : public Drive {
   // Rewrites what ReadFile returns (path, content; nullopt = missing): a lying metadata file.
   using Lie = std::function<void(const std::string&, std::optional<std::string>&)>;
 
-  explicit FaultDrive(std::string root) : inner_(std::move(root)) {}
+  explicit FaultDrive(LocalDrive& inner) : inner_(inner) {}
 
   void Set(DriveOp op, Fault f) {
     std::lock_guard lock(mu_);
@@ -125,13 +130,7 @@ class FaultDrive final : public Drive {
   Result<std::optional<std::string>> ReadFile(const std::string& path) override {
     RS_RETURN_IF_ERROR(Inject(DriveOp::kReadFile));
     auto r = inner_.ReadFile(path);
-    if (!r.ok()) return r;
-    Lie lie;
-    {
-      std::lock_guard lock(mu_);
-      lie = lie_;
-    }
-    if (lie) lie(path, *r);
+    Tell(path, r);
     return r;
   }
   Status WriteFile(const std::string& path, std::string_view data) override {
@@ -238,6 +237,17 @@ class FaultDrive final : public Drive {
     std::unique_ptr<ShardFile> f_;
   };
 
+  // A lying drive's ReadFile answer.
+  void Tell(const std::string& path, Result<std::optional<std::string>>& r) {
+    if (!r.ok()) return;
+    Lie lie;
+    {
+      std::lock_guard lock(mu_);
+      lie = lie_;
+    }
+    if (lie) lie(path, *r);
+  }
+
   Fault Get(DriveOp op) {
     std::lock_guard lock(mu_);
     return faults_[static_cast<size_t>(op)];
@@ -251,11 +261,95 @@ class FaultDrive final : public Drive {
     return {};
   }
 
-  LocalDrive inner_;
+  friend class FaultHost;  // injects each batch entry's fault on its drive
+
+  LocalDrive& inner_;
   std::mutex mu_;
   std::array<Fault, static_cast<size_t>(DriveOp::kCount)> faults_{};
   Lie lie_;
   std::array<std::atomic<uint64_t>, static_cast<size_t>(DriveOp::kCount)> calls_{};
+};
+
+// The drives of `roots` on one LocalHost, each behind a FaultDrive.
+class FaultHost final : public DriveHost {
+ public:
+  explicit FaultHost(const std::vector<std::string>& roots) : inner_(roots) {
+    for (size_t i = 0; i < inner_.size(); ++i) {
+      faults_.push_back(std::make_unique<FaultDrive>(inner_.local(i)));
+      drives_.push_back(faults_.back().get());
+    }
+  }
+
+  FaultDrive& fault(size_t i) { return *faults_[i]; }
+  LocalHost& inner() { return inner_; }
+
+  const std::string& name() const override { return inner_.name(); }
+  bool is_local() const override { return true; }
+  const std::vector<Drive*>& drives() const override { return drives_; }
+  size_t piece_bytes() const override { return inner_.piece_bytes(); }
+
+  std::vector<Result<std::optional<std::string>>> ReadFiles(
+      const std::vector<FileRead>& reads) override {
+    return Batch<Result<std::optional<std::string>>>(
+        std::vector<FileRead>(reads),
+        [](FaultDrive& d, const FileRead&) { return d.Inject(DriveOp::kReadFile); },
+        [&](std::vector<FileRead> pass) {
+          auto got = inner_.ReadFiles(pass);
+          for (size_t k = 0; k < pass.size(); ++k)
+            faults_[pass[k].drive]->Tell(pass[k].path, got[k]);
+          return got;
+        });
+  }
+
+  std::vector<Result<RenameDataResult>> RenameData(std::vector<RenameDataEntry> entries) override {
+    return Batch<Result<RenameDataResult>>(
+        std::move(entries),
+        [](FaultDrive& d, const RenameDataEntry&) { return d.Inject(DriveOp::kRenameData); },
+        [&](std::vector<RenameDataEntry> pass) {
+          ++rename_batches_;
+          return inner_.RenameData(std::move(pass));
+        });
+  }
+
+  std::vector<Status> WriteShardPieces(const std::vector<ShardPiece>& pieces) override {
+    return Batch<Status>(
+        std::vector<ShardPiece>(pieces),
+        [](FaultDrive& d, const ShardPiece& p) {
+          Status st = p.create ? d.Inject(DriveOp::kCreateShard) : Status();
+          return st.ok() ? d.Inject(DriveOp::kShardAppend) : st;
+        },
+        [&](std::vector<ShardPiece> pass) { return inner_.WriteShardPieces(pass); });
+  }
+
+  // RenameData batches run (each one LocalHost::RenameData).
+  uint64_t rename_batches() const { return rename_batches_.load(); }
+
+ private:
+  // Injects each entry's fault on its drive (inject(drive, entry): the entry's error, or ok),
+  // then runs the entries that passed as one call of the LocalHost (run(entries)); the results
+  // in the entries' order.
+  template <class Out, class Entry, class Inject, class Run>
+  std::vector<Out> Batch(std::vector<Entry> entries, Inject inject, Run run) {
+    std::vector<Out> out(entries.size(), Out(ErrorCode::kInternalError));
+    std::vector<Entry> pass;
+    std::vector<size_t> at;
+    for (size_t j = 0; j < entries.size(); ++j) {
+      if (Status st = inject(*faults_[entries[j].drive], entries[j]); !st.ok()) {
+        out[j] = st.error();
+        continue;
+      }
+      pass.push_back(std::move(entries[j]));
+      at.push_back(j);
+    }
+    auto done = run(std::move(pass));
+    for (size_t k = 0; k < at.size(); ++k) out[at[k]] = std::move(done[k]);
+    return out;
+  }
+
+  LocalHost inner_;
+  std::vector<std::unique_ptr<FaultDrive>> faults_;
+  std::vector<Drive*> drives_;
+  std::atomic<uint64_t> rename_batches_{0};
 };
 
 }  // namespace rdmastor::storage::testing

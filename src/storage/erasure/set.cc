@@ -54,33 +54,52 @@ Result<std::string> DataDirOf(Drive& drive, const std::string& meta_path) {
   return meta->data_dir;
 }
 
-std::vector<std::vector<size_t>> DriveFanout::Groups(const std::vector<bool>& which,
-                                                     GroupBy by) const {
+DriveFanout::DriveFanout(std::vector<DriveSlot> slots, ThreadPool* pool)
+    : slots_(std::move(slots)), all_(slots_.size(), true), pool_(pool) {
+  for (const auto& s : slots_) {
+    const size_t piece = s.host->piece_bytes();
+    if (piece_bytes_ == 0 || piece < piece_bytes_) piece_bytes_ = piece;
+  }
+}
+
+std::vector<std::vector<size_t>> DriveFanout::Groups(const std::vector<bool>& which, GroupBy by,
+                                                     DriveWork work,
+                                                     std::vector<std::vector<size_t>>& here) const {
   std::vector<std::vector<size_t>> tasks;
-  std::vector<std::pair<uint64_t, size_t>> task_of_key;
-  for (size_t p = 0; p < drives_.size(); ++p) {
+  std::vector<std::pair<const DriveHost*, size_t>> task_of_host;
+  for (size_t p = 0; p < slots_.size(); ++p) {
     if (!which[p]) continue;
-    const bool keyed = by == GroupBy::kKey || (by == GroupBy::kLocalKey && drives_[p]->is_local());
-    const uint64_t key = keyed ? drives_[p]->GroupKey() : 0;
-    if (key != 0) {
-      auto it = std::find_if(task_of_key.begin(), task_of_key.end(),
-                             [&](const auto& k) { return k.first == key; });
-      if (it != task_of_key.end()) {
+    const DriveHost* host = slots_[p].host.get();
+    const bool grouped = by == GroupBy::kHost || (by == GroupBy::kLocalHost && host->is_local()) ||
+                         (by == GroupBy::kRemoteHost && !host->is_local());
+    if (grouped) {
+      auto it = std::find_if(task_of_host.begin(), task_of_host.end(),
+                             [&](const auto& t) { return t.first == host; });
+      if (it != task_of_host.end()) {
         tasks[it->second].push_back(p);
         continue;
       }
-      task_of_key.emplace_back(key, tasks.size());
+      task_of_host.emplace_back(host, tasks.size());
     }
     tasks.push_back({p});
+  }
+  // A page-cache lookup costs less than a thread hand-off: the local tasks run meanwhile on the
+  // calling thread (without a pool RunTasks runs everything there anyway).
+  if (work == DriveWork::kLookup && pool_) {
+    std::vector<std::vector<size_t>> pooled;
+    for (auto& t : tasks) {
+      (slots_[t[0]].host->is_local() ? here : pooled).push_back(std::move(t));
+    }
+    tasks = std::move(pooled);
   }
   return tasks;
 }
 
 void DriveFanout::RunTasks(const std::vector<std::vector<size_t>>& tasks,
-                           const std::vector<size_t>& here,
+                           const std::vector<std::vector<size_t>>& here,
                            const std::function<void(const std::vector<size_t>&)>& fn) const {
   if (tasks.empty() || !pool_) {
-    if (!here.empty()) fn(here);
+    for (const auto& t : here) fn(t);
     for (const auto& t : tasks) fn(t);
     return;
   }
@@ -90,7 +109,7 @@ void DriveFanout::RunTasks(const std::vector<std::vector<size_t>>& tasks,
     size_t left = 0;
   } join;
   // The calling thread would only wait: it runs the last task itself, which saves a thread
-  // hand-off per batch (all of them for a one-drive set or a set on one file system).
+  // hand-off per batch (all of them for a one-drive set or a set of one host).
   join.left = tasks.size() - 1;
   for (size_t t = 0; t + 1 < tasks.size(); ++t) {
     pool_->Submit([&, t] {
@@ -99,44 +118,33 @@ void DriveFanout::RunTasks(const std::vector<std::vector<size_t>>& tasks,
       if (--join.left == 0) join.cv.notify_one();
     });
   }
-  if (!here.empty()) fn(here);
+  for (const auto& t : here) fn(t);
   fn(tasks.back());
   std::unique_lock lock(join.mu);
   join.cv.wait(lock, [&] { return join.left == 0; });
 }
 
-std::vector<size_t> DriveFanout::TakeLookups(std::vector<bool>& pooled, DriveWork work) const {
-  std::vector<size_t> here;
-  if (work != DriveWork::kLookup || !pool_) return here;  // without a pool RunTasks runs it all
-  for (size_t p = 0; p < drives_.size(); ++p) {
-    if (pooled[p] && drives_[p]->is_local()) {
-      pooled[p] = false;
-      here.push_back(p);
-    }
-  }
-  return here;
-}
-
 std::vector<bool> DriveFanout::ForEachDrive(const std::vector<bool>& which,
                                             const std::function<bool(size_t)>& fn,
                                             DriveWork work) const {
-  const size_t n = drives_.size();
-  std::vector<char> ok(n, 0);  // not vector<bool>: positions are written concurrently
-  std::vector<bool> pooled = which;
-  const std::vector<size_t> here = TakeLookups(pooled, work);
-  RunTasks(Groups(pooled, work == DriveWork::kBuffered ? GroupBy::kLocalKey : GroupBy::kNone), here,
-           [&](const std::vector<size_t>& members) {
-             for (size_t p : members) ok[p] = fn(p);
-           });
+  std::vector<char> ok(slots_.size(), 0);  // not vector<bool>: positions are written concurrently
+  std::vector<std::vector<size_t>> here;
+  const auto tasks = Groups(
+      which, work == DriveWork::kBuffered ? GroupBy::kLocalHost : GroupBy::kNone, work, here);
+  RunTasks(tasks, here, [&](const std::vector<size_t>& members) {
+    for (size_t p : members) ok[p] = fn(p);
+  });
   return std::vector<bool>(ok.begin(), ok.end());
 }
 
-void DriveFanout::ForEachGroup(const std::vector<bool>& which,
-                               const std::function<void(const std::vector<size_t>&)>& fn,
-                               DriveWork work) const {
-  std::vector<bool> pooled = which;
-  const std::vector<size_t> here = TakeLookups(pooled, work);
-  RunTasks(Groups(pooled, GroupBy::kKey), here, fn);
+void DriveFanout::ForEachHost(const std::vector<bool>& which,
+                              const std::function<void(DriveHost&, const std::vector<size_t>&)>& fn,
+                              DriveWork work) const {
+  std::vector<std::vector<size_t>> here;
+  const auto tasks =
+      Groups(which, work == DriveWork::kIo ? GroupBy::kRemoteHost : GroupBy::kHost, work, here);
+  RunTasks(tasks, here,
+           [&](const std::vector<size_t>& members) { fn(*slots_[members[0]].host, members); });
 }
 
 std::vector<Result<RenameDataResult>> ErasureSet::RenameDataAll(
@@ -144,20 +152,17 @@ std::vector<Result<RenameDataResult>> ErasureSet::RenameDataAll(
     const std::function<RenameDataRequest(size_t)>& make_req) const {
   std::vector<Result<RenameDataResult>> out(
       roots_.size(), Result<RenameDataResult>(MakeError(ErrorCode::kInternalError, "not run")));
-  fanout_.ForEachGroup(which, [&](const std::vector<size_t>& members) {
-    if (members.size() == 1) {
-      out[members[0]] = roots_[members[0]]->RenameData(make_req(members[0]));
-      return;
-    }
-    std::vector<Drive*> group;
-    std::vector<RenameDataRequest> reqs;
-    for (size_t p : members) {
-      group.push_back(roots_[p]);
-      reqs.push_back(make_req(p));
-    }
-    auto results = roots_[members[0]]->RenameDataGroup(group, reqs);
-    for (size_t j = 0; j < members.size(); ++j) out[members[j]] = std::move(results[j]);
-  });
+  fanout_.ForEachHost(
+      which,
+      [&](DriveHost& host, const std::vector<size_t>& members) {
+        std::vector<RenameDataEntry> entries;
+        entries.reserve(members.size());
+        for (size_t p : members) entries.push_back({fanout_.slot(p).index, make_req(p)});
+        auto results = host.RenameData(std::move(entries));
+        for (size_t j = 0; j < members.size() && j < results.size(); ++j)
+          out[members[j]] = std::move(results[j]);
+      },
+      DriveWork::kCommit);
   return out;
 }
 
@@ -165,18 +170,14 @@ std::vector<bool> ErasureSet::ReadFileEach(
     const std::vector<bool>& which, const std::string& path,
     const std::function<bool(size_t, Result<std::optional<std::string>>)>& fn) const {
   std::vector<char> ok(roots_.size(), 0);  // not vector<bool>: written by several threads
-  fanout_.ForEachGroup(
+  fanout_.ForEachHost(
       which,
-      [&](const std::vector<size_t>& members) {
-        if (members.size() == 1) {
-          ok[members[0]] = fn(members[0], roots_[members[0]]->ReadFile(path));
-          return;
-        }
-        std::vector<Drive*> group;
-        for (size_t p : members) group.push_back(roots_[p]);
-        auto read = roots_[members[0]]->ReadFileGroup(
-            group, std::vector<std::string>(members.size(), path));
-        for (size_t j = 0; j < members.size(); ++j)
+      [&](DriveHost& host, const std::vector<size_t>& members) {
+        std::vector<FileRead> reads;
+        reads.reserve(members.size());
+        for (size_t p : members) reads.push_back({fanout_.slot(p).index, path});
+        auto read = host.ReadFiles(reads);
+        for (size_t j = 0; j < members.size() && j < read.size(); ++j)
           ok[members[j]] = fn(members[j], std::move(read[j]));
       },
       DriveWork::kLookup);

@@ -29,15 +29,16 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"  // NowNs, used by every erasure file
 #include "common/result.h"
 #include "erasure/codec.h"
 #include "erasure/layout.h"
 #include "storage/drive.h"
+#include "storage/drive_host.h"
 #include "storage/erasure_store.h"
 #include "storage/namespace_lock.h"
 #include "storage/object_layer.h"
 #include "storage/object_meta.h"
-#include "common/clock.h"  // NowNs, used by every erasure file
 #include "storage/paths.h"
 
 namespace rdmastor {
@@ -72,24 +73,25 @@ Status MigrateSingleDriveLayout(Drive& drive);
 
 // What a batch of per-drive calls does, which decides where the calls run (DriveFanout).
 enum class DriveWork {
-  kIo,        // disk or network work (fsync, reads of shard data): every call on the pool
+  kIo,        // disk or network work (fsync, reads of shard data): every local drive's call on the
+              // pool, a remote node's drives in one task (ForEachHost: one batch call)
   kLookup,    // a metadata lookup that a local drive answers from the page cache in microseconds:
               // local drives' calls run on the calling thread, cheaper than a hand-off
-  kBuffered,  // steps of a write that land in the page cache (shard creation, appends, staging
-              // removal): the local drives of one group (Drive::GroupKey: one file system) run
-              // one after another on one thread, since they share the page cache and threads
-              // would only add hand-offs; groups and remote drives in parallel (a remote drive's
-              // call is a round trip: one thread per drive overlaps them)
+  kBuffered,  // steps of a write that land in the page cache (shard pieces, staging removal): the
+              // local host's drives run one after another on one thread, since they share the
+              // page cache and threads would only add hand-offs; remote drives in parallel (one
+              // thread per drive, or per node for ForEachHost: a round trip each)
+  kCommit,    // a commit (ForEachHost): each host's drives in one call, hosts in parallel
 };
 
 // Runs one call per drive position of an erasure set and collects per-position results. The
-// erasure layer's loops over drives all go through ForEachDrive, so that calls to different
-// drives (each a network round trip or an fsync) overlap instead of adding up (measured: a
-// 4-drive single node PUTs small objects several times faster with its fsyncs in parallel).
+// erasure layer's loops over drives all go through ForEachDrive or ForEachHost, so that calls to
+// different drives (each a network round trip or an fsync) overlap instead of adding up
+// (measured: a 4-drive single node PUTs small objects several times faster with its fsyncs in
+// parallel), and the work of one node's drives travels in one batch call (DriveHost).
 class DriveFanout {
  public:
-  DriveFanout(std::vector<Drive*> drives, ThreadPool* pool)
-      : drives_(std::move(drives)), all_(drives_.size(), true), pool_(pool) {}
+  DriveFanout(std::vector<DriveSlot> slots, ThreadPool* pool);
 
   // Runs fn(p) for every position p with which[p] and returns, per position, whether fn returned
   // true (false where it did not run). Calls run in parallel on the pool, except local drives'
@@ -102,31 +104,36 @@ class DriveFanout {
                                  DriveWork work = DriveWork::kIo) const {
     return ForEachDrive(all_, fn, work);
   }
-  // Runs fn(members) once per group of the positions with which[p] (Drive::GroupKey; a drive
-  // with key 0 is a group of one), groups in parallel; members in position order. fn may touch
-  // only its members' state.
-  // kLookup: the local drives' calls run as one group on the calling thread meanwhile (one after
-  // another, as ForEachDrive runs them), the remote drives' by group on the pool.
-  void ForEachGroup(const std::vector<bool>& which,
-                    const std::function<void(const std::vector<size_t>&)>& fn,
-                    DriveWork work = DriveWork::kIo) const;
+  // Runs fn(host, members) once per host of the positions with which[p] (members in position
+  // order), hosts in parallel: the entries of one batch call. A kIo batch splits a local host
+  // into one call per drive (each waits on its own disk); kLookup runs the local host's call on
+  // the calling thread meanwhile. fn may touch only its members' state.
+  void ForEachHost(const std::vector<bool>& which,
+                   const std::function<void(DriveHost&, const std::vector<size_t>&)>& fn,
+                   DriveWork work) const;
+
+  const DriveSlot& slot(size_t p) const { return slots_[p]; }
+  // The smallest piece any host takes (DriveHost::piece_bytes).
+  size_t piece_bytes() const { return piece_bytes_; }
 
  private:
   // Runs fn(task) for every task, in parallel on the pool (the last one on the calling thread),
-  // and fn(here) on the calling thread meanwhile (everything there without a pool).
-  void RunTasks(const std::vector<std::vector<size_t>>& tasks, const std::vector<size_t>& here,
+  // and every task of `here` on the calling thread meanwhile (everything there without a pool).
+  void RunTasks(const std::vector<std::vector<size_t>>& tasks,
+                const std::vector<std::vector<size_t>>& here,
                 const std::function<void(const std::vector<size_t>&)>& fn) const;
-  // kLookup with a pool: takes the local drives out of `pooled` and returns them, in position
-  // order, for the calling thread (a page-cache lookup costs less than a thread hand-off).
-  std::vector<size_t> TakeLookups(std::vector<bool>& pooled, DriveWork work) const;
-  // The positions with which[p] as tasks: one per drive, or one per group of drives with the
-  // same Drive::GroupKey (kLocalKey: local drives only, remote drives one task each).
-  enum class GroupBy { kNone, kLocalKey, kKey };
-  std::vector<std::vector<size_t>> Groups(const std::vector<bool>& which, GroupBy by) const;
+  // The positions with which[p] as tasks: one per drive, or (kHost) one per host, or (kLocalHost)
+  // one per local host and one per remote drive, or (kRemoteHost) one per remote host and one
+  // per local drive. With a pool, a kLookup batch's local tasks go to `here` instead.
+  enum class GroupBy { kNone, kHost, kLocalHost, kRemoteHost };
+  std::vector<std::vector<size_t>> Groups(const std::vector<bool>& which, GroupBy by,
+                                          DriveWork work,
+                                          std::vector<std::vector<size_t>>& here) const;
 
-  std::vector<Drive*> drives_;
+  std::vector<DriveSlot> slots_;
   std::vector<bool> all_;
   ThreadPool* pool_;
+  size_t piece_bytes_ = 0;
 };
 
 // ---- the read path's view of a version (read.cc) ----
@@ -181,9 +188,9 @@ class ErasureSet {
   using Degraded = std::function<void(const std::string&, const std::string&)>;
 
   // `layout`: the storage classes' parity (its set size is the drive count).
-  ErasureSet(std::vector<Drive*> drives, const erasure::SetLayout& layout, Degraded on_degraded,
+  ErasureSet(std::vector<DriveSlot> slots, const erasure::SetLayout& layout, Degraded on_degraded,
              ThreadPool* pool)
-      : roots_(std::move(drives)),
+      : roots_(DrivesOf(slots)),
         n_(static_cast<int>(roots_.size())),
         data_(n_ - layout.parity),
         parity_(layout.parity),
@@ -191,7 +198,7 @@ class ErasureSet {
                                [](const Drive* d) { return d->is_local(); })),
         layout_(layout),
         on_degraded_(std::move(on_degraded)),
-        fanout_(roots_, pool) {}
+        fanout_(std::move(slots), pool) {}
 
   std::vector<bool> ForEachDrive(const std::vector<bool>& which,
                                  const std::function<bool(size_t)>& fn,
@@ -203,15 +210,15 @@ class ErasureSet {
     return fanout_.ForEachDrive(fn, work);
   }
   const DriveFanout& fanout() const { return fanout_; }
-  // RenameData of make_req(p) on every drive with which[p]: a drive group (Drive::GroupKey) in one
-  // RenameDataGroup call, groups in parallel. make_req runs on the group's thread, which may touch
-  // position p's state. One result per position (an error where it did not run).
+  // RenameData of make_req(p) on every drive with which[p]: the drives of a host in one
+  // DriveHost::RenameData call, hosts in parallel. make_req runs on the host's thread, which may
+  // touch position p's state. One result per position (an error where it did not run).
   std::vector<Result<RenameDataResult>> RenameDataAll(
       const std::vector<bool>& which,
       const std::function<RenameDataRequest(size_t)>& make_req) const;
   // ReadFile of `path` on every drive with which[p] (a kLookup batch: local drives on the calling
-  // thread, the remote drives of one node in one ReadFileGroup call), then fn(p, what drive p
-  // read) on the thread that read it; returns, per position, what fn returned (false where it did
+  // thread, the remote drives of one node in one DriveHost::ReadFiles call), then fn(p, what drive
+  // p read) on the thread that read it; returns, per position, what fn returned (false where it did
   // not run).
   std::vector<bool> ReadFileEach(
       const std::vector<bool>& which, const std::string& path,
@@ -348,6 +355,14 @@ class ErasureSet {
                           std::optional<uint64_t> inline_limit,
                           std::vector<std::string>* inline_out, std::string* md5_out,
                           bool committed_by_rename_data = false);
+
+  // Writes up to `piece` of every alive drive's pending shard bytes (pending[dist[p]]) at
+  // written[p] of <staging>/<rel>, one WriteShardPieces call per host (the first piece creates the
+  // file; `sync`: the last piece of a shard no RenameData commits), then advances `written` and
+  // drops what was written from `pending`. Drops the drives whose piece failed.
+  void WritePieces(std::vector<std::string>& pending, const std::vector<int>& dist,
+                   std::vector<uint64_t>& written, const Stagings& st, std::vector<bool>& alive,
+                   const std::string& rel, uint64_t shard_size, bool sync, size_t piece) const;
 
   // The error of commits that reached `committed` drives, short of `quorum`: NoSuchBucket (the
   // cached bucket forgotten) when `no_bucket` drives, a write quorum, refused for want of the
@@ -540,7 +555,13 @@ class ErasureSet {
   ObjectView BuildView(const std::string& bucket, const paths::KeyLocation& loc, MetaReads& r,
                        const std::vector<size_t>& best);
 
-  std::vector<Drive*> roots_;  // owned by ErasureStore
+  static std::vector<Drive*> DrivesOf(const std::vector<DriveSlot>& slots) {
+    std::vector<Drive*> out;
+    for (const auto& s : slots) out.push_back(s.drive());
+    return out;
+  }
+
+  std::vector<Drive*> roots_;  // owned by their hosts (ErasureStore keeps them)
   int n_, data_, parity_;
   bool all_local_;  // no remote drive: a single node's set (ResolveForRead's quorum read)
   erasure::SetLayout layout_;

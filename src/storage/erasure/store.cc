@@ -12,6 +12,7 @@
 #include "storage/format.h"
 #include "storage/listing.h"
 #include "storage/local_drive.h"
+#include "storage/local_host.h"
 
 namespace rdmastor::storage {
 
@@ -39,7 +40,7 @@ Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(
     const std::vector<std::string>& drives, const erasure::StorageClassSettings& classes) {
   auto layout = erasure::PlanLayout(static_cast<int>(drives.size()), classes);
   if (!layout.ok()) return layout.error();
-  std::vector<std::unique_ptr<Drive>> local;
+  std::vector<std::string> roots;
   for (const auto& d : drives) {
     std::string root;
     try {
@@ -48,32 +49,36 @@ Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(
       return MakeError(ErrorCode::kInvalidArgument, "drive " + d + ": " + e.what());
     }
     if (root == "/") return MakeError(ErrorCode::kInvalidArgument, "refusing to use / as a drive");
-    local.push_back(std::make_unique<LocalDrive>(std::move(root)));
+    roots.push_back(std::move(root));
   }
-  if (local.size() == 1) {
+  auto host = std::make_shared<LocalHost>(roots);
+  if (host->size() == 1) {
     // No other drive stands in for the only one: refuse to start on an unusable one, naming it.
-    RS_RETURN_IF_ERROR(CheckDriveWritable(local[0]->name()));
-    auto legacy = HoldsSingleDriveLayout(*local[0]);
+    RS_RETURN_IF_ERROR(CheckDriveWritable(host->local(0).name()));
+    auto legacy = HoldsSingleDriveLayout(host->local(0));
     if (!legacy.ok()) return legacy.error();
-    if (*legacy) RS_RETURN_IF_ERROR(MigrateSingleDriveLayout(*local[0]));
+    if (*legacy) RS_RETURN_IF_ERROR(MigrateSingleDriveLayout(host->local(0)));
   }
-  return Open(std::move(local), classes, FormatOptions{});
+  std::vector<DriveSlot> slots;
+  for (size_t i = 0; i < host->size(); ++i) slots.push_back({host, i});
+  return Open(std::move(slots), classes, FormatOptions{});
 }
 
-Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(std::vector<std::unique_ptr<Drive>> drives,
-                                                         const erasure::StorageClassSettings& classes,
-                                                         const FormatOptions& format_options) {
+Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(
+    std::vector<DriveSlot> drives, const erasure::StorageClassSettings& classes,
+    const FormatOptions& format_options) {
   auto layout = erasure::PlanLayout(static_cast<int>(drives.size()), classes);
   if (!layout.ok()) return layout.error();
   std::vector<Drive*> roots;
-  for (const auto& d : drives) roots.push_back(d.get());
+  for (const auto& d : drives) roots.push_back(d.drive());
   auto format = LoadOrFormat(roots, *layout, format_options);
   if (!format.ok()) return format.error();
   auto store = std::unique_ptr<ErasureStore>(new ErasureStore());
   store->layout_ = *layout;
   store->deployment_id_ = format->deployment_id;
   store->hash_seed_ = XXH3_64bits(format->deployment_id.data(), format->deployment_id.size());
-  store->drives_ = std::move(drives);
+  store->drives_ = roots;
+  store->slots_ = std::move(drives);
   bool replaced = false;
   for (size_t i = 0; i < roots.size(); ++i) {
     if (format->states[i] == DriveState::kOffline) continue;
@@ -89,10 +94,10 @@ Result<std::unique_ptr<ErasureStore>> ErasureStore::Open(std::vector<std::unique
   // drives at once; more calls queue (bounded threads, a queue of short calls).
   store->drive_pool_ = std::make_unique<ThreadPool>(std::clamp(4 * layout->set_size, 16, 128));
   for (int s = 0; s < layout->set_count; ++s) {
-    std::vector<Drive*> set_roots(roots.begin() + s * layout->set_size,
-                                  roots.begin() + (s + 1) * layout->set_size);
+    std::vector<DriveSlot> set_slots(store->slots_.begin() + s * layout->set_size,
+                                     store->slots_.begin() + (s + 1) * layout->set_size);
     store->sets_.push_back(std::make_unique<ErasureSet>(
-        std::move(set_roots), *layout,
+        std::move(set_slots), *layout,
         [self](const std::string& b, const std::string& k) { self->Enqueue(b, k); },
         store->drive_pool_.get()));
   }
@@ -324,8 +329,7 @@ Result<ObjectInfo> ErasureStore::CompleteMultipartUpload(const std::string& buck
                                                          const std::vector<CompletePart>& parts,
                                                          const WritePrecondition& precondition,
                                                          const CompleteChecksum& declared) {
-  return SetFor(key).CompleteMultipartUpload(bucket, key, upload_id, parts, precondition,
-                                             declared);
+  return SetFor(key).CompleteMultipartUpload(bucket, key, upload_id, parts, precondition, declared);
 }
 
 Result<PutOptions> ErasureStore::GetUploadOptions(const std::string& bucket, const std::string& key,
