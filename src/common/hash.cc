@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/text.h"
+
 namespace rdmastor::hash {
 
 namespace {
@@ -189,13 +191,6 @@ U CrcCombine(U crc_a, U crc_b, uint64_t len_b, U poly) {
     power = MulMod(power, power, poly);
   }
   return MulMod(shift, crc_a, poly) ^ crc_b;
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 constexpr char kB64Alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -395,8 +390,8 @@ std::optional<std::string> HexDecode(std::string_view hex) {
   if (hex.size() % 2 != 0) return std::nullopt;
   std::string out(hex.size() / 2, '\0');
   for (size_t i = 0; i < out.size(); ++i) {
-    int hi = HexValue(hex[2 * i]);
-    int lo = HexValue(hex[2 * i + 1]);
+    int hi = text::HexDigit(hex[2 * i]);
+    int lo = text::HexDigit(hex[2 * i + 1]);
     if (hi < 0 || lo < 0) return std::nullopt;
     out[i] = static_cast<char>((hi << 4) | lo);
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/text.h"
 #include "rdma/build_info.h"
 #include "rdma/rc.h"
 #include "rdma/verbs_plan.h"
@@ -26,11 +27,8 @@ std::optional<uint64_t> ParseNumber(std::string s, uint64_t lo, uint64_t hi) {
   if (s.empty() || s.size() > 16) return std::nullopt;
   uint64_t v = 0;
   for (char c : s) {
-    int d = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : 99;
-    if (d >= base) return std::nullopt;
+    int d = text::HexDigit(c);
+    if (d < 0 || d >= base) return std::nullopt;
     v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
   }
   if (v < lo || v > hi) return std::nullopt;
