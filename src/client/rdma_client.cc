@@ -9,6 +9,7 @@
 #include <pugixml.hpp>
 #include <sstream>
 
+#include "client/xml_body.h"
 #include "common/uri.h"
 #include "rdma/mapping.h"
 #include "rdma/memory.h"
@@ -67,13 +68,6 @@ Status CheckPinnable(const void* p, size_t len, unsigned access) {
     if (auto why = rdma::RemoteWriteRefusal(p, len); !why.empty())
       return MakeError(ErrorCode::kInvalidArgument, why);
   return {};
-}
-
-// The text of root/child in an XML body; nullopt when the body is not a `root` document.
-std::optional<std::string> XmlChild(const std::string& body, const char* root, const char* child) {
-  pugi::xml_document doc;
-  if (!doc.load_buffer(body.data(), body.size()) || !doc.child(root)) return std::nullopt;
-  return std::string(doc.child(root).child_value(child));
 }
 
 }  // namespace
@@ -454,12 +448,15 @@ Result<std::string> RdmaS3Client::CreateMultipartUpload(std::string_view bucket,
   req.raw_query = "uploads=";
   auto resp = impl_->s3.Execute(req, ResponseTarget::String());
   if (!resp.ok()) return resp.error();
-  if (!resp->success())
-    return S3ErrorFromResponse(*resp, "CreateMultipartUpload " + S3ObjectPath(bucket, key));
-  auto id = XmlChild(resp->body, "InitiateMultipartUploadResult", "UploadId");
-  if (!id || id->empty())
-    return MakeError(ErrorCode::kInternalError, "no UploadId in the response");
-  return *id;
+  const std::string what = "CreateMultipartUpload " + S3ObjectPath(bucket, key);
+  if (!resp->success()) return S3ErrorFromResponse(*resp, what);
+  pugi::xml_document doc;
+  auto root = ParseXmlBody(doc, *resp, "InitiateMultipartUploadResult", what);
+  if (!root.ok()) return root.error();
+  std::string id = root->child_value("UploadId");
+  if (id.empty())
+    return MakeError(ErrorCode::kInternalError, what + ": no UploadId in the response");
+  return id;
 }
 
 Result<std::string> RdmaS3Client::CompleteMultipartUpload(
@@ -486,12 +483,13 @@ Result<std::string> RdmaS3Client::CompleteMultipartUpload(
   std::string what = "CompleteMultipartUpload " + S3ObjectPath(bucket, key);
   if (!resp->success()) return S3ErrorFromResponse(*resp, what);
   // S3 may answer 200 with an error document.
-  auto etag = XmlChild(resp->body, "CompleteMultipartUploadResult", "ETag");
-  if (!etag) {
+  pugi::xml_document reply;
+  auto result = ParseXmlBody(reply, *resp, "CompleteMultipartUploadResult", what);
+  if (!result.ok()) {
     resp->status = 500;
     return S3ErrorFromResponse(*resp, what);
   }
-  return *etag;
+  return std::string(result->child_value("ETag"));
 }
 
 Status RdmaS3Client::RegisterMemory(void* p, size_t len) {

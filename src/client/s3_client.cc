@@ -9,6 +9,7 @@
 
 #include "common/hash.h"
 #include "common/text.h"
+#include "client/xml_body.h"
 #include "common/uri.h"
 #include "s3/sigv4.h"
 
@@ -213,9 +214,6 @@ Status S3Client::DeleteObject(std::string_view bucket, std::string_view key) {
   return {};
 }
 
-namespace {
-
-// An S3 response body as an XML document; `root` must be its document element.
 Result<pugi::xml_node> ParseXmlBody(pugi::xml_document& doc, const HttpResponse& resp,
                                     const char* root, std::string_view what) {
   if (!doc.load_buffer(resp.body.data(), resp.body.size()) || !doc.child(root)) {
@@ -224,8 +222,6 @@ Result<pugi::xml_node> ParseXmlBody(pugi::xml_document& doc, const HttpResponse&
   }
   return doc.child(root);
 }
-
-}  // namespace
 
 Result<std::vector<BucketEntry>> S3Client::ListBuckets() {
   std::vector<BucketEntry> out;
