@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/enum_names.h"
 #include "common/text.h"
 
 namespace rdmastor::hash {
@@ -481,32 +482,19 @@ bool IsBase64(std::string_view b64) {
   return b64.empty() || Base64Walk<false>(b64, Base64Pad(b64), nullptr);
 }
 
+namespace {
+constexpr EnumNames<Algo> kChecksumNames[] = {
+    {"crc32", Algo::kCRC32}, {"crc32c", Algo::kCRC32C}, {"crc64nvme", Algo::kCRC64NVME},
+    {"sha1", Algo::kSHA1},   {"sha256", Algo::kSHA256}, {"md5", Algo::kMD5}};
+}  // namespace
+
 std::optional<Algo> ChecksumAlgoFromName(std::string_view lower_name) {
-  if (lower_name == "crc32") return Algo::kCRC32;
-  if (lower_name == "crc32c") return Algo::kCRC32C;
-  if (lower_name == "crc64nvme") return Algo::kCRC64NVME;
-  if (lower_name == "sha1") return Algo::kSHA1;
-  if (lower_name == "sha256") return Algo::kSHA256;
-  return std::nullopt;
+  auto algo = ValueOf(kChecksumNames, lower_name);
+  if (algo == Algo::kMD5) return std::nullopt;  // Content-MD5, not an x-amz-checksum algorithm
+  return algo;
 }
 
-std::string_view ChecksumName(Algo algo) {
-  switch (algo) {
-    case Algo::kCRC32:
-      return "crc32";
-    case Algo::kCRC32C:
-      return "crc32c";
-    case Algo::kCRC64NVME:
-      return "crc64nvme";
-    case Algo::kSHA1:
-      return "sha1";
-    case Algo::kSHA256:
-      return "sha256";
-    case Algo::kMD5:
-      return "md5";
-  }
-  return "";
-}
+std::string_view ChecksumName(Algo algo) { return NameOf(kChecksumNames, algo); }
 
 std::string RandomHex(size_t n_bytes) {
   std::string raw(n_bytes, '\0');

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/enum_names.h"
 #include "common/text.h"
 #include "rdma/build_info.h"
 #include "rdma/rc.h"
@@ -37,17 +38,12 @@ std::optional<uint64_t> ParseNumber(std::string s, uint64_t lo, uint64_t hi) {
 
 }  // namespace
 
-std::string_view FabricName(FabricKind k) {
-  switch (k) {
-    case FabricKind::kOff:
-      return "off";
-    case FabricKind::kVerbs:
-      return "verbs";
-    case FabricKind::kSoft:
-      return "soft";
-  }
-  return "off";
-}
+namespace {
+constexpr EnumNames<FabricKind> kFabricNames[] = {
+    {"off", FabricKind::kOff}, {"verbs", FabricKind::kVerbs}, {"soft", FabricKind::kSoft}};
+}  // namespace
+
+std::string_view FabricName(FabricKind k) { return NameOf(kFabricNames, k, "off"); }
 
 Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>& env) {
   RdmaSettings s;
@@ -64,14 +60,9 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
     s.rc_port = static_cast<int>(*n);
   }
   if (const auto* v = get("MINIO_RDMA_FABRIC")) {
-    std::string lower = *v;
-    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-    if (lower == "soft") {
-      s.fabric = FabricKind::kSoft;
-    } else if (lower == "off") {
-      s.fabric = FabricKind::kOff;
-    } else if (lower == "verbs" && verbs_built) {
-      s.fabric = FabricKind::kVerbs;
+    auto fabric = ValueOf(kFabricNames, text::ToLower(*v));
+    if (fabric && (*fabric != FabricKind::kVerbs || verbs_built)) {
+      s.fabric = *fabric;
     } else {
       return Invalid("MINIO_RDMA_FABRIC", *v,
                      verbs_built ? "use verbs, soft or off"
