@@ -334,16 +334,8 @@ Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void
     rkey = e.mr_->rkey();
   }
   e.len_ = len;
-  auto addr = target_->address();
-  rdma::RdmaToken t;
-  t.raddr = raddr;
-  t.rsize = static_cast<uint32_t>(len);
-  t.rkey = rkey;
-  t.lid = addr.lid;
-  t.qpn = addr.qpn;
-  t.has_gid = addr.has_gid;
-  t.gid = addr.gid;
-  e.token_ = rdma::FormatToken(t);
+  e.token_ =
+      rdma::FormatToken(target_->address().TokenFor(raddr, static_cast<uint32_t>(len), rkey));
   return e;
 }
 

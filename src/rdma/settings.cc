@@ -238,12 +238,10 @@ std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
 
 #ifndef RDMASTOR_WITH_RDMA
 Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings&) {
-  return MakeError(ErrorCode::kRDMANotSupported,
-                   "this is the standard build: the verbs fabric is not compiled in");
+  return StandardBuildLacks("the verbs fabric is not compiled in");
 }
 Result<std::unique_ptr<Target>> StartVerbsDcTarget(const VerbsSettings&) {
-  return MakeError(ErrorCode::kRDMANotSupported,
-                   "this is the standard build: the verbs fabric is not compiled in");
+  return StandardBuildLacks("the verbs fabric is not compiled in");
 }
 #endif
 

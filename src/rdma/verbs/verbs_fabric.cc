@@ -164,6 +164,15 @@ class VerbsMr final : public MemoryRegion {
       : MemoryRegion(reinterpret_cast<char*>(span.addr), span.length, mr->lkey, mr->rkey),
         mr_(std::move(mr)) {}
 
+  // Host memory (ibv_reg_mr), for the fabric and the DC target alike.
+  static Result<std::unique_ptr<MemoryRegion>> RegisterHost(ibv_pd* pd, void* addr, size_t length,
+                                                            unsigned access) {
+    MrPtr mr(RegisterHostMemory(pd, addr, length, access));
+    if (!mr) return RegistrationError("ibv_reg_mr", errno);
+    RegionSpan span = HostRegionSpan(Reported(*mr));
+    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr), span));
+  }
+
  private:
   MrPtr mr_;
 };
@@ -273,10 +282,7 @@ class VerbsFabric final : public Fabric {
 
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override {
-    MrPtr mr(RegisterHostMemory(pd_.get(), addr, length, access));
-    if (!mr) return RegistrationError("ibv_reg_mr", errno);
-    RegionSpan span = HostRegionSpan(Reported(*mr));
-    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr), span));
+    return VerbsMr::RegisterHost(pd_.get(), addr, length, access);
   }
 
   Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
@@ -740,10 +746,7 @@ class VerbsDcTarget final : public Target {
 
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override {
-    MrPtr mr(RegisterHostMemory(pd_.get(), addr, length, access));
-    if (!mr) return RegistrationError("ibv_reg_mr", errno);
-    RegionSpan span = HostRegionSpan(Reported(*mr));
-    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr), span));
+    return VerbsMr::RegisterHost(pd_.get(), addr, length, access);
   }
 
   Result<std::unique_ptr<MemoryRegion>> RegisterDmabuf(int fd, uint64_t offset, size_t length,
