@@ -578,20 +578,16 @@ std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::Li
   for (size_t i = 0; i < r.objects.size(); ++i) {
     const storage::ObjectInfo& o = r.objects[i];
     const std::string vid = o.version_id.empty() ? "null" : o.version_id;
-    if (o.delete_marker) {
-      pugi::xml_node c = root.append_child("DeleteMarker");
-      Add(c, "Key", MaybeEncode(o.key, enc));
-      Add(c, "VersionId", vid);
-      AddBool(c, "IsLatest", o.is_latest);
-      Add(c, "LastModified", Iso8601(o.mtime_ns));
-      AddOwner(c, "Owner", owner);
-      continue;
-    }
-    pugi::xml_node c = root.append_child("Version");
+    // A delete marker has what a version opens with, then its owner.
+    pugi::xml_node c = root.append_child(o.delete_marker ? "DeleteMarker" : "Version");
     Add(c, "Key", MaybeEncode(o.key, enc));
     Add(c, "VersionId", vid);
     AddBool(c, "IsLatest", o.is_latest);
     Add(c, "LastModified", Iso8601(o.mtime_ns));
+    if (o.delete_marker) {
+      AddOwner(c, "Owner", owner);
+      continue;
+    }
     Add(c, "ETag", Quote(o.etag));
     Add(c, "Size", o.size);
     AddOwner(c, "Owner", owner);
