@@ -666,6 +666,14 @@ PYBIND11_MODULE(_native, m) {
   ::pthread_atfork([] { RegisteredMemory::Mutex().lock(); },
                    [] { RegisteredMemory::Mutex().unlock(); },
                    [] { RegisteredMemory::Mutex().unlock(); });
+  // The S3 error codes that decline RDMA (501, no byte moved; the call may be redone over HTTP):
+  // the package's fallback reads them from here, so C++'s IsRdmaDecline stays the one list.
+  py::list declines;
+#define RDMASTOR_DECLINE_ENTRY(name, code, status, msg) \
+  if (rdmastor::IsRdmaDecline(rdmastor::ErrorCode::name)) declines.append(py::str(code));
+  RDMASTOR_ERROR_CODES(RDMASTOR_DECLINE_ENTRY)
+#undef RDMASTOR_DECLINE_ENTRY
+  m.attr("RDMA_DECLINE_CODES") = py::frozenset(declines);
   m.def("built_with_verbs", &rdmastor::rdma::BuiltWithVerbs);
   // Whether this binding can move CUDA device memory (dma-buf export compiled in).
   m.def("cuda_built", [] { return RDMASTOR_PY_CUDA != 0; });

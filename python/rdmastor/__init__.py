@@ -605,7 +605,7 @@ class Client:
         attempt, refund = 1, 0
         for _ in range(2 * cfg["max_attempts"] + 2):  # attempts, plus one fallback each
             if (isinstance(err, S3Error) and err.status == 501
-                    and err.code in ("RDMANotSupported", "RDMAPathMTUMismatch")
+                    and err.code in _native.RDMA_DECLINE_CODES
                     and not http and host_memory and self.allow_http_fallback):
                 self._remember_decline(err)
                 http = True  # the same attempt, over HTTP

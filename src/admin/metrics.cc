@@ -16,12 +16,13 @@ namespace rdmastor::admin {
 
 namespace {
 
-std::string EscapeHelp(std::string_view v) {
+// Prometheus text format: HELP text escapes backslash and newline; label values also quotes.
+std::string Escape(std::string_view v, bool quotes) {
   std::string out;
+  out.reserve(v.size());
   for (char c : v) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
+    if (c == '\\' || (c == '"' && quotes)) out += '\\';
+    if (c == '\n') {
       out += "\\n";
     } else {
       out += c;
@@ -41,22 +42,7 @@ std::string JoinKey(std::initializer_list<std::string_view> values) {
 
 }  // namespace
 
-std::string EscapeLabelValue(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string EscapeLabelValue(std::string_view v) { return Escape(v, /*quotes=*/true); }
 
 std::string FormatSampleValue(double v) {
   if (std::isnan(v)) return "NaN";
@@ -134,7 +120,7 @@ Sampled& FamilyBase::Child(std::initializer_list<std::string_view> values) {
 }
 
 void FamilyBase::Render(std::string& out) const {
-  out += "# HELP " + name_ + " " + EscapeHelp(help_) + "\n";
+  out += "# HELP " + name_ + " " + Escape(help_, /*quotes=*/false) + "\n";
   out += "# TYPE " + name_ + " " + type_ + "\n";
   std::shared_lock lock(mu_);
   for (const auto& [key, child] : children_) {

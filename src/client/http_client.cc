@@ -427,17 +427,11 @@ Status BindSource(int fd, int family, const std::string& local_ip) {
   if (family == AF_INET) {
     auto* a = reinterpret_cast<sockaddr_in*>(&ss);
     a->sin_family = AF_INET;
-    if (::inet_pton(AF_INET, local_ip.c_str(), &a->sin_addr) != 1)
-      len = 0;
-    else
-      len = sizeof(sockaddr_in);
+    len = ::inet_pton(AF_INET, local_ip.c_str(), &a->sin_addr) == 1 ? sizeof(sockaddr_in) : 0;
   } else if (family == AF_INET6) {
     auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
     a->sin6_family = AF_INET6;
-    if (::inet_pton(AF_INET6, local_ip.c_str(), &a->sin6_addr) != 1)
-      len = 0;
-    else
-      len = sizeof(sockaddr_in6);
+    len = ::inet_pton(AF_INET6, local_ip.c_str(), &a->sin6_addr) == 1 ? sizeof(sockaddr_in6) : 0;
   }
   if (len == 0)
     return MakeError(ErrorCode::kInvalidArgument,

@@ -9,6 +9,7 @@
 #include <pugixml.hpp>
 #include <sstream>
 
+#include "client/xml_body.h"
 #include "common/uri.h"
 #include "rdma/mapping.h"
 #include "rdma/memory.h"
@@ -24,20 +25,29 @@ namespace {
 
 constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
 
-// The local IPv4 address used to reach host:port (a connected UDP socket sends nothing).
-Result<std::string> LocalAddressToward(const std::string& host, uint16_t port) {
+using AddrInfo = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
+
+// The first IPv4 address of host:port for `socktype`; `who` names the caller in the error.
+Result<AddrInfo> ResolveIpv4(const std::string& host, uint16_t port, int socktype,
+                             std::string_view who) {
   addrinfo hints{};
   hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_DGRAM;
+  hints.ai_socktype = socktype;
   addrinfo* res = nullptr;
   if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res)
     return MakeError(ErrorCode::kInvalidArgument,
-                     "soft fabric: cannot resolve '" + host + "' to an IPv4 address");
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, &freeaddrinfo);
+                     std::string(who) + ": cannot resolve '" + host + "' to an IPv4 address");
+  return AddrInfo(res, &freeaddrinfo);
+}
+
+// The local IPv4 address used to reach host:port (a connected UDP socket sends nothing).
+Result<std::string> LocalAddressToward(const std::string& host, uint16_t port) {
+  auto res = ResolveIpv4(host, port, SOCK_DGRAM, "soft fabric");
+  if (!res.ok()) return res.error();
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   sockaddr_in local{};
   socklen_t len = sizeof(local);
-  bool ok = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+  bool ok = fd >= 0 && connect(fd, (*res)->ai_addr, (*res)->ai_addrlen) == 0 &&
             getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
   if (fd >= 0) close(fd);
   if (!ok)
@@ -47,17 +57,17 @@ Result<std::string> LocalAddressToward(const std::string& host, uint16_t port) {
   return std::string(text);
 }
 
+// The client's own address for its target: soft_bind_ip, else the one routed toward the server.
+Result<std::string> SourceIp(const RdmaClientConfig& config) {
+  if (!config.soft_bind_ip.empty()) return config.soft_bind_ip;
+  return LocalAddressToward(config.s3.host, config.s3.port);
+}
+
 // The IPv4 address (host order) of `host`, for the RC connection to the server.
-Result<uint32_t> ResolveIpv4(const std::string& host, uint16_t port) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res)
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "RC: cannot resolve '" + host + "' to an IPv4 address");
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, &freeaddrinfo);
-  return ntohl(reinterpret_cast<const sockaddr_in*>(res->ai_addr)->sin_addr.s_addr);
+Result<uint32_t> ServerIpv4(const std::string& host, uint16_t port) {
+  auto res = ResolveIpv4(host, port, SOCK_STREAM, "RC");
+  if (!res.ok()) return res.error();
+  return ntohl(reinterpret_cast<const sockaddr_in*>((*res)->ai_addr)->sin_addr.s_addr);
 }
 
 // A shared file mapping must not be pinned for remote write (rdma/mapping.h). Checked when memory
@@ -67,13 +77,6 @@ Status CheckPinnable(const void* p, size_t len, unsigned access) {
     if (auto why = rdma::RemoteWriteRefusal(p, len); !why.empty())
       return MakeError(ErrorCode::kInvalidArgument, why);
   return {};
-}
-
-// The text of root/child in an XML body; nullopt when the body is not a `root` document.
-std::optional<std::string> XmlChild(const std::string& body, const char* root, const char* child) {
-  pugi::xml_document doc;
-  if (!doc.load_buffer(body.data(), body.size()) || !doc.child(root)) return std::nullopt;
-  return std::string(doc.child(root).child_value(child));
 }
 
 }  // namespace
@@ -180,16 +183,8 @@ struct RdmaS3Client::Impl {
     if (len > UINT32_MAX)
       return MakeError(ErrorCode::kInvalidArgument,
                        "one token describes less than 4 GiB: use ranges or parts");
-    auto addr = target->address();
-    rdma::RdmaToken t;
-    t.raddr = reinterpret_cast<uint64_t>(p);
-    t.rsize = static_cast<uint32_t>(len);
-    t.rkey = rkey;
-    t.lid = addr.lid;
-    t.qpn = addr.qpn;
-    t.has_gid = addr.has_gid;
-    t.gid = addr.gid;
-    return t;
+    return target->address().TokenFor(reinterpret_cast<uint64_t>(p), static_cast<uint32_t>(len),
+                                      rkey);
   }
 
   // Registers device memory through its dma-buf and keeps the registration; its rkey.
@@ -326,13 +321,9 @@ Result<std::unique_ptr<RdmaS3Client>> RdmaS3Client::Create(RdmaClientConfig conf
       rs.device = vs.device;
       rs.port = vs.port;
       rs.tos = vs.traffic_class ? vs.traffic_class : -1;
-      if (!impl->config.soft_bind_ip.empty()) {
-        rs.source_ip = impl->config.soft_bind_ip;
-      } else {
-        auto local = LocalAddressToward(impl->config.s3.host, impl->config.s3.port);
-        if (!local.ok()) return local.error();
-        rs.source_ip = *local;
-      }
+      auto source = SourceIp(impl->config);
+      if (!source.ok()) return source.error();
+      rs.source_ip = std::move(*source);
       auto rc = rdma::StartVerbsRcClient(rs);
       if (!rc.ok())
         return impl->config.transport == RdmaTransport::kRc
@@ -345,19 +336,15 @@ Result<std::unique_ptr<RdmaS3Client>> RdmaS3Client::Create(RdmaClientConfig conf
     impl->target = std::move(target).value();
   } else {
     rdma::soft::SoftTargetOptions to;
-    if (!impl->config.soft_bind_ip.empty()) {
-      to.bind_ip = impl->config.soft_bind_ip;
-    } else {
-      auto local = LocalAddressToward(impl->config.s3.host, impl->config.s3.port);
-      if (!local.ok()) return local.error();
-      to.bind_ip = *local;
-    }
+    auto source = SourceIp(impl->config);
+    if (!source.ok()) return source.error();
+    to.bind_ip = std::move(*source);
     auto target = rdma::soft::SoftTarget::Start(to);
     if (!target.ok()) return target.error();
     impl->target = std::move(target).value();
   }
   if (impl->config.transport == RdmaTransport::kRc) {
-    auto ip = ResolveIpv4(impl->config.s3.host, impl->config.s3.port);
+    auto ip = ServerIpv4(impl->config.s3.host, impl->config.s3.port);
     if (!ip.ok()) return ip.error();
     impl->rc_server_ip = *ip;
   }
@@ -454,12 +441,15 @@ Result<std::string> RdmaS3Client::CreateMultipartUpload(std::string_view bucket,
   req.raw_query = "uploads=";
   auto resp = impl_->s3.Execute(req, ResponseTarget::String());
   if (!resp.ok()) return resp.error();
-  if (!resp->success())
-    return S3ErrorFromResponse(*resp, "CreateMultipartUpload " + S3ObjectPath(bucket, key));
-  auto id = XmlChild(resp->body, "InitiateMultipartUploadResult", "UploadId");
-  if (!id || id->empty())
-    return MakeError(ErrorCode::kInternalError, "no UploadId in the response");
-  return *id;
+  const std::string what = "CreateMultipartUpload " + S3ObjectPath(bucket, key);
+  if (!resp->success()) return S3ErrorFromResponse(*resp, what);
+  pugi::xml_document doc;
+  auto root = ParseXmlBody(doc, *resp, "InitiateMultipartUploadResult", what);
+  if (!root.ok()) return root.error();
+  std::string id = root->child_value("UploadId");
+  if (id.empty())
+    return MakeError(ErrorCode::kInternalError, what + ": no UploadId in the response");
+  return id;
 }
 
 Result<std::string> RdmaS3Client::CompleteMultipartUpload(
@@ -486,12 +476,13 @@ Result<std::string> RdmaS3Client::CompleteMultipartUpload(
   std::string what = "CompleteMultipartUpload " + S3ObjectPath(bucket, key);
   if (!resp->success()) return S3ErrorFromResponse(*resp, what);
   // S3 may answer 200 with an error document.
-  auto etag = XmlChild(resp->body, "CompleteMultipartUploadResult", "ETag");
-  if (!etag) {
+  pugi::xml_document reply;
+  auto result = ParseXmlBody(reply, *resp, "CompleteMultipartUploadResult", what);
+  if (!result.ok()) {
     resp->status = 500;
     return S3ErrorFromResponse(*resp, what);
   }
-  return *etag;
+  return std::string(result->child_value("ETag"));
 }
 
 Status RdmaS3Client::RegisterMemory(void* p, size_t len) {

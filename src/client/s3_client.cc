@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <charconv>
 #include <ctime>
+#include <tuple>
 #include <pugixml.hpp>
 #include <utility>
 
 #include "common/hash.h"
 #include "common/text.h"
+#include "client/xml_body.h"
 #include "common/uri.h"
 #include "s3/sigv4.h"
 
@@ -92,30 +94,18 @@ Error S3ErrorFromResponse(const HttpResponse& resp, std::string_view what) {
     }
   } else {
     // No error document (HEAD, or not an S3 server): fall back on the status.
-    switch (resp.status) {
-      case 403:
-        code = ErrorCode::kAccessDenied;
-        code_text = "AccessDenied";
-        break;
-      case 404:
-        code = ErrorCode::kNoSuchKey;
-        code_text = "NotFound";
-        break;
-      case 412:
-        code = ErrorCode::kPreconditionFailed;
-        code_text = "PreconditionFailed";
-        break;
-      case 416:
-        code = ErrorCode::kInvalidRange;
-        code_text = "InvalidRange";
-        break;
-      case 503:
-        code = ErrorCode::kSlowDown;
-        code_text = "SlowDown";
-        break;
-      default:
-        code_text = "UnknownError";
-        break;
+    static constexpr std::tuple<int, ErrorCode, std::string_view> kByStatus[] = {
+        {403, ErrorCode::kAccessDenied, "AccessDenied"},
+        {404, ErrorCode::kNoSuchKey, "NotFound"},
+        {412, ErrorCode::kPreconditionFailed, "PreconditionFailed"},
+        {416, ErrorCode::kInvalidRange, "InvalidRange"},
+        {503, ErrorCode::kSlowDown, "SlowDown"}};
+    code_text = "UnknownError";
+    for (const auto& [status, c, text] : kByStatus) {
+      if (status == resp.status) {
+        code = c;
+        code_text = text;
+      }
     }
     if (message.empty()) {
       message = resp.body.empty() ? resp.reason : resp.body.substr(0, 200);
@@ -213,9 +203,6 @@ Status S3Client::DeleteObject(std::string_view bucket, std::string_view key) {
   return {};
 }
 
-namespace {
-
-// An S3 response body as an XML document; `root` must be its document element.
 Result<pugi::xml_node> ParseXmlBody(pugi::xml_document& doc, const HttpResponse& resp,
                                     const char* root, std::string_view what) {
   if (!doc.load_buffer(resp.body.data(), resp.body.size()) || !doc.child(root)) {
@@ -224,8 +211,6 @@ Result<pugi::xml_node> ParseXmlBody(pugi::xml_document& doc, const HttpResponse&
   }
   return doc.child(root);
 }
-
-}  // namespace
 
 Result<std::vector<BucketEntry>> S3Client::ListBuckets() {
   std::vector<BucketEntry> out;

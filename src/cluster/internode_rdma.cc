@@ -10,6 +10,7 @@
 
 #include "rdma/rc.h"
 #include "rdma/soft/soft_fabric.h"
+#include "rdma/staged_transfer.h"
 #include "rdma/token.h"
 
 namespace rdmastor::cluster {
@@ -333,16 +334,8 @@ Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void
     rkey = e.mr_->rkey();
   }
   e.len_ = len;
-  auto addr = target_->address();
-  rdma::RdmaToken t;
-  t.raddr = raddr;
-  t.rsize = static_cast<uint32_t>(len);
-  t.rkey = rkey;
-  t.lid = addr.lid;
-  t.qpn = addr.qpn;
-  t.has_gid = addr.has_gid;
-  t.gid = addr.gid;
-  e.token_ = rdma::FormatToken(t);
+  e.token_ =
+      rdma::FormatToken(target_->address().TokenFor(raddr, static_cast<uint32_t>(len), rkey));
   return e;
 }
 
@@ -416,46 +409,26 @@ Result<size_t> InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::
         if (!done) l.Fail();
       }
     } guard{*lease};
-    rdma::Transfer tr(lease->endpoint(), op, rdma::RemoteBuffer::FromToken(t), settings_.transfer);
-    const size_t slot_bytes = settings_.slot_bytes;
-    const size_t slots = std::max<size_t>(1, buffer->size() / slot_bytes);
-    std::vector<uint64_t> ticket(slots, 0), start(slots, 0), count(slots, 0);
-    size_t posted = 0, done = 0;
+    rdma::StagedTransfer tr(lease->endpoint(), op, rdma::RemoteBuffer::FromToken(t),
+                            settings_.transfer, rdma::Staging::Of(*buffer, settings_.slot_bytes),
+                            len);
     std::optional<Error> source_error;  // fill's own failure: not the fabric's
-    // Staging slot s carries [start, start+count); a WRITE fills it before posting, a READ empties
-    // it into `local` once its ticket completed. Slots are reused in order.
-    auto post = [&](size_t s) -> Status {
-      size_t n = std::min(slot_bytes, len - posted);
-      char* stage = buffer->data() + s * slot_bytes;
-      if (op == rdma::Opcode::kWrite) {
-        auto filled = (*fill)(stage, posted, n);
-        if (!filled.ok()) {
-          source_error = filled.error();
-          return filled.error();
-        }
-        if (*filled < n) len = posted + (n = *filled);  // the source ended: so does the piece
-      }
-      auto tk = tr.Post(buffer->mr(), stage, n, posted);
-      if (!tk.ok()) return tk.error();
-      ticket[s] = *tk;
-      start[s] = posted;
-      count[s] = n;
-      posted += n;
-      return {};
-    };
     auto stop = [&](Error e) { return source_error ? *source_error : fail(std::move(e)); };
-    for (size_t s = 0; s < slots && posted < len; ++s)
-      if (auto st = post(s); !st.ok()) return stop(st.error());
-    while (done < len) {
-      size_t s = (done / slot_bytes) % slots;
-      if (auto st = tr.WaitFor(ticket[s]); !st.ok()) return stop(st.error());
-      if (op == rdma::Opcode::kRead)
-        std::memcpy(local + start[s], buffer->data() + s * slot_bytes, count[s]);
-      done += count[s];
-      if (posted < len)
-        if (auto st = post(s); !st.ok()) return stop(st.error());
+    if (op == rdma::Opcode::kWrite) {
+      auto moved = tr.Push([&](uint64_t at, char* stage, size_t n) -> Result<size_t> {
+        auto filled = (*fill)(stage, static_cast<size_t>(at), n);
+        if (!filled.ok()) source_error = filled.error();
+        return filled;
+      });
+      if (!moved.ok()) return stop(moved.error());
+      len = static_cast<size_t>(*moved);  // the source may have ended early
+    } else {
+      for (size_t done = 0; done < len;) {
+        auto n = tr.Pull(local + done, len - done);
+        if (!n.ok()) return stop(n.error());
+        done += *n;
+      }
     }
-    if (auto st = tr.Finish(); !st.ok()) return fail(st.error());
     guard.done = true;
   }
   // The serving side's own view: bytes received from (READ) or sent to (WRITE) the caller.

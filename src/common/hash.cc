@@ -16,6 +16,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/enum_names.h"
+#include "common/text.h"
+
 namespace rdmastor::hash {
 
 namespace {
@@ -189,13 +192,6 @@ U CrcCombine(U crc_a, U crc_b, uint64_t len_b, U poly) {
     power = MulMod(power, power, poly);
   }
   return MulMod(shift, crc_a, poly) ^ crc_b;
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 constexpr char kB64Alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -395,8 +391,8 @@ std::optional<std::string> HexDecode(std::string_view hex) {
   if (hex.size() % 2 != 0) return std::nullopt;
   std::string out(hex.size() / 2, '\0');
   for (size_t i = 0; i < out.size(); ++i) {
-    int hi = HexValue(hex[2 * i]);
-    int lo = HexValue(hex[2 * i + 1]);
+    int hi = text::HexDigit(hex[2 * i]);
+    int lo = text::HexDigit(hex[2 * i + 1]);
     if (hi < 0 || lo < 0) return std::nullopt;
     out[i] = static_cast<char>((hi << 4) | lo);
   }
@@ -486,32 +482,19 @@ bool IsBase64(std::string_view b64) {
   return b64.empty() || Base64Walk<false>(b64, Base64Pad(b64), nullptr);
 }
 
+namespace {
+constexpr EnumNames<Algo> kChecksumNames[] = {
+    {"crc32", Algo::kCRC32}, {"crc32c", Algo::kCRC32C}, {"crc64nvme", Algo::kCRC64NVME},
+    {"sha1", Algo::kSHA1},   {"sha256", Algo::kSHA256}, {"md5", Algo::kMD5}};
+}  // namespace
+
 std::optional<Algo> ChecksumAlgoFromName(std::string_view lower_name) {
-  if (lower_name == "crc32") return Algo::kCRC32;
-  if (lower_name == "crc32c") return Algo::kCRC32C;
-  if (lower_name == "crc64nvme") return Algo::kCRC64NVME;
-  if (lower_name == "sha1") return Algo::kSHA1;
-  if (lower_name == "sha256") return Algo::kSHA256;
-  return std::nullopt;
+  auto algo = ValueOf(kChecksumNames, lower_name);
+  if (algo == Algo::kMD5) return std::nullopt;  // Content-MD5, not an x-amz-checksum algorithm
+  return algo;
 }
 
-std::string_view ChecksumName(Algo algo) {
-  switch (algo) {
-    case Algo::kCRC32:
-      return "crc32";
-    case Algo::kCRC32C:
-      return "crc32c";
-    case Algo::kCRC64NVME:
-      return "crc64nvme";
-    case Algo::kSHA1:
-      return "sha1";
-    case Algo::kSHA256:
-      return "sha256";
-    case Algo::kMD5:
-      return "md5";
-  }
-  return "";
-}
+std::string_view ChecksumName(Algo algo) { return NameOf(kChecksumNames, algo); }
 
 std::string RandomHex(size_t n_bytes) {
   std::string raw(n_bytes, '\0');

@@ -24,6 +24,15 @@ inline std::string_view TrimBlanks(std::string_view s) {
   return s;
 }
 
+// The value of one hex digit; -1 for anything else (upper case too when lower_only: formats written
+// with printf's %x, such as RDMA tokens, take only lower case).
+inline int HexDigit(char c, bool lower_only = false) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (!lower_only && c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 // The inside of a JSON string literal for `s` (quotes, backslashes and control characters escaped;
 // other bytes, UTF-8 included, as they are).
 std::string JsonEscape(std::string_view s);

@@ -1,15 +1,10 @@
 #include "common/uri.h"
 
+#include "common/text.h"
+
 namespace rdmastor::uri {
 
 namespace {
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 bool IsUnreserved(unsigned char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -25,8 +20,8 @@ std::optional<std::string> Decode(std::string_view s, bool plus_as_space) {
     char c = s[i];
     if (c == '%') {
       if (i + 2 >= s.size()) return std::nullopt;
-      int hi = HexValue(s[i + 1]);
-      int lo = HexValue(s[i + 2]);
+      int hi = text::HexDigit(s[i + 1]);
+      int lo = text::HexDigit(s[i + 2]);
       if (hi < 0 || lo < 0) return std::nullopt;
       out += static_cast<char>((hi << 4) | lo);
       i += 2;

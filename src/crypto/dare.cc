@@ -33,6 +33,21 @@ void AadFor(const unsigned char* header, bool final, unsigned char* aad) {
   aad[kStreamHeaderSize] = final ? 1 : 0;
 }
 
+// Starts one package through the cipher: the nonce and associated data of (header, seq, final),
+// then `in` into `out` (enc: 1 encrypts, 0 decrypts); *n: the bytes written. False if OpenSSL
+// fails.
+bool Begin(EVP_CIPHER_CTX* c, const unsigned char* header, uint64_t seq, bool final, int enc,
+           const char* in, size_t len, unsigned char* out, int* n) {
+  unsigned char nonce[kNonceSize];
+  unsigned char aad[kStreamHeaderSize + 1];
+  NonceFor(header, seq, nonce);
+  AadFor(header, final, aad);
+  return EVP_CipherInit_ex(c, nullptr, nullptr, nullptr, nonce, enc) == 1 &&
+         EVP_CipherUpdate(c, nullptr, n, aad, sizeof(aad)) == 1 &&
+         EVP_CipherUpdate(c, out, n, reinterpret_cast<const unsigned char*>(in),
+                          static_cast<int>(len)) == 1;
+}
+
 }  // namespace
 
 uint64_t EncryptedSize(uint64_t plain) {
@@ -63,17 +78,10 @@ PackageCipher::~PackageCipher() { EVP_CIPHER_CTX_free(Ctx(ctx_)); }
 
 void PackageCipher::Seal(const unsigned char* header, uint64_t seq, bool final, const char* in,
                          size_t len, char* out) {
-  unsigned char nonce[kNonceSize];
-  unsigned char aad[kStreamHeaderSize + 1];
-  NonceFor(header, seq, nonce);
-  AadFor(header, final, aad);
   auto* c = Ctx(ctx_);
   int n = 0, fin = 0;
   auto* o = reinterpret_cast<unsigned char*>(out);
-  if (EVP_CipherInit_ex(c, nullptr, nullptr, nullptr, nonce, 1) != 1 ||
-      EVP_CipherUpdate(c, nullptr, &n, aad, sizeof(aad)) != 1 ||
-      EVP_CipherUpdate(c, o, &n, reinterpret_cast<const unsigned char*>(in),
-                       static_cast<int>(len)) != 1 ||
+  if (!Begin(c, header, seq, final, /*enc=*/1, in, len, o, &n) ||
       EVP_CipherFinal_ex(c, o + n, &fin) != 1 ||
       EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, kTagSize, o + len) != 1)
     std::abort();  // encryption with a valid key and nonce cannot fail
@@ -84,19 +92,12 @@ Status PackageCipher::Open(const unsigned char* header, uint64_t seq, bool final
   if (sealed_len < kTagSize || sealed_len > kSealedPackageSize)
     return MakeError(ErrorCode::kInternalError, "encrypted package has a wrong size");
   const size_t len = sealed_len - kTagSize;
-  unsigned char nonce[kNonceSize];
-  unsigned char aad[kStreamHeaderSize + 1];
   unsigned char tag[kTagSize];
   std::memcpy(tag, in + len, kTagSize);  // `out` may overwrite `in`
-  NonceFor(header, seq, nonce);
-  AadFor(header, final, aad);
   auto* c = Ctx(ctx_);
   int n = 0, fin = 0;
   auto* o = reinterpret_cast<unsigned char*>(out);
-  if (EVP_CipherInit_ex(c, nullptr, nullptr, nullptr, nonce, 0) != 1 ||
-      EVP_CipherUpdate(c, nullptr, &n, aad, sizeof(aad)) != 1 ||
-      EVP_CipherUpdate(c, o, &n, reinterpret_cast<const unsigned char*>(in),
-                       static_cast<int>(len)) != 1 ||
+  if (!Begin(c, header, seq, final, /*enc=*/0, in, len, o, &n) ||
       EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, kTagSize, tag) != 1 ||
       EVP_CipherFinal_ex(c, o + n, &fin) != 1) {
     return MakeError(ErrorCode::kInternalError,

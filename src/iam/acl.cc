@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <tuple>
 
+#include "common/enum_names.h"
 #include "common/hash.h"
 
 namespace rdmastor::iam {
 
 namespace {
 
-constexpr std::pair<std::string_view, CannedAcl> kNames[] = {
+constexpr EnumNames<CannedAcl> kNames[] = {
     {"private", CannedAcl::kPrivate},
     {"public-read", CannedAcl::kPublicRead},
     {"public-read-write", CannedAcl::kPublicReadWrite},
@@ -46,8 +47,7 @@ Statement AllowEveryone(std::vector<std::string> actions, std::string resource,
 }  // namespace
 
 Result<CannedAcl> ParseCannedAcl(std::string_view value) {
-  for (const auto& [name, acl] : kNames)
-    if (name == value) return acl;
+  if (auto acl = ValueOf(kNames, value)) return *acl;
   if (value == "aws-exec-read" || value == "log-delivery-write") {
     return MakeError(ErrorCode::kNotImplemented,
                      "The canned ACL " + std::string(value) +
@@ -59,28 +59,14 @@ Result<CannedAcl> ParseCannedAcl(std::string_view value) {
   return e;
 }
 
-std::string_view AclName(CannedAcl acl) {
-  switch (acl) {
-    case CannedAcl::kPrivate:
-      return "private";
-    case CannedAcl::kPublicRead:
-      return "public-read";
-    case CannedAcl::kPublicReadWrite:
-      return "public-read-write";
-    case CannedAcl::kAuthenticatedRead:
-      return "authenticated-read";
-  }
-  return "private";
-}
+std::string_view AclName(CannedAcl acl) { return NameOf(kNames, acl, "private"); }
 
 std::string StoredAcl(CannedAcl acl) {
   return acl == CannedAcl::kPrivate ? std::string() : std::string(AclName(acl));
 }
 
 CannedAcl AclFromStored(std::string_view stored) {
-  for (const auto& [name, acl] : kNames)
-    if (name == stored) return acl;
-  return CannedAcl::kPrivate;
+  return ValueOf(kNames, stored).value_or(CannedAcl::kPrivate);
 }
 
 AclOwner OwnerOf(std::string_view owner_access_key, std::string_view root_access_key) {

@@ -338,12 +338,18 @@ Status IamStore::PutPolicy(const std::string& name, const std::string& document)
   if (BuiltinPolicy(name))
     return MakeError(ErrorCode::kInvalidArgument, "The built-in policy " + name +
                                                       " cannot be replaced");
-  auto parsed = ParsePolicy(document, PolicyKind::kIdentity);
+  return SavePolicy(named_policies_, name, PolicyKey(name), document,
+                    ParsePolicy(document, PolicyKind::kIdentity));
+}
+
+Status IamStore::SavePolicy(std::map<std::string, PolicyEntry, std::less<>>& cache,
+                            const std::string& name, const std::string& doc_key,
+                            const std::string& document, Result<Policy> parsed) {
   if (!parsed.ok()) return parsed.error();
-  RS_RETURN_IF_ERROR(WriteDoc(PolicyKey(name), document));
+  RS_RETURN_IF_ERROR(WriteDoc(doc_key, document));
   std::lock_guard lock(mu_);
-  Bound(named_policies_);
-  named_policies_[name] =
+  Bound(cache);
+  cache[name] =
       PolicyEntry{std::make_shared<const Policy>(std::move(*parsed)), Clock::now(), std::nullopt};
   return {};
 }
@@ -580,14 +586,8 @@ Result<std::string> IamStore::GetBucketPolicy(const std::string& bucket) {
 }
 
 Status IamStore::PutBucketPolicy(const std::string& bucket, const std::string& document) {
-  auto parsed = ParsePolicy(document, PolicyKind::kBucket, bucket);
-  if (!parsed.ok()) return parsed.error();
-  RS_RETURN_IF_ERROR(WriteDoc(BucketPolicyKey(bucket), document));
-  std::lock_guard lock(mu_);
-  Bound(bucket_policies_);
-  bucket_policies_[bucket] =
-      PolicyEntry{std::make_shared<const Policy>(std::move(*parsed)), Clock::now(), std::nullopt};
-  return {};
+  return SavePolicy(bucket_policies_, bucket, BucketPolicyKey(bucket), document,
+                    ParsePolicy(document, PolicyKind::kBucket, bucket));
 }
 
 Status IamStore::DeleteBucketPolicy(const std::string& bucket) {

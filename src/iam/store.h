@@ -177,6 +177,9 @@ class IamStore {
   Result<std::optional<User>> LoadUser(const std::string& access_key);
   Status StoreUser(const User& user);
   Result<std::shared_ptr<const Policy>> LoadNamedPolicy(const std::string& name);
+  // Stores a parsed policy document under doc_key and caches it in `cache` as `name`.
+  Status SavePolicy(std::map<std::string, PolicyEntry, std::less<>>& cache, const std::string& name,
+                    const std::string& doc_key, const std::string& document, Result<Policy> parsed);
   std::shared_ptr<const Policy> CachedNamedPolicy(const std::string& name);
   // Called with mu_ held: a lookup of a key outside the roster may read storage now.
   bool TakeLookupToken(std::string_view client, Clock::time_point now);

@@ -10,12 +10,17 @@ bool BuiltWithVerbs() {
 #endif
 }
 
+Error StandardBuildLacks(std::string_view what) {
+  return MakeError(ErrorCode::kRDMANotSupported,
+                   "this is the standard build: " + std::string(what));
+}
+
 std::string FeatureLine() { return BuiltWithVerbs() ? "RDMA (verbs)" : "standard (no RDMA)"; }
 
 #ifndef RDMASTOR_WITH_RDMA
 DeviceProbe ProbeDevices() {
   DeviceProbe probe;
-  probe.error = "this is the standard build: RDMA support is not compiled in";
+  probe.error = StandardBuildLacks("RDMA support is not compiled in").message;
   return probe;
 }
 #endif

@@ -3,12 +3,19 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "common/result.h"
 
 namespace rdmastor::rdma {
 
 // True when built with -DRDMASTOR_RDMA=ON.
 bool BuiltWithVerbs();
+
+// What the standard build's stand-ins for verbs code answer: kRDMANotSupported, "this is the
+// standard build: <what>".
+Error StandardBuildLacks(std::string_view what);
 
 // "RDMA (verbs, soft)" or "standard (no RDMA)": the Features line of --version.
 std::string FeatureLine();

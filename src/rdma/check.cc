@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/enum_names.h"
 #include "common/text.h"
 #include "rdma/build_info.h"
 #include "rdma/settings.h"
@@ -22,33 +23,17 @@ namespace {
 
 constexpr uint64_t kMinMemlock = 256ULL << 20;  // pinned buffers of a busy server need more
 
-std::string_view StatusWord(CheckStatus s) {
-  switch (s) {
-    case CheckStatus::kOk:
-      return "ok";
-    case CheckStatus::kWarning:
-      return "warning";
-    case CheckStatus::kFailed:
-      return "failed";
-    case CheckStatus::kSkipped:
-      return "skipped";
-  }
-  return "failed";
-}
+constexpr EnumNames<CheckStatus> kStatusWords[] = {{"ok", CheckStatus::kOk},
+                                                   {"warning", CheckStatus::kWarning},
+                                                   {"failed", CheckStatus::kFailed},
+                                                   {"skipped", CheckStatus::kSkipped}};
+constexpr EnumNames<CheckStatus> kStatusTags[] = {{"[ ok ]", CheckStatus::kOk},
+                                                  {"[warn]", CheckStatus::kWarning},
+                                                  {"[FAIL]", CheckStatus::kFailed},
+                                                  {"[ -- ]", CheckStatus::kSkipped}};
 
-std::string_view StatusTag(CheckStatus s) {
-  switch (s) {
-    case CheckStatus::kOk:
-      return "[ ok ]";
-    case CheckStatus::kWarning:
-      return "[warn]";
-    case CheckStatus::kFailed:
-      return "[FAIL]";
-    case CheckStatus::kSkipped:
-      return "[ -- ]";
-  }
-  return "[FAIL]";
-}
+std::string_view StatusWord(CheckStatus s) { return NameOf(kStatusWords, s, "failed"); }
+std::string_view StatusTag(CheckStatus s) { return NameOf(kStatusTags, s, "[FAIL]"); }
 
 const char* kInstallRdmaBuild =
     "install the rdmastor-rdma package (same binary path, unit and /etc/default/rdmastor)";
@@ -108,21 +93,13 @@ CheckItem GidItem(const DeviceInfo& d, const PortInfo& p) {
 }  // namespace
 
 std::string PortStateName(PortState state) {
-  switch (state) {
-    case PortState::kNop:
-      return "no state change (NOP)";
-    case PortState::kDown:
-      return "down";
-    case PortState::kInit:
-      return "init";
-    case PortState::kArmed:
-      return "armed";
-    case PortState::kActive:
-      return "active";
-    case PortState::kActiveDefer:
-      return "active defer";
-  }
-  return "invalid state";
+  static constexpr EnumNames<PortState> kNames[] = {{"no state change (NOP)", PortState::kNop},
+                                                    {"down", PortState::kDown},
+                                                    {"init", PortState::kInit},
+                                                    {"armed", PortState::kArmed},
+                                                    {"active", PortState::kActive},
+                                                    {"active defer", PortState::kActiveDefer}};
+  return std::string(NameOf(kNames, state, "invalid state"));
 }
 
 PortState PortStateFromVerbs(int state) {

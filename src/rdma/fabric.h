@@ -58,6 +58,10 @@ struct RemoteAddress {
   std::array<uint8_t, 16> gid{};
 
   static RemoteAddress FromToken(const RdmaToken& t) { return {t.lid, t.qpn, t.has_gid, t.gid}; }
+  // The token naming [raddr, raddr + rsize), registered with rkey, at this target.
+  RdmaToken TokenFor(uint64_t raddr, uint32_t rsize, uint32_t rkey) const {
+    return {raddr, rsize, rkey, lid, qpn, has_gid, gid};
+  }
 };
 
 // A remote buffer: the token's raddr/rsize/rkey.

@@ -1,5 +1,6 @@
 #include "rdma/rc.h"
 
+#include "rdma/build_info.h"
 #include "rdma/soft/net.h"
 #include "rdma/token.h"
 
@@ -45,17 +46,15 @@ Result<RcTargetAddr> ResolveRcTarget(const RemoteAddress& remote, const RequestO
 }
 
 #ifndef RDMASTOR_WITH_RDMA
+constexpr std::string_view kNoRcHere = "verbs RC queue pairs are not compiled in";
 Result<std::unique_ptr<Fabric>> CreateVerbsRcFabric(const RcSettings&) {
-  return MakeError(ErrorCode::kRDMANotSupported,
-                   "this is the standard build: verbs RC queue pairs are not compiled in");
+  return StandardBuildLacks(kNoRcHere);
 }
 Result<std::unique_ptr<Target>> StartVerbsRcTarget(const std::string&, const RcSettings&) {
-  return MakeError(ErrorCode::kRDMANotSupported,
-                   "this is the standard build: verbs RC queue pairs are not compiled in");
+  return StandardBuildLacks(kNoRcHere);
 }
 Result<std::unique_ptr<Target>> StartVerbsRcClient(const RcSettings&) {
-  return MakeError(ErrorCode::kRDMANotSupported,
-                   "this is the standard build: verbs RC queue pairs are not compiled in");
+  return StandardBuildLacks(kNoRcHere);
 }
 #endif
 

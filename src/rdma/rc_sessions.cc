@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <random>
 
+#include "common/text.h"
 #include "rdma/soft/net.h"
 
 namespace rdmastor::rdma {
@@ -19,7 +20,7 @@ Result<uint64_t> ParseRcConnectionId(std::string_view text) {
   if (text.size() != 16) return bad();
   uint64_t v = 0;
   for (char c : text) {
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    int d = text::HexDigit(c, /*lower_only=*/true);
     if (d < 0) return bad();
     v = v << 4 | static_cast<uint64_t>(d);
   }

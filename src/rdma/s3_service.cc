@@ -196,32 +196,18 @@ Result<S3RdmaService::PushResult> S3RdmaService::PushToClient(const RdmaToken& t
   if (!buffer.ok()) return fail(buffer.error());
   auto ep = EndpointFor(*plane, token, origin);
   if (!ep.ok()) return fail(ep.error());
-  {
-    Transfer t(**ep, Opcode::kWrite, RemoteBuffer::FromToken(token), options_.transfer);
-    const size_t slots = buffer->size() / options_.slot_bytes;
-    std::vector<uint64_t> ticket(slots, 0);
-    uint64_t off = 0;
-    for (size_t i = 0; off < length; ++i) {
-      size_t slot = i % slots;
-      if (ticket[slot]) {  // the slot's previous chunk must be on the wire before refilling it
-        if (auto st = t.WaitFor(ticket[slot]); !st.ok()) return fail(st.error());
-      }
-      char* p = buffer->data() + slot * options_.slot_bytes;
-      size_t want = static_cast<size_t>(std::min<uint64_t>(options_.slot_bytes, length - off));
-      for (size_t got = 0; got < want;) {
-        auto n = read_at(off + got, p + got, want - got);
-        if (!n.ok()) return fail(n.error());
-        if (*n == 0)
-          return fail(MakeError(ErrorCode::kInternalError, "object shorter than its metadata"));
-        got += *n;
-      }
-      auto tk = t.Post(buffer->mr(), p, want, off);
-      if (!tk.ok()) return fail(tk.error());
-      ticket[slot] = *tk;
-      off += want;
+  StagedTransfer t(**ep, Opcode::kWrite, RemoteBuffer::FromToken(token), options_.transfer,
+                   Staging::Of(*buffer, options_.slot_bytes), length);
+  auto moved = t.Push([&](uint64_t off, char* stage, size_t want) -> Result<size_t> {
+    for (size_t got = 0; got < want;) {
+      auto n = read_at(off + got, stage + got, want - got);
+      if (!n.ok()) return n.error();
+      if (*n == 0) return MakeError(ErrorCode::kInternalError, "object shorter than its metadata");
+      got += *n;
     }
-    if (auto st = t.Finish(); !st.ok()) return fail(st.error());
-  }
+    return want;
+  });
+  if (!moved.ok()) return fail(moved.error());
   out.bytes = length;
   stats_.bytes_to_clients.fetch_add(length, std::memory_order_relaxed);
   return out;
@@ -252,16 +238,11 @@ Result<std::unique_ptr<S3RdmaService::ClientBody>> S3RdmaService::PullFromClient
   auto ep = EndpointFor(*plane, token, origin);
   if (!ep.ok()) return fail(ep.error());
   body->endpoint_ = std::move(ep).value();
-  body->transfer_ = std::make_unique<Transfer>(*body->endpoint_, Opcode::kRead,
-                                               RemoteBuffer::FromToken(token), options_.transfer);
-  body->slot_bytes_ = options_.slot_bytes;
-  size_t slots = body->buffer_.size() / options_.slot_bytes;
-  body->slot_ticket_.assign(slots, 0);
-  body->slot_start_.assign(slots, 0);
-  body->slot_len_.assign(slots, 0);
-  // Read ahead into every slot; Read() consumes them in order and re-posts each as it empties.
-  for (size_t s = 0; s < slots && body->requested_ < body->total_; ++s)
-    if (auto st = body->PostSlot(s); !st.ok()) return fail(st.error());
+  body->transfer_ = std::make_unique<StagedTransfer>(
+      *body->endpoint_, Opcode::kRead, RemoteBuffer::FromToken(token), options_.transfer,
+      Staging::Of(body->buffer_, options_.slot_bytes), token.rsize);
+  // Read ahead into every slot now: a refused transfer fails here, before the object layer runs.
+  if (auto st = body->transfer_->ReadAhead(); !st.ok()) return fail(st.error());
   return body;
 }
 
@@ -269,18 +250,6 @@ S3RdmaService::ClientBody::~ClientBody() {
   // Destroy the transfer and endpoint before the staging buffer returns to the pool.
   transfer_.reset();
   endpoint_.reset();
-}
-
-Status S3RdmaService::ClientBody::PostSlot(size_t slot) {
-  size_t len = static_cast<size_t>(std::min<uint64_t>(slot_bytes_, total_ - requested_));
-  char* p = buffer_.data() + slot * slot_bytes_;
-  auto tk = transfer_->Post(buffer_.mr(), p, len, requested_);
-  if (!tk.ok()) return tk.error();
-  slot_ticket_[slot] = *tk;
-  slot_start_[slot] = requested_;
-  slot_len_[slot] = len;
-  requested_ += len;
-  return {};
 }
 
 Result<size_t> S3RdmaService::ClientBody::Read(char* buf, size_t len) {
@@ -291,22 +260,13 @@ Result<size_t> S3RdmaService::ClientBody::Read(char* buf, size_t len) {
     service_->stats_.failures.fetch_add(1, std::memory_order_relaxed);
     return e;
   };
-  size_t slot = static_cast<size_t>((consumed_ / slot_bytes_) % slot_ticket_.size());
-  if (auto st = transfer_->WaitFor(slot_ticket_[slot]); !st.ok()) return fail(st.error());
-  uint64_t in_slot = consumed_ - slot_start_[slot];
-  size_t n = static_cast<size_t>(std::min<uint64_t>(len, slot_len_[slot] - in_slot));
   // The one user-space copy of the PUT path: staging slot -> the object layer's buffer.
-  std::memcpy(buf, buffer_.data() + slot * slot_bytes_ + in_slot, n);
-  copied_ += n;
-  consumed_ += n;
-  service_->stats_.bytes_copied.fetch_add(n, std::memory_order_relaxed);
-  service_->stats_.bytes_from_clients.fetch_add(n, std::memory_order_relaxed);
-  if (in_slot + n == slot_len_[slot] && requested_ < total_) {
-    if (auto st = PostSlot(slot); !st.ok()) return fail(st.error());
-  }
-  if (consumed_ == total_) {
-    if (auto st = transfer_->Finish(); !st.ok()) return fail(st.error());
-  }
+  auto n = transfer_->Pull(buf, len);
+  if (!n.ok()) return fail(n.error());
+  copied_ += *n;
+  consumed_ += *n;
+  service_->stats_.bytes_copied.fetch_add(*n, std::memory_order_relaxed);
+  service_->stats_.bytes_from_clients.fetch_add(*n, std::memory_order_relaxed);
   return n;
 }
 

@@ -22,7 +22,7 @@
 #include "rdma/memory.h"
 #include "rdma/rc_sessions.h"
 #include "rdma/token.h"
-#include "rdma/transfer.h"
+#include "rdma/staged_transfer.h"
 
 namespace rdmastor::rdma {
 
@@ -137,17 +137,14 @@ class S3RdmaService {
    private:
     friend class S3RdmaService;
     ClientBody() = default;
-    Status PostSlot(size_t slot);
 
     S3RdmaService* service_ = nullptr;
     std::shared_ptr<Plane> plane_;        // the generation this body uses: destroyed last
     ClientSlot client_slot_;              // released last
     BufferPool::Buffer buffer_;           // destroyed last: the endpoint may still reference it
     std::unique_ptr<Endpoint> endpoint_;  // destroyed before the buffer goes back to the pool
-    std::unique_ptr<Transfer> transfer_;
-    uint64_t total_ = 0, requested_ = 0, consumed_ = 0, copied_ = 0;
-    std::vector<uint64_t> slot_ticket_, slot_start_, slot_len_;
-    size_t slot_bytes_ = 0;
+    std::unique_ptr<StagedTransfer> transfer_;
+    uint64_t total_ = 0, consumed_ = 0, copied_ = 0;
     std::optional<Error> failure_;
   };
   Result<std::unique_ptr<ClientBody>> PullFromClient(const RdmaToken& token,

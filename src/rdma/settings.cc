@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/enum_names.h"
+#include "common/text.h"
 #include "rdma/build_info.h"
 #include "rdma/rc.h"
 #include "rdma/verbs_plan.h"
@@ -26,11 +28,8 @@ std::optional<uint64_t> ParseNumber(std::string s, uint64_t lo, uint64_t hi) {
   if (s.empty() || s.size() > 16) return std::nullopt;
   uint64_t v = 0;
   for (char c : s) {
-    int d = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : 99;
-    if (d >= base) return std::nullopt;
+    int d = text::HexDigit(c);
+    if (d < 0 || d >= base) return std::nullopt;
     v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
   }
   if (v < lo || v > hi) return std::nullopt;
@@ -39,17 +38,12 @@ std::optional<uint64_t> ParseNumber(std::string s, uint64_t lo, uint64_t hi) {
 
 }  // namespace
 
-std::string_view FabricName(FabricKind k) {
-  switch (k) {
-    case FabricKind::kOff:
-      return "off";
-    case FabricKind::kVerbs:
-      return "verbs";
-    case FabricKind::kSoft:
-      return "soft";
-  }
-  return "off";
-}
+namespace {
+constexpr EnumNames<FabricKind> kFabricNames[] = {
+    {"off", FabricKind::kOff}, {"verbs", FabricKind::kVerbs}, {"soft", FabricKind::kSoft}};
+}  // namespace
+
+std::string_view FabricName(FabricKind k) { return NameOf(kFabricNames, k, "off"); }
 
 Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>& env) {
   RdmaSettings s;
@@ -66,14 +60,9 @@ Result<RdmaSettings> ParseRdmaSettings(const std::map<std::string, std::string>&
     s.rc_port = static_cast<int>(*n);
   }
   if (const auto* v = get("MINIO_RDMA_FABRIC")) {
-    std::string lower = *v;
-    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-    if (lower == "soft") {
-      s.fabric = FabricKind::kSoft;
-    } else if (lower == "off") {
-      s.fabric = FabricKind::kOff;
-    } else if (lower == "verbs" && verbs_built) {
-      s.fabric = FabricKind::kVerbs;
+    auto fabric = ValueOf(kFabricNames, text::ToLower(*v));
+    if (fabric && (*fabric != FabricKind::kVerbs || verbs_built)) {
+      s.fabric = *fabric;
     } else {
       return Invalid("MINIO_RDMA_FABRIC", *v,
                      verbs_built ? "use verbs, soft or off"
@@ -249,12 +238,10 @@ std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
 
 #ifndef RDMASTOR_WITH_RDMA
 Result<std::unique_ptr<Fabric>> CreateVerbsFabric(const VerbsSettings&) {
-  return MakeError(ErrorCode::kRDMANotSupported,
-                   "this is the standard build: the verbs fabric is not compiled in");
+  return StandardBuildLacks("the verbs fabric is not compiled in");
 }
 Result<std::unique_ptr<Target>> StartVerbsDcTarget(const VerbsSettings&) {
-  return MakeError(ErrorCode::kRDMANotSupported,
-                   "this is the standard build: the verbs fabric is not compiled in");
+  return StandardBuildLacks("the verbs fabric is not compiled in");
 }
 #endif
 

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "common/text.h"
+
 namespace rdmastor::rdma {
 
 namespace {
@@ -14,11 +16,8 @@ struct Field {
 constexpr Field kFields[] = {{"raddr", 16}, {"rsize", 8},   {"rkey", 8}, {"lid", 4},
                              {"qpn", 6},    {"has_gid", 1}, {"gid", 32}};
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;  // upper case is rejected on purpose: the format is printf's lower-case %x
-}
+// Upper case is rejected on purpose: the format is printf's lower-case %x.
+int HexDigit(char c) { return text::HexDigit(c, /*lower_only=*/true); }
 
 Error Bad(std::string what) {
   return MakeError(ErrorCode::kInvalidRDMAToken, "x-amz-rdma-token: " + std::move(what));

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "common/enum_names.h"
+
 namespace rdmastor::rdma {
 
 Transfer::Transfer(Endpoint& endpoint, Opcode opcode, RemoteBuffer remote, TransferOptions options)
@@ -106,31 +108,19 @@ Status Transfer::Progress() {
 }
 
 std::string_view WcStatusName(WcStatus s) {
-  switch (s) {
-    case WcStatus::kSuccess:
-      return "success";
-    case WcStatus::kLocalLengthError:
-      return "local length error";
-    case WcStatus::kLocalQpOpError:
-      return "local QP operation error";
-    case WcStatus::kLocalProtectionError:
-      return "local protection error";
-    case WcStatus::kFlushed:
-      return "work request flushed";
-    case WcStatus::kRemoteInvalidRequest:
-      return "remote invalid request";
-    case WcStatus::kRemoteAccessError:
-      return "remote access error";
-    case WcStatus::kRemoteOperationError:
-      return "remote operation error";
-    case WcStatus::kRetryExceeded:
-      return "transport retry counter exceeded";
-    case WcStatus::kRnrRetryExceeded:
-      return "RNR retry counter exceeded";
-    case WcStatus::kGeneralError:
-      return "general error";
-  }
-  return "unknown";
+  static constexpr EnumNames<WcStatus> kNames[] = {
+      {"success", WcStatus::kSuccess},
+      {"local length error", WcStatus::kLocalLengthError},
+      {"local QP operation error", WcStatus::kLocalQpOpError},
+      {"local protection error", WcStatus::kLocalProtectionError},
+      {"work request flushed", WcStatus::kFlushed},
+      {"remote invalid request", WcStatus::kRemoteInvalidRequest},
+      {"remote access error", WcStatus::kRemoteAccessError},
+      {"remote operation error", WcStatus::kRemoteOperationError},
+      {"transport retry counter exceeded", WcStatus::kRetryExceeded},
+      {"RNR retry counter exceeded", WcStatus::kRnrRetryExceeded},
+      {"general error", WcStatus::kGeneralError}};
+  return NameOf(kNames, s, "unknown");
 }
 
 Result<std::unique_ptr<MemoryRegion>> Target::RegisterDmabuf(int, uint64_t, size_t, uint64_t,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "common/enum_names.h"
 #include "rdma/soft/net.h"
 #include "rdma/token.h"
 
@@ -239,15 +240,10 @@ EventDecision OnAsyncEvent(AsyncEvent event, int event_port, int our_port,
 }
 
 std::string_view FabricHealthName(FabricHealth h) {
-  switch (h) {
-    case FabricHealth::kReady:
-      return "ready";
-    case FabricHealth::kDegraded:
-      return "degraded";
-    case FabricHealth::kDown:
-      return "down";
-  }
-  return "unknown";
+  static constexpr EnumNames<FabricHealth> kNames[] = {{"ready", FabricHealth::kReady},
+                                                       {"degraded", FabricHealth::kDegraded},
+                                                       {"down", FabricHealth::kDown}};
+  return NameOf(kNames, h, "unknown");
 }
 
 }  // namespace rdmastor::rdma

@@ -306,22 +306,21 @@ Reply HandleGetObjectAttributes(const Env& env, S3Request& ctx) {
     return ErrorReply(MakeError(ErrorCode::kInvalidArgument,
                                 "The x-amz-object-attributes header specifying the attributes "
                                 "to be retrieved is either missing or empty"));
-  if (const auto* v = ctx.req.FindHeader("x-amz-max-parts")) {
+  // x-amz-max-parts, x-amz-part-number-marker: 0 to 2^31-1 accepted, at most `cap` used.
+  auto count = [&](std::string_view arg, int64_t cap, int& out) -> Status {
+    const auto* v = ctx.req.FindHeader("x-amz-" + std::string(arg));
+    if (!v) return {};
     auto n = ParseInt(*v);
     if (!n || *n < 0)
-      return ErrorReply(MakeError(ErrorCode::kInvalidArgument,
-                                  "Argument max-parts must be an integer between 0 and "
-                                  "2147483647"));
-    p.max_parts = static_cast<int>(std::min<int64_t>(*n, 1000));
-  }
-  if (const auto* v = ctx.req.FindHeader("x-amz-part-number-marker")) {
-    auto n = ParseInt(*v);
-    if (!n || *n < 0)
-      return ErrorReply(MakeError(ErrorCode::kInvalidArgument,
-                                  "Argument part-number-marker must be an integer between 0 "
-                                  "and 2147483647"));
-    p.part_number_marker = static_cast<int>(std::min<int64_t>(*n, 10000));
-  }
+      return MakeError(ErrorCode::kInvalidArgument, "Argument " + std::string(arg) +
+                                                        " must be an integer between 0 and "
+                                                        "2147483647");
+    out = static_cast<int>(std::min<int64_t>(*n, cap));
+    return {};
+  };
+  if (auto st = count("max-parts", 1000, p.max_parts); !st.ok()) return ErrorReply(st.error());
+  if (auto st = count("part-number-marker", 10000, p.part_number_marker); !st.ok())
+    return ErrorReply(st.error());
   auto info = ctx.version ? env.store.StatObjectVersion(ctx.bucket, ctx.key, *ctx.version)
                           : env.store.StatObject(ctx.bucket, ctx.key);
   if (!info.ok()) return VersionErrorReply(ctx, info.error(), env.store);

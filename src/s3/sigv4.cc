@@ -423,6 +423,22 @@ Result<HeaderAuthFields> ParseAuthorizationHeader(std::string_view v) {
   return f;
 }
 
+// The context of a request whose signature matched: who signed, how, and what the streaming
+// modes' chunk signature chain needs.
+AuthContext Verified(AuthContext ctx, Credential cred, PayloadMode mode,
+                     std::vector<std::string> signed_headers, bool presigned, std::string signature,
+                     std::string signing_key, std::string amz_date) {
+  ctx.access_key = std::move(cred.access_key);
+  ctx.payload_mode = mode;
+  ctx.signed_headers = std::move(signed_headers);
+  ctx.presigned = presigned;
+  ctx.seed_signature = std::move(signature);
+  ctx.signing_key = std::move(signing_key);
+  ctx.amz_date = std::move(amz_date);
+  ctx.scope = std::move(cred.scope);
+  return ctx;
+}
+
 Result<AuthContext> VerifyHeaderAuth(const HttpRequest& req, std::string_view authz,
                                      const SecretLookup& lookup, int64_t now_unix) {
   constexpr auto kMalformed = ErrorCode::kAuthorizationHeaderMalformed;
@@ -489,15 +505,8 @@ Result<AuthContext> VerifyHeaderAuth(const HttpRequest& req, std::string_view au
     if (!hash::ConstantTimeEquals(expected, provided)) return ErrorCode::kSignatureDoesNotMatch;
   }
 
-  ctx.access_key = std::move(cred->access_key);
-  ctx.payload_mode = *mode;
-  ctx.signed_headers = std::move(*signed_headers);
-  ctx.presigned = false;
-  ctx.seed_signature = std::move(provided);
-  ctx.signing_key = std::move(key);
-  ctx.amz_date = std::move(amz_date);
-  ctx.scope = std::move(cred->scope);
-  return ctx;
+  return Verified(std::move(ctx), std::move(*cred), *mode, std::move(*signed_headers),
+                  /*presigned=*/false, std::move(provided), std::move(key), std::move(amz_date));
 }
 
 Result<AuthContext> VerifyPresigned(const HttpRequest& req,
@@ -574,15 +583,8 @@ Result<AuthContext> VerifyPresigned(const HttpRequest& req,
   std::string expected = SignHex(key, StringToSign(*date, cred->scope, *cr));
   if (!hash::ConstantTimeEquals(expected, provided)) return ErrorCode::kSignatureDoesNotMatch;
 
-  ctx.access_key = std::move(cred->access_key);
-  ctx.payload_mode = *mode;
-  ctx.signed_headers = std::move(*signed_headers);
-  ctx.presigned = true;
-  ctx.seed_signature = std::move(provided);
-  ctx.signing_key = std::move(key);
-  ctx.amz_date = *date;
-  ctx.scope = std::move(cred->scope);
-  return ctx;
+  return Verified(std::move(ctx), std::move(*cred), *mode, std::move(*signed_headers),
+                  /*presigned=*/true, std::move(provided), std::move(key), *date);
 }
 
 // Headers as a client sends them: lower-case names, x-amz-date and x-amz-content-sha256 replaced.

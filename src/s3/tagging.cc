@@ -7,6 +7,7 @@
 
 #include "common/uri.h"
 #include "common/utf8.h"
+#include "s3/xml.h"
 #include "s3/versioning.h"
 
 namespace rdmastor::s3 {
@@ -87,19 +88,6 @@ std::string_view LocalName(const pugi::xml_node& n) {
   std::string_view name = n.name();
   auto colon = name.find(':');
   return colon == std::string_view::npos ? name : name.substr(colon + 1);
-}
-
-// The text of an element that holds only text (possibly none); nullopt when it has child elements.
-std::optional<std::string> LeafText(const pugi::xml_node& n) {
-  std::string text;
-  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
-    if (c.type() == pugi::node_pcdata || c.type() == pugi::node_cdata) {
-      text += c.value();
-    } else if (c.type() == pugi::node_element) {
-      return std::nullopt;
-    }
-  }
-  return text;
 }
 
 Error Malformed() { return MakeError(ErrorCode::kMalformedXML); }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <pugixml.hpp>
@@ -251,11 +252,25 @@ std::string MaybeEncode(std::string_view s, bool encode_url) {
   return encode_url ? uri::Encode(s, /*encode_slash=*/false) : std::string(s);
 }
 
-void AddCommonPrefixes(pugi::xml_node root, const std::vector<std::string>& prefixes,
-                       bool encode_url) {
+// What every listing opens with, in S3's order: Name, Prefix, `own` (the listing's own markers),
+// MaxKeys, Delimiter, IsTruncated.
+template <class Params>
+void AddListStart(pugi::xml_node root, const Params& p, bool truncated,
+                  const std::function<void()>& own) {
+  Add(root, "Name", p.bucket);
+  Add(root, "Prefix", MaybeEncode(p.prefix, p.encode_url));
+  own();
+  Add(root, "MaxKeys", p.max_keys);
+  if (!p.delimiter.empty()) Add(root, "Delimiter", MaybeEncode(p.delimiter, p.encode_url));
+  AddBool(root, "IsTruncated", truncated);
+}
+
+// What every listing ends with: CommonPrefixes, and EncodingType when names are encoded.
+void AddListEnd(pugi::xml_node root, const std::vector<std::string>& prefixes, bool encode_url) {
   for (const std::string& p : prefixes) {
     Add(root.append_child("CommonPrefixes"), "Prefix", MaybeEncode(p, encode_url));
   }
+  if (encode_url) Add(root, "EncodingType", "url");
 }
 
 std::string_view ChecksumElement(std::string_view algo) {
@@ -349,20 +364,6 @@ std::string_view Trim(std::string_view s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
-// Text content of a leaf element (all text and CDATA pieces joined). nullopt when the element has
-// child elements: structure where a value belongs is malformed.
-std::optional<std::string> LeafText(const pugi::xml_node& n) {
-  std::string out;
-  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
-    if (c.type() == pugi::node_pcdata || c.type() == pugi::node_cdata) {
-      out += c.value();
-    } else if (c.type() == pugi::node_element) {
-      return std::nullopt;
-    }
-  }
-  return out;
-}
-
 // Parses a request body into `doc` and returns its single root element, or null on anything that
 // is not a plain well-formed document. pugixml never expands DTD entities; a DOCTYPE is refused
 // outright so entity tricks (XXE, billion laughs) cannot even be attempted.
@@ -412,6 +413,18 @@ std::string_view CapEcho(std::string_view s) {
 }
 
 }  // namespace
+
+std::optional<std::string> LeafText(const pugi::xml_node& n) {
+  std::string out;
+  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+    if (c.type() == pugi::node_pcdata || c.type() == pugi::node_cdata) {
+      out += c.value();
+    } else if (c.type() == pugi::node_element) {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
 
 // -----------------------------------------------------------------------------------------------
 // Dates.
@@ -522,17 +535,11 @@ std::string ListObjectsV1Xml(const ListV1Params& p, const storage::ListResult& r
   Doc d("ListBucketResult");
   pugi::xml_node root = d.root();
   const bool enc = p.encode_url;
-  Add(root, "Name", p.bucket);
-  Add(root, "Prefix", MaybeEncode(p.prefix, enc));
-  Add(root, "Marker", MaybeEncode(p.marker, enc));
-  Add(root, "MaxKeys", p.max_keys);
-  if (!p.delimiter.empty()) Add(root, "Delimiter", MaybeEncode(p.delimiter, enc));
-  AddBool(root, "IsTruncated", r.truncated);
+  AddListStart(root, p, r.truncated, [&] { Add(root, "Marker", MaybeEncode(p.marker, enc)); });
   // As S3: NextMarker only with a delimiter; without one clients continue from the last Key.
   if (r.truncated && !p.delimiter.empty()) Add(root, "NextMarker", MaybeEncode(r.next_marker, enc));
   for (const auto& o : r.objects) AddContents(root, "Contents", o, enc, &owner, false);
-  AddCommonPrefixes(root, r.common_prefixes, enc);
-  if (enc) Add(root, "EncodingType", "url");
+  AddListEnd(root, r.common_prefixes, enc);
   return d.str();
 }
 
@@ -541,12 +548,8 @@ std::string ListObjectsV2Xml(const ListV2Params& p, const storage::ListResult& r
   Doc d("ListBucketResult");
   pugi::xml_node root = d.root();
   const bool enc = p.encode_url;
-  Add(root, "Name", p.bucket);
-  Add(root, "Prefix", MaybeEncode(p.prefix, enc));
-  Add(root, "KeyCount", r.objects.size() + r.common_prefixes.size());
-  Add(root, "MaxKeys", p.max_keys);
-  if (!p.delimiter.empty()) Add(root, "Delimiter", MaybeEncode(p.delimiter, enc));
-  AddBool(root, "IsTruncated", r.truncated);
+  AddListStart(root, p, r.truncated,
+               [&] { Add(root, "KeyCount", r.objects.size() + r.common_prefixes.size()); });
   if (p.continuation_token_sent || !p.continuation_token.empty())
     Add(root, "ContinuationToken", p.continuation_token);
   if (r.truncated) Add(root, "NextContinuationToken", p.next_continuation_token);
@@ -555,8 +558,7 @@ std::string ListObjectsV2Xml(const ListV2Params& p, const storage::ListResult& r
     AddContents(root, "Contents", r.objects[i], enc, p.fetch_owner ? &owner : nullptr, false,
                 i < p.extras.size() ? &p.extras[i] : nullptr);
   }
-  AddCommonPrefixes(root, r.common_prefixes, enc);
-  if (enc) Add(root, "EncodingType", "url");
+  AddListEnd(root, r.common_prefixes, enc);
   return d.str();
 }
 
@@ -565,13 +567,10 @@ std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::Li
   Doc d("ListVersionsResult");
   pugi::xml_node root = d.root();
   const bool enc = p.encode_url;
-  Add(root, "Name", p.bucket);
-  Add(root, "Prefix", MaybeEncode(p.prefix, enc));
-  Add(root, "KeyMarker", MaybeEncode(p.key_marker, enc));
-  Add(root, "VersionIdMarker", p.version_id_marker);
-  Add(root, "MaxKeys", p.max_keys);
-  if (!p.delimiter.empty()) Add(root, "Delimiter", MaybeEncode(p.delimiter, enc));
-  AddBool(root, "IsTruncated", r.truncated);
+  AddListStart(root, p, r.truncated, [&] {
+    Add(root, "KeyMarker", MaybeEncode(p.key_marker, enc));
+    Add(root, "VersionIdMarker", p.version_id_marker);
+  });
   if (r.truncated) {
     Add(root, "NextKeyMarker", MaybeEncode(p.next_key_marker, enc));
     Add(root, "NextVersionIdMarker", p.next_version_id_marker);
@@ -579,28 +578,23 @@ std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::Li
   for (size_t i = 0; i < r.objects.size(); ++i) {
     const storage::ObjectInfo& o = r.objects[i];
     const std::string vid = o.version_id.empty() ? "null" : o.version_id;
-    if (o.delete_marker) {
-      pugi::xml_node c = root.append_child("DeleteMarker");
-      Add(c, "Key", MaybeEncode(o.key, enc));
-      Add(c, "VersionId", vid);
-      AddBool(c, "IsLatest", o.is_latest);
-      Add(c, "LastModified", Iso8601(o.mtime_ns));
-      AddOwner(c, "Owner", owner);
-      continue;
-    }
-    pugi::xml_node c = root.append_child("Version");
+    // A delete marker has what a version opens with, then its owner.
+    pugi::xml_node c = root.append_child(o.delete_marker ? "DeleteMarker" : "Version");
     Add(c, "Key", MaybeEncode(o.key, enc));
     Add(c, "VersionId", vid);
     AddBool(c, "IsLatest", o.is_latest);
     Add(c, "LastModified", Iso8601(o.mtime_ns));
+    if (o.delete_marker) {
+      AddOwner(c, "Owner", owner);
+      continue;
+    }
     Add(c, "ETag", Quote(o.etag));
     Add(c, "Size", o.size);
     AddOwner(c, "Owner", owner);
     Add(c, "StorageClass", o.storage_class.empty() ? "STANDARD" : o.storage_class);
     AddListedMetadata(c, i < p.extras.size() ? &p.extras[i] : nullptr);
   }
-  AddCommonPrefixes(root, r.common_prefixes, enc);
-  if (enc) Add(root, "EncodingType", "url");
+  AddListEnd(root, r.common_prefixes, enc);
   return d.str();
 }
 
@@ -806,8 +800,7 @@ std::string ListMultipartUploadsXml(const ListUploadsParams& p,
       Add(n, "ChecksumType", u->checksum_type);
     }
   }
-  AddCommonPrefixes(root, prefixes, enc);
-  if (enc) Add(root, "EncodingType", "url");
+  AddListEnd(root, prefixes, enc);
   return d.str();
 }
 

@@ -12,7 +12,15 @@
 #include "iam/acl.h"
 #include "storage/object_layer.h"
 
+namespace pugi {
+class xml_node;
+}
+
 namespace rdmastor::s3 {
+
+// Text content of a leaf element (all text and CDATA pieces joined). nullopt when the element has
+// child elements: structure where a value belongs is malformed.
+std::optional<std::string> LeafText(const pugi::xml_node& n);
 
 // `details` are extra elements placed after Message (Error::details).
 std::string ErrorXml(std::string_view code, std::string_view message, std::string_view resource,

@@ -20,6 +20,11 @@ Decision Check(const Policy& p, std::string_view action, std::string_view resour
 }
 
 TEST(CannedAcl, NamesAsAwsAcceptsThem) {
+  for (CannedAcl a : {CannedAcl::kPrivate, CannedAcl::kPublicRead, CannedAcl::kPublicReadWrite,
+                      CannedAcl::kAuthenticatedRead}) {
+    EXPECT_EQ(*ParseCannedAcl(AclName(a)), a);
+    EXPECT_EQ(AclFromStored(StoredAcl(a)), a);
+  }
   EXPECT_EQ(*ParseCannedAcl("public-read"), CannedAcl::kPublicRead);
   EXPECT_EQ(*ParseCannedAcl("authenticated-read"), CannedAcl::kAuthenticatedRead);
   EXPECT_EQ(*ParseCannedAcl("bucket-owner-full-control"), CannedAcl::kPrivate);

@@ -226,6 +226,8 @@ def test_501_with_and_without_fallback(server_factory):
     with pytest.raises(rdmastor.S3Error) as e:
         strict.put_object("fbk", "k", b"payload")
     assert e.value.code == "RDMANotSupported" and e.value.status == 501 and e.value.request_id
+    # The declines the fallback acts on are C++'s IsRdmaDecline list, exported by the extension.
+    assert rdmastor._native.RDMA_DECLINE_CODES == {"RDMANotSupported", "RDMAPathMTUMismatch"}
     lenient = client(srv, rdma="soft", allow_http_fallback=True)
     t = lenient.put_object("fbk", "k", b"payload")
     assert t.transport == "http"

@@ -31,6 +31,14 @@ Status PacedWait(int fd, short events, Pace& pace, int limit_ms = -1) {
   return pace.Account(std::chrono::steady_clock::now() - t0, 0);
 }
 
+// After a send or recv that failed with errno: OK to try again (interrupted, or paced and the
+// socket not ready yet: waited for it), else the socket's error.
+Status AgainAfter(const char* what, int fd, short events, Pace* pace) {
+  if (errno == EINTR) return {};
+  if (pace && (errno == EAGAIN || errno == EWOULDBLOCK)) return PacedWait(fd, events, *pace);
+  return SocketError(what, errno);
+}
+
 }  // namespace
 
 Pace::Pace(std::chrono::milliseconds interval, uint64_t min_rate)
@@ -91,12 +99,8 @@ Status SendAll(int fd, iovec* iov, int iovcnt, Pace* pace) {
     msg.msg_iovlen = static_cast<size_t>(iovcnt);
     ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | (pace ? MSG_DONTWAIT : 0));
     if (n < 0) {
-      if (errno == EINTR) continue;
-      if (pace && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        RS_RETURN_IF_ERROR(PacedWait(fd, POLLOUT, *pace));
-        continue;
-      }
-      return SocketError("send", errno);
+      RS_RETURN_IF_ERROR(AgainAfter("send", fd, POLLOUT, pace));
+      continue;
     }
     if (pace) RS_RETURN_IF_ERROR(pace->Account(std::chrono::nanoseconds(0), static_cast<size_t>(n)));
     auto left = static_cast<size_t>(n);
@@ -123,12 +127,8 @@ Status RecvAll(int fd, void* data, size_t len, Pace* pace) {
   while (len > 0) {
     ssize_t n = recv(fd, p, len, pace ? MSG_DONTWAIT : MSG_WAITALL);
     if (n < 0) {
-      if (errno == EINTR) continue;
-      if (pace && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        RS_RETURN_IF_ERROR(PacedWait(fd, POLLIN, *pace));
-        continue;
-      }
-      return SocketError("recv", errno);
+      RS_RETURN_IF_ERROR(AgainAfter("recv", fd, POLLIN, pace));
+      continue;
     }
     if (n == 0) return MakeError(ErrorCode::kInternalError, "recv: peer closed the connection");
     if (pace) RS_RETURN_IF_ERROR(pace->Account(std::chrono::nanoseconds(0), static_cast<size_t>(n)));

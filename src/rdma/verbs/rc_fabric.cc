@@ -97,30 +97,15 @@ std::string CmPeerName(rdma_cm_id* id) {
          std::to_string(ntohs(in->sin_port));
 }
 
-// Waits (bounded) for the next CM event on `ch`, acknowledges it and returns its type.
-Result<rdma_cm_event_type> NextEvent(rdma_event_channel* ch, std::chrono::milliseconds timeout,
-                                     int* status = nullptr) {
-  pollfd pfd{ch->fd, POLLIN, 0};
-  int rc = poll(&pfd, 1, static_cast<int>(timeout.count()));
-  if (rc == 0)
-    return MakeError(ErrorCode::kRDMANotSupported, "verbs RC: no rdma_cm event within " +
-                                                       std::to_string(timeout.count()) + " ms");
-  if (rc < 0) return RcError("poll", errno);
-  rdma_cm_event* ev = nullptr;
-  if (rdma_get_cm_event(ch, &ev)) return RcError("rdma_get_cm_event", errno);
-  rdma_cm_event_type type = ev->event;
-  if (status) *status = ev->status;
-  rdma_ack_cm_event(ev);
-  return type;
-}
-
-// The next CM event with a copy of its private data (an accept's or reject's answer).
+// Waits (bounded) for the next CM event on `ch` and acknowledges it; with copy_data, keeps a copy
+// of its private data (an accept's or reject's answer; only connection events carry any).
 struct CmEvent {
   rdma_cm_event_type type;
   int status = 0;
   std::vector<uint8_t> data;
 };
-Result<CmEvent> NextEventWithData(rdma_event_channel* ch, std::chrono::milliseconds timeout) {
+Result<CmEvent> NextEventWithData(rdma_event_channel* ch, std::chrono::milliseconds timeout,
+                                  bool copy_data = true) {
   pollfd pfd{ch->fd, POLLIN, 0};
   int rc = poll(&pfd, 1, static_cast<int>(timeout.count()));
   if (rc == 0)
@@ -131,20 +116,20 @@ Result<CmEvent> NextEventWithData(rdma_event_channel* ch, std::chrono::milliseco
   if (rdma_get_cm_event(ch, &ev)) return RcError("rdma_get_cm_event", errno);
   CmEvent out{ev->event, ev->status, {}};
   const auto* p = static_cast<const uint8_t*>(ev->param.conn.private_data);
-  if (p) out.data.assign(p, p + ev->param.conn.private_data_len);
+  if (p && copy_data) out.data.assign(p, p + ev->param.conn.private_data_len);
   rdma_ack_cm_event(ev);
   return out;
 }
 
 Status Expect(rdma_event_channel* ch, rdma_cm_event_type want, std::chrono::milliseconds timeout,
               const std::string& where) {
-  int status = 0;
-  auto got = NextEvent(ch, timeout, &status);
+  auto got = NextEventWithData(ch, timeout, /*copy_data=*/false);
   if (!got.ok()) return MakeError(got.error().code, got.error().message + " (" + where + ")");
-  if (*got == want) return {};
-  return MakeError(ErrorCode::kRDMANotSupported,
-                   std::string("verbs RC: ") + where + ": " + rdma_event_str(*got) +
-                       (status ? " (status " + std::to_string(status) + ")" : std::string()));
+  if (got->type == want) return {};
+  return MakeError(
+      ErrorCode::kRDMANotSupported,
+      std::string("verbs RC: ") + where + ": " + rdma_event_str(got->type) +
+          (got->status ? " (status " + std::to_string(got->status) + ")" : std::string()));
 }
 
 // The device rdma_cm binds `ip` to ("" when it is no RDMA interface's address, or loopback,

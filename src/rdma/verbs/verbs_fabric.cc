@@ -31,30 +31,20 @@ static_assert(static_cast<int>(PathMtu::k256) == IBV_MTU_256 &&
               static_cast<int>(PathMtu::k4096) == IBV_MTU_4096);
 
 WcStatus FromIbvStatus(ibv_wc_status s) {
-  switch (s) {
-    case IBV_WC_SUCCESS:
-      return WcStatus::kSuccess;
-    case IBV_WC_LOC_LEN_ERR:
-      return WcStatus::kLocalLengthError;
-    case IBV_WC_LOC_QP_OP_ERR:
-      return WcStatus::kLocalQpOpError;
-    case IBV_WC_LOC_PROT_ERR:
-      return WcStatus::kLocalProtectionError;
-    case IBV_WC_WR_FLUSH_ERR:
-      return WcStatus::kFlushed;
-    case IBV_WC_REM_INV_REQ_ERR:
-      return WcStatus::kRemoteInvalidRequest;
-    case IBV_WC_REM_ACCESS_ERR:
-      return WcStatus::kRemoteAccessError;
-    case IBV_WC_REM_OP_ERR:
-      return WcStatus::kRemoteOperationError;
-    case IBV_WC_RETRY_EXC_ERR:
-      return WcStatus::kRetryExceeded;
-    case IBV_WC_RNR_RETRY_EXC_ERR:
-      return WcStatus::kRnrRetryExceeded;
-    default:
-      return WcStatus::kGeneralError;
-  }
+  static constexpr std::pair<ibv_wc_status, WcStatus> kMap[] = {
+      {IBV_WC_SUCCESS, WcStatus::kSuccess},
+      {IBV_WC_LOC_LEN_ERR, WcStatus::kLocalLengthError},
+      {IBV_WC_LOC_QP_OP_ERR, WcStatus::kLocalQpOpError},
+      {IBV_WC_LOC_PROT_ERR, WcStatus::kLocalProtectionError},
+      {IBV_WC_WR_FLUSH_ERR, WcStatus::kFlushed},
+      {IBV_WC_REM_INV_REQ_ERR, WcStatus::kRemoteInvalidRequest},
+      {IBV_WC_REM_ACCESS_ERR, WcStatus::kRemoteAccessError},
+      {IBV_WC_REM_OP_ERR, WcStatus::kRemoteOperationError},
+      {IBV_WC_RETRY_EXC_ERR, WcStatus::kRetryExceeded},
+      {IBV_WC_RNR_RETRY_EXC_ERR, WcStatus::kRnrRetryExceeded}};
+  for (const auto& [ibv, ours] : kMap)
+    if (ibv == s) return ours;
+  return WcStatus::kGeneralError;  // IBV_WC_GENERAL_ERR and the rest
 }
 
 ibv_ah_attr AhAttrFor(const RemoteAddress& remote, uint8_t port, uint8_t sgid_index) {
@@ -174,6 +164,15 @@ class VerbsMr final : public MemoryRegion {
       : MemoryRegion(reinterpret_cast<char*>(span.addr), span.length, mr->lkey, mr->rkey),
         mr_(std::move(mr)) {}
 
+  // Host memory (ibv_reg_mr), for the fabric and the DC target alike.
+  static Result<std::unique_ptr<MemoryRegion>> RegisterHost(ibv_pd* pd, void* addr, size_t length,
+                                                            unsigned access) {
+    MrPtr mr(RegisterHostMemory(pd, addr, length, access));
+    if (!mr) return RegistrationError("ibv_reg_mr", errno);
+    RegionSpan span = HostRegionSpan(Reported(*mr));
+    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr), span));
+  }
+
  private:
   MrPtr mr_;
 };
@@ -283,10 +282,7 @@ class VerbsFabric final : public Fabric {
 
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override {
-    MrPtr mr(RegisterHostMemory(pd_.get(), addr, length, access));
-    if (!mr) return RegistrationError("ibv_reg_mr", errno);
-    RegionSpan span = HostRegionSpan(Reported(*mr));
-    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr), span));
+    return VerbsMr::RegisterHost(pd_.get(), addr, length, access);
   }
 
   Result<std::unique_ptr<Endpoint>> Connect(const RemoteAddress& remote,
@@ -750,10 +746,7 @@ class VerbsDcTarget final : public Target {
 
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override {
-    MrPtr mr(RegisterHostMemory(pd_.get(), addr, length, access));
-    if (!mr) return RegistrationError("ibv_reg_mr", errno);
-    RegionSpan span = HostRegionSpan(Reported(*mr));
-    return std::unique_ptr<MemoryRegion>(new VerbsMr(std::move(mr), span));
+    return VerbsMr::RegisterHost(pd_.get(), addr, length, access);
   }
 
   Result<std::unique_ptr<MemoryRegion>> RegisterDmabuf(int fd, uint64_t offset, size_t length,
