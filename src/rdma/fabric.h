@@ -160,6 +160,11 @@ struct RcAdmission {
   std::function<Status(uint32_t ip)> can_admit;
   std::function<Result<uint64_t>(const RcPeer&, std::unique_ptr<Endpoint>, uint64_t proposed)>
       admit;
+  // Optional, for a listener that accepts before the connection is established (rdma_cm): the
+  // id it proposed is coming (a request naming it waits for admit instead of failing), or is not
+  // coming after all.
+  std::function<void(uint64_t id)> expect;
+  std::function<void(uint64_t id)> forget;
 };
 
 // A listener for RC connections; destroying it stops accepting (admitted endpoints live on).

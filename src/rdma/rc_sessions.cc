@@ -146,10 +146,28 @@ uint64_t RcSessions::NewId() {
   return id;
 }
 
+void RcSessions::Expect(uint64_t id) {
+  std::lock_guard lock(mu_);
+  expected_.insert(id);
+}
+
+void RcSessions::Forget(uint64_t id) {
+  {
+    std::lock_guard lock(mu_);
+    expected_.erase(id);
+  }
+  freed_.notify_all();
+}
+
 Result<uint64_t> RcSessions::Admit(const RcPeer& peer, std::unique_ptr<Endpoint> endpoint,
                                    uint64_t proposed) {
   std::unique_ptr<Endpoint> refused;  // destroyed after the lock is released
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  if (proposed && expected_.erase(proposed)) {
+    lock.unlock();
+    freed_.notify_all();  // a Lend waiting for it looks again (after this admission)
+    lock.lock();
+  }
   if (auto why = RefusalLocked(peer.ip)) {
     ++stats_.refused;
     refused = std::move(endpoint);
@@ -177,6 +195,10 @@ Result<std::unique_ptr<Endpoint>> RcSessions::Lend(uint64_t id, const RemoteAddr
   const std::string name = FormatRcConnectionId(id);
   std::unique_lock lock(mu_);
   auto it = entries_.find(id);
+  if (it == entries_.end() && expected_.count(id)) {  // accepted: being established
+    freed_.wait_for(lock, limits_.lend_wait, [&] { return !expected_.count(id); });
+    it = entries_.find(id);
+  }
   if (it == entries_.end())
     return MakeError(ErrorCode::kRDMANotSupported,
                      "the RC connection " + name +

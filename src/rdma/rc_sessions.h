@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -60,6 +61,11 @@ class RcSessions {
                          uint64_t proposed = 0);
   // A fresh random id for a listener to propose (not 0).
   static uint64_t NewId();
+  // The listener accepted a connection under `id` and waits for it to be established: until
+  // Admit or Forget, Lend of that id waits for it (at most lend_wait) instead of failing; the
+  // client may send its first request before the listener saw the handshake end.
+  void Expect(uint64_t id);
+  void Forget(uint64_t id);
   // The limits, checked before the listener creates anything for a connection (rdma_cm: before
   // the QP exists); a refusal counts in stats().refused.
   Status CanAdmit(uint32_t ip);
@@ -94,6 +100,7 @@ class RcSessions {
   mutable std::mutex mu_;
   std::condition_variable freed_;
   std::map<uint64_t, std::shared_ptr<Entry>> entries_;
+  std::set<uint64_t> expected_;  // accepted, not yet established (Expect)
   RcStats stats_;
   std::mutex reaper_mu_;
   std::condition_variable reaper_cv_;

@@ -162,6 +162,8 @@ Status S3RdmaService::ListenRc(uint16_t port) {
                                            uint64_t proposed) {
     return raw->Admit(peer, std::move(ep), proposed);
   };
+  admission.expect = [raw = sessions.get()](uint64_t id) { raw->Expect(id); };
+  admission.forget = [raw = sessions.get()](uint64_t id) { raw->Forget(id); };
   auto listener = p->fabric->ListenRc(bind, port, std::move(admission));
   if (!listener.ok()) return listener.error();
   sessions->StartReaper();

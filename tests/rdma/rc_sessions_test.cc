@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <thread>
 
 #include "rdma/token.h"
 
@@ -137,6 +138,37 @@ TEST(RcSessions, OneTransferAtATimeThenSlowDown) {
   first->reset();  // given back clean (nothing posted)
   EXPECT_TRUE(table.Lend(*id, TokenAddr(), From(), "ak").ok());
   EXPECT_EQ(table.size(), 1u);
+}
+
+// A client may send its first request before the listener has seen its handshake end (rdma_cm
+// delivers ESTABLISHED to both sides at about the same time): a request naming a connection the
+// listener accepted waits for its admission instead of failing with "not open"; one the
+// listener forgot (never established) fails at once.
+TEST(RcSessions, ARequestWaitsForAConnectionAcceptedButNotYetAdmitted) {
+  RcSessions table(RcLimits{});
+  const uint64_t id = RcSessions::NewId();
+  table.Expect(id);
+  std::thread listener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(table.Admit(Peer(), std::make_unique<ScriptedEndpoint>(), id).ok());
+  });
+  auto lent = table.Lend(id, TokenAddr(), From(), "ak");
+  listener.join();
+  ASSERT_TRUE(lent.ok()) << lent.error().message;
+
+  const uint64_t never = RcSessions::NewId();
+  table.Expect(never);
+  std::thread forget([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    table.Forget(never);
+  });
+  auto start = std::chrono::steady_clock::now();
+  auto refused = table.Lend(never, TokenAddr(), From(), "ak");
+  forget.join();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kRDMANotSupported);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, RcLimits{}.lend_wait);  // not the full wait
+  EXPECT_FALSE(table.Lend(RcSessions::NewId(), TokenAddr(), From(), "ak").ok());  // unknown
 }
 
 WorkRequest Wr(uint64_t id, bool signaled) {

@@ -694,6 +694,7 @@ class RcServerListener final : public RcListener {
 
   ~RcServerListener() override {
     StopEventThread(wake_[1], thread_);
+    for (const Accepting& a : accepting_) Forget(a.proposed);
     if (listen_) rdma_destroy_id(listen_);
     for (int fd : wake_)
       if (fd >= 0) close(fd);
@@ -742,6 +743,13 @@ class RcServerListener final : public RcListener {
     return true;
   }
 
+  void Expect(uint64_t id) {
+    if (admission_.expect) admission_.expect(id);
+  }
+  void Forget(uint64_t id) {
+    if (admission_.forget) admission_.forget(id);
+  }
+
   // After the request's event was acknowledged: a QP and the accept. The id stays on the
   // listener's channel until its ESTABLISHED (Established), so that a client that never
   // completes the handshake holds one pending entry until kEstablishTimeout, never the loop.
@@ -769,8 +777,10 @@ class RcServerListener final : public RcListener {
     cp.responder_resources = 0;
     cp.retry_count = 7;
     cp.rnr_retry_count = 7;
+    Expect(proposed);  // before the accept: the client may ask for it as soon as it is accepted
     if (rdma_accept(id, &cp)) {
       spdlog::debug("verbs RC: rdma_accept: {}", std::strerror(errno));
+      Forget(proposed);
       return;
     }
     accepting_.push_back({std::move(ep), peer, proposed,
@@ -781,6 +791,7 @@ class RcServerListener final : public RcListener {
   void Established(Accepting a) {
     rdma_cm_id* id = a.ep->id();
     if (rdma_migrate_id(id, a.ep->channel())) {
+      Forget(a.proposed);
       spdlog::info("verbs RC: closed a connection from {}: rdma_migrate_id: {}",
                    soft::net::Ipv4String(a.peer.ip), std::strerror(errno));
       return;
@@ -802,6 +813,7 @@ class RcServerListener final : public RcListener {
         spdlog::info("verbs RC: a connection from {} was not established within {} s: freed",
                      soft::net::Ipv4String(it->peer.ip),
                      std::chrono::duration_cast<std::chrono::seconds>(kEstablishTimeout).count());
+        Forget(it->proposed);
         it = accepting_.erase(it);
         continue;
       }
@@ -842,9 +854,10 @@ class RcServerListener final : public RcListener {
       if (it == accepting_.end()) continue;
       Accepting a = std::move(*it);
       accepting_.erase(it);
-      if (type == RDMA_CM_EVENT_ESTABLISHED) Established(std::move(a));
-      // Any other event (REJECTED, CONNECT_ERROR, UNREACHABLE, DISCONNECTED) ends it: a's
-      // endpoint destroys its QP and id.
+      if (type == RDMA_CM_EVENT_ESTABLISHED)
+        Established(std::move(a));
+      else  // REJECTED, CONNECT_ERROR, UNREACHABLE, DISCONNECTED: a's endpoint destroys QP and id
+        Forget(a.proposed);
     }
   }
 
