@@ -10,13 +10,6 @@
 
 namespace rdmastor::storage {
 
-namespace {
-
-using erasure::Codec;
-using erasure::Geometry;
-using paths::Join;
-
-}  // namespace
 
 int ErasureSet::BucketCopies(const std::string& bucket) {
   return Count(

@@ -13,13 +13,6 @@
 
 namespace rdmastor::storage {
 
-namespace {
-
-using erasure::Codec;
-using erasure::Geometry;
-using paths::Join;
-
-}  // namespace
 
 Result<ObjectHealResult> ErasureSet::HealObject(const std::string& bucket, const std::string& key) {
   auto loc = paths::MapKey(key);

@@ -18,8 +18,6 @@ namespace rdmastor::storage {
 
 namespace {
 
-using paths::Join;
-
 ErasureMeta OneDriveErasure() {
   ErasureMeta e;
   e.data = 1;

@@ -11,13 +11,6 @@
 
 namespace rdmastor::storage {
 
-namespace {
-
-using erasure::Codec;
-using erasure::Geometry;
-using paths::Join;
-
-}  // namespace
 
 Result<UploadRecord> ErasureSet::LoadUpload(const std::string& bucket, const std::string& key,
                                             const std::string& upload_id) {

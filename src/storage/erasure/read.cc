@@ -13,13 +13,6 @@
 
 namespace rdmastor::storage {
 
-namespace {
-
-using erasure::Codec;
-using erasure::Geometry;
-using paths::Join;
-
-}  // namespace
 
 bool ShardSource::Open(size_t part) {
   if (!usable || is_inline) return false;

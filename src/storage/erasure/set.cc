@@ -12,13 +12,6 @@
 
 namespace rdmastor::storage {
 
-namespace {
-
-using erasure::Codec;
-using erasure::Geometry;
-using paths::Join;
-
-}  // namespace
 
 std::string PartFileName(size_t index) { return "part." + std::to_string(index); }
 std::string PartRecordName(int number) { return "part." + std::to_string(number) + ".json"; }

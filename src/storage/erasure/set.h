@@ -49,6 +49,11 @@ namespace rdmastor::storage {
 
 // ---- helpers shared by the erasure files (set.cc) ----
 
+// Names every erasure source file uses unqualified (this header is the module's own).
+using erasure::Codec;
+using erasure::Geometry;
+using paths::Join;
+
 inline constexpr std::string_view kUploadFile = "upload.json";
 
 std::string PartFileName(size_t index);

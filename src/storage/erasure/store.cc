@@ -16,13 +16,6 @@
 
 namespace rdmastor::storage {
 
-namespace {
-
-using erasure::Codec;
-using erasure::Geometry;
-using paths::Join;
-
-}  // namespace
 
 // ---- ErasureStore ---------------------------------------------------------------------------
 

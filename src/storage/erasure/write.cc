@@ -13,13 +13,6 @@
 
 namespace rdmastor::storage {
 
-namespace {
-
-using erasure::Codec;
-using erasure::Geometry;
-using paths::Join;
-
-}  // namespace
 
 ErasureSet::Stagings::Stagings(const ErasureSet& set, std::vector<bool>& alive, bool create,
                                bool reuse)
