@@ -34,6 +34,7 @@ import pytest
 import boto3
 import requests
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -412,6 +413,16 @@ def sdk_script_runner(tmp_path_factory, script_text, name, bucket_prefix, timeou
         assert "crash " + section not in out, out["crash " + section]
         return out
     return run
+
+
+def boto3_error_code(fn, **kw):
+    """[HTTP status, S3 error code] of a boto3 call that must fail; ["ok", None] if it
+    succeeded (SDK_SCRIPT_PREAMBLE's err(), for tests that call boto3 in-process)."""
+    try:
+        fn(**kw)
+    except ClientError as e:
+        return [e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"].get("Code")]
+    return ["ok", None]
 
 
 @pytest.fixture

@@ -4,9 +4,8 @@ it), and the Access-Control-* headers of other requests whose Origin a rule allo
 included. The expectations are AWS's (s3-tests' test_cors_*)."""
 import pytest
 import requests
-from botocore.exceptions import ClientError
 
-from conftest import make_client, unique_bucket
+from conftest import boto3_error_code, make_client, unique_bucket
 
 
 @pytest.fixture(scope="module")
@@ -14,12 +13,7 @@ def s3(server):
     return make_client(server)
 
 
-def err(fn, **kw):
-    try:
-        fn(**kw)
-    except ClientError as e:
-        return [e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"].get("Code")]
-    return ["ok", None]
+err = boto3_error_code  # [status, code] of a call that must fail
 
 
 RULES = {"CORSRules": [

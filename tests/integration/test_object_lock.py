@@ -16,9 +16,8 @@ import shutil
 import subprocess
 
 import pytest
-from botocore.exceptions import ClientError
 
-from conftest import (RDMASTOR_BIN, _clean_env, admin_heal, erasure4, make_client, rand_str,
+from conftest import (boto3_error_code, RDMASTOR_BIN, _clean_env, admin_heal, erasure4, make_client, rand_str,
                       signed_request, unique_bucket)
 
 UTC = datetime.timezone.utc
@@ -26,12 +25,7 @@ FAR = datetime.datetime(2030, 1, 1, tzinfo=UTC)
 FARTHER = datetime.datetime(2030, 1, 3, tzinfo=UTC)
 
 
-def err(fn, **kw):
-    try:
-        fn(**kw)
-    except ClientError as e:
-        return [e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"].get("Code")]
-    return ["ok", None]
+err = boto3_error_code  # [status, code] of a call that must fail
 
 
 @pytest.fixture(scope="module")
