@@ -162,12 +162,9 @@ void RcSessions::Forget(uint64_t id) {
 Result<uint64_t> RcSessions::Admit(const RcPeer& peer, std::unique_ptr<Endpoint> endpoint,
                                    uint64_t proposed) {
   std::unique_ptr<Endpoint> refused;  // destroyed after the lock is released
-  std::unique_lock lock(mu_);
-  if (proposed && expected_.erase(proposed)) {
-    lock.unlock();
-    freed_.notify_all();  // a Lend waiting for it looks again (after this admission)
-    lock.lock();
-  }
+  std::lock_guard lock(mu_);
+  // A Lend waiting for it looks again once this admission released the lock.
+  if (proposed && expected_.erase(proposed)) freed_.notify_all();
   if (auto why = RefusalLocked(peer.ip)) {
     ++stats_.refused;
     refused = std::move(endpoint);
