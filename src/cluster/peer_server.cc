@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -254,7 +255,6 @@ std::string CallerOf(const s3::HttpRequest& req) {
 struct CallServer {
   const s3::HttpRequest& req;
   InternodeRdma* internode;
-  OpenShards* open;
   const std::string& disk;
 
   // A batch entry's drive: the index of one of this node's, or the error that refuses the whole
@@ -371,7 +371,58 @@ struct CallServer {
     return d.WriteShardAt(in.path, in.offset, in.payload, in.create, in.sync);
   }
 
-  Result<peer::ShardBytes> ShardRead(storage::LocalDrive& d, const peer::ShardReadArgs& in) {
+  // The entries' pieces (LocalHost::ReadShardPieces, the node's kept files), each in its slot of
+  // the reply's payload, or pushed over RDMA in one transfer when the request carries a token.
+  // Checked whole (drives, lengths) before any piece is read. A failed push is resent over TCP by
+  // the caller with the same handles: the host settled them already (a kept file stays kept, a
+  // released one is opened again by path).
+  Result<peer::ShardReadResults> ShardReadGroup(storage::LocalHost& h,
+                                                const peer::ShardReadBatch& in) {
+    std::vector<bool> seen(h.size(), false);
+    std::vector<storage::ShardPieceRead> reads;
+    reads.reserve(in.entries.size());
+    uint64_t total = 0;
+    for (const auto& e : in.entries) {
+      auto i = OwnDrive(h, e.disk, &seen);
+      if (!i.ok()) return i.error();
+      if (e.len > kMaxRpcBody) return MakeError(ErrorCode::kInvalidArgument, "bad len");
+      total += e.len;
+      reads.push_back({*i, e.path, e.offset, e.len, nullptr, 0, e.handle, e.keep});
+    }
+    if (total > kMaxRpcBody) return MakeError(ErrorCode::kInvalidArgument, "bad len");
+    auto piece = RdmaPieceOf(req, internode);
+    if (!piece.ok()) return piece.error();
+    if (piece->has_value() && (*piece)->length != total)
+      return MakeError(ErrorCode::kInvalidRDMAToken,
+                       "RDMA piece length differs from the pieces'");
+    peer::ShardReadResults out;
+    out.payload.resize(static_cast<size_t>(total));
+    size_t at = 0;
+    for (auto& r : reads) {
+      r.buf = out.payload.data() + at;
+      at += static_cast<size_t>(r.len);
+    }
+    out.results = h.ReadShardPieces(reads);
+    for (size_t j = 0; j < reads.size(); ++j)  // a failed entry's slot as the caller sees it
+      if (!out.results[j].ok()) std::memset(reads[j].buf, 0, static_cast<size_t>(reads[j].len));
+    const std::string caller = CallerOf(req);
+    if (piece->has_value()) {
+      auto st = internode->Push(caller, (*piece)->token, req.remote_ip, out.payload.data(),
+                                out.payload.size());
+      if (!st.ok()) {
+        spdlog::debug("shardreadgroup for {}: {}", caller, st.error().message);
+        return AsRdmaFailure(st.error());
+      }
+      out.payload.clear();
+      return out;
+    }
+    if (internode && total > 0) internode->RecordShard(caller, admin::Transport::kTcp, total, 0);
+    return out;
+  }
+
+  Result<peer::ShardBytes> ShardRead(storage::LocalDrive& d, storage::LocalHost& h,
+                                     const peer::ShardReadArgs& in) {
+    storage::OpenShards* open = &h.open_shards();
     if (in.len > kMaxRpcBody) return MakeError(ErrorCode::kInvalidArgument, "bad len");
     auto piece = RdmaPieceOf(req, internode);
     if (!piece.ok()) return piece.error();
@@ -476,7 +527,7 @@ void PeerServer::HandleStorage(const std::string& call, const s3::HttpRequest& r
     return SendError(sink, MakeError(ErrorCode::kInvalidRequest, "unknown storage call " + call),
                      call);
   const std::string disk = QueryValue(req, "disk");
-  CallServer srv{req, internode_.get(), &open_shards_, disk};
+  CallServer srv{req, internode_.get(), disk};
   h->second(*host_, srv, std::move(body), sink);
 }
 

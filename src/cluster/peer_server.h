@@ -16,7 +16,6 @@
 
 #include "cluster/dsync.h"
 #include "cluster/internode_rdma.h"
-#include "cluster/open_shards.h"
 #include "cluster/peer_client.h"
 #include "s3/http_server.h"
 #include "storage/local_host.h"
@@ -56,7 +55,6 @@ class PeerServer {
   std::shared_ptr<LockServer> locks_;
   std::string config_json_;
   std::shared_ptr<InternodeRdma> internode_;
-  OpenShards open_shards_;  // shard files kept open across the pieces of one read
 };
 
 // Routes peer RPC to a PeerServer and everything else to the S3 handler once it is set.

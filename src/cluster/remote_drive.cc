@@ -441,4 +441,77 @@ std::vector<Status> RemoteHost::WriteShardPieces(const std::vector<storage::Shar
   return out;
 }
 
+std::vector<Result<storage::ShardPieceGot>> RemoteHost::ReadShardPieces(
+    const std::vector<storage::ShardPieceRead>& reads) {
+  constexpr PeerCall kCall = PeerCall::kShardReadGroup;
+  using Results = std::vector<Result<storage::ShardPieceGot>>;
+  if (reads.empty()) return {};
+  peer::ShardReadBatch batch;
+  size_t total = 0;
+  uint64_t basis = 0;  // the largest shard's: picks the transport for all the pieces
+  bool contiguous = true;
+  for (const auto& r : reads) {
+    batch.entries.push_back(
+        {remote_.at(r.drive)->path(), r.path, r.offset, r.len, r.handle, r.keep});
+    contiguous = contiguous && r.buf == reads[0].buf + total;
+    total += static_cast<size_t>(r.len);
+    basis = std::max(basis, TransportBasis(r.shard_size, r.offset, static_cast<size_t>(r.len)));
+  }
+  // The slots, one after another: the caller's run of buffers, or a staging copy of it.
+  std::string staged;
+  char* dst = reads[0].buf;
+  if (!contiguous) {
+    staged.resize(total);
+    dst = staged.data();
+  }
+  const std::string& peer = peer_->address();
+  const std::string* head = nullptr;
+  Result<client::HttpResponse> sent = MakeError(ErrorCode::kInternalError, "not sent");
+  bool done = false;
+  if (internode_ && internode_->ShouldUse(peer, basis)) {
+    // The peer RDMA-WRITEs every slot into `dst` at once.
+    auto r = SendRdmaPiece<kCall>(*peer_, *internode_, self_, {}, batch, dst, total,
+                                  /*remote_write=*/true);
+    if (!r.ok()) {
+      sent = r.error();
+      done = true;
+    } else if (r->has_value()) {
+      (*r)->exposed.CopyOut(total);
+      internode_->RecordShard(peer, admin::Transport::kRdma, 0, total);
+      sent = std::move((*r)->response);
+      done = true;
+    }
+  }
+  if (!done) {
+    sent = SendCall<kCall>(*peer_, {}, batch, client::ResponseTarget::Buffer(dst, total),
+                           {{kPeerNodeHeader, self_}});
+    if (sent.ok() && sent->body_bytes != total)
+      sent = MakeError(ErrorCode::kInternalError,
+                       "peer " + peer + " answered shardreadgroup with " +
+                           std::to_string(sent->body_bytes) + " bytes for " +
+                           std::to_string(total));
+    if (sent.ok() && internode_ && total > 0)
+      internode_->RecordShard(peer, admin::Transport::kTcp, 0, total);
+  }
+  if (sent.ok()) head = sent->FindHeader(kReplyHeader);
+  auto decoded = !sent.ok() ? Result<peer::ShardReadResults>(sent.error())
+                 : head     ? Wire<peer::ShardReadResults>::Decode(Frame{*head, {}})
+                            : Result<peer::ShardReadResults>(MakeError(
+                                  ErrorCode::kInternalError,
+                                  "peer " + peer + " answered shardreadgroup without " +
+                                      kReplyHeader));
+  auto per = PerEntry(decoded.ok() ? Result<Results>(std::move(decoded->results)) : decoded.error(),
+                      reads.size(), *peer_, CallOf<kCall>::name);
+  size_t at = 0;
+  for (size_t j = 0; j < reads.size(); ++j) {
+    const auto len = static_cast<size_t>(reads[j].len);
+    if (per[j].ok() && per[j]->bytes > len)
+      per[j] = MakeError(ErrorCode::kInternalError,
+                         "peer " + peer + " answered a shard piece longer than asked");
+    if (!contiguous && per[j].ok()) std::memcpy(reads[j].buf, staged.data() + at, len);
+    at += len;
+  }
+  return per;
+}
+
 }  // namespace rdmastor::cluster

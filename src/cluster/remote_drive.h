@@ -230,6 +230,12 @@ class RemoteHost final : public storage::DriveHost {
   // qualifies for inter-node RDMA) in one buffer the peer pulls at once; a failed RDMA transfer
   // is sent again over TCP.
   std::vector<Status> WriteShardPieces(const std::vector<storage::ShardPiece>& pieces) override;
+  // One shardreadgroup call: the entries' slots land in their buffers (straight into them when
+  // the buffers are one contiguous run, as the erasure read path asks), over TCP or, a shard that
+  // qualifies, pushed by the peer over RDMA in one transfer; a failed RDMA transfer is asked again
+  // over TCP.
+  std::vector<Result<storage::ShardPieceGot>> ReadShardPieces(
+      const std::vector<storage::ShardPieceRead>& reads) override;
 
  private:
   std::shared_ptr<PeerClient> peer_;

@@ -580,6 +580,64 @@ Result<peer::DoneResults> Wire<peer::DoneResults>::Decode(Frame f) {
   return peer::DoneResults{std::move(*results)};
 }
 
+// {"entries":[{"disk","path","offset","len","handle","keep"}...]}
+template <>
+Frame Wire<peer::ShardReadBatch>::Encode(const peer::ShardReadBatch& v) {
+  json entries = json::array();
+  for (const auto& e : v.entries)
+    entries.push_back({{"disk", e.disk},
+                       {"path", e.path},
+                       {"offset", e.offset},
+                       {"len", e.len},
+                       {"handle", e.handle},
+                       {"keep", e.keep}});
+  return Frame{json{{"entries", std::move(entries)}}.dump(), {}};
+}
+template <>
+Result<peer::ShardReadBatch> Wire<peer::ShardReadBatch>::Decode(Frame f) {
+  return Parse(f.head, "shardreadgroup", [&](const json& j) -> Result<peer::ShardReadBatch> {
+    peer::ShardReadBatch v;
+    for (const auto& e : j.at("entries"))
+      v.entries.push_back({e.at("disk").get<std::string>(), e.at("path").get<std::string>(),
+                           json_int::At<uint64_t>(e, "offset"), json_int::At<uint64_t>(e, "len"),
+                           json_int::At<uint64_t>(e, "handle"), e.at("keep").get<bool>()});
+    return v;
+  });
+}
+
+// Results: {"ok":true,"bytes","handle"} or the entry's error; the payload is the entries' slots
+// (not EncodeResults': every entry has its slot, a failed one's zeroed).
+template <>
+Frame Wire<peer::ShardReadResults>::Encode(const peer::ShardReadResults& v) {
+  json heads = json::array();
+  for (const auto& r : v.results) {
+    if (!r.ok()) {
+      heads.push_back(ErrorJson(r.error()));
+      continue;
+    }
+    heads.push_back({{"ok", true}, {"bytes", r->bytes}, {"handle", r->handle}});
+  }
+  return Frame{
+      json{{"results", std::move(heads)}}.dump(-1, ' ', false, json::error_handler_t::replace),
+      v.payload};
+}
+template <>
+Result<peer::ShardReadResults> Wire<peer::ShardReadResults>::Decode(Frame f) {
+  return Parse(f.head, "shardreadgroup result", [&](const json& j) -> Result<peer::ShardReadResults> {
+    peer::ShardReadResults v;
+    for (const auto& r : j.at("results")) {
+      if (!r.at("ok").get<bool>()) {
+        v.results.emplace_back(ErrorFromJson(r));
+        continue;
+      }
+      v.results.emplace_back(storage::ShardPieceGot{json_int::At<uint64_t>(r, "bytes"),
+                                                    json_int::At<uint64_t>(r, "handle")});
+    }
+    v.payload = std::move(f.payload);
+    return v;
+  });
+}
+
 template <>
 Frame Wire<storage::RenameDataResult>::Encode(const storage::RenameDataResult& v) {
   return Frame{json{{"has_old_meta", v.old_meta.has_value()},

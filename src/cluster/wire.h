@@ -30,6 +30,7 @@
 #include "cluster/dsync.h"
 #include "common/result.h"
 #include "storage/drive.h"
+#include "storage/drive_host.h"
 
 namespace rdmastor::cluster {
 
@@ -143,6 +144,27 @@ struct ShardWriteBatch {
 struct DoneResults {
   std::vector<Result<Done>> results;
 };
+// shardreadgroup: a piece of a shard file on each of several drives (what shardread does for one):
+// a GET's stripe reads of the serving node's drives. The reply's payload holds each entry's `len`
+// bytes in its slot, one after another (a short or failed entry's slot zeroed), so the bytes land
+// where the caller asked; over inter-node RDMA the serving node pushes all the slots at once into
+// the caller's buffer and the payload is empty. One result per entry, in order: the bytes read
+// and the handle kept (ShardReadArgs' handle and keep, per entry).
+struct ShardReadEntry {
+  std::string disk;
+  std::string path;
+  uint64_t offset = 0;
+  uint64_t len = 0;
+  uint64_t handle = 0;
+  bool keep = false;
+};
+struct ShardReadBatch {
+  std::vector<ShardReadEntry> entries;
+};
+struct ShardReadResults {
+  std::vector<Result<storage::ShardPieceGot>> results;
+  std::string payload;
+};
 using Names = std::vector<std::string>;
 using OptBytes = std::optional<std::string>;
 
@@ -208,7 +230,9 @@ enum class PeerWait { kQuick, kSlow };
   X(ShardWriteGroup, "shardwritegroup", kNode, kSlow, peer::ShardWriteBatch, peer::DoneResults,   \
     srv.ShardWriteGroup(h, in))                                                                   \
   X(ShardRead, "shardread", kDrive, kSlow, peer::ShardReadArgs, peer::ShardBytes,                 \
-    srv.ShardRead(d, in))
+    srv.ShardRead(d, h, in))                                                                      \
+  X(ShardReadGroup, "shardreadgroup", kNode, kSlow, peer::ShardReadBatch, peer::ShardReadResults, \
+    srv.ShardReadGroup(h, in))
 
 enum class PeerCall : uint8_t {
 #define RDMASTOR_PEER_CALL_ENUM(id, name, addr, wait, Req, Rsp, expr) k##id,
@@ -286,7 +310,9 @@ struct Wire {
   X(peer::ReadFileBatch, false)         \
   X(peer::ReadFileResults, true)        \
   X(peer::ShardWriteBatch, true)        \
-  X(peer::DoneResults, false)
+  X(peer::DoneResults, false)           \
+  X(peer::ShardReadBatch, false)        \
+  X(peer::ShardReadResults, true)
 
 template <class T>
 inline constexpr bool kHasPayload = false;

@@ -50,6 +50,30 @@ struct ShardPiece {
   uint64_t shard_size = 0;
 };
 
+// `len` bytes at `offset` of the shard file `path` on drive `drive`, read into `buf` (which the
+// caller owns; a short file leaves the rest of it zeroed). `shard_size`: the whole file's size (0 =
+// unknown), which picks a remote read's transport as ShardPiece's does. `handle`: the file the
+// host kept open for an earlier piece of this read (0: none, open `path`); `keep`: keep the file
+// open after this piece (the result names its handle), so later pieces read the same version even
+// after an overwrite retired its path; a piece without keep that names a handle releases it.
+struct ShardPieceRead {
+  size_t drive = 0;
+  std::string path;
+  uint64_t offset = 0;
+  uint64_t len = 0;
+  char* buf = nullptr;
+  uint64_t shard_size = 0;
+  uint64_t handle = 0;
+  bool keep = false;
+};
+
+// What a ShardPieceRead got: the bytes read (fewer than len at the file's end) and the handle of
+// the file kept open for the next piece (0: none).
+struct ShardPieceGot {
+  uint64_t bytes = 0;
+  uint64_t handle = 0;
+};
+
 class DriveHost {
  public:
   virtual ~DriveHost() = default;
@@ -70,6 +94,11 @@ class DriveHost {
   virtual std::vector<Result<RenameDataResult>> RenameData(
       std::vector<RenameDataEntry> entries) = 0;
   virtual std::vector<Status> WriteShardPieces(const std::vector<ShardPiece>& pieces) = 0;
+  // Pieces of shard files of several drives: a GET's stripe reads of the node's drives, one call
+  // (a remote node: one peer call, one RDMA transfer, for all of them). Bitrot is the caller's to
+  // verify: the bytes are the file's, hashes included.
+  virtual std::vector<Result<ShardPieceGot>> ReadShardPieces(
+      const std::vector<ShardPieceRead>& reads) = 0;
 };
 
 // A drive of a set: its host and its index in the host's drives().

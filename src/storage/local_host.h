@@ -13,6 +13,7 @@
 
 #include "storage/drive_host.h"
 #include "storage/local_drive.h"
+#include "storage/open_shards.h"
 
 namespace rdmastor::storage {
 
@@ -38,14 +39,22 @@ class LocalHost final : public DriveHost {
       const std::vector<FileRead>& reads) override;
   std::vector<Result<RenameDataResult>> RenameData(std::vector<RenameDataEntry> entries) override;
   std::vector<Status> WriteShardPieces(const std::vector<ShardPiece>& pieces) override;
+  // Each entry from its kept file (handle) or the file at its path; the drives' entries in
+  // parallel when the batch spans drives and is large enough that disk waits overlap.
+  std::vector<Result<ShardPieceGot>> ReadShardPieces(
+      const std::vector<ShardPieceRead>& reads) override;
+  // The shard files kept open across the pieces of one read (ShardPieceRead::keep).
+  OpenShards& open_shards() { return open_shards_; }
 
  private:
   // An entry's drive, or the error of an index that names none.
   Result<LocalDrive*> At(size_t i);
+  Result<ShardPieceGot> ReadShardPiece(const ShardPieceRead& r);
 
   std::string name_ = "local";
   std::vector<std::unique_ptr<LocalDrive>> local_;
   std::vector<Drive*> drives_;
+  OpenShards open_shards_;
 };
 
 }  // namespace rdmastor::storage

@@ -166,6 +166,17 @@ peer::DoneResults Sample() {
   return {{peer::Done{}, MakeError(ErrorCode::kInternalError, "injected"), peer::Done{}}};
 }
 
+template <>
+peer::ShardReadBatch Sample() {
+  return {{{"/mnt/d1", "b/k/dd/part.1", 0, 1 << 20, 0, true},
+           {"/mnt/d 2", "b/k/dd/part.1", 3 << 20, 7, 0x1234567890abcdefULL, false}}};
+}
+template <>
+peer::ShardReadResults Sample() {
+  return {{storage::ShardPieceGot{3, 42}, MakeError(ErrorCode::kNoSuchKey, "gone"),
+           storage::ShardPieceGot{0, 0}},
+          kBinary};
+}
 template <class T>
 std::string Flat(const T& v) {
   Frame f = Wire<T>::Encode(v);

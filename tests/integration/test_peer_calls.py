@@ -10,13 +10,16 @@ remote for every node) of real rdmastor processes on 127.0.0.1.
   and one renamedatagroup per other node: with the lock round, 12 peer calls in all;
 - a GET of an inline object reads each remote drive's metadata once, in one readfilegroup per
   other node, nothing else;
+- a GET of a 2 MiB or 8 MiB object (shard files up to 1 MiB) adds one shardreadgroup per other
+  node holding data shards (the pieces of all its drives): at most 6 peer calls in all;
 - a DELETE is one renamedatagroup per other node.
 
 Before issue 10 the same PUTs made about 7 (inline) and 10+ (1 MiB) calls per remote drive:
 statvol twice, mkdir, shardwrite, writefile(meta), readfile(old meta), commit, removeall; then
 one renamedata per remote drive (12 per PUT), before the commits were batched per node; and
 one shardwrite per remote drive (12 per 2 MiB PUT), before shard pieces were batched per node
-(issue 35: one DriveHost per node).
+(issue 35: one DriveHost per node); and one shardread per remote drive holding data (about 9 per
+2 MiB GET) before a GET's shard reads were (DriveHost::ReadShardPieces).
 """
 
 import os
@@ -99,8 +102,23 @@ def test_put_and_get_call_budget(cluster):
     assert got["big"] == big2
     assert storage.get("readfilegroup") == PEERS, storage
     assert "readfile" not in storage, storage
-    # Metadata once per node, and at most one shard window per drive holding data.
-    assert sum(storage.values()) <= PEERS + REMOTE, storage
+    # Metadata once per node, and the shard pieces of all of a node's drives in one call (a node
+    # whose drives hold parity only is not asked): 6 calls, not one shardread per remote drive
+    # holding data (9 before issue 35's ReadShardPieces).
+    assert "shardread" not in storage, storage
+    assert 1 <= storage.get("shardreadgroup", 0) <= PEERS, storage
+    assert sum(storage.values()) <= 2 * PEERS, storage
+
+    # 8 MiB: ~683 KiB shard files, each still one window: one call per node as well (12 + 4
+    # shardread calls before, at least one per remote drive holding data).
+    eight = seeded_bytes(8 << 20, seed=6)
+    s3.put_object(Bucket=bucket, Key="eight", Body=eight)
+    storage, _ = delta(c, lambda: got.update(eight=get_bytes(s3, bucket, "eight")))
+    print("8 MiB GET:", storage)
+    assert got["eight"] == eight
+    assert "shardread" not in storage, storage
+    assert 1 <= storage.get("shardreadgroup", 0) <= PEERS, storage
+    assert sum(storage.values()) <= 2 * PEERS, storage
 
     storage, _ = delta(c, lambda: s3.delete_object(Bucket=bucket, Key="big"))
     print("DELETE:", storage)

@@ -33,7 +33,7 @@ class ErasureFaultTest : public ::testing::Test {
       roots.push_back(tmp_.path() + "/d" + std::to_string(i));
       std::filesystem::create_directories(roots.back());
     }
-    host_ = std::make_shared<FaultHost>(roots);
+    host_ = std::make_shared<FaultHost>(roots, as_remote_);
     std::vector<DriveSlot> drives;
     for (size_t i = 0; i < roots.size(); ++i) {
       faults_.push_back(&host_->fault(i));
@@ -165,6 +165,7 @@ class ErasureFaultTest : public ::testing::Test {
   }
 
   TempDir tmp_;
+  bool as_remote_ = false;  // Open's host as another node's (FaultHost's as_remote)
   std::shared_ptr<FaultHost> host_;
   std::vector<FaultDrive*> faults_;  // owned by host_
   std::unique_ptr<ErasureStore> store_;
@@ -310,6 +311,87 @@ TEST_F(ErasureFaultTest, GroupCommitWithAFailingDriveCommitsTheOthersTogether) {
   EXPECT_NE(LatestMeta(1, "g").etag, LatestMeta(0, "g").etag);
   ClearFaults();
   EXPECT_EQ(Get(*store_, "bkt", "g"), v2);
+}
+
+// ---- batched shard reads (DriveHost::ReadShardPieces) ----
+
+// One batch of pieces of four drives' shard files where one entry fails: that entry answers its
+// error, the others their bytes (a corrupt one its flipped bytes, for the caller's bitrot check),
+// in order. A kept file (keep, then its handle) still reads after the object is deleted.
+TEST_F(ErasureFaultTest, ShardPieceBatchAnswersEachEntryOnItsOwn) {
+  Open(4);
+  const std::string data = Pattern((2 << 20) + 5, 31);
+  RS_ASSERT_OK(Put(*store_, "bkt", "b", data));
+  auto loc = paths::MapKey("b");
+  ASSERT_TRUE(loc.ok());
+  std::vector<std::string> paths(4), want(4);
+  for (size_t p = 0; p < 4; ++p) {
+    paths[p] = paths::Join(paths::Join(paths::Join("bkt", loc->rel_dir), LatestMeta(p, "b").data_dir),
+                           PartFileName(1));
+    std::string file;
+    auto f = faults_[p]->inner().OpenShard(paths[p], 0);
+    RS_ASSERT_OK(f);
+    file.resize(4096);
+    auto n = (*f)->ReadAt(100, file.data(), file.size());
+    RS_ASSERT_OK(n);
+    ASSERT_EQ(*n, file.size());
+    want[p] = file;
+  }
+  faults_[1]->Set(DriveOp::kShardRead, {.fail = true});
+  faults_[2]->Set(DriveOp::kShardRead, {.corrupt = true});
+  std::string buf(4 * 4096, '\0');
+  std::vector<ShardPieceRead> reads;
+  for (size_t p = 0; p < 4; ++p)
+    reads.push_back({p, paths[p], 100, 4096, buf.data() + p * 4096, 0, 0, /*keep=*/p == 3});
+  const uint64_t batches = host_->read_batches();
+  auto got = host_->ReadShardPieces(reads);
+  EXPECT_EQ(host_->read_batches() - batches, 1u);
+  ASSERT_EQ(got.size(), 4u);
+  ASSERT_FALSE(got[1].ok());
+  EXPECT_EQ(got[1].error().code, ErrorCode::kInternalError);
+  for (size_t p : {0, 2, 3}) {
+    RS_ASSERT_OK(got[p]);
+    EXPECT_EQ(got[p]->bytes, 4096u) << p;
+    EXPECT_EQ(buf.substr(p * 4096, 4096) == want[p], p != 2) << p;
+  }
+  EXPECT_EQ(got[0]->handle, 0u);
+  ASSERT_NE(got[3]->handle, 0u);  // kept
+  // Deleted meanwhile: the kept file still reads (its last piece releases it), the path does not.
+  RS_ASSERT_OK(store_->DeleteObject("bkt", "b"));
+  ClearFaults();
+  std::string again(4096, '\0');
+  auto last = host_->ReadShardPieces(
+      {{3, paths[3], 100, 4096, again.data(), 0, got[3]->handle, /*keep=*/false},
+       {0, paths[0], 100, 4096, buf.data(), 0, 0, false}});
+  RS_ASSERT_OK(last[0]);
+  EXPECT_EQ(again, want[3]);
+  EXPECT_EQ(last[0]->handle, 0u);
+  EXPECT_FALSE(last[1].ok());
+}
+
+// A host that is another node's gets a GET's stripe reads as batches (one per window of stripes,
+// not one per drive and stripe); a drive whose entry fails or lies is read around from parity,
+// the bitrot hash catching the lie, and the reader gets the right bytes.
+TEST_F(ErasureFaultTest, RemoteHostStripeReadsAreBatchedAndDegradeAroundABadEntry) {
+  as_remote_ = true;
+  Open(4);
+  const std::string data = Pattern((3 << 20) + 11, 32);
+  RS_ASSERT_OK(Put(*store_, "bkt", "r", data));
+  uint64_t batches = host_->read_batches();
+  EXPECT_EQ(Get(*store_, "bkt", "r"), data);
+  // 2 data shards of ~1.5 MiB: one window each, both in the first stripe's batch.
+  EXPECT_EQ(host_->read_batches() - batches, 1u);
+  for (const Fault f : {Fault{.fail = true}, Fault{.corrupt = true}}) {
+    ClearFaults();
+    FaultDrive* bad = faults_[PositionOf("r", /*parity=*/false)];
+    bad->Set(DriveOp::kShardRead, f);
+    const uint64_t tried = bad->calls(DriveOp::kShardRead);
+    EXPECT_EQ(Get(*store_, "bkt", "r"), data) << "fail=" << f.fail;
+    EXPECT_GE(bad->calls(DriveOp::kShardRead) - tried, 1u);
+  }
+  ClearFaults();
+  EXPECT_TRUE(store_->DrainHealQueue(10000));
+  EXPECT_EQ(Get(*store_, "bkt", "r"), data);
 }
 
 // ---- lying drives ----

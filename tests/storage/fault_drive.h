@@ -273,7 +273,11 @@ class FaultDrive final : public Drive {
 // The drives of `roots` on one LocalHost, each behind a FaultDrive.
 class FaultHost final : public DriveHost {
  public:
-  explicit FaultHost(const std::vector<std::string>& roots) : inner_(roots) {
+  // `as_remote`: the host says it is not local (is_local() false), so that the erasure layer
+  // reaches its drives as it reaches another node's: batch calls only (ReadShardPieces for
+  // stripe reads), with the faults injected per entry.
+  explicit FaultHost(const std::vector<std::string>& roots, bool as_remote = false)
+      : inner_(roots), as_remote_(as_remote) {
     for (size_t i = 0; i < inner_.size(); ++i) {
       faults_.push_back(std::make_unique<FaultDrive>(inner_.local(i)));
       drives_.push_back(faults_.back().get());
@@ -284,7 +288,7 @@ class FaultHost final : public DriveHost {
   LocalHost& inner() { return inner_; }
 
   const std::string& name() const override { return inner_.name(); }
-  bool is_local() const override { return true; }
+  bool is_local() const override { return !as_remote_; }
   const std::vector<Drive*>& drives() const override { return drives_; }
   size_t piece_bytes() const override { return inner_.piece_bytes(); }
 
@@ -321,6 +325,26 @@ class FaultHost final : public DriveHost {
         [&](std::vector<ShardPiece> pass) { return inner_.WriteShardPieces(pass); });
   }
 
+  // Each entry is a shard read of its drive (kShardRead: fails, is delayed, or has one byte of
+  // what it read flipped); the entries that pass run as one LocalHost::ReadShardPieces.
+  std::vector<Result<ShardPieceGot>> ReadShardPieces(
+      const std::vector<ShardPieceRead>& reads) override {
+    ++read_batches_;
+    auto out = Batch<Result<ShardPieceGot>>(
+        std::vector<ShardPieceRead>(reads),
+        [](FaultDrive& d, const ShardPieceRead&) { return d.Inject(DriveOp::kShardRead); },
+        [&](std::vector<ShardPieceRead> pass) { return inner_.ReadShardPieces(pass); });
+    for (size_t j = 0; j < reads.size(); ++j) {
+      if (out[j].ok() && out[j]->bytes > 0 &&
+          faults_[reads[j].drive]->Get(DriveOp::kShardRead).corrupt)
+        reads[j].buf[out[j]->bytes / 2] ^= 0x5a;  // a silent bit flip
+    }
+    return out;
+  }
+
+  // ReadShardPieces batches run.
+  uint64_t read_batches() const { return read_batches_.load(); }
+
   // RenameData batches run (each one LocalHost::RenameData).
   uint64_t rename_batches() const { return rename_batches_.load(); }
 
@@ -347,9 +371,11 @@ class FaultHost final : public DriveHost {
   }
 
   LocalHost inner_;
+  const bool as_remote_;
   std::vector<std::unique_ptr<FaultDrive>> faults_;
   std::vector<Drive*> drives_;
   std::atomic<uint64_t> rename_batches_{0};
+  std::atomic<uint64_t> read_batches_{0};
 };
 
 }  // namespace rdmastor::storage::testing

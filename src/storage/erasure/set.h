@@ -155,6 +155,15 @@ struct ShardSource {
   std::vector<std::unique_ptr<ShardFile>> fds;  // per part
   std::vector<uint64_t> file_sizes;             // per part: the shard file's size
   std::vector<bool> tried;
+  // A remote drive's read-ahead: bytes [window_off, window_off + window_len) of part window_part's
+  // file at window_at, in a buffer shared by the drives of one DriveHost::ReadShardPieces call
+  // (ReadStripe asks each remote host once per window of stripes, not each drive per stripe).
+  std::shared_ptr<char[]> window;
+  const char* window_at = nullptr;
+  size_t window_part = 0;
+  uint64_t window_off = 0, window_len = 0;
+  uint64_t handle = 0;         // the host's file kept open for window_part (0: none)
+  bool fetch_failed = false;   // the last window's read failed: this stripe's block is missing
 
   // Opens part `part`'s shard file (0-based) unless open; false when it cannot be opened.
   bool Open(size_t part);

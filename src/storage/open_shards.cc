@@ -1,8 +1,8 @@
-#include "cluster/open_shards.h"
+#include "storage/open_shards.h"
 
 #include <vector>
 
-namespace rdmastor::cluster {
+namespace rdmastor::storage {
 
 OpenShards::OpenShards(size_t capacity, std::chrono::milliseconds idle)
     : capacity_(std::max<size_t>(1, capacity)), idle_(idle) {}
@@ -65,4 +65,4 @@ size_t OpenShards::size() const {
   return lru_.size();
 }
 
-}  // namespace rdmastor::cluster
+}  // namespace rdmastor::storage

@@ -1,9 +1,10 @@
-// Open shard read handles (issue 10 item 5): a GET reads a remote shard in pieces, one ShardRead
-// call each. Opening the file by path for every piece let an overwrite that retired the old data
-// directory between two pieces break a large GET mid-stream (ENOENT). The first piece of a read
-// now asks the serving node to keep the file it opened (ShardReadArgs::keep) and gets a handle
-// back; later pieces name the handle and read the same open file (the same version), whatever
-// happened to its path since. The last piece lets it go.
+// Open shard read handles (issue 10 item 5), held by a LocalHost for the readers of its drives
+// (DriveHost::ReadShardPieces). A GET reads a remote shard in pieces, one peer call each. Opening
+// the file by path for every piece let an overwrite that retired the old data directory between
+// two pieces break a large GET mid-stream (ENOENT). The first piece of a read now asks the serving
+// node to keep the file it opened (ShardPieceRead::keep) and gets a handle back; later pieces name
+// the handle and read the same open file (the same version), whatever happened to its path since.
+// The last piece lets it go.
 //
 // Bounded, since a caller may vanish without a last piece: at most `capacity` handles (least
 // recently used closed first) and none idle longer than `idle` (swept on every use). A handle is a
@@ -22,7 +23,7 @@
 
 #include "storage/drive.h"
 
-namespace rdmastor::cluster {
+namespace rdmastor::storage {
 
 class OpenShards {
  public:
@@ -58,4 +59,4 @@ class OpenShards {
   std::mt19937_64 rng_{std::random_device{}()};
 };
 
-}  // namespace rdmastor::cluster
+}  // namespace rdmastor::storage

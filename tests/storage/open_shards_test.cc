@@ -1,6 +1,6 @@
 // Open shard read handles: a kept file stays readable after its path is gone (an overwrite retired
 // its data directory), handles are bound to their drive and path, and the table stays bounded.
-#include "cluster/open_shards.h"
+#include "storage/open_shards.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include "storage/local_drive.h"
 
-namespace rdmastor::cluster {
+namespace rdmastor::storage {
 namespace {
 
 using namespace std::chrono_literals;
@@ -85,4 +85,4 @@ TEST_F(Drive, BoundedByCountAndIdleTime) {
 }
 
 }  // namespace
-}  // namespace rdmastor::cluster
+}  // namespace rdmastor::storage
