@@ -195,6 +195,45 @@ def test_forged_shard_batch_is_refused_whole(cluster):
     assert _read(os.path.join(outside, "keep", "file")) == b"must survive"
 
 
+def test_forged_shard_read_batch_is_refused_whole(cluster):
+    """shardreadgroup (a range of a shard file of each of a node's drives in one call) checks every
+    entry's drive before it reads any: an entry naming a drive of another node, a path that is no
+    drive, or a drive twice is refused (400); a path that climbs out of the drive fails its own
+    entry (the drive's CheckRelPath) and its slot of the reply stays zero, never the file's bytes,
+    while the other entries are read."""
+    c = cluster
+    _, outside = _victim_and_outside(c, "peer-reads", 10, seed=18)
+    node, disks = c.nodes[1], c.dirs[1]
+    rel = ".rdmastor.sys/tmp/forged-read/part.1"
+    os.makedirs(os.path.dirname(os.path.join(disks[0], rel)))
+    with open(os.path.join(disks[0], rel), "wb") as f:
+        f.write(b"shard bytes!")
+    climb = "../" * 32 + os.path.relpath(outside, "/") + "/keep/file"
+
+    def entry(disk, path=rel, n=12):
+        return {"disk": disk, "path": path, "offset": 0, "len": n, "handle": 0, "keep": False}
+
+    def batch(*entries):
+        return storage_call(node, c.creds, "shardreadgroup", disks[-1],
+                            {"entries": list(entries)}, b"")
+
+    for second, why in ((entry(c.dirs[0][0]), "is not a drive of this node"),
+                        (entry(outside), "is not a drive of this node"),
+                        (entry(disks[1] + "/.."), "is not a drive of this node"),
+                        (entry(disks[0]), "named twice")):
+        r = batch(entry(disks[0]), second)
+        assert r.status_code == 400, (second, r.status_code, r.text)
+        assert why in r.text, (second, r.text)
+
+    r = batch(entry(disks[0]), entry(disks[1], path=climb))
+    assert r.status_code == 200, r.text
+    results = json.loads(r.headers["x-rdmastor-reply"])["results"]
+    assert [x["ok"] for x in results] == [True, False], results
+    assert results[0]["bytes"] == 12, results
+    assert r.content == b"shard bytes!" + bytes(12), r.content
+    assert b"must survive" not in r.content
+
+
 def _victim_and_outside(c, bucket, size, seed):
     """A bucket holding object "victim" (its bytes returned), and a directory outside every drive
     (returned) holding keep/file = "must survive": what a forged call must leave alone."""
