@@ -111,7 +111,7 @@ void FetchWindows(ObjectView& v, DriveHost& host, const DriveFanout& drives,
     src.window_off = off;
     src.window_len = ok ? got[j]->bytes : 0;
     src.handle = ok ? got[j]->handle : 0;
-    src.fetch_failed = !ok;
+    src.fetch_failed = !ok || got[j]->bytes < need;  // a short file: no second try per drive
   }
 }
 
