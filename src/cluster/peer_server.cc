@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -393,8 +393,7 @@ struct CallServer {
     auto piece = RdmaPieceOf(req, internode);
     if (!piece.ok()) return piece.error();
     if (piece->has_value() && (*piece)->length != total)
-      return MakeError(ErrorCode::kInvalidRDMAToken,
-                       "RDMA piece length differs from the pieces'");
+      return MakeError(ErrorCode::kInvalidRDMAToken, "RDMA piece length differs from the pieces'");
     peer::ShardReadResults out;
     out.payload.resize(static_cast<size_t>(total));
     size_t at = 0;

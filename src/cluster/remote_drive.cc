@@ -486,10 +486,10 @@ std::vector<Result<storage::ShardPieceGot>> RemoteHost::ReadShardPieces(
     sent = SendCall<kCall>(*peer_, {}, batch, client::ResponseTarget::Buffer(dst, total),
                            {{kPeerNodeHeader, self_}});
     if (sent.ok() && sent->body_bytes != total)
-      sent = MakeError(ErrorCode::kInternalError,
-                       "peer " + peer + " answered shardreadgroup with " +
-                           std::to_string(sent->body_bytes) + " bytes for " +
-                           std::to_string(total));
+      sent =
+          MakeError(ErrorCode::kInternalError, "peer " + peer + " answered shardreadgroup with " +
+                                                   std::to_string(sent->body_bytes) +
+                                                   " bytes for " + std::to_string(total));
     if (sent.ok() && internode_ && total > 0)
       internode_->RecordShard(peer, admin::Transport::kTcp, 0, total);
   }
@@ -498,8 +498,7 @@ std::vector<Result<storage::ShardPieceGot>> RemoteHost::ReadShardPieces(
                  : head     ? Wire<peer::ShardReadResults>::Decode(Frame{*head, {}})
                             : Result<peer::ShardReadResults>(MakeError(
                                   ErrorCode::kInternalError,
-                                  "peer " + peer + " answered shardreadgroup without " +
-                                      kReplyHeader));
+                                  "peer " + peer + " answered shardreadgroup without " + kReplyHeader));
   auto per = PerEntry(decoded.ok() ? Result<Results>(std::move(decoded->results)) : decoded.error(),
                       reads.size(), *peer_, CallOf<kCall>::name);
   size_t at = 0;

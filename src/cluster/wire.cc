@@ -623,19 +623,20 @@ Frame Wire<peer::ShardReadResults>::Encode(const peer::ShardReadResults& v) {
 }
 template <>
 Result<peer::ShardReadResults> Wire<peer::ShardReadResults>::Decode(Frame f) {
-  return Parse(f.head, "shardreadgroup result", [&](const json& j) -> Result<peer::ShardReadResults> {
-    peer::ShardReadResults v;
-    for (const auto& r : j.at("results")) {
-      if (!r.at("ok").get<bool>()) {
-        v.results.emplace_back(ErrorFromJson(r));
-        continue;
-      }
-      v.results.emplace_back(storage::ShardPieceGot{json_int::At<uint64_t>(r, "bytes"),
-                                                    json_int::At<uint64_t>(r, "handle")});
-    }
-    v.payload = std::move(f.payload);
-    return v;
-  });
+  return Parse(f.head, "shardreadgroup result",
+               [&](const json& j) -> Result<peer::ShardReadResults> {
+                 peer::ShardReadResults v;
+                 for (const auto& r : j.at("results")) {
+                   if (!r.at("ok").get<bool>()) {
+                     v.results.emplace_back(ErrorFromJson(r));
+                     continue;
+                   }
+                   v.results.emplace_back(storage::ShardPieceGot{
+                       json_int::At<uint64_t>(r, "bytes"), json_int::At<uint64_t>(r, "handle")});
+                 }
+                 v.payload = std::move(f.payload);
+                 return v;
+               });
 }
 
 template <>

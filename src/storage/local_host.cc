@@ -138,8 +138,8 @@ std::vector<Result<ShardPieceGot>> LocalHost::ReadShardPieces(
   std::vector<std::future<void>> running;
   if (reads.size() > 1 && total >= kPieceBytes) {
     for (size_t i = 1; i < reads.size(); ++i)
-      running.push_back(std::async(std::launch::async,
-                                   [&, i] { out[i] = ReadShardPiece(reads[i]); }));
+      running.push_back(
+          std::async(std::launch::async, [&, i] { out[i] = ReadShardPiece(reads[i]); }));
   }
   if (!reads.empty()) out[0] = ReadShardPiece(reads[0]);
   if (running.empty())

@@ -326,8 +326,9 @@ TEST_F(ErasureFaultTest, ShardPieceBatchAnswersEachEntryOnItsOwn) {
   ASSERT_TRUE(loc.ok());
   std::vector<std::string> paths(4), want(4);
   for (size_t p = 0; p < 4; ++p) {
-    paths[p] = paths::Join(paths::Join(paths::Join("bkt", loc->rel_dir), LatestMeta(p, "b").data_dir),
-                           PartFileName(1));
+    paths[p] =
+        paths::Join(paths::Join(paths::Join("bkt", loc->rel_dir), LatestMeta(p, "b").data_dir),
+                    PartFileName(1));
     std::string file;
     auto f = faults_[p]->inner().OpenShard(paths[p], 0);
     RS_ASSERT_OK(f);

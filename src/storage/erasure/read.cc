@@ -160,7 +160,8 @@ Status ReadStripe(ObjectView& v, const DriveFanout& drives, const Codec& codec, 
     if (picked == 0) break;
     // A remote host's drives in one ReadShardPieces per window of stripes, hosts in parallel;
     // each local drive on its own (its file open since OpenObject). Every block verified here.
-    std::vector<char> ok(static_cast<size_t>(n), 0);  // not vector<bool>: written by several threads
+    // Not vector<bool>: written by several threads.
+    std::vector<char> ok(static_cast<size_t>(n), 0);
     drives.ForEachHost(
         round,
         [&](DriveHost& host, const std::vector<size_t>& members) {

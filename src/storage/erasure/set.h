@@ -162,8 +162,8 @@ struct ShardSource {
   const char* window_at = nullptr;
   size_t window_part = 0;
   uint64_t window_off = 0, window_len = 0;
-  uint64_t handle = 0;         // the host's file kept open for window_part (0: none)
-  bool fetch_failed = false;   // the last window's read failed: this stripe's block is missing
+  uint64_t handle = 0;        // the host's file kept open for window_part (0: none)
+  bool fetch_failed = false;  // the last window's read failed: this stripe's block is missing
 
   // Opens part `part`'s shard file (0-based) unless open; false when it cannot be opened.
   bool Open(size_t part);
