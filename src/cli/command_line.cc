@@ -279,15 +279,20 @@ struct Parser {
     heal->add_option("BUCKET", "only this bucket");
     heal->footer(kHealHelp);
 
-    auto* user = admin->add_subcommand("user", "manage users");
-    user->require_subcommand(1);
-    user->footer(kIamHelp);
-    auto add_user_sub = [&](const char* name, const char* what) {
-      auto* sub = user->add_subcommand(name, what);
-      AddClientFlags(sub, a.client);
-      sub->footer(kIamHelp);
-      return sub;
+    // An IAM command group (user, policy); it returns the adder of its subcommands, which take
+    // the client flags and share the group's help.
+    auto iam_group = [&](const char* group_name, const char* group_what) {
+      auto* group = admin->add_subcommand(group_name, group_what);
+      group->require_subcommand(1);
+      group->footer(kIamHelp);
+      return [&a, group](const char* name, const char* what) {
+        auto* sub = group->add_subcommand(name, what);
+        AddClientFlags(sub, a.client);
+        sub->footer(kIamHelp);
+        return sub;
+      };
     };
+    auto add_user_sub = iam_group("user", "manage users");
     auto* add = add_user_sub("add", "add a user (or set its secret key)");
     add->add_option("ACCESS_KEY")->required();
     add->add_option("SECRET_KEY", "the secret key; - or none: read from standard input");
@@ -298,15 +303,7 @@ struct Parser {
       add_user_sub(name, what)->add_option("ACCESS_KEY")->required();
     add_user_sub("list", "every user with its status and policies");
 
-    auto* policy = admin->add_subcommand("policy", "manage policies and who has them");
-    policy->require_subcommand(1);
-    policy->footer(kIamHelp);
-    auto add_policy_sub = [&](const char* name, const char* what) {
-      auto* sub = policy->add_subcommand(name, what);
-      AddClientFlags(sub, a.client);
-      sub->footer(kIamHelp);
-      return sub;
-    };
+    auto add_policy_sub = iam_group("policy", "manage policies and who has them");
     auto* create = add_policy_sub("create", "a custom policy from a JSON file");
     create->add_option("NAME")->required();
     create->add_option("FILE", "the policy document (AWS policy language)")->required();

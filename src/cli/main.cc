@@ -126,10 +126,7 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   cc.secret_key = cfg.root_password;
   cc.storage_classes = cfg.storage_classes;
   cc.internode = cfg.internode;
-  cc.peer_wait = std::chrono::milliseconds(cfg.peer_wait_ms);
-  cc.peer_ping_interval = std::chrono::milliseconds(cfg.peer_ping_interval_ms);
-  cc.peer_ping_timeout = std::chrono::milliseconds(cfg.peer_ping_timeout_ms);
-  cc.peer_quick_timeout = std::chrono::milliseconds(cfg.peer_quick_timeout_ms);
+  cc.peer = cfg.peer;
   // Peer TLS follows the node's own: https:// endpoints, peers verified against the system store
   // plus <certs-dir>/CAs (MinIO's layout).
   cc.tls = !cfg.tls_cert.empty();

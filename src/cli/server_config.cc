@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 #include "cli/ellipsis.h"
 #include "erasure/layout.h"
@@ -404,7 +405,8 @@ Result<ServerConfig> ServerConfigFromFlags(const ServerFlags& flags, const EnvMa
     if (!layout.ok()) return layout.error();
   }
   // A duration setting (ParseDurationMs) of at least min_ms; `off` (or 0) = 0 where allowed.
-  auto duration = [&](const char* name, int* out, int64_t min_ms, bool may_be_off,
+  // `out`: an int of milliseconds or a std::chrono::milliseconds.
+  auto duration = [&](const char* name, auto* out, int64_t min_ms, bool may_be_off,
                       const char* example) -> Status {
     auto it = env.find(name);
     if (it == env.end() || it->second.empty()) return {};
@@ -420,18 +422,18 @@ Result<ServerConfig> ServerConfigFromFlags(const ServerFlags& flags, const EnvMa
           ErrorCode::kInvalidArgument,
           std::string(name) + "='" + v + "' is invalid: use a duration such as " + example);
     }
-    *out = static_cast<int>(*ms);
+    *out = static_cast<std::remove_pointer_t<decltype(out)>>(*ms);
     return {};
   };
   RS_RETURN_IF_ERROR(duration("RDMASTOR_DRIVE_CHECK_INTERVAL", &cfg.drive_check_interval_ms, 100,
                               true, "10s or 500ms (>= 100ms), or off"));
   cfg.distributed = cfg.drives.front().find("://") != std::string::npos;
-  RS_RETURN_IF_ERROR(duration("MINIO_PEER_WAIT", &cfg.peer_wait_ms, 0, false, "120s, 2m or 500ms"));
-  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_PING_INTERVAL", &cfg.peer_ping_interval_ms, 100, true,
+  RS_RETURN_IF_ERROR(duration("MINIO_PEER_WAIT", &cfg.peer.wait, 0, false, "120s, 2m or 500ms"));
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_PING_INTERVAL", &cfg.peer.ping_interval, 100, true,
                               "1s or 500ms (>= 100ms), or off"));
-  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_PING_TIMEOUT", &cfg.peer_ping_timeout_ms, 100, false,
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_PING_TIMEOUT", &cfg.peer.ping_timeout, 100, false,
                               "2s or 500ms (>= 100ms)"));
-  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_QUICK_TIMEOUT", &cfg.peer_quick_timeout_ms, 100, false,
+  RS_RETURN_IF_ERROR(duration("RDMASTOR_PEER_QUICK_TIMEOUT", &cfg.peer.quick_timeout, 100, false,
                               "5s or 500ms (>= 100ms)"));
   RS_RETURN_IF_ERROR(duration("RDMASTOR_IAM_REFRESH", &cfg.iam_refresh_ms, 100, false,
                               "5s or 500ms (>= 100ms)"));

@@ -10,6 +10,7 @@
 
 #include "cli/command_line.h"
 #include "cluster/internode_rdma.h"
+#include "cluster/peer_timings.h"
 #include "common/result.h"
 #include "crypto/keys.h"
 #include "erasure/layout.h"
@@ -44,16 +45,14 @@ struct ServerConfig {
   erasure::StorageClassSettings storage_classes;
   int drive_check_interval_ms = 10000;     // RDMASTOR_DRIVE_CHECK_INTERVAL (replaced drives)
   bool distributed = false;                // drives are URLs (cluster/topology.h)
-  int peer_wait_ms = 120000;               // MINIO_PEER_WAIT: start-up wait for the peers
-  int peer_ping_interval_ms = 1000;        // RDMASTOR_PEER_PING_INTERVAL (0: no health check)
-  int peer_ping_timeout_ms = 2000;         // RDMASTOR_PEER_PING_TIMEOUT
+  // MINIO_PEER_WAIT, RDMASTOR_PEER_PING_INTERVAL / _PING_TIMEOUT / _QUICK_TIMEOUT
+  cluster::PeerTimings peer;
   int iam_refresh_ms = 5000;  // RDMASTOR_IAM_REFRESH: users/policies cached at most this long
   std::string account_id;     // RDMASTOR_ACCOUNT_ID (12 digits); "" = from the deployment id
   // Multipart uploads older than this are aborted (MINIO_API_STALE_UPLOADS_EXPIRY; 0 = never),
   // swept every MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL. MinIO's defaults.
   int64_t stale_uploads_expiry_ms = 24LL * 3600 * 1000;
   int64_t stale_uploads_cleanup_interval_ms = 6LL * 3600 * 1000;
-  int peer_quick_timeout_ms = 5000;        // RDMASTOR_PEER_QUICK_TIMEOUT (quick metadata calls)
   // Inter-node shard transport (both builds; the standard one offers the soft fabric only):
   // MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE, MINIO_RDMA_INTERNODE_ADDRESS / _INFLIGHT / _RETRY,
   // and the fabric settings of `rdma`. bind_ip stays "" unless set: the node uses its own address.

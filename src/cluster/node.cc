@@ -85,9 +85,9 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterConfig& co
   PeerClientOptions peer_options;
   peer_options.local_ip = self_ip;
   peer_options.tls = peer_tls;
-  peer_options.ping_interval = config.peer_ping_interval;
-  peer_options.ping_timeout = config.peer_ping_timeout;
-  peer_options.quick_timeout = config.peer_quick_timeout;
+  peer_options.ping_interval = config.peer.ping_interval;
+  peer_options.ping_timeout = config.peer.ping_timeout;
+  peer_options.quick_timeout = config.peer.quick_timeout;
   std::vector<std::shared_ptr<LockerClient>> lockers;
   node->locks_ = std::make_shared<LockServer>();
   for (size_t n = 0; n < t.nodes.size(); ++n) {
@@ -223,7 +223,7 @@ Status ClusterNode::WaitForPeers(Clock::time_point deadline) {
 }
 
 Result<std::unique_ptr<storage::ErasureStore>> ClusterNode::Start() {
-  const auto deadline = Clock::now() + config_.peer_wait;
+  const auto deadline = Clock::now() + config_.peer.wait;
   RS_RETURN_IF_ERROR(WaitForPeers(deadline));
   // From now on a peer that stops answering is found within a ping interval + timeout.
   for (auto& p : peers_)

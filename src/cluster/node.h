@@ -14,6 +14,7 @@
 #include "cluster/dsync.h"
 #include "cluster/internode_rdma.h"
 #include "cluster/peer_server.h"
+#include "cluster/peer_timings.h"
 #include "cluster/topology.h"
 #include "common/result.h"
 #include "storage/erasure_store.h"
@@ -29,13 +30,7 @@ struct ClusterConfig {
   // Inter-node shard transport (MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE, ...). bind_ip "" =
   // this node's own address.
   InternodeRdmaSettings internode;
-  // MINIO_PEER_WAIT: how long start-up waits for the peers (and the first node's format).
-  std::chrono::milliseconds peer_wait{120000};
-  // The peer health check and the deadline of quick metadata calls (PeerClientOptions):
-  // RDMASTOR_PEER_PING_INTERVAL (0: none), RDMASTOR_PEER_PING_TIMEOUT, RDMASTOR_PEER_QUICK_TIMEOUT.
-  std::chrono::milliseconds peer_ping_interval{1000};
-  std::chrono::milliseconds peer_ping_timeout{2000};
-  std::chrono::milliseconds peer_quick_timeout{5000};
+  PeerTimings peer;  // MINIO_PEER_WAIT, RDMASTOR_PEER_PING_INTERVAL, ...
   // TLS (--certs-dir). tls: this node serves HTTPS (public.crt / private.key). https://
   // endpoints need it, http:// endpoints refuse it (a node serving HTTPS only cannot be reached
   // by peers speaking HTTP). Peers' certificates are verified against the system store plus
@@ -59,7 +54,7 @@ class ClusterNode {
   // Paths of this node's drives (health, metrics).
   std::vector<std::string> local_drive_paths() const;
 
-  // Waits for every peer (bounded by peer_wait, logged), refuses a peer whose configuration
+  // Waits for every peer (bounded by peer.wait, logged), refuses a peer whose configuration
   // differs, then loads or creates the format (the first node creates a new deployment; the others
   // wait for its format files) and opens the erasure layer over all drives.
   Result<std::unique_ptr<storage::ErasureStore>> Start();

@@ -134,46 +134,7 @@ class RemoteDrive final : public storage::Drive {
   const std::string& path() const { return path_; }
   PeerClient& peer() { return *peer_; }
 
-  bool IsOnline() override;
-  Result<storage::DiskInfo> GetDiskInfo() override;
-  Result<bool> EnsureRoot() override;
-  Status Prepare() override;
-  Result<bool> IsEmpty() override;
-
-  Result<storage::DriveFormat> ReadFormat() override;
-  Status WriteFormat(const storage::DriveFormat& format) override;
-
-  Result<bool> MakeVol(const std::string& bucket, const std::string& record) override;
-  bool StatVol(const std::string& bucket) override;
-  Result<std::vector<std::string>> ListVols() override;
-  Result<std::optional<std::string>> ReadVolMeta(const std::string& bucket) override;
-  Result<bool> VolHasObjects(const std::string& bucket) override;
-  Status DeleteVol(const std::string& bucket) override;
-
-  Result<std::optional<std::string>> ReadFile(const std::string& path) override;
-  Status WriteFile(const std::string& path, std::string_view data) override;
-  bool Exists(const std::string& path) override;
-  bool IsDir(const std::string& path) override;
-  Result<std::vector<std::string>> ListDir(const std::string& path, bool dirs_only) override;
-  Status MakeDir(const std::string& path) override;
-  Status MakeDirAll(const std::string& base, const std::string& path) override;
-  Status Rename(const std::string& from, const std::string& to) override;
-  Status Link(const std::string& from, const std::string& to) override;
-  Status Unlink(const std::string& path) override;
-  Status RemoveAll(const std::string& path) override;
-  Status FsyncDir(const std::string& path) override;
-  void PruneEmptyDirs(const std::string& path, const std::string& stop) override;
-
-  Result<std::unique_ptr<storage::ShardWriter>> CreateShard(const std::string& path,
-                                                            uint64_t size) override;
-  Result<std::unique_ptr<storage::ShardFile>> OpenShard(const std::string& path,
-                                                        uint64_t size) override;
-
-  Status Commit(const storage::fsutil::CommitPlan& plan) override;
-  Result<storage::RenameDataResult> RenameData(const storage::RenameDataRequest& req) override;
-
-  Result<storage::ListResult> ListObjects(const std::string& bucket,
-                                          const storage::ListOptions& opts) override;
+  RDMASTOR_DRIVE_OVERRIDES
 
   // Shard payload transport: writes `data` at `offset` of the staged shard file `path` (create:
   // exclusively, at offset 0; sync: fsync after) / reads up to `len` bytes at `offset` into buf.

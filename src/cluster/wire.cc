@@ -1,6 +1,7 @@
 #include "cluster/wire.h"
 
 #include <map>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 
 #include "common/json_int.h"
@@ -160,48 +161,49 @@ ErrorCode ErrorCodeFromName(const std::string& name) {
     });                                                        \
   }
 
-RDMASTOR_WIRE_JSON(
-    peer::NoArgs, [](json&, const peer::NoArgs&) {}, [](const json&, peer::NoArgs&) {})
-RDMASTOR_WIRE_JSON(
-    peer::Done, [](json&, const peer::Done&) {}, [](const json&, peer::Done&) {})
+// Defines Wire<T> for a struct that travels as named JSON members, each listed once by
+// FIELDS(v, f): f("name", v.member) per member, for both directions (integers read checked,
+// json_int).
+template <class M>
+void TakeField(const json& j, const char* name, M& out) {
+  if constexpr (std::is_integral_v<M> && !std::is_same_v<M, bool>)
+    out = json_int::At<M>(j, name);
+  else
+    out = j.at(name).get<M>();
+}
+#define RDMASTOR_WIRE_CODEC_OF_FIELDS(T, FIELDS)                                         \
+  [](json& j, const T& obj) {                                                            \
+    (FIELDS)(obj, [&](const char* n, const auto& m) { j[n] = m; });                      \
+  },                                                                                     \
+      [](const json& j, T& obj) {                                                        \
+        (FIELDS)(obj, [&](const char* n, auto& m) { TakeField(j, n, m); });              \
+      }
+#define RDMASTOR_WIRE_APPLY(M, ...) M(__VA_ARGS__)
+#define RDMASTOR_WIRE_FIELDS(T, FIELDS) \
+  RDMASTOR_WIRE_APPLY(RDMASTOR_WIRE_JSON, T, RDMASTOR_WIRE_CODEC_OF_FIELDS(T, FIELDS))
+#define RDMASTOR_WIRE_FIELDS_PAYLOAD(T, FIELDS) \
+  RDMASTOR_WIRE_APPLY(RDMASTOR_WIRE_JSON_PAYLOAD, T, RDMASTOR_WIRE_CODEC_OF_FIELDS(T, FIELDS))
+
+RDMASTOR_WIRE_FIELDS(peer::NoArgs, [](auto&, auto&&) {})
+RDMASTOR_WIRE_FIELDS(peer::Done, [](auto&, auto&&) {})
 RDMASTOR_WIRE_JSON(
     bool, [](json& j, const bool& v) { j["v"] = v; },
     [](const json& j, bool& v) { v = j.at("v").get<bool>(); })
 RDMASTOR_WIRE_JSON(
     peer::Names, [](json& j, const peer::Names& v) { j["names"] = v; },
     [](const json& j, peer::Names& v) { v = j.at("names").get<peer::Names>(); })
-RDMASTOR_WIRE_JSON(
-    peer::BucketArgs, [](json& j, const peer::BucketArgs& v) { j["bucket"] = v.bucket; },
-    [](const json& j, peer::BucketArgs& v) { v.bucket = j.at("bucket").get<std::string>(); })
-RDMASTOR_WIRE_JSON_PAYLOAD(
-    peer::MakeVolArgs, [](json& j, const peer::MakeVolArgs& v) { j["bucket"] = v.bucket; },
-    [](const json& j, peer::MakeVolArgs& v) { v.bucket = j.at("bucket").get<std::string>(); })
-RDMASTOR_WIRE_JSON(
-    peer::PathArgs, [](json& j, const peer::PathArgs& v) { j["path"] = v.path; },
-    [](const json& j, peer::PathArgs& v) { v.path = j.at("path").get<std::string>(); })
-RDMASTOR_WIRE_JSON_PAYLOAD(
-    peer::WriteFileArgs, [](json& j, const peer::WriteFileArgs& v) { j["path"] = v.path; },
-    [](const json& j, peer::WriteFileArgs& v) { v.path = j.at("path").get<std::string>(); })
-RDMASTOR_WIRE_JSON(
-    peer::ListDirArgs,
-    [](json& j, const peer::ListDirArgs& v) {
-      j["path"] = v.path;
-      j["dirs_only"] = v.dirs_only;
-    },
-    [](const json& j, peer::ListDirArgs& v) {
-      v.path = j.at("path").get<std::string>();
-      v.dirs_only = j.at("dirs_only").get<bool>();
-    })
-RDMASTOR_WIRE_JSON(
-    peer::TwoPaths,
-    [](json& j, const peer::TwoPaths& v) {
-      j["a"] = v.a;
-      j["b"] = v.b;
-    },
-    [](const json& j, peer::TwoPaths& v) {
-      v.a = j.at("a").get<std::string>();
-      v.b = j.at("b").get<std::string>();
-    })
+RDMASTOR_WIRE_FIELDS(peer::BucketArgs, [](auto& v, auto&& f) { f("bucket", v.bucket); })
+RDMASTOR_WIRE_FIELDS_PAYLOAD(peer::MakeVolArgs, [](auto& v, auto&& f) { f("bucket", v.bucket); })
+RDMASTOR_WIRE_FIELDS(peer::PathArgs, [](auto& v, auto&& f) { f("path", v.path); })
+RDMASTOR_WIRE_FIELDS_PAYLOAD(peer::WriteFileArgs, [](auto& v, auto&& f) { f("path", v.path); })
+RDMASTOR_WIRE_FIELDS(peer::ListDirArgs, [](auto& v, auto&& f) {
+  f("path", v.path);
+  f("dirs_only", v.dirs_only);
+})
+RDMASTOR_WIRE_FIELDS(peer::TwoPaths, [](auto& v, auto&& f) {
+  f("a", v.a);
+  f("b", v.b);
+})
 RDMASTOR_WIRE_JSON(
     peer::ListObjectsArgs,
     [](json& j, const peer::ListObjectsArgs& v) {
@@ -214,76 +216,36 @@ RDMASTOR_WIRE_JSON(
       if (!o.ok()) throw std::runtime_error(o.error().message);
       v.opts = std::move(*o);
     })
-RDMASTOR_WIRE_JSON_PAYLOAD(
-    peer::ShardWriteArgs,
-    [](json& j, const peer::ShardWriteArgs& v) {
-      j["path"] = v.path;
-      j["offset"] = v.offset;
-      j["create"] = v.create;
-      j["sync"] = v.sync;
-    },
-    [](const json& j, peer::ShardWriteArgs& v) {
-      v.path = j.at("path").get<std::string>();
-      v.offset = json_int::At<uint64_t>(j, "offset");
-      v.create = j.at("create").get<bool>();
-      v.sync = j.at("sync").get<bool>();
-    })
-RDMASTOR_WIRE_JSON(
-    peer::ShardReadArgs,
-    [](json& j, const peer::ShardReadArgs& v) {
-      j["path"] = v.path;
-      j["offset"] = v.offset;
-      j["len"] = v.len;
-      j["handle"] = v.handle;
-      j["keep"] = v.keep;
-    },
-    [](const json& j, peer::ShardReadArgs& v) {
-      v.path = j.at("path").get<std::string>();
-      v.offset = json_int::At<uint64_t>(j, "offset");
-      v.len = json_int::At<uint64_t>(j, "len");
-      v.handle = json_int::At<uint64_t>(j, "handle");
-      v.keep = j.at("keep").get<bool>();
-    })
-RDMASTOR_WIRE_JSON_PAYLOAD(
-    peer::ShardBytes,
-    [](json& j, const peer::ShardBytes& v) {
-      j["rdma_bytes"] = v.rdma_bytes;
-      j["handle"] = v.handle;
-    },
-    [](const json& j, peer::ShardBytes& v) {
-      v.rdma_bytes = json_int::At<uint64_t>(j, "rdma_bytes");
-      v.handle = json_int::At<uint64_t>(j, "handle");
-    })
-RDMASTOR_WIRE_JSON(
-    storage::DiskInfo,
-    [](json& j, const storage::DiskInfo& v) {
-      j["total"] = v.total_bytes;
-      j["free"] = v.free_bytes;
-      j["online"] = v.online;
-    },
-    [](const json& j, storage::DiskInfo& v) {
-      v.total_bytes = json_int::At<uint64_t>(j, "total");
-      v.free_bytes = json_int::At<uint64_t>(j, "free");
-      v.online = j.at("online").get<bool>();
-    })
-RDMASTOR_WIRE_JSON(
-    storage::fsutil::CommitPlan,
-    [](json& j, const storage::fsutil::CommitPlan& p) {
-      j["base"] = p.base;
-      j["staging"] = p.staging;
-      j["target"] = p.target;
-      j["meta_name"] = p.meta_name;
-      j["new_data_name"] = p.new_data_name;
-      j["old_data_name"] = p.old_data_name;
-    },
-    [](const json& j, storage::fsutil::CommitPlan& p) {
-      p.base = j.at("base").get<std::string>();
-      p.staging = j.at("staging").get<std::string>();
-      p.target = j.at("target").get<std::string>();
-      p.meta_name = j.at("meta_name").get<std::string>();
-      p.new_data_name = j.at("new_data_name").get<std::string>();
-      p.old_data_name = j.at("old_data_name").get<std::string>();
-    })
+RDMASTOR_WIRE_FIELDS_PAYLOAD(peer::ShardWriteArgs, [](auto& v, auto&& f) {
+  f("path", v.path);
+  f("offset", v.offset);
+  f("create", v.create);
+  f("sync", v.sync);
+})
+RDMASTOR_WIRE_FIELDS(peer::ShardReadArgs, [](auto& v, auto&& f) {
+  f("path", v.path);
+  f("offset", v.offset);
+  f("len", v.len);
+  f("handle", v.handle);
+  f("keep", v.keep);
+})
+RDMASTOR_WIRE_FIELDS_PAYLOAD(peer::ShardBytes, [](auto& v, auto&& f) {
+  f("rdma_bytes", v.rdma_bytes);
+  f("handle", v.handle);
+})
+RDMASTOR_WIRE_FIELDS(storage::DiskInfo, [](auto& v, auto&& f) {
+  f("total", v.total_bytes);
+  f("free", v.free_bytes);
+  f("online", v.online);
+})
+RDMASTOR_WIRE_FIELDS(storage::fsutil::CommitPlan, [](auto& v, auto&& f) {
+  f("base", v.base);
+  f("staging", v.staging);
+  f("target", v.target);
+  f("meta_name", v.meta_name);
+  f("new_data_name", v.new_data_name);
+  f("old_data_name", v.old_data_name);
+})
 
 template <>
 Frame Wire<storage::ListResult>::Encode(const storage::ListResult& v) {

@@ -2,6 +2,7 @@
 // values are ASCII by protocol; locale-dependent std::tolower is not wanted there).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,26 @@ inline int HexDigit(char c, bool lower_only = false) {
   if (!lower_only && c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
+
+// A position in a text being parsed, for the hand-written parsers (s3/xml.cc's HTTP dates, the
+// canonical metadata reader of storage/object_meta.cc): they add their own tokens on t_ and i_.
+class Cursor {
+ public:
+  explicit Cursor(std::string_view text) : t_(text) {}
+  bool AtEnd() const { return i_ == t_.size(); }
+  // Takes `c` when it comes next.
+  bool Eat(char c) {
+    if (i_ < t_.size() && t_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+
+ protected:
+  std::string_view t_;
+  size_t i_ = 0;
+};
 
 // The inside of a JSON string literal for `s` (quotes, backslashes and control characters escaped;
 // other bytes, UTF-8 included, as they are).

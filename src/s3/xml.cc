@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "common/checksum.h"
+#include "common/text.h"
 #include "common/uri.h"
 
 namespace rdmastor::s3 {
@@ -72,44 +73,32 @@ Civil ToCivil(int64_t unix_ns) {
 
 // Minimal cursor over a date string; every accessor fails softly so malformed input is just
 // "no date".
-class Cursor {
+class Cursor : public text::Cursor {
  public:
-  explicit Cursor(std::string_view s) : s_(s) {}
-  bool done() const { return i_ == s_.size(); }
-  bool Eat(char c) {
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
+  using text::Cursor::Cursor;
   bool EatSpaces() {  // one or more
     size_t start = i_;
-    while (i_ < s_.size() && s_[i_] == ' ') ++i_;
+    while (i_ < t_.size() && t_[i_] == ' ') ++i_;
     return i_ > start;
   }
   std::string_view Word() {
     size_t start = i_;
-    while (i_ < s_.size() && ((s_[i_] >= 'A' && s_[i_] <= 'Z') || (s_[i_] >= 'a' && s_[i_] <= 'z')))
+    while (i_ < t_.size() && ((t_[i_] >= 'A' && t_[i_] <= 'Z') || (t_[i_] >= 'a' && t_[i_] <= 'z')))
       ++i_;
-    return s_.substr(start, i_ - start);
+    return t_.substr(start, i_ - start);
   }
   // Exactly min..max digits.
   std::optional<int> Number(size_t min, size_t max) {
     size_t start = i_;
     int v = 0;
-    while (i_ < s_.size() && i_ - start < max && s_[i_] >= '0' && s_[i_] <= '9') {
-      v = v * 10 + (s_[i_] - '0');
+    while (i_ < t_.size() && i_ - start < max && t_[i_] >= '0' && t_[i_] <= '9') {
+      v = v * 10 + (t_[i_] - '0');
       ++i_;
     }
     if (i_ - start < min) return std::nullopt;
-    if (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') return std::nullopt;  // too many
+    if (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9') return std::nullopt;  // too many
     return v;
   }
-
- private:
-  std::string_view s_;
-  size_t i_ = 0;
 };
 
 std::optional<unsigned> MonthIndex(std::string_view w) {
@@ -461,7 +450,7 @@ std::optional<int64_t> ParseHttpDate(std::string_view s) {
       const auto year = c.Number(4, 4);
       if (!year || !c.Eat(' ')) return std::nullopt;
       const auto t = ParseTime(c);
-      if (!t || !c.Eat(' ') || !EatZone(c) || !c.done()) return std::nullopt;
+      if (!t || !c.Eat(' ') || !EatZone(c) || !c.AtEnd()) return std::nullopt;
       return ToUnix(*year, *mon, *day, *t);
     }
     if (c.Eat('-')) {
@@ -472,7 +461,7 @@ std::optional<int64_t> ParseHttpDate(std::string_view s) {
       const auto yy = c.Number(2, 2);
       if (!yy || !c.Eat(' ')) return std::nullopt;
       const auto t = ParseTime(c);
-      if (!t || !c.Eat(' ') || !EatZone(c) || !c.done()) return std::nullopt;
+      if (!t || !c.Eat(' ') || !EatZone(c) || !c.AtEnd()) return std::nullopt;
       return ToUnix(ExpandTwoDigitYear(*yy), *mon, *day, *t);
     }
     return std::nullopt;
@@ -486,7 +475,7 @@ std::optional<int64_t> ParseHttpDate(std::string_view s) {
   const auto t = ParseTime(c);
   if (!t || !c.Eat(' ')) return std::nullopt;
   const auto year = c.Number(4, 4);
-  if (!year || !c.done()) return std::nullopt;
+  if (!year || !c.AtEnd()) return std::nullopt;
   return ToUnix(*year, *mon, *day, *t);
 }
 
@@ -1139,7 +1128,7 @@ std::optional<int64_t> ParseIso8601Ms(std::string_view s) {
     if (!om) return std::nullopt;
     offset_min = (*oh * 60 + *om) * (plus ? 1 : -1);
   }
-  if (!c.done()) return std::nullopt;
+  if (!c.AtEnd()) return std::nullopt;
   using namespace std::chrono;
   const year_month_day ymd{std::chrono::year{*year}, std::chrono::month{static_cast<unsigned>(*month)},
                            std::chrono::day{static_cast<unsigned>(*day)}};

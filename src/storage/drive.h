@@ -137,6 +137,72 @@ struct RenameDataResult {
   bool staging_kept = false;
 };
 
+// The calls of a Drive, declared once: Drive declares each as a pure virtual, and LocalDrive and
+// cluster::RemoteDrive their overrides with RDMASTOR_DRIVE_OVERRIDES, so that a new call is one
+// line here plus its definitions (the compiler names an implementation that lacks one). Types
+// are spelled as they resolve from any namespace of rdmastor (`storage::`).
+// X(return type, name, (parameters))
+#define RDMASTOR_DRIVE_CALLS(X)                                                                 \
+  /* ---- state ---- */                                                                         \
+  /* The system area exists (the drive is formatted or being used and answers). */              \
+  X(bool, IsOnline, ())                                                                         \
+  X(Result<storage::DiskInfo>, GetDiskInfo, ())                                                 \
+  /* Creates the drive directory if missing; false when it is not a usable directory. */        \
+  X(Result<bool>, EnsureRoot, ())                                                               \
+  /* Creates the system directories and settles what a crash left in the staging area. */       \
+  X(Status, Prepare, ())                                                                        \
+  /* True when the directory holds nothing but an empty system area / lost+found. */            \
+  X(Result<bool>, IsEmpty, ())                                                                  \
+  /* ---- format ---- */                                                                        \
+  X(Result<storage::DriveFormat>, ReadFormat, ()) /* kNoSuchKey when absent */                  \
+  X(Status, WriteFormat, (const storage::DriveFormat& format))                                  \
+  /* ---- volumes (bucket directories + their record in the system area) ---- */                \
+  /* Creates the bucket directory (and writes `record` as its metadata when it has none). */    \
+  /* Returns whether the directory existed. Fails when the drive is offline. */                 \
+  X(Result<bool>, MakeVol, (const std::string& bucket, const std::string& record))              \
+  X(bool, StatVol, (const std::string& bucket))                                                 \
+  X(Result<std::vector<std::string>>, ListVols, ()) /* directory names at the root */           \
+  X(Result<std::optional<std::string>>, ReadVolMeta, (const std::string& bucket))               \
+  X(Result<bool>, VolHasObjects, (const std::string& bucket))                                   \
+  /* Removes the bucket directory, its multipart area and its record (renamed away first). */   \
+  X(Status, DeleteVol, (const std::string& bucket))                                             \
+  /* ---- files (relative paths) ---- */                                                        \
+  X(Result<std::optional<std::string>>, ReadFile, (const std::string& path))                    \
+  /* Creates or truncates, writes, fsyncs (not atomic by itself: write in staging, then */      \
+  /* rename). */                                                                                \
+  X(Status, WriteFile, (const std::string& path, std::string_view data))                        \
+  X(bool, Exists, (const std::string& path))                                                    \
+  X(bool, IsDir, (const std::string& path))                                                     \
+  X(Result<std::vector<std::string>>, ListDir, (const std::string& path, bool dirs_only))       \
+  /* One mkdir (mode 0755); an existing directory is an error too. */                           \
+  X(Status, MakeDir, (const std::string& path))                                                 \
+  X(Status, MakeDirAll, (const std::string& base, const std::string& path))                     \
+  X(Status, Rename, (const std::string& from, const std::string& to))                           \
+  X(Status, Link, (const std::string& from, const std::string& to))                             \
+  X(Status, Unlink, (const std::string& path))                                                  \
+  X(Status, RemoveAll, (const std::string& path))                                               \
+  X(Status, FsyncDir, (const std::string& path))                                                \
+  X(void, PruneEmptyDirs, (const std::string& path, const std::string& stop))                   \
+  /* ---- shards ---- */                                                                        \
+  /* A shard file in a staging directory is created with its missing parent directories */      \
+  /* inside the staging area (no separate mkdir per drive before a write). `size`: the shard */ \
+  /* file's size as the erasure layer expects it (what a writer will append in all, what a */   \
+  /* reader's file holds; 0 = unknown). A remote drive picks the shard's transport by it */     \
+  /* (inter-node RDMA for shards >= MINIO_RDMA_MIN_SIZE) and never reads past it. */            \
+  X(Result<std::unique_ptr<storage::ShardWriter>>, CreateShard,                                 \
+    (const std::string& path, uint64_t size))                                                   \
+  X(Result<std::unique_ptr<storage::ShardFile>>, OpenShard,                                     \
+    (const std::string& path, uint64_t size))                                                   \
+  /* ---- commit ---- */                                                                        \
+  /* fsutil::Commit with drive-relative paths; plan.root is ignored (rollback, heal, */         \
+  /* multipart). */                                                                             \
+  X(Status, Commit, (const storage::fsutil::CommitPlan& plan))                                  \
+  /* Metadata + data + retirement of the old version in one call (see RenameDataRequest). */    \
+  X(Result<storage::RenameDataResult>, RenameData, (const storage::RenameDataRequest& req))     \
+  /* ---- listing (ListDrive of one bucket) ---- */                                             \
+  X(Result<storage::ListResult>, ListObjects,                                                   \
+    (const std::string& bucket, const storage::ListOptions& opts))
+
 class Drive {
  public:
   virtual ~Drive() = default;
@@ -145,67 +211,13 @@ class Drive {
   virtual const std::string& name() const = 0;
   virtual bool is_local() const = 0;
 
-  // ---- state ----
-  // The system area exists (the drive is formatted or being used and answers).
-  virtual bool IsOnline() = 0;
-  virtual Result<DiskInfo> GetDiskInfo() = 0;
-  // Creates the drive directory if missing; false when it is not a usable directory.
-  virtual Result<bool> EnsureRoot() = 0;
-  // Creates the system directories and settles what a crash left in the staging area.
-  virtual Status Prepare() = 0;
-  // True when the directory holds nothing but an empty system area / lost+found.
-  virtual Result<bool> IsEmpty() = 0;
-
-  // ---- format ----
-  virtual Result<DriveFormat> ReadFormat() = 0;  // kNoSuchKey when absent
-  virtual Status WriteFormat(const DriveFormat& format) = 0;
-
-  // ---- volumes (bucket directories + their record in the system area) ----
-  // Creates the bucket directory (and writes `record` as its metadata when it has none). Returns
-  // whether the directory existed. Fails when the drive is offline.
-  virtual Result<bool> MakeVol(const std::string& bucket, const std::string& record) = 0;
-  virtual bool StatVol(const std::string& bucket) = 0;
-  virtual Result<std::vector<std::string>> ListVols() = 0;  // directory names at the root
-  virtual Result<std::optional<std::string>> ReadVolMeta(const std::string& bucket) = 0;
-  virtual Result<bool> VolHasObjects(const std::string& bucket) = 0;
-  // Removes the bucket directory, its multipart area and its record (renamed away first).
-  virtual Status DeleteVol(const std::string& bucket) = 0;
-
-  // ---- files (relative paths) ----
-  virtual Result<std::optional<std::string>> ReadFile(const std::string& path) = 0;
-  // Creates or truncates, writes, fsyncs (not atomic by itself: write in staging, then rename).
-  virtual Status WriteFile(const std::string& path, std::string_view data) = 0;
-  virtual bool Exists(const std::string& path) = 0;
-  virtual bool IsDir(const std::string& path) = 0;
-  virtual Result<std::vector<std::string>> ListDir(const std::string& path, bool dirs_only) = 0;
-  // One mkdir (mode 0755); an existing directory is an error too.
-  virtual Status MakeDir(const std::string& path) = 0;
-  virtual Status MakeDirAll(const std::string& base, const std::string& path) = 0;
-  virtual Status Rename(const std::string& from, const std::string& to) = 0;
-  virtual Status Link(const std::string& from, const std::string& to) = 0;
-  virtual Status Unlink(const std::string& path) = 0;
-  virtual Status RemoveAll(const std::string& path) = 0;
-  virtual Status FsyncDir(const std::string& path) = 0;
-  virtual void PruneEmptyDirs(const std::string& path, const std::string& stop) = 0;
-
-  // ---- shards ----
-  // A shard file in a staging directory is created with its missing parent directories inside the
-  // staging area (no separate mkdir per drive before a write). `size`: the shard file's size as the
-  // erasure layer expects it (what a writer will append in all, what a reader's file holds; 0 =
-  // unknown). A remote drive picks the shard's transport by it (inter-node RDMA for shards >=
-  // MINIO_RDMA_MIN_SIZE) and never reads past it.
-  virtual Result<std::unique_ptr<ShardWriter>> CreateShard(const std::string& path,
-                                                           uint64_t size) = 0;
-  virtual Result<std::unique_ptr<ShardFile>> OpenShard(const std::string& path, uint64_t size) = 0;
-
-  // ---- commit ----
-  // fsutil::Commit with drive-relative paths; plan.root is ignored (rollback, heal, multipart).
-  virtual Status Commit(const fsutil::CommitPlan& plan) = 0;
-  // Metadata + data + retirement of the old version in one call (see RenameDataRequest).
-  virtual Result<RenameDataResult> RenameData(const RenameDataRequest& req) = 0;
-
-  // ---- listing (ListDrive of one bucket) ----
-  virtual Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) = 0;
+#define RDMASTOR_DRIVE_PURE(Ret, Name, Params) virtual Ret Name Params = 0;
+  RDMASTOR_DRIVE_CALLS(RDMASTOR_DRIVE_PURE)
+#undef RDMASTOR_DRIVE_PURE
 };
+
+// In an implementation's class body: the override of every call of RDMASTOR_DRIVE_CALLS.
+#define RDMASTOR_DRIVE_OVERRIDE(Ret, Name, Params) Ret Name Params override;
+#define RDMASTOR_DRIVE_OVERRIDES RDMASTOR_DRIVE_CALLS(RDMASTOR_DRIVE_OVERRIDE)
 
 }  // namespace rdmastor::storage

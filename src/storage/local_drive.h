@@ -20,43 +20,7 @@ class LocalDrive final : public Drive {
   const std::string& name() const override { return root_; }
   bool is_local() const override { return true; }
 
-  bool IsOnline() override;
-  Result<DiskInfo> GetDiskInfo() override;
-  Result<bool> EnsureRoot() override;
-  Status Prepare() override;
-  Result<bool> IsEmpty() override;
-
-  Result<DriveFormat> ReadFormat() override;
-  Status WriteFormat(const DriveFormat& format) override;
-
-  Result<bool> MakeVol(const std::string& bucket, const std::string& record) override;
-  bool StatVol(const std::string& bucket) override;
-  Result<std::vector<std::string>> ListVols() override;
-  Result<std::optional<std::string>> ReadVolMeta(const std::string& bucket) override;
-  Result<bool> VolHasObjects(const std::string& bucket) override;
-  Status DeleteVol(const std::string& bucket) override;
-
-  Result<std::optional<std::string>> ReadFile(const std::string& path) override;
-  Status WriteFile(const std::string& path, std::string_view data) override;
-  bool Exists(const std::string& path) override;
-  bool IsDir(const std::string& path) override;
-  Result<std::vector<std::string>> ListDir(const std::string& path, bool dirs_only) override;
-  Status MakeDir(const std::string& path) override;
-  Status MakeDirAll(const std::string& base, const std::string& path) override;
-  Status Rename(const std::string& from, const std::string& to) override;
-  Status Link(const std::string& from, const std::string& to) override;
-  Status Unlink(const std::string& path) override;
-  Status RemoveAll(const std::string& path) override;
-  Status FsyncDir(const std::string& path) override;
-  void PruneEmptyDirs(const std::string& path, const std::string& stop) override;
-
-  Result<std::unique_ptr<ShardWriter>> CreateShard(const std::string& path, uint64_t size) override;
-  Result<std::unique_ptr<ShardFile>> OpenShard(const std::string& path, uint64_t size) override;
-
-  Status Commit(const fsutil::CommitPlan& plan) override;
-  Result<RenameDataResult> RenameData(const RenameDataRequest& req) override;
-
-  Result<ListResult> ListObjects(const std::string& bucket, const ListOptions& opts) override;
+  RDMASTOR_DRIVE_OVERRIDES
 
   // A shard piece (LocalHost::WriteShardPieces): writes `data` at `offset` of shard file `path`,
   // creating it exclusively when `create`; fsyncs when `sync`.

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/hash.h"
+#include "common/text.h"
 #include "common/json_int.h"
 #include "common/utf8.h"
 #include "crypto/dare.h"
@@ -332,19 +333,9 @@ Status CheckVersion(const ObjectMeta& m, const std::string& path) {
 // and the general reader (ParseVersion's) decides and words the error, so the two never differ
 // in what they accept or read (tests/storage/object_meta_test.cc holds them equal on mutated
 // files).
-class CanonicalReader {
+class CanonicalReader : public text::Cursor {
  public:
-  explicit CanonicalReader(std::string_view text) : t_(text) {}
-
-  bool AtEnd() const { return i_ == t_.size(); }
-
-  bool Eat(char c) {
-    if (i_ < t_.size() && t_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
+  using text::Cursor::Cursor;
 
   // Calls member(name) at each member's value, names strictly ascending; false when member does.
   template <class F>
@@ -527,9 +518,6 @@ class CanonicalReader {
     i_ = end + 1;
     return Eat(':');
   }
-
-  std::string_view t_;
-  size_t i_ = 0;
 };
 
 // Marks a required member seen (the readers' `seen` bit sets); always true.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -352,6 +353,29 @@ TEST(ParseServerConfig, UnknownMinioVariablesAreNamed) {
   EXPECT_EQ(named, 1);
   EXPECT_TRUE(cfg->region_configured);
   EXPECT_FALSE(ParseServerConfig({"/d"}, {})->region_configured);
+}
+
+// The peer timings land in cfg.peer, which ClusterConfig takes whole (cli/main.cc): each
+// variable its own member, the defaults where unset, `off` only for the ping interval.
+TEST(ParseServerConfig, PeerTimings) {
+  using std::chrono::milliseconds;
+  auto cfg = ParseServerConfig({"/d"}, {{"MINIO_PEER_WAIT", "90s"},
+                                        {"RDMASTOR_PEER_PING_INTERVAL", "off"},
+                                        {"RDMASTOR_PEER_PING_TIMEOUT", "3s"},
+                                        {"RDMASTOR_PEER_QUICK_TIMEOUT", "700ms"}});
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message;
+  EXPECT_EQ(cfg->peer.wait, milliseconds(90000));
+  EXPECT_EQ(cfg->peer.ping_interval, milliseconds(0));
+  EXPECT_EQ(cfg->peer.ping_timeout, milliseconds(3000));
+  EXPECT_EQ(cfg->peer.quick_timeout, milliseconds(700));
+  auto def = ParseServerConfig({"/d"}, {});
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->peer.wait, milliseconds(120000));
+  EXPECT_EQ(def->peer.ping_interval, milliseconds(1000));
+  EXPECT_EQ(def->peer.ping_timeout, milliseconds(2000));
+  EXPECT_EQ(def->peer.quick_timeout, milliseconds(5000));
+  EXPECT_FALSE(ParseServerConfig({"/d"}, {{"RDMASTOR_PEER_PING_TIMEOUT", "off"}}).ok());
+  EXPECT_FALSE(ParseServerConfig({"/d"}, {{"RDMASTOR_PEER_QUICK_TIMEOUT", "50ms"}}).ok());
 }
 
 }  // namespace

@@ -129,54 +129,42 @@ Status ErasureSet::WriteBucketRecord(const std::string& bucket, const BucketInfo
   return {};
 }
 
-Status ErasureSet::SetBucketTags(const std::string& bucket, const std::string& tags) {
+Status ErasureSet::UpdateBucketRecord(const std::string& bucket,
+                                      const std::function<void(BucketInfo&)>& change) {
   RS_RETURN_IF_ERROR(CheckBucket(bucket));
   std::unique_lock lock(BucketLock(bucket));
   auto current = GetBucketInfo(bucket);
   if (!current.ok()) return current.error();
-  current->tags = tags;
+  change(*current);
   RS_RETURN_IF_ERROR(WriteBucketRecord(bucket, *current));
   CacheBucketInfo(*current);
   return {};
+}
+
+Status ErasureSet::SetBucketTags(const std::string& bucket, const std::string& tags) {
+  return UpdateBucketRecord(bucket, [&](BucketInfo& info) { info.tags = tags; });
 }
 
 Status ErasureSet::SetBucketVersioning(const std::string& bucket, Versioning state,
                                        const VersioningExclusions& excluded) {
-  RS_RETURN_IF_ERROR(CheckBucket(bucket));
-  std::unique_lock lock(BucketLock(bucket));
-  auto current = GetBucketInfo(bucket);
-  if (!current.ok()) return current.error();
-  current->versioning = state;
-  current->excluded = excluded;
-  RS_RETURN_IF_ERROR(WriteBucketRecord(bucket, *current));
-  CacheBucketInfo(*current);
-  return {};
+  return UpdateBucketRecord(bucket, [&](BucketInfo& info) {
+    info.versioning = state;
+    info.excluded = excluded;
+  });
 }
 
 Status ErasureSet::SetBucketEncryption(const std::string& bucket, const std::string& algorithm) {
-  RS_RETURN_IF_ERROR(CheckBucket(bucket));
-  std::unique_lock lock(BucketLock(bucket));
-  auto current = GetBucketInfo(bucket);
-  if (!current.ok()) return current.error();
-  current->encryption = algorithm;
-  RS_RETURN_IF_ERROR(WriteBucketRecord(bucket, *current));
-  CacheBucketInfo(*current);
-  return {};
+  return UpdateBucketRecord(bucket, [&](BucketInfo& info) { info.encryption = algorithm; });
 }
 
 Status ErasureSet::SetBucketConfig(const std::string& bucket, const std::string& name,
                                    const std::string& value) {
-  RS_RETURN_IF_ERROR(CheckBucket(bucket));
-  std::unique_lock lock(BucketLock(bucket));
-  auto current = GetBucketInfo(bucket);
-  if (!current.ok()) return current.error();
-  if (value.empty())
-    current->configs.erase(name);
-  else
-    current->configs[name] = value;
-  RS_RETURN_IF_ERROR(WriteBucketRecord(bucket, *current));
-  CacheBucketInfo(*current);
-  return {};
+  return UpdateBucketRecord(bucket, [&](BucketInfo& info) {
+    if (value.empty())
+      info.configs.erase(name);
+    else
+      info.configs[name] = value;
+  });
 }
 
 void ErasureSet::CacheBucketInfo(const BucketInfo& info) {

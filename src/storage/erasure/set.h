@@ -296,6 +296,10 @@ class ErasureSet {
   Status SetBucketTags(const std::string& bucket, const std::string& tags);
 
   Status WriteBucketRecord(const std::string& bucket, const BucketInfo& info);
+  // Under the bucket's lock: reads the bucket record, applies `change`, writes it back on every
+  // drive (WriteBucketRecord) and caches it. What each SetBucket* call does with its field.
+  Status UpdateBucketRecord(const std::string& bucket,
+                            const std::function<void(BucketInfo&)>& change);
   // Records the versioning state in the bucket record on every drive (write quorum).
   Status SetBucketVersioning(const std::string& bucket, Versioning state,
                              const VersioningExclusions& excluded);
