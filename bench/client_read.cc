@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "client_read: %s\n", cfg.error().message.c_str());
     return 2;
   }
+  cfg->max_attempts = 1;  // a refusal is counted as an error, not hidden by a retry
 
   std::atomic<uint64_t> bytes{0};
   std::atomic<bool> failed{false};

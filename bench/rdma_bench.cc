@@ -510,6 +510,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rdma_bench: %s\n", cfg.error().message.c_str());
     return 2;
   }
+  cfg->max_attempts = 1;  // a refusal is counted as an error, not hidden by a retry
   bench::Bench b(*opts, *cfg, pid);
   const int rc = b.Run();
   launched.Stop(std::chrono::seconds(10));  // a clean shutdown when it was started here

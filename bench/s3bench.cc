@@ -668,6 +668,7 @@ class Bench {
     client::S3ClientConfig c = s3_configs_[t % s3_configs_.size()];
     c.http.read_buffer_size = kPiece;
     c.http.io_timeout = std::chrono::seconds(o_.io_timeout_s);
+    c.max_attempts = 1;  // a refusal is counted as an error, not hidden by a retry
     return c;
   }
 

@@ -319,6 +319,7 @@ class Native {
                                                                region, tls));
     s3cfg.http.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
     s3cfg.http.io_timeout = std::chrono::milliseconds(static_cast<int64_t>(io_timeout_s * 1000));
+    s3cfg.max_attempts = 1;  // the Python layer retries (botocore's modes, counted in stats())
     if (fabric == "off") {
       plain_ = std::make_unique<S3Client>(std::move(s3cfg));
       return;

@@ -13,6 +13,9 @@ namespace rdmastor {
   X(kBadDigest, "BadDigest", 400, "The Content-MD5 you specified did not match what we received.") \
   X(kBucketAlreadyOwnedByYou, "BucketAlreadyOwnedByYou", 409,                                      \
     "Your previous request to create the named bucket succeeded and you already own it.")          \
+  X(kBucketAlreadyExists, "BucketAlreadyExists", 409,                                              \
+    "The requested bucket name is not available. The bucket namespace is shared by all users of "  \
+    "the system. Please select a different name and try again.")                                   \
   X(kBucketNotEmpty, "BucketNotEmpty", 409, "The bucket you tried to delete is not empty.")        \
   X(kEntityTooLarge, "EntityTooLarge", 400,                                                        \
     "Your proposed upload exceeds the maximum allowed object size.")                               \

@@ -3,6 +3,7 @@
 // connection). The RDMA client (rdmastor/rdma_client.h) reuses its request building.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,6 +24,14 @@ struct S3ClientConfig {
   std::string secret_key;
   std::string region = "us-east-1";
   HttpClientOptions http;
+  // Throttling and transient server errors (HTTP 500, 502, 503 SlowDown, 504) are retried as the
+  // AWS SDKs' standard mode does: at most max_attempts tries in all, sleeping a random time below
+  // min(max_backoff, base_delay * 2^(try - 1)) before each further one. A request whose body is
+  // pulled from a stream is sent once (the stream cannot be replayed). 1: no retries (callers
+  // with a retry policy of their own, benchmarks that count refusals).
+  int max_attempts = 3;
+  std::chrono::milliseconds base_delay{1000};
+  std::chrono::milliseconds max_backoff{20000};
 };
 
 // Builds a config from "http://host:port" or "https://host:port" plus credentials; https sets
@@ -154,14 +163,19 @@ class S3Client {
 
   HttpClient& http() { return http_; }
   const S3ClientConfig& config() const { return config_; }
+  // Tries beyond the first, over this client's life (S3ClientConfig::max_attempts).
+  uint64_t retries() const { return retries_; }
 
  private:
   Result<GetObjectResult> DoGet(std::string_view bucket, std::string_view key,
                                 std::optional<ByteRange> range, const ResponseTarget& target);
   Result<PutObjectResult> DoPut(S3Request request);
 
+  Result<HttpResponse> SendSigned(const S3Request& request, const ResponseTarget& target);
+
   S3ClientConfig config_;
   HttpClient http_;
+  uint64_t retries_ = 0;
 };
 
 // "/bucket/key" with the key percent-encoded the way SigV4 canonicalises it ('/' kept).

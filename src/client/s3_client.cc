@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <ctime>
 #include <tuple>
 #include <pugixml.hpp>
+#include <random>
+#include <thread>
 #include <utility>
 
 #include "common/hash.h"
@@ -24,6 +27,21 @@ std::optional<uint64_t> ParseUnsigned(std::string_view s) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
   return v;
+}
+
+// botocore's standard mode retries these statuses (with the throttling codes they carry).
+bool RetryableStatus(int status) {
+  return status == 500 || status == 502 || status == 503 || status == 504;
+}
+
+// Full jitter: uniform in [0, min(max_backoff, base_delay * 2^(attempt - 1))).
+std::chrono::milliseconds RetryDelay(const S3ClientConfig& config, int attempt) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const double cap = std::min<double>(
+      double(config.max_backoff.count()),
+      double(config.base_delay.count()) * std::ldexp(1.0, std::min(attempt - 1, 30)));
+  return std::chrono::milliseconds(
+      int64_t(std::uniform_real_distribution<double>(0.0, std::max(cap, 0.0))(rng)));
 }
 
 }  // namespace
@@ -132,6 +150,19 @@ S3Client::S3Client(S3ClientConfig config)
     : config_(std::move(config)), http_(config_.host, config_.port, config_.http) {}
 
 Result<HttpResponse> S3Client::Execute(const S3Request& request, const ResponseTarget& target) {
+  // A response that is not a success never reaches the target (it is kept in resp.body), so a
+  // retried GET writes its sink or buffer once.
+  const int attempts = request.body_pull ? 1 : std::max(1, config_.max_attempts);
+  for (int attempt = 1;; ++attempt) {
+    auto resp = SendSigned(request, target);
+    if (!resp.ok() || attempt >= attempts || !RetryableStatus(resp->status)) return resp;
+    ++retries_;
+    std::this_thread::sleep_for(RetryDelay(config_, attempt));
+  }
+}
+
+Result<HttpResponse> S3Client::SendSigned(const S3Request& request,
+                                          const ResponseTarget& target) {
   std::string path = S3ObjectPath(request.bucket, request.key);
   s3::SignInput in;
   in.method = request.method;

@@ -77,6 +77,28 @@ Reply HandleListBuckets(const Env& env, S3Request& ctx) {
   return XmlReply(ListBucketsXml(page, Owner{}, p));
 }
 
+namespace {
+
+// CreateBucket on a name that exists. Someone else's bucket: 409 BucketAlreadyExists. The
+// caller's own: in us-east-1, AWS's legacy 200 with the bucket kept as it is, provided the request
+// asks for nothing the bucket does not already have (another ACL, Object Lock: 409
+// BucketAlreadyExists, as RGW answers and s3-tests expects); in any other region 409
+// BucketAlreadyOwnedByYou, as AWS and MinIO answer there.
+Reply RecreateBucketReply(const Env& env, S3Request& ctx, const std::string& location,
+                          iam::CannedAcl acl, bool lock) {
+  auto existing = env.iam->GetBucketAccess(ctx.bucket);
+  if (!existing.ok()) return ErrorReply(existing.error());
+  const std::string caller = ctx.caller.root() ? std::string() : ctx.caller.access_key;
+  if (existing->owner != caller) return ErrorReply(MakeError(ErrorCode::kBucketAlreadyExists));
+  const std::string_view region = location.empty() ? std::string_view(env.region) : location;
+  if (region != "us-east-1") return ErrorReply(MakeError(ErrorCode::kBucketAlreadyOwnedByYou));
+  if (lock || existing->acl != iam::AclName(acl))
+    return ErrorReply(MakeError(ErrorCode::kBucketAlreadyExists));
+  return EmptyReply(200, {{"Location", "/" + ctx.bucket}});
+}
+
+}  // namespace
+
 Reply HandleCreateBucket(const Env& env, S3Request& ctx) {
   auto body = ReadXmlBody(ctx);
   if (!body.ok()) return ErrorReply(body.error());
@@ -98,6 +120,8 @@ Reply HandleCreateBucket(const Env& env, S3Request& ctx) {
       if (auto allowed = ctx.allowed(action, {}); !allowed.ok()) return ErrorReply(allowed.error());
   }
   auto st = env.store.MakeBucket(ctx.bucket);
+  if (!st.ok() && st.error().code == ErrorCode::kBucketAlreadyOwnedByYou)
+    return RecreateBucketReply(env, ctx, *location, acl->value_or(iam::CannedAcl::kPrivate), lock);
   if (!st.ok()) return ErrorReply(st.error());
   if (lock) {
     BucketLock enabled;

@@ -47,9 +47,13 @@ constexpr auto kAcceptBackoffMin = std::chrono::milliseconds(50);
 constexpr auto kAcceptBackoffMax = std::chrono::milliseconds(1000);
 constexpr auto kAcceptReportEvery = std::chrono::seconds(60);
 // After a burst of connections closed (live count at most half its peak, peak at least this),
-// free heap memory goes back to the kernel.
-constexpr size_t kTrimAfterPeak = 256;
+// free heap memory goes back to the kernel. Memory follows what connections do, not how many
+// there are (a GET its client does not read holds its read-ahead stripes, ~4 MiB on 4 drives),
+// so a few dozen are a burst worth trimming after; at most once per kTrimMinInterval, since a
+// trim makes the next requests fault their pages back in.
+constexpr size_t kTrimAfterPeak = 32;
 constexpr auto kTrimDelay = std::chrono::milliseconds(500);
+constexpr auto kTrimMinInterval = std::chrono::seconds(5);
 // Handlers waiting on their client (a body byte, room to send) without a worker slot, per slot.
 constexpr size_t kWaitingHandlersPerWorker = 4;
 // One client address may hold 1/kConnectionShares of the connection limit (at least the minimum);
@@ -1075,10 +1079,13 @@ class BeastHttpServer final : public HttpServer {
     // a moment later, when the rest of the burst has closed too.
     if (peak_connections_ >= kTrimAfterPeak && live <= peak_connections_ / 2 && !trim_pending_) {
       trim_pending_ = true;
-      trim_timer_.expires_after(kTrimDelay);
-      trim_timer_.async_wait([this](beast::error_code) {
+      const auto now = std::chrono::steady_clock::now();
+      trim_timer_.expires_at(std::max(now + kTrimDelay, last_trim_ + kTrimMinInterval));
+      trim_timer_.async_wait([this](beast::error_code ec) {
         trim_pending_ = false;
+        if (ec || stopped_) return;
         peak_connections_ = shared_.live;
+        last_trim_ = std::chrono::steady_clock::now();
         malloc_trim(0);
       });
     }
@@ -1115,6 +1122,7 @@ class BeastHttpServer final : public HttpServer {
       next_client_limit_report_;
   size_t peak_connections_ = 0;
   bool trim_pending_ = false;
+  std::chrono::steady_clock::time_point last_trim_{};
   asio::steady_timer trim_timer_{acceptor_.get_executor()};
 };
 

@@ -231,7 +231,9 @@ Result<TaggingReply> HandleTagging(storage::ObjectLayer& store, std::string_view
     return TaggingReply{200, TaggingXml(info->tags), {}};
   }
   RS_RETURN_IF_ERROR(store.SetBucketTags(bucket, tags));
-  return TaggingReply{204, "", {}};
+  // AWS answers PutBucketTagging 204, MinIO 200, and minio-js accepts only 200: a drop-in answers
+  // as MinIO (docs/s3-api.md lists such choices). DeleteBucketTagging: 204 in both.
+  return TaggingReply{api == "PutBucketTagging" ? 200 : 204, "", {}};
 }
 
 }  // namespace rdmastor::s3

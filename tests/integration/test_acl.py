@@ -340,6 +340,15 @@ def test_authenticated_read_for_another_user(server):
                                      ("Group", ALL_USERS, "READ")])
     rw.put_object(Bucket=ub, Key="k", Body=b"v")
     assert make_client(server).get_object_acl(Bucket=ub, Key="k")["Owner"] == got["Owner"]
+    # CreateBucket on an existing name: its owner asking for what it has gets us-east-1's 200
+    # (the bucket kept); anyone else 409 BucketAlreadyExists, root included.
+    assert rw.create_bucket(Bucket=ub, ACL="public-read")["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert rw.list_objects_v2(Bucket=ub)["KeyCount"] == 1
+    for who, name in ((root, ub), (rw, b)):
+        with pytest.raises(ClientError) as e:
+            who.create_bucket(Bucket=name)
+        assert code_of(e) == "BucketAlreadyExists" and e.value.response[
+            "ResponseMetadata"]["HTTPStatusCode"] == 409
 
 
 def test_bucket_policy_sees_x_amz_acl(server):

@@ -42,10 +42,8 @@ def test_bucket_lifecycle(s3):
     s3.create_bucket(Bucket=name)
     assert name in [b["Name"] for b in s3.list_buckets()["Buckets"]]
     s3.head_bucket(Bucket=name)
-    with pytest.raises(ClientError) as e:
-        s3.create_bucket(Bucket=name)
-    assert err_code(e.value) in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists")
-    assert http_status(e.value) == 409
+    # Its owner again, in us-east-1: AWS's legacy 200 (test_conformance has the other answers).
+    s3.create_bucket(Bucket=name)
     s3.delete_bucket(Bucket=name)
     assert name not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
     with pytest.raises(ClientError) as e:

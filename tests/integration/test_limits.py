@@ -354,6 +354,42 @@ def test_memory_released_after_connection_burst(server_factory):
     _served(srv, bucket)
 
 
+def test_memory_released_after_slow_readers_leave(server_factory, tmp_path):
+    """A few dozen GETs whose clients never read hold the read-ahead of a 4-drive stripe each
+    (~4 MiB); once they leave, that memory goes back to the kernel (the 30-minute soak's RSS
+    criterion: the old binary trimmed only after 256 connections and kept ~160 MiB here)."""
+    srv = server_factory(data_dirs=[str(tmp_path / f"d{i}") for i in range(4)])
+    bucket = _make_bucket(srv)
+    c = srv.client()
+    c.put_object(Bucket=bucket, Key="big", Body=b"b" * (8 << 20))
+    url = urllib.parse.urlsplit(c.generate_presigned_url(
+        "get_object", Params={"Bucket": bucket, "Key": "big"}, ExpiresIn=600))
+    request = (f"GET {url.path}?{url.query} HTTP/1.1\r\nHost: {srv.address}\r\n\r\n").encode()
+    _served(srv, bucket)
+    time.sleep(0.5)
+    base = srv.rss_kib()
+    socks = []
+    try:
+        for i in range(40):  # four addresses: within each one's connection share
+            s = _connect(srv, source=f"127.0.0.{60 + i % 4}", rcvbuf=4096)
+            s.sendall(request)
+            socks.append(s)
+        time.sleep(3.0)
+        peak = srv.rss_kib()
+    finally:
+        _close_all(socks)
+    after = peak
+    for _ in range(20):  # bounded: 10 s
+        time.sleep(0.5)
+        after = srv.rss_kib()
+        if after - base < (peak - base) // 4:
+            break
+    print(f"RSS base {base} KiB, with 40 slow readers {peak} KiB, after {after} KiB")
+    assert peak - base > 32 * 1024, "the slow readers did not hold their read-ahead"
+    assert after - base < (peak - base) // 4, (base, peak, after)
+    _served(srv, bucket)
+
+
 def test_header_timeout_is_a_setting(server_factory):
     """RDMASTOR_API_HEADER_TIMEOUT bounds a header that never ends (and keep-alive idling)."""
     srv = server_factory(env={"RDMASTOR_API_HEADER_TIMEOUT": "1s"})

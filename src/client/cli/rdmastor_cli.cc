@@ -47,6 +47,10 @@ constexpr const char* kUsage =
     "  --http-fallback        with --rdma: retry over HTTP when the server answers 501\n"
     "  --json                 one JSON object on standard output per command: \"status\"\n"
     "                         success or error, \"command\", and what it listed or moved\n"
+    "  --max-attempts N       tries per request when the server answers 500, 502, 503 SlowDown\n"
+    "                         or 504, backing off as the AWS SDKs' standard mode (1-100;\n"
+    "                         default: the AWS_MAX_ATTEMPTS environment variable, else 3). A\n"
+    "                         plain HTTP put streams its file and is sent once\n"
     "  --certs-dir DIR        https:// endpoints: trust DIR/CAs/*.crt|*.pem besides the system\n"
     "                         CA store (default: the CAs of ~/.rdmastor/certs, MinIO's\n"
     "                         ~/.minio/certs and mc's ~/.mc/certs)\n"
@@ -176,6 +180,7 @@ int main(int argc, char** argv) {
   std::string transport = "dc";
   std::string rc_port;
   std::string certs_dir;
+  std::string max_attempts;
   // The command line (CLI11): flags before or after the command; the command's arguments.
   CLI::App app{"", "rdmastor-cli"};
   app.formatter(std::make_shared<rdmastor::cli11::UsageFirstFormatter>([](const CLI::App* a) {
@@ -192,6 +197,7 @@ int main(int argc, char** argv) {
   app.add_option("--rc-port", rc_port);
   app.add_flag("--http-fallback", fallback);
   app.add_flag("--json", g_json);
+  app.add_option("--max-attempts", max_attempts);
   // The commands and their arguments (what each does is in kUsage, their help's first line).
   struct Command {
     const char* name;
@@ -246,6 +252,16 @@ int main(int argc, char** argv) {
       return Usage("--rc-port / MINIO_RDMA_RC_PORT takes 1-65535", "--rc-port");
     rc_port_number = static_cast<uint16_t>(n);
   }
+  if (max_attempts.empty())
+    if (const char* v = std::getenv("AWS_MAX_ATTEMPTS")) max_attempts = v;
+  int attempts = 3;
+  if (!max_attempts.empty()) {
+    char* end = nullptr;
+    long n = std::strtol(max_attempts.c_str(), &end, 10);
+    if (*end || n < 1 || n > 100)
+      return Usage("--max-attempts / AWS_MAX_ATTEMPTS takes 1-100", "--max-attempts");
+    attempts = static_cast<int>(n);
+  }
   if (fallback && !use_rdma)
     return Usage("--http-fallback only applies with --rdma", "--http-fallback");
   g_command = args[0];
@@ -262,6 +278,7 @@ int main(int argc, char** argv) {
       endpoint, ak, sk, "us-east-1", rdmastor::client::CertsDirTrust(certs_dir, home ? home : ""));
   if (!s3cfg.ok()) return Fail(s3cfg.error().message);
   cfg.s3 = *s3cfg;
+  cfg.s3.max_attempts = attempts;
   cfg.allow_http_fallback = fallback;
   if (transport == "rc") cfg.transport = rdmastor::client::RdmaTransport::kRc;
   cfg.rc_port = rc_port_number;
@@ -410,7 +427,8 @@ int main(int argc, char** argv) {
     sum.Print("put");
     if (g_json)
       PrintJson("success", {{"bucket", bucket}, {"key", key}, {"file", args[2]}, {"bytes", sum.bytes},
-                            {"seconds", sum.Seconds()}, {"transport", sum.transport}});
+                            {"seconds", sum.Seconds()}, {"transport", sum.transport},
+                            {"retries", s3.retries()}});
     return 0;
   }
   if (cmd == "get") {
@@ -512,7 +530,8 @@ int main(int argc, char** argv) {
     sum.Print("get");
     if (g_json)
       PrintJson("success", {{"bucket", bucket}, {"key", key}, {"file", args[2]}, {"bytes", sum.bytes},
-                            {"seconds", sum.Seconds()}, {"transport", sum.transport}});
+                            {"seconds", sum.Seconds()}, {"transport", sum.transport},
+                            {"retries", s3.retries()}});
     return 0;
   }
   return Usage("unknown command '" + cmd + "'", "");
