@@ -340,3 +340,17 @@ def test_cluster_runs_one_cycle_at_a_time():
         assert 2 <= sum(cycles) <= elapsed / interval + 2, (cycles, elapsed)
     finally:
         c.cleanup()
+
+
+@pytest.mark.parametrize("name,value", [
+    ("RDMASTOR_LIFECYCLE_INTERVAL", "5x"), ("RDMASTOR_LIFECYCLE_INTERVAL", "1ms"),
+    ("RDMASTOR_LIFECYCLE_DAY_SECONDS", "0"), ("RDMASTOR_LIFECYCLE_DAY_SECONDS", "86401"),
+    ("RDMASTOR_LIFECYCLE_BATCH", "1"), ("RDMASTOR_LIFECYCLE_PAUSE", "soon"),
+])
+def test_invalid_settings_refuse_to_start(tmp_path, name, value):
+    env = _clean_env({name: value})
+    cp = subprocess.run([RDMASTOR_BIN, "server", "--address", "127.0.0.1:0", str(tmp_path)],
+                        env=env, capture_output=True, text=True, timeout=30,
+                        stdin=subprocess.DEVNULL)
+    assert cp.returncode == 2, cp
+    assert f"{name}='{value}' is invalid" in cp.stderr, cp.stderr

@@ -21,14 +21,14 @@ ErrorCode CodeOf(const std::string& rules) {
 TEST(LifecycleTest, DocumentRoundTrip) {
   const std::string rules =
       "<Rule><ID>a</ID><Prefix>logs/</Prefix><Status>Enabled</Status>"
-      "<Expiration><Days>3</Days></Expiration></Rule>"
+      "<Expiration><Days>3</Days></Expiration>"
+      "<AbortIncompleteMultipartUpload><DaysAfterInitiation>7</DaysAfterInitiation>"
+      "</AbortIncompleteMultipartUpload></Rule>"
       "<Rule><ID>b</ID><Filter><And><Prefix>p/</Prefix><Tag><Key>k</Key><Value>v</Value></Tag>"
       "<ObjectSizeGreaterThan>1</ObjectSizeGreaterThan></And></Filter><Status>Disabled</Status>"
       "<Expiration><Date>2030-01-01T00:00:00Z</Date></Expiration>"
       "<NoncurrentVersionExpiration><NoncurrentDays>2</NoncurrentDays>"
-      "<NewerNoncurrentVersions>5</NewerNoncurrentVersions></NoncurrentVersionExpiration>"
-      "<AbortIncompleteMultipartUpload><DaysAfterInitiation>7</DaysAfterInitiation>"
-      "</AbortIncompleteMultipartUpload></Rule>"
+      "<NewerNoncurrentVersions>5</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>"
       "<Rule><Filter/><Status>Enabled</Status>"
       "<Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>";
   auto parsed = ParseLifecycleXml(Doc(rules));
@@ -38,12 +38,13 @@ TEST(LifecycleTest, DocumentRoundTrip) {
   EXPECT_EQ(a.form, LifecycleRule::Form::kPrefix);
   EXPECT_EQ(a.prefix, "logs/");
   EXPECT_EQ(a.days, 3);
+  EXPECT_EQ(a.abort_days, 7);
   const auto& b = (*parsed)[1];
   EXPECT_EQ(b.form, LifecycleRule::Form::kAnd);
   EXPECT_FALSE(b.enabled);
   EXPECT_EQ(b.date_ms, 1893456000000LL);
   EXPECT_EQ(b.newer_noncurrent, 5);
-  EXPECT_EQ(b.abort_days, 7);
+  EXPECT_FALSE(b.abort_days);
   EXPECT_EQ(b.tags, (std::vector<std::pair<std::string, std::string>>{{"k", "v"}}));
   EXPECT_EQ((*parsed)[2].id.size(), 32u);  // generated
   EXPECT_FALSE((*parsed)[2].prefix);
