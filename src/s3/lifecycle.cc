@@ -34,6 +34,28 @@ int64_t LifecycleDue(int64_t since_ms, int64_t days, int64_t day_ms) {
   return (at + day_ms - 1) / day_ms * day_ms;  // the next day boundary (UTC midnight)
 }
 
+void AddExpirationHeader(HeaderList& out, storage::ObjectLayer& store, const std::string& bucket,
+                         const storage::ObjectInfo& info) {
+  if (info.delete_marker) return;
+  auto rules = LifecycleRulesOf(store, bucket);
+  if (!rules.ok()) return;  // no bucket or an unreadable record: the request's answer says so
+  const LifecycleRule* first = nullptr;
+  int64_t first_due = 0;
+  for (const auto& r : *rules) {
+    if (!r.enabled || (!r.days && !r.date_ms)) continue;
+    if (!LifecycleFilterMatches(r, info.key, info.tags, info.size)) continue;
+    const int64_t due = r.days ? LifecycleDue(info.mtime_ns / 1'000'000, *r.days, 86'400'000)
+                               : *r.date_ms;
+    if (!first || due < first_due) {
+      first = &r;
+      first_due = due;
+    }
+  }
+  if (first)
+    out.emplace_back("x-amz-expiration", "expiry-date=\"" + HttpDate(first_due * 1'000'000) +
+                                             "\", rule-id=\"" + first->id + "\"");
+}
+
 // ?lifecycle on a bucket: Put/Get/DeleteBucketLifecycle(Configuration).
 Reply HandleBucketLifecycle(const Env& env, S3Request& r) {
   auto info = env.store.GetBucketInfo(r.bucket);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "s3/http_types.h"
 #include "s3/xml.h"
 #include "storage/object_layer.h"
 
@@ -31,5 +32,12 @@ bool LifecycleFilterMatches(const LifecycleRule& rule, std::string_view key, std
 // of a day (86400000; shorter in tests: RDMASTOR_LIFECYCLE_DAY_SECONDS), the rounding then to a
 // multiple of it.
 int64_t LifecycleDue(int64_t since_ms, int64_t days, int64_t day_ms);
+
+// x-amz-expiration on PutObject and on GET / HEAD of the latest version (AWS): the expiry of
+// `info` by the enabled Expiration rule (Days or Date) whose filter takes it and that expires it
+// first: `expiry-date="<HTTP date>", rule-id="<ID>"`. Days are real days here (86400 s, whatever
+// RDMASTOR_LIFECYCLE_DAY_SECONDS says). Nothing when no rule takes it.
+void AddExpirationHeader(HeaderList& out, storage::ObjectLayer& store, const std::string& bucket,
+                         const storage::ObjectInfo& info);
 
 }  // namespace rdmastor::s3

@@ -35,7 +35,8 @@ struct LifecycleScanner::Cycle {
   std::vector<LifecycleRule> rules;  // the current bucket's enabled rules
   storage::Versioning versioning = storage::Versioning::kUnversioned;
   int64_t now_ms = 0;
-  bool stopped = false;  // Stop(), or the lock was lost
+  bool stopped = false;    // Stop(), or the lock was lost
+  bool had_rules = false;  // some bucket had enabled rules
 };
 
 LifecycleScanner::LifecycleScanner(storage::ObjectLayer& store, LifecycleSettings settings,
@@ -155,6 +156,9 @@ Result<bool> LifecycleScanner::RunCycle() {
       ++c.counts.errors;
     }
   }
+  // No bucket with rules: nothing done, nothing recorded (the system bucket is not created for
+  // it), and not counted as a cycle.
+  if (!c.had_rules && resume_bucket.empty()) return false;
   RS_RETURN_IF_ERROR(SaveState(c, /*done=*/true));
   last_end_ns_ = NowNs();
   Count(&LifecycleCounts::cycles);
@@ -200,6 +204,7 @@ Status LifecycleScanner::ScanBucket(Cycle& c, const storage::BucketInfo& b,
   for (auto& r : *rules)
     if (r.enabled) c.rules.push_back(std::move(r));
   if (c.rules.empty()) return {};
+  c.had_rules = true;
   auto versioning = store_.BucketVersioning(b.name);
   if (!versioning.ok()) return versioning.error();
   c.versioning = *versioning;

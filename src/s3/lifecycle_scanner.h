@@ -76,8 +76,9 @@ class LifecycleScanner {
   void Start();
   void Stop();
 
-  // One cycle now, if this node may run it (true) or not (false: another node holds the lock, or
-  // the last cycle ended less than an interval ago).
+  // One cycle now, if this node may run it (true) or not (false: another node holds the lock,
+  // the last cycle ended less than an interval ago, or no bucket has enabled rules: then nothing
+  // is recorded and the system bucket is left alone).
   Result<bool> RunCycle();
 
   LifecycleCounts counts() const;

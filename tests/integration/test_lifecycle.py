@@ -118,6 +118,32 @@ def test_configuration_errors(s3, bucket, rules, expected):
     s3.delete_bucket_lifecycle(Bucket=bucket)
 
 
+def test_expiration_header_on_put_get_head(s3, bucket):
+    """x-amz-expiration names the rule that expires the object first and when (s3-tests
+    test_lifecycle_expiration_header_*): the object's day plus the days, rounded up to midnight."""
+    put(s3, bucket, rule(ID="two-days", Filter={"Prefix": "h/"}, Expiration={"Days": 2}),
+        rule(ID="date", Filter={"And": {"Prefix": "h/", "Tags": [{"Key": "t", "Value": "1"}]}},
+             Expiration={"Date": datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)}),
+        rule(ID="off", Filter={"Prefix": ""}, Status="Disabled"))
+    # (This server's scanner runs once an hour: nothing expires while the test runs.)
+    start = datetime.datetime.now(datetime.timezone.utc)
+    r = s3.put_object(Bucket=bucket, Key="h/k", Body=b"x")
+
+    def expiration(resp):
+        return resp["ResponseMetadata"]["HTTPHeaders"].get("x-amz-expiration")
+    want_day = (start + datetime.timedelta(days=3)).strftime("%d %b %Y")
+    want = f'expiry-date="{(start + datetime.timedelta(days=3)).strftime("%a")}, {want_day} ' \
+           f'00:00:00 GMT", rule-id="two-days"'
+    assert expiration(r) == want
+    assert expiration(s3.head_object(Bucket=bucket, Key="h/k")) == want
+    assert expiration(s3.get_object(Bucket=bucket, Key="h/k")) == want
+    r = s3.put_object(Bucket=bucket, Key="h/tagged", Body=b"x", Tagging="t=1")
+    assert expiration(r) == 'expiry-date="Wed, 01 Jan 2020 00:00:00 GMT", rule-id="date"'
+    assert expiration(s3.put_object(Bucket=bucket, Key="other", Body=b"x")) is None
+    s3.delete_bucket_lifecycle(Bucket=bucket)
+    assert expiration(s3.head_object(Bucket=bucket, Key="h/k")) is None
+
+
 # ---- the scanner ------------------------------------------------------------------------------
 
 # A lifecycle "day" of one second, a cycle every 300 ms, two keys per batch (so a bucket takes
