@@ -121,19 +121,28 @@ Result<bool> LifecycleScanner::RunCycle() {
     state = nlohmann::json::parse(**stored, nullptr, /*allow_exceptions=*/false);
     if (!state.is_object()) state = nlohmann::json::object();
   }
-  const int64_t ended = state.value("ended_ns", int64_t{0});
+  int64_t ended = 0;
+  std::string resume_bucket, resume_after;
+  c.started_ns = NowNs();
+  try {
+    ended = state.value("ended_ns", int64_t{0});
+    if (ended == 0 && state.contains("started_ns")) {
+      resume_bucket = state.value("bucket", "");
+      resume_after = state.value("after", "");
+      c.started_ns = state.value("started_ns", c.started_ns);
+      spdlog::info("lifecycle: resuming the cycle started by {} at bucket '{}' after key '{}'",
+                   state.value("node", "?"), resume_bucket, resume_after);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    // A record that is not ours (fields of other types): start a new cycle, which rewrites it.
+    spdlog::warn("lifecycle: {} is unreadable ({}): starting a new cycle", kStateKey, e.what());
+    ended = 0;
+    resume_bucket.clear();
+    resume_after.clear();
+  }
   const int64_t interval_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(settings_.interval).count();
   if (ended > 0 && NowNs() - ended < interval_ns) return false;
-  std::string resume_bucket, resume_after;
-  c.started_ns = NowNs();
-  if (ended == 0 && state.contains("started_ns")) {
-    resume_bucket = state.value("bucket", "");
-    resume_after = state.value("after", "");
-    c.started_ns = state.value("started_ns", c.started_ns);
-    spdlog::info("lifecycle: resuming the cycle started by {} at bucket '{}' after key '{}'",
-                 state.value("node", "?"), resume_bucket, resume_after);
-  }
 
   running_ = true;
   struct Done {
