@@ -150,6 +150,8 @@ namespace rdmastor {
     "Default retention period must be a positive integer value.")                                  \
   X(kNoSuchCORSConfiguration, "NoSuchCORSConfiguration", 404,                                      \
     "The CORS configuration does not exist")                                                       \
+  X(kNoSuchLifecycleConfiguration, "NoSuchLifecycleConfiguration", 404,                            \
+    "The lifecycle configuration does not exist")                                                  \
   X(kCORSForbidden, "AccessForbidden", 403,                                                        \
     "CORSResponse: This CORS request is not allowed. This is usually because the evalution of "    \
     "Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers "    \

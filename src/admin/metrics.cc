@@ -373,6 +373,37 @@ struct ServerFamilies {
                                       "Time elapsed (in nano seconds) since last self healing "
                                       "activity",
                                       {}, Scope::kNode);
+  // The lifecycle scanner (s3/lifecycle_scanner.h): what this node did since it started.
+  GaugeFamily& lifecycle_running =
+      r.AddGauge("rdmastor_lifecycle_running", "1 while this node runs a lifecycle cycle", {},
+                 Scope::kNode);
+  CounterFamily& lifecycle_cycles =
+      r.AddCounter("rdmastor_lifecycle_cycles_total",
+                   "Lifecycle cycles this node ran to the end since it started", {}, Scope::kNode);
+  CounterFamily& lifecycle_scanned =
+      r.AddCounter("rdmastor_lifecycle_objects_scanned_total",
+                   "Object versions the lifecycle scanner looked at on this node", {},
+                   Scope::kNode);
+  CounterFamily& lifecycle_expired =
+      r.AddCounter("rdmastor_lifecycle_objects_expired_total",
+                   "Object versions expired by lifecycle rules on this node (removed, or given a "
+                   "delete marker; delete markers removed)",
+                   {}, Scope::kNode);
+  CounterFamily& lifecycle_aborted =
+      r.AddCounter("rdmastor_lifecycle_uploads_aborted_total",
+                   "Multipart uploads aborted by AbortIncompleteMultipartUpload rules", {},
+                   Scope::kNode);
+  CounterFamily& lifecycle_locked =
+      r.AddCounter("rdmastor_lifecycle_locked_kept_total",
+                   "Object versions due for expiry but kept under Object Lock", {}, Scope::kNode);
+  CounterFamily& lifecycle_errors =
+      r.AddCounter("rdmastor_lifecycle_errors_total",
+                   "Lifecycle actions that failed (logged; tried again next cycle)", {},
+                   Scope::kNode);
+  GaugeFamily& lifecycle_last_end =
+      r.AddGauge("rdmastor_lifecycle_last_cycle_end_seconds",
+                 "When the last lifecycle cycle of this node ended (unix seconds; 0: none yet)", {},
+                 Scope::kNode);
   // Process.
   GaugeFamily& start_time =
       r.AddGauge("minio_node_process_starttime_seconds",
@@ -440,6 +471,10 @@ struct ServerFamilies {
                     &heal_queue})
       f->With();
     for (auto* f : {&healed_objects, &healed_shards, &drives_replaced}) f->With();
+    for (auto* f : {&lifecycle_running, &lifecycle_last_end}) f->With();
+    for (auto* f : {&lifecycle_cycles, &lifecycle_scanned, &lifecycle_expired, &lifecycle_aborted,
+                    &lifecycle_locked, &lifecycle_errors})
+      f->With();
     start_time.With().Set(static_cast<double>(started_ns / 1'000'000'000));
     r.AddScrapeHook([this] {
       int64_t now = NowNs();
@@ -596,6 +631,19 @@ void SetHealProgress(const HealProgress& p) {
   for (auto [family, total] : {std::pair{&f.healed_objects, p.total_objects_healed},
                                std::pair{&f.healed_shards, p.total_shards_written},
                                std::pair{&f.drives_replaced, p.drives_replaced}})
+    family->With().RaiseTo(total);
+}
+
+void SetLifecycleProgress(const LifecycleProgress& p) {
+  auto& f = Families();
+  f.lifecycle_running.With().Set(p.running ? 1 : 0);
+  f.lifecycle_last_end.With().Set(static_cast<double>(p.last_cycle_end_ns / 1'000'000'000));
+  for (auto [family, total] : {std::pair{&f.lifecycle_cycles, p.cycles},
+                               std::pair{&f.lifecycle_scanned, p.objects_scanned},
+                               std::pair{&f.lifecycle_expired, p.objects_expired},
+                               std::pair{&f.lifecycle_aborted, p.uploads_aborted},
+                               std::pair{&f.lifecycle_locked, p.locked_kept},
+                               std::pair{&f.lifecycle_errors, p.errors}})
     family->With().RaiseTo(total);
 }
 

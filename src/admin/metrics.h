@@ -245,6 +245,19 @@ struct HealProgress {
 };
 void SetHealProgress(const HealProgress& p);
 
+// The lifecycle scanner's counts on this node (s3/lifecycle_scanner.h), sampled at every scrape.
+struct LifecycleProgress {
+  bool running = false;           // rdmastor_lifecycle_running
+  uint64_t cycles = 0;            // rdmastor_lifecycle_cycles_total
+  uint64_t objects_scanned = 0;   // rdmastor_lifecycle_objects_scanned_total
+  uint64_t objects_expired = 0;   // rdmastor_lifecycle_objects_expired_total
+  uint64_t uploads_aborted = 0;   // rdmastor_lifecycle_uploads_aborted_total
+  uint64_t locked_kept = 0;       // rdmastor_lifecycle_locked_kept_total
+  uint64_t errors = 0;            // rdmastor_lifecycle_errors_total
+  int64_t last_cycle_end_ns = 0;  // rdmastor_lifecycle_last_cycle_end_seconds
+};
+void SetLifecycleProgress(const LifecycleProgress& p);
+
 // Drive state as last sampled (see admin/health.h, which samples at every scrape).
 struct DriveSample {
   std::string path;

@@ -11,6 +11,7 @@
 #include "admin/jwt.h"
 #include "cli/command_line.h"
 #include "client/http_client.h"
+#include "common/clock.h"
 #include "common/uri.h"
 
 namespace rdmastor::cli {
@@ -337,6 +338,26 @@ int RunInfo(const AdminArgs& a, const EnvMap& env) {
               sets.empty() ? 0ULL : sets[0].get<unsigned long long>(),
               per_set.empty() ? 0ULL : per_set[0].get<unsigned long long>(),
               backend.value("onlineDisks", 0ULL), backend.value("offlineDisks", 0ULL));
+  if (info->contains("lifecycle")) {
+    const auto& lc = (*info)["lifecycle"];
+    std::printf("lifecycle: %s, every %gs; on this node %llu cycle(s), %llu version(s) scanned, "
+                "%llu expired, %llu upload(s) aborted, %llu kept under Object Lock, %llu error(s)\n",
+                lc.value("running", false) ? "running" : "idle", lc.value("intervalSeconds", 0.0),
+                lc.value("cycles", 0ULL), lc.value("scanned", 0ULL), lc.value("expired", 0ULL),
+                lc.value("aborted", 0ULL), lc.value("lockedKept", 0ULL), lc.value("errors", 0ULL));
+    if (lc.contains("lastCycle")) {
+      const auto& last = lc["lastCycle"];
+      const long long ended = last.value("ended_ns", 0LL);
+      const std::string when =
+          ended > 0 ? "ended " + std::to_string((NowNs() - ended) / 1'000'000'000) + "s ago"
+                    : "in progress at bucket '" + last.value("bucket", "") + "' after key '" +
+                          last.value("after", "") + "'";
+      std::printf("  last cycle (%s): %s; %llu scanned, %llu expired, %llu aborted\n",
+                  last.value("node", "?").c_str(), when.c_str(),
+                  last.value("scanned", 0ULL), last.value("expired", 0ULL),
+                  last.value("aborted", 0ULL));
+    }
+  }
   return 0;
 }
 

@@ -31,6 +31,7 @@
 #include "s3/admin_api.h"
 #include "s3/api.h"
 #include "s3/http_server.h"
+#include "s3/lifecycle_scanner.h"
 
 namespace {
 
@@ -102,6 +103,16 @@ void PublishRdmaMetrics(const rdmastor::rdma::S3RdmaService& svc) {
                                   s.closed_dirty, s.foreign});
     }
   });
+}
+
+// The lifecycle scanner's settings (RDMASTOR_LIFECYCLE_*).
+rdmastor::s3::LifecycleSettings LifecycleSettingsFor(const rdmastor::cli::ServerConfig& cfg) {
+  rdmastor::s3::LifecycleSettings s;
+  s.interval = std::chrono::milliseconds(cfg.lifecycle_interval_ms);
+  s.day_ms = cfg.lifecycle_day_seconds * 1000;
+  s.batch = static_cast<int>(cfg.lifecycle_batch);
+  s.pause = std::chrono::milliseconds(cfg.lifecycle_pause_ms);
+  return s;
 }
 
 // A detached thread waits for SIGINT/SIGTERM (blocked in every thread) and stops the server.
@@ -188,11 +199,20 @@ int RunCluster(const rdmastor::cli::ServerConfig& cfg, sigset_t stop_signals) {
   api_opts.heal = &heal_service;
   rdmastor::cli::PublishHealMetrics(**store);
   rdmastor::cli::PublishStorageMetrics();
+  // Lifecycle rules: one cycle at a time in the whole cluster (under a dsync lock).
+  rdmastor::s3::LifecycleScanner lifecycle(
+      **store, LifecycleSettingsFor(cfg),
+      std::make_shared<rdmastor::cluster::DsyncNamespaceLocker>((*node)->dsync()),
+      (*node)->topology().self_node().address());
+  rdmastor::s3::PublishLifecycleMetrics(lifecycle);
+  api_opts.lifecycle = &lifecycle;
   rdmastor::s3::S3Api api(api_opts, **store);
   (*node)->node_handler().SetS3(&api);
+  lifecycle.Start();
   spdlog::info("cluster: ready; serving S3 for the whole deployment");
   rdmastor::cli::NotifyStatus("serving S3 for the whole deployment");
   serve.join();
+  lifecycle.Stop();
   (*node)->node_handler().SetS3(nullptr);
   return 0;
 }
@@ -247,6 +267,12 @@ int RunServer(const rdmastor::cli::ServerFlags& flags) {
   api_opts.heal = &heal_service;
   if (can_heal) rdmastor::cli::PublishHealMetrics(*store->erasure);
   rdmastor::cli::PublishStorageMetrics();
+  rdmastor::s3::LifecycleScanner lifecycle(
+      *store->layer, LifecycleSettingsFor(*cfg),
+      std::make_shared<rdmastor::storage::LocalNamespaceLocker>(),
+      cfg->host.empty() ? "this node" : cfg->host);
+  rdmastor::s3::PublishLifecycleMetrics(lifecycle);
+  api_opts.lifecycle = &lifecycle;
   rdmastor::s3::S3Api api(api_opts, *store->layer);
 
   auto server = rdmastor::s3::HttpServer::Create(HttpOptionsFor(*cfg), api);
@@ -272,7 +298,9 @@ int RunServer(const rdmastor::cli::ServerFlags& flags) {
                    api_opts.sse.ring->current().id, stats.scanned, stats.resealed, stats.failed);
     });
   }
+  lifecycle.Start();
   (*server)->Run();
+  lifecycle.Stop();
   stop_reseal = true;
   if (reseal.joinable()) reseal.join();
   return 0;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 #include <type_traits>
 
 #include "cli/ellipsis.h"
@@ -457,6 +458,36 @@ Result<ServerConfig> ServerConfigFromFlags(const ServerFlags& flags, const EnvMa
                        std::string(name) + "='" + it->second +
                            "' is invalid: use a duration such as 24h, 90m or 30s (>= 100ms), or off");
     *out = *ms;
+  }
+  // The lifecycle scanner: a duration up to a year (`off` for the interval, 0 for the pause), a
+  // day of 1 s to 86400 s, a batch of 2 to 100000 keys.
+  for (auto [name, out, off_ok] :
+       {std::tuple{"RDMASTOR_LIFECYCLE_INTERVAL", &cfg.lifecycle_interval_ms, true},
+        std::tuple{"RDMASTOR_LIFECYCLE_PAUSE", &cfg.lifecycle_pause_ms, true}}) {
+    auto it = env.find(name);
+    if (it == env.end() || it->second.empty()) continue;
+    auto ms = off_ok && (it->second == "off" || it->second == "0")
+                  ? std::optional<int64_t>(0)
+                  : ParseDurationMs(it->second, 8760LL * 3600 * 1000);
+    if (!ms || (*ms > 0 && *ms < 10))
+      return MakeError(ErrorCode::kInvalidArgument,
+                       std::string(name) + "='" + it->second +
+                           "' is invalid: use a duration such as 1h, 30s or 500ms (>= 10ms), "
+                           "or off");
+    *out = *ms;
+  }
+  for (auto [name, out, lo, hi] :
+       {std::tuple{"RDMASTOR_LIFECYCLE_DAY_SECONDS", &cfg.lifecycle_day_seconds, 1LL, 86400LL},
+        std::tuple{"RDMASTOR_LIFECYCLE_BATCH", &cfg.lifecycle_batch, 2LL, 100000LL}}) {
+    auto it = env.find(name);
+    if (it == env.end() || it->second.empty()) continue;
+    long long n = 0;
+    auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), n);
+    if (ec != std::errc() || p != it->second.data() + it->second.size() || n < lo || n > hi)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       std::string(name) + "='" + it->second + "' is invalid: use a number from " +
+                           std::to_string(lo) + " to " + std::to_string(hi));
+    *out = n;
   }
   if (auto st = ParseApiLimits(env, cfg); !st.ok()) return st.error();
 

@@ -53,6 +53,13 @@ struct ServerConfig {
   // swept every MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL. MinIO's defaults.
   int64_t stale_uploads_expiry_ms = 24LL * 3600 * 1000;
   int64_t stale_uploads_cleanup_interval_ms = 6LL * 3600 * 1000;
+  // The lifecycle scanner (s3/lifecycle_scanner.h): RDMASTOR_LIFECYCLE_INTERVAL (0 = off),
+  // RDMASTOR_LIFECYCLE_DAY_SECONDS (a test and drill knob), RDMASTOR_LIFECYCLE_BATCH,
+  // RDMASTOR_LIFECYCLE_PAUSE.
+  int64_t lifecycle_interval_ms = 3600LL * 1000;
+  int64_t lifecycle_day_seconds = 86400;
+  int64_t lifecycle_batch = 1000;
+  int64_t lifecycle_pause_ms = 100;
   // Inter-node shard transport (both builds; the standard one offers the soft fabric only):
   // MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE, MINIO_RDMA_INTERNODE_ADDRESS / _INFLIGHT / _RETRY,
   // and the fabric settings of `rdma`. bind_ip stays "" unless set: the node uses its own address.

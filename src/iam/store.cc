@@ -135,8 +135,9 @@ std::optional<std::string_view> IamStore::BuiltinPolicy(std::string_view name) {
 
 // ---- object I/O ----
 
-Result<std::optional<std::string>> IamStore::ReadDoc(const std::string& key) {
-  auto reader = store_.OpenObject(kSys, key);
+Result<std::optional<std::string>> ReadSystemDoc(storage::ObjectLayer& store,
+                                                 const std::string& key) {
+  auto reader = store.OpenObject(kSys, key);
   if (!reader.ok()) {
     if (Absent(reader.error())) return std::optional<std::string>();
     return reader.error();
@@ -155,7 +156,12 @@ Result<std::optional<std::string>> IamStore::ReadDoc(const std::string& key) {
   return std::optional<std::string>(std::move(doc));
 }
 
-Status IamStore::WriteDoc(const std::string& key, const std::string& doc) {
+Result<std::optional<std::string>> IamStore::ReadDoc(const std::string& key) {
+  return ReadSystemDoc(store_, key);
+}
+
+Status WriteSystemDoc(storage::ObjectLayer& store, const std::string& key,
+                      const std::string& doc) {
   storage::PutOptions po;
   po.content_type = "application/json";
   po.size = doc.size();
@@ -167,14 +173,18 @@ Status IamStore::WriteDoc(const std::string& key, const std::string& doc) {
   };
   for (int attempt = 0; attempt < 2; ++attempt) {
     StringSource body(doc);
-    auto put = store_.PutObject(kSys, key, body, po, check);
+    auto put = store.PutObject(kSys, key, body, po, check);
     if (put.ok()) return {};
     if (put.error().code != ErrorCode::kNoSuchBucket || attempt == 1) return put.error();
     // The first record: create the system bucket (another node may do so at the same time).
-    auto made = store_.MakeBucket(kSys);
+    auto made = store.MakeBucket(kSys);
     if (!made.ok() && made.error().code != ErrorCode::kBucketAlreadyOwnedByYou) return made;
   }
   return {};
+}
+
+Status IamStore::WriteDoc(const std::string& key, const std::string& doc) {
+  return WriteSystemDoc(store_, key, doc);
 }
 
 Status IamStore::DeleteDoc(const std::string& key) {

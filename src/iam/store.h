@@ -46,6 +46,13 @@ namespace rdmastor::iam {
 // A valid bucket name the S3 API refuses to touch (AllAccessDisabled, hidden from ListBuckets).
 inline constexpr std::string_view kSystemBucket = "rdmastor.sys";
 
+// A small record (at most 64 KiB) in kSystemBucket: nullopt when it (or the bucket) is absent.
+// The write creates the system bucket on first use. Other services keep their state this way too
+// (the lifecycle scanner's progress).
+Result<std::optional<std::string>> ReadSystemDoc(storage::ObjectLayer& store,
+                                                 const std::string& key);
+Status WriteSystemDoc(storage::ObjectLayer& store, const std::string& key, const std::string& doc);
+
 // The policies every deployment has (MinIO's canned policies).
 inline constexpr std::string_view kBuiltinPolicies[] = {"readwrite", "readonly", "writeonly"};
 

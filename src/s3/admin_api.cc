@@ -12,6 +12,7 @@
 #include "common/hash.h"
 #include "common/uri.h"
 #include "s3/admin_iam.h"
+#include "s3/lifecycle_scanner.h"
 #include "s3/names.h"
 #include "s3/ops.h"
 #include "rdma/s3_service.h"
@@ -238,9 +239,10 @@ bool ServeAdmin(const HttpRequest& req, ResponseSink& sink, const std::string& r
   if (path == kInfoPath) {
     if (req.method != "GET") return fail(MakeError(ErrorCode::kMethodNotAllowed));
     const std::string* host = req.FindHeader("host");
-    SendJson(sink, request_id,
-             InfoJson(opts.cluster_health ? opts.cluster_health() : admin::ClusterHealth{},
-                      host ? *host : std::string("this node")));
+    auto info = InfoJson(opts.cluster_health ? opts.cluster_health() : admin::ClusterHealth{},
+                         host ? *host : std::string("this node"));
+    if (opts.lifecycle) info["lifecycle"] = opts.lifecycle->StatusJson();
+    SendJson(sink, request_id, info);
     return true;
   }
   if (path == kRdmaPath) {

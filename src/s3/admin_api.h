@@ -17,7 +17,10 @@
 //                                                           "disk_index"}]}], "backend":
 //                                                          {"backendType", "onlineDisks",
 //                                                           "offlineDisks", "totalSets",
-//                                                           "totalDrivesPerSet"}} (MinIO's names)
+//                                                           "totalDrivesPerSet"}} (MinIO's names),
+//                                                          and "lifecycle": the lifecycle
+//                                                          scanner's status
+//                                                          (LifecycleScanner::StatusJson)
 //
 //   GET  /minio/admin/v3/rdma                           -> {"fabric": "soft"|"verbs"|"none",
 //                                                          "ready": bool, "reason": why not}
@@ -49,6 +52,8 @@ class S3RdmaService;
 }
 
 namespace rdmastor::s3 {
+
+class LifecycleScanner;
 
 class HealService {
  public:
@@ -100,6 +105,7 @@ struct AdminOptions {
   const rdma::S3RdmaService* rdma = nullptr;  // null: S3 over RDMA not set up ("none")
   iam::IamStore* iam = nullptr;        // users and policies (s3/admin_iam.h); null: refused
   std::function<admin::ClusterHealth()> cluster_health;  // drives for `info`; unset: none known
+  LifecycleScanner* lifecycle = nullptr;  // `info`'s "lifecycle" entry; null: none
 };
 
 // Serves /minio/admin/...; returns false (and sends nothing) for any other path. `body`: the

@@ -273,7 +273,7 @@ void S3Api::Dispatch(Context& ctx) {
   if (req.raw_path.starts_with("/minio/admin/") &&
       ServeAdmin(req, ctx.sink, ctx.request_id,
                  AdminOptions{opts_.access_key, opts_.secret_key, opts_.heal, opts_.rdma,
-                              iam_.get(), opts_.ops.cluster_health},
+                              iam_.get(), opts_.ops.cluster_health, opts_.lifecycle},
                  ctx.raw_body)) {
     ctx.api = {};
     return;

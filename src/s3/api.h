@@ -20,6 +20,7 @@ class S3RdmaService;
 namespace rdmastor::s3 {
 
 class HealService;
+class LifecycleScanner;
 
 struct ApiOptions {
   std::string access_key;
@@ -35,6 +36,8 @@ struct ApiOptions {
   rdma::S3RdmaService* rdma = nullptr;
   // The admin API's heal (/minio/admin/v3/heal, s3/admin_api.h); null: heal requests are refused.
   HealService* heal = nullptr;
+  // The lifecycle scanner, for `rdmastor admin info` (s3/lifecycle_scanner.h); null: none.
+  LifecycleScanner* lifecycle = nullptr;
   // Users, bucket policies, ACLs (s3/access.h, iam/store.h).
   iam::StoreOptions iam;
   bool secure_transport = false;  // served over TLS: aws:SecureTransport

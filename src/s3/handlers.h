@@ -32,6 +32,8 @@ Reply HandleObjectRetention(const Env& env, S3Request& r);
 Reply HandleObjectLegalHold(const Env& env, S3Request& r);
 // ?cors on a bucket (s3/cors.cc).
 Reply HandleBucketCors(const Env& env, S3Request& r);
+// ?lifecycle on a bucket (s3/lifecycle.cc).
+Reply HandleBucketLifecycle(const Env& env, S3Request& r);
 
 // Listings (s3/list.cc).
 Reply HandleListObjectsV1(const Env& env, S3Request& r);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "s3/handlers.h"
+#include "s3/lifecycle.h"
 #include "s3/names.h"
 #include "s3/object_lock.h"
 #include "s3/range.h"
@@ -143,6 +144,7 @@ Reply HandlePutObject(const Env& env, S3Request& ctx) {
   HeaderList extra{{"ETag", Quote(info->etag)}};
   AddSseHeaders(extra, sse->kind, *sse);
   if (!info->version_id.empty()) extra.emplace_back("x-amz-version-id", info->version_id);
+  AddExpirationHeader(extra, env.store, ctx.bucket, *info);
   for (const auto& [algo, value] : info->checksums)
     extra.emplace_back("x-amz-checksum-" + algo, value);
   if (!info->checksums.empty()) extra.emplace_back("x-amz-checksum-type", "FULL_OBJECT");
@@ -232,6 +234,7 @@ Reply ReadObject(const Env& env, S3Request& ctx, bool head) {
   {
     HeaderList version_header;
     AddReadVersionHeader(version_header, env.store, ctx.bucket, ctx.version, info);
+    if (!ctx.version) AddExpirationHeader(version_header, env.store, ctx.bucket, info);
     SetHeaders(resp, version_header);
   }
   if (partial) {

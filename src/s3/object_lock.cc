@@ -131,10 +131,12 @@ bool BypassesGovernance(const S3Request& r, const std::string& key) {
   return h && EqualsNoCase(*h, "true") && r.allowed("s3:BypassGovernanceRetention", key).ok();
 }
 
-Result<storage::DeleteResult> DeleteVersionUnderLock(const Env& env, const S3Request& r,
-                                                     const std::string& key,
-                                                     const storage::VersionSel& version) {
-  auto lock = BucketLockOf(env.store, r.bucket);
+Result<storage::DeleteResult> DeleteVersionChecked(storage::ObjectLayer& store,
+                                                   const std::string& bucket,
+                                                   const std::string& key,
+                                                   const storage::VersionSel& version,
+                                                   bool bypass) {
+  auto lock = BucketLockOf(store, bucket);
   if (!lock.ok()) return lock.error();
   // Versions carry a lock only in lock-enabled buckets; elsewhere nothing to check.
   if (lock->enabled) {
@@ -143,14 +145,14 @@ Result<storage::DeleteResult> DeleteVersionUnderLock(const Env& env, const S3Req
       // A plain delete removes nothing for good where the key is versioned (a delete marker).
       // A lock-enabled bucket stays Enabled with no exclusions (PutBucketVersioning refuses
       // them); the null version is checked all the same should the state ever say otherwise.
-      auto versioning = env.store.BucketVersioning(r.bucket);
+      auto versioning = store.BucketVersioning(bucket);
       if (!versioning.ok()) return versioning.error();
       if (*versioning != storage::Versioning::kEnabled) removed = "";
     }
     if (removed) {
-      auto v = env.store.StatObjectVersion(r.bucket, key, *removed);
+      auto v = store.StatObjectVersion(bucket, key, *removed);
       if (v.ok()) {
-        RS_RETURN_IF_ERROR(CheckRemovable(*v, BypassesGovernance(r, key), NowMs()));
+        RS_RETURN_IF_ERROR(CheckRemovable(*v, bypass, NowMs()));
       } else if (v.error().code != ErrorCode::kNoSuchVersion &&
                  v.error().code != ErrorCode::kNoSuchKey &&
                  v.error().code != ErrorCode::kMethodNotAllowed) {
@@ -158,7 +160,13 @@ Result<storage::DeleteResult> DeleteVersionUnderLock(const Env& env, const S3Req
       }
     }
   }
-  return env.store.DeleteObjectVersion(r.bucket, key, version);
+  return store.DeleteObjectVersion(bucket, key, version);
+}
+
+Result<storage::DeleteResult> DeleteVersionUnderLock(const Env& env, const S3Request& r,
+                                                     const std::string& key,
+                                                     const storage::VersionSel& version) {
+  return DeleteVersionChecked(env.store, r.bucket, key, version, BypassesGovernance(r, key));
 }
 
 void AddObjectLockHeaders(HeaderList& out, const storage::ObjectInfo& info) {

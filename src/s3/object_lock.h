@@ -57,9 +57,17 @@ Status CheckRemovable(const storage::ObjectInfo& v, bool bypass, int64_t now_ms)
 // x-amz-bypass-governance-retention: true, and the caller may s3:BypassGovernanceRetention.
 bool BypassesGovernance(const S3Request& r, const std::string& key);
 
-// DeleteObjectVersion with the lock enforced: a version named (or, where the key is not
-// versioned, the null version a plain delete would remove) that CheckRemovable refuses is kept and
-// the answer is AccessDenied. A plain delete in a versioned bucket creates a delete marker.
+// DeleteObjectVersion with the lock enforced (`bypass`: GOVERNANCE retention is lifted, as
+// BypassesGovernance says for a request): a version named (or, where the key is not versioned, the
+// null version a plain delete would remove) that CheckRemovable refuses is kept and the answer is
+// AccessDenied. A plain delete in a versioned bucket creates a delete marker. The lifecycle
+// scanner deletes through it with no bypass.
+Result<storage::DeleteResult> DeleteVersionChecked(storage::ObjectLayer& store,
+                                                   const std::string& bucket,
+                                                   const std::string& key,
+                                                   const storage::VersionSel& version,
+                                                   bool bypass);
+// DeleteVersionChecked for a request, bypassing GOVERNANCE where the request may.
 Result<storage::DeleteResult> DeleteVersionUnderLock(const Env& env, const S3Request& r,
                                                      const std::string& key,
                                                      const storage::VersionSel& version);

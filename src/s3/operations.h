@@ -111,6 +111,13 @@ enum Also : uint8_t {
     HandleBucketCors)                                                                              \
   X(DeleteBucketCors, "DELETE", kBucket, "cors", "", kAlways, "s3:PutBucketCORS", kBucket,         \
     kNothingElse, HandleBucketCors)                                                                \
+  /* Lifecycle (s3/lifecycle.h); AWS: DeleteBucketLifecycle needs s3:PutLifecycleConfiguration. */\
+  X(PutBucketLifecycle, "PUT", kBucket, "lifecycle", "", kAlways, "s3:PutLifecycleConfiguration",  \
+    kBucket, kNothingElse, HandleBucketLifecycle)                                                  \
+  X(GetBucketLifecycle, "GET", kBucket, "lifecycle", "", kAlways, "s3:GetLifecycleConfiguration",  \
+    kBucket, kNothingElse, HandleBucketLifecycle)                                                  \
+  X(DeleteBucketLifecycle, "DELETE", kBucket, "lifecycle", "", kAlways,                            \
+    "s3:PutLifecycleConfiguration", kBucket, kNothingElse, HandleBucketLifecycle)                  \
   /* Object Lock (s3/object_lock.h). */                                                           \
   X(PutBucketObjectLockConfig, "PUT", kBucket, "object-lock", "", kAlways,                         \
     "s3:PutBucketObjectLockConfiguration", kBucket, kNothingElse, HandleObjectLockConfiguration)   \

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "common/checksum.h"
+#include "common/hash.h"
 #include "common/text.h"
 #include "common/uri.h"
 
@@ -383,6 +384,15 @@ std::optional<int64_t> ParseUint(std::string_view s) {
                                                            : v * 10 + (c - '0');
   }
   return v;
+}
+
+// A decimal integer that may be negative (a period of -1 days is a number, just not a valid one).
+std::optional<int64_t> ParseInt(std::string_view s) {
+  s = Trim(s);
+  const bool negative = s.starts_with('-');
+  auto n = ParseUint(negative ? s.substr(1) : s);
+  if (!n) return std::nullopt;
+  return negative ? -*n : *n;
 }
 
 Error Malformed(std::string detail = {}) {
@@ -1184,11 +1194,9 @@ Result<ObjectLockConfigDoc> ParseObjectLockConfigXml(std::string_view body) {
             bool& seen = field == "Days" ? has_days : has_years;
             if (seen) return Malformed();
             seen = true;
-            // A negative or zero period is a period, just not a valid one.
-            const bool negative = value.starts_with('-');
-            auto n = ParseUint(negative ? value.substr(1) : value);
+            auto n = ParseInt(value);
             if (!n) return Malformed();
-            (field == "Days" ? days : years) = negative ? -*n : *n;
+            (field == "Days" ? days : years) = *n;
           } else {
             return Malformed();
           }
@@ -1367,6 +1375,261 @@ std::string CorsXml(const std::vector<CorsRule>& rules) {
     for (const auto& o : r.origins) Add(n, "AllowedOrigin", o);
     for (const auto& e : r.expose) Add(n, "ExposeHeader", e);
     if (r.max_age) Add(n, "MaxAgeSeconds", std::to_string(*r.max_age));
+  }
+  return d.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lifecycle.
+
+namespace {
+
+Error InvalidArgument(std::string message) {
+  return MakeError(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+// A positive number of days in `action`'s `field` (InvalidArgument otherwise, as AWS words it).
+Result<int64_t> PositiveDays(std::string_view text, std::string_view field,
+                             std::string_view action) {
+  auto n = ParseInt(text);
+  if (!n) return Malformed();
+  if (*n <= 0)
+    return InvalidArgument("'" + std::string(field) + "' for " + std::string(action) +
+                           " action must be a positive integer");
+  return *n;
+}
+
+// <Tag><Key/><Value/></Tag>.
+Result<std::pair<std::string, std::string>> ParseLifecycleTag(const pugi::xml_node& t) {
+  std::optional<std::string> key, value;
+  for (pugi::xml_node f = t.first_child(); f; f = f.next_sibling()) {
+    if (f.type() != pugi::node_element) continue;
+    const std::string_view name = LocalName(f);
+    auto v = LeafText(f);
+    if (!v) return Malformed();
+    auto& slot = name == "Key" ? key : name == "Value" ? value : key;
+    if ((name != "Key" && name != "Value") || slot) return Malformed();
+    slot = std::move(*v);
+  }
+  if (!key || key->empty()) return Malformed();
+  return std::pair{std::move(*key), value.value_or("")};
+}
+
+// The predicates of a <Filter> (one at most) or of its <And> (any number) into `rule`.
+Status ParseLifecyclePredicates(const pugi::xml_node& parent, LifecycleRule& rule, bool in_and) {
+  int predicates = 0;
+  for (pugi::xml_node p = parent.first_child(); p; p = p.next_sibling()) {
+    if (p.type() != pugi::node_element) continue;
+    const std::string_view name = LocalName(p);
+    ++predicates;
+    if (name == "And" && !in_and) {
+      rule.form = LifecycleRule::Form::kAnd;
+      RS_RETURN_IF_ERROR(ParseLifecyclePredicates(p, rule, /*in_and=*/true));
+    } else if (name == "Tag") {
+      auto tag = ParseLifecycleTag(p);
+      if (!tag.ok()) return tag.error();
+      for (const auto& t : rule.tags)
+        if (t.first == tag->first)
+          return MakeError(ErrorCode::kInvalidRequest, "Duplicate Tag Keys are not allowed.");
+      rule.tags.push_back(std::move(*tag));
+    } else {
+      auto v = LeafText(p);
+      if (!v) return Malformed();
+      if (name == "Prefix") {
+        if (rule.prefix) return Malformed();
+        rule.prefix = std::move(*v);
+      } else if (name == "ObjectSizeGreaterThan" || name == "ObjectSizeLessThan") {
+        auto& slot = name == "ObjectSizeGreaterThan" ? rule.size_gt : rule.size_lt;
+        auto n = ParseInt(*v);
+        if (!n || slot) return Malformed();
+        if (*n < 0) return InvalidArgument(std::string(name) + " must be a non-negative integer");
+        slot = *n;
+      } else {
+        return Malformed();
+      }
+    }
+  }
+  if (!in_and && predicates > 1) return Malformed();  // more than one needs <And>
+  return {};
+}
+
+Status ParseLifecycleExpiration(const pugi::xml_node& e, LifecycleRule& rule) {
+  for (pugi::xml_node f = e.first_child(); f; f = f.next_sibling()) {
+    if (f.type() != pugi::node_element) continue;
+    const std::string_view name = LocalName(f);
+    auto v = LeafText(f);
+    if (!v) return Malformed();
+    if (name == "Days" && !rule.days) {
+      auto d = PositiveDays(*v, "Days", "Expiration");
+      if (!d.ok()) return d.error();
+      rule.days = *d;
+    } else if (name == "Date" && !rule.date_ms) {
+      auto ms = ParseIso8601Ms(*v);
+      if (!ms) return Malformed();
+      if (*ms % 86'400'000 != 0) return InvalidArgument("'Date' must be at midnight GMT");
+      rule.date_ms = *ms;
+    } else if (name == "ExpiredObjectDeleteMarker" && !rule.expired_object_delete_marker) {
+      const std::string_view b = Trim(*v);
+      if (b != "true" && b != "false") return Malformed();
+      rule.expired_object_delete_marker = b == "true";
+    } else {
+      return Malformed();
+    }
+  }
+  // Exactly one of the three.
+  if ((rule.days ? 1 : 0) + (rule.date_ms ? 1 : 0) + (rule.expired_object_delete_marker ? 1 : 0) !=
+      1)
+    return Malformed();
+  return {};
+}
+
+// NoncurrentVersionExpiration and AbortIncompleteMultipartUpload: named positive counts.
+Status ParseLifecycleCounts(
+    const pugi::xml_node& e, std::string_view action,
+    std::initializer_list<std::pair<std::string_view, std::optional<int64_t>*>> fields) {
+  for (pugi::xml_node f = e.first_child(); f; f = f.next_sibling()) {
+    if (f.type() != pugi::node_element) continue;
+    const std::string_view name = LocalName(f);
+    auto v = LeafText(f);
+    const auto* field = std::find_if(fields.begin(), fields.end(),
+                                     [&](const auto& p) { return p.first == name; });
+    if (!v || field == fields.end() || field->second->has_value()) return Malformed();
+    auto n = PositiveDays(*v, name, action);
+    if (!n.ok()) return n.error();
+    *field->second = *n;
+  }
+  if (!fields.begin()->second->has_value()) return Malformed();  // the first one is required
+  return {};
+}
+
+Result<LifecycleRule> ParseLifecycleRule(const pugi::xml_node& r) {
+  LifecycleRule rule;
+  bool id = false, status = false, filter = false, legacy_prefix = false, action = false;
+  for (pugi::xml_node c = r.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    const std::string_view name = LocalName(c);
+    if (name == "ID" || name == "Status" || name == "Prefix") {
+      auto v = LeafText(c);
+      if (!v) return Malformed();
+      if (name == "ID") {
+        if (id) return Malformed();
+        id = true;
+        if (v->size() > kMaxLifecycleIdBytes)
+          return InvalidArgument("ID length should not exceed allowed limit of 255");
+        rule.id = std::move(*v);
+      } else if (name == "Status") {
+        const std::string_view s = Trim(*v);
+        if (status || (s != "Enabled" && s != "Disabled")) return Malformed();
+        status = true;
+        rule.enabled = s == "Enabled";
+      } else {
+        if (legacy_prefix) return Malformed();
+        legacy_prefix = true;
+        rule.form = LifecycleRule::Form::kPrefix;
+        rule.prefix = std::move(*v);
+      }
+    } else if (name == "Filter") {
+      if (filter) return Malformed();
+      filter = true;
+      RS_RETURN_IF_ERROR(ParseLifecyclePredicates(c, rule, /*in_and=*/false));
+    } else if (name == "Expiration") {
+      if (rule.days || rule.date_ms || rule.expired_object_delete_marker) return Malformed();
+      RS_RETURN_IF_ERROR(ParseLifecycleExpiration(c, rule));
+      action = true;
+    } else if (name == "NoncurrentVersionExpiration") {
+      if (rule.noncurrent_days) return Malformed();
+      RS_RETURN_IF_ERROR(ParseLifecycleCounts(c, "NoncurrentVersionExpiration",
+                                              {{"NoncurrentDays", &rule.noncurrent_days},
+                                               {"NewerNoncurrentVersions",
+                                                &rule.newer_noncurrent}}));
+      action = true;
+    } else if (name == "AbortIncompleteMultipartUpload") {
+      if (rule.abort_days) return Malformed();
+      RS_RETURN_IF_ERROR(ParseLifecycleCounts(c, "AbortIncompleteMultipartUpload",
+                                              {{"DaysAfterInitiation", &rule.abort_days}}));
+      action = true;
+    } else if (name == "Transition" || name == "NoncurrentVersionTransition") {
+      return MakeError(ErrorCode::kNotImplemented,
+                       "Lifecycle transitions are not supported: this server has no storage "
+                       "tiers to move objects to.");
+    } else {
+      return Malformed();
+    }
+  }
+  if (!status || filter == legacy_prefix) return Malformed();
+  if (!action)
+    return MakeError(ErrorCode::kInvalidRequest,
+                     "At least one action needs to be specified in a rule");
+  if (rule.size_gt && rule.size_lt && *rule.size_gt >= *rule.size_lt)
+    return InvalidArgument("ObjectSizeGreaterThan must be less than ObjectSizeLessThan");
+  if (!rule.tags.empty() && rule.abort_days)
+    return MakeError(ErrorCode::kInvalidRequest,
+                     "AbortIncompleteMultipartUpload cannot be specified with Tags.");
+  if (!rule.tags.empty() && rule.expired_object_delete_marker)
+    return MakeError(ErrorCode::kInvalidRequest,
+                     "ExpiredObjectDeleteMarker cannot be specified with Tags.");
+  return rule;
+}
+
+}  // namespace
+
+Result<std::vector<LifecycleRule>> ParseLifecycleXml(std::string_view body) {
+  pugi::xml_document doc;
+  const pugi::xml_node root = LoadBody(body, doc);
+  if (!root || LocalName(root) != "LifecycleConfiguration") return Malformed();
+  std::vector<LifecycleRule> rules;
+  for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    if (LocalName(c) != "Rule" || rules.size() == kMaxLifecycleRules) return Malformed();
+    auto rule = ParseLifecycleRule(c);
+    if (!rule.ok()) return rule.error();
+    for (const auto& other : rules)
+      if (!rule->id.empty() && other.id == rule->id)
+        return InvalidArgument("Rule ID must be unique. Found same ID for more than one rule");
+    rules.push_back(std::move(*rule));
+  }
+  if (rules.empty()) return Malformed();
+  for (auto& r : rules)
+    if (r.id.empty()) r.id = hash::RandomHex(16);
+  return rules;
+}
+
+std::string LifecycleXml(const std::vector<LifecycleRule>& rules) {
+  Doc d("LifecycleConfiguration");
+  for (const auto& r : rules) {
+    pugi::xml_node n = d.root().append_child("Rule");
+    Add(n, "ID", r.id);
+    if (r.form == LifecycleRule::Form::kPrefix) {
+      Add(n, "Prefix", r.prefix.value_or(""));
+    } else {
+      pugi::xml_node f = n.append_child("Filter");
+      if (r.form == LifecycleRule::Form::kAnd) f = f.append_child("And");
+      if (r.prefix) Add(f, "Prefix", *r.prefix);
+      for (const auto& [k, v] : r.tags) {
+        pugi::xml_node t = f.append_child("Tag");
+        Add(t, "Key", k);
+        Add(t, "Value", v);
+      }
+      if (r.size_gt) Add(f, "ObjectSizeGreaterThan", std::to_string(*r.size_gt));
+      if (r.size_lt) Add(f, "ObjectSizeLessThan", std::to_string(*r.size_lt));
+    }
+    Add(n, "Status", r.enabled ? "Enabled" : "Disabled");
+    if (r.days || r.date_ms || r.expired_object_delete_marker) {
+      pugi::xml_node e = n.append_child("Expiration");
+      if (r.days) Add(e, "Days", std::to_string(*r.days));
+      if (r.date_ms) Add(e, "Date", Iso8601Ms(*r.date_ms));
+      if (r.expired_object_delete_marker)
+        Add(e, "ExpiredObjectDeleteMarker", *r.expired_object_delete_marker ? "true" : "false");
+    }
+    if (r.noncurrent_days) {
+      pugi::xml_node e = n.append_child("NoncurrentVersionExpiration");
+      Add(e, "NoncurrentDays", std::to_string(*r.noncurrent_days));
+      if (r.newer_noncurrent)
+        Add(e, "NewerNoncurrentVersions", std::to_string(*r.newer_noncurrent));
+    }
+    if (r.abort_days)
+      Add(n.append_child("AbortIncompleteMultipartUpload"), "DaysAfterInitiation",
+          std::to_string(*r.abort_days));
   }
   return d.str();
 }

@@ -246,4 +246,37 @@ inline constexpr size_t kMaxCorsRules = 100;
 Result<std::vector<CorsRule>> ParseCorsXml(std::string_view body);
 std::string CorsXml(const std::vector<CorsRule>& rules);
 
+// Bucket lifecycle (s3/lifecycle.h): one <Rule> of a <LifecycleConfiguration>.
+struct LifecycleRule {
+  std::string id;  // a rule sent without one gets a generated id (as AWS)
+  bool enabled = false;
+  // How the rule names its objects: the rule-level <Prefix> of the first schema, a <Filter> with
+  // at most one predicate, or a <Filter><And>. Kept so GET returns the rule as it was sent.
+  enum class Form : uint8_t { kPrefix, kFilter, kAnd };
+  Form form = Form::kFilter;
+  std::optional<std::string> prefix;
+  std::vector<std::pair<std::string, std::string>> tags;
+  std::optional<int64_t> size_gt, size_lt;  // ObjectSizeGreaterThan / ObjectSizeLessThan (bytes)
+  // Expiration: Days, Date (ms since the epoch, midnight UTC), ExpiredObjectDeleteMarker.
+  std::optional<int64_t> days, date_ms;
+  std::optional<bool> expired_object_delete_marker;
+  // NoncurrentVersionExpiration: NoncurrentDays, NewerNoncurrentVersions.
+  std::optional<int64_t> noncurrent_days, newer_noncurrent;
+  // AbortIncompleteMultipartUpload: DaysAfterInitiation.
+  std::optional<int64_t> abort_days;
+};
+inline constexpr size_t kMaxLifecycleRules = 1000;
+inline constexpr size_t kMaxLifecycleIdBytes = 255;
+// A <LifecycleConfiguration> document, checked as AWS checks it: MalformedXML for anything but
+// the schema (no rule or more than kMaxLifecycleRules, a Status other than Enabled / Disabled,
+// Prefix and Filter together or neither, a Filter with more than one predicate, an Expiration
+// with none or more than one of Days / Date / ExpiredObjectDeleteMarker, a Date that is not an
+// ISO 8601 instant); InvalidArgument for an ID over 255 bytes, an ID used twice, a number of
+// days that is not positive, a Date not at midnight UTC, a negative or empty size range;
+// InvalidRequest for a rule with no action, repeated tag keys, tags with
+// AbortIncompleteMultipartUpload or ExpiredObjectDeleteMarker; NotImplemented for transitions
+// (no storage tiers here). Rules without an ID get one.
+Result<std::vector<LifecycleRule>> ParseLifecycleXml(std::string_view body);
+std::string LifecycleXml(const std::vector<LifecycleRule>& rules);
+
 }  // namespace rdmastor::s3

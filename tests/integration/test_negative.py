@@ -325,8 +325,8 @@ def test_no_such_key(server, bucket):
 
 
 def test_unsupported_subresource(server, bucket):
-    r = signed_request(server, "PUT", f"/{bucket}", query=[("lifecycle", "")],
-                       body=b"<LifecycleConfiguration/>")
+    r = signed_request(server, "PUT", f"/{bucket}", query=[("replication", "")],
+                       body=b"<ReplicationConfiguration/>")
     check(r, "NotImplemented", 501)
     r = signed_request(server, "GET", f"/{bucket}", query=[("versioning", "")])
     assert r.status == 200, r

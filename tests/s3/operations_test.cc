@@ -87,10 +87,14 @@ TEST(OperationsTest, SubresourcesClaimTheRequest) {
   EXPECT_EQ(Route("DELETE", "/b", {{"encryption", ""}}), "DeleteBucketEncryption");
   EXPECT_EQ(Route("POST", "/b", {{"encryption", ""}}), "unknown");
   // ?policy, ?encryption, ?cors and ?object-lock are bucket subresources only, ?retention and
-  // ?legal-hold object ones; ?lifecycle is none at all.
+  // ?legal-hold object ones; ?lifecycle a bucket one, ?replication none at all.
   EXPECT_EQ(Route("GET", "/b/k", {{"policy", ""}}), "unknown");
   EXPECT_EQ(Route("PUT", "/b/k", {{"encryption", ""}}), "unknown");
-  EXPECT_EQ(Route("GET", "/b", {{"lifecycle", ""}, {"tagging", ""}}), "unknown");
+  EXPECT_EQ(Route("GET", "/b", {{"replication", ""}, {"tagging", ""}}), "unknown");
+  EXPECT_EQ(Route("GET", "/b", {{"lifecycle", ""}}), "GetBucketLifecycle");
+  EXPECT_EQ(Route("PUT", "/b", {{"lifecycle", ""}}), "PutBucketLifecycle");
+  EXPECT_EQ(Route("DELETE", "/b", {{"lifecycle", ""}}), "DeleteBucketLifecycle");
+  EXPECT_EQ(Route("GET", "/b/k", {{"lifecycle", ""}}), "unknown");
   EXPECT_EQ(Route("PUT", "/b", {{"cors", ""}}), "PutBucketCors");
   EXPECT_EQ(Route("DELETE", "/b", {{"cors", ""}}), "DeleteBucketCors");
   EXPECT_EQ(Route("GET", "/b/k", {{"cors", ""}}), "unknown");
@@ -100,12 +104,13 @@ TEST(OperationsTest, SubresourcesClaimTheRequest) {
   EXPECT_EQ(Route("PUT", "/b/k", {{"retention", ""}, {"versionId", "v"}}), "PutObjectRetention");
   EXPECT_EQ(Route("GET", "/b/k", {{"legal-hold", ""}}), "GetObjectLegalHold");
   EXPECT_EQ(Route("GET", "/b", {{"retention", ""}}), "unknown");
-  Query lifecycle{{"lifecycle", ""}};
-  EXPECT_STREQ(UnsupportedSubresource(RouteRequest{"GET", false, false, &lifecycle}), "lifecycle");
+  Query replication{{"replication", ""}};
+  EXPECT_STREQ(UnsupportedSubresource(RouteRequest{"GET", false, false, &replication}),
+               "replication");
   Query policy{{"policy", ""}};
   EXPECT_EQ(UnsupportedSubresource(RouteRequest{"GET", false, false, &policy}), nullptr);
   EXPECT_STREQ(UnsupportedSubresource(RouteRequest{"GET", false, true, &policy}), "policy");
-  EXPECT_EQ(UnsupportedSubresource(RouteRequest{"GET", true, false, &lifecycle}), nullptr);
+  EXPECT_EQ(UnsupportedSubresource(RouteRequest{"GET", true, false, &replication}), nullptr);
 }
 
 // Every line has a name of its own and an action the policy language knows, and every operation
