@@ -15,6 +15,9 @@ scripts/rdma-vm.sh --devices 1: the RDMA build's server serving S3 over RDMA on 
 
 import json
 import os
+import select
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -156,7 +159,7 @@ def _ip(*args):
 def _netdev_of(dev):
     links = json.loads(subprocess.run(["rdma", "-j", "link", "show"], capture_output=True,
                                       text=True, timeout=30).stdout or "[]")
-    return next(link["netdev"] for link in links if link["ifname"].startswith(dev + "/"))
+    return next(link["netdev"] for link in links if link["ifname"].split("/")[0] == dev)
 
 
 def test_device_removed_and_added_again(srv, tmp_path):
@@ -182,7 +185,8 @@ def test_device_removed_and_added_again(srv, tmp_path):
     # The Python client (rdma="auto" over RC): one GET per line on its stdin, printing how it went.
     child = subprocess.Popen([sys.executable, "-c", (
         f"import sys; sys.path.insert(0, {os.path.join(BUILD, 'python')!r})\n"
-        "import rdmastor\n"
+        "import faulthandler, signal, rdmastor\n"
+        "faulthandler.register(signal.SIGUSR1, all_threads=True)\n"
         f"c = rdmastor.Client({srv.endpoint!r}, {USER!r}, {PASSWORD!r}, rdma='auto', "
         f"transport='rc', rc_port={srv.rc_port})\n"
         "one, big = bytearray(1 << 20), bytearray(16 << 20)\n"
@@ -194,10 +198,24 @@ def test_device_removed_and_added_again(srv, tmp_path):
         "        print('error', type(e).__name__, e, flush=True)\n")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
+    def child_answer():  # skipping the library's log lines ("[date] [error] ...")
+        for _ in range(100):
+            if not select.select([child.stdout], [], [], 60)[0]:
+                child.send_signal(signal.SIGUSR1)  # its Python stack, on its stderr
+                stack = subprocess.run(["gdb", "-batch", "-p", str(child.pid), "-ex",
+                                        "thread apply all bt"], capture_output=True, text=True,
+                                       timeout=60).stdout if shutil.which("gdb") else ""
+                raise AssertionError(f"the Python client did not answer within 60 s\n{stack}\n"
+                                     f"server log:\n{srv.log()[-3000:]}")
+            words = child.stdout.readline().split()
+            if not words or not words[0].startswith("["):
+                return words
+        return []
+
     def child_get(key):
         child.stdin.write(key + "\n")
         child.stdin.flush()
-        return child.stdout.readline().split()
+        return child_answer()
 
     deleted = False
     try:
@@ -219,7 +237,7 @@ def test_device_removed_and_added_again(srv, tmp_path):
         deleted = True
         took = time.monotonic() - t0
         print(f"rdma link delete took {took:.1f} s")
-        got = child.stdout.readline().split()  # the big GET: done, over HTTP, or a clean error
+        got = child_answer()  # the big GET: done, over HTTP, or a clean error
         assert got and got[0] in ("rdma", "http"), got
         cli_out, cli_err = cli.communicate(timeout=120)  # it ends: done or a clean error
         assert cli.returncode == 0 or "RDMA" in cli_err or "verbs" in cli_err, cli_err
