@@ -15,11 +15,11 @@ scripts/rdma-vm.sh --devices 1: the RDMA build's server serving S3 over RDMA on 
 
 import json
 import os
-import select
-import shutil
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -198,16 +198,18 @@ def test_device_removed_and_added_again(srv, tmp_path):
         "        print('error', type(e).__name__, e, flush=True)\n")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
+    answers = queue.Queue()  # the child's lines, read on a thread: a read can time out
+    threading.Thread(target=lambda: [answers.put(line) for line in child.stdout], daemon=True).start()
+
     def child_answer():  # skipping the library's log lines ("[date] [error] ...")
         for _ in range(100):
-            if not select.select([child.stdout], [], [], 60)[0]:
-                child.send_signal(signal.SIGUSR1)  # its Python stack, on its stderr
-                stack = subprocess.run(["gdb", "-batch", "-p", str(child.pid), "-ex",
-                                        "thread apply all bt"], capture_output=True, text=True,
-                                       timeout=60).stdout if shutil.which("gdb") else ""
-                raise AssertionError(f"the Python client did not answer within 60 s\n{stack}\n"
-                                     f"server log:\n{srv.log()[-3000:]}")
-            words = child.stdout.readline().split()
+            try:
+                words = answers.get(timeout=90).split()
+            except queue.Empty:
+                child.send_signal(signal.SIGUSR1)  # its Python stack, on the test's stderr
+                time.sleep(2)
+                raise AssertionError(f"the Python client did not answer within 90 s; server "
+                                     f"log:\n{srv.log()[-3000:]}")
             if not words or not words[0].startswith("["):
                 return words
         return []
@@ -282,5 +284,5 @@ def test_device_removed_and_added_again(srv, tmp_path):
         if deleted:
             subprocess.run(["rdma", "link", "add", "rxe0", "type", "rxe", "netdev", netdev],
                            timeout=30)
-        subprocess.run(["rdma", "link", "delete", "rxe9"], timeout=90)
-        subprocess.run(["ip", "link", "delete", "rxv9"], timeout=30)
+        # rxe9 stays: librdmacm in the server opened it too (it opens every device it lists) and
+        # would hold its delete until the server exits; the guest ends after this module.
