@@ -52,7 +52,7 @@ def python_client(srv, prefix=(), code=""):
 
 
 def test_client_killed_mid_get_frees_its_resources(srv, tmp_path):
-    size = 32 * MiB  # ~3 s over RC under TCG (~10 MB/s): killed 0.7 s into it
+    size = 64 * MiB  # 1.5-6 s over RC under TCG (10-45 MB/s measured): killed 0.2 s into it
     src = tmp_path / "big"
     src.write_bytes(data_of(size, 1))
     assert srv.cli("mb", "faults").returncode == 0
@@ -69,7 +69,7 @@ def test_client_killed_mid_get_frees_its_resources(srv, tmp_path):
         stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "connected"
-        time.sleep(0.7)
+        time.sleep(0.2)
         during = rdma_resources()
         child.kill()
         child.wait(timeout=30)
