@@ -312,7 +312,7 @@ class Native {
   Native(const std::string& endpoint, const std::string& access_key, const std::string& secret_key,
          const std::string& region, const std::string& fabric, bool allow_http_fallback,
          const std::map<std::string, std::string>& verbs_env, double connect_timeout_s,
-         double io_timeout_s, const std::string& transport, int rc_port)
+         double io_timeout_s, const std::string& transport, int rc_port, bool lazy_device)
       : pid_(::getpid()), fabric_(fabric) {
     rdmastor::client::TlsClientOptions tls;
     auto s3cfg = Unwrap(rdmastor::client::S3ConfigFromEndpoint(endpoint, access_key, secret_key,
@@ -337,6 +337,7 @@ class Native {
       Throw(rdmastor::MakeError(ErrorCode::kInvalidArgument,
                                 "rc_port must be from 1 to 65535, not " + std::to_string(rc_port)));
     cfg.rc_port = static_cast<uint16_t>(rc_port);
+    cfg.lazy_rc_device = lazy_device;
     if (fabric == "verbs") {
       cfg.fabric = rdmastor::client::ClientFabric::kVerbs;
       cfg.verbs = Unwrap(rdmastor::client::VerbsClientSettingsFromEnv(verbs_env));
@@ -724,11 +725,11 @@ PYBIND11_MODULE(_native, m) {
   py::class_<Native>(m, "Native")
       .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&,
                     const std::string&, bool, const std::map<std::string, std::string>&, double,
-                    double, const std::string&, int>(),
+                    double, const std::string&, int, bool>(),
            py::arg("endpoint"), py::arg("access_key"), py::arg("secret_key"), py::arg("region"),
            py::arg("fabric"), py::arg("allow_http_fallback"), py::arg("verbs_env"),
            py::arg("connect_timeout"), py::arg("io_timeout"), py::arg("transport") = "dc",
-           py::arg("rc_port") = 9100)
+           py::arg("rc_port") = 9100, py::arg("lazy_device") = false)
       .def_property_readonly("fabric", &Native::fabric)
       .def_property_readonly("registrations", &Native::registrations)
       .def("put", &Native::Put, py::arg("bucket"), py::arg("key"), py::arg("data"),

@@ -70,6 +70,11 @@ struct RdmaClientConfig {
   size_t mr_cache_entries = 64;
   RdmaTransport transport = RdmaTransport::kDefault;
   uint16_t rc_port = 9100;  // the server's MINIO_RDMA_RC_PORT (kRc)
+  // Verbs RC: when no device can be opened now (its port is down, it was removed), Create still
+  // succeeds and each call tries again (at most once a second), failing meanwhile with a client
+  // transport error (RDMAStep "open device") that the caller may redo over HTTP. Off: Create
+  // fails. A device that goes away later is always reopened this way.
+  bool lazy_rc_device = false;
 };
 
 enum class Transport { kRdma, kHttp };

@@ -27,13 +27,13 @@ import xml.etree.ElementTree as ET
 
 from . import _native
 from ._errors import (BufferTooSmallError, ConnectionClosedError, ConnectionError,  # noqa: A004
-                      ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError, S3Error,
-                      from_response)
+                      ConnectTimeoutError, EndpointConnectionError, RDMATransportError,
+                      ReadTimeoutError, S3Error, from_response)
 
 __all__ = ["Client", "S3Error", "Transfer", "BatchTransfer", "ObjectBytes", "ObjectInfo",
            "DeviceMemoryError", "Buffer", "ConnectionError", "EndpointConnectionError",
            "ConnectTimeoutError", "ConnectionClosedError", "ReadTimeoutError",
-           "BufferTooSmallError", "RDMADeclinedWarning", "register_device", "deregister_device",
+           "BufferTooSmallError", "RDMATransportError", "RDMADeclinedWarning", "register_device", "deregister_device",
            "nearest_rdma_device"]
 
 Buffer = _native.Buffer
@@ -408,7 +408,7 @@ class _RetryState:
         self.lock = threading.Lock()
         self.quota = _QUOTA
         self.counts = {"retries": 0, "throttle": 0, "transient": 0, "timeout": 0, "connect": 0,
-                       "quota_exhausted": 0, "rdma_declined": 0}
+                       "quota_exhausted": 0, "rdma_declined": 0, "rdma_local_failures": 0}
 
     def take(self, kind):
         cost = _TIMEOUT_COST if kind == "timeout" else _RETRY_COST
@@ -439,6 +439,7 @@ class RDMADeclinedWarning(RuntimeWarning):
 # HTTP, the server's reason). Per process, inherited by forked DataLoader workers, shared by every
 # Client of the endpoint: a declined server costs one extra request per process and period.
 _declines = {}
+_DEGRADED_TTL = 2.0  # seconds a "degraded" decline (RDMADeclineReason) is remembered
 _declines_warned = set()
 _declines_lock = threading.Lock()
 
@@ -544,7 +545,9 @@ class Client:
     def stats(self):
         """Counters of this Client in this process: retries (by cause: throttle, transient,
         timeout, connect), quota_exhausted (failures not retried for want of retry quota),
-        rdma_declined (server declines that sent a payload over HTTP), retry_quota (left)."""
+        rdma_declined (server declines that sent a payload over HTTP), rdma_local_failures
+        (calls this client's own RDMA transport failed, RDMATransportError: over HTTP with
+        rdma="auto"), retry_quota (left)."""
         st = self._retry_state()
         with st.lock:
             out = dict(st.counts)
@@ -574,10 +577,13 @@ class Client:
     def _remember_decline(self, exc):
         reason = exc.message or exc.code
         self._retry_state().count("rdma_declined")
-        if self.rdma_decline_ttl <= 0:
+        ttl = self.rdma_decline_ttl
+        if exc.fields.get("RDMADeclineReason") == "degraded":
+            ttl = min(ttl, _DEGRADED_TTL)  # the server's device is coming back: ask again soon
+        if ttl <= 0:
             return
         with _declines_lock:
-            _declines[self.endpoint] = (time.monotonic() + self.rdma_decline_ttl, reason)
+            _declines[self.endpoint] = (time.monotonic() + ttl, reason)
             first = self.endpoint not in _declines_warned
             _declines_warned.add(self.endpoint)
         if first:
@@ -592,7 +598,7 @@ class Client:
         http = bool(_declines) and self._over_http()
         try:
             r = fn(self._native(), http)
-        except (S3Error, ConnectionError) as e:
+        except (S3Error, ConnectionError, RDMATransportError) as e:
             return self._call_again(fn, e, http, idempotent, host_memory)
         if self._retry.quota < _QUOTA:  # refill the quota a failure drew on
             self._retry_state().succeeded(0)
@@ -609,6 +615,10 @@ class Client:
                     and not http and host_memory and self.allow_http_fallback):
                 self._remember_decline(err)
                 http = True  # the same attempt, over HTTP
+            elif (isinstance(err, RDMATransportError) and not http and host_memory
+                  and self.allow_http_fallback):
+                st.count("rdma_local_failures")
+                http = True  # this call over HTTP; the next one tries RDMA again
             else:
                 kind = _retry_kind(err, idempotent)
                 if kind is None or attempt >= cfg["max_attempts"]:
@@ -622,7 +632,7 @@ class Client:
                 http = bool(_declines) and self._over_http()
             try:
                 r = fn(self._native(), http)
-            except (S3Error, ConnectionError) as e:
+            except (S3Error, ConnectionError, RDMATransportError) as e:
                 err = e
                 continue
             st.succeeded(refund)
@@ -635,9 +645,11 @@ class Client:
 
     def _make_native(self, fabric):
         # No fallback in the library: _call falls back and remembers the server's decline.
+        # "auto": a verbs device that cannot be used now (port down, removed) does not fail the
+        # client: its calls go over HTTP (RDMATransportError) until the device is back.
         return _native.Native(self.endpoint, self._ak, self._sk, self.region, fabric, False,
                               self._verbs_env, self.connect_timeout, self.io_timeout,
-                              self.transport, self.rc_port)
+                              self.transport, self.rc_port, self.rdma == "auto")
 
     def _resolve_fabric(self):
         if self.rdma != "auto":
@@ -647,7 +659,7 @@ class Client:
             if _native.built_with_verbs() and _native.rdma_devices()[0]:
                 try:
                     n = self._make_native("verbs")
-                except S3Error:
+                except (S3Error, RDMATransportError):
                     n = None  # no usable device after all: the soft fabric
             if n is None:
                 try:

@@ -8,6 +8,9 @@
       ReadTimeoutError         no answer within io_timeout
     BufferTooSmallError      the object (or range) is larger than the caller's buffer or slot
                              (a ValueError: a caller mistake, found out from the server)
+    RDMATransportError       this client's own RDMA transport failed before the request reached
+                             the server (its device is gone or its port down, its RC connection
+                             could not be made): ``step`` names what failed
 """
 
 import builtins
@@ -68,6 +71,21 @@ class ReadTimeoutError(ConnectionError):
     """No (complete) answer within io_timeout."""
 
 
+class RDMATransportError(Exception):
+    """This client's RDMA transport failed locally: nothing reached the server. ``step``: "open
+    device", "resolve address", "resolve route", "connect" or "register memory"; ``message``:
+    what failed (naming the server's address). rdma="auto" redoes such a call over HTTP and
+    tries RDMA again on the next one (the device may be back: a removed device is reopened)."""
+
+    def __init__(self, message, step=None):
+        super().__init__(message)
+        self.message = message
+        self.step = step
+        self.code = "RDMATransportError"
+        self.status = None
+        self.request_id = None
+
+
 class BufferTooSmallError(ValueError):
     """The object (or range) does not fit the caller's buffer or batch slot; nothing was read
     past it. ``needed`` (bytes the object or range has, when known), ``capacity`` (bytes the
@@ -89,7 +107,9 @@ def from_native(code, text, fields, batch_done=None):
     """Called by the native module for every library Error: `code` is the library's code text,
     `fields` its details (rdmastor/s3_client.h, rdmastor/http_transport.h)."""
     stage = fields.get("ClientFailure")
-    if stage is not None:
+    if "RDMAStep" in fields:
+        exc = RDMATransportError(text, step=fields["RDMAStep"])
+    elif stage is not None:
         timeout = code == "RequestTimeout"
         if stage == "connect":
             cls = ConnectTimeoutError if timeout else EndpointConnectionError

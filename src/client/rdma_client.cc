@@ -5,8 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <pugixml.hpp>
+#include <thread>
 #include <sstream>
 
 #include "client/xml_body.h"
@@ -126,7 +129,93 @@ struct RdmaS3Client::Impl {
 
   uint32_t rc_server_ip = 0;  // kRc: the server's IPv4 (host order)
 
+  // Verbs RC: the target is dropped, with every registration made on it, when its device goes
+  // away (rdma link delete, a driver unbind: the kernel finishes removing it only once they are
+  // freed), and started again on a later call once the device is back. A watcher notices an
+  // idle client's loss; a call in progress holds call_mu, and the watcher leaves it to the call.
+  bool rc_verbs = false;
+  rdma::RcSettings rc_settings;
+  std::mutex call_mu;  // one call at a time against target and mrs (the watcher takes it too)
+  std::string target_error;  // why there is no target now
+  std::chrono::steady_clock::time_point next_open{};
+  std::mutex watch_mu;
+  std::condition_variable watch_cv;
+  bool stopping = false;
+  std::thread watcher;
+
   explicit Impl(RdmaClientConfig c) : config(std::move(c)), s3(config.s3) {}
+  ~Impl() {
+    {
+      std::lock_guard lock(watch_mu);
+      stopping = true;
+    }
+    watch_cv.notify_all();
+    if (watcher.joinable()) watcher.join();
+    mrs.reset();  // deregister before the target goes away
+    kept.clear();
+  }
+
+  void NewMrCache() {
+    mrs = std::make_unique<rdma::MrCache>(
+        [this](void* p, size_t len, unsigned access) -> Result<std::unique_ptr<rdma::MemoryRegion>> {
+          RS_RETURN_IF_ERROR(CheckPinnable(p, len, access));
+          auto mr = target->RegisterMemory(p, len, access);
+          if (!mr.ok() && rc_verbs) return rdma::ClientTransportError("register memory", mr.error());
+          return mr;
+        },
+        config.mr_cache_entries);
+  }
+
+  // Frees the target and everything registered with it (call_mu held).
+  void DropTarget(const std::string& why) {
+    NewMrCache();
+    {
+      std::lock_guard lock(kept_mu);
+      kept.clear();  // host memory is registered again on use, device memory from its dma-buf
+    }
+    target.reset();
+    target_error = why;
+    next_open = {};
+  }
+
+  // The target a call uses (call_mu held): dropped when its device went away, started again
+  // (at most once a second) while there is none.
+  Status EnsureTarget() {
+    if (!rc_verbs) return {};
+    if (target)
+      if (auto why = target->Lost(); !why.empty()) DropTarget(why);
+    if (target) return {};
+    auto now = std::chrono::steady_clock::now();
+    if (now >= next_open) {
+      next_open = now + std::chrono::seconds(1);
+      rdma::RcSettings rs = rc_settings;
+      rs.require_source_device = true;  // the device of this client's address, not another one
+      auto t = rdma::StartVerbsRcClient(rs);
+      if (t.ok()) {
+        target = std::move(t).value();
+        target_error.clear();
+        return {};
+      }
+      target_error = t.error().message;
+    }
+    return rdma::ClientTransportError(
+        "open device", MakeError(ErrorCode::kRDMANotSupported,
+                                 "verbs RC client: no RDMA device to use: " + target_error +
+                                     " (tried again at most once a second)"));
+  }
+
+  void Watch() {
+    std::unique_lock lock(watch_mu);
+    while (!watch_cv.wait_for(lock, std::chrono::milliseconds(500), [this] { return stopping; })) {
+      lock.unlock();
+      {
+        std::unique_lock call(call_mu, std::try_to_lock);
+        if (call.owns_lock() && target)
+          if (auto why = target->Lost(); !why.empty()) DropTarget(why);
+      }
+      lock.lock();
+    }
+  }
 
   // The kept registration covering [p, p+len): its rkey and whether it is device memory.
   std::optional<std::pair<uint32_t, bool>> KeptRegion(const void* p, size_t len) const {
@@ -293,12 +382,7 @@ struct RdmaS3Client::Impl {
 };
 
 RdmaS3Client::RdmaS3Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-RdmaS3Client::~RdmaS3Client() {
-  if (impl_) {  // deregister before the target goes away
-    impl_->mrs.reset();
-    impl_->kept.clear();
-  }
-}
+RdmaS3Client::~RdmaS3Client() = default;  // Impl deregisters before the target goes
 
 Result<std::unique_ptr<RdmaS3Client>> RdmaS3Client::Create(RdmaClientConfig config) {
   auto impl = std::make_unique<Impl>(std::move(config));
@@ -325,15 +409,22 @@ Result<std::unique_ptr<RdmaS3Client>> RdmaS3Client::Create(RdmaClientConfig conf
       if (!source.ok()) return source.error();
       rs.source_ip = std::move(*source);
       auto rc = rdma::StartVerbsRcClient(rs);
-      if (!rc.ok())
-        return impl->config.transport == RdmaTransport::kRc
-                   ? rc.error()
-                   : MakeError(rc.error().code, "no DC (" + target.error().message +
-                                                    ") and no RC: " + rc.error().message);
+      impl->rc_verbs = true;
+      impl->rc_settings = rs;
+      if (!rc.ok() && !impl->config.lazy_rc_device)
+        return rdma::ClientTransportError(
+            "open device", impl->config.transport == RdmaTransport::kRc
+                               ? rc.error()
+                               : MakeError(rc.error().code, "no DC (" + target.error().message +
+                                                                ") and no RC: " +
+                                                                rc.error().message));
       impl->config.transport = RdmaTransport::kRc;
-      target = std::move(rc);
+      if (rc.ok())
+        target = std::move(rc);
+      else
+        impl->target_error = rc.error().message;  // started on a later call (EnsureTarget)
     }
-    impl->target = std::move(target).value();
+    if (target.ok()) impl->target = std::move(target).value();
   } else {
     rdma::soft::SoftTargetOptions to;
     auto source = SourceIp(impl->config);
@@ -348,13 +439,8 @@ Result<std::unique_ptr<RdmaS3Client>> RdmaS3Client::Create(RdmaClientConfig conf
     if (!ip.ok()) return ip.error();
     impl->rc_server_ip = *ip;
   }
-  rdma::Target* t = impl->target.get();
-  impl->mrs = std::make_unique<rdma::MrCache>(
-      [t](void* p, size_t len, unsigned access) -> Result<std::unique_ptr<rdma::MemoryRegion>> {
-        RS_RETURN_IF_ERROR(CheckPinnable(p, len, access));
-        return t->RegisterMemory(p, len, access);
-      },
-      impl->config.mr_cache_entries);
+  impl->NewMrCache();
+  if (impl->rc_verbs) impl->watcher = std::thread([p = impl.get()] { p->Watch(); });
   return std::unique_ptr<RdmaS3Client>(new RdmaS3Client(std::move(impl)));
 }
 
@@ -402,6 +488,8 @@ Result<TransferResult> GetOnce(RdmaS3Client::Impl& impl, std::string_view bucket
 
 Result<TransferResult> RdmaS3Client::Get(std::string_view bucket, std::string_view key, char* dst,
                                          size_t capacity, std::optional<ByteRange> range) {
+  std::lock_guard call(impl_->call_mu);
+  RS_RETURN_IF_ERROR(impl_->EnsureTarget());
   return impl_->ReleaseUnlessOk(GetOnce(*impl_, bucket, key, dst, capacity, range), dst, capacity);
 }
 
@@ -413,6 +501,8 @@ Result<TransferResult> RdmaS3Client::Put(std::string_view bucket, std::string_vi
   req.bucket = std::string(bucket);
   req.key = std::string(key);
   req.headers = extra_headers;
+  std::lock_guard call(impl_->call_mu);
+  RS_RETURN_IF_ERROR(impl_->EnsureTarget());
   return impl_->ReleaseUnlessOk(
       impl_->PutLike(std::move(req), data, len, "PUT " + S3ObjectPath(bucket, key)), data, len);
 }
@@ -426,6 +516,8 @@ Result<TransferResult> RdmaS3Client::UploadPart(std::string_view bucket, std::st
   req.key = std::string(key);
   req.raw_query =
       "partNumber=" + std::to_string(part_number) + "&uploadId=" + uri::Encode(upload_id);
+  std::lock_guard call(impl_->call_mu);
+  RS_RETURN_IF_ERROR(impl_->EnsureTarget());
   return impl_->ReleaseUnlessOk(impl_->PutLike(std::move(req), data, len,
                                                "UploadPart " + S3ObjectPath(bucket, key) + " #" +
                                                    std::to_string(part_number)),
@@ -490,6 +582,8 @@ Status RdmaS3Client::RegisterMemory(void* p, size_t len) {
     return MakeError(ErrorCode::kInvalidArgument, "RegisterMemory needs an address and a length");
   const unsigned access = rdma::kRemoteWrite | rdma::kRemoteRead;
   RS_RETURN_IF_ERROR(CheckPinnable(p, len, access));
+  std::lock_guard call(impl_->call_mu);
+  RS_RETURN_IF_ERROR(impl_->EnsureTarget());
   auto mr = impl_->target->RegisterMemory(p, len, access);
   if (!mr.ok()) return mr.error();
   std::lock_guard lock(impl_->kept_mu);
@@ -498,10 +592,12 @@ Status RdmaS3Client::RegisterMemory(void* p, size_t len) {
 }
 
 void RdmaS3Client::Forget(const void* p, size_t len) {
+  std::lock_guard call(impl_->call_mu);
   impl_->Release(p, len, /*forget_device=*/true);
 }
 
 size_t RdmaS3Client::registrations() const {
+  std::lock_guard call(impl_->call_mu);
   std::lock_guard lock(impl_->kept_mu);
   return impl_->mrs->size() + impl_->kept.size();
 }
@@ -512,6 +608,8 @@ Status RdmaS3Client::RegisterDeviceMemory(void* device_ptr, size_t len, int dmab
     return MakeError(ErrorCode::kInvalidArgument,
                      "RegisterDeviceMemory needs a device pointer, a length and a dma-buf fd");
   const Impl::DeviceMemory d{static_cast<const char*>(device_ptr), len, dmabuf_fd, dmabuf_offset};
+  std::lock_guard call(impl_->call_mu);
+  RS_RETURN_IF_ERROR(impl_->EnsureTarget());
   auto rkey = impl_->KeepDeviceRegistration(d);
   if (!rkey.ok()) return rkey.error();
   std::lock_guard lock(impl_->kept_mu);
@@ -522,6 +620,8 @@ Status RdmaS3Client::RegisterDeviceMemory(void* device_ptr, size_t len, int dmab
 S3Client& RdmaS3Client::http() { return impl_->s3; }
 
 Result<std::string> RdmaS3Client::TokenFor(const void* p, size_t len, bool remote_write) {
+  std::lock_guard call(impl_->call_mu);
+  RS_RETURN_IF_ERROR(impl_->EnsureTarget());
   auto t = impl_->Token(p, len, remote_write);
   if (!t.ok()) return t.error();
   return rdma::FormatToken(*t);

@@ -184,10 +184,30 @@ inline Error OriginDecline(std::string why) {
   e.details.emplace_back(kDeclineReasonDetail, "origin");
   return e;
 }
+// A fabric that cannot serve for now (port down, device removed or failed and not reopened yet):
+// 501 RDMANotSupported with RDMADeclineReason = "degraded", so that a client retries RDMA soon
+// instead of remembering the decline as long as a server-wide one.
+inline Error DegradedDecline(std::string why) {
+  Error e = MakeError(ErrorCode::kRDMANotSupported, std::move(why));
+  e.details.emplace_back(kDeclineReasonDetail, "degraded");
+  return e;
+}
 inline bool IsOriginDecline(const Error& e) {
   for (const auto& [name, value] : e.details)
     if (name == kDeclineReasonDetail && value == "origin") return true;
   return false;
+}
+
+// A failure of the client's own RDMA transport (its device, its RC connection), before the
+// request reached the server: the error document element RDMAStep names the step that failed
+// ("open device", "resolve address", "resolve route", "connect", "register memory"). The Python
+// package raises RDMATransportError for it, and rdma="auto" redoes that call over HTTP.
+inline constexpr const char* kRdmaStepDetail = "RDMAStep";
+inline Error ClientTransportError(std::string_view step, Error e) {
+  for (const auto& [name, value] : e.details)
+    if (name == kRdmaStepDetail) return e;
+  e.details.emplace_back(kRdmaStepDetail, std::string(step));
+  return e;
 }
 
 class Fabric {
@@ -238,6 +258,11 @@ class Target {
     RemoteAddress self;  // what a token on it carries: lid, qpn (its QP number) and GID
   };
   virtual Result<RcConnectionInfo> RcConnection(uint32_t server_ip, uint16_t port, bool fresh);
+  // Why the device behind this target is gone ("" while it is there): removed (rdma link delete,
+  // a driver unbind) or failed. Its owner then drops the target and every registration made
+  // with it (the kernel finishes removing the device only once they are freed) and starts a new
+  // one when the device is back. Never blocks.
+  virtual std::string Lost() { return {}; }
 };
 
 // The S3 error a failed completion becomes (before any byte moved: 501; midway: 500).

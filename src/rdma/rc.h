@@ -38,6 +38,10 @@ struct RcSettings {
   // initiator uses the device that address belongs to and binds it as the source of its
   // connections (SelectRcDevice). "": the first usable device, routes as the kernel picks.
   std::string source_ip;
+  // source_ip must belong to an RDMA device (else: kRDMANotSupported), instead of falling back to
+  // the first usable device: when a removed device is opened again, another device that happens
+  // to be usable is not the one the node's address (and its clients' connections) live on.
+  bool require_source_device = false;
 };
 
 // Connection private data: magic + the endpoint id from the token (8 bytes, little endian).

@@ -272,6 +272,24 @@ size_t RcSessions::Reap() {
   return closing.size();
 }
 
+size_t RcSessions::CloseAll() {
+  std::vector<std::unique_ptr<Endpoint>> closing;
+  size_t n = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, e] : entries_) {
+      ++n;
+      ++stats_.closed_dead;
+      // A lent one: its Lent holds the entry, and the endpoint goes with it.
+      if (!e->lent) closing.push_back(std::move(e->endpoint));
+    }
+    entries_.clear();
+    expected_.clear();
+  }
+  freed_.notify_all();
+  return n;
+}
+
 void RcSessions::StartReaper(std::chrono::milliseconds every) {
   reaper_ = std::thread([this, every] {
     std::unique_lock lock(reaper_mu_);

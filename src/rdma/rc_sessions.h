@@ -82,6 +82,9 @@ class RcSessions {
   // QP in error). Returns how many. Runs every second on its own thread after StartReaper().
   size_t Reap();
   void StartReaper(std::chrono::milliseconds every = std::chrono::milliseconds(1000));
+  // Closes every connection (their device went away): idle ones now, lent ones when their
+  // transfer gives them back. Returns how many. Clients connect again (Lend: "connect again").
+  size_t CloseAll();
 
   size_t size() const;
   size_t CountFrom(uint32_t ip) const;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "rdma/soft/soft_fabric.h"
+#include "rdma/verbs_plan.h"
 
 namespace rdmastor::rdma {
 
@@ -42,6 +43,7 @@ S3RdmaService::S3RdmaService(std::unique_ptr<Fabric> fabric, std::string unavail
     return;
   }
   plane_ = std::move(plane).value();
+  if (reopen_) monitor_ = std::thread([this] { Monitor(); });
 }
 
 std::shared_ptr<S3RdmaService::Plane> S3RdmaService::plane() const {
@@ -49,54 +51,128 @@ std::shared_ptr<S3RdmaService::Plane> S3RdmaService::plane() const {
   return plane_;
 }
 
-void S3RdmaService::MaybeReopen() const {
-  auto current = plane();
-  if (!current || !current->fabric->NeedsReopen() || !reopen_) return;
-  // One caller reopens (outside mu_, so other requests still get their 501 at once).
-  std::unique_lock reopening(reopen_mu_, std::try_to_lock);
-  if (!reopening.owns_lock()) return;
-  auto now = std::chrono::steady_clock::now();
-  if (now < next_reopen_) return;
-  next_reopen_ = now + std::chrono::seconds(5);
+void S3RdmaService::Monitor() {
+  const auto kLook = options_.device_look;
+  ReopenBackoff backoff(options_.reopen_first, options_.reopen_cap);
+  auto wait = kLook;
+  for (;;) {
+    {
+      std::unique_lock lock(monitor_mu_);
+      if (monitor_cv_.wait_for(lock, wait, [this] { return stopping_; })) return;
+    }
+    if (auto p = plane()) {
+      wait = kLook;
+      if (!p->fabric->NeedsReopen()) continue;
+      Release(p->fabric->Unavailable());
+      backoff.Reset();
+      wait = backoff.Next();
+      continue;
+    }
+    wait = Reopen() ? kLook : backoff.Next();
+  }
+}
+
+void S3RdmaService::Release(const std::string& why) {
+  std::unique_ptr<RcListener> listener;
+  {
+    std::lock_guard lock(rc_mu_);
+    listener = std::move(rc_listener_);
+  }
+  listener.reset();  // stops accepting; frees the handshakes in progress
+  size_t closed = rc_sessions_ ? rc_sessions_->CloseAll() : 0;
+  long users = 0;
+  {
+    std::lock_guard lock(mu_);
+    gone_reason_ = why.empty() ? "the RDMA device failed" : why;
+    users = plane_.use_count() - 1;
+    plane_.reset();  // the last request running on it frees it
+  }
+  spdlog::error(
+      "S3 over RDMA: degraded, requests with x-amz-rdma-token get 501: {}; freed the RC listener "
+      "and {} RC connection(s){}; HTTP goes on",
+      why, closed,
+      users > 0 ? ", the staging buffers when " + std::to_string(users) + " request(s) end"
+                : ", the staging buffers");
+}
+
+bool S3RdmaService::Reopen() {
   auto fabric = reopen_();
   if (!fabric.ok()) {
-    spdlog::warn("S3 over RDMA: the device is not back yet: {}", fabric.error().message);
-    return;
+    spdlog::debug("S3 over RDMA: the device is not back yet: {}", fabric.error().message);
+    return false;
   }
   auto plane = MakePlane(std::move(fabric).value(), options_);
   if (!plane.ok()) {
     spdlog::warn("S3 over RDMA: reopened the device but {}", plane.error().message);
-    return;
+    return false;
+  }
+  if (rc_port_ != 0) {
+    auto listener = StartRcListener(**plane, rc_port_);
+    if (!listener.ok()) {
+      spdlog::warn("S3 over RDMA: reopened the device but the RC listener: {}",
+                   listener.error().message);
+      return false;
+    }
+    std::lock_guard lock(rc_mu_);
+    rc_listener_ = std::move(listener).value();
   }
   {
-    // Requests still running on the old generation keep it alive until they end.
     std::lock_guard lock(mu_);
-    if (plane_ != current) return;
     plane_ = std::move(plane).value();
+    gone_reason_.clear();
   }
-  spdlog::info("S3 over RDMA: the device was reopened; serving again");
+  spdlog::info("S3 over RDMA: the device was reopened; serving again{}",
+               rc_port_ ? " (RC on port " + std::to_string(rc_port_) + ")" : std::string());
+  return true;
 }
 
 bool S3RdmaService::available() const {
-  MaybeReopen();
   auto p = plane();
   return p && p->fabric->Unavailable().empty();
 }
 
 std::string S3RdmaService::fabric_name() const {
   auto p = plane();
-  return p ? std::string(p->fabric->name()) : "none";
+  if (p) return std::string(p->fabric->name());
+  return reopen_ ? "verbs" : "none";
 }
 
 std::string S3RdmaService::unavailable_reason() const {
-  auto p = plane();
-  if (!p) return unavailable_reason_;
+  std::shared_ptr<Plane> p;
+  {
+    std::lock_guard lock(mu_);
+    if (!plane_)
+      return gone_reason_.empty() ? unavailable_reason_
+                                  : "the verbs fabric is degraded: " + gone_reason_;
+    p = plane_;
+  }
   if (auto why = p->fabric->Unavailable(); !why.empty())
     return "the " + std::string(p->fabric->name()) + " fabric is degraded: " + why;
   return "";
 }
 
-S3RdmaService::~S3RdmaService() = default;
+Error S3RdmaService::Decline() const {
+  std::string why = unavailable_reason();
+  if (why.empty()) why = "S3 over RDMA is not available";
+  {
+    std::lock_guard lock(mu_);
+    if (!plane_ && gone_reason_.empty()) return MakeError(ErrorCode::kRDMANotSupported, why);
+  }
+  return DegradedDecline(why);
+}
+
+S3RdmaService::~S3RdmaService() {
+  {
+    std::lock_guard lock(monitor_mu_);
+    stopping_ = true;
+  }
+  monitor_cv_.notify_all();
+  if (monitor_.joinable()) monitor_.join();
+  // The listener goes before the connections' table and the plane it was made on.
+  std::lock_guard lock(rc_mu_);
+  rc_listener_.reset();
+}
+
 
 void S3RdmaService::ClientSlot::Release() {
   if (!service_) return;
@@ -150,30 +226,41 @@ Result<std::unique_ptr<Endpoint>> S3RdmaService::EndpointFor(Plane& plane, const
                             origin.principal);
 }
 
-Status S3RdmaService::ListenRc(uint16_t port) {
-  auto p = plane();
-  if (!p) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
-  auto sessions = std::make_shared<RcSessions>(options_.rc);
+Result<std::unique_ptr<RcListener>> S3RdmaService::StartRcListener(Plane& plane, uint16_t port) {
   std::string bind = options_.rc_bind_ip;
   if (!soft::ParseIpv4(bind)) bind = "0.0.0.0";  // all interfaces, as the S3 listener
   RcAdmission admission;
-  admission.can_admit = [raw = sessions.get()](uint32_t ip) { return raw->CanAdmit(ip); };
-  admission.admit = [raw = sessions.get()](const RcPeer& peer, std::unique_ptr<Endpoint> ep,
-                                           uint64_t proposed) {
+  admission.can_admit = [raw = rc_sessions_.get()](uint32_t ip) { return raw->CanAdmit(ip); };
+  admission.admit = [raw = rc_sessions_.get()](const RcPeer& peer, std::unique_ptr<Endpoint> ep,
+                                               uint64_t proposed) {
     return raw->Admit(peer, std::move(ep), proposed);
   };
-  admission.expect = [raw = sessions.get()](uint64_t id) { raw->Expect(id); };
-  admission.forget = [raw = sessions.get()](uint64_t id) { raw->Forget(id); };
-  auto listener = p->fabric->ListenRc(bind, port, std::move(admission));
-  if (!listener.ok()) return listener.error();
+  admission.expect = [raw = rc_sessions_.get()](uint64_t id) { raw->Expect(id); };
+  admission.forget = [raw = rc_sessions_.get()](uint64_t id) { raw->Forget(id); };
+  return plane.fabric->ListenRc(bind, port, std::move(admission));
+}
+
+Status S3RdmaService::ListenRc(uint16_t port) {
+  auto p = plane();
+  if (!p) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason());
+  auto sessions = std::make_shared<RcSessions>(options_.rc);
+  rc_sessions_ = sessions;
+  auto listener = StartRcListener(*p, port);
+  if (!listener.ok()) {
+    rc_sessions_.reset();
+    return listener.error();
+  }
   sessions->StartReaper();
-  rc_sessions_ = std::move(sessions);
-  rc_listener_ = std::move(listener).value();
+  rc_port_ = (*listener)->port();
+  {
+    std::lock_guard lock(rc_mu_);
+    rc_listener_ = std::move(listener).value();
+  }
   spdlog::info(
       "S3 over RDMA: RC connections accepted on {}:{} ({} per client address, {} in all, "
       "closed after {} ms idle)",
-      bind, rc_listener_->port(), options_.rc.per_source, options_.rc.total,
-      options_.rc.idle.count());
+      soft::ParseIpv4(options_.rc_bind_ip) ? options_.rc_bind_ip : "0.0.0.0", rc_port_.load(),
+      options_.rc.per_source, options_.rc.total, options_.rc.idle.count());
   return {};
 }
 
@@ -182,9 +269,7 @@ Result<S3RdmaService::PushResult> S3RdmaService::PushToClient(const RdmaToken& t
                                                               uint64_t length,
                                                               const ReadAtFn& read_at) {
   auto plane = this->plane();
-  if (!plane) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
-  if (auto why = unavailable_reason(); !why.empty())
-    return MakeError(ErrorCode::kRDMANotSupported, why);
+  if (!plane || !plane->fabric->Unavailable().empty()) return Decline();
   stats_.transfers.fetch_add(1, std::memory_order_relaxed);
   auto fail = [&](Error e) {
     stats_.failures.fetch_add(1, std::memory_order_relaxed);
@@ -218,9 +303,7 @@ Result<S3RdmaService::PushResult> S3RdmaService::PushToClient(const RdmaToken& t
 Result<std::unique_ptr<S3RdmaService::ClientBody>> S3RdmaService::PullFromClient(
     const RdmaToken& token, const RequestOrigin& origin) {
   auto plane = this->plane();
-  if (!plane) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
-  if (auto why = unavailable_reason(); !why.empty())
-    return MakeError(ErrorCode::kRDMANotSupported, why);
+  if (!plane || !plane->fabric->Unavailable().empty()) return Decline();
   stats_.transfers.fetch_add(1, std::memory_order_relaxed);
   std::unique_ptr<ClientBody> body(new ClientBody());
   body->service_ = this;

@@ -10,12 +10,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "common/http_types.h"
 #include "rdma/fabric.h"
@@ -40,6 +42,11 @@ struct ServiceOptions {
   // and the limits of the connections clients open there. The port is MINIO_RDMA_RC_PORT.
   std::string rc_bind_ip;
   RcLimits rc;
+  // With a reopen function: how often the monitor looks at the fabric, and the first and longest
+  // wait between attempts to open a device that went away (ReopenBackoff).
+  std::chrono::milliseconds device_look{500};
+  std::chrono::milliseconds reopen_first{250};
+  std::chrono::milliseconds reopen_cap{4000};
 };
 
 // Counters the metrics layer reads (monotonic).
@@ -64,11 +71,18 @@ class S3RdmaService {
   ~S3RdmaService();
 
   // Whether a token request can be served now: a fabric, and it is not degraded (port down,
-  // device failed). A failed device is reopened here (at most every 5 s) once it is back.
+  // device failed or removed). With a reopen function a monitor thread looks at the fabric every
+  // 500 ms: a device that failed or was removed has everything made on it freed at once (RC
+  // listener, RC connections, staging buffers, fabric: the kernel finishes removing a device only
+  // then), and is opened again when it is back (ReopenBackoff), the RC listener on its port.
   bool available() const;
   std::string fabric_name() const;
   // Why not available() ("" when it is).
   std::string unavailable_reason() const;
+  // The 501 a token request gets while not available(): DegradedDecline while a fabric is
+  // degraded or its device is being reopened; a plain 501 when S3 over RDMA is off or never
+  // started.
+  Error Decline() const;
   RdmaStats& stats() { return stats_; }
   const RdmaStats& stats() const { return stats_; }
   // RC connections clients opened (null: this server serves no RC). A request whose origin names
@@ -78,7 +92,7 @@ class S3RdmaService {
   // Listens for RC connections on the fabric (options.rc_bind_ip, `port`; 0: any free port) with
   // a table of options.rc's limits. kRDMANotSupported where the fabric has no RC listener.
   Status ListenRc(uint16_t port);
-  uint16_t rc_port() const { return rc_listener_ ? rc_listener_->port() : 0; }
+  uint16_t rc_port() const { return rc_port_; }
   size_t transfers_per_client() const { return per_client_cap_; }
 
   // One transfer counted against its client's cap while held.
@@ -159,15 +173,27 @@ class S3RdmaService {
   static Result<std::shared_ptr<Plane>> MakePlane(std::unique_ptr<Fabric> fabric,
                                                   const ServiceOptions& options);
   std::shared_ptr<Plane> plane() const;
-  void MaybeReopen() const;
+  // The RC listener on `plane`'s fabric, handing connections to rc_sessions_.
+  Result<std::unique_ptr<RcListener>> StartRcListener(Plane& plane, uint16_t port);
+  void Monitor();
+  // Frees everything made on the current plane's device (the listener and connections now, the
+  // plane when the requests still running on it end).
+  void Release(const std::string& why);
+  // Opens the device again; false while it is not back.
+  bool Reopen();
 
-  mutable std::mutex mu_;  // guards plane_
-  mutable std::shared_ptr<Plane> plane_;
-  mutable std::mutex reopen_mu_;  // one reopen at a time; guards next_reopen_
+  mutable std::mutex mu_;  // guards plane_ and gone_reason_
+  std::shared_ptr<Plane> plane_;
+  std::string gone_reason_;         // why plane_ was released ("" while it was not)
   std::string unavailable_reason_;  // fixed at start when there is no plane
   ServiceOptions options_;
   ReopenFn reopen_;
-  mutable std::chrono::steady_clock::time_point next_reopen_{};
+  std::mutex monitor_mu_;
+  std::condition_variable monitor_cv_;
+  bool stopping_ = false;
+  std::thread monitor_;
+  std::mutex rc_mu_;  // guards rc_listener_ (the monitor replaces it)
+  std::atomic<uint16_t> rc_port_{0};
   size_t per_client_cap_ = 1;
   std::mutex clients_mu_;
   std::map<std::string, size_t> active_by_client_;

@@ -213,7 +213,10 @@ std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
           options.rc.allow = settings.verbs.allow;
           auto svc = std::make_unique<S3RdmaService>(
               std::move(rc).value(), "", options, [vs = settings.verbs, ip = options.rc_bind_ip] {
-                return CreateVerbsRcFabric(RcSettingsFrom(vs, ip));
+                RcSettings rs = RcSettingsFrom(vs, ip);
+                auto addr = soft::ParseIpv4(ip);
+                rs.require_source_device = addr && *addr != 0;  // that address's own device
+                return CreateVerbsRcFabric(rs);
               });
           StartRc(*svc, settings);
           return svc;

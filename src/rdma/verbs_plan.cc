@@ -239,6 +239,15 @@ EventDecision OnAsyncEvent(AsyncEvent event, int event_port, int our_port,
   return d;
 }
 
+FabricState ObserveDevice(const DeviceObservation& seen, int our_port, const FabricState& state) {
+  if (state.health == FabricHealth::kDown) return state;
+  if (seen.removed) return {FabricHealth::kDown, "the device was removed; reopening it when it is back"};
+  if (seen.query_failed)
+    return {FabricHealth::kDown, "the device stopped answering (a fatal error); reopening it"};
+  if (!seen.port_active) return {FabricHealth::kDegraded, "port " + std::to_string(our_port) + " is down"};
+  return {FabricHealth::kReady, ""};
+}
+
 std::string_view FabricHealthName(FabricHealth h) {
   static constexpr EnumNames<FabricHealth> kNames[] = {{"ready", FabricHealth::kReady},
                                                        {"degraded", FabricHealth::kDegraded},

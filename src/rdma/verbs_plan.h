@@ -3,6 +3,7 @@
 // code (rdma/verbs/) only gathers the facts, calls these and applies the result.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <compare>
@@ -267,6 +268,38 @@ struct EventDecision {
 EventDecision OnAsyncEvent(AsyncEvent event, int event_port, int our_port,
                            const FabricState& state);
 std::string_view FabricHealthName(FabricHealth h);  // "ready" | "degraded" | "down"
+
+// The RC fabric (rc.h) looks at its device instead of reading asynchronous events: its context
+// is librdmacm's, shared by every RC user of the process (the S3 listener, inter-node initiator
+// and target, a client), and an event one of them reads is lost to the others. What a look saw:
+struct DeviceObservation {
+  bool removed = false;       // rdma_cm said DEVICE_REMOVAL, or the device left the verbs list
+  bool query_failed = false;  // ibv_query_port failed (a fatal device error: EIO)
+  bool port_active = true;    // the port's state is ACTIVE
+};
+// The state after a look: removed or failed is down for good (its resources must go, so that the
+// kernel can finish removing the device; a new fabric is made when it is back); a port that is
+// not active degrades, and an active one clears only that.
+FabricState ObserveDevice(const DeviceObservation& seen, int our_port, const FabricState& state);
+
+// Delays between attempts to reopen a device that went away: `first`, doubling, at most `cap`,
+// so a returning device is found within `cap` and a missing one costs a few syscalls per `cap`.
+class ReopenBackoff {
+ public:
+  explicit ReopenBackoff(std::chrono::milliseconds first = std::chrono::milliseconds(250),
+                         std::chrono::milliseconds cap = std::chrono::milliseconds(4000))
+      : first_(first), cap_(cap), next_(first) {}
+  // The wait before the next attempt (each call doubles the one after it, up to cap).
+  std::chrono::milliseconds Next() {
+    auto now = next_;
+    next_ = std::min(cap_, next_ * 2);
+    return now;
+  }
+  void Reset() { next_ = first_; }
+
+ private:
+  std::chrono::milliseconds first_, cap_, next_;
+};
 
 }  // namespace rdmastor::rdma
 

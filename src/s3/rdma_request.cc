@@ -30,9 +30,8 @@ Result<std::optional<rdma::RdmaToken>> RdmaTokenOf(const HttpRequest& req, const
       return MakeError(ErrorCode::kInvalidRequest,
                        "aws-chunked streaming cannot be combined with x-amz-rdma-token");
   }
-  if (!service || !service->available())
-    return MakeError(ErrorCode::kRDMANotSupported,
-                     service ? service->unavailable_reason() : "S3 over RDMA is not configured");
+  if (!service) return MakeError(ErrorCode::kRDMANotSupported, "S3 over RDMA is not configured");
+  if (!service->available()) return service->Decline();
   return std::optional<rdma::RdmaToken>(*token);
 }
 

@@ -207,6 +207,32 @@ TEST(RcSessions, AConnectionStaysOnlyWhenItsTransferEndedClean) {
   EXPECT_EQ(gone.error().code, ErrorCode::kRDMANotSupported);
 }
 
+TEST(RcSessions, CloseAllFreesIdleConnectionsNowAndLentOnesWhenGivenBack) {
+  RcSessions table(RcLimits{});
+  bool idle_gone = false, lent_gone = false;
+  auto idle_ep = std::make_unique<ScriptedEndpoint>();
+  idle_ep->destroyed = &idle_gone;
+  auto lent_ep = std::make_unique<ScriptedEndpoint>();
+  lent_ep->destroyed = &lent_gone;
+  auto idle = table.Admit(Peer(), std::move(idle_ep));
+  auto lent = table.Admit(Peer(0x7f000003, 0x99), std::move(lent_ep));
+  ASSERT_TRUE(idle.ok() && lent.ok());
+  auto ep = table.Lend(*lent, TokenAddr(0x7f000003, 0x99), From("127.0.0.3"), "ak");
+  ASSERT_TRUE(ep.ok());
+  // The device went away: both leave the table; the idle one's QP is freed at once, the lent
+  // one's when its transfer ends (it may still have work requests on the wire).
+  EXPECT_EQ(table.CloseAll(), 2u);
+  EXPECT_EQ(table.size(), 0u);
+  EXPECT_TRUE(idle_gone);
+  EXPECT_FALSE(lent_gone);
+  ep->reset();
+  EXPECT_TRUE(lent_gone);
+  // A client naming either is told to connect again.
+  auto again = table.Lend(*idle, TokenAddr(), From(), "ak");
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.error().message.find("connect again"), std::string::npos);
+}
+
 TEST(RcSessions, AnErrorCompletionClosesTheConnection) {
   RcSessions table(RcLimits{});
   auto raw = std::make_unique<ScriptedEndpoint>();

@@ -3,7 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
 
 #include "rdma/build_info.h"
 #include "rdma/transfer.h"
@@ -241,12 +249,24 @@ TEST(VerbsHelpersTest, AccessFlags) {
 namespace rdmastor::rdma {
 namespace {
 
-// A soft fabric whose device-event state the test sets: stands for a verbs fabric after
-// OnAsyncEvent marked it degraded or down (the verbs code sets the same two answers).
+// What a test says about its fabric's device; read by the service's monitor thread.
+struct DeviceStateForTest {
+  std::mutex mu;
+  std::string unavailable;
+  bool reopen = false;
+  void Set(std::string why, bool dead) {
+    std::lock_guard lock(mu);
+    unavailable = std::move(why);
+    reopen = dead;
+  }
+};
+
+// A soft fabric whose device state the test sets: stands for a verbs fabric whose device events
+// or looks (OnAsyncEvent, ObserveDevice) found it degraded or down. Its RC listener is the soft
+// one, so a test sees it stop and start again.
 class EventedSoftFabric final : public Fabric {
  public:
-  explicit EventedSoftFabric(std::string* unavailable, bool* reopen)
-      : unavailable_(unavailable), reopen_(reopen) {}
+  explicit EventedSoftFabric(DeviceStateForTest* state) : state_(state) {}
   std::string_view name() const override { return "verbs"; }
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* a, size_t n, unsigned acc) override {
     return soft_.RegisterMemory(a, n, acc);
@@ -255,13 +275,22 @@ class EventedSoftFabric final : public Fabric {
                                             const RequestOrigin& o) override {
     return soft_.Connect(r, o);
   }
-  std::string Unavailable() const override { return *unavailable_; }
-  bool NeedsReopen() const override { return *reopen_; }
+  Result<std::unique_ptr<RcListener>> ListenRc(const std::string& ip, uint16_t port,
+                                               RcAdmission a) override {
+    return soft_.ListenRc(ip, port, std::move(a));
+  }
+  std::string Unavailable() const override {
+    std::lock_guard lock(state_->mu);
+    return state_->unavailable;
+  }
+  bool NeedsReopen() const override {
+    std::lock_guard lock(state_->mu);
+    return state_->reopen;
+  }
 
  private:
   soft::SoftFabric soft_;
-  std::string* unavailable_;
-  bool* reopen_;
+  DeviceStateForTest* state_;
 };
 
 // A fabric whose origin check declines every token (as the verbs fabric does for a RoCE v2 GID
@@ -302,24 +331,48 @@ TEST(OriginDeclineTest, AnsweredWith501AndCounted) {
   EXPECT_EQ(svc.stats().origin_declined.load(), 4u);
 }
 
-TEST(DegradedFabricTest, PortDownAnswers501AndADeadDeviceIsReopened) {
-  std::string why_old, why_new;
-  bool reopen_old = false, reopen_new = false;
-  int reopens = 0;
-  bool device_back = false;
-  S3RdmaService svc(std::make_unique<EventedSoftFabric>(&why_old, &reopen_old), "", {},
+// Waits (bounded) for cond; its last value.
+template <class F>
+bool Eventually(F cond, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!cond() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return cond();
+}
+
+ServiceOptions FastMonitor() {
+  ServiceOptions o;
+  o.device_look = std::chrono::milliseconds(10);
+  o.reopen_first = std::chrono::milliseconds(10);
+  o.reopen_cap = std::chrono::milliseconds(40);
+  return o;
+}
+
+// Whether a TCP connection to 127.0.0.1:port is accepted (the soft RC listener).
+bool Listening(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  close(fd);
+  return ok;
+}
+
+TEST(DegradedFabricTest, PortDownAnswers501UntilThePortIsBack) {
+  DeviceStateForTest old_dev;
+  std::atomic<int> reopens{0};
+  S3RdmaService svc(std::make_unique<EventedSoftFabric>(&old_dev), "", FastMonitor(),
                     [&]() -> Result<std::unique_ptr<Fabric>> {
                       ++reopens;
-                      if (!device_back)
-                        return MakeError(ErrorCode::kRDMANotSupported, "no device yet");
-                      return std::unique_ptr<Fabric>(new EventedSoftFabric(&why_new, &reopen_new));
+                      return MakeError(ErrorCode::kRDMANotSupported, "not asked for");
                     });
   ASSERT_TRUE(svc.available());
   EXPECT_EQ(svc.unavailable_reason(), "");
-  // Port down: 501 naming it, no reopen attempted.
-  why_old = "port 1 went down";
+  old_dev.Set("port 1 is down", false);
   EXPECT_FALSE(svc.available());
-  EXPECT_NE(svc.unavailable_reason().find("port 1 went down"), std::string::npos);
+  EXPECT_NE(svc.unavailable_reason().find("port 1 is down"), std::string::npos);
   RdmaToken t;
   t.rsize = 10;
   auto r = svc.PushToClient(t, {"127.0.0.1"}, 10,
@@ -327,38 +380,58 @@ TEST(DegradedFabricTest, PortDownAnswers501AndADeadDeviceIsReopened) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::kRDMANotSupported);
   EXPECT_NE(r.error().message.find("degraded"), std::string::npos) << r.error().message;
+  EXPECT_EQ(svc.Decline().details, r.error().details);  // RDMADeclineReason = degraded
+  ASSERT_EQ(r.error().details.size(), 1u);
+  EXPECT_EQ(r.error().details[0].second, "degraded");
   auto body = svc.PullFromClient(t, {"127.0.0.1"});
   ASSERT_FALSE(body.ok());
   EXPECT_EQ(body.error().code, ErrorCode::kRDMANotSupported);
-  EXPECT_EQ(reopens, 0);
-  // Back up: serving again.
-  why_old = "";
+  // A port down is not a dead device: the fabric is kept, nothing is reopened.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(reopens.load(), 0);
+  old_dev.Set("", false);
   EXPECT_TRUE(svc.available());
-  // The device fails: down; the reopen is tried, fails (device not back), and is not retried
-  // before its 5 s backoff.
-  why_old = "the device reported a fatal error; reopening it";
-  reopen_old = true;
-  EXPECT_FALSE(svc.available());
-  EXPECT_EQ(reopens, 1);
-  device_back = true;
-  EXPECT_FALSE(svc.available());
-  EXPECT_EQ(reopens, 1);
 }
 
-TEST(DegradedFabricTest, AReopenReplacesTheFabricAndItsBuffers) {
-  std::string why_old = "the device reported a fatal error; reopening it", why_new;
-  bool reopen_old = true, reopen_new = false;
-  int reopens = 0;
-  S3RdmaService svc(std::make_unique<EventedSoftFabric>(&why_old, &reopen_old), "", {},
-                    [&]() -> Result<std::unique_ptr<Fabric>> {
-                      ++reopens;
-                      return std::unique_ptr<Fabric>(new EventedSoftFabric(&why_new, &reopen_new));
-                    });
-  EXPECT_TRUE(svc.available());  // reopened on this call
-  EXPECT_EQ(reopens, 1);
-  EXPECT_EQ(svc.unavailable_reason(), "");
-  EXPECT_TRUE(svc.available());
-  EXPECT_EQ(reopens, 1);
+TEST(DegradedFabricTest, ARemovedDeviceIsFreedAtOnceAndReopenedWithItsRcListener) {
+  DeviceStateForTest old_dev, new_dev;
+  std::atomic<bool> device_back{false};
+  std::atomic<int> reopens{0};
+  auto svc = std::make_unique<S3RdmaService>(
+      std::make_unique<EventedSoftFabric>(&old_dev), "", FastMonitor(),
+      [&]() -> Result<std::unique_ptr<Fabric>> {
+        ++reopens;
+        if (!device_back) return MakeError(ErrorCode::kRDMANotSupported, "no device yet");
+        return std::unique_ptr<Fabric>(new EventedSoftFabric(&new_dev));
+      });
+  ASSERT_TRUE(svc->ListenRc(0).ok());
+  const uint16_t port = svc->rc_port();
+  ASSERT_NE(port, 0);
+  EXPECT_TRUE(Listening(port));
+  // Removed: the monitor frees the listener and the fabric without waiting for a request, and
+  // token requests get the degraded decline naming why.
+  old_dev.Set("the RDMA device rxe0 was removed (rdma_cm reported DEVICE_REMOVAL)", true);
+  EXPECT_TRUE(Eventually([&] { return !Listening(port); }));
+  EXPECT_FALSE(svc->available());
+  EXPECT_EQ(svc->unavailable_reason(),
+            "the verbs fabric is degraded: the RDMA device rxe0 was removed (rdma_cm reported "
+            "DEVICE_REMOVAL)");
+  ASSERT_EQ(svc->Decline().details.size(), 1u);
+  EXPECT_EQ(svc->Decline().details[0].second, "degraded");
+  EXPECT_EQ(svc->rc_port(), port);
+  // Attempts back off while the device is away (10, 20, 40, 40 ms...): a few, not a spin.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_GE(reopens.load(), 2);
+  EXPECT_LE(reopens.load(), 12);
+  // Back: serving again, the RC listener on the same port.
+  device_back = true;
+  EXPECT_TRUE(Eventually([&] { return svc->available(); }));
+  EXPECT_EQ(svc->unavailable_reason(), "");
+  EXPECT_TRUE(Listening(port));
+  const int after = reopens.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(reopens.load(), after);  // nothing more to do
+  svc.reset();  // the monitor stops
 }
 
 }  // namespace

@@ -511,3 +511,43 @@ TEST(VerbsPlanTest, RailChosenByTheTokensSubnetThenTheArrivalInterface) {
 
 }  // namespace
 }  // namespace rdmastor::rdma
+
+namespace rdmastor::rdma {
+namespace {
+
+TEST(VerbsPlanTest, LooksAtTheDeviceDriveTheRcFabricState) {
+  const FabricState ready;
+  // The port goes down and comes back: degraded, then ready.
+  DeviceObservation down;
+  down.port_active = false;
+  auto degraded = ObserveDevice(down, 1, ready);
+  EXPECT_EQ(degraded.health, FabricHealth::kDegraded);
+  EXPECT_NE(degraded.reason.find("port 1 is down"), std::string::npos);
+  EXPECT_EQ(ObserveDevice({}, 1, degraded).health, FabricHealth::kReady);
+  // Removed (rdma link delete): down, from ready or degraded, and it stays down whatever is seen
+  // after (the fabric is replaced, never revived).
+  DeviceObservation removed;
+  removed.removed = true;
+  auto gone = ObserveDevice(removed, 1, degraded);
+  EXPECT_EQ(gone.health, FabricHealth::kDown);
+  EXPECT_NE(gone.reason.find("removed"), std::string::npos);
+  EXPECT_EQ(ObserveDevice({}, 1, gone).health, FabricHealth::kDown);
+  EXPECT_EQ(ObserveDevice(down, 1, gone).reason, gone.reason);
+  // A port query that fails: the context is dead.
+  DeviceObservation failed;
+  failed.query_failed = true;
+  EXPECT_EQ(ObserveDevice(failed, 1, ready).health, FabricHealth::kDown);
+}
+
+TEST(VerbsPlanTest, ReopenAttemptsBackOffToACap) {
+  using std::chrono::milliseconds;
+  ReopenBackoff b(milliseconds(250), milliseconds(4000));
+  std::vector<int64_t> seen;
+  for (int i = 0; i < 8; ++i) seen.push_back(b.Next().count());
+  EXPECT_EQ(seen, (std::vector<int64_t>{250, 500, 1000, 2000, 4000, 4000, 4000, 4000}));
+  b.Reset();
+  EXPECT_EQ(b.Next().count(), 250);
+}
+
+}  // namespace
+}  // namespace rdmastor::rdma

@@ -161,7 +161,11 @@ Result<CmChoice> CmDevice(const RcSettings& s) {
   auto devices = QueryDevices();
   if (!devices.ok())
     return MakeError(ErrorCode::kRDMANotSupported, "no RDMA device: " + devices.error().message);
-  auto choice = SelectRcDevice(*devices, s.device, s.port, BoundDevice(s.source_ip));
+  const std::string bound = BoundDevice(s.source_ip);
+  if (s.require_source_device && bound.empty())
+    return MakeError(ErrorCode::kRDMANotSupported,
+                     s.source_ip + " is not the address of an RDMA device (yet)");
+  auto choice = SelectRcDevice(*devices, s.device, s.port, bound);
   if (!choice.ok()) return choice.error();
   const DevicePick* pick = &choice->pick;
   int n = 0;
@@ -192,6 +196,128 @@ int MaxReadAtomic(ibv_context* ctx, bool initiator) {
   if (ibv_query_device(ctx, &attr) != 0) return 1;
   return std::clamp(initiator ? attr.max_qp_init_rd_atom : attr.max_qp_rd_atom, 1, 16);
 }
+
+// An rdma_cm id bound to an address of one device, on a channel of its own. rdma_cm tells it
+// DEVICE_REMOVAL when the device goes (rdma link delete, a driver unbind), and while it lives
+// librdmacm keeps its context of the device open: the PD, CQs and registrations a fabric makes in
+// that context must be freed before it, so it is destroyed last. The kernel removes the device's
+// uverbs node first, so a device that left the verbs list (its dev_path is gone) counts as
+// removed too: on drivers that cannot disassociate a context (rxe, siw) that is all a process
+// sees until it closes every object of the device. Thread-safe.
+class DeviceSentinel {
+ public:
+  // ip: an IPv4 address (host order) of the device; 0: the first IPv4-mapped GID of `port`.
+  DeviceSentinel(ibv_context* ctx, uint32_t ip, int port)
+      : name_(ibv_get_device_name(ctx->device)), dev_path_(ctx->device->dev_path) {
+    if (!ip) ip = Ipv4OfPort(ctx, port);
+    ch_.reset(rdma_create_event_channel());
+    if (!ip || !ch_ || rdma_create_id(ch_.get(), &id_, nullptr, RDMA_PS_TCP)) return;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(ip);
+    if (rdma_bind_addr(id_, reinterpret_cast<sockaddr*>(&a)) != 0 || id_->verbs != ctx) {
+      rdma_destroy_id(id_);
+      id_ = nullptr;
+      return;
+    }
+    if (int fl = fcntl(ch_->fd, F_GETFL); fl >= 0) fcntl(ch_->fd, F_SETFL, fl | O_NONBLOCK);
+  }
+  ~DeviceSentinel() {
+    if (id_) rdma_destroy_id(id_);
+    ch_.reset();
+    // librdmacm closes its context of a removed device when it next syncs its device list and
+    // nobody holds the device: now. (It cannot when no RDMA device is left at all: docs/
+    // runbook.md, "RDMA device removal".)
+    if (removed_)
+      if (ibv_context** list = rdma_get_devices(nullptr)) rdma_free_devices(list);
+  }
+  const std::string& device() const { return name_; }
+
+  // "" while the device is there; else how it went.
+  std::string Gone() {
+    std::lock_guard lock(mu_);
+    if (removed_) return why_;
+    if (id_) {
+      rdma_cm_event* ev = nullptr;
+      while (rdma_get_cm_event(ch_.get(), &ev) == 0) {
+        bool removal = ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL;
+        rdma_ack_cm_event(ev);
+        if (removal) return Mark("rdma_cm reported DEVICE_REMOVAL");
+      }
+    }
+    if (access(dev_path_.c_str(), F_OK) != 0) return Mark("it left the verbs device list");
+    return "";
+  }
+  // The listener saw DEVICE_REMOVAL on an id of this device.
+  void Removed(const std::string& how) {
+    std::lock_guard lock(mu_);
+    if (!removed_) Mark(how);
+  }
+
+ private:
+  std::string Mark(const std::string& how) {
+    removed_ = true;
+    why_ = "the RDMA device " + name_ + " was removed (" + how + ")";
+    spdlog::error("verbs RC: {}: freeing everything made on it", why_);
+    return why_;
+  }
+  static uint32_t Ipv4OfPort(ibv_context* ctx, int port) {
+    ibv_port_attr pa{};
+    if (ibv_query_port(ctx, static_cast<uint8_t>(port), &pa) != 0) return 0;
+    for (int i = 0; i < pa.gid_tbl_len; ++i) {
+      ibv_gid g{};
+      if (ibv_query_gid(ctx, static_cast<uint8_t>(port), i, &g) != 0) continue;
+      static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+      if (std::memcmp(g.raw, kMapped, 12) == 0)
+        return uint32_t{g.raw[12]} << 24 | uint32_t{g.raw[13]} << 16 | uint32_t{g.raw[14]} << 8 |
+               g.raw[15];
+    }
+    return 0;
+  }
+
+  std::string name_, dev_path_;
+  std::mutex mu_;
+  ChannelPtr ch_;
+  rdma_cm_id* id_ = nullptr;
+  bool removed_ = false;
+  std::string why_;
+};
+
+// The fabric's health as a look at its device finds it (ObserveDevice), at most every 250 ms:
+// requests ask on every call.
+class DeviceLook {
+ public:
+  DeviceLook(ibv_context* ctx, int port) : ctx_(ctx), port_(port) {}
+  FabricState Now(DeviceSentinel& sentinel) {
+    std::lock_guard lock(mu_);
+    auto now = std::chrono::steady_clock::now();
+    if (now < next_) return state_;
+    next_ = now + std::chrono::milliseconds(250);
+    DeviceObservation seen;
+    std::string gone = sentinel.Gone();
+    seen.removed = !gone.empty();
+    if (!seen.removed) {
+      ibv_port_attr pa{};
+      seen.query_failed = ibv_query_port(ctx_, static_cast<uint8_t>(port_), &pa) != 0;
+      seen.port_active = pa.state == IBV_PORT_ACTIVE;
+    }
+    FabricState next = ObserveDevice(seen, port_, state_);
+    if (seen.removed && next.health == FabricHealth::kDown && state_.health != FabricHealth::kDown)
+      next.reason = gone + "; reopening it when it is back";
+    if (next.health != state_.health)
+      spdlog::warn("verbs RC: {} port {}: {}{}", sentinel.device(), port_,
+                   FabricHealthName(next.health), next.reason.empty() ? "" : ": " + next.reason);
+    state_ = next;
+    return state_;
+  }
+
+ private:
+  ibv_context* ctx_;
+  int port_;
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point next_{};
+  FabricState state_;
+};
 
 class RcMr final : public MemoryRegion {
  public:
@@ -292,15 +418,27 @@ class RcEndpoint final : public Endpoint {
 
 class RcFabric final : public Fabric {
  public:
-  RcFabric(ibv_context* ctx, ibv_pd* pd, RcSettings s, bool bind_source)
+  RcFabric(ibv_context* ctx, ibv_pd* pd, RcSettings s, bool bind_source,
+           std::unique_ptr<DeviceSentinel> sentinel)
       : ctx_(ctx),
         pd_(pd),
         settings_(std::move(s)),
         bind_source_(bind_source),
         rd_atomic_(MaxReadAtomic(ctx, true)),
-        queues_(ClampQueues(settings_.cq_depth, 0, /*recv_wr=*/1, Limits(ctx))) {}
-  ~RcFabric() override { ibv_dealloc_pd(pd_); }
+        queues_(ClampQueues(settings_.cq_depth, 0, /*recv_wr=*/1, Limits(ctx))),
+        sentinel_(std::move(sentinel)),
+        look_(ctx, settings_.port) {}
+  ~RcFabric() override { ibv_dealloc_pd(pd_); }  // before sentinel_: it keeps ctx_ open
   std::string_view name() const override { return "verbs"; }
+
+  // Port down: 501 until it is active again; device removed or failed: 501, and the owner frees
+  // this fabric and everything made with it, then creates a new one (S3RdmaService's monitor).
+  std::string Unavailable() const override {
+    auto st = look_.Now(*sentinel_);
+    return st.health == FabricHealth::kReady ? "" : st.reason;
+  }
+  bool NeedsReopen() const override { return look_.Now(*sentinel_).health == FabricHealth::kDown; }
+  DeviceSentinel& sentinel() { return *sentinel_; }
 
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override {
@@ -403,6 +541,8 @@ class RcFabric final : public Fabric {
   int rd_atomic_;
   QueueSizes queues_;  // per QP; its CQ holds every completion that can be outstanding
   std::atomic<uint64_t> next_vector_{0};  // CQs created so far (CompletionVector)
+  std::unique_ptr<DeviceSentinel> sentinel_;
+  mutable DeviceLook look_;
 };
 
 // The target: an rdma_cm listener on one IPv4 address; every accepted connection is a
@@ -845,9 +985,10 @@ class RcServerListener final : public RcListener {
         continue;
       }
       rdma_ack_cm_event(ev);  // before rdma_migrate_id or destroying the id, which wait for it
-      if (type == RDMA_CM_EVENT_DEVICE_REMOVAL && id == listen_) {
-        spdlog::error("verbs RC: the RDMA device was removed: no new RC connections");
-        continue;
+      if (type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+        // The service's monitor frees the listener, the connections and the fabric.
+        fabric_->sentinel().Removed("rdma_cm reported DEVICE_REMOVAL to the RC listener");
+        if (id == listen_) continue;
       }
       auto it = std::find_if(accepting_.begin(), accepting_.end(),
                              [id](const Accepting& a) { return a.ep->id() == id; });
@@ -896,6 +1037,7 @@ class RcClientTarget final : public Target {
     t->ip_ = *source;
     t->settings_ = s;
     t->responder_ = MaxReadAtomic(cm->ctx, false);
+    t->sentinel_ = std::make_unique<DeviceSentinel>(cm->ctx, *source, s.port);
     return std::unique_ptr<Target>(std::move(t));
   }
 
@@ -903,7 +1045,10 @@ class RcClientTarget final : public Target {
     for (auto& [key, c] : conns_) Drop(c);
     if (pd_ && ibv_dealloc_pd(pd_) != 0)
       spdlog::warn("verbs RC client: protection domain still in use at shutdown");
+    sentinel_.reset();  // last: librdmacm's context stays open while it lives
   }
+
+  std::string Lost() override { return sentinel_ ? sentinel_->Gone() : std::string(); }
 
   RemoteAddress address() const override {
     RemoteAddress a;
@@ -929,14 +1074,21 @@ class RcClientTarget final : public Target {
     }
     std::string name = soft::net::Ipv4String(server_ip) + ":" + std::to_string(port);
     Conn c;
-    c.ch.reset(rdma_create_event_channel());
-    if (!c.ch) return RcError("rdma_create_event_channel", errno);
-    if (rdma_create_id(c.ch.get(), &c.id, nullptr, RDMA_PS_TCP))
-      return RcError("rdma_create_id", errno);
+    // Every failure names its step (RDMAStep) and the server: "connect to 10.0.0.1:9100: no
+    // rdma_cm event within 3000 ms".
+    std::string step = "open device";
     auto fail = [&](Error e) {
       Drop(c);
-      return e;
+      if (e.message.rfind("verbs RC: ", 0) == 0) e.message.erase(0, 10);
+      e.message = "verbs RC client: " + step + " (" + name + "): " + e.message;
+      return ClientTransportError(step, std::move(e));
     };
+    if (auto gone = sentinel_ ? sentinel_->Gone() : std::string(); !gone.empty())
+      return fail(MakeError(ErrorCode::kRDMANotSupported, gone));
+    c.ch.reset(rdma_create_event_channel());
+    if (!c.ch) return fail(RcError("rdma_create_event_channel", errno));
+    if (rdma_create_id(c.ch.get(), &c.id, nullptr, RDMA_PS_TCP))
+      return fail(RcError("rdma_create_id", errno));
     if (auto st = SetTos(c.id, settings_.tos); !st.ok()) return fail(st.error());
     const auto t = settings_.connect_timeout;
     sockaddr_in src{}, dst{};
@@ -944,19 +1096,22 @@ class RcClientTarget final : public Target {
     src.sin_addr.s_addr = htonl(ip_);
     dst.sin_addr.s_addr = htonl(server_ip);
     dst.sin_port = htons(port);
+    step = "resolve address";
     if (rdma_resolve_addr(c.id, reinterpret_cast<sockaddr*>(&src),
                           reinterpret_cast<sockaddr*>(&dst), static_cast<int>(t.count())))
-      return fail(RcError("rdma_resolve_addr " + name, errno));
-    if (auto st = Expect(c.ch.get(), RDMA_CM_EVENT_ADDR_RESOLVED, t, "resolve " + name); !st.ok())
+      return fail(RcError("rdma_resolve_addr", errno));
+    if (auto st = Expect(c.ch.get(), RDMA_CM_EVENT_ADDR_RESOLVED, t, step); !st.ok())
       return fail(st.error());
+    step = "resolve route";
     if (rdma_resolve_route(c.id, static_cast<int>(t.count())))
-      return fail(RcError("rdma_resolve_route " + name, errno));
-    if (auto st = Expect(c.ch.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, t, "route " + name); !st.ok())
+      return fail(RcError("rdma_resolve_route", errno));
+    if (auto st = Expect(c.ch.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, t, step); !st.ok())
       return fail(st.error());
+    step = "connect";
     if (c.id->verbs != ctx_)
       return fail(MakeError(ErrorCode::kRDMANotSupported,
-                            "verbs RC client: the route to " + name + " leaves through " +
-                                ibv_get_device_name(c.id->verbs->device) + ", not " +
+                            "the route leaves through " +
+                                std::string(ibv_get_device_name(c.id->verbs->device)) + ", not " +
                                 ibv_get_device_name(ctx_->device)));
     c.cq = ibv_create_cq(ctx_, 4, nullptr, nullptr, 0);
     if (!c.cq) return fail(RcError("ibv_create_cq", errno));
@@ -979,7 +1134,7 @@ class RcClientTarget final : public Target {
     cp.initiator_depth = 0;
     cp.retry_count = 7;
     cp.rnr_retry_count = 7;
-    if (rdma_connect(c.id, &cp)) return fail(RcError("rdma_connect " + name, errno));
+    if (rdma_connect(c.id, &cp)) return fail(RcError("rdma_connect", errno));
     auto ev = NextEventWithData(c.ch.get(), t);
     if (!ev.ok()) return fail(ev.error());
     soft::wire::RcWelcome w;
@@ -989,10 +1144,9 @@ class RcClientTarget final : public Target {
         w.status != soft::wire::kRcAccepted || w.connection == 0)
       return fail(
           MakeError(ErrorCode::kRDMANotSupported,
-                    "verbs RC client: " + name +
-                        (ev->type == RDMA_CM_EVENT_REJECTED && w.status == soft::wire::kRcRefused
-                             ? " refused the connection (its RC connection limits)"
-                             : std::string(" did not accept: ") + rdma_event_str(ev->type))));
+                    ev->type == RDMA_CM_EVENT_REJECTED && w.status == soft::wire::kRcRefused
+                        ? "the server refused the connection (its RC connection limits)"
+                        : std::string("the server did not accept: ") + rdma_event_str(ev->type)));
     c.info.id = w.connection;
     c.info.self = address();
     c.info.self.qpn = c.id->qp->qp_num;
@@ -1029,6 +1183,7 @@ class RcClientTarget final : public Target {
   int responder_ = 1;
   std::mutex mu_;
   std::map<uint64_t, Conn> conns_;
+  std::unique_ptr<DeviceSentinel> sentinel_;
 };
 
 }  // namespace
@@ -1046,7 +1201,11 @@ Result<std::unique_ptr<Fabric>> CreateVerbsRcFabric(const RcSettings& settings) 
   spdlog::info("verbs RC fabric: {} (inter-node RDMA over RC queue pairs, librdmacm){}",
                ibv_get_device_name(cm->ctx->device),
                cm->bind_source ? ", connections from " + settings.source_ip : std::string());
-  return std::unique_ptr<Fabric>(new verbs::RcFabric(cm->ctx, pd, settings, cm->bind_source));
+  auto source = soft::ParseIpv4(settings.source_ip);
+  auto sentinel = std::make_unique<verbs::DeviceSentinel>(
+      cm->ctx, cm->bind_source && source ? *source : 0, settings.port);
+  return std::unique_ptr<Fabric>(
+      new verbs::RcFabric(cm->ctx, pd, settings, cm->bind_source, std::move(sentinel)));
 }
 
 Result<std::unique_ptr<Target>> StartVerbsRcTarget(const std::string& bind_ip,
