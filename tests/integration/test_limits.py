@@ -317,6 +317,17 @@ def test_fd_exhaustion_backs_off_and_recovers(server_factory):
     assert len(srv.log_text()) - log_before < 8192
 
 
+def _rss_settled(srv, base, peak, fraction):
+    """RSS in KiB once the growth over base is below (peak - base) / fraction, or after 10 s."""
+    after = peak
+    for _ in range(20):  # bounded: 10 s
+        time.sleep(0.5)
+        after = srv.rss_kib()
+        if after - base < (peak - base) // fraction:
+            break
+    return after
+
+
 def _burst(srv, n, base):
     """Holds n connections with an 8 KB partial header, closes them; (peak, after) RSS in KiB."""
     socks = []
@@ -326,12 +337,7 @@ def _burst(srv, n, base):
         peak = srv.rss_kib()
     finally:
         _close_all(socks)
-    after = peak
-    for _ in range(20):  # bounded: 10 s
-        time.sleep(0.5)
-        after = srv.rss_kib()
-        if after - base < (peak - base) // 2:
-            break
+    after = _rss_settled(srv, base, peak, 2)
     print(f"RSS base {base} KiB, with {n} half-open connections {peak} KiB, after {after} KiB")
     return peak, after
 
@@ -378,12 +384,7 @@ def test_memory_released_after_slow_readers_leave(server_factory, tmp_path):
         peak = srv.rss_kib()
     finally:
         _close_all(socks)
-    after = peak
-    for _ in range(20):  # bounded: 10 s
-        time.sleep(0.5)
-        after = srv.rss_kib()
-        if after - base < (peak - base) // 4:
-            break
+    after = _rss_settled(srv, base, peak, 4)
     print(f"RSS base {base} KiB, with 40 slow readers {peak} KiB, after {after} KiB")
     assert peak - base > 32 * 1024, "the slow readers did not hold their read-ahead"
     assert after - base < (peak - base) // 4, (base, peak, after)
