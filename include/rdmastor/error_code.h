@@ -138,6 +138,7 @@ namespace rdmastor {
   X(kNoSuchPolicy, "XMinioAdminNoSuchPolicy", 404, "The canned policy does not exist.")     \
   X(kInvalidEncryptionAlgorithm, "InvalidEncryptionAlgorithmError", 400,                           \
     "The encryption request you specified is not valid. The valid value is AES256.")               \
+  X(kKmsNotFound, "KMS.NotFoundException", 400, "Invalid keyId")                                   \
   X(kServerSideEncryptionConfigurationNotFound, "ServerSideEncryptionConfigurationNotFoundError",  \
     404, "The server side encryption configuration was not found")                              \
   X(kInvalidBucketState, "InvalidBucketState", 409,                                                \

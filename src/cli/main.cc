@@ -73,6 +73,7 @@ rdmastor::s3::ApiOptions ApiOptionsFor(const rdmastor::cli::ServerConfig& cfg,
   o.secure_transport = !cfg.tls_cert.empty();
   o.sse.allow_sse_c_over_http = cfg.sse_c_allow_http;
   o.sse.ring = cfg.kms;
+  o.sse.kms = cfg.kms_service;
   o.iam.refresh = std::chrono::milliseconds(cfg.iam_refresh_ms);
   o.ops.access_key = cfg.root_user;
   o.ops.secret_key = cfg.root_password;

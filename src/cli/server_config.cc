@@ -534,6 +534,17 @@ Result<ServerConfig> ServerConfigFromFlags(const ServerFlags& flags, const EnvMa
     auto ring = crypto::ParseKeyRing(cur.c_str(), prev.c_str());
     if (!ring.ok()) return ring.error();
     cfg.kms = std::move(*ring);
+    const std::string key_dir = get("RDMASTOR_KMS_KEY_DIR");
+    const std::string default_id = get("RDMASTOR_KMS_DEFAULT_KEY_ID");
+    if (cfg.kms || !key_dir.empty()) {
+      auto service = crypto::LocalKms::Load(cfg.kms, key_dir, default_id);
+      if (!service.ok()) return service.error();
+      cfg.kms_service = std::move(*service);
+    } else if (!default_id.empty()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "RDMASTOR_KMS_DEFAULT_KEY_ID is set but no KMS key is configured "
+                       "(MINIO_KMS_SECRET_KEY or RDMASTOR_KMS_KEY_DIR)");
+    }
   }
   if (auto v = get("RDMASTOR_KMS_RESEAL"); !v.empty()) {
     std::string lower = v;

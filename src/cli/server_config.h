@@ -12,6 +12,7 @@
 #include "cluster/internode_rdma.h"
 #include "cluster/peer_timings.h"
 #include "common/result.h"
+#include "crypto/kms.h"
 #include "crypto/keys.h"
 #include "erasure/layout.h"
 #include "rdma/settings.h"
@@ -33,6 +34,9 @@ struct ServerConfig {
   bool region_configured = false;  // MINIO_REGION / MINIO_SITE_REGION set (LocationConstraint)
   std::vector<std::string> domains;
   std::optional<crypto::KeyRing> kms;     // MINIO_KMS_SECRET_KEY (+ previous keys): SSE-S3
+  // SSE-KMS's key service: MINIO_KMS_SECRET_KEY's keys and RDMASTOR_KMS_KEY_DIR's, default
+  // RDMASTOR_KMS_DEFAULT_KEY_ID; null when neither is configured (aws:kms answers 501).
+  std::shared_ptr<const crypto::Kms> kms_service;
   bool kms_reseal = false;                 // RDMASTOR_KMS_RESEAL=on: re-seal under the current key
   bool sse_c_allow_http = false;           // RDMASTOR_SSE_C_ALLOW_HTTP=on: SSE-C without TLS
   bool prometheus_public = false;          // MINIO_PROMETHEUS_AUTH_TYPE=public (default jwt)

@@ -41,6 +41,7 @@ class KeyRing {
   KeyRing(MasterKey current, std::vector<MasterKey> previous)
       : current_(std::move(current)), previous_(std::move(previous)) {}
   const MasterKey& current() const { return current_; }
+  const std::vector<MasterKey>& previous() const { return previous_; }
   const MasterKey* Find(std::string_view id) const;
 
  private:

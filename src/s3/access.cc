@@ -30,6 +30,7 @@ constexpr std::string_view kHeaderKeys[] = {
     "x-amz-copy-source",
     "x-amz-metadata-directive",
     "x-amz-server-side-encryption",
+    "x-amz-server-side-encryption-aws-kms-key-id",
     "x-amz-storage-class",
     "x-amz-grant-read",
     "x-amz-grant-write",

@@ -222,15 +222,15 @@ Reply HandleBucketPolicyRequest(const Env& env, S3Request& r) {
   return out;
 }
 
-// ?encryption on a bucket: the default encryption of new objects (SSE-S3 only: SSE-C cannot be a
-// default, aws:kms needs a KMS).
+// ?encryption on a bucket: the default encryption of new objects (SSE-S3, or SSE-KMS with a KMS;
+// SSE-C cannot be a default).
 Reply HandleBucketEncryption(const Env& env, S3Request& r) {
   if (r.op == S3Op::kGetBucketEncryption) {
     auto info = env.store.GetBucketInfo(r.bucket);
     if (!info.ok()) return info.error();
     if (info->encryption.empty())
       return MakeError(ErrorCode::kServerSideEncryptionConfigurationNotFound);
-    return XmlReply(EncryptionConfigXml(info->encryption));
+    return XmlReply(EncryptionConfigXml(DecodeEncryptionDefault(info->encryption)));
   }
   if (r.op == S3Op::kDeleteBucketEncryption) {
     if (auto st = env.store.SetBucketEncryption(r.bucket, ""); !st.ok()) return st.error();
@@ -238,13 +238,14 @@ Reply HandleBucketEncryption(const Env& env, S3Request& r) {
   }
   auto body = ReadXmlBody(r);
   if (!body.ok()) return body.error();
-  auto algo = ParseEncryptionConfig(*body);
-  if (!algo.ok()) return algo.error();
-  if (!env.sse->ring)
+  auto def = ParseEncryptionConfig(*body, *env.sse);
+  if (!def.ok()) return def.error();
+  if (def->algorithm == "AES256" && !env.sse->ring)
     return MakeError(ErrorCode::kNotImplemented,
                      "Server side encryption specified but KMS is not configured: "
                      "set MINIO_KMS_SECRET_KEY to enable SSE-S3.");
-  if (auto st = env.store.SetBucketEncryption(r.bucket, *algo); !st.ok()) return st.error();
+  if (auto st = env.store.SetBucketEncryption(r.bucket, EncodeEncryptionDefault(*def)); !st.ok())
+    return st.error();
   return EmptyReply(200);
 }
 

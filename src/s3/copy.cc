@@ -266,7 +266,7 @@ Reply HandleUploadPartCopy(const Env& env, S3Request& ctx) {
       });
   if (!part.ok()) return ErrorReply(part.error());
   HeaderList extra;
-  AddSseHeaders(extra, kind, sse);
+  AddStoredSseHeaders(extra, upload->internal, sse);
   return XmlReply(CopyPartResultXml(part->etag, part->mtime_ns, part->checksums), 200, extra);
 }
 

@@ -106,10 +106,10 @@ std::optional<int64_t> ParseInt(std::string_view s) {
   }
   return neg ? -v : v;
 }
-// The ETag a write records from its plaintext MD5 (hex): SSE-C data gets a keyed digest (AWS:
-// not the MD5 of the data); SSE-S3 and plain data the MD5.
+// The ETag a write records from its plaintext MD5 (hex): SSE-C and SSE-KMS data get a keyed
+// digest (AWS: not the MD5 of the data); SSE-S3 and plain data the MD5.
 std::string WriteEtag(SseKind kind, const std::optional<crypto::Key>& key, std::string md5_hex) {
-  if (kind == SseKind::kC && key) return SseCEtag(*key, md5_hex);
+  if ((kind == SseKind::kC || kind == SseKind::kKms) && key) return SseCEtag(*key, md5_hex);
   return md5_hex;
 }
 // The encryption a new object gets (SSE-C / x-amz-server-side-encryption headers, else the

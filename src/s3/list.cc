@@ -54,6 +54,9 @@ std::vector<ListedMetadata> ListedMetadataOf(S3Request& r,
         case SseKind::kS3:
           m.emplace_back("X-Amz-Server-Side-Encryption", "AES256");
           break;
+        case SseKind::kKms:
+          m.emplace_back("X-Amz-Server-Side-Encryption", "aws:kms");
+          break;
         case SseKind::kC:
           m.emplace_back("X-Amz-Server-Side-Encryption-Customer-Algorithm", "AES256");
           break;

@@ -82,7 +82,7 @@ Reply HandleUploadPart(const Env& env, S3Request& ctx) {
                               });
   if (!part.ok()) return ErrorReply(RdmaUploadError(rdma->get(), part.error()));
   HeaderList extra{{"ETag", Quote(part->etag)}};
-  AddSseHeaders(extra, kind, sse);
+  AddStoredSseHeaders(extra, upload->internal, sse);
   for (const auto& [algo, value] : part->checksums)
     extra.emplace_back("x-amz-checksum-" + algo, value);
   AddRdmaUploadReply(rdma->get(), extra, stored.enc ? stored.enc->plaintext_bytes() : 0);
@@ -102,10 +102,10 @@ Reply HandleCompleteMultipartUpload(const Env& env, S3Request& ctx) {
   // An SSE-C key sent with Complete must be the upload's; AWS requires it only when the upload
   // has a checksum algorithm.
   SseRequest sse;
-  SseKind kind = SseKind::kNone;
+  std::map<std::string, std::string> sse_internal;  // the upload's encryption, for the reply
   if (auto upload = env.store.GetUploadOptions(ctx.bucket, ctx.key, ctx.Q("uploadId"));
       upload.ok()) {
-    kind = SseKindOf(upload->internal);
+    sse_internal = upload->internal;
     auto object_key = UploadKey(*env.sse, ctx.req, *upload, ctx.bucket, ctx.key, &sse,
                                 /*required=*/!upload->checksum_algorithm.empty());
     if (!object_key.ok()) return ErrorReply(object_key.error());
@@ -125,8 +125,10 @@ Reply HandleCompleteMultipartUpload(const Env& env, S3Request& ctx) {
   if (!info.ok()) return ErrorReply(info.error());
   HeaderList extra;
   if (!info->version_id.empty()) extra.emplace_back("x-amz-version-id", info->version_id);
-  if (kind == SseKind::kNone) kind = SseKindOf(info->internal);  // a retried Complete
-  if (kind == SseKind::kS3 || sse.kind == SseKind::kC) AddSseHeaders(extra, kind, sse);
+  if (sse_internal.empty()) sse_internal = info->internal;  // a retried Complete
+  // SSE-C's headers only when the request brought the key (AWS).
+  if (SseKindOf(sse_internal) != SseKind::kC || sse.kind == SseKind::kC)
+    AddStoredSseHeaders(extra, sse_internal, sse);
   std::string location =
       "http://" + ctx.req.HeaderOr("host") + "/" + ctx.bucket + "/" + uri::Encode(ctx.key, false);
   return XmlReply(

@@ -166,6 +166,7 @@ Reply ReadObject(const Env& env, S3Request& ctx, bool head) {
     }
     rdma_token = *token;
   }
+  if (auto st = CheckNoSseOnRead(ctx.req); !st.ok()) return ErrorReply(st.error());
   auto sse = ParseSseCustomer(ctx.req, *env.sse);
   if (!sse.ok()) return ErrorReply(sse.error());
   auto reader_r = ctx.version ? env.store.OpenObjectVersion(ctx.bucket, ctx.key, *ctx.version)
@@ -211,7 +212,7 @@ Reply ReadObject(const Env& env, S3Request& ctx, bool head) {
   AddObjectHeaders(resp, info);
   {
     HeaderList sse_headers;
-    AddSseHeaders(sse_headers, SseKindOf(info.internal), *sse);
+    AddStoredSseHeaders(sse_headers, info.internal, *sse);
     SetHeaders(resp, sse_headers);
   }
   // The lock headers where the caller may read the lock (AWS).

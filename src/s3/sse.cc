@@ -9,10 +9,12 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <pugixml.hpp>
 
 #include "admin/metrics.h"
 #include "common/hash.h"
+#include "common/text.h"
 #include "common/thread_pool.h"
 #include "storage/object_meta.h"
 
@@ -21,7 +23,11 @@ namespace rdmastor::s3 {
 namespace {
 
 constexpr const char* kSseS3 = "SSE-S3";
+constexpr const char* kSseKms = "SSE-KMS";
 constexpr const char* kSseC = "SSE-C";
+constexpr const char* kKmsKeyHeader = "x-amz-server-side-encryption-aws-kms-key-id";
+constexpr const char* kKmsContextHeader = "x-amz-server-side-encryption-context";
+constexpr const char* kBucketKeyHeader = "x-amz-server-side-encryption-bucket-key-enabled";
 
 Error Invalid(ErrorCode code, std::string message) { return MakeError(code, std::move(message)); }
 
@@ -48,6 +54,44 @@ admin::Counter& SseAuthFailures() {
 std::string SealContext(const std::string& kind, const std::string& bucket,
                         const std::string& key) {
   return kind + "\n" + bucket + "\n" + key;
+}
+// SSE-KMS binds the sealed key to the request's encryption context too (as a KMS binds a data
+// key to its context): a sealed key copied with another context does not open.
+std::string KmsSealContext(const std::string& bucket, const std::string& key,
+                           const std::string& context) {
+  return SealContext(kSseKms, bucket, key) + "\n" + context;
+}
+
+// x-amz-server-side-encryption-context: base64 of a JSON object of strings (AWS).
+Status CheckKmsContext(const std::string& b64) {
+  const Error bad = MakeError(ErrorCode::kInvalidArgument,
+                              "The header 'x-amz-server-side-encryption-context' shall be "
+                              "Base64-encoded UTF-8 string holding JSON which represents a "
+                              "string-string map");
+  auto raw = hash::Base64Decode(b64);
+  if (!raw) return bad;
+  auto j = nlohmann::json::parse(*raw, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return bad;
+  for (const auto& [k, v] : j.items())
+    if (!v.is_string()) return bad;
+  return {};
+}
+
+// The key an aws:kms write seals under: the request's, else the bucket's default, else the KMS's.
+Result<std::string> KmsKeyFor(const SseConfig& cfg, const std::string* header,
+                              const std::string& bucket_key_id) {
+  std::string id = header && !header->empty() ? crypto::KmsKeyIdOf(*header) : bucket_key_id;
+  if (id.empty()) id = cfg.kms->DefaultKeyId();
+  if (!cfg.kms->HasKey(id))
+    return MakeError(ErrorCode::kKmsNotFound, "Invalid keyId " + id);
+  return id;
+}
+
+Error KmsNotConfigured() {
+  return MakeError(ErrorCode::kNotImplemented,
+                   "Server-side encryption with a KMS (aws:kms) is not configured: set "
+                   "MINIO_KMS_SECRET_KEY or RDMASTOR_KMS_KEY_DIR. AES256 (SSE-S3) and SSE-C need "
+                   "no KMS key directory.");
 }
 
 }  // namespace
@@ -103,17 +147,39 @@ Result<SseRequest> ParseSseWrite(const HttpRequest& req, const SseConfig& cfg,
                    "encryption method specified");
   if (customer->kind == SseKind::kC) return customer;
   const bool kms = sse && (*sse == "aws:kms" || *sse == "aws:kms:dsse");
-  if (!kms && (req.FindHeader("x-amz-server-side-encryption-aws-kms-key-id") ||
-               req.FindHeader("x-amz-server-side-encryption-context")))
+  if (!kms && (req.FindHeader(kKmsKeyHeader) || req.FindHeader(kKmsContextHeader)))
     return Invalid(ErrorCode::kInvalidArgument,
                    "Server Side Encryption with AWS KMS managed key requires HTTP header "
                    "x-amz-server-side-encryption : aws:kms");
-  std::string algo = sse ? *sse : bucket_default;
+  std::optional<bool> bucket_key_header;
+  if (const std::string* bk = req.FindHeader(kBucketKeyHeader)) {
+    const std::string v = text::ToLower(*bk);
+    if (v != "true" && v != "false")
+      return Invalid(ErrorCode::kInvalidArgument,
+                     "Invalid value for header x-amz-server-side-encryption-bucket-key-enabled");
+    bucket_key_header = v == "true";
+  }
+  const EncryptionDefault def = DecodeEncryptionDefault(bucket_default);
+  std::string algo = sse ? *sse : def.algorithm;
   if (algo.empty()) return customer;  // kNone
-  if (algo == "aws:kms" || algo == "aws:kms:dsse")
+  if (algo == "aws:kms:dsse")
     return Invalid(ErrorCode::kNotImplemented,
-                   "Server-side encryption with a KMS (aws:kms) is not implemented by rdmastor: "
-                   "no KMS is configured. Use AES256 (SSE-S3) or SSE-C.");
+                   "Dual-layer server-side encryption (aws:kms:dsse) is not implemented: use "
+                   "aws:kms.");
+  if (algo == "aws:kms") {
+    if (!cfg.kms) return KmsNotConfigured();
+    SseRequest out;
+    out.kind = SseKind::kKms;
+    auto id = KmsKeyFor(cfg, req.FindHeader(kKmsKeyHeader), sse ? "" : def.kms_key_id);
+    if (!id.ok()) return id.error();
+    out.kms_key_id = *id;
+    if (const std::string* ctx = req.FindHeader(kKmsContextHeader)) {
+      if (auto st = CheckKmsContext(*ctx); !st.ok()) return st.error();
+      out.kms_context = *ctx;
+    }
+    out.bucket_key = bucket_key_header.value_or(sse ? false : def.bucket_key);
+    return out;
+  }
   if (algo != "AES256")
     return Invalid(ErrorCode::kInvalidArgument,
                    "The encryption method specified is not supported");
@@ -138,6 +204,17 @@ Result<NewObjectKey> SealNewObjectKey(const SseConfig& cfg, const SseRequest& ss
         crypto::SealKey(sse.customer_key, out.key, SealContext(kSseC, bucket, key));
     return out;
   }
+  if (sse.kind == SseKind::kKms && cfg.kms) {
+    auto sealed = cfg.kms->Seal(sse.kms_key_id, out.key,
+                                KmsSealContext(bucket, key, sse.kms_context));
+    if (!sealed.ok()) return sealed.error();
+    out.internal[storage::kInternalSse] = kSseKms;
+    out.internal[storage::kInternalKekId] = sse.kms_key_id;
+    out.internal[storage::kInternalSealedKey] = *sealed;
+    if (!sse.kms_context.empty()) out.internal[storage::kInternalKmsContext] = sse.kms_context;
+    if (sse.bucket_key) out.internal[storage::kInternalBucketKey] = "true";
+    return out;
+  }
   if (sse.kind != SseKind::kS3 || !cfg.ring)
     return MakeError(ErrorCode::kInternalError, "no encryption to seal a key for");
   const auto& master = cfg.ring->current();
@@ -151,7 +228,8 @@ Result<NewObjectKey> SealNewObjectKey(const SseConfig& cfg, const SseRequest& ss
 SseKind SseKindOf(const std::map<std::string, std::string>& internal) {
   auto it = internal.find(storage::kInternalSse);
   if (it == internal.end()) return SseKind::kNone;
-  return it->second == kSseC ? SseKind::kC : SseKind::kS3;
+  if (it->second == kSseC) return SseKind::kC;
+  return it->second == kSseKms ? SseKind::kKms : SseKind::kS3;
 }
 
 Result<std::optional<crypto::Key>> OpenObjectKey(const SseConfig& cfg, const SseRequest& sse,
@@ -184,6 +262,23 @@ Result<std::optional<crypto::Key>> OpenObjectKey(const SseConfig& cfg, const Sse
     return Invalid(ErrorCode::kInvalidRequest,
                    "The encryption parameters are not applicable to this object.");
   auto id = internal.find(storage::kInternalKekId);
+  if (kind == SseKind::kKms) {
+    const std::string key_id = id == internal.end() ? "" : id->second;
+    if (!cfg.kms) {
+      spdlog::error("SSE-KMS object {}/{}: no KMS is configured (key '{}')", bucket, key, key_id);
+      return KmsNotConfigured();
+    }
+    auto ctx = internal.find(storage::kInternalKmsContext);
+    auto k = cfg.kms->Unseal(key_id, sealed->second,
+                             KmsSealContext(bucket, key, ctx == internal.end() ? "" : ctx->second));
+    if (!k.ok()) {
+      spdlog::error("SSE-KMS object {}/{}: key '{}': {}", bucket, key, key_id,
+                    k.error().message);
+      if (k.error().code == ErrorCode::kKmsNotFound) return k.error();
+      return MakeError(ErrorCode::kInternalError);
+    }
+    return std::optional<crypto::Key>(*k);
+  }
   const crypto::MasterKey* master =
       cfg.ring && id != internal.end() ? cfg.ring->Find(id->second) : nullptr;
   if (!master) {
@@ -204,10 +299,39 @@ Result<std::optional<crypto::Key>> OpenObjectKey(const SseConfig& cfg, const Sse
 
 void AddSseHeaders(HeaderList& out, SseKind kind, const SseRequest& sse) {
   if (kind == SseKind::kS3) out.emplace_back("x-amz-server-side-encryption", "AES256");
+  if (kind == SseKind::kKms) {
+    out.emplace_back("x-amz-server-side-encryption", "aws:kms");
+    out.emplace_back(kKmsKeyHeader, sse.kms_key_id);
+    if (!sse.kms_context.empty()) out.emplace_back(kKmsContextHeader, sse.kms_context);
+  }
+  if (sse.bucket_key && (kind == SseKind::kKms || kind == SseKind::kS3))
+    out.emplace_back(kBucketKeyHeader, "true");
   if (kind == SseKind::kC) {
     out.emplace_back("x-amz-server-side-encryption-customer-algorithm", "AES256");
     out.emplace_back("x-amz-server-side-encryption-customer-key-MD5", sse.key_md5);
   }
+}
+
+void AddStoredSseHeaders(HeaderList& out, const std::map<std::string, std::string>& internal,
+                         const SseRequest& sse) {
+  const SseKind kind = SseKindOf(internal);
+  SseRequest stored = sse;
+  if (kind == SseKind::kKms) {
+    auto id = internal.find(storage::kInternalKekId);
+    stored.kms_key_id = id == internal.end() ? "" : id->second;
+    stored.kms_context.clear();  // AWS returns the context on writes only
+  }
+  stored.bucket_key = internal.count(storage::kInternalBucketKey) > 0;
+  AddSseHeaders(out, kind, stored);
+}
+
+Status CheckNoSseOnRead(const HttpRequest& req) {
+  for (const char* h : {"x-amz-server-side-encryption", kKmsKeyHeader, kKmsContextHeader,
+                        kBucketKeyHeader})
+    if (req.FindHeader(h))
+      return MakeError(ErrorCode::kInvalidArgument,
+                       std::string(h) + " header is not supported for this operation.");
+  return {};
 }
 
 std::string SseCEtag(const crypto::Key& object_key, const std::string& plaintext_md5_hex) {
@@ -240,8 +364,9 @@ ResealStats ResealObjectKeys(storage::ObjectLayer& store, const crypto::KeyRing&
         ++stats.scanned;
         auto id = o.internal.find(storage::kInternalKekId);
         if (id != o.internal.end() && id->second == current.id) continue;
-        auto key = OpenObjectKey(SseConfig{ring, true, false}, SseRequest{}, o.internal, b.name,
-                                 o.key);
+        SseConfig with_ring;
+        with_ring.ring = ring;
+        auto key = OpenObjectKey(with_ring, SseRequest{}, o.internal, b.name, o.key);
         if (!key.ok() || !*key) {
           ++stats.failed;
           continue;
@@ -298,7 +423,33 @@ std::vector<pugi::xml_node> Elements(const pugi::xml_node& n) {
 
 }  // namespace
 
-Result<std::string> ParseEncryptionConfig(const std::string& xml) {
+std::string EncodeEncryptionDefault(const EncryptionDefault& d) {
+  if (d.algorithm.empty() || (d.algorithm == "AES256" && !d.bucket_key)) return d.algorithm;
+  nlohmann::json j{{"algorithm", d.algorithm}};
+  if (!d.kms_key_id.empty()) j["kms_key_id"] = d.kms_key_id;
+  if (d.bucket_key) j["bucket_key"] = true;
+  return j.dump();
+}
+
+EncryptionDefault DecodeEncryptionDefault(const std::string& stored) {
+  EncryptionDefault d;
+  if (stored.empty() || stored.front() != '{') {
+    d.algorithm = stored;
+    return d;
+  }
+  auto j = nlohmann::json::parse(stored, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    spdlog::error("bucket default encryption record is malformed: {}", stored);
+    d.algorithm = "AES256";  // never store unencrypted what was meant to be encrypted
+    return d;
+  }
+  d.algorithm = j.value("algorithm", std::string("AES256"));
+  d.kms_key_id = j.value("kms_key_id", std::string());
+  d.bucket_key = j.value("bucket_key", false);
+  return d;
+}
+
+Result<EncryptionDefault> ParseEncryptionConfig(const std::string& xml, const SseConfig& cfg) {
   const Error malformed = MakeError(ErrorCode::kMalformedXML);
   pugi::xml_document doc;
   const unsigned opts = pugi::parse_default | pugi::parse_doctype;
@@ -318,10 +469,12 @@ Result<std::string> ParseEncryptionConfig(const std::string& xml) {
   if (rules.size() != 1 || LocalNameOf(rules[0]) != "Rule") return malformed;
   std::string algorithm;
   bool has_kms_key = false;
+  EncryptionDefault out;
   for (const auto& f : Elements(rules[0])) {
     if (LocalNameOf(f) == "BucketKeyEnabled") {
       const std::string v = f.text().get();
       if (v != "true" && v != "false") return malformed;
+      out.bucket_key = v == "true";
       continue;
     }
     if (LocalNameOf(f) != "ApplyServerSideEncryptionByDefault" || !algorithm.empty())
@@ -329,31 +482,45 @@ Result<std::string> ParseEncryptionConfig(const std::string& xml) {
     for (const auto& g : Elements(f)) {
       if (LocalNameOf(g) == "SSEAlgorithm" && algorithm.empty())
         algorithm = g.text().get();
-      else if (LocalNameOf(g) == "KMSMasterKeyID")
+      else if (LocalNameOf(g) == "KMSMasterKeyID" && !has_kms_key) {
         has_kms_key = true;
+        out.kms_key_id = crypto::KmsKeyIdOf(g.text().get());
+      }
       else
         return malformed;
     }
   }
-  if (algorithm == "aws:kms" || algorithm == "aws:kms:dsse")
+  if (algorithm == "aws:kms:dsse")
     return MakeError(ErrorCode::kNotImplemented,
-                     "Server-side encryption with a KMS (aws:kms) is not implemented by rdmastor: "
-                     "no KMS is configured. Use AES256 (SSE-S3).");
+                     "Dual-layer server-side encryption (aws:kms:dsse) is not implemented: use "
+                     "aws:kms.");
+  if (algorithm == "aws:kms") {
+    if (!cfg.kms) return KmsNotConfigured();
+    if (!out.kms_key_id.empty() && !cfg.kms->HasKey(out.kms_key_id))
+      return MakeError(ErrorCode::kKmsNotFound, "Invalid keyId " + out.kms_key_id);
+    out.algorithm = algorithm;
+    return out;
+  }
   if (algorithm != "AES256") return malformed;
   if (has_kms_key)
     return MakeError(ErrorCode::kInvalidArgument,
                      "a KMSMasterKeyID is not applicable if the default sse algorithm is not "
                      "aws:kms or aws:kms:dsse");
-  return algorithm;
+  out.algorithm = algorithm;
+  return out;
 }
 
-std::string EncryptionConfigXml(const std::string& algorithm) {
+std::string EncryptionConfigXml(const EncryptionDefault& d) {
+  // Stored only after HasKey: an id of [A-Za-z0-9._-], nothing to escape.
+  std::string kms_key;
+  if (!d.kms_key_id.empty()) kms_key = "<KMSMasterKeyID>" + d.kms_key_id + "</KMSMasterKeyID>";
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
          "<ServerSideEncryptionConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
          "<Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>" +
-         algorithm +
-         "</SSEAlgorithm></ApplyServerSideEncryptionByDefault>"
-         "<BucketKeyEnabled>false</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>";
+         d.algorithm + "</SSEAlgorithm>" + kms_key +
+         "</ApplyServerSideEncryptionByDefault><BucketKeyEnabled>" +
+         (d.bucket_key ? "true" : "false") +
+         "</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>";
 }
 
 namespace {

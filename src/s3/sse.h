@@ -1,7 +1,7 @@
 // Server-side encryption for the S3 handlers (issue 16): which encryption a request asks for
-// (SSE-S3 `x-amz-server-side-encryption: AES256`, SSE-C `x-amz-server-side-encryption-customer-*`,
-// a bucket's default), the object key of a new object sealed by the master key or the customer's
-// key, the object key of a stored object opened for a read, and a reader that decrypts the stored
+// (SSE-S3 `x-amz-server-side-encryption: AES256`, SSE-KMS `aws:kms` with a named key,
+// SSE-C `x-amz-server-side-encryption-customer-*`, a bucket's default), the object key of a new
+// object sealed by the master key, a KMS key (crypto/kms.h) or the customer's key, the object key of a stored object opened for a read, and a reader that decrypts the stored
 // streams (crypto/dare.h). The storage layer stores what it is given: encryption happens here,
 // before erasure coding, and the sealed key travels in ObjectInfo::internal
 // (storage/object_meta.h names the fields).
@@ -19,16 +19,18 @@
 #include "common/result.h"
 #include "crypto/dare.h"
 #include "crypto/keys.h"
+#include "crypto/kms.h"
 #include "s3/http_types.h"
 #include "storage/object_layer.h"
 
 namespace rdmastor::s3 {
 
-enum class SseKind { kNone, kS3, kC };
+enum class SseKind { kNone, kS3, kKms, kC };
 
 // The operator's encryption configuration.
 struct SseConfig {
   std::optional<crypto::KeyRing> ring;  // MINIO_KMS_SECRET_KEY; nullopt: SSE-S3 is refused
+  std::shared_ptr<const crypto::Kms> kms;  // SSE-KMS's keys; null: aws:kms is refused (501)
   bool secure_transport = false;        // served over TLS
   bool allow_sse_c_over_http = false;   // RDMASTOR_SSE_C_ALLOW_HTTP=on
 };
@@ -38,7 +40,20 @@ struct SseRequest {
   SseKind kind = SseKind::kNone;
   crypto::Key customer_key{};  // SSE-C
   std::string key_md5;         // SSE-C: base64 MD5 of the key, as sent (echoed in responses)
+  std::string kms_key_id;      // SSE-KMS: the key's id (the request's, the bucket's, the default)
+  std::string kms_context;     // SSE-KMS: x-amz-server-side-encryption-context as sent (base64 JSON)
+  bool bucket_key = false;     // x-amz-server-side-encryption-bucket-key-enabled: true (echoed)
 };
+
+// A bucket's default encryption (PutBucketEncryption), stored in BucketInfo::encryption: "" none,
+// "AES256" SSE-S3 without a bucket key (the form stored before SSE-KMS), else a JSON object.
+struct EncryptionDefault {
+  std::string algorithm;   // "" none, "AES256", "aws:kms"
+  std::string kms_key_id;  // aws:kms: KMSMasterKeyID ("" the KMS's default key)
+  bool bucket_key = false;
+};
+std::string EncodeEncryptionDefault(const EncryptionDefault& d);
+EncryptionDefault DecodeEncryptionDefault(const std::string& stored);
 
 // The SSE-C headers of a request: the object's (`copy_source` false) or the copy source's
 // (x-amz-copy-source-server-side-encryption-customer-*). kNone when absent. Validated as AWS
@@ -47,8 +62,9 @@ Result<SseRequest> ParseSseCustomer(const HttpRequest& req, const SseConfig& cfg
                                     bool copy_source = false);
 
 // The encryption a new object gets: SSE-C headers, x-amz-server-side-encryption, or else the
-// bucket's default (`bucket_default`: "" or "AES256"). aws:kms is NotImplemented; SSE-S3 without
-// a master key is refused naming the missing setting.
+// bucket's default (`bucket_default`: BucketInfo::encryption). aws:kms without a KMS is
+// NotImplemented and with an unknown key KMS.NotFoundException; SSE-S3 without a master key is
+// refused naming the missing setting.
 Result<SseRequest> ParseSseWrite(const HttpRequest& req, const SseConfig& cfg,
                                  const std::string& bucket_default);
 
@@ -76,11 +92,17 @@ Result<std::optional<crypto::Key>> OpenObjectKey(const SseConfig& cfg, const Sse
                                                  const std::string& bucket, const std::string& key);
 
 // The response headers that describe an object's encryption (x-amz-server-side-encryption,
-// -customer-algorithm, -customer-key-MD5).
+// -aws-kms-key-id, -bucket-key-enabled, -customer-algorithm, -customer-key-MD5): a write's, from
+// the request that encrypted it.
 void AddSseHeaders(HeaderList& out, SseKind kind, const SseRequest& sse);
+// The same for a stored object or upload (its internal fields), read by a request bringing `sse`.
+void AddStoredSseHeaders(HeaderList& out, const std::map<std::string, std::string>& internal,
+                         const SseRequest& sse);
+// GET and HEAD take no x-amz-server-side-encryption* header but SSE-C's (AWS: 400).
+Status CheckNoSseOnRead(const HttpRequest& req);
 
-// The ETag of SSE-C data: not the plaintext MD5 (AWS), a keyed digest of it instead, so that
-// equal contents under different keys cannot be told apart by their ETags.
+// The ETag of SSE-C and SSE-KMS data: not the plaintext MD5 (AWS), a keyed digest of it instead,
+// so that equal contents cannot be told apart by their ETags.
 std::string SseCEtag(const crypto::Key& object_key, const std::string& plaintext_md5_hex);
 
 // Reads the plaintext of an encrypted object through `inner` (which reads the stored streams):
@@ -90,11 +112,11 @@ std::string SseCEtag(const crypto::Key& object_key, const std::string& plaintext
 std::unique_ptr<storage::ObjectReader> NewDecryptingReader(
     std::unique_ptr<storage::ObjectReader> inner, const crypto::Key& object_key);
 
-// PutBucketEncryption's document: the default algorithm ("AES256"). aws:kms is NotImplemented,
-// anything else MalformedXML.
-Result<std::string> ParseEncryptionConfig(const std::string& xml);
-// GetBucketEncryption's document for a default algorithm.
-std::string EncryptionConfigXml(const std::string& algorithm);
+// PutBucketEncryption's document. aws:kms needs a KMS (else NotImplemented) and a key it has
+// (else KMS.NotFoundException); anything malformed is MalformedXML.
+Result<EncryptionDefault> ParseEncryptionConfig(const std::string& xml, const SseConfig& cfg);
+// GetBucketEncryption's document.
+std::string EncryptionConfigXml(const EncryptionDefault& d);
 
 // Master-key rotation: re-seals the object key of every SSE-S3 object version sealed by a master
 // key other than the ring's current one, under the current one. Only the metadata changes (the

@@ -9,7 +9,8 @@
 // in format 2 by the next write of its key.
 //
 // Format 3 (server-side encryption, issue 16) is format 2 with an optional per-version member
-//   "internal": {"sse": "SSE-S3"|"SSE-C", "sse-sealed-key": <base64>, "sse-kek-id": <name>}
+//   "internal": {"sse": "SSE-S3"|"SSE-KMS"|"SSE-C", "sse-sealed-key": <base64>, "sse-kek-id": <name>,
+//                "sse-kms-context": <base64 JSON>, "sse-bucket-key": "true"}
 // (absent = the version's data is stored as sent). An encrypted version's "size" and part sizes
 // are the stored (encrypted) sizes; the plaintext sizes follow from them (crypto::DecryptedSize)
 // and are what ToInfo reports. A file is written as format 3 only when one of its versions has
@@ -39,7 +40,9 @@ inline constexpr int kMetaFormatEncrypted = 3;  // a version carries "internal" 
 // Keys of ObjectMeta::internal / ObjectInfo::internal / UploadRecord::internal.
 inline constexpr const char* kInternalSse = "sse";                   // "SSE-S3" | "SSE-C"
 inline constexpr const char* kInternalSealedKey = "sse-sealed-key";  // crypto::SealKey's form
-inline constexpr const char* kInternalKekId = "sse-kek-id";  // SSE-S3: the master key's name
+inline constexpr const char* kInternalKekId = "sse-kek-id";  // SSE-S3/KMS: the sealing key's name
+inline constexpr const char* kInternalKmsContext = "sse-kms-context";  // SSE-KMS context, as sent
+inline constexpr const char* kInternalBucketKey = "sse-bucket-key";    // "true": bucket key asked
 // True when the data is stored encrypted (sizes in the metadata are the stored sizes).
 bool IsEncrypted(const std::map<std::string, std::string>& internal);
 

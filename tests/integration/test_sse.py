@@ -1,7 +1,7 @@
 """Server-side encryption (issue 16): SSE-S3 (x-amz-server-side-encryption: AES256, sealed by the
 master key MINIO_KMS_SECRET_KEY) and SSE-C (x-amz-server-side-encryption-customer-*) on PUT, GET,
 HEAD, ranges at package boundaries, multipart (the key on every part), UploadPartCopy, CopyObject
-between keys; bucket default encryption; the refusals (no master key, aws:kms, SSE-C over plain
+between keys; bucket default encryption; the refusals (no master key, unknown KMS keys, SSE-C over plain
 HTTP, wrong or missing customer key) with AWS's codes; the stored bytes are ciphertext; tampered
 ciphertext on one drive is served from parity and healed; a restart with the key from the
 environment. Most checks run against a 4-drive server (EC 2+2) with RDMASTOR_SSE_C_ALLOW_HTTP=on
@@ -197,13 +197,16 @@ def test_sse_c_headers_etag_and_key_errors(sse_server, c):
     assert a.status == 200 and f"<ObjectSize>{len(data)}</ObjectSize>".encode() in a.body, a
 
 
-def test_kms_and_unknown_algorithms(c):
+def test_kms_keys_and_unknown_algorithms(c):
+    # MINIO_KMS_SECRET_KEY's key serves aws:kms too (test_sse_kms.py covers SSE-KMS whole).
     b = new_bucket(c)
     assert err(c.put_object, Bucket=b, Key="k", Body=b"x",
-               ServerSideEncryption="aws:kms") == (501, "NotImplemented")
+               ServerSideEncryption="aws:kms", SSEKMSKeyId="any") == (400, "KMS.NotFoundException")
     assert err(c.put_object, Bucket=b, Key="k", Body=b"x",
-               ServerSideEncryption="aws:kms", SSEKMSKeyId="any") == (501, "NotImplemented")
+               ServerSideEncryption="rot13") == (400, "InvalidArgument")
     assert err(c.head_object, Bucket=b, Key="k")[0] == 404
+    r = c.put_object(Bucket=b, Key="k", Body=b"x", ServerSideEncryption="aws:kms")
+    assert r["SSEKMSKeyId"] == "rdmastor-key"
 
 
 def test_versioned_bucket_and_checksums(c):
@@ -249,10 +252,11 @@ def test_bucket_default_encryption(sse_server, c):
     up = c.create_multipart_upload(Bucket=b, Key="mp")
     assert up["ServerSideEncryption"] == "AES256"
     c.abort_multipart_upload(Bucket=b, Key="mp", UploadId=up["UploadId"])
-    # aws:kms defaults are not implemented; a malformed document is MalformedXML.
-    kms = {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms"}}]}
+    # An aws:kms default must name a key the KMS has; a malformed document is MalformedXML.
+    kms = {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms",
+                                                             "KMSMasterKeyID": "absent"}}]}
     assert err(c.put_bucket_encryption, Bucket=b,
-               ServerSideEncryptionConfiguration=kms) == (501, "NotImplemented")
+               ServerSideEncryptionConfiguration=kms) == (400, "KMS.NotFoundException")
     r = signed_request(sse_server, "PUT", f"/{b}", query=[("encryption", "")],
                        body=b"<ServerSideEncryptionConfiguration><Rule><Foo/></Rule>"
                             b"</ServerSideEncryptionConfiguration>")
@@ -356,7 +360,9 @@ def test_post_form_fields_encrypt_as_put_headers_do(sse_server, c):
     assert err(c.get_object, Bucket=b, Key="c") == (400, "InvalidRequest")
     for fields, code, status in (
             ({"x-amz-server-side-encryption": "rot13"}, "InvalidArgument", 400),
-            ({"x-amz-server-side-encryption": "aws:kms"}, "NotImplemented", 501),
+            ({"x-amz-server-side-encryption": "aws:kms",
+              "x-amz-server-side-encryption-aws-kms-key-id": "absent"},
+             "KMS.NotFoundException", 400),
             (dict(ssec_headers(key), **{"x-amz-server-side-encryption": "AES256"}),
              "InvalidArgument", 400),
             ({"x-amz-server-side-encryption-customer-algorithm": "AES256"},
@@ -440,6 +446,9 @@ def test_refusals_without_master_key_and_over_http(server_factory):
     conf = {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]}
     assert err(c.put_bucket_encryption, Bucket=b,
                ServerSideEncryptionConfiguration=conf) == (501, "NotImplemented")
+    r = signed_request(srv, "PUT", f"/{b}/a", headers={"x-amz-server-side-encryption": "aws:kms"},
+                       body=b"abc")
+    assert r.status == 501 and b"RDMASTOR_KMS_KEY_DIR" in r.body, r.body
     assert err(c.head_object, Bucket=b, Key="a")[0] == 404
 
 

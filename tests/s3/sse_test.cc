@@ -113,6 +113,15 @@ SseConfig Config(bool with_master = true) {
   return cfg;
 }
 
+// A configuration with a KMS holding the master key "k1" (its default) and nothing else.
+SseConfig KmsConfig() {
+  SseConfig cfg = Config();
+  auto kms = crypto::LocalKms::Load(cfg.ring, "", "");
+  EXPECT_TRUE(kms.ok());
+  cfg.kms = std::move(*kms);
+  return cfg;
+}
+
 TEST(SseTest, ParsesAndValidatesCustomerKeys) {
   const std::string key(32, 'c');
   auto ok = ParseSseCustomer(WithHeaders(SsecHeaders(key)), Config());
@@ -153,10 +162,11 @@ TEST(SseTest, WriteEncryptionChoices) {
       SseKind::kS3);
   EXPECT_EQ(ParseSseWrite(WithHeaders(SsecHeaders(std::string(32, 'c'))), Config(), "AES256")->kind,
             SseKind::kC);
-  EXPECT_EQ(ParseSseWrite(WithHeaders({{"x-amz-server-side-encryption", "aws:kms"}}), Config(), "")
-                .error()
-                .code,
-            ErrorCode::kNotImplemented);
+  // aws:kms without a KMS: 501 naming the settings.
+  auto no_kms = ParseSseWrite(WithHeaders({{"x-amz-server-side-encryption", "aws:kms"}}), Config(), "");
+  ASSERT_FALSE(no_kms.ok());
+  EXPECT_EQ(no_kms.error().code, ErrorCode::kNotImplemented);
+  EXPECT_NE(no_kms.error().message.find("RDMASTOR_KMS_KEY_DIR"), std::string::npos);
   EXPECT_EQ(ParseSseWrite(WithHeaders({{"x-amz-server-side-encryption", "rot13"}}), Config(), "")
                 .error()
                 .code,
@@ -169,6 +179,102 @@ TEST(SseTest, WriteEncryptionChoices) {
   auto both = SsecHeaders(std::string(32, 'c'));
   both.emplace_back("x-amz-server-side-encryption", "AES256");
   EXPECT_EQ(ParseSseWrite(WithHeaders(both), Config(), "").error().code,
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(SseTest, KmsWritesNameTheirKey) {
+  const auto cfg = KmsConfig();
+  // No key named: the KMS's default; a named key, or its ARN; an unknown key: KMS.NotFoundException.
+  auto def = ParseSseWrite(WithHeaders({{"x-amz-server-side-encryption", "aws:kms"}}), cfg, "");
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->kind, SseKind::kKms);
+  EXPECT_EQ(def->kms_key_id, "k1");
+  auto arn = ParseSseWrite(
+      WithHeaders({{"x-amz-server-side-encryption", "aws:kms"},
+                   {"x-amz-server-side-encryption-aws-kms-key-id",
+                    "arn:aws:kms:us-east-1:123456789012:key/k1"}}),
+      cfg, "");
+  ASSERT_TRUE(arn.ok());
+  EXPECT_EQ(arn->kms_key_id, "k1");
+  auto unknown = ParseSseWrite(WithHeaders({{"x-amz-server-side-encryption", "aws:kms"},
+                                            {"x-amz-server-side-encryption-aws-kms-key-id", "nope"}}),
+                               cfg, "");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, ErrorCode::kKmsNotFound);
+  // A key id without aws:kms, a context that is not base64 JSON of strings, dsse.
+  EXPECT_EQ(ParseSseWrite(WithHeaders({{"x-amz-server-side-encryption-aws-kms-key-id", "k1"}}), cfg,
+                          "")
+                .error()
+                .code,
+            ErrorCode::kInvalidArgument);
+  for (const std::string bad : {std::string("%%%"), hash::Base64Encode("[1]"),
+                                hash::Base64Encode("{\"a\":1}"), hash::Base64Encode("{")})
+    EXPECT_EQ(ParseSseWrite(WithHeaders({{"x-amz-server-side-encryption", "aws:kms"},
+                                         {"x-amz-server-side-encryption-context", bad}}),
+                            cfg, "")
+                  .error()
+                  .code,
+              ErrorCode::kInvalidArgument)
+        << bad;
+  EXPECT_EQ(ParseSseWrite(WithHeaders({{"x-amz-server-side-encryption", "aws:kms:dsse"}}), cfg, "")
+                .error()
+                .code,
+            ErrorCode::kNotImplemented);
+  // The bucket's default names the key and the bucket key; a request's header wins.
+  const std::string bucket_default =
+      EncodeEncryptionDefault({.algorithm = "aws:kms", .kms_key_id = "k1", .bucket_key = true});
+  auto from_bucket = ParseSseWrite(WithHeaders({}), cfg, bucket_default);
+  ASSERT_TRUE(from_bucket.ok());
+  EXPECT_EQ(from_bucket->kind, SseKind::kKms);
+  EXPECT_EQ(from_bucket->kms_key_id, "k1");
+  EXPECT_TRUE(from_bucket->bucket_key);
+  EXPECT_EQ(ParseSseWrite(WithHeaders({{"x-amz-server-side-encryption", "AES256"}}), cfg,
+                          bucket_default)
+                ->kind,
+            SseKind::kS3);
+}
+
+TEST(SseTest, KmsObjectKeysAreBoundToKeyObjectAndContext) {
+  const auto cfg = KmsConfig();
+  const std::string ctx = hash::Base64Encode("{\"team\":\"ml\"}");
+  auto req = ParseSseWrite(WithHeaders({{"x-amz-server-side-encryption", "aws:kms"},
+                                        {"x-amz-server-side-encryption-context", ctx}}),
+                           cfg, "");
+  ASSERT_TRUE(req.ok());
+  auto sealed = SealNewObjectKey(cfg, *req, "b", "k");
+  ASSERT_TRUE(sealed.ok());
+  EXPECT_EQ(SseKindOf(sealed->internal), SseKind::kKms);
+  EXPECT_EQ(sealed->internal.at(storage::kInternalKekId), "k1");
+  EXPECT_EQ(**OpenObjectKey(cfg, SseRequest{}, sealed->internal, "b", "k"), sealed->key);
+  // Another object, another context, or the same sealed key read as SSE-S3: no key (500).
+  EXPECT_EQ(OpenObjectKey(cfg, SseRequest{}, sealed->internal, "b", "k2").error().code,
+            ErrorCode::kInternalError);
+  auto other_ctx = sealed->internal;
+  other_ctx[storage::kInternalKmsContext] = hash::Base64Encode("{\"team\":\"x\"}");
+  EXPECT_EQ(OpenObjectKey(cfg, SseRequest{}, other_ctx, "b", "k").error().code,
+            ErrorCode::kInternalError);
+  auto as_s3 = sealed->internal;
+  as_s3[storage::kInternalSse] = "SSE-S3";
+  EXPECT_EQ(OpenObjectKey(cfg, SseRequest{}, as_s3, "b", "k").error().code,
+            ErrorCode::kInternalError);
+  // SSE-C parameters for an SSE-KMS object; a server without the KMS.
+  auto c = ParseSseCustomer(WithHeaders(SsecHeaders(std::string(32, 'c'))), cfg);
+  EXPECT_EQ(OpenObjectKey(cfg, *c, sealed->internal, "b", "k").error().code,
+            ErrorCode::kInvalidRequest);
+  EXPECT_EQ(OpenObjectKey(Config(), SseRequest{}, sealed->internal, "b", "k").error().code,
+            ErrorCode::kNotImplemented);
+  // The headers a GET answers: the key id and no context.
+  HeaderList h;
+  AddStoredSseHeaders(h, sealed->internal, SseRequest{});
+  EXPECT_EQ(h, (HeaderList{{"x-amz-server-side-encryption", "aws:kms"},
+                           {"x-amz-server-side-encryption-aws-kms-key-id", "k1"}}));
+}
+
+TEST(SseTest, ReadsRefuseWriteEncryptionHeaders) {
+  EXPECT_TRUE(CheckNoSseOnRead(WithHeaders(SsecHeaders(std::string(32, 'c')))).ok());
+  EXPECT_EQ(CheckNoSseOnRead(WithHeaders({{"x-amz-server-side-encryption", "aws:kms"}}))
+                .error()
+                .code,
             ErrorCode::kInvalidArgument);
 }
 
@@ -383,23 +489,36 @@ TEST(SseTest, ReadAheadStillAuthenticatesEveryPackage) {
 }
 
 TEST(SseTest, BucketEncryptionDocuments) {
-  auto algo = ParseEncryptionConfig(EncryptionConfigXml("AES256"));
+  auto algo = ParseEncryptionConfig(EncryptionConfigXml({.algorithm = "AES256"}), Config());
   ASSERT_TRUE(algo.ok());
-  EXPECT_EQ(*algo, "AES256");
-  EXPECT_EQ(ParseEncryptionConfig(
-                "<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>"
-                "<SSEAlgorithm>aws:kms</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule>"
-                "</ServerSideEncryptionConfiguration>")
-                .error()
-                .code,
-            ErrorCode::kNotImplemented);
+  EXPECT_EQ(algo->algorithm, "AES256");
+  EXPECT_EQ(EncodeEncryptionDefault(*algo), "AES256");  // the form stored before SSE-KMS
+  const std::string kms_doc =
+      "<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>"
+      "<SSEAlgorithm>aws:kms</SSEAlgorithm><KMSMasterKeyID>K</KMSMasterKeyID>"
+      "</ApplyServerSideEncryptionByDefault><BucketKeyEnabled>true</BucketKeyEnabled></Rule>"
+      "</ServerSideEncryptionConfiguration>";
+  EXPECT_EQ(ParseEncryptionConfig(kms_doc, Config()).error().code, ErrorCode::kNotImplemented);
+  EXPECT_EQ(ParseEncryptionConfig(kms_doc, KmsConfig()).error().code, ErrorCode::kKmsNotFound);
+  std::string k1_doc = kms_doc;
+  k1_doc.replace(k1_doc.find(">K<"), 3, ">k1<");
+  auto kms = ParseEncryptionConfig(k1_doc, KmsConfig());
+  ASSERT_TRUE(kms.ok());
+  EXPECT_EQ(kms->kms_key_id, "k1");
+  EXPECT_TRUE(kms->bucket_key);
+  // Stored and read back whole; the document round-trips.
+  auto back = DecodeEncryptionDefault(EncodeEncryptionDefault(*kms));
+  EXPECT_EQ(back.algorithm, "aws:kms");
+  EXPECT_EQ(back.kms_key_id, "k1");
+  EXPECT_TRUE(back.bucket_key);
+  EXPECT_EQ(ParseEncryptionConfig(EncryptionConfigXml(back), KmsConfig())->kms_key_id, "k1");
   for (const char* bad :
        {"", "<x/>", "<ServerSideEncryptionConfiguration/>",
         "<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>"
         "<SSEAlgorithm>DES</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule>"
         "</ServerSideEncryptionConfiguration>",
         "<!DOCTYPE x [<!ENTITY a 'b'>]><ServerSideEncryptionConfiguration/>"})
-    EXPECT_EQ(ParseEncryptionConfig(bad).error().code, ErrorCode::kMalformedXML) << bad;
+    EXPECT_EQ(ParseEncryptionConfig(bad, Config()).error().code, ErrorCode::kMalformedXML) << bad;
 }
 
 TEST(SseTest, MetadataCarriesInternalFieldsAsFormat3) {
