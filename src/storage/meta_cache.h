@@ -77,7 +77,7 @@ class MetaFileCache {
   const uint64_t max_bytes_;
   mutable std::mutex mu_;
   std::map<std::string, Entry, std::less<>> entries_;  // ordered: InvalidateBelow erases a range
-  std::list<std::string_view> lru_;                      // most recently used first
+  std::list<std::string_view> lru_;                    // most recently used first
   uint64_t bytes_ = 0;
   uint64_t generation_ = 0;  // bumped by every invalidation
   uint64_t hits_ = 0, misses_ = 0;
