@@ -269,6 +269,11 @@ struct ServerFamilies {
       "Syncs the storage layer issued on this node's drives, by kind (file: fsync of a file, dir: "
       "fsync of a directory, fs: syncfs of a file system, one per group commit)",
       {"kind"});
+  CounterFamily& meta_cache = r.AddCounter(
+      "rdmastor_meta_cache_reads_total",
+      "Object metadata file reads of this node's drives, by result (hit: served from the metadata "
+      "cache after one stat; miss: read from the drive)",
+      {"result"});
   CounterFamily& rdma_errors = r.AddCounter("minio_system_network_internode_rdma_errors_total",
                                             "Failed inter-node RDMA transfers, by peer", {"peer"});
   GaugeFamily& rdma_degraded =
@@ -585,6 +590,12 @@ void SetStorageSyncs(uint64_t file, uint64_t dir, uint64_t fs) {
   // The storage layer's totals only grow.
   for (auto [kind, total] : {std::pair{"file", file}, std::pair{"dir", dir}, std::pair{"fs", fs}})
     f.storage_syncs.With({kind}).RaiseTo(total);
+}
+
+void SetMetaCacheReads(uint64_t hits, uint64_t misses) {
+  auto& f = Families();
+  f.meta_cache.With({"hit"}).RaiseTo(hits);
+  f.meta_cache.With({"miss"}).RaiseTo(misses);
 }
 
 void RecordInternodeRdmaError(std::string_view peer) { Families().rdma_errors.With({peer}).Inc(); }

@@ -210,6 +210,8 @@ void RecordPeerCall(std::string_view call);
 
 // The storage layer's sync totals (storage::fsutil::GetSyncCounts), set before every scrape.
 void SetStorageSyncs(uint64_t file, uint64_t dir, uint64_t fs);
+// The metadata cache's totals (storage::MetaCacheReads), set before every scrape.
+void SetMetaCacheReads(uint64_t hits, uint64_t misses);
 // Whether `peer`'s RDMA path is down (traffic to it falls back to TCP); also keeps the count of
 // degraded peers.
 void SetInternodeRdmaDegraded(std::string_view peer, bool degraded);

@@ -21,6 +21,7 @@
 #include "cli/rdma_command.h"
 #include "cli/server_config.h"
 #include "cli/storage_setup.h"
+#include "storage/meta_cache.h"
 #include "cli/systemd_notify.h"
 #include "cluster/namespace_lock.h"
 #include "cluster/node.h"
@@ -236,6 +237,7 @@ int RunServer(const rdmastor::cli::ServerFlags& flags) {
   // After the mask: the watchdog thread inherits it (else SIGTERM could kill it, not stop us).
   rdmastor::cli::StartWatchdog();  // pings while the drives open; probes once serving
 
+  rdmastor::storage::SetMetaCacheBytes(cfg->meta_cache_bytes);  // before any LocalHost is made
   if (cfg->distributed) return RunCluster(*cfg, stop_signals);
 
   if (auto st = rdmastor::cli::CheckLocalDrivePaths(cfg->drives); !st.ok()) {

@@ -401,6 +401,14 @@ Result<ServerConfig> ServerConfigFromFlags(const ServerFlags& flags, const EnvMa
                              "carry the inline data and may slow down");
     cfg.storage_classes.inline_block = *block;
   }
+  if (auto it = env.find("RDMASTOR_META_CACHE"); it != env.end() && !it->second.empty()) {
+    auto bytes = it->second == "off" ? std::optional<uint64_t>(0) : ParseByteSize(it->second);
+    if (!bytes)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "RDMASTOR_META_CACHE='" + it->second +
+                           "' is invalid: use a size such as 64MiB or 1GiB, or off");
+    cfg.meta_cache_bytes = *bytes;
+  }
   if (cfg.drives.size() > 1) {  // validated now so a bad value refuses to start
     auto layout = erasure::PlanLayout(static_cast<int>(cfg.drives.size()), cfg.storage_classes);
     if (!layout.ok()) return layout.error();

@@ -47,6 +47,7 @@ struct ServerConfig {
   std::vector<std::string> warnings;       // to log once at start
   // MINIO_STORAGE_CLASS_STANDARD / _RRS (2+ drives), MINIO_STORAGE_CLASS_INLINE_BLOCK
   erasure::StorageClassSettings storage_classes;
+  uint64_t meta_cache_bytes = 64ull << 20;  // RDMASTOR_META_CACHE: the node's metadata file cache
   int drive_check_interval_ms = 10000;     // RDMASTOR_DRIVE_CHECK_INTERVAL (replaced drives)
   bool distributed = false;                // drives are URLs (cluster/topology.h)
   // MINIO_PEER_WAIT, RDMASTOR_PEER_PING_INTERVAL / _PING_TIMEOUT / _QUICK_TIMEOUT

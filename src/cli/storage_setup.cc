@@ -10,6 +10,7 @@
 
 #include "admin/metrics.h"
 #include "storage/erasure_store.h"
+#include "storage/meta_cache.h"
 
 namespace rdmastor::cli {
 
@@ -122,6 +123,8 @@ void PublishStorageMetrics() {
   admin::GlobalRegistry().AddScrapeHook([] {
     const auto c = storage::fsutil::GetSyncCounts();
     admin::SetStorageSyncs(c.file, c.dir, c.fs);
+    const auto m = storage::MetaCacheReads();
+    admin::SetMetaCacheReads(m.hits, m.misses);
   });
 }
 

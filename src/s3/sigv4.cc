@@ -59,11 +59,10 @@ int ToInt(std::string_view digits) {
   return v;
 }
 
-// SigV4 "Trimall": strip the ends and turn every inner run of blanks into one space.
-std::string TrimAll(std::string_view v) {
+// SigV4 "Trimall", appended to `out`: strip the ends and turn every inner run of blanks into one
+// space.
+void AppendTrimmedAll(std::string& out, std::string_view v) {
   v = Trim(v);
-  std::string out;
-  out.reserve(v.size());
   bool in_space = false;
   for (char c : v) {
     if (IsSpace(c)) {
@@ -74,7 +73,6 @@ std::string TrimAll(std::string_view v) {
     in_space = false;
     out += c;
   }
-  return out;
 }
 
 // Seconds since the epoch from broken-down UTC; nullopt when a field is out of range (Feb 30 etc).
@@ -149,21 +147,6 @@ const std::string* FindParam(const std::vector<std::pair<std::string, std::strin
   return nullptr;
 }
 
-// Value of a signed header: every occurrence trimmed and joined with ','. nullopt when absent.
-std::optional<std::string> CanonicalHeaderValue(const HeaderList& headers, std::string_view name) {
-  std::optional<std::string> out;
-  for (const auto& [k, v] : headers) {
-    if (k != name) continue;
-    if (out) {
-      *out += ',';
-      *out += TrimAll(v);
-    } else {
-      out = TrimAll(v);
-    }
-  }
-  return out;
-}
-
 // Python's http.client (under botocore) puts a non-ASCII header value on the wire as ISO-8859-1
 // but the SDK signs its UTF-8 form. A value that is not valid UTF-8 cannot have been signed as the
 // bytes themselves by such a client, so it is also tried that way (the bytes stored are the ones
@@ -209,12 +192,20 @@ Result<std::string> CanonicalRequest(std::string_view method, std::string_view r
   cr.append(CanonicalUri(raw_path)).append("\n");
   cr.append(canonical_query).append("\n");
   for (const auto& name : signed_headers) {
-    auto value = CanonicalHeaderValue(headers, name);
-    if (!value) {
+    // The header's value: every occurrence trimmed and joined with ','.
+    cr.append(name).append(":");
+    bool found = false;
+    for (const auto& [k, v] : headers) {
+      if (k != name) continue;
+      if (found) cr += ',';
+      AppendTrimmedAll(cr, v);
+      found = true;
+    }
+    if (!found) {
       return MakeError(ErrorCode::kSignatureDoesNotMatch,
                        "Signed header '" + name + "' is missing from the request.");
     }
-    cr.append(name).append(":").append(*value).append("\n");
+    cr.append("\n");
   }
   cr.append("\n");
   cr.append(JoinSignedHeaders(signed_headers)).append("\n");
@@ -346,15 +337,20 @@ Result<PayloadMode> ModeFromContentSha(std::string_view v, std::string* content_
 }
 
 // Signed headers a front end may legitimately have consumed: restore the value the client must
-// have sent so the canonical request still matches (MinIO does the same for Expect).
-HeaderList WithRestoredHeaders(const HttpRequest& req,
-                               const std::vector<std::string>& signed_names) {
-  HeaderList headers = req.headers;
+// have sent so the canonical request still matches (MinIO does the same for Expect). nullopt:
+// nothing to restore, the request's own headers are the ones signed (no copy of them).
+std::optional<HeaderList> WithRestoredHeaders(const HttpRequest& req,
+                                              const std::vector<std::string>& signed_names) {
+  std::optional<HeaderList> headers;
   for (const auto& name : signed_names) {
     if (req.FindHeader(name) != nullptr) continue;
-    if (name == "expect") headers.emplace_back("expect", "100-continue");
+    if (name == "expect") {
+      if (!headers) headers = req.headers;
+      headers->emplace_back("expect", "100-continue");
+    }
     if (name == "content-length" && req.content_length) {
-      headers.emplace_back("content-length", std::to_string(*req.content_length));
+      if (!headers) headers = req.headers;
+      headers->emplace_back("content-length", std::to_string(*req.content_length));
     }
   }
   return headers;
@@ -489,7 +485,8 @@ Result<AuthContext> VerifyHeaderAuth(const HttpRequest& req, std::string_view au
   int64_t skew = *req_time - now_unix;
   if (skew > kMaxSkewS || skew < -kMaxSkewS) return ErrorCode::kRequestTimeTooSkewed;
 
-  const HeaderList headers = WithRestoredHeaders(req, *signed_headers);
+  const std::optional<HeaderList> restored = WithRestoredHeaders(req, *signed_headers);
+  const HeaderList& headers = restored ? *restored : req.headers;
   const std::string query = CanonicalQuery(req.raw_query, false);
   auto cr =
       CanonicalRequest(req.method, req.raw_path, query, headers, *signed_headers, *content_sha);
@@ -576,8 +573,9 @@ Result<AuthContext> VerifyPresigned(const HttpRequest& req,
     return MakeError(ErrorCode::kAccessDenied, "Request has expired");
   }
 
+  const std::optional<HeaderList> restored = WithRestoredHeaders(req, *signed_headers);
   auto cr = CanonicalRequest(req.method, req.raw_path, CanonicalQuery(req.raw_query, true),
-                             WithRestoredHeaders(req, *signed_headers), *signed_headers, payload);
+                             restored ? *restored : req.headers, *signed_headers, payload);
   if (!cr.ok()) return cr.error();
   std::string key = DeriveSigningKey(*secret, cred->date, cred->region, "s3");
   std::string expected = SignHex(key, StringToSign(*date, cred->scope, *cr));

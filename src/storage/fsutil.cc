@@ -330,13 +330,14 @@ Status SyncBatcher::Sync() {
   return {};
 }
 
-Result<std::optional<std::string>> ReadFileIfExists(const std::string& path) {
+Result<std::optional<std::string>> ReadFileIfExists(const std::string& path, struct stat* st) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return std::optional<std::string>();
     return ErrnoError("open", path, errno);
   }
   UniqueFd guard(fd);
+  if (st && ::fstat(fd, st) != 0) return ErrnoError("fstat", path, errno);
   // One read for any file that fits the buffer (every metadata file, inline data included): a
   // regular file's read comes back short only at its end, so neither an fstat for the size nor a
   // second read that returns 0 is needed. Files read here are replaced by rename, never rewritten

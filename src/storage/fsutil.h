@@ -5,6 +5,7 @@
 // the errno text.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -169,8 +170,10 @@ class SyncBatcher {
   int waiting_ = 0;         // callers inside Sync()
   std::vector<std::pair<uint64_t, Error>> failed_;  // recent failed generations
 };
-// Whole file; nullopt when it does not exist (ENOENT / ENOTDIR).
-Result<std::optional<std::string>> ReadFileIfExists(const std::string& path);
+// Whole file; nullopt when it does not exist (ENOENT / ENOTDIR). `st`, when given, receives the
+// fstat of the file that was read (MetaFileCache keys its entries by it).
+Result<std::optional<std::string>> ReadFileIfExists(const std::string& path,
+                                                    struct stat* st = nullptr);
 
 bool Exists(const std::string& path);
 bool IsDir(const std::string& path);

@@ -98,7 +98,8 @@ Result<std::vector<std::string>> DataDirsOfMetaFile(const std::string& meta_path
   return file->DataDirs();
 }
 
-LocalDrive::LocalDrive(std::string root) : root_(std::move(root)) {}
+LocalDrive::LocalDrive(std::string root, uint64_t meta_cache_bytes)
+    : root_(std::move(root)), meta_cache_(meta_cache_bytes) {}
 
 Result<std::string> LocalDrive::Abs(const std::string& path) const {
   RS_RETURN_IF_ERROR(CheckRelPath(path));
@@ -123,6 +124,7 @@ Result<DiskInfo> LocalDrive::GetDiskInfo() {
 }
 
 Result<bool> LocalDrive::EnsureRoot() {
+  meta_cache_.Clear();  // a drive found again may be another disk
   std::error_code ec;
   std::filesystem::create_directories(root_, ec);
   if (!fsutil::IsDir(root_)) {
@@ -133,6 +135,10 @@ Result<bool> LocalDrive::EnsureRoot() {
 }
 
 Status LocalDrive::Prepare() {
+  struct ClearAfter {  // crash recovery rewrites metadata files
+    MetaFileCache& c;
+    ~ClearAfter() { c.Clear(); }
+  } clear_after{meta_cache_};
   for (const std::string& d : {paths::SysDir(root_), paths::TmpDir(root_),
                                paths::MultipartRoot(root_), paths::BucketsMetaDir(root_)}) {
     if (fsutil::Mkdir(d, 0755) != 0 && errno != EEXIST)
@@ -155,7 +161,10 @@ Result<bool> LocalDrive::IsEmpty() { return IsEmptyDrive(root_); }
 
 Result<DriveFormat> LocalDrive::ReadFormat() { return storage::ReadFormat(root_); }
 
-Status LocalDrive::WriteFormat(const DriveFormat& format) { return WriteFormatFile(root_, format); }
+Status LocalDrive::WriteFormat(const DriveFormat& format) {
+  meta_cache_.Clear();  // a replaced drive is formatted into its slot: nothing read before holds
+  return WriteFormatFile(root_, format);
+}
 
 Result<bool> LocalDrive::MakeVol(const std::string& bucket, const std::string& record) {
   RS_RETURN_IF_ERROR(paths::ValidateBucketName(bucket));
@@ -207,17 +216,24 @@ Status LocalDrive::DeleteVol(const std::string& bucket) {
     (void)fsutil::RemoveAll(staging);
   }
   (void)fsutil::Unlink(paths::BucketMetaFile(root_, bucket));
+  meta_cache_.InvalidateBelow(bucket);
   return fsutil::FsyncDir(root_);
 }
 
 Result<std::optional<std::string>> LocalDrive::ReadFile(const std::string& path) {
   RS_ABS(abs, path);
+  const std::string_view name = std::string_view(path).substr(path.rfind('/') + 1);
+  if (paths::IsMetaFileName(name)) return meta_cache_.Read(path, abs);
   return fsutil::ReadFileIfExists(abs);
 }
 
+// Each change below invalidates the cached metadata files it touched once it is done, failed or
+// not (a failure may have changed part of it).
 Status LocalDrive::WriteFile(const std::string& path, std::string_view data) {
   RS_ABS(abs, path);
-  return fsutil::WriteFileDurable(abs, data);
+  auto st = fsutil::WriteFileDurable(abs, data);
+  meta_cache_.InvalidateBelow(path);
+  return st;
 }
 
 bool LocalDrive::Exists(const std::string& path) {
@@ -250,27 +266,36 @@ Status LocalDrive::MakeDirAll(const std::string& base, const std::string& path) 
 Status LocalDrive::Rename(const std::string& from, const std::string& to) {
   RS_ABS(a, from);
   RS_ABS(b, to);
-  if (fsutil::Rename(a, b) != 0) return fsutil::ErrnoError("rename", a, errno);
+  const int rc = fsutil::Rename(a, b), err = errno;
+  meta_cache_.InvalidateBelow(from);
+  meta_cache_.InvalidateBelow(to);
+  if (rc != 0) return fsutil::ErrnoError("rename", a, err);
   return {};
 }
 
 Status LocalDrive::Link(const std::string& from, const std::string& to) {
   RS_ABS(a, from);
   RS_ABS(b, to);
-  if (fsutil::Link(a, b) != 0) return fsutil::ErrnoError("link", a, errno);
+  const int rc = fsutil::Link(a, b), err = errno;
+  meta_cache_.InvalidateBelow(to);
+  if (rc != 0) return fsutil::ErrnoError("link", a, err);
   return {};
 }
 
 Status LocalDrive::Unlink(const std::string& path) {
   RS_ABS(abs, path);
-  if (fsutil::Unlink(abs) != 0 && errno != ENOENT) return fsutil::ErrnoError("unlink", abs, errno);
+  const int rc = fsutil::Unlink(abs), err = errno;
+  meta_cache_.InvalidateBelow(path);
+  if (rc != 0 && err != ENOENT) return fsutil::ErrnoError("unlink", abs, err);
   return {};
 }
 
 Status LocalDrive::RemoveAll(const std::string& path) {
   RS_ABS(abs, path);
   if (abs == root_) return MakeError(ErrorCode::kInvalidArgument, "refusing to remove a drive");
-  return fsutil::RemoveAll(abs);
+  auto st = fsutil::RemoveAll(abs);
+  meta_cache_.InvalidateBelow(path);
+  return st;
 }
 
 Status LocalDrive::FsyncDir(const std::string& path) {
@@ -355,7 +380,9 @@ Status LocalDrive::Commit(const fsutil::CommitPlan& plan) {
   abs.target = target;
   auto batcher = Batcher();
   if (!batcher.ok()) return batcher.error();
-  return fsutil::Commit(abs, batcher->get());
+  auto st = fsutil::Commit(abs, batcher->get());
+  meta_cache_.Invalidate(Join(plan.target, plan.meta_name));
+  return st;
 }
 
 Result<LocalDrive::StagedRename> LocalDrive::StageRename(const RenameDataRequest& req) {
@@ -487,7 +514,9 @@ Result<RenameDataResult> LocalDrive::RenameData(const RenameDataRequest& req) {
   if (!staged->plan) return std::move(staged->out);
   auto batcher = Batcher();
   if (!batcher.ok()) return batcher.error();
-  RS_RETURN_IF_ERROR(fsutil::Commit(*staged->plan, batcher->get()));
+  auto st = fsutil::Commit(*staged->plan, batcher->get());
+  InvalidateMeta(req);
+  RS_RETURN_IF_ERROR(st);
   return FinishRename(*staged, req);
 }
 

@@ -8,13 +8,16 @@
 #include <string>
 
 #include "storage/drive.h"
+#include "storage/meta_cache.h"
+#include "storage/paths.h"
 
 namespace rdmastor::storage {
 
 class LocalDrive final : public Drive {
  public:
-  // `root` should be absolute and normalised (ErasureStore does that).
-  explicit LocalDrive(std::string root);
+  // `root` should be absolute and normalised (ErasureStore does that). `meta_cache_bytes`: the
+  // budget of its metadata file cache (MetaFileCache; 0 = none).
+  explicit LocalDrive(std::string root, uint64_t meta_cache_bytes = 0);
 
   const std::string& root() const { return root_; }
   const std::string& name() const override { return root_; }
@@ -26,6 +29,8 @@ class LocalDrive final : public Drive {
   // creating it exclusively when `create`; fsyncs when `sync`.
   Status WriteShardAt(const std::string& path, uint64_t offset, std::string_view data, bool create,
                       bool sync);
+
+  MetaFileCache::Stats meta_cache_stats() const { return meta_cache_.stats(); }
 
  private:
   friend class LocalHost;  // its RenameData runs StageRename / FinishRename around CommitMany
@@ -53,8 +58,15 @@ class LocalDrive final : public Drive {
   };
   Result<StagedRename> StageRename(const RenameDataRequest& req);
   RenameDataResult FinishRename(StagedRename& s, const RenameDataRequest& req);
+  // After a RenameData's commit, whatever became of it: the key's metadata file changed.
+  void InvalidateMeta(const RenameDataRequest& req) {
+    meta_cache_.Invalidate(paths::Join(req.key_dir, req.meta_name));
+  }
 
   std::string root_;
+  // Object metadata files as last read (ReadFile); every call below that changes files
+  // invalidates what it touched once it is done (meta_cache.h).
+  MetaFileCache meta_cache_;
   std::mutex batcher_mu_;
   std::shared_ptr<fsutil::SyncBatcher> batcher_;
 };

@@ -9,7 +9,7 @@ namespace rdmastor::storage {
 
 LocalHost::LocalHost(const std::vector<std::string>& roots) {
   for (const auto& r : roots) {
-    local_.push_back(std::make_unique<LocalDrive>(r));
+    local_.push_back(std::make_unique<LocalDrive>(r, MetaCacheBytes() / roots.size()));
     drives_.push_back(local_.back().get());
   }
 }
@@ -79,6 +79,7 @@ std::vector<Result<RenameDataResult>> LocalHost::RenameData(std::vector<RenameDa
     auto done = fsutil::CommitMany(plans, *batcher);
     for (size_t j = 0; j < members.size(); ++j) {
       const size_t i = members[j];
+      local[i]->InvalidateMeta(entries[i].req);
       if (!done[j].ok()) {
         out[i] = done[j].error();
         continue;

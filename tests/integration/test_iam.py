@@ -527,3 +527,32 @@ def test_admin_unknown_command_lists_the_commands_only():
     for cmd in ("prometheus-token", "info", "heal", "user", "policy"):
         assert f"rdmastor admin {cmd} " in cp.stderr, cp.stderr
     assert "policy detach POLICY" not in cp.stderr and len(cp.stderr.splitlines()) <= 9, cp.stderr
+
+
+def test_rotated_secret_stops_working_at_once(server):
+    """SigV4 signing keys are cached per (secret, date, region, service) (s3/sigv4.cc): a secret
+    replaced through the admin API (MinIO's add-user on an existing user) must stop working on
+    the very next request, presigned URLs signed with it included, and the new one work."""
+    ak, old = add_user(server, ["readwrite"])
+    c_old = make_client(server, ak, old)
+    for _ in range(3):  # the old secret's signing key is derived and cached
+        c_old.list_buckets()
+    url = c_old.generate_presigned_url("list_buckets", ExpiresIn=600)
+    assert requests.get(url, timeout=10).status_code == 200
+    new = rand_str(24)
+    admin(server, "user", "add", ak, new)
+    with pytest.raises(ClientError) as e:
+        c_old.list_buckets()
+    assert code_of(e) == "SignatureDoesNotMatch"
+    assert requests.get(url, timeout=10).status_code == 403
+    make_client(server, ak, new).list_buckets()
+    # Back to the first secret: the new one stops at once in turn (both keys were cached).
+    admin(server, "user", "add", ak, old)
+    c_old.list_buckets()
+    with pytest.raises(ClientError) as e:
+        make_client(server, ak, new).list_buckets()
+    assert code_of(e) == "SignatureDoesNotMatch"
+    admin(server, "user", "remove", ak)
+    with pytest.raises(ClientError) as e:
+        c_old.list_buckets()
+    assert code_of(e) == "InvalidAccessKeyId"
