@@ -23,9 +23,15 @@ namespace {
 class Slots {
  public:
   explicit Slots(int limit) : limit_(std::max(1, limit)) {}
+  // Null when none came free within `wait`. Finding them all taken is a ceiling hit
+  // (MINIO_RDMA_INTERNODE_INFLIGHT), counted whether the wait then succeeds or not.
   std::shared_ptr<void> Acquire(std::chrono::milliseconds wait) {
     std::unique_lock lock(mu_);
-    if (!cv_.wait_for(lock, wait, [&] { return used_ < limit_; })) return nullptr;
+    if (used_ >= limit_) {
+      bool got = cv_.wait_for(lock, wait, [&] { return used_ < limit_; });
+      admin::RecordRdmaCeilingHit("internode_inflight", !got);
+      if (!got) return nullptr;
+    }
     ++used_;
     return std::shared_ptr<void>(this, [](Slots* s) {
       {
@@ -42,6 +48,18 @@ class Slots {
   int used_ = 0;
   const int limit_;
 };
+
+// A buffer of `pool`, waiting up to `wait` when all are busy: then a hit of `ceiling` (the
+// setting that bounds the pool), counted whether the wait succeeds or not.
+Result<rdma::BufferPool::Buffer> TakeBuffer(rdma::BufferPool& pool, const char* ceiling,
+                                            std::chrono::milliseconds wait) {
+  auto now = pool.Acquire(std::chrono::milliseconds(0));
+  if (now.ok() || now.error().code != ErrorCode::kSlowDown) return now;
+  auto later = pool.Acquire(wait);
+  if (later.ok() || later.error().code == ErrorCode::kSlowDown)
+    admin::RecordRdmaCeilingHit(ceiling, !later.ok());
+  return later;
+}
 
 Error Invalid(const std::string& name, const std::string& value, const std::string& accepts) {
   return MakeError(ErrorCode::kInvalidArgument, name + "='" + value + "' is invalid: " + accepts);
@@ -91,6 +109,22 @@ Status ApplyInternodeRdmaEnv(const std::map<std::string, std::string>& env,
     auto n = ParseChannelCount(*v);
     if (!n) return Invalid("MINIO_RDMA_CHANNELS", *v, "use an integer from 1 to 64");
     s.channels = *n;
+    s.channels_set = true;
+  }
+  if (const auto* v = get("MINIO_RDMA_INTERNODE_STAGING_BUFFERS")) {
+    bool ok = v->size() <= 5 && v->find_first_not_of("0123456789") == std::string::npos;
+    int n = ok ? std::stoi(*v) : 0;
+    if (n < 1 || n > 65536)
+      return Invalid("MINIO_RDMA_INTERNODE_STAGING_BUFFERS", *v, "use an integer from 1 to 65536");
+    s.max_buffers = static_cast<size_t>(n);
+    s.staging_set = true;
+  }
+  if (const auto* v = get("MINIO_RDMA_INTERNODE_WAIT")) {
+    auto d = ParseDuration(*v);
+    if (!d || *d < std::chrono::milliseconds(100) || *d > std::chrono::minutes(10))
+      return Invalid("MINIO_RDMA_INTERNODE_WAIT", *v,
+                     "use a duration from 100ms to 10m such as 5s, 500ms or 1m");
+    s.inflight_wait = s.channel_wait = *d;
   }
   if (const auto* v = get("MINIO_RDMA_INTERNODE_TRAFFIC_CLASS")) {
     bool ok = v->size() <= 3 && v->find_first_not_of("0123456789") == std::string::npos;
@@ -215,6 +249,7 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdma
   co.wait = s.channel_wait;
   co.idle_close = s.channel_idle_close;
   co.sweep_interval = s.channel_sweep;
+  co.on_ceiling = [](bool refused) { admin::RecordRdmaCeilingHit("channels", refused); };
   rdma::Fabric* fabric = self->fabric_.get();
   self->channels_ = std::make_unique<ChannelPool>(
       [fabric](const rdma::RemoteAddress& remote, const rdma::RequestOrigin& origin) {
@@ -312,7 +347,7 @@ Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void
   uint32_t rkey = 0;
   if (len <= pool.buffer_size()) {
     // A pre-registered buffer: the piece is copied in (send) or out after the answer (receive).
-    auto b = pool.Acquire(settings_.inflight_wait);
+    auto b = TakeBuffer(pool, "internode_inflight_bytes", settings_.inflight_wait);
     if (!b.ok())
       return MakeError(ErrorCode::kSlowDown,
                        "inter-node RDMA: all " + std::to_string(pool.max_buffers()) +
@@ -390,7 +425,7 @@ Result<size_t> InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::
     return MakeError(ErrorCode::kSlowDown,
                      "inter-node RDMA: " + std::to_string(settings_.inflight_per_peer) +
                          " transfers with " + std::string(peer) + " already in flight");
-  auto buffer = pool_->Acquire(settings_.inflight_wait);
+  auto buffer = TakeBuffer(*pool_, "internode_staging_buffers", settings_.inflight_wait);
   if (!buffer.ok()) return buffer.error();
   auto lease = channels_->Acquire(peer, rdma::RemoteAddress::FromToken(t),
                                   rdma::RequestOrigin{std::string(origin_ip), settings_.bind_ip});
