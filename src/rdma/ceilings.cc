@@ -120,7 +120,8 @@ Result<Ceilings> SizeCeilings(const CeilingSettings& s, const CeilingFacts& f) {
     // A peer never has more pieces in flight than MINIO_RDMA_INTERNODE_INFLIGHT; and on a device
     // with few QPs, room for 128 peers in both directions.
     want = std::min(want, std::max(1, s.internode_inflight));
-    if (f.max_qp) want = std::min<int>(want, static_cast<int>(std::max<uint64_t>(1, f.max_qp / 256)));
+    if (f.max_qp)
+      want = std::min<int>(want, static_cast<int>(std::max<uint64_t>(1, f.max_qp / 256)));
     c.channels = want;
   }
   c.basis = f.link_gbps > 0 ? fmt::format("sized for {:g} Gb/s", f.link_gbps)

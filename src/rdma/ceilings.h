@@ -64,7 +64,7 @@ inline constexpr size_t kCeilingStagingBytes = size_t{4} << 20;
 // variable, the bound and the fix.
 Result<Ceilings> SizeCeilings(const CeilingSettings& settings, const CeilingFacts& facts);
 
-// The facts of this host: memory, RLIMIT_MEMLOCK (when `pins` — the verbs fabric is in use — and
+// The facts of this host: memory, RLIMIT_MEMLOCK (when `pins` - the verbs fabric is in use - and
 // the process lacks CAP_IPC_LOCK), and with `devices` the rates and limits of the usable ports of
 // the devices MINIO_RDMA_DEVICE (`wanted`) allows on `port`.
 CeilingFacts GatherCeilingFacts(bool pins, const Result<std::vector<DeviceInfo>>* devices,
