@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "rdma/rc.h"
+#include "rdma/soft/net.h"
 #include "rdma/soft/soft_fabric.h"
 #include "rdma/staged_transfer.h"
 #include "rdma/token.h"
@@ -87,6 +88,7 @@ struct InternodeRdma::Peer {
   Slots expose_slots, serve_slots;
   // Guarded by InternodeRdma::mu_.
   bool degraded = false;
+  std::optional<uint32_t> rdma_ip;  // its advertised inter-node RDMA address (host order)
   Clock::time_point retry_at{};
   std::string last_error;
   InternodePeerCounters c;
@@ -427,8 +429,15 @@ Result<size_t> InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::
                          " transfers with " + std::string(peer) + " already in flight");
   auto buffer = TakeBuffer(*pool_, "internode_staging_buffers", settings_.inflight_wait);
   if (!buffer.ok()) return buffer.error();
+  // The origin the fabric's policy checks the token against: the address the RPC came from, or
+  // the peer's advertised RDMA address when the token names that (a separate RDMA network).
+  std::string origin(origin_ip);
+  if (auto named = rdma::GidToIpv4(t.gid); t.has_gid && named) {
+    std::lock_guard lock(mu_);
+    if (p.rdma_ip == *named) origin = rdma::soft::net::Ipv4String(*named);
+  }
   auto lease = channels_->Acquire(peer, rdma::RemoteAddress::FromToken(t),
-                                  rdma::RequestOrigin{std::string(origin_ip), settings_.bind_ip});
+                                  rdma::RequestOrigin{origin, settings_.bind_ip});
   if (!lease.ok()) {
     if (lease.error().code != ErrorCode::kSlowDown) return fail(lease.error());
     // Every channel stayed busy: the caller sends this piece over TCP and counts the fallback.
@@ -525,6 +534,13 @@ void InternodeRdma::ReportFailure(std::string_view peer, const Error& error) {
         "degraded, retrying RDMA in {} ms): {}",
         peer, settings_.retry_after.count(), error.message);
   }
+}
+
+void InternodeRdma::SetPeerRdmaAddress(std::string_view peer, const std::string& ip) {
+  auto parsed = rdma::soft::ParseIpv4(ip);
+  Peer& p = GetPeer(peer);
+  std::lock_guard lock(mu_);
+  p.rdma_ip = parsed;
 }
 
 InternodePeerCounters InternodeRdma::counters(std::string_view peer) const {

@@ -215,6 +215,12 @@ class InternodeRdma {
   // the peer falls back to TCP until retry_after has passed.
   void ReportFailure(std::string_view peer, const Error& error);
 
+  // The inter-node RDMA address `peer` advertised (its MINIO_RDMA_INTERNODE_ADDRESS, or its own
+  // address), learned from its configuration at start over authenticated peer RPC. A token from
+  // that peer naming this address is reached although its RPCs come from another (its HTTP
+  // address): the cluster's node list is the policy, not MINIO_RDMA_SOFT_ALLOW.
+  void SetPeerRdmaAddress(std::string_view peer, const std::string& ip);
+
   InternodePeerCounters counters(std::string_view peer) const;
   // Caller-side buffer registrations so far (send + receive pools): grows with the pools, not
   // with the pieces moved.
