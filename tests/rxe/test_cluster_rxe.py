@@ -118,13 +118,14 @@ def test_shards_move_over_rc_between_two_devices(cluster):
     assert sha(get_bytes(s3(c, 2), "rxe", "big")) == sha(big)
     r = s3(c, 3).get_object(Bucket="rxe", Key="big", Range="bytes=5000001-13000003")
     assert r["Body"].read() == big[5000001:13000004]
-    # A PUT through node 3 (on rxe1): every piece over RC, none over TCP.
+    # A PUT through node 3 (on rxe1; 12 MiB: shards of just over 1 MiB): every piece over RC.
+    other = big[:12 * MiB + 7][::-1]
     before = traffic(c, 2)
-    s3(c, 2).put_object(Bucket="rxe", Key="through-node3", Body=big[::-1])
+    s3(c, 2).put_object(Bucket="rxe", Key="through-node3", Body=other)
     d2 = {k: v - before[k] for k, v in traffic(c, 2).items()}
-    print("24 MiB PUT through node 3:", d2, flush=True)
-    assert d2["sent_rdma"] > 24 * MiB * 12 // 16 and d2["sent_tcp"] == 0, d2
-    assert sha(get_bytes(s3(c, 1), "rxe", "through-node3")) == sha(big[::-1])
+    print("12 MiB PUT through node 3:", d2, flush=True)
+    assert d2["sent_rdma"] > 12 * MiB * 12 // 16 and d2["sent_tcp"] == 0, d2
+    assert sha(get_bytes(s3(c, 1), "rxe", "through-node3")) == sha(other)
     for i in range(4):
         t = traffic(c, i)
         assert t["fallbacks"] == 0 and t["errors"] == 0, (i, t)
