@@ -304,6 +304,14 @@ struct ServerFamilies {
       "S3-over-RDMA token requests declined with 501 since start, by reason (origin: the token "
       "names another host than the requester's address and MINIO_RDMA_ALLOW does not list it)",
       {"reason"});
+  CounterFamily& rdma_ceiling_hits = r.AddCounter(
+      "rdmastor_rdma_ceiling_hits_total",
+      "RDMA requests and inter-node shard pieces that found a concurrency ceiling full, by "
+      "ceiling (transfers_max, transfers_per_client, internode_inflight, "
+      "internode_inflight_bytes, internode_staging_buffers, channels: docs/settings.md) and "
+      "outcome (waited: got in within the wait; refused: 503 SlowDown, or the piece went over "
+      "TCP)",
+      {"ceiling", "outcome"});
   GaugeFamily& rdma_rc_connections = r.AddGauge(
       "rdmastor_rdma_rc_connections",
       "S3-over-RDMA RC connections clients hold open now (docs/s3-over-rdma.md, RC transport)", {});
@@ -615,6 +623,14 @@ void SetRdmaFabricReady(bool ready) { Families().rdma_fabric_ready.With().Set(re
 
 void SetRdmaOriginDeclines(uint64_t n) {
   Families().rdma_declined.With({"origin"}).RaiseTo(n);
+}
+
+void RecordRdmaCeilingHit(std::string_view ceiling, bool refused) {
+  Families().rdma_ceiling_hits.With({ceiling, refused ? "refused" : "waited"}).Inc();
+}
+
+void SetRdmaCeilingHits(std::string_view ceiling, bool refused, uint64_t total) {
+  Families().rdma_ceiling_hits.With({ceiling, refused ? "refused" : "waited"}).RaiseTo(total);
 }
 
 void SetRdmaRc(const RdmaRcCounts& c) {

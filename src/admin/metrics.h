@@ -228,6 +228,12 @@ void SetRdmaRc(const RdmaRcCounts& counts);
 // S3-over-RDMA requests declined (501) for their token's origin since start
 // (the counter rdmastor_rdma_declined_total{reason="origin"}), brought up to it before every scrape.
 void SetRdmaOriginDeclines(uint64_t n);
+// A request or shard piece found an RDMA concurrency ceiling full (rdma/ceilings.h; `ceiling`
+// names it as rdmastor_rdma_ceiling_hits_total's label does): it waited and got in, or it was
+// refused (503 SlowDown; a shard piece went over TCP).
+void RecordRdmaCeilingHit(std::string_view ceiling, bool refused);
+// The same counter raised to `total` (the S3-over-RDMA service's own counts, before a scrape).
+void SetRdmaCeilingHits(std::string_view ceiling, bool refused, uint64_t total);
 
 // Healing progress, set from the heal engine's state (the server samples it at every scrape;
 // cheap: a few stores). Shown on /minio/v2/metrics/node.

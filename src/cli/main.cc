@@ -85,7 +85,9 @@ rdmastor::rdma::ServiceOptions RdmaOptionsFor(const rdmastor::cli::ServerConfig&
   rdmastor::rdma::ServiceOptions o;
   o.transfer.timeout = std::chrono::milliseconds(cfg.rdma_progress_timeout_ms);
   o.transfer.min_rate = cfg.rdma_min_rate;
+  o.max_buffers = static_cast<size_t>(cfg.rdma_transfers_max);
   o.transfers_per_client = static_cast<size_t>(cfg.rdma_transfers_per_client);
+  o.buffer_wait = std::chrono::milliseconds(cfg.rdma_transfers_wait_ms);
   o.rc.per_source = static_cast<size_t>(cfg.rdma_rc_per_source);
   o.rc.total = static_cast<size_t>(cfg.rdma_rc_max);
   o.rc.idle = std::chrono::milliseconds(cfg.rdma_rc_idle_timeout_ms);
@@ -99,6 +101,11 @@ void PublishRdmaMetrics(const rdmastor::rdma::S3RdmaService& svc) {
   rdmastor::admin::GlobalRegistry().AddScrapeHook([svc = &svc] {
     rdmastor::admin::SetRdmaFabricReady(svc->available());
     rdmastor::admin::SetRdmaOriginDeclines(svc->stats().origin_declined.load());
+    const auto& st = svc->stats();
+    rdmastor::admin::SetRdmaCeilingHits("transfers_per_client", true,
+                                        st.refused_per_client.load());
+    rdmastor::admin::SetRdmaCeilingHits("transfers_max", false, st.staging_waited.load());
+    rdmastor::admin::SetRdmaCeilingHits("transfers_max", true, st.staging_refused.load());
     if (const auto* rc = svc->rc_sessions()) {
       auto s = rc->stats();
       rdmastor::admin::SetRdmaRc({rc->size(), s.admitted, s.refused, s.closed_idle, s.closed_dead,
@@ -226,6 +233,10 @@ int RunServer(const rdmastor::cli::ServerFlags& flags) {
     return 2;
   }
   for (const auto& w : cfg->warnings) spdlog::warn("{}", w);
+  if (auto st = rdmastor::cli::SizeRdmaCeilings(*cfg); !st.ok()) {
+    std::fprintf(stderr, "rdmastor: %s\n", st.error().message.c_str());
+    return 2;
+  }
 
   // Block the stop signals in every thread; one thread waits for them.
   sigset_t stop_signals;

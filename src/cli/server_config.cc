@@ -17,6 +17,7 @@
 #include "cli/ellipsis.h"
 #include "erasure/layout.h"
 #include "rdma/build_info.h"
+#include "rdma/ceilings.h"
 
 extern char** environ;
 
@@ -302,8 +303,12 @@ Status ParseApiLimits(const EnvMap& env, ServerConfig& cfg) {
   if (auto st = duration("RDMASTOR_RDMA_PROGRESS_TIMEOUT", cfg.rdma_progress_timeout_ms); !st.ok())
     return st;
   if (auto st = rate("RDMASTOR_RDMA_MIN_RATE", cfg.rdma_min_rate); !st.ok()) return st;
+  if (auto st = count("RDMASTOR_RDMA_TRANSFERS_MAX", 1, 65536, cfg.rdma_transfers_max); !st.ok())
+    return st;
   if (auto st = count("RDMASTOR_RDMA_TRANSFERS_PER_CLIENT", 1, 4096, cfg.rdma_transfers_per_client);
       !st.ok())
+    return st;
+  if (auto st = duration("RDMASTOR_RDMA_TRANSFERS_WAIT", cfg.rdma_transfers_wait_ms); !st.ok())
     return st;
   if (auto st = count("RDMASTOR_RDMA_RC_PER_SOURCE", 1, 4096, cfg.rdma_rc_per_source); !st.ok())
     return st;
@@ -331,7 +336,8 @@ bool IsKnownMinioVariable(std::string_view name) {
       "MINIO_RDMA_DEVICE", "MINIO_RDMA_FABRIC", "MINIO_RDMA_GID_INDEX", "MINIO_RDMA_INTERNODE",
       "MINIO_RDMA_INTERNODE_ADDRESS", "MINIO_RDMA_INTERNODE_INFLIGHT",
       "MINIO_RDMA_INTERNODE_INFLIGHT_BYTES", "MINIO_RDMA_INTERNODE_RETRY",
-      "MINIO_RDMA_INTERNODE_TRAFFIC_CLASS", "MINIO_RDMA_MIN_SIZE", "MINIO_RDMA_MTU_MAX",
+      "MINIO_RDMA_INTERNODE_STAGING_BUFFERS", "MINIO_RDMA_INTERNODE_TRAFFIC_CLASS",
+      "MINIO_RDMA_INTERNODE_WAIT", "MINIO_RDMA_MIN_SIZE", "MINIO_RDMA_MTU_MAX",
       "MINIO_RDMA_NUM_DCIS", "MINIO_RDMA_PKEY_INDEX", "MINIO_RDMA_PORT", "MINIO_RDMA_RC_PORT",
       "MINIO_RDMA_SERVICE_LEVEL", "MINIO_RDMA_SOFT_ALLOW", "MINIO_RDMA_TIMEOUT",
       "MINIO_RDMA_TRAFFIC_CLASS"};
@@ -620,7 +626,8 @@ Result<ServerConfig> ServerConfigFromFlags(const ServerFlags& flags, const EnvMa
   for (const char* name :
        {"MINIO_RDMA_INTERNODE", "MINIO_RDMA_MIN_SIZE", "MINIO_RDMA_INTERNODE_ADDRESS",
         "MINIO_RDMA_INTERNODE_INFLIGHT", "MINIO_RDMA_INTERNODE_RETRY", "MINIO_RDMA_CHANNELS",
-        "MINIO_RDMA_INTERNODE_INFLIGHT_BYTES", "MINIO_RDMA_INTERNODE_TRAFFIC_CLASS"})
+        "MINIO_RDMA_INTERNODE_INFLIGHT_BYTES", "MINIO_RDMA_INTERNODE_TRAFFIC_CLASS",
+        "MINIO_RDMA_INTERNODE_STAGING_BUFFERS", "MINIO_RDMA_INTERNODE_WAIT"})
     cfg.rdma.live_names.push_back(name);
   if (!cfg.rdma_settings.empty() && !rdma::BuiltWithVerbs()) {
     // One warning whenever MINIO_RDMA_* is set on the standard build: no hardware RDMA here. The
@@ -649,6 +656,36 @@ Result<ServerConfig> ServerConfigFromFlags(const ServerFlags& flags, const EnvMa
         "these values with 'MINIO_ROOT_USER' and 'MINIO_ROOT_PASSWORD' environment variables");
   }
   return cfg;
+}
+
+Status SizeRdmaCeilings(ServerConfig& cfg) {
+  rdma::CeilingSettings set;
+  if (cfg.rdma_transfers_max > 0) set.transfers_max = static_cast<size_t>(cfg.rdma_transfers_max);
+  if (cfg.rdma_transfers_per_client > 0)
+    set.transfers_per_client = static_cast<size_t>(cfg.rdma_transfers_per_client);
+  auto& in = cfg.internode;
+  if (in.staging_set) set.internode_staging = in.max_buffers;
+  if (in.channels_set) set.channels = in.channels;
+  set.internode_inflight = in.inflight_per_peer;
+  // The devices only where verbs runs: the soft fabric pins nothing and has no link of its own.
+  const bool verbs = cfg.rdma.fabric == rdma::FabricKind::kVerbs;
+  std::optional<Result<std::vector<rdma::DeviceInfo>>> devices;
+  if (verbs) devices = rdma::QueryDevices();
+  auto facts = rdma::GatherCeilingFacts(verbs, devices ? &*devices : nullptr,
+                                        cfg.rdma.verbs.device, cfg.rdma.verbs.port);
+  auto c = rdma::SizeCeilings(set, facts);
+  if (!c.ok()) return c.error();
+  cfg.rdma_transfers_max = static_cast<int>(c->transfers_max);
+  cfg.rdma_transfers_per_client = static_cast<int>(c->transfers_per_client);
+  in.max_buffers = c->internode_staging;
+  in.channels = c->channels;
+  if (cfg.rdma.fabric != rdma::FabricKind::kOff || in.enabled)
+    spdlog::info(
+        "RDMA ceilings: {} S3 transfers ({} per client address), {} inter-node staging buffers, "
+        "{} channels per peer, {} ms before TCP; {}",
+        c->transfers_max, c->transfers_per_client, c->internode_staging, c->channels,
+        in.inflight_wait.count(), c->basis);
+  return {};
 }
 
 void LogStartup(const ServerConfig& cfg, uint16_t bound_port) {

@@ -81,7 +81,10 @@ struct ServerConfig {
   // S3 over RDMA against trickling or greedy clients (rdma::ServiceOptions).
   int rdma_progress_timeout_ms = 10000;  // RDMASTOR_RDMA_PROGRESS_TIMEOUT
   uint64_t rdma_min_rate = 1 << 20;      // RDMASTOR_RDMA_MIN_RATE, bytes/s (0: any byte)
-  int rdma_transfers_per_client = 8;     // RDMASTOR_RDMA_TRANSFERS_PER_CLIENT
+  // The concurrency ceilings (rdma/ceilings.h); 0 = sized at start by SizeRdmaCeilings.
+  int rdma_transfers_max = 0;            // RDMASTOR_RDMA_TRANSFERS_MAX: staging buffers
+  int rdma_transfers_per_client = 0;     // RDMASTOR_RDMA_TRANSFERS_PER_CLIENT
+  int rdma_transfers_wait_ms = 30000;    // RDMASTOR_RDMA_TRANSFERS_WAIT: for a staging buffer
   // S3 over RDMA on RC: connections clients open (rdma::RcLimits).
   int rdma_rc_per_source = 64;          // RDMASTOR_RDMA_RC_PER_SOURCE
   int rdma_rc_max = 1024;               // RDMASTOR_RDMA_RC_MAX
@@ -135,5 +138,11 @@ std::optional<uint64_t> ParseByteSize(std::string_view text);
 
 // Logs the endpoint, credentials notice, and one line per RDMA path stating the active transport.
 void LogStartup(const ServerConfig& cfg, uint16_t bound_port);
+
+// Sizes the RDMA concurrency ceilings the settings left open from this host's memory, locked
+// memory limit and RDMA devices (rdma::SizeCeilings), writes them into `cfg` (the S3 transfer
+// caps and the inter-node staging buffers and channels) and logs them once. An explicit value
+// the host cannot hold is an error naming it.
+Status SizeRdmaCeilings(ServerConfig& cfg);
 
 }  // namespace rdmastor::cli

@@ -109,6 +109,11 @@ Result<ChannelPool::Lease> ChannelPool::Acquire(std::string_view peer,
   const auto deadline = ChannelClock::now() + options_.wait;
   std::unique_lock lock(mu_);
   std::shared_ptr<Group> g = std::make_shared<Group>();
+  bool waited = false;  // found every channel busy at least once
+  // Reports a lease that waited (outside the lock): it got a channel, or `refused`.
+  auto report = [&](bool refused) {
+    if (waited && options_.on_ceiling) options_.on_ceiling(refused);
+  };
   for (;;) {
     // The sweeper may have removed an unused key while this lease waited: put it back (or join
     // the one another lease made meanwhile), so the bound holds per key.
@@ -134,6 +139,8 @@ Result<ChannelPool::Lease> ChannelPool::Acquire(std::string_view peer,
         l.group_ = g;
         l.ep_ = std::move(ep);
         l.reused_ = true;
+        lock.unlock();
+        report(false);
         return l;
       }
       case ChannelAction::kOpenNew: {
@@ -150,6 +157,7 @@ Result<ChannelPool::Lease> ChannelPool::Acquire(std::string_view peer,
         ++opened_;
         lock.unlock();
         if (on_opened_) on_opened_(peer);
+        report(false);
         Lease l;
         l.pool_ = this;
         l.group_ = g;
@@ -158,10 +166,14 @@ Result<ChannelPool::Lease> ChannelPool::Acquire(std::string_view peer,
       }
       case ChannelAction::kWait:
         if (stop_) return MakeError(ErrorCode::kSlowDown, "inter-node RDMA channels are closing");
+        waited = true;
         cv_.wait_until(lock, deadline);
         continue;
       case ChannelAction::kGiveUp:
         ++gave_up_;
+        lock.unlock();
+        waited = true;  // a zero wait gives up without waiting: still the ceiling
+        report(true);
         return MakeError(ErrorCode::kSlowDown,
                          "inter-node RDMA: all " + std::to_string(options_.channels) +
                              " channels toward " + std::string(peer) + " stayed busy for " +

@@ -70,6 +70,9 @@ struct ChannelPoolOptions {
   std::chrono::milliseconds wait{5000};            // for a busy channel, then TCP
   std::chrono::milliseconds idle_close{300000};    // 5 min
   std::chrono::milliseconds sweep_interval{1000};  // 0: no sweeper thread (tests call Sweep)
+  // A lease found every channel of its key busy: called once it got one (false) or gave up
+  // (true). The metric of the ceiling (MINIO_RDMA_CHANNELS).
+  std::function<void(bool refused)> on_ceiling;
 };
 
 class ChannelPool {

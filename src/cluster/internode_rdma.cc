@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "rdma/rc.h"
+#include "rdma/soft/net.h"
 #include "rdma/soft/soft_fabric.h"
 #include "rdma/staged_transfer.h"
 #include "rdma/token.h"
@@ -23,9 +24,15 @@ namespace {
 class Slots {
  public:
   explicit Slots(int limit) : limit_(std::max(1, limit)) {}
+  // Null when none came free within `wait`. Finding them all taken is a ceiling hit
+  // (MINIO_RDMA_INTERNODE_INFLIGHT), counted whether the wait then succeeds or not.
   std::shared_ptr<void> Acquire(std::chrono::milliseconds wait) {
     std::unique_lock lock(mu_);
-    if (!cv_.wait_for(lock, wait, [&] { return used_ < limit_; })) return nullptr;
+    if (used_ >= limit_) {
+      bool got = cv_.wait_for(lock, wait, [&] { return used_ < limit_; });
+      admin::RecordRdmaCeilingHit("internode_inflight", !got);
+      if (!got) return nullptr;
+    }
     ++used_;
     return std::shared_ptr<void>(this, [](Slots* s) {
       {
@@ -42,6 +49,18 @@ class Slots {
   int used_ = 0;
   const int limit_;
 };
+
+// A buffer of `pool`, waiting up to `wait` when all are busy: then a hit of `ceiling` (the
+// setting that bounds the pool), counted whether the wait succeeds or not.
+Result<rdma::BufferPool::Buffer> TakeBuffer(rdma::BufferPool& pool, const char* ceiling,
+                                            std::chrono::milliseconds wait) {
+  auto now = pool.Acquire(std::chrono::milliseconds(0));
+  if (now.ok() || now.error().code != ErrorCode::kSlowDown) return now;
+  auto later = pool.Acquire(wait);
+  if (later.ok() || later.error().code == ErrorCode::kSlowDown)
+    admin::RecordRdmaCeilingHit(ceiling, !later.ok());
+  return later;
+}
 
 Error Invalid(const std::string& name, const std::string& value, const std::string& accepts) {
   return MakeError(ErrorCode::kInvalidArgument, name + "='" + value + "' is invalid: " + accepts);
@@ -69,6 +88,7 @@ struct InternodeRdma::Peer {
   Slots expose_slots, serve_slots;
   // Guarded by InternodeRdma::mu_.
   bool degraded = false;
+  std::optional<uint32_t> rdma_ip;  // its advertised inter-node RDMA address (host order)
   Clock::time_point retry_at{};
   std::string last_error;
   InternodePeerCounters c;
@@ -91,6 +111,22 @@ Status ApplyInternodeRdmaEnv(const std::map<std::string, std::string>& env,
     auto n = ParseChannelCount(*v);
     if (!n) return Invalid("MINIO_RDMA_CHANNELS", *v, "use an integer from 1 to 64");
     s.channels = *n;
+    s.channels_set = true;
+  }
+  if (const auto* v = get("MINIO_RDMA_INTERNODE_STAGING_BUFFERS")) {
+    bool ok = v->size() <= 5 && v->find_first_not_of("0123456789") == std::string::npos;
+    int n = ok ? std::stoi(*v) : 0;
+    if (n < 1 || n > 65536)
+      return Invalid("MINIO_RDMA_INTERNODE_STAGING_BUFFERS", *v, "use an integer from 1 to 65536");
+    s.max_buffers = static_cast<size_t>(n);
+    s.staging_set = true;
+  }
+  if (const auto* v = get("MINIO_RDMA_INTERNODE_WAIT")) {
+    auto d = ParseDuration(*v);
+    if (!d || *d < std::chrono::milliseconds(100) || *d > std::chrono::minutes(10))
+      return Invalid("MINIO_RDMA_INTERNODE_WAIT", *v,
+                     "use a duration from 100ms to 10m such as 5s, 500ms or 1m");
+    s.inflight_wait = s.channel_wait = *d;
   }
   if (const auto* v = get("MINIO_RDMA_INTERNODE_TRAFFIC_CLASS")) {
     bool ok = v->size() <= 3 && v->find_first_not_of("0123456789") == std::string::npos;
@@ -215,6 +251,7 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdma
   co.wait = s.channel_wait;
   co.idle_close = s.channel_idle_close;
   co.sweep_interval = s.channel_sweep;
+  co.on_ceiling = [](bool refused) { admin::RecordRdmaCeilingHit("channels", refused); };
   rdma::Fabric* fabric = self->fabric_.get();
   self->channels_ = std::make_unique<ChannelPool>(
       [fabric](const rdma::RemoteAddress& remote, const rdma::RequestOrigin& origin) {
@@ -312,7 +349,7 @@ Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void
   uint32_t rkey = 0;
   if (len <= pool.buffer_size()) {
     // A pre-registered buffer: the piece is copied in (send) or out after the answer (receive).
-    auto b = pool.Acquire(settings_.inflight_wait);
+    auto b = TakeBuffer(pool, "internode_inflight_bytes", settings_.inflight_wait);
     if (!b.ok())
       return MakeError(ErrorCode::kSlowDown,
                        "inter-node RDMA: all " + std::to_string(pool.max_buffers()) +
@@ -390,10 +427,17 @@ Result<size_t> InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::
     return MakeError(ErrorCode::kSlowDown,
                      "inter-node RDMA: " + std::to_string(settings_.inflight_per_peer) +
                          " transfers with " + std::string(peer) + " already in flight");
-  auto buffer = pool_->Acquire(settings_.inflight_wait);
+  auto buffer = TakeBuffer(*pool_, "internode_staging_buffers", settings_.inflight_wait);
   if (!buffer.ok()) return buffer.error();
+  // The origin the fabric's policy checks the token against: the address the RPC came from, or
+  // the peer's advertised RDMA address when the token names that (a separate RDMA network).
+  std::string origin(origin_ip);
+  if (auto named = rdma::GidToIpv4(t.gid); t.has_gid && named) {
+    std::lock_guard lock(mu_);
+    if (p.rdma_ip == *named) origin = rdma::soft::net::Ipv4String(*named);
+  }
   auto lease = channels_->Acquire(peer, rdma::RemoteAddress::FromToken(t),
-                                  rdma::RequestOrigin{std::string(origin_ip), settings_.bind_ip});
+                                  rdma::RequestOrigin{origin, settings_.bind_ip});
   if (!lease.ok()) {
     if (lease.error().code != ErrorCode::kSlowDown) return fail(lease.error());
     // Every channel stayed busy: the caller sends this piece over TCP and counts the fallback.
@@ -490,6 +534,13 @@ void InternodeRdma::ReportFailure(std::string_view peer, const Error& error) {
         "degraded, retrying RDMA in {} ms): {}",
         peer, settings_.retry_after.count(), error.message);
   }
+}
+
+void InternodeRdma::SetPeerRdmaAddress(std::string_view peer, const std::string& ip) {
+  auto parsed = rdma::soft::ParseIpv4(ip);
+  Peer& p = GetPeer(peer);
+  std::lock_guard lock(mu_);
+  p.rdma_ip = parsed;
 }
 
 InternodePeerCounters InternodeRdma::counters(std::string_view peer) const {

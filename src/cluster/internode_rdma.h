@@ -50,19 +50,24 @@ struct InternodeRdmaSettings {
   // peer RPCs come from (soft fabric: the peer connects only to the requester's address).
   std::string bind_ip = "127.0.0.1";
   // Serving side staging: max_buffers registered buffers of staging_bytes (bounded memory),
-  // moved in slots of slot_bytes.
+  // moved in slots of slot_bytes. max_buffers: MINIO_RDMA_INTERNODE_STAGING_BUFFERS (staging_set
+  // when set), else sized at start (rdma::SizeCeilings).
   size_t staging_bytes = 4u << 20;
   size_t slot_bytes = 1u << 20;
   size_t max_buffers = 16;
+  bool staging_set = false;
   // Transfers in flight per peer, each role (exposed buffers on the caller, Pull/Push on the
   // server); more wait up to inflight_wait, then get kSlowDown (send that shard over TCP).
   int inflight_per_peer = 8;  // MINIO_RDMA_INTERNODE_INFLIGHT
+  // MINIO_RDMA_INTERNODE_WAIT: how long a piece waits at any ceiling (in-flight slot, buffer,
+  // channel) before it goes over TCP; inflight_wait and channel_wait.
   std::chrono::milliseconds inflight_wait{5000};
   std::chrono::milliseconds retry_after{30000};  // MINIO_RDMA_INTERNODE_RETRY
   // Persistent channels (channel_pool.h): per peer target, at most `channels` long-lived
   // endpoints (MINIO_RDMA_CHANNELS); a piece waits channel_wait for a busy one, then goes over
   // TCP; idle ones close after channel_idle_close; the sweep runs every channel_sweep.
   int channels = 4;
+  bool channels_set = false;  // MINIO_RDMA_CHANNELS was set (else sized: rdma::SizeCeilings)
   std::chrono::milliseconds channel_wait{5000};
   std::chrono::milliseconds channel_idle_close{300000};
   std::chrono::milliseconds channel_sweep{1000};
@@ -79,8 +84,9 @@ struct InternodeRdmaSettings {
 };
 
 // Reads MINIO_RDMA_INTERNODE_INFLIGHT (1..1024), MINIO_RDMA_INTERNODE_RETRY (a duration: "30s",
-// "500ms", "2m", or seconds), MINIO_RDMA_CHANNELS (1..64) and MINIO_RDMA_INTERNODE_TRAFFIC_CLASS
-// (0..255) into `s`; an invalid value is an error naming the variable. The
+// "500ms", "2m", or seconds), MINIO_RDMA_CHANNELS (1..64), MINIO_RDMA_INTERNODE_TRAFFIC_CLASS
+// (0..255), MINIO_RDMA_INTERNODE_STAGING_BUFFERS (1..65536) and MINIO_RDMA_INTERNODE_WAIT (a
+// duration, 100ms..10m) into `s`; an invalid value is an error naming the variable. The
 // other fields come from the server configuration (MINIO_RDMA_INTERNODE, MINIO_RDMA_MIN_SIZE,
 // MINIO_RDMA_FABRIC, ...).
 Status ApplyInternodeRdmaEnv(const std::map<std::string, std::string>& env,
@@ -208,6 +214,12 @@ class InternodeRdma {
   // An RDMA transfer with `peer` failed (the caller resends it over TCP, counted as a fallback):
   // the peer falls back to TCP until retry_after has passed.
   void ReportFailure(std::string_view peer, const Error& error);
+
+  // The inter-node RDMA address `peer` advertised (its MINIO_RDMA_INTERNODE_ADDRESS, or its own
+  // address), learned from its configuration at start over authenticated peer RPC. A token from
+  // that peer naming this address is reached although its RPCs come from another (its HTTP
+  // address): the cluster's node list is the policy, not MINIO_RDMA_SOFT_ALLOW.
+  void SetPeerRdmaAddress(std::string_view peer, const std::string& ip);
 
   InternodePeerCounters counters(std::string_view peer) const;
   // Caller-side buffer registrations so far (send + receive pools): grows with the pools, not

@@ -79,6 +79,13 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterConfig& co
   const std::string self_ip = LocalIpOf(t.self_node().host, LocalAddresses());
   InternodeRdmaSettings rs = config.internode;
   if (rs.bind_ip.empty()) rs.bind_ip = self_ip.empty() ? "127.0.0.1" : self_ip;
+  // Peers learn where this node's inter-node RDMA target listens (a separate RDMA network's
+  // address with MINIO_RDMA_INTERNODE_ADDRESS): its tokens name it, its RPCs come from self_ip.
+  node->config_json_ = [&] {
+    auto j = nlohmann::json::parse(node->config_json_);
+    j["rdma_address"] = rs.bind_ip;
+    return j.dump();
+  }();
   auto internode = InternodeRdma::Create(rs);
   if (!internode.ok()) return internode.error();
   node->internode_ = std::move(internode).value();
@@ -143,7 +150,9 @@ Status ClusterNode::WaitForPeers(Clock::time_point deadline) {
       // Naming this process lets the peer drop locks a previous process of this node held.
       auto r = peers_[n]->Call("GET", std::string(kPeerPrefix) + "config?" +
                                           QueryParam("node", dsync_->owner()) + "&" +
-                                          QueryParam("instance", dsync_->instance()));
+                                          QueryParam("instance", dsync_->instance()) + "&" +
+                                          QueryParam("rdma_address",
+                                                     internode_->settings().bind_ip));
       if (!r.ok()) {
         // A peer that started just now refuses what was signed before it started (its replay
         // cache is new); a peer whose clock lags this one's a little is refused for that long:
@@ -199,6 +208,8 @@ Status ClusterNode::WaitForPeers(Clock::time_point deadline) {
       if (auto e = differs("rdma_fabric", "different inter-node RDMA fabric (MINIO_RDMA_FABRIC)"))
         return *e;
       ok[n] = true;
+      if (auto ip = theirs.value("rdma_address", std::string()); !ip.empty())
+        internode_->SetPeerRdmaAddress(t.nodes[n].address(), ip);
       spdlog::info("cluster: peer {} is up, configuration matches", t.nodes[n].address());
     }
     if (waiting.empty()) return {};

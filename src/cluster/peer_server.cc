@@ -140,13 +140,18 @@ void PeerServer::Handle(const s3::HttpRequest& req, s3::BodySource& body, s3::Re
   if (path == std::string(kPeerPrefix) + "config") {
     // A starting node names its lock owner and process: locks its previous process held here
     // are dropped now rather than after their TTL (dsync.h).
-    std::string node, instance;
+    // It also names where its inter-node RDMA target listens (MINIO_RDMA_INTERNODE_ADDRESS): its
+    // tokens name that address while its RPCs come from its node address.
+    std::string node, instance, rdma_address;
     if (auto query = uri::ParseQuery(req.raw_query))
       for (const auto& [k, v] : *query) {
         if (k == "node") node = v;
         if (k == "instance") instance = v;
+        if (k == "rdma_address") rdma_address = v;
       }
     locks_->ObserveInstance(node, instance);
+    if (internode_ && !node.empty() && !rdma_address.empty())
+      internode_->SetPeerRdmaAddress(node, rdma_address);
     return Send(sink, 200, config_json_);
   }
   // The peers' health check (PeerClient): answered as soon as the signature is checked.

@@ -406,20 +406,27 @@ std::string RenderCheckJson(const std::vector<CheckItem>& items, bool verbs_buil
   return out + "]}\n";
 }
 
-CheckFacts GatherCheckFacts(const std::map<std::string, std::string>& env) {
-  CheckFacts f;
-  f.verbs_built = BuiltWithVerbs();
-  f.devices = QueryDevices();
+MemlockFacts GatherMemlock() {
+  MemlockFacts m;
   rlimit rl{};
-  if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-    f.memlock_bytes = rl.rlim_cur;
+  if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) m.bytes = rl.rlim_cur;
   std::ifstream status("/proc/self/status");
   for (std::string line; std::getline(status, line);) {
     if (line.rfind("CapEff:", 0) == 0) {
       uint64_t caps = std::stoull(line.substr(7), nullptr, 16);
-      f.cap_ipc_lock = (caps >> 14) & 1;  // CAP_IPC_LOCK
+      m.cap_ipc_lock = (caps >> 14) & 1;  // CAP_IPC_LOCK
     }
   }
+  return m;
+}
+
+CheckFacts GatherCheckFacts(const std::map<std::string, std::string>& env) {
+  CheckFacts f;
+  f.verbs_built = BuiltWithVerbs();
+  f.devices = QueryDevices();
+  auto memlock = GatherMemlock();
+  f.memlock_bytes = memlock.bytes;
+  f.cap_ipc_lock = memlock.cap_ipc_lock;
   std::error_code ec;
   f.nvidia_driver = std::filesystem::exists("/sys/module/nvidia", ec);
   f.nvidia_peermem = std::filesystem::exists("/sys/module/nvidia_peermem", ec);
@@ -459,6 +466,31 @@ std::string LinkLayerFromVerbs(int link_layer) {
 
 int MtuBytesFromVerbs(int mtu) { return mtu >= 1 && mtu <= 5 ? 128 << mtu : 0; }
 
+double PortRateGbps(int active_speed, int active_width) {
+  // Per-lane rates of enum ib_port_speed (SDR .. XDR) and the lanes of enum ib_port_width.
+  double lane = 0;
+  switch (active_speed) {
+    case 1: lane = 2.5; break;    // SDR
+    case 2: lane = 5; break;      // DDR
+    case 4: lane = 10; break;     // QDR
+    case 8: lane = 10; break;     // FDR10
+    case 16: lane = 14; break;    // FDR
+    case 32: lane = 25; break;    // EDR
+    case 64: lane = 50; break;    // HDR
+    case 128: lane = 100; break;  // NDR
+    case 256: lane = 200; break;  // XDR
+  }
+  int lanes = 0;
+  switch (active_width) {
+    case 1: lanes = 1; break;
+    case 2: lanes = 4; break;
+    case 4: lanes = 8; break;
+    case 8: lanes = 12; break;
+    case 16: lanes = 2; break;
+  }
+  return lane * lanes;
+}
+
 std::string GidTypeFromVerbs(int type) {
   switch (type) {
     case 0:
@@ -482,6 +514,8 @@ Result<std::vector<DeviceInfo>> DevicesFromVerbsJson(const std::string& text) {
       DeviceInfo dev;
       dev.name = d.at("name").get<std::string>();
       dev.dc_capable = d.at("dc_capable").get<bool>();
+      dev.max_mr = d.value("max_mr", uint64_t{0});
+      dev.max_qp = d.value("max_qp", uint64_t{0});
       for (const auto& p : d.at("ports")) {
         PortInfo port;
         port.port = p.at("port").get<int>();
@@ -489,6 +523,7 @@ Result<std::vector<DeviceInfo>> DevicesFromVerbsJson(const std::string& text) {
         port.link_layer = LinkLayerFromVerbs(p.at("link_layer").get<int>());
         port.active_mtu = MtuBytesFromVerbs(p.at("active_mtu").get<int>());
         port.max_mtu = MtuBytesFromVerbs(p.at("max_mtu").get<int>());
+        port.rate_gbps = PortRateGbps(p.value("active_speed", 0), p.value("active_width", 0));
         for (const auto& g : p.at("gids"))
           port.gids.push_back({g.at("index").get<int>(), g.at("gid").get<std::string>(),
                                GidTypeFromVerbs(g.at("type").get<int>()),

@@ -50,12 +50,15 @@ struct PortInfo {
   int active_mtu = 0;      // bytes
   int max_mtu = 0;         // bytes
   std::vector<GidInfo> gids;
+  double rate_gbps = 0;  // active_speed x active_width (PortRateGbps); 0 = unknown
 };
 
 struct DeviceInfo {
   std::string name;
   std::vector<PortInfo> ports;
   bool dc_capable = false;  // an mlx5 device: DC transport (mlx5dv_is_supported)
+  uint64_t max_mr = 0;      // ibv_device_attr: memory regions, queue pairs (0 = unknown)
+  uint64_t max_qp = 0;
 };
 
 // What a running server said about its S3-over-RDMA service (GET /minio/admin/v3/rdma), asked by
@@ -95,6 +98,13 @@ struct CheckItem {
 
 CheckFacts GatherCheckFacts(const std::map<std::string, std::string>& env);
 
+// This process's soft RLIMIT_MEMLOCK (nullopt = unlimited) and whether it holds CAP_IPC_LOCK.
+struct MemlockFacts {
+  std::optional<uint64_t> bytes;
+  bool cap_ipc_lock = false;
+};
+MemlockFacts GatherMemlock();
+
 // The device list through libibverbs (RDMA build); the standard build returns an error. It is
 // DevicesFromVerbsJson(QueryVerbsJson()): one conversion from libibverbs' numbers to DeviceInfo,
 // the same one the unit tests run on what a real device returned (tests/rdma/fixtures).
@@ -103,11 +113,14 @@ Result<std::vector<DeviceInfo>> QueryDevices();
 // What libibverbs returned for every device, port and GID, as its own numbers (`rdmastor rdma
 // devices --json`):
 //   {"devices":[{"name":"rxe0","dc_capable":false,"ports":[{"port":1,"state":4,
-//     "link_layer":2,"active_mtu":3,"max_mtu":5,"gids":[{"index":1,"gid":"fe80::...",
-//     "type":2,"netdev":"rxv0"}]}]}]}
+//     "link_layer":2,"active_mtu":3,"max_mtu":5,"active_speed":1,"active_width":1,
+//     "gids":[{"index":1,"gid":"fe80::...","type":2,"netdev":"rxv0"}]}],"max_mr":524287,
+//     "max_qp":1048560}]}
 // state: enum ibv_port_state; link_layer: IBV_LINK_LAYER_*; *_mtu: enum ibv_mtu; type: enum
-// ibv_gid_type (ibv_query_gid_table); gid as inet_ntop writes it. A device libibverbs lists but
-// cannot open has "ports": []. RDMA build; the standard build returns an error.
+// ibv_gid_type (ibv_query_gid_table); gid as inet_ntop writes it; active_speed / active_width,
+// max_mr and max_qp as ibv_port_attr / ibv_device_attr hold them (optional when read back: older
+// captures lack them). A device libibverbs lists but cannot open has "ports": []. RDMA build; the
+// standard build returns an error.
 Result<std::string> QueryVerbsJson();
 Result<std::vector<DeviceInfo>> DevicesFromVerbsJson(const std::string& json);
 
@@ -124,6 +137,10 @@ std::string NoDcDeviceReason(const Result<std::vector<DeviceInfo>>& devices);
 
 std::string LinkLayerFromVerbs(int link_layer);
 int MtuBytesFromVerbs(int mtu);
+// A port's rate in Gb/s from ibv_port_attr active_speed and active_width (the kernel's
+// ib_port_speed / ib_port_width bits; RoCE ports report their Ethernet speed in the same terms,
+// 400GbE as 4X NDR). 0 when either is unknown.
+double PortRateGbps(int active_speed, int active_width);
 std::string GidTypeFromVerbs(int type);
 
 // Judges the facts. Invalid MINIO_RDMA_* values are an error (the server would refuse them too).

@@ -201,6 +201,21 @@ Result<S3RdmaService::ClientSlot> S3RdmaService::AcquireClientSlot(const Request
   return ClientSlot(this, std::move(key));
 }
 
+Result<BufferPool::Buffer> S3RdmaService::AcquireStaging(Plane& plane) {
+  auto now = plane.pool->Acquire(std::chrono::milliseconds(0));
+  if (now.ok() || now.error().code != ErrorCode::kSlowDown) return now;
+  // Every staging buffer is busy: RDMASTOR_RDMA_TRANSFERS_MAX is reached.
+  auto later = plane.pool->Acquire(options_.buffer_wait);
+  (later.ok() ? stats_.staging_waited : stats_.staging_refused)
+      .fetch_add(1, std::memory_order_relaxed);
+  if (later.ok() || later.error().code != ErrorCode::kSlowDown) return later;
+  return MakeError(ErrorCode::kSlowDown,
+                   "all " + std::to_string(plane.pool->max_buffers()) +
+                       " S3-over-RDMA transfers of this server (RDMASTOR_RDMA_TRANSFERS_MAX) "
+                       "stayed busy for " +
+                       std::to_string(options_.buffer_wait.count()) + " ms; retry later");
+}
+
 Result<std::unique_ptr<Endpoint>> S3RdmaService::EndpointFor(Plane& plane, const RdmaToken& token,
                                                              const RequestOrigin& origin) {
   if (origin.rc_connection == 0) {
@@ -279,7 +294,7 @@ Result<S3RdmaService::PushResult> S3RdmaService::PushToClient(const RdmaToken& t
   if (length == 0) return out;  // nothing to move: no endpoint needed
   auto client_slot = AcquireClientSlot(origin);
   if (!client_slot.ok()) return fail(client_slot.error());
-  auto buffer = plane->pool->Acquire(options_.buffer_wait);
+  auto buffer = AcquireStaging(*plane);
   if (!buffer.ok()) return fail(buffer.error());
   auto ep = EndpointFor(*plane, token, origin);
   if (!ep.ok()) return fail(ep.error());
@@ -317,7 +332,7 @@ Result<std::unique_ptr<S3RdmaService::ClientBody>> S3RdmaService::PullFromClient
   auto client_slot = AcquireClientSlot(origin);
   if (!client_slot.ok()) return fail(client_slot.error());
   body->client_slot_ = std::move(client_slot).value();
-  auto buffer = plane->pool->Acquire(options_.buffer_wait);
+  auto buffer = AcquireStaging(*plane);
   if (!buffer.ok()) return fail(buffer.error());
   body->buffer_ = std::move(buffer).value();
   auto ep = EndpointFor(*plane, token, origin);

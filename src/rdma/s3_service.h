@@ -31,7 +31,10 @@ namespace rdmastor::rdma {
 struct ServiceOptions {
   size_t staging_bytes = 4u << 20;  // one registered buffer per request...
   size_t slot_bytes = 1u << 20;     // ...split into pipeline slots of this size
-  size_t max_buffers = 32;          // bounds staging memory: max_buffers * staging_bytes
+  // RDMASTOR_RDMA_TRANSFERS_MAX: transfers the server runs at once; bounds staging memory:
+  // max_buffers * staging_bytes. One more waits up to buffer_wait (RDMASTOR_RDMA_TRANSFERS_WAIT),
+  // then 503 SlowDown.
+  size_t max_buffers = 32;
   std::chrono::milliseconds buffer_wait{30000};
   // RDMASTOR_RDMA_TRANSFERS_PER_CLIENT: transfers one client address may run at once; more get
   // 503 SlowDown at once. Never more than half of max_buffers, so one client cannot take every
@@ -57,6 +60,10 @@ struct RdmaStats {
   std::atomic<uint64_t> bytes_from_clients{0};  // PUT payload read from client buffers
   std::atomic<uint64_t> bytes_copied{0};        // user-space memcpy of payload on the server
   std::atomic<uint64_t> refused_per_client{0};  // 503: the client's transfer cap was reached
+  // Transfers that found every staging buffer busy (the server's cap, max_buffers): they got one
+  // within buffer_wait, or 503.
+  std::atomic<uint64_t> staging_waited{0};
+  std::atomic<uint64_t> staging_refused{0};
   std::atomic<uint64_t> origin_declined{0};     // 501: the token named another host (OriginDecline)
 };
 
@@ -167,6 +174,9 @@ class S3RdmaService {
  private:
   // kSlowDown when the origin already runs transfers_per_client transfers.
   Result<ClientSlot> AcquireClientSlot(const RequestOrigin& origin);
+  // A staging buffer of `plane`, waiting up to buffer_wait when all are busy (counted in stats_);
+  // kSlowDown naming the cap when none came free.
+  Result<BufferPool::Buffer> AcquireStaging(Plane& plane);
   // The endpoint a request's payload travels on: its RC connection, or one the fabric connects.
   Result<std::unique_ptr<Endpoint>> EndpointFor(Plane& plane, const RdmaToken& token,
                                                 const RequestOrigin& origin);

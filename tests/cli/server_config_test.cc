@@ -199,7 +199,11 @@ TEST(ParseServerConfig, ApiLimits) {
                                                         {"RDMASTOR_API_TLS_HANDSHAKE_TIMEOUT", "x"},
                                                         {"RDMASTOR_RDMA_PROGRESS_TIMEOUT", "1ms"},
                                                         {"RDMASTOR_RDMA_MIN_RATE", "slow"},
-                                                        {"RDMASTOR_RDMA_TRANSFERS_PER_CLIENT", "0"}}) {
+                                                        {"RDMASTOR_RDMA_TRANSFERS_PER_CLIENT", "0"},
+                                                        {"RDMASTOR_RDMA_TRANSFERS_MAX", "65537"},
+                                                        {"RDMASTOR_RDMA_TRANSFERS_WAIT", "10ms"},
+                                                        {"MINIO_RDMA_INTERNODE_STAGING_BUFFERS", "0"},
+                                                        {"MINIO_RDMA_INTERNODE_WAIT", "11m"}}) {
     auto bad = ParseServerConfig({"/d"}, {{name, value}});
     ASSERT_FALSE(bad.ok()) << name << "=" << value;
     EXPECT_NE(bad.error().message.find(name), std::string::npos) << bad.error().message;
@@ -213,18 +217,50 @@ TEST(ParseServerConfig, HeaderTlsAndRdmaAbuseLimits) {
   EXPECT_EQ(d->handshake_timeout_ms, 120000);
   EXPECT_EQ(d->rdma_progress_timeout_ms, 10000);
   EXPECT_EQ(d->rdma_min_rate, 1u << 20);
-  EXPECT_EQ(d->rdma_transfers_per_client, 8);
+  // The ceilings left unset are sized at start (SizeRdmaCeilings).
+  EXPECT_EQ(d->rdma_transfers_per_client, 0);
+  EXPECT_EQ(d->rdma_transfers_max, 0);
+  EXPECT_EQ(d->rdma_transfers_wait_ms, 30000);
+  EXPECT_FALSE(d->internode.staging_set);
+  EXPECT_FALSE(d->internode.channels_set);
+  EXPECT_EQ(d->internode.inflight_wait.count(), 5000);
   auto c = ParseServerConfig({"/d"}, {{"RDMASTOR_API_HEADER_TIMEOUT", "15s"},
                                       {"RDMASTOR_API_TLS_HANDSHAKE_TIMEOUT", "5s"},
                                       {"RDMASTOR_RDMA_PROGRESS_TIMEOUT", "2s"},
                                       {"RDMASTOR_RDMA_MIN_RATE", "off"},
-                                      {"RDMASTOR_RDMA_TRANSFERS_PER_CLIENT", "3"}});
+                                      {"RDMASTOR_RDMA_TRANSFERS_PER_CLIENT", "3"},
+                                      {"RDMASTOR_RDMA_TRANSFERS_MAX", "6"},
+                                      {"RDMASTOR_RDMA_TRANSFERS_WAIT", "1s"},
+                                      {"MINIO_RDMA_INTERNODE_STAGING_BUFFERS", "5"},
+                                      {"MINIO_RDMA_INTERNODE_WAIT", "750ms"},
+                                      {"MINIO_RDMA_CHANNELS", "2"}});
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->header_timeout_ms, 15000);
   EXPECT_EQ(c->handshake_timeout_ms, 5000);
   EXPECT_EQ(c->rdma_progress_timeout_ms, 2000);
   EXPECT_EQ(c->rdma_min_rate, 0u);
   EXPECT_EQ(c->rdma_transfers_per_client, 3);
+  EXPECT_EQ(c->rdma_transfers_max, 6);
+  EXPECT_EQ(c->rdma_transfers_wait_ms, 1000);
+  EXPECT_TRUE(c->internode.staging_set);
+  EXPECT_EQ(c->internode.max_buffers, 5u);
+  EXPECT_EQ(c->internode.inflight_wait.count(), 750);
+  EXPECT_EQ(c->internode.channel_wait.count(), 750);
+  // Explicit values survive sizing; the unset ones are sized (here: no device asked for).
+  auto sized = *c;
+  sized.rdma.fabric = rdma::FabricKind::kSoft;
+  ASSERT_TRUE(SizeRdmaCeilings(sized).ok());
+  EXPECT_EQ(sized.rdma_transfers_max, 6);
+  EXPECT_EQ(sized.rdma_transfers_per_client, 3);
+  EXPECT_EQ(sized.internode.max_buffers, 5u);
+  EXPECT_EQ(sized.internode.channels, 2);
+  auto greedy = *c;
+  greedy.rdma.fabric = rdma::FabricKind::kSoft;
+  greedy.rdma_transfers_per_client = 4;  // more than half of 6
+  auto st = SizeRdmaCeilings(greedy);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("RDMASTOR_RDMA_TRANSFERS_PER_CLIENT='4'"), std::string::npos)
+      << st.error().message;
 }
 
 TEST(ParseServerConfig, InternodeSettingsValidatedInBothBuilds) {

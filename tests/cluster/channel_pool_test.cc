@@ -133,9 +133,17 @@ TEST_F(SoftPool, PiecesReuseTheSameChannels) {
 }
 
 TEST_F(SoftPool, BusyChannelsMakeTheCallerWaitThenGiveUp) {
-  auto pool = MakePool({.channels = 1, .wait = 200ms, .sweep_interval = 0ms});
+  // The ceiling's metric hook hears of every lease that found the channels busy.
+  std::vector<bool> hits;
+  std::mutex hits_mu;
+  auto pool = MakePool({.channels = 1, .wait = 200ms, .sweep_interval = 0ms,
+                        .on_ceiling = [&](bool refused) {
+                          std::lock_guard lock(hits_mu);
+                          hits.push_back(refused);
+                        }});
   auto first = pool->Acquire("node-b", target->address(), origin);
   ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(hits.empty());  // a free channel is no ceiling hit
   auto held = std::move(first).value();
   auto t0 = Clock::now();
   auto second = pool->Acquire("node-b", target->address(), origin);
@@ -153,6 +161,8 @@ TEST_F(SoftPool, BusyChannelsMakeTheCallerWaitThenGiveUp) {
   ASSERT_TRUE(third.ok()) << third.error().message;
   EXPECT_TRUE(third->reused());
   EXPECT_EQ(pool->opened(), 1u);
+  std::lock_guard lock(hits_mu);
+  EXPECT_EQ(hits, (std::vector<bool>{true, false}));  // refused, then waited and got it
 }
 
 TEST_F(SoftPool, FailedChannelIsDroppedAndReconnected) {

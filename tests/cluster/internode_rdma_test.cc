@@ -471,9 +471,19 @@ TEST(InternodeRdmaInflight, BoundedPerPeer) {
   auto e1 = t->Expose("node-x", a.data(), a.size(), false);
   auto e2 = t->Expose("node-x", b.data(), b.size(), true);
   ASSERT_TRUE(e1.ok() && e2.ok());
+  // The ceiling's metric counts the refusal (issue 37 item 10).
+  auto hits = [] {
+    auto text = admin::GlobalRegistry().Render(admin::Scope::kNode);
+    const std::string name =
+        "rdmastor_rdma_ceiling_hits_total{ceiling=\"internode_inflight\",outcome=\"refused\"} ";
+    auto at = text.find(name);
+    return at == std::string::npos ? 0.0 : std::stod(text.substr(at + name.size()));
+  };
+  const double before = hits();
   auto e3 = t->Expose("node-x", c.data(), c.size(), false);
   ASSERT_FALSE(e3.ok());
   EXPECT_EQ(e3.error().code, ErrorCode::kSlowDown);
+  EXPECT_EQ(hits(), before + 1);
   EXPECT_TRUE(t->Expose("node-y", c.data(), c.size(), false).ok());  // another peer: own bound
   { auto drop = std::move(e1).value(); }                             // the first RPC finished
   EXPECT_TRUE(t->Expose("node-x", c.data(), c.size(), false).ok());

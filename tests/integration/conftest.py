@@ -618,9 +618,12 @@ class Response:
         return f"<Response {self.status} {self.hdict} {self.body[:400]!r}>"
 
 
-def http_send(srv, method, raw_path, headers=None, body=b"", timeout=30, host_header=None):
-    """Send one request with http.client exactly as given (path not normalised)."""
-    conn = http.client.HTTPConnection(HOST, srv.port, timeout=timeout)
+def http_send(srv, method, raw_path, headers=None, body=b"", timeout=30, host_header=None,
+              source=None):
+    """Send one request with http.client exactly as given (path not normalised). source: the
+    local address to send from (another 127.0.0.0/8 address: another client host)."""
+    conn = http.client.HTTPConnection(HOST, srv.port, timeout=timeout,
+                                      source_address=(source, 0) if source else None)
     try:
         conn.putrequest(method, raw_path, skip_host=True, skip_accept_encoding=True)
         hdrs = dict(headers or {})
@@ -647,7 +650,8 @@ def http_send(srv, method, raw_path, headers=None, body=b"", timeout=30, host_he
 
 
 def signed_request(srv, method, raw_path, query=None, headers=None, body=b"", payload_hash=None,
-                   access_key=None, secret_key=None, when=None, timeout=30, host_header=None):
+                   access_key=None, secret_key=None, when=None, timeout=30, host_header=None,
+                   source=None):
     """SigV4-sign (by hand) and send. query: list of (k, v) already decoded."""
     query = list(query or [])
     headers = dict(headers or {})
@@ -658,7 +662,7 @@ def signed_request(srv, method, raw_path, query=None, headers=None, body=b"", pa
     hdrs, _ = sign_v4(method, raw_path, query, headers, payload_hash,
                       access_key or srv.access_key, secret_key or srv.secret_key, when=when)
     path = raw_path + ("?" + canonical_query(query) if query else "")
-    return http_send(srv, method, path, hdrs, body, timeout=timeout)
+    return http_send(srv, method, path, hdrs, body, timeout=timeout, source=source)
 
 
 def raw_exchange(srv, data, timeout=10, read_limit=1 << 20):

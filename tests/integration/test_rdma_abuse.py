@@ -18,7 +18,7 @@ import struct
 import threading
 import time
 
-from conftest import HOST, assert_server_alive, signed_request, unique_bucket
+from conftest import HOST, assert_server_alive, scrape, signed_request, unique_bucket
 
 MAGIC = 0x31465352  # "RSF1"
 OP_WRITE, OP_READ = 1, 2
@@ -33,10 +33,11 @@ ENV = {"MINIO_RDMA_FABRIC": "soft", "RDMASTOR_RDMA_PROGRESS_TIMEOUT": "2s",
        "RDMASTOR_RDMA_MIN_RATE": "64KiB"}
 
 
-def token(port, rsize):
-    # raddr:rsize:rkey:lid:qpn:has_gid:gid; lid = the target's TCP port, gid ::ffff:127.0.0.1
+def token(port, rsize, ip=HOST):
+    # raddr:rsize:rkey:lid:qpn:has_gid:gid; lid = the target's TCP port, gid ::ffff:<ip>
     return "%016x:%08x:%08x:%04x:%06x:%01x:%016x%016x" % (
-        0x100000, rsize, 7, port, QPN, 1, 0, 0x0000ffff7f000001)
+        0x100000, rsize, 7, port, QPN, 1, 0,
+        0x0000ffff00000000 | int.from_bytes(socket.inet_aton(ip), "big"))
 
 
 def _recv_exact(conn, n, stop):
@@ -59,11 +60,11 @@ class Target:
     (READ) and of each payload read (WRITE); mode "honest": at full speed. Bounded: every
     connection ends when stop() is called or after `max_seconds`."""
 
-    def __init__(self, mode="trickle", every=1.0, max_seconds=60.0):
+    def __init__(self, mode="trickle", every=1.0, max_seconds=60.0, host=HOST):
         self.mode, self.every, self.max_seconds = mode, every, max_seconds
         self.stop_event = threading.Event()
         self.listener = socket.socket()
-        self.listener.bind((HOST, 0))
+        self.listener.bind((host, 0))
         self.listener.listen(128)
         self.listener.settimeout(0.2)
         self.port = self.listener.getsockname()[1]
@@ -122,12 +123,12 @@ class Target:
             t.join(timeout=5)
 
 
-def _rdma(srv, method, path, tok, timeout):
+def _rdma(srv, method, path, tok, timeout, source=None):
     t0 = time.monotonic()
     try:
         r = signed_request(srv, method, path, headers={"x-amz-rdma-token": tok},
                            payload_hash="UNSIGNED-PAYLOAD" if method == "PUT" else EMPTY_SHA,
-                           timeout=timeout)
+                           timeout=timeout, source=source)
         return r.status, r.header("x-amz-rdma-reply"), r.body, time.monotonic() - t0
     except (OSError, TimeoutError) as e:  # no answer within `timeout`
         return None, None, repr(e).encode(), time.monotonic() - t0
@@ -223,3 +224,64 @@ def test_slow_but_steady_target_is_not_cut_off(server_factory):
     assert (status, reply) == (200, "200"), body[:300]
     assert took > 2 * PROGRESS, took  # it did span several windows
     assert s3.head_object(Bucket=bucket, Key="steady")["ContentLength"] == 768 << 10
+
+
+def _ceiling_hits(metrics, ceiling, outcome):
+    return metrics.get(
+        f'rdmastor_rdma_ceiling_hits_total{{ceiling="{ceiling}",outcome="{outcome}"}}', 0)
+
+
+def test_small_ceilings_answer_slowdown_and_are_counted(server_factory):
+    """Issue 37 item 10: with RDMASTOR_RDMA_TRANSFERS_MAX=2, _PER_CLIENT=1 and _WAIT=1s, two
+    client hosts (127.0.0.1 and 127.0.0.2, each with a trickling target) hold both transfers. A
+    second request from the first host gets 503 at once (its own cap); a request from a third host
+    waits 1 s for a staging buffer, then gets 503 naming RDMASTOR_RDMA_TRANSFERS_MAX. Both show in
+    rdmastor_rdma_ceiling_hits_total; once the holders are cut off, the third host is served."""
+    env = dict(ENV, RDMASTOR_RDMA_PROGRESS_TIMEOUT="4s", RDMASTOR_RDMA_TRANSFERS_MAX="2",
+               RDMASTOR_RDMA_TRANSFERS_PER_CLIENT="1", RDMASTOR_RDMA_TRANSFERS_WAIT="1s",
+               MINIO_PROMETHEUS_AUTH_TYPE="public")
+    srv = server_factory(name="rdma-ceilings", env=env)
+    assert "RDMA ceilings: 2 S3 transfers (1 per client address)" in srv.log_text(), \
+        srv.log_tail()
+    s3 = srv.client()
+    bucket = unique_bucket("rdmac")
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="big", Body=b"c" * (1 << 20))
+    before = scrape(srv)
+    hosts = ("127.0.0.1", "127.0.0.2", "127.0.0.3")
+    targets = {ip: Target(mode="trickle", every=1.0, max_seconds=30.0, host=ip) for ip in hosts}
+
+    def get_from(target, ip):
+        return _rdma(srv, "GET", f"/{bucket}/big", token(target.port, 1 << 20, ip), 20, source=ip)
+
+    def get(ip):
+        return get_from(targets[ip], ip)
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+            held = [pool.submit(get, ip) for ip in hosts[:2]]
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not all(targets[ip].accepted for ip in hosts[:2]):
+                time.sleep(0.05)
+            assert all(targets[ip].accepted for ip in hosts[:2]), "the holders never connected"
+            same_host = get(hosts[0])
+            third = get(hosts[2])
+            held = [f.result(timeout=30) for f in held]
+        honest = targets["honest"] = Target(mode="honest", max_seconds=20.0, host=hosts[2])
+        served = get_from(honest, hosts[2])
+    finally:
+        for t in targets.values():
+            t.stop()
+    after = scrape(srv)
+    assert same_host[0] == 503 and b"<Code>SlowDown</Code>" in same_host[2], same_host
+    assert b"RDMASTOR_RDMA_TRANSFERS_PER_CLIENT" in same_host[2], same_host[2][:400]
+    assert same_host[3] < 1.0, same_host[3]  # refused at once, no wait
+    assert third[0] == 503 and b"RDMASTOR_RDMA_TRANSFERS_MAX" in third[2], third
+    assert 0.9 <= third[3] < 4.0, third[3]  # after the 1 s wait, before the holders ended
+    assert all(r[0] in (500, 501) for r in held), held  # cut off by the progress check
+    assert served[:2] == (200, "200"), served[2][:300]
+    assert _ceiling_hits(after, "transfers_per_client", "refused") - \
+        _ceiling_hits(before, "transfers_per_client", "refused") == 1
+    assert _ceiling_hits(after, "transfers_max", "refused") - \
+        _ceiling_hits(before, "transfers_max", "refused") == 1
+    assert_server_alive(srv)

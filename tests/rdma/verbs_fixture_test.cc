@@ -75,6 +75,17 @@ TEST(VerbsFixture, ConversionsAgreeWithIbvDevinfo) {
     EXPECT_EQ(std::stoi(m[1]), p.active_mtu);
     ASSERT_TRUE(std::regex_search(block, m, std::regex(R"(link_layer:\s+(\w+))")));
     EXPECT_EQ(m[1].str(), p.link_layer);
+    // active_width: 1X (1), active_speed: 2.5 Gbps (1): the rate the ceilings are sized from.
+    ASSERT_TRUE(std::regex_search(block, m, std::regex(R"(active_width:\s+\d+X \((\d+)\))")));
+    int width = std::stoi(m[1]);
+    ASSERT_TRUE(
+        std::regex_search(block, m, std::regex(R"(active_speed:\s+([\d.]+) Gbps \((\d+)\))")));
+    EXPECT_EQ(PortRateGbps(std::stoi(m[2]), width), p.rate_gbps);
+    EXPECT_EQ(std::stod(m[1]), p.rate_gbps);  // 1X: the lane rate is the port's
+    ASSERT_TRUE(std::regex_search(block, m, std::regex(R"(\tmax_mr:\s+(\d+))")));
+    EXPECT_EQ(std::stoull(m[1]), d.max_mr);
+    ASSERT_TRUE(std::regex_search(block, m, std::regex(R"(\tmax_qp:\s+(\d+))")));
+    EXPECT_EQ(std::stoull(m[1]), d.max_qp);
     // GID[  3]:		::ffff:10.77.0.1, RoCE v2
     std::map<int, std::pair<std::string, std::string>> listed;
     std::regex gid_re(R"(GID\[\s*(\d+)\]:\s+([0-9a-f:.]+), (IB|RoCE v1|RoCE v2))");

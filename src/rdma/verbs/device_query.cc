@@ -72,6 +72,8 @@ Result<std::string> QueryVerbsJson() {
                           {"link_layer", static_cast<int>(pa.link_layer)},
                           {"active_mtu", static_cast<int>(pa.active_mtu)},
                           {"max_mtu", static_cast<int>(pa.max_mtu)},
+                          {"active_speed", static_cast<int>(pa.active_speed)},
+                          {"active_width", static_cast<int>(pa.active_width)},
                           {"gids", nlohmann::json::array()}};
       for (ssize_t g = 0; g < n; ++g) {
         const auto& e = gids[static_cast<size_t>(g)];
@@ -85,6 +87,8 @@ Result<std::string> QueryVerbsJson() {
       }
       dev["ports"].push_back(std::move(port));
     }
+    dev["max_mr"] = attr.max_mr;
+    dev["max_qp"] = attr.max_qp;
     devices.push_back(std::move(dev));
   }
   return nlohmann::json{{"devices", std::move(devices)}}.dump(1) + "\n";
