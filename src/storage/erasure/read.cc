@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 
+#include "common/splice.h"
 #include "storage/erasure/set.h"
 
 namespace rdmastor::storage {
@@ -52,6 +53,11 @@ bool ShardSource::ReadFramed(size_t part, uint64_t off, char* hash, char* buf, s
   if (!usable || is_inline || !Open(part)) return false;
   auto n = fds[part]->ReadFramedAt(off, hash, erasure::kBitrotHashSize, buf, len);
   return n.ok() && *n == erasure::kBitrotHashSize + len;
+}
+
+std::string_view ShardSource::Map(size_t part) {
+  if (!usable || is_inline || part >= file_sizes.size() || !Open(part)) return {};
+  return fds[part]->Map(file_sizes[part]);
 }
 
 namespace {
@@ -462,11 +468,7 @@ class ErasureReader final : public ObjectReader {
     size_t done = 0;
     // Stored bytes: info_.size is the plaintext size of an encrypted object.
     while (done < len && off + done < stored_size_) {
-      const uint64_t pos = off + done;
-      size_t part = static_cast<size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), pos) -
-                                        offsets_.begin() - 1);
-      while (part < offsets_.size() && v_.meta.parts[part].size == 0) ++part;  // empty parts
-      const uint64_t in_part = pos - offsets_[part];
+      const auto [part, in_part] = Locate(off + done);
       const uint64_t s = in_part / stripe;
       if (in_part == s * stripe) {
         if (const size_t direct = ReadWholeStripe(part, s, buf + done, len - done); direct > 0) {
@@ -496,7 +498,55 @@ class ErasureReader final : public ObjectReader {
 
   uint64_t bytes_copied() const override { return copied_; }
 
+  // The zero-copy form of ReadWholeStripe (GET over plain HTTP, s3/api.cc): the stripe's block
+  // goes into `pipe` straight from the mapped shard file, by reference, and is checked against
+  // its bitrot hash while the pipe holds it. The pipe pins the page-cache pages it references (a
+  // page with references is never reclaimed), so the bytes the hash covered are the bytes the
+  // socket gets; a block that fails the check is never sent (the caller drops the pipe). Returns
+  // 0 where ReadAt must do it: not a set without parity, not a whole stripe at `off`, an inline
+  // or unmappable shard, a failed check (ReadAt's stripe path then reports it).
+  Result<size_t> ReadIntoPipe(uint64_t off, size_t len, SplicePipe& pipe) override {
+    std::lock_guard lock(mu_);
+    const auto& e = *v_.meta.erasure;
+    if (e.data != 1 || e.parity != 0 || v_.sources.size() != 1 || off >= stored_size_) return 0;
+    const auto [part, in_part] = Locate(off);
+    const uint64_t s = in_part / e.stripe_size;
+    if (in_part != s * e.stripe_size) return 0;
+    Geometry g{e.data, e.parity, e.stripe_size};
+    const uint64_t size = v_.meta.parts[part].size;
+    const auto bytes = static_cast<size_t>(g.StripeBytes(size, s));
+    if (bytes == 0 || bytes > len) return 0;
+    const std::string_view file = v_.sources[0].Map(part);
+    const uint64_t at = g.ShardOffset(size, s);
+    if (file.size() < at + erasure::kBitrotHashSize + bytes) return 0;
+    const char* data = file.data() + at + erasure::kBitrotHashSize;
+    if (!pipe.Fits(data, bytes) || !pipe.Hold(data, bytes).ok() ||
+        !erasure::VerifyBlock(file.data() + at, data, bytes))
+      return 0;
+    return bytes;
+  }
+
+  uint64_t PipeableFrom(uint64_t off) override {
+    std::lock_guard lock(mu_);
+    const auto& e = *v_.meta.erasure;
+    if (e.data != 1 || e.parity != 0 || v_.sources.size() != 1 || v_.sources[0].is_inline ||
+        off >= stored_size_)
+      return UINT64_MAX;
+    const auto [part, in_part] = Locate(off);
+    const uint64_t next = (in_part + e.stripe_size - 1) / e.stripe_size * e.stripe_size;
+    if (next < v_.meta.parts[part].size) return offsets_[part] + next;
+    return part + 1 < offsets_.size() ? offsets_[part + 1] : UINT64_MAX;  // the next part's start
+  }
+
  private:
+  // The part holding stored byte `pos` (skipping empty parts) and the offset in it.
+  std::pair<size_t, uint64_t> Locate(uint64_t pos) const {
+    size_t part = static_cast<size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), pos) -
+                                      offsets_.begin() - 1);
+    while (part < offsets_.size() && v_.meta.parts[part].size == 0) ++part;  // empty parts
+    return {part, pos - offsets_[part]};
+  }
+
   // A set without parity holding one data shard (a single drive, EC 1+0): a stripe's block is
   // the stripe's bytes, so a read that wants the whole stripe gets it straight into the caller's
   // buffer with one read (hash and data in one preadv), verified there: no staging buffer, no
