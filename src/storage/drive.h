@@ -85,10 +85,6 @@ class ShardFile {
   // zero-copy sending: a local file maps them (the page cache's pages, not a copy). Empty when
   // the file cannot (a remote drive's) or holds fewer bytes.
   virtual std::string_view Map(uint64_t /*size*/) { return {}; }
-  // Starts reading [off, off + len) into the page cache without waiting for it (a local file:
-  // POSIX_FADV_WILLNEED), so a GET's next stripes are in flight on every drive while it sends
-  // this one. A no-op where the drive cannot (a remote drive reads ahead in its own windows).
-  virtual void Prefetch(uint64_t /*off*/, uint64_t /*len*/) {}
 };
 
 // The commit of one staged version in one call (MinIO's RenameData): what a PUT, a metadata

@@ -73,10 +73,6 @@ class LocalShardFile final : public ShardFile {
     if (!d.ok()) return d;
     return got + *d;
   }
-  void Prefetch(uint64_t off, uint64_t len) override {
-    (void)::posix_fadvise(fd_.get(), static_cast<off_t>(off), static_cast<off_t>(len),
-                          POSIX_FADV_WILLNEED);
-  }
   ~LocalShardFile() override {
     if (map_) ::munmap(map_, map_len_);
   }

@@ -55,10 +55,6 @@ bool ShardSource::ReadFramed(size_t part, uint64_t off, char* hash, char* buf, s
   return n.ok() && *n == erasure::kBitrotHashSize + len;
 }
 
-void ShardSource::Prefetch(size_t part, uint64_t off, uint64_t len) {
-  if (usable && !is_inline && part < fds.size() && fds[part]) fds[part]->Prefetch(off, len);
-}
-
 std::string_view ShardSource::Map(size_t part) {
   if (!usable || is_inline || part >= file_sizes.size() || !Open(part)) return {};
   return fds[part]->Map(file_sizes[part]);
@@ -474,7 +470,6 @@ class ErasureReader final : public ObjectReader {
     while (done < len && off + done < stored_size_) {
       const auto [part, in_part] = Locate(off + done);
       const uint64_t s = in_part / stripe;
-      ReadAhead(part, s);
       if (in_part == s * stripe) {
         if (const size_t direct = ReadWholeStripe(part, s, buf + done, len - done); direct > 0) {
           done += direct;
@@ -521,7 +516,6 @@ class ErasureReader final : public ObjectReader {
     const uint64_t size = v_.meta.parts[part].size;
     const auto bytes = static_cast<size_t>(g.StripeBytes(size, s));
     if (bytes == 0 || bytes > len) return 0;
-    ReadAhead(part, s);
     const std::string_view file = v_.sources[0].Map(part);
     const uint64_t at = g.ShardOffset(size, s);
     if (file.size() < at + erasure::kBitrotHashSize + bytes) return 0;
@@ -574,26 +568,6 @@ class ErasureReader final : public ObjectReader {
     return bytes;
   }
 
-  // Keeps the stripes after `s` (kReadAheadStripes of them) in flight on every local drive that
-  // holds a data shard, so a large GET's reads on all drives overlap with sending this stripe
-  // instead of waiting one stripe at a time; each call asks only for what is not asked yet.
-  static constexpr uint64_t kReadAheadStripes = 4;
-  void ReadAhead(size_t part, uint64_t s) {
-    const auto& e = *v_.meta.erasure;
-    Geometry g{e.data, e.parity, e.stripe_size};
-    const uint64_t size = v_.meta.parts[part].size;
-    const uint64_t count = g.StripeCount(size);
-    uint64_t from = s + 1;
-    if (ahead_part_ == part && ahead_until_ > from) from = ahead_until_;
-    const uint64_t until = std::min(count, s + 1 + kReadAheadStripes);
-    if (from >= until) return;
-    const uint64_t a = g.ShardOffset(size, from), b = g.ShardOffset(size, until);
-    for (auto& src : v_.sources)
-      if (src.shard < e.data) src.Prefetch(part, a, b - a);
-    ahead_part_ = part;
-    ahead_until_ = until;
-  }
-
   Status Load(size_t part, uint64_t s) {
     std::vector<int> bad;
     auto st =
@@ -640,8 +614,6 @@ class ErasureReader final : public ObjectReader {
   size_t cached_part_ = 0;
   uint64_t cached_stripe_ = 0;
   bool reported_ = false;
-  size_t ahead_part_ = 0;      // ReadAhead asked for part ahead_part_'s stripes up to
-  uint64_t ahead_until_ = 0;   // (excluding) ahead_until_
 };
 
 }  // namespace

@@ -175,8 +175,6 @@ struct ShardSource {
   // Part `part`'s whole shard file as read-only memory (ShardFile::Map); empty when it cannot be
   // (a remote or inline shard, a file shorter than its metadata says).
   std::string_view Map(size_t part);
-  // Starts reading [off, off + len) of part `part`'s file when it is open (ShardFile::Prefetch).
-  void Prefetch(size_t part, uint64_t off, uint64_t len);
 };
 
 // A resolved object version and where its shards are.
