@@ -52,14 +52,17 @@ SplicePipe::~SplicePipe() {
   for (auto& p : pipes_) ClosePipe(p.rd, p.wr);
 }
 
-bool SplicePipe::Fits(const void* p, size_t n) const {
+size_t SplicePipe::PagesOf(const void* p, size_t n) {
   const size_t page = PageSize();
   const size_t lead = reinterpret_cast<uintptr_t>(p) % page;
-  const size_t pages = (lead + n + page - 1) / page;
-  return held_ == 0 && pages <= pipes_[0].slots + pipes_[1].slots;
+  return (lead + n + page - 1) / page;
 }
 
 Status SplicePipe::Hold(const char* p, size_t n) {
+  if (held_ == 0) used_pages_ = 0;
+  // vmsplice gives every page its own slot (pages are not merged across calls), and a pipe that
+  // fills up ends at a page boundary, so the region takes exactly PagesOf slots.
+  used_pages_ += PagesOf(p, n);
   size_t done = 0;
   for (auto& pipe : pipes_) {
     while (done < n) {

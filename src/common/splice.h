@@ -17,11 +17,15 @@ class SplicePipe {
   SplicePipe(const SplicePipe&) = delete;
   SplicePipe& operator=(const SplicePipe&) = delete;
 
-  // Whether `n` bytes starting at `p` (any alignment) fit into the empty pipe.
-  bool Fits(const void* p, size_t n) const;
+  // The pipe slots [p, p + n) takes (one per page it touches, any alignment), and how many are
+  // free: a caller holding several regions checks their sum first.
+  static size_t PagesOf(const void* p, size_t n);
+  size_t free_pages() const {
+    return pipes_[0].slots + pipes_[1].slots - (held_ == 0 ? 0 : used_pages_);
+  }
   // Adds [p, p + n) to the pipe by reference: the pipe holds the pages themselves (for a file
   // mapping, the page-cache pages, which stay in the page cache while it holds them). All or an
-  // error; the caller checks Fits first.
+  // error; the caller checks free_pages first.
   Status Hold(const char* p, size_t n);
   size_t held() const { return held_; }
   // Moves held bytes to `fd` (a non-blocking socket) without copying. Returns the count (0: the
@@ -48,6 +52,7 @@ class SplicePipe {
   };
   Pipe pipes_[2];
   size_t held_ = 0;
+  size_t used_pages_ = 0;  // slots taken since the pipes were last empty
 };
 
 }  // namespace rdmastor

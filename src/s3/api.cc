@@ -184,14 +184,16 @@ void SendReply(S3Api::Context& ctx, Reply reply) {
         pipeable = pos;
         continue;
       }
-      pipe.reset();  // it may hold bytes that failed their check: dropped unsent; copy from here
+      // This stripe takes the copy path, which reads a block that failed its check again (rebuilt
+      // from parity, or reported). A pipe holding such bytes is dropped unsent, never reused.
+      if (pipe->held() > 0) {
+        pipe.reset();
+        pipe = SplicePipe::Acquire();
+      }
+      pipeable = reply.reader->PipeableFrom(pos + 1);
     }
     if (buf.empty()) buf.resize(std::min<uint64_t>(kIoChunk, std::max<uint64_t>(end - pos, 1)));
-    uint64_t stop = end;
-    if (pipe) {
-      pipeable = reply.reader->PipeableFrom(pos);
-      if (pipeable > pos && pipeable < end) stop = pipeable;
-    }
+    const uint64_t stop = pipe ? std::min(end, pipeable) : end;  // pipeable > pos here
     size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), stop - pos));
     auto n = reply.reader->ReadAt(pos, buf.data(), want);
     if (!n.ok() || *n == 0) {

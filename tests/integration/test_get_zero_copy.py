@@ -7,16 +7,20 @@ content is compared byte for byte:
   a multipart object, HEAD;
 - a shard file corrupted on disk: the stripes before the bad one arrive, the bad stripe's bytes
   never do (the response is cut short), and a range starting at the bad stripe sends nothing;
+- 4 drives (EC 2+2): whole stripes are spliced from the two data shards' files; a block
+  corrupted on a data drive is never sent: that stripe is rebuilt from parity and copied, the
+  others spliced, and the client gets every byte right;
 - HTTPS cannot splice: the same GET over TLS sends the same bytes and splices none.
 """
 
 import glob
+import json
 import os
 
 import pytest
 import requests
 
-from conftest import Server, parse_raw_response, raw_exchange, scrape, seeded_bytes
+from conftest import Server, erasure4, parse_raw_response, raw_exchange, scrape, seeded_bytes
 from test_tls import TlsServer, tls_client
 from tls_util import make_ca, make_certs_dir
 
@@ -170,3 +174,38 @@ def test_https_gets_copy_and_send_the_same_bytes(tmp_path):
         assert f"\n{METRIC} 0" in m or METRIC not in m
     finally:
         s.cleanup()
+
+
+def test_erasure_coded_gets_splice_and_a_corrupted_block_is_rebuilt():
+    with erasure4("zc4", env=ENV) as s:
+        c = s.client()
+        c.create_bucket(Bucket="zc4")
+        body = seeded_bytes(3 * MiB + 5, seed=31)
+        c.put_object(Bucket="zc4", Key="x", Body=body)
+        before = spliced(s)
+        _, got = get(c, "zc4", "x")
+        assert got == body and spliced(s) - before == len(body)
+        before = spliced(s)
+        r, got = get(c, "zc4", "x", Range=f"bytes=7-{2 * MiB + 2}")
+        assert got == body[7:2 * MiB + 3] and spliced(s) - before == MiB  # stripe 1 only
+
+        # One byte of stripe 1's block on the drive holding data shard 0 (EC 2+2: a stripe's
+        # block is 512 KiB; a shard file is [hash][block] per stripe).
+        for d in s.data_dirs:
+            with open(os.path.join(d, "zc4", "x", ".rdmastor.meta")) as f:
+                if json.load(f)["versions"][0]["erasure"]["index"] == 0:
+                    break
+        else:
+            pytest.fail("no drive holds data shard 0")
+        part = glob.glob(os.path.join(d, "zc4", "x", ".rdmastor.data.*", "part.1"))
+        assert len(part) == 1, part
+        with open(part[0], "r+b") as f:
+            at = (HASH + MiB // 2) + HASH + 77
+            f.seek(at)
+            old = f.read(1)
+            f.seek(at)
+            f.write(bytes([old[0] ^ 0x55]))
+        before = spliced(s)
+        _, got = get(c, "zc4", "x")
+        assert got == body  # stripe 1 rebuilt from parity, copied; stripes 0, 2, 3 spliced
+        assert spliced(s) - before == len(body) - MiB

@@ -4,6 +4,8 @@
 // took server CPU per GiB of 4 KiB GETs at c=32 from 27.7 to 22.2 s (mean of five runs each).
 
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -442,6 +444,15 @@ Result<ObjectInfo> ErasureSet::StatObject(const std::string& bucket, const std::
 
 namespace {
 
+// Drops [p, p + n) of a read-only file mapping from this process's page tables (MADV_DONTNEED;
+// the page cache keeps the pages, a later access maps them again).
+void DropMappedPages(const char* p, size_t n) {
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p) / page * page;
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + n + page - 1) / page * page;
+  (void)::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+}
+
 class ErasureReader final : public ObjectReader {
  public:
   // `drives`: the set's fan-out (the set outlives its readers).
@@ -498,17 +509,19 @@ class ErasureReader final : public ObjectReader {
 
   uint64_t bytes_copied() const override { return copied_; }
 
-  // The zero-copy form of ReadWholeStripe (GET over plain HTTP, s3/api.cc): the stripe's block
-  // goes into `pipe` straight from the mapped shard file, by reference, and is checked against
-  // its bitrot hash while the pipe holds it. The pipe pins the page-cache pages it references (a
-  // page with references is never reclaimed), so the bytes the hash covered are the bytes the
-  // socket gets; a block that fails the check is never sent (the caller drops the pipe). Returns
-  // 0 where ReadAt must do it: not a set without parity, not a whole stripe at `off`, an inline
-  // or unmappable shard, a failed check (ReadAt's stripe path then reports it).
+  // The zero-copy read of a whole stripe (GET over plain HTTP, s3/api.cc): each data shard's
+  // block goes into `pipe` straight from its mapped shard file, by reference, in stripe order, and
+  // every block is checked against its bitrot hash while the pipe holds it. The pipe pins the
+  // page-cache pages it references (a page with references is never reclaimed), so the bytes the
+  // hashes covered are the bytes the socket gets; a stripe with a block that fails its check is
+  // never sent from the pipe (the caller drops it) and ReadAt's stripe path reads it again:
+  // reconstructed from parity where there is parity, else reported. Returns 0 where ReadAt must
+  // do it: not a whole stripe at `off`, a data shard inline, missing, remote or unmappable, more
+  // pages than the pipe holds (12+ data shards), a failed check.
   Result<size_t> ReadIntoPipe(uint64_t off, size_t len, SplicePipe& pipe) override {
     std::lock_guard lock(mu_);
     const auto& e = *v_.meta.erasure;
-    if (e.data != 1 || e.parity != 0 || v_.sources.size() != 1 || off >= stored_size_) return 0;
+    if (off >= stored_size_) return 0;
     const auto [part, in_part] = Locate(off);
     const uint64_t s = in_part / e.stripe_size;
     if (in_part != s * e.stripe_size) return 0;
@@ -516,22 +529,50 @@ class ErasureReader final : public ObjectReader {
     const uint64_t size = v_.meta.parts[part].size;
     const auto bytes = static_cast<size_t>(g.StripeBytes(size, s));
     if (bytes == 0 || bytes > len) return 0;
-    const std::string_view file = v_.sources[0].Map(part);
+    const auto block = static_cast<size_t>(g.BlockSize(bytes));
     const uint64_t at = g.ShardOffset(size, s);
-    if (file.size() < at + erasure::kBitrotHashSize + bytes) return 0;
-    const char* data = file.data() + at + erasure::kBitrotHashSize;
-    if (!pipe.Fits(data, bytes) || !pipe.Hold(data, bytes).ok() ||
-        !erasure::VerifyBlock(file.data() + at, data, bytes))
-      return 0;
+    // frames[i]: data shard i's framed block (hash, then `block` bytes) in its mapped file.
+    std::vector<const char*> frames(static_cast<size_t>(e.data), nullptr);
+    for (auto& src : v_.sources) {
+      if (src.shard >= e.data || frames[static_cast<size_t>(src.shard)]) continue;
+      if (!src.usable || src.is_inline) return 0;
+      const std::string_view file = src.Map(part);
+      if (file.size() < at + erasure::kBitrotHashSize + block) return 0;
+      frames[static_cast<size_t>(src.shard)] = file.data() + at;
+    }
+    // However this ends, the stripe's pages leave this process's page tables (the pipe and the
+    // socket hold their own references): a GET of a 1 GiB object must not grow RSS to 1 GiB.
+    struct Unmapped {
+      const std::vector<const char*>& frames;
+      size_t len;
+      ~Unmapped() {
+        for (const char* f : frames)
+          if (f) DropMappedPages(f, len);
+      }
+    } unmapped{frames, erasure::kBitrotHashSize + block};
+    size_t pages = 0;
+    for (size_t i = 0; i < frames.size(); ++i) {
+      if (!frames[i]) return 0;
+      pages += SplicePipe::PagesOf(frames[i] + erasure::kBitrotHashSize, TakeOf(bytes, block, i));
+    }
+    if (pages > pipe.free_pages()) return 0;
+    for (size_t i = 0; i < frames.size(); ++i) {
+      const size_t n = TakeOf(bytes, block, i);
+      if (n > 0 && !pipe.Hold(frames[i] + erasure::kBitrotHashSize, n).ok()) return 0;
+    }
+    for (const char* f : frames)
+      if (!erasure::VerifyBlock(f, f + erasure::kBitrotHashSize, block)) return 0;
     return bytes;
   }
 
   uint64_t PipeableFrom(uint64_t off) override {
     std::lock_guard lock(mu_);
     const auto& e = *v_.meta.erasure;
-    if (e.data != 1 || e.parity != 0 || v_.sources.size() != 1 || v_.sources[0].is_inline ||
-        off >= stored_size_)
-      return UINT64_MAX;
+    if (off >= stored_size_) return UINT64_MAX;
+    for (const auto& src : v_.sources) {
+      if (src.shard < e.data && (!src.usable || src.is_inline || !src.drive->is_local()))
+        return UINT64_MAX;  // a remote drive's shard cannot be mapped
+    }
     const auto [part, in_part] = Locate(off);
     const uint64_t next = (in_part + e.stripe_size - 1) / e.stripe_size * e.stripe_size;
     if (next < v_.meta.parts[part].size) return offsets_[part] + next;
@@ -539,6 +580,12 @@ class ErasureReader final : public ObjectReader {
   }
 
  private:
+  // How many of a stripe's `bytes` data shard `i`'s block of `block` bytes carries (the last
+  // ones carry padding only when the stripe is short).
+  static size_t TakeOf(size_t bytes, size_t block, size_t i) {
+    return i * block >= bytes ? 0 : std::min(block, bytes - i * block);
+  }
+
   // The part holding stored byte `pos` (skipping empty parts) and the offset in it.
   std::pair<size_t, uint64_t> Locate(uint64_t pos) const {
     size_t part = static_cast<size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), pos) -
