@@ -18,6 +18,8 @@
 
 namespace rdmastor {
 
+class SplicePipe;  // common/splice.h
+
 struct HttpRequest {
   std::string method;        // "GET", "PUT", ...
   std::string target;        // raw request target as received: "/bucket/key?x=y"
@@ -82,6 +84,10 @@ class ResponseSink {
   virtual bool SendHead(const HttpResponseHead& head) = 0;
   virtual bool Write(const char* data, size_t len) = 0;
   virtual bool head_sent() const = 0;
+  // Zero-copy body bytes (common/splice.h): whether WritePipe can be used now (after SendHead;
+  // plain TCP only, not TLS), and sending everything `pipe` holds, counted as Write counts.
+  virtual bool CanWritePipe() const { return false; }
+  virtual bool WritePipe(SplicePipe& /*pipe*/) { return false; }
 };
 
 }  // namespace rdmastor

@@ -1,8 +1,28 @@
 #include "rdma/memory.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 
 namespace rdmastor::rdma {
+
+namespace {
+
+constexpr size_t kHugePage = 2u << 20;
+
+// A staging buffer. One of 2 MiB or more is 2 MiB-aligned and asks for transparent huge pages
+// (THP "madvise" mode, Debian's default; "always" gives them anyway, "never" or a kernel without
+// THP leaves 4 KiB pages, the fallback): a registered 4 MiB buffer is then 2 translation entries
+// for the NIC and the CPU instead of 1024. nullptr when out of memory.
+void* AllocStaging(size_t size) {
+  void* mem = nullptr;
+  const bool huge = size >= kHugePage;
+  if (posix_memalign(&mem, huge ? kHugePage : 4096, size) != 0) return nullptr;
+  if (huge) (void)::madvise(mem, size / kHugePage * kHugePage, MADV_HUGEPAGE);
+  return mem;
+}
+
+}  // namespace
 
 Result<std::shared_ptr<MemoryRegion>> MrCache::Get(void* addr, size_t len, unsigned access) {
   {
@@ -80,7 +100,7 @@ Result<BufferPool::Buffer> BufferPool::Acquire(std::chrono::milliseconds wait) {
   std::unique_lock lock(mu_);
   if (free_.empty() && slots_.size() < max_buffers_) {
     void* mem = nullptr;
-    if (posix_memalign(&mem, 4096, buffer_size_) != 0)
+    if ((mem = AllocStaging(buffer_size_)) == nullptr)
       return MakeError(ErrorCode::kSlowDown, "cannot allocate an RDMA staging buffer");
     ++registrations_;
     auto mr = register_(mem, buffer_size_, access_);
@@ -98,7 +118,7 @@ Result<BufferPool::Buffer> BufferPool::Acquire(std::chrono::milliseconds wait) {
   Slot& slot = slots_[index];
   if (slot.mem == nullptr) {  // discarded: allocate and register a fresh one in its place
     void* mem = nullptr;
-    if (posix_memalign(&mem, 4096, buffer_size_) != 0) {
+    if ((mem = AllocStaging(buffer_size_)) == nullptr) {
       free_.push_back(index);
       return MakeError(ErrorCode::kSlowDown, "cannot allocate an RDMA staging buffer");
     }

@@ -14,6 +14,7 @@
 #include "admin/logging.h"
 #include "admin/metrics.h"
 #include "common/hash.h"
+#include "common/splice.h"
 #include "common/uri.h"
 #include "common/utf8.h"
 #include "iam/actions.h"
@@ -52,6 +53,17 @@ struct S3Api::Context : S3Request {
 };
 
 namespace {
+
+// GET body bytes sent from the page cache without a user-space copy (ReadIntoPipe + WritePipe).
+admin::Counter& SplicedBytes() {
+  static admin::Counter& c = admin::GlobalRegistry()
+                                 .AddCounter("rdmastor_s3_get_spliced_bytes_total",
+                                             "GET body bytes sent from the page cache to the "
+                                             "socket without a user-space copy",
+                                             {})
+                                 .With({});
+  return c;
+}
 
 void SendBody(ResponseSink& sink, HttpResponseHead head, const std::string& body,
               std::string_view content_type) {
@@ -155,10 +167,34 @@ void SendReply(S3Api::Context& ctx, Reply reply) {
   auto head = HeadFor(ctx, reply.status, reply.headers);
   head.content_length = reply.length;
   if (!ctx.sink.SendHead(head) || ctx.req.method == "HEAD") return;
-  std::vector<char> buf(std::min<uint64_t>(kIoChunk, std::max<uint64_t>(reply.length, 1)));
   uint64_t pos = reply.start, end = reply.start + reply.length;
+  // Plain HTTP: whole stripes go from the page cache to the socket without a user-space copy,
+  // checked while a pipe holds them (ObjectReader::ReadIntoPipe); the bytes before the first
+  // stripe start (a range), TLS, SSE and erasure-split objects through `buf`.
+  uint64_t pipeable = ctx.sink.CanWritePipe() ? reply.reader->PipeableFrom(pos) : UINT64_MAX;
+  SplicePipe::Ptr pipe = pipeable < end ? SplicePipe::Acquire() : nullptr;
+  std::vector<char> buf;
   while (pos < end) {
-    size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), end - pos));
+    if (pipe && pos == pipeable) {
+      auto n = reply.reader->ReadIntoPipe(pos, static_cast<size_t>(end - pos), *pipe);
+      if (n.ok() && *n > 0) {
+        if (!ctx.sink.WritePipe(*pipe)) return;
+        SplicedBytes().Inc(*n);
+        pos += *n;
+        pipeable = pos;
+        continue;
+      }
+      // This stripe takes the copy path, which reads a block that failed its check again (rebuilt
+      // from parity, or reported). A pipe holding such bytes is dropped unsent, never reused.
+      if (pipe->held() > 0) {
+        pipe.reset();
+        pipe = SplicePipe::Acquire();
+      }
+      pipeable = reply.reader->PipeableFrom(pos + 1);
+    }
+    if (buf.empty()) buf.resize(std::min<uint64_t>(kIoChunk, std::max<uint64_t>(end - pos, 1)));
+    const uint64_t stop = pipe ? std::min(end, pipeable) : end;  // pipeable > pos here
+    size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), stop - pos));
     auto n = reply.reader->ReadAt(pos, buf.data(), want);
     if (!n.ok() || *n == 0) {
       spdlog::error("GET {}/{} failed at offset {}: {}", ctx.bucket, ctx.key, pos,

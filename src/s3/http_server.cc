@@ -22,6 +22,7 @@
 
 #include "admin/logging.h"
 #include "admin/metrics.h"
+#include "common/splice.h"
 #include "common/thread_pool.h"
 
 namespace rdmastor::s3 {
@@ -444,6 +445,61 @@ class Session final : public Connection,
   }
 
   bool head_sent() const override { return head_sent_; }
+
+  // A streamed (not buffered) response over plain TCP.
+  bool CanWritePipe() const override {
+    return !kTls && head_sent_ && !client_gone_ && !is_head_request_ && out_.empty();
+  }
+
+  // Splices the pipe's pages to the socket from this worker thread (no copy, no hand-off to the
+  // strand while the socket takes them); only a full socket waits, on the strand, for it to be
+  // writable (the worker's slot parked, as for Write), within Write's deadline. The strand does
+  // nothing with the socket meanwhile but Shutdown, which io_mu_ orders against the splices.
+  bool WritePipe(SplicePipe& pipe) override {
+    if constexpr (kTls) {
+      return false;
+    } else {
+      if (!CanWritePipe()) return false;
+      const size_t len = pipe.held();
+      if (response_written_ + len > response_length_) return false;  // would corrupt framing
+      const auto deadline = std::chrono::steady_clock::now() +
+                            TransferDeadline(opts_.send_timeout, len, opts_.min_rate);
+      while (pipe.held() > 0) {
+        Result<size_t> n = size_t{0};
+        {
+          std::lock_guard lock(io_mu_);
+          if (stopping_ || !Lowest().socket().is_open()) {
+            client_gone_ = true;
+            return false;
+          }
+          n = pipe.SendTo(Lowest().socket().native_handle());
+        }
+        if (!n.ok()) {
+          client_gone_ = true;
+          return false;
+        }
+        response_written_ += *n;
+        if (*n > 0 || pipe.held() == 0) continue;
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        auto ec = left.count() <= 0
+                      ? std::pair<beast::error_code, size_t>{beast::error::timeout, 0}
+                      : Blocking(
+                            left,
+                            [this](auto done) {
+                              Lowest().socket().async_wait(
+                                  tcp::socket::wait_write,
+                                  [done](beast::error_code e) { done(e, 0); });
+                            },
+                            /*answer_on_timeout=*/true);
+        if (ec.first) {
+          client_gone_ = true;  // the connection closes (FinishRequest: incomplete response)
+          return false;
+        }
+      }
+      return true;
+    }
+  }
 
  private:
   using Done = std::function<void(beast::error_code, size_t)>;

@@ -8,6 +8,7 @@
 #include "admin/metrics.h"
 #include "common/clock.h"
 #include "common/error_code.h"
+#include "common/splice.h"
 #include "s3/xml.h"
 
 namespace rdmastor::s3 {
@@ -178,6 +179,13 @@ bool MeteredSink::SendHead(const HttpResponseHead& head) {
 
 bool MeteredSink::Write(const char* data, size_t len) {
   bool ok = out_.Write(data, len);
+  if (ok) bytes_ += len;
+  return ok;
+}
+
+bool MeteredSink::WritePipe(SplicePipe& pipe) {
+  const size_t len = pipe.held();
+  bool ok = out_.WritePipe(pipe);
   if (ok) bytes_ += len;
   return ok;
 }

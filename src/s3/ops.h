@@ -54,6 +54,8 @@ class MeteredSink final : public ResponseSink {
   bool SendHead(const HttpResponseHead& head) override;
   bool Write(const char* data, size_t len) override;
   bool head_sent() const override { return out_.head_sent(); }
+  bool CanWritePipe() const override { return out_.CanWritePipe(); }
+  bool WritePipe(SplicePipe& pipe) override;
   int status() const { return status_; }
   uint64_t bytes() const { return bytes_; }
   // When the response head went out (time to first byte); the epoch when it did not.

@@ -81,6 +81,10 @@ class ShardFile {
     if (!n.ok()) return n;
     return head_len + *n;
   }
+  // The first `size` bytes of the file as read-only memory, valid while this object lives, for
+  // zero-copy sending: a local file maps them (the page cache's pages, not a copy). Empty when
+  // the file cannot (a remote drive's) or holds fewer bytes.
+  virtual std::string_view Map(uint64_t /*size*/) { return {}; }
 };
 
 // The commit of one staged version in one call (MinIO's RenameData): what a PUT, a metadata

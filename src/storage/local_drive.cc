@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/uio.h>
@@ -72,10 +73,36 @@ class LocalShardFile final : public ShardFile {
     if (!d.ok()) return d;
     return got + *d;
   }
+  ~LocalShardFile() override {
+    if (map_) ::munmap(map_, map_len_);
+  }
+  // Mapped once per open file (one GET). Shard files are never written or truncated once
+  // published (heal and overwrites write new files), so the mapping cannot shrink under a reader;
+  // a file already shorter than its metadata says is not mapped (the read path reports it).
+  std::string_view Map(uint64_t size) override {
+    if (map_ && size <= map_len_) return {static_cast<const char*>(map_), size};
+    if (map_ || map_failed_ || size == 0) return {};
+    struct stat st;
+    if (::fstat(fd_.get(), &st) != 0 || static_cast<uint64_t>(st.st_size) < size) {
+      map_failed_ = true;
+      return {};
+    }
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd_.get(), 0);
+    if (p == MAP_FAILED) {
+      map_failed_ = true;
+      return {};
+    }
+    map_ = p;
+    map_len_ = size;
+    return {static_cast<const char*>(map_), size};
+  }
 
  private:
   UniqueFd fd_;
   std::string path_;
+  void* map_ = nullptr;
+  size_t map_len_ = 0;
+  bool map_failed_ = false;
 };
 
 }  // namespace

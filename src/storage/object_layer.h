@@ -15,6 +15,10 @@
 #include "common/http_types.h"
 #include "storage/version_record.h"
 
+namespace rdmastor {
+class SplicePipe;  // common/splice.h
+}  // namespace rdmastor
+
 namespace rdmastor::storage {
 
 struct ObjectInfo {
@@ -119,6 +123,16 @@ class ObjectReader {
   // (e.g. through a stripe cache). A reader that preads straight into `buf` copies none. The
   // S3-over-RDMA copy metric (minio_api_rdma_copied_bytes_total) adds this up per request.
   virtual uint64_t bytes_copied() const { return 0; }
+  // Zero-copy reading for a GET over plain HTTP: puts up to `len` bytes at object offset `off`
+  // into `pipe` by reference, checked (bitrot) before it returns. Returns the count; 0 where this
+  // reader cannot (the caller uses ReadAt for those bytes). When it returns 0 or an error the
+  // pipe may hold bytes that must never be sent: the caller drops the pipe.
+  virtual Result<size_t> ReadIntoPipe(uint64_t /*off*/, size_t /*len*/, SplicePipe& /*pipe*/) {
+    return size_t{0};
+  }
+  // The first offset at or after `off` where ReadIntoPipe can put bytes into a pipe (where its
+  // unit, a stripe, starts); UINT64_MAX when nowhere. The caller reads up to there with ReadAt.
+  virtual uint64_t PipeableFrom(uint64_t /*off*/) { return UINT64_MAX; }
 };
 
 struct ListOptions {

@@ -4,11 +4,14 @@
 // took server CPU per GiB of 4 KiB GETs at c=32 from 27.7 to 22.2 s (mean of five runs each).
 
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <map>
 
+#include "common/splice.h"
 #include "storage/erasure/set.h"
 
 namespace rdmastor::storage {
@@ -52,6 +55,11 @@ bool ShardSource::ReadFramed(size_t part, uint64_t off, char* hash, char* buf, s
   if (!usable || is_inline || !Open(part)) return false;
   auto n = fds[part]->ReadFramedAt(off, hash, erasure::kBitrotHashSize, buf, len);
   return n.ok() && *n == erasure::kBitrotHashSize + len;
+}
+
+std::string_view ShardSource::Map(size_t part) {
+  if (!usable || is_inline || part >= file_sizes.size() || !Open(part)) return {};
+  return fds[part]->Map(file_sizes[part]);
 }
 
 namespace {
@@ -436,6 +444,15 @@ Result<ObjectInfo> ErasureSet::StatObject(const std::string& bucket, const std::
 
 namespace {
 
+// Drops [p, p + n) of a read-only file mapping from this process's page tables (MADV_DONTNEED;
+// the page cache keeps the pages, a later access maps them again).
+void DropMappedPages(const char* p, size_t n) {
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p) / page * page;
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + n + page - 1) / page * page;
+  (void)::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+}
+
 class ErasureReader final : public ObjectReader {
  public:
   // `drives`: the set's fan-out (the set outlives its readers).
@@ -462,11 +479,7 @@ class ErasureReader final : public ObjectReader {
     size_t done = 0;
     // Stored bytes: info_.size is the plaintext size of an encrypted object.
     while (done < len && off + done < stored_size_) {
-      const uint64_t pos = off + done;
-      size_t part = static_cast<size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), pos) -
-                                        offsets_.begin() - 1);
-      while (part < offsets_.size() && v_.meta.parts[part].size == 0) ++part;  // empty parts
-      const uint64_t in_part = pos - offsets_[part];
+      const auto [part, in_part] = Locate(off + done);
       const uint64_t s = in_part / stripe;
       if (in_part == s * stripe) {
         if (const size_t direct = ReadWholeStripe(part, s, buf + done, len - done); direct > 0) {
@@ -496,7 +509,91 @@ class ErasureReader final : public ObjectReader {
 
   uint64_t bytes_copied() const override { return copied_; }
 
+  // The zero-copy read of a whole stripe (GET over plain HTTP, s3/api.cc): each data shard's
+  // block goes into `pipe` straight from its mapped shard file, by reference, in stripe order, and
+  // every block is checked against its bitrot hash while the pipe holds it. The pipe pins the
+  // page-cache pages it references (a page with references is never reclaimed), so the bytes the
+  // hashes covered are the bytes the socket gets; a stripe with a block that fails its check is
+  // never sent from the pipe (the caller drops it) and ReadAt's stripe path reads it again:
+  // reconstructed from parity where there is parity, else reported. Returns 0 where ReadAt must
+  // do it: not a whole stripe at `off`, a data shard inline, missing, remote or unmappable, more
+  // pages than the pipe holds (12+ data shards), a failed check.
+  Result<size_t> ReadIntoPipe(uint64_t off, size_t len, SplicePipe& pipe) override {
+    std::lock_guard lock(mu_);
+    const auto& e = *v_.meta.erasure;
+    if (off >= stored_size_) return 0;
+    const auto [part, in_part] = Locate(off);
+    const uint64_t s = in_part / e.stripe_size;
+    if (in_part != s * e.stripe_size) return 0;
+    Geometry g{e.data, e.parity, e.stripe_size};
+    const uint64_t size = v_.meta.parts[part].size;
+    const auto bytes = static_cast<size_t>(g.StripeBytes(size, s));
+    if (bytes == 0 || bytes > len) return 0;
+    const auto block = static_cast<size_t>(g.BlockSize(bytes));
+    const uint64_t at = g.ShardOffset(size, s);
+    // frames[i]: data shard i's framed block (hash, then `block` bytes) in its mapped file.
+    std::vector<const char*> frames(static_cast<size_t>(e.data), nullptr);
+    for (auto& src : v_.sources) {
+      if (src.shard >= e.data || frames[static_cast<size_t>(src.shard)]) continue;
+      if (!src.usable || src.is_inline) return 0;
+      const std::string_view file = src.Map(part);
+      if (file.size() < at + erasure::kBitrotHashSize + block) return 0;
+      frames[static_cast<size_t>(src.shard)] = file.data() + at;
+    }
+    // However this ends, the stripe's pages leave this process's page tables (the pipe and the
+    // socket hold their own references): a GET of a 1 GiB object must not grow RSS to 1 GiB.
+    struct Unmapped {
+      const std::vector<const char*>& frames;
+      size_t len;
+      ~Unmapped() {
+        for (const char* f : frames)
+          if (f) DropMappedPages(f, len);
+      }
+    } unmapped{frames, erasure::kBitrotHashSize + block};
+    size_t pages = 0;
+    for (size_t i = 0; i < frames.size(); ++i) {
+      if (!frames[i]) return 0;
+      pages += SplicePipe::PagesOf(frames[i] + erasure::kBitrotHashSize, TakeOf(bytes, block, i));
+    }
+    if (pages > pipe.free_pages()) return 0;
+    for (size_t i = 0; i < frames.size(); ++i) {
+      const size_t n = TakeOf(bytes, block, i);
+      if (n > 0 && !pipe.Hold(frames[i] + erasure::kBitrotHashSize, n).ok()) return 0;
+    }
+    for (const char* f : frames)
+      if (!erasure::VerifyBlock(f, f + erasure::kBitrotHashSize, block)) return 0;
+    return bytes;
+  }
+
+  uint64_t PipeableFrom(uint64_t off) override {
+    std::lock_guard lock(mu_);
+    const auto& e = *v_.meta.erasure;
+    if (off >= stored_size_) return UINT64_MAX;
+    for (const auto& src : v_.sources) {
+      if (src.shard < e.data && (!src.usable || src.is_inline || !src.drive->is_local()))
+        return UINT64_MAX;  // a remote drive's shard cannot be mapped
+    }
+    const auto [part, in_part] = Locate(off);
+    const uint64_t next = (in_part + e.stripe_size - 1) / e.stripe_size * e.stripe_size;
+    if (next < v_.meta.parts[part].size) return offsets_[part] + next;
+    return part + 1 < offsets_.size() ? offsets_[part + 1] : UINT64_MAX;  // the next part's start
+  }
+
  private:
+  // How many of a stripe's `bytes` data shard `i`'s block of `block` bytes carries (the last
+  // ones carry padding only when the stripe is short).
+  static size_t TakeOf(size_t bytes, size_t block, size_t i) {
+    return i * block >= bytes ? 0 : std::min(block, bytes - i * block);
+  }
+
+  // The part holding stored byte `pos` (skipping empty parts) and the offset in it.
+  std::pair<size_t, uint64_t> Locate(uint64_t pos) const {
+    size_t part = static_cast<size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), pos) -
+                                      offsets_.begin() - 1);
+    while (part < offsets_.size() && v_.meta.parts[part].size == 0) ++part;  // empty parts
+    return {part, pos - offsets_[part]};
+  }
+
   // A set without parity holding one data shard (a single drive, EC 1+0): a stripe's block is
   // the stripe's bytes, so a read that wants the whole stripe gets it straight into the caller's
   // buffer with one read (hash and data in one preadv), verified there: no staging buffer, no

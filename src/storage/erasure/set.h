@@ -172,6 +172,9 @@ struct ShardSource {
   // Reads one framed block at `off` of part `part`: its hash into `hash` (kBitrotHashSize bytes)
   // and its `len` data bytes into `buf`, in one read where the drive can; false on any failure.
   bool ReadFramed(size_t part, uint64_t off, char* hash, char* buf, size_t len);
+  // Part `part`'s whole shard file as read-only memory (ShardFile::Map); empty when it cannot be
+  // (a remote or inline shard, a file shorter than its metadata says).
+  std::string_view Map(size_t part);
 };
 
 // A resolved object version and where its shards are.
