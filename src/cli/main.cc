@@ -32,6 +32,7 @@
 #include "s3/api.h"
 #include "s3/http_server.h"
 #include "s3/lifecycle_scanner.h"
+#include "storage/local_drive.h"
 
 namespace {
 
@@ -224,6 +225,7 @@ int RunServer(const rdmastor::cli::ServerFlags& flags) {
     return 2;
   }
   for (const auto& w : cfg->warnings) spdlog::warn("{}", w);
+  rdmastor::storage::LocalDrive::SetDirectWrites(cfg->direct_writes);
 
   // Block the stop signals in every thread; one thread waits for them.
   sigset_t stop_signals;
