@@ -11,6 +11,7 @@
 #include "common/hash.h"
 #include "storage/erasure/set.h"
 #include "storage/fsutil.h"
+#include "storage/local_drive.h"
 #include "storage/s3_limits.h"
 
 namespace rdmastor::storage {
@@ -276,7 +277,11 @@ void ErasureSet::WritePieces(FrameBuffers& pending, size_t len, const std::vecto
   const size_t n = roots_.size();
   std::vector<char> ok(n, 0);  // not vector<bool>: written per host concurrently
   // Files a RenameData commits are made durable by its first barrier (group commit); a shard
-  // synced here waits on its disk: each local drive's piece on its own thread then (kIo).
+  // synced here waits on its disk: each local drive's piece on its own thread then (kIo). So does
+  // a direct write (LocalDrive::WriteShardAt), which returns once its blocks are on the disk:
+  // measured on 4 drives, 1 MiB and 64 MiB PUTs at c=8 took no more CPU per GiB that way
+  // (4.4-4.8 against 4.9-5.2 s/GiB at 1 MiB) and the drives' writes overlap.
+  const bool direct = all_local_ && LocalDrive::direct_writes();
   fanout_.ForEachHost(
       alive,
       [&](DriveHost& host, const std::vector<size_t>& members) {
@@ -302,7 +307,7 @@ void ErasureSet::WritePieces(FrameBuffers& pending, size_t len, const std::vecto
                          done[j].error().message);
         }
       },
-      sync ? DriveWork::kIo : DriveWork::kBuffered);
+      sync || direct ? DriveWork::kIo : DriveWork::kBuffered);
   for (size_t p = 0; p < n; ++p) {
     if (!alive[p]) continue;
     if (!ok[p]) {
