@@ -356,10 +356,11 @@ Status LocalDrive::WriteShardAt(const std::string& path, uint64_t offset, std::s
     fd = create ? CreateShardFile(path, abs, O_DIRECT, &err)
                 : fsutil::Open(abs, O_WRONLY | O_DIRECT, 0644, &err);
     if (!fd.ok() && err == EINVAL) {
-      // Refused at open; a creating open made the (empty) file before it failed.
+      // Refused at open; a creating open made the (empty) file before it failed (opened again
+      // with O_CREAT, so that the crash harness's recorder sees the creation).
       DirectRefused(abs, "open");
       direct = 0;
-      fd = fsutil::Open(abs, O_WRONLY, 0644);
+      fd = fsutil::Open(abs, O_WRONLY | (create ? O_CREAT : 0), 0644);
     }
   } else {
     fd = create ? CreateShardFile(path, abs) : fsutil::Open(abs, O_WRONLY, 0644);
