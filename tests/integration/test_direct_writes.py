@@ -127,3 +127,24 @@ def test_odirect_setting_is_checked(server_factory):
     cp = subprocess.run(srv.command(), env=srv.env(), capture_output=True, text=True, timeout=30)
     assert cp.returncode == 2, cp
     assert "MINIO_API_ODIRECT='maybe' is invalid: use on or off" in cp.stderr
+
+
+@pytest.mark.parametrize("drives", [6, 16])
+def test_odd_geometries_read_back(server_factory, drives):
+    """EC 3+3 and 12+4: blocks of ceil(1 MiB / 3) and ceil(1 MiB / 12) bytes, so the frames never
+    line up with 4 KiB and the writer carries a partial block from piece to piece."""
+    base = tempfile.mkdtemp(prefix="rdmastor-odirect-geo-", dir="/tmp")
+    try:
+        srv = server_factory(name=f"geo{drives}",
+                             data_dirs=[os.path.join(base, f"d{i}") for i in range(drives)],
+                             env={"RDMASTOR_DRIVE_CHECK_INTERVAL": "off"})
+        client = make_client(srv)
+        bucket = unique_bucket("geo")
+        client.create_bucket(Bucket=bucket)
+        for size in (4097, MiB - 1, MiB + 1, 3 * MiB + 7, 9 * MiB + 4096):
+            body = seeded_bytes(size, seed=size)
+            client.put_object(Bucket=bucket, Key=f"k{size}", Body=body)
+            got = client.get_object(Bucket=bucket, Key=f"k{size}")["Body"].read()
+            assert got == body, (drives, size)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
