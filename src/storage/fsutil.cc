@@ -228,8 +228,7 @@ Status Pwrite(int fd, const char* data, size_t len, uint64_t off, const std::str
       if (errno == EINTR) continue;
       if (err_out) {
         *err_out = errno;
-        return MakeError(ErrorCode::kInternalError,
-                         "pwrite " + path + ": " + std::strerror(errno));
+        return MakeError(ErrorCode::kInternalError, "pwrite " + path + ": " + std::strerror(errno));
       }
       return ErrnoError("pwrite", path, errno);
     }

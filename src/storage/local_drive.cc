@@ -335,9 +335,10 @@ bool LocalDrive::direct_writes() { return g_direct_writes.load(std::memory_order
 
 void LocalDrive::DirectRefused(const std::string& abs, const char* step) {
   if (!direct_refused_.exchange(true))
-    spdlog::info("storage: {} refuses direct I/O ({} {}): shard writes on this drive go through "
-                 "the page cache",
-                 root_, step, abs);
+    spdlog::info(
+        "storage: {} refuses direct I/O ({} {}): shard writes on this drive go through "
+        "the page cache",
+        root_, step, abs);
 }
 
 Status LocalDrive::WriteShardAt(const std::string& path, uint64_t offset, std::string_view data,
@@ -347,8 +348,8 @@ Status LocalDrive::WriteShardAt(const std::string& path, uint64_t offset, std::s
   // The page-cache copy of every shard byte was ~11% of a 1 MiB PUT's server CPU (perf, 4 drives);
   // the erasure writer hands over aligned pieces (FrameBuffers), whose whole blocks skip it.
   size_t direct = 0;
-  if (direct_writes() && !direct_refused_.load(std::memory_order_relaxed) &&
-      offset % kAlign == 0 && reinterpret_cast<uintptr_t>(data.data()) % kAlign == 0)
+  if (direct_writes() && !direct_refused_.load(std::memory_order_relaxed) && offset % kAlign == 0 &&
+      reinterpret_cast<uintptr_t>(data.data()) % kAlign == 0)
     direct = data.size() / kAlign * kAlign;
   int err = 0;
   Result<UniqueFd> fd = MakeError(ErrorCode::kInternalError, "not opened");

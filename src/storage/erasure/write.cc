@@ -16,7 +16,6 @@
 
 namespace rdmastor::storage {
 
-
 ErasureSet::Stagings::Stagings(const ErasureSet& set, std::vector<bool>& alive, bool create,
                                bool reuse)
     : set_(set), used_(alive.size(), kGone), reuse_(reuse && !create) {
@@ -82,9 +81,7 @@ ErasureSet::Stagings::~Stagings() {
       kept, [&](size_t p) { return set_.roots_[p]->RemoveAll(dir_).ok(); }, DriveWork::kBuffered);
 }
 
-FrameBuffers::FrameBuffers(size_t shards, size_t capacity) : bufs_(shards) {
-  Reserve(capacity);
-}
+FrameBuffers::FrameBuffers(size_t shards, size_t capacity) : bufs_(shards) { Reserve(capacity); }
 
 void FrameBuffers::Free::operator()(char* p) const { std::free(p); }
 
@@ -159,9 +156,9 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
   std::vector<char> relayout;
   for (;;) {
     // The next stripe: the rest of a declared body (up to a stripe), or a stripe's worth.
-    const size_t want = static_cast<size_t>(
-        declared ? std::min<uint64_t>(erasure::kStripeSize, *declared - total)
-                 : erasure::kStripeSize);
+    const size_t want =
+        static_cast<size_t>(declared ? std::min<uint64_t>(erasure::kStripeSize, *declared - total)
+                                     : erasure::kStripeSize);
     size_t got = 0;
     if (want > 0) {
       pending.Reserve(kHash + (want + k - 1) / k);
@@ -189,9 +186,8 @@ Result<uint64_t> ErasureSet::Encode(BodySource& body, std::optional<uint64_t> de
         }
       }
       if (declared && got < want) {
-        return MakeError(ErrorCode::kIncompleteBody, "received " + std::to_string(total) +
-                                                         " of " + std::to_string(*declared) +
-                                                         " bytes");
+        return MakeError(ErrorCode::kIncompleteBody, "received " + std::to_string(total) + " of " +
+                                                         std::to_string(*declared) + " bytes");
       }
       if (got < want && got > 0) {
         // The short last stripe of a body of unknown length: its blocks are shorter; lay its
