@@ -33,6 +33,7 @@
 #include "s3/api.h"
 #include "s3/http_server.h"
 #include "s3/lifecycle_scanner.h"
+#include "storage/local_drive.h"
 
 namespace {
 
@@ -237,6 +238,7 @@ int RunServer(const rdmastor::cli::ServerFlags& flags) {
     std::fprintf(stderr, "rdmastor: %s\n", st.error().message.c_str());
     return 2;
   }
+  rdmastor::storage::LocalDrive::SetDirectWrites(cfg->direct_writes);
 
   // Block the stop signals in every thread; one thread waits for them.
   sigset_t stop_signals;

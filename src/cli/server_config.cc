@@ -324,10 +324,10 @@ bool IsKnownMinioVariable(std::string_view name) {
   // Every MINIO_* variable some part of the server reads (grep '"MINIO_' src/); a name missing
   // here gets a false "does not use it" warning, so add new settings here too.
   static constexpr std::string_view kKnown[] = {
-      "MINIO_ACCESS_KEY", "MINIO_ACCESS_KEY_FILE", "MINIO_ADDRESS", "MINIO_API_REQUESTS_MAX",
-      "MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL", "MINIO_API_STALE_UPLOADS_EXPIRY",
-      "MINIO_DOMAIN", "MINIO_KMS_SECRET_KEY", "MINIO_OPTS", "MINIO_PEER_WAIT",
-      "MINIO_PROMETHEUS_AUTH_TYPE", "MINIO_REGION", "MINIO_ROOT_PASSWORD",
+      "MINIO_ACCESS_KEY", "MINIO_ACCESS_KEY_FILE", "MINIO_ADDRESS", "MINIO_API_ODIRECT",
+      "MINIO_API_REQUESTS_MAX", "MINIO_API_STALE_UPLOADS_CLEANUP_INTERVAL",
+      "MINIO_API_STALE_UPLOADS_EXPIRY", "MINIO_DOMAIN", "MINIO_KMS_SECRET_KEY", "MINIO_OPTS",
+      "MINIO_PEER_WAIT", "MINIO_PROMETHEUS_AUTH_TYPE", "MINIO_REGION", "MINIO_ROOT_PASSWORD",
       "MINIO_ROOT_PASSWORD_FILE", "MINIO_ROOT_USER", "MINIO_ROOT_USER_FILE", "MINIO_SECRET_KEY",
       "MINIO_SECRET_KEY_FILE", "MINIO_SITE_REGION", "MINIO_STORAGE_CLASS_INLINE_BLOCK",
       "MINIO_STORAGE_CLASS_RRS", "MINIO_STORAGE_CLASS_STANDARD", "MINIO_VOLUMES",
@@ -570,6 +570,16 @@ Result<ServerConfig> ServerConfigFromFlags(const ServerFlags& flags, const EnvMa
     if (cfg.kms_reseal && !cfg.kms)
       return MakeError(ErrorCode::kInvalidArgument,
                        "RDMASTOR_KMS_RESEAL=on needs MINIO_KMS_SECRET_KEY (the key to re-seal under)");
+  }
+  // MinIO's switch for O_DIRECT shard writes (on by default there too); off sends every shard
+  // write through the page cache.
+  if (auto v = get("MINIO_API_ODIRECT"); !v.empty()) {
+    std::string lower = v;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower != "on" && lower != "off")
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "MINIO_API_ODIRECT='" + v + "' is invalid: use on or off");
+    cfg.direct_writes = lower == "on";
   }
   // SSE-C sends the customer's key in a header: AWS takes it only over TLS; an operator whose
   // clients reach the server over a trusted network (or a TLS-terminating proxy) may allow HTTP.

@@ -38,6 +38,7 @@ struct ServerConfig {
   // RDMASTOR_KMS_DEFAULT_KEY_ID; null when neither is configured (aws:kms answers 501).
   std::shared_ptr<const crypto::Kms> kms_service;
   bool kms_reseal = false;                 // RDMASTOR_KMS_RESEAL=on: re-seal under the current key
+  bool direct_writes = true;               // MINIO_API_ODIRECT: shard writes with O_DIRECT
   bool sse_c_allow_http = false;           // RDMASTOR_SSE_C_ALLOW_HTTP=on: SSE-C without TLS
   bool prometheus_public = false;          // MINIO_PROMETHEUS_AUTH_TYPE=public (default jwt)
   std::string certs_dir;  // --certs-dir (default ~/.rdmastor/certs, else ~/.minio/certs)

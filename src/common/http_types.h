@@ -62,6 +62,26 @@ class BodySource {
     }
     return got;
   }
+
+  // One destination of a scatter read.
+  struct Segment {
+    char* data;
+    size_t len;
+  };
+  // Reads into the segments in order until every one is full or the body ends; returns the
+  // count. The erasure write path reads a stripe straight into its data shards' frames this way.
+  // Sources that can fill several buffers per operation override it (the HTTP front end: one
+  // hand-off to its I/O thread per stripe, not one per shard).
+  virtual Result<size_t> ReadFullV(const Segment* segs, size_t count) {
+    size_t got = 0;
+    for (size_t i = 0; i < count; ++i) {
+      auto n = ReadFull(segs[i].data, segs[i].len);
+      if (!n.ok()) return n.error();
+      got += *n;
+      if (*n < segs[i].len) break;
+    }
+    return got;
+  }
 };
 
 struct HttpResponseHead {

@@ -148,6 +148,15 @@ void EncodeStripe(const Codec& codec, const char* data, size_t len, std::vector<
   }
 }
 
+void EncodeFrames(const Codec& codec, char* const* frames, size_t block) {
+  const size_t n = static_cast<size_t>(codec.total());
+  uint8_t* blocks[kMaxShards];
+  for (size_t i = 0; i < n; ++i)
+    blocks[i] = reinterpret_cast<uint8_t*>(frames[i] + kBitrotHashSize);
+  codec.Encode(blocks, block);
+  for (size_t i = 0; i < n; ++i) PutLe64(frames[i], BlockHash(blocks[i], block));
+}
+
 void AppendFramedBlock(std::string& out, const uint8_t* block, size_t len) {
   char hash[kBitrotHashSize];
   PutLe64(hash, BlockHash(block, len));

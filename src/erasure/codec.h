@@ -82,6 +82,12 @@ class Codec {
 void EncodeStripe(const Codec& codec, const char* data, size_t len, std::vector<std::string>& out,
                   std::vector<uint8_t>& scratch);
 
+// Encodes one stripe in place, in its framed blocks: frames[i] (codec.total() of them) points at
+// shard i's [hash][block] of `block` bytes; the data shards' blocks hold the stripe (the last ones
+// zero padded). Computes the parity blocks and every frame's hash. Nothing is copied: the write
+// path reads the body straight into the data frames (storage/erasure/write.cc).
+void EncodeFrames(const Codec& codec, char* const* frames, size_t block);
+
 // Appends [hash][block] to `out`.
 void AppendFramedBlock(std::string& out, const uint8_t* block, size_t len);
 

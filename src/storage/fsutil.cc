@@ -219,12 +219,17 @@ Result<size_t> PreadFull(int fd, char* buf, size_t len, uint64_t off,
   return got;
 }
 
-Status Pwrite(int fd, const char* data, size_t len, uint64_t off, const std::string& path) {
+Status Pwrite(int fd, const char* data, size_t len, uint64_t off, const std::string& path,
+              int* err_out) {
   size_t done = 0;
   while (done < len) {
     ssize_t n = ::pwrite(fd, data + done, len - done, static_cast<off_t>(off + done));
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (err_out) {
+        *err_out = errno;
+        return MakeError(ErrorCode::kInternalError, "pwrite " + path + ": " + std::strerror(errno));
+      }
       return ErrnoError("pwrite", path, errno);
     }
     done += static_cast<size_t>(n);

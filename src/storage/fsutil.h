@@ -26,6 +26,10 @@
 
 namespace rdmastor::storage::fsutil {
 
+// Direct I/O (O_DIRECT) wants the file offset, the length and the memory address aligned to the
+// device's logical block size (512 B or 4 KiB); 4 KiB covers both.
+inline constexpr size_t kDirectIoAlign = 4096;
+
 // Owns one file descriptor.
 class UniqueFd {
  public:
@@ -116,7 +120,10 @@ Status WriteAll(int fd, const char* data, size_t len, const std::string& path_fo
 // pread until len bytes or EOF; returns the count.
 Result<size_t> PreadFull(int fd, char* buf, size_t len, uint64_t off,
                          const std::string& path_for_errors);
-Status Pwrite(int fd, const char* data, size_t len, uint64_t off, const std::string& path);
+// With err_out, a failure's errno goes there and is not logged (a direct-I/O write the file
+// system refuses with EINVAL is retried through the page cache by the caller).
+Status Pwrite(int fd, const char* data, size_t len, uint64_t off, const std::string& path,
+              int* err_out = nullptr);
 Status Fsync(int fd, const std::string& path_for_errors);
 Status FsyncDir(const std::string& dir);
 

@@ -345,16 +345,20 @@ bool InStaging(std::string_view path) {
 }  // namespace
 
 Result<fsutil::UniqueFd> LocalDrive::CreateShardFile(const std::string& path,
-                                                     const std::string& abs) const {
-  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL;
+                                                     const std::string& abs, int extra_flags,
+                                                     int* err_out) const {
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | extra_flags;
   int err = 0;
-  auto fd = fsutil::Open(abs, kFlags, 0644, &err);
+  auto fd = fsutil::Open(abs, flags, 0644, &err);
+  if (err_out) *err_out = err;
   if (fd.ok() || err != ENOENT || !InStaging(path)) return fd;
   // The staging directory (and the shard's parent in it) is made by the first shard write; the
   // commit's first barrier makes the new entries durable.
   const std::string parent = abs.substr(0, abs.rfind('/'));
   RS_RETURN_IF_ERROR(fsutil::MkdirAll(paths::TmpDir(root_), parent, /*sync=*/false));
-  return fsutil::Open(abs, kFlags, 0644);
+  fd = fsutil::Open(abs, flags, 0644, &err);
+  if (err_out) *err_out = err;
+  return fd;
 }
 
 Result<std::unique_ptr<ShardWriter>> LocalDrive::CreateShard(const std::string& path,
@@ -374,12 +378,66 @@ Result<std::unique_ptr<ShardFile>> LocalDrive::OpenShard(const std::string& path
   return std::unique_ptr<ShardFile>(new LocalShardFile(std::move(*fd), abs));
 }
 
+namespace {
+std::atomic<bool> g_direct_writes{true};
+}  // namespace
+
+void LocalDrive::SetDirectWrites(bool on) { g_direct_writes.store(on); }
+bool LocalDrive::direct_writes() { return g_direct_writes.load(std::memory_order_relaxed); }
+
+void LocalDrive::DirectRefused(const std::string& abs, const char* step) {
+  if (!direct_refused_.exchange(true))
+    spdlog::info(
+        "storage: {} refuses direct I/O ({} {}): shard writes on this drive go through "
+        "the page cache",
+        root_, step, abs);
+}
+
 Status LocalDrive::WriteShardAt(const std::string& path, uint64_t offset, std::string_view data,
                                 bool create, bool sync) {
   RS_ABS(abs, path);
-  auto fd = create ? CreateShardFile(path, abs) : fsutil::Open(abs, O_WRONLY, 0644);
+  constexpr size_t kAlign = fsutil::kDirectIoAlign;
+  // The page-cache copy of every shard byte was ~11% of a 1 MiB PUT's server CPU (perf, 4 drives);
+  // the erasure writer hands over aligned pieces (FrameBuffers), whose whole blocks skip it.
+  size_t direct = 0;
+  if (direct_writes() && !direct_refused_.load(std::memory_order_relaxed) && offset % kAlign == 0 &&
+      reinterpret_cast<uintptr_t>(data.data()) % kAlign == 0)
+    direct = data.size() / kAlign * kAlign;
+  int err = 0;
+  Result<UniqueFd> fd = MakeError(ErrorCode::kInternalError, "not opened");
+  if (direct > 0) {
+    fd = create ? CreateShardFile(path, abs, O_DIRECT, &err)
+                : fsutil::Open(abs, O_WRONLY | O_DIRECT, 0644, &err);
+    if (!fd.ok() && err == EINVAL) {
+      // Refused at open; a creating open made the (empty) file before it failed (opened again
+      // with O_CREAT, so that the crash harness's recorder sees the creation).
+      DirectRefused(abs, "open");
+      direct = 0;
+      fd = fsutil::Open(abs, O_WRONLY | (create ? O_CREAT : 0), 0644);
+    }
+  } else {
+    fd = create ? CreateShardFile(path, abs) : fsutil::Open(abs, O_WRONLY, 0644);
+  }
   if (!fd.ok()) return fd.error();
-  RS_RETURN_IF_ERROR(fsutil::Pwrite(fd->get(), data.data(), data.size(), offset, abs));
+  const bool opened_direct = direct > 0;
+  if (direct > 0) {
+    auto st = fsutil::Pwrite(fd->get(), data.data(), direct, offset, abs, &err);
+    if (!st.ok() && err != EINVAL) return fsutil::ErrnoError("pwrite", abs, err);
+    if (!st.ok()) {
+      DirectRefused(abs, "pwrite");
+      direct = 0;  // all of it again, through the page cache
+    }
+  }
+  if (direct < data.size()) {
+    // The unaligned rest (the file's last bytes) through the page cache.
+    if (opened_direct) {
+      const int fl = ::fcntl(fd->get(), F_GETFL);
+      if (fl < 0 || ::fcntl(fd->get(), F_SETFL, fl & ~O_DIRECT) != 0)
+        return fsutil::ErrnoError("fcntl", abs, errno);
+    }
+    RS_RETURN_IF_ERROR(fsutil::Pwrite(fd->get(), data.data() + direct, data.size() - direct,
+                                      offset + direct, abs));
+  }
   if (sync) return fsutil::Fsync(fd->get(), abs);
   return {};
 }

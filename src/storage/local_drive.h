@@ -2,6 +2,7 @@
 // format) behind the Drive interface. Relative paths are checked and resolved below the root.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,11 +27,19 @@ class LocalDrive final : public Drive {
   RDMASTOR_DRIVE_OVERRIDES
 
   // A shard piece (LocalHost::WriteShardPieces): writes `data` at `offset` of shard file `path`,
-  // creating it exclusively when `create`; fsyncs when `sync`.
+  // creating it exclusively when `create`; fsyncs when `sync`. A piece that starts at a
+  // fsutil::kDirectIoAlign boundary of the file and of memory writes its whole aligned blocks with
+  // direct I/O (O_DIRECT: from the caller's buffer to the disk, no page-cache copy) and the rest
+  // through the page cache, unless direct writes are off or the drive's file system refuses them
+  // (then everything goes through the page cache, as before). Durability is the same either way:
+  // the commit's barrier (syncfs) or the fsync covers the file's blocks and their allocation.
   Status WriteShardAt(const std::string& path, uint64_t offset, std::string_view data, bool create,
                       bool sync);
 
   MetaFileCache::Stats meta_cache_stats() const { return meta_cache_.stats(); }
+  // MINIO_API_ODIRECT (default on): shard pieces with direct I/O where the file system takes it.
+  static void SetDirectWrites(bool on);
+  static bool direct_writes();
 
  private:
   friend class LocalHost;  // its RenameData runs StageRename / FinishRename around CommitMany
@@ -39,7 +48,11 @@ class LocalDrive final : public Drive {
   Result<std::string> Abs(const std::string& path) const;
   // Creates the shard file `abs` (drive-relative `path`) exclusively, with its missing parent
   // directories when it lies in the staging area.
-  Result<fsutil::UniqueFd> CreateShardFile(const std::string& path, const std::string& abs) const;
+  Result<fsutil::UniqueFd> CreateShardFile(const std::string& path, const std::string& abs,
+                                           int extra_flags = 0, int* err_out = nullptr) const;
+  // Direct I/O was refused here (EINVAL: tmpfs before Linux 6.6, some FUSE and network file
+  // systems): this drive writes through the page cache from then on.
+  void DirectRefused(const std::string& abs, const char* step);
   // The group-commit batcher of the file system the drive is on now (checked on every call: a
   // replaced disk is a different file system).
   Result<std::shared_ptr<fsutil::SyncBatcher>> Batcher();
@@ -67,6 +80,7 @@ class LocalDrive final : public Drive {
   // Object metadata files as last read (ReadFile); every call below that changes files
   // invalidates what it touched once it is done (meta_cache.h).
   MetaFileCache meta_cache_;
+  std::atomic<bool> direct_refused_{false};
   std::mutex batcher_mu_;
   std::shared_ptr<fsutil::SyncBatcher> batcher_;
 };

@@ -141,6 +141,33 @@ class DriveFanout {
   size_t piece_bytes_ = 0;
 };
 
+// ---- the write path's shard buffers (write.cc) ----
+
+// The framed shard bytes of a write not written yet, one buffer per shard index, each aligned for
+// direct I/O (fsutil::kDirectIoAlign) and holding the same count of bytes from the same offset of
+// its shard file. Stripes are encoded in place here: the body is read straight into the data
+// shards' frames and the parity computed into the parity shards' (erasure::EncodeFrames), so a
+// stripe is never copied between the body and the drives' write calls.
+class FrameBuffers {
+ public:
+  FrameBuffers(size_t shards, size_t capacity);
+  char* at(size_t shard) const { return bufs_[shard].get(); }
+  size_t size() const { return fill_; }
+  // Room for `more` bytes after size() (grows, keeping the bytes: an inline body of unknown size).
+  void Reserve(size_t more);
+  void Append(size_t n) { fill_ += n; }
+  // Drops the first n bytes of every buffer (written), moving what is left to the front.
+  void Consume(size_t n);
+
+ private:
+  struct Free {
+    void operator()(char* p) const;
+  };
+  std::vector<std::unique_ptr<char, Free>> bufs_;
+  size_t capacity_ = 0;
+  size_t fill_ = 0;
+};
+
 // ---- the read path's view of a version (read.cc) ----
 
 // Reads framed shard blocks of one drive's copy: from part files (opened lazily, kept open) or
@@ -377,13 +404,13 @@ class ErasureSet {
                           std::vector<std::string>* inline_out, std::string* md5_out,
                           bool committed_by_rename_data = false);
 
-  // Writes up to `piece` of every alive drive's pending shard bytes (pending[dist[p]]) at
+  // Writes the first `len` of every alive drive's pending shard bytes (pending.at(dist[p])) at
   // written[p] of <staging>/<rel>, one WriteShardPieces call per host (the first piece creates the
   // file; `sync`: the last piece of a shard no RenameData commits), then advances `written` and
   // drops what was written from `pending`. Drops the drives whose piece failed.
-  void WritePieces(std::vector<std::string>& pending, const std::vector<int>& dist,
+  void WritePieces(FrameBuffers& pending, size_t len, const std::vector<int>& dist,
                    std::vector<uint64_t>& written, const Stagings& st, std::vector<bool>& alive,
-                   const std::string& rel, uint64_t shard_size, bool sync, size_t piece) const;
+                   const std::string& rel, uint64_t shard_size, bool sync) const;
 
   // The error of commits that reached `committed` drives, short of `quorum`: NoSuchBucket (the
   // cached bucket forgotten) when `no_bucket` drives, a write quorum, refused for want of the
