@@ -133,6 +133,17 @@ Result<std::string> ReadSecretFile(const std::string& variable, const std::strin
   return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
 }
 
+
+// An on/off switch (any case); kInvalidArgument naming the variable otherwise.
+Result<bool> ParseOnOff(const char* name, const std::string& value) {
+  std::string lower = value;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower != "on" && lower != "off")
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(name) + "='" + value + "' is invalid: use on or off");
+  return lower == "on";
+}
+
 }  // namespace
 
 Result<RootCredentials> ParseRootCredentials(const EnvMap& env) {
@@ -561,12 +572,9 @@ Result<ServerConfig> ServerConfigFromFlags(const ServerFlags& flags, const EnvMa
     }
   }
   if (auto v = get("RDMASTOR_KMS_RESEAL"); !v.empty()) {
-    std::string lower = v;
-    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower != "on" && lower != "off")
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "RDMASTOR_KMS_RESEAL='" + v + "' is invalid: use on or off");
-    cfg.kms_reseal = lower == "on";
+    auto on = ParseOnOff("RDMASTOR_KMS_RESEAL", v);
+    if (!on.ok()) return on.error();
+    cfg.kms_reseal = *on;
     if (cfg.kms_reseal && !cfg.kms)
       return MakeError(ErrorCode::kInvalidArgument,
                        "RDMASTOR_KMS_RESEAL=on needs MINIO_KMS_SECRET_KEY (the key to re-seal under)");
@@ -574,22 +582,16 @@ Result<ServerConfig> ServerConfigFromFlags(const ServerFlags& flags, const EnvMa
   // MinIO's switch for O_DIRECT shard writes (on by default there too); off sends every shard
   // write through the page cache.
   if (auto v = get("MINIO_API_ODIRECT"); !v.empty()) {
-    std::string lower = v;
-    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower != "on" && lower != "off")
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "MINIO_API_ODIRECT='" + v + "' is invalid: use on or off");
-    cfg.direct_writes = lower == "on";
+    auto on = ParseOnOff("MINIO_API_ODIRECT", v);
+    if (!on.ok()) return on.error();
+    cfg.direct_writes = *on;
   }
   // SSE-C sends the customer's key in a header: AWS takes it only over TLS; an operator whose
   // clients reach the server over a trusted network (or a TLS-terminating proxy) may allow HTTP.
   if (auto v = get("RDMASTOR_SSE_C_ALLOW_HTTP"); !v.empty()) {
-    std::string lower = v;
-    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower != "on" && lower != "off")
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "RDMASTOR_SSE_C_ALLOW_HTTP='" + v + "' is invalid: use on or off");
-    cfg.sse_c_allow_http = lower == "on";
+    auto on = ParseOnOff("RDMASTOR_SSE_C_ALLOW_HTTP", v);
+    if (!on.ok()) return on.error();
+    cfg.sse_c_allow_http = *on;
   }
 
   // Inter-node RDMA: validated in both builds (the standard build moves shards over the soft
@@ -597,12 +599,9 @@ Result<ServerConfig> ServerConfigFromFlags(const ServerFlags& flags, const EnvMa
   auto& in = cfg.internode;
   in.bind_ip.clear();  // "": the node's own address (cluster::ClusterNode)
   if (auto v = get("MINIO_RDMA_INTERNODE"); !v.empty()) {
-    std::string lower = v;
-    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower != "on" && lower != "off")
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "MINIO_RDMA_INTERNODE='" + v + "' is invalid: use on or off");
-    in.enabled = lower == "on";
+    auto on = ParseOnOff("MINIO_RDMA_INTERNODE", v);
+    if (!on.ok()) return on.error();
+    in.enabled = *on;
   }
   if (auto v = get("MINIO_RDMA_MIN_SIZE"); !v.empty()) {
     auto size = ParseByteSize(v);
