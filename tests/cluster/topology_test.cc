@@ -2,19 +2,24 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/ellipsis.h"
-
 namespace rdmastor::cluster {
 namespace {
 
-std::vector<std::string> Expand(const std::string& arg) {
-  auto e = cli::ExpandDriveArgs({arg});
-  EXPECT_TRUE(e.ok()) << e.error().message;
-  return e.ok() ? *e : std::vector<std::string>{};
+// The drive list the command line's ellipses expand to (cli::ExpandDriveArgs, tested in
+// tests/cli): node-major, every drive of the first node first. Spelled out here so that this
+// binary links the cluster module only.
+std::vector<std::string> DriveUrls(const std::vector<std::string>& nodes, const std::string& dir,
+                                   int drives_per_node) {
+  std::vector<std::string> urls;
+  for (const auto& node : nodes)
+    for (int d = 1; d <= drives_per_node; ++d) urls.push_back(node + dir + std::to_string(d));
+  return urls;
 }
 
 TEST(Topology, FourNodesFourDrivesSpreadSetsOverNodes) {
-  auto drives = Expand("http://127.0.0.1:{9001...9004}/tmp/x/d{1...4}");
+  auto drives = DriveUrls({"http://127.0.0.1:9001", "http://127.0.0.1:9002",
+                           "http://127.0.0.1:9003", "http://127.0.0.1:9004"},
+                          "/tmp/x/d", 4);
   ASSERT_EQ(drives.size(), 16u);
   auto t = BuildTopology(drives, "127.0.0.1", 9003, {"127.0.0.1"});
   ASSERT_TRUE(t.ok()) << t.error().message;
@@ -33,7 +38,7 @@ TEST(Topology, FourNodesFourDrivesSpreadSetsOverNodes) {
 }
 
 TEST(Topology, HostnamesAndDefaultPort) {
-  auto drives = Expand("http://10.1.1.{1...2}/mnt/d{1...2}");
+  auto drives = DriveUrls({"http://10.1.1.1", "http://10.1.1.2"}, "/mnt/d", 2);
   auto t = BuildTopology(drives, "", 9000, {"10.9.9.9"});
   // Neither node is an address of this host: not found.
   ASSERT_FALSE(t.ok());
@@ -42,7 +47,7 @@ TEST(Topology, HostnamesAndDefaultPort) {
   ASSERT_TRUE(found.ok()) << found.error().message;
   EXPECT_EQ(found->self, 1);
   EXPECT_EQ(found->endpoints[0].port, 9000);  // no port in the URL: 9000
-  auto local = Expand("http://localhost:{9000...9001}/mnt/d{1...2}");
+  auto local = DriveUrls({"http://localhost:9000", "http://localhost:9001"}, "/mnt/d", 2);
   auto t2 = BuildTopology(local, "", 9001, {});
   ASSERT_TRUE(t2.ok()) << t2.error().message;
   EXPECT_EQ(t2->self, 1);
@@ -72,7 +77,7 @@ TEST(Topology, RefusesMixedSchemesAndPlainPaths) {
 }
 
 TEST(Topology, HttpsEndpoints) {
-  auto drives = Expand("https://127.0.0.1:{9001...9002}/d{1...2}");
+  auto drives = DriveUrls({"https://127.0.0.1:9001", "https://127.0.0.1:9002"}, "/d", 2);
   auto t = BuildTopology(drives, "127.0.0.1", 9002, {"127.0.0.1"});
   ASSERT_TRUE(t.ok()) << t.error().message;
   EXPECT_TRUE(t->tls);
@@ -92,7 +97,7 @@ TEST(Topology, HttpsEndpoints) {
 }
 
 TEST(Topology, RefusesNodeNotFoundAmbiguityAndInconsistentCounts) {
-  auto drives = Expand("http://127.0.0.1:{9001...9002}/d{1...2}");
+  auto drives = DriveUrls({"http://127.0.0.1:9001", "http://127.0.0.1:9002"}, "/d", 2);
   auto missing = BuildTopology(drives, "127.0.0.1", 9100, {"127.0.0.1"});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("127.0.0.1:9001"), std::string::npos);

@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "iam/actions.h"
-#include "s3/xml.h"
 
 namespace rdmastor::iam {
 namespace {
@@ -102,61 +101,6 @@ TEST(CannedAcl, VersionActions) {
         "s3:PutObjectVersionTagging", "s3:DeleteObjectVersionTagging", "s3:GetObjectVersionAcl",
         "s3:PutObjectVersionAcl", "s3:GetObjectVersionAttributes"})
     EXPECT_TRUE(IsKnownAction(a)) << a;
-}
-
-TEST(AccessControlPolicyXml, RoundTripAndHostileBodies) {
-  const AclOwner owner = OwnerOf("alice", "root");
-  const std::string xml =
-      s3::AccessControlPolicyXml(owner, GrantsOf(CannedAcl::kPublicRead, owner));
-  EXPECT_NE(xml.find("<Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-                     "xsi:type=\"Group\"><URI>http://acs.amazonaws.com/groups/global/AllUsers"
-                     "</URI></Grantee><Permission>READ</Permission>"),
-            std::string::npos)
-      << xml;
-  auto parsed = s3::ParseAccessControlPolicyXml(xml);
-  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
-  EXPECT_EQ(parsed->owner_id, owner.id);
-  EXPECT_EQ(FromGrants(parsed->grants, owner), CannedAcl::kPublicRead);
-
-  auto code = [](std::string_view body) {
-    auto r = s3::ParseAccessControlPolicyXml(body);
-    return r.ok() ? ErrorCode::kInternalError : r.error().code;
-  };
-  // AWS's code for every document its schema does not allow.
-  EXPECT_EQ(code(""), ErrorCode::kMalformedACLError);
-  EXPECT_EQ(code("<AccessControlPolicy/>"), ErrorCode::kMalformedACLError);  // no list
-  EXPECT_EQ(code("<AccessControlPolicy><AccessControlList/></AccessControlPolicy>"),
-            ErrorCode::kMalformedACLError);  // no owner
-  EXPECT_EQ(code("<AccessControlPolicy><Owner><ID>a</ID></Owner><Owner><ID>a</ID></Owner>"
-                 "<AccessControlList/></AccessControlPolicy>"),
-            ErrorCode::kMalformedACLError);  // two owners
-  auto no_id = s3::ParseAccessControlPolicyXml(
-      "<AccessControlPolicy><Owner/><AccessControlList/></AccessControlPolicy>");
-  ASSERT_TRUE(no_id.ok());
-  EXPECT_EQ(no_id->owner_id, "");  // an invalid id, refused by the S3 layer as AWS does
-  EXPECT_EQ(code("<!DOCTYPE x [<!ENTITY a 'b'>]><AccessControlPolicy><AccessControlList/>"
-                 "</AccessControlPolicy>"),
-            ErrorCode::kMalformedACLError);
-  EXPECT_EQ(code("<AccessControlPolicy><AccessControlList><Grant><Grantee "
-                 "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"Group\">"
-                 "<URI>u</URI></Grantee><Permission>EVERYTHING</Permission></Grant>"
-                 "</AccessControlList></AccessControlPolicy>"),
-            ErrorCode::kMalformedACLError);
-  std::string many = "<AccessControlPolicy><AccessControlList>";
-  for (int i = 0; i < 101; ++i)
-    many +=
-        "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-        "xsi:type=\"CanonicalUser\"><ID>x</ID></Grantee><Permission>READ</Permission></Grant>";
-  many += "</AccessControlList></AccessControlPolicy>";
-  EXPECT_EQ(code(many), ErrorCode::kMalformedACLError);
-  // An e-mail grantee parses but is no canned ACL's.
-  auto email = s3::ParseAccessControlPolicyXml(
-      "<AccessControlPolicy><Owner><ID>o</ID></Owner><AccessControlList><Grant><Grantee "
-      "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-      "xsi:type=\"AmazonCustomerByEmail\"><EmailAddress>a@b</EmailAddress></Grantee>"
-      "<Permission>FULL_CONTROL</Permission></Grant></AccessControlList></AccessControlPolicy>");
-  ASSERT_TRUE(email.ok());
-  EXPECT_FALSE(FromGrants(email->grants, owner));
 }
 
 }  // namespace
