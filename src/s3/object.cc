@@ -344,9 +344,25 @@ Reply HandleGetObjectAttributes(const Env& env, S3Request& ctx) {
                   {{"Last-Modified", HttpDate(info->mtime_ns)}});
 }
 
+namespace {
+// A conditional delete compares ETags, which is reading the object: AWS asks for s3:GetObject
+// beside s3:DeleteObject unless the condition is only "it exists" (*).
+Status AllowedToMatch(const S3Request& ctx, const std::string& key, const storage::VersionSel& v,
+                      const std::optional<std::string>& if_match) {
+  if (!if_match || *if_match == "*") return {};
+  return ctx.allowed(v ? "s3:GetObjectVersion" : "s3:GetObject", key);
+}
+}  // namespace
+
 Reply HandleDeleteObject(const Env& env, S3Request& ctx) {
-  auto r = DeleteVersionUnderLock(env, ctx, ctx.key, ctx.version);
-  if (!r.ok() && r.error().code != ErrorCode::kNoSuchKey) return ErrorReply(r.error());
+  std::optional<std::string> if_match;
+  if (const std::string* h = ctx.req.FindHeader("if-match")) if_match = *h;
+  if (auto st = AllowedToMatch(ctx, ctx.key, ctx.version, if_match); !st.ok())
+    return ErrorReply(st.error());
+  auto r = DeleteVersionUnderLock(env, ctx, ctx.key, ctx.version, if_match);
+  // Deleting what is not there succeeds, unless the delete was conditional on it being there.
+  if (!r.ok() && (r.error().code != ErrorCode::kNoSuchKey || if_match))
+    return ErrorReply(r.error());
   HeaderList extra;
   if (r.ok() && (ctx.version || r->created_marker)) {
     storage::ObjectInfo v;
@@ -381,15 +397,16 @@ Reply HandleDeleteObjects(const Env& env, S3Request& ctx) {
     // Each key on its own; a named version needs s3:DeleteObjectVersion.
     if (st.ok())
       st = ctx.allowed(version ? "s3:DeleteObjectVersion" : "s3:DeleteObject", entry.key);
+    if (st.ok()) st = AllowedToMatch(ctx, entry.key, version, entry.etag);
     storage::DeleteResult done;
     if (st.ok()) {
-      auto r = DeleteVersionUnderLock(env, ctx, entry.key, version);
+      auto r = DeleteVersionUnderLock(env, ctx, entry.key, version, entry.etag);
       if (r.ok())
         done = *r;
       else
         st = r.error();
     }
-    if (st.ok() || st.error().code == ErrorCode::kNoSuchKey) {
+    if (st.ok() || (st.error().code == ErrorCode::kNoSuchKey && !entry.etag)) {
       out.deleted = true;  // deleting what is not there succeeds
       out.delete_marker = st.ok() && done.delete_marker;
       if (st.ok() && done.created_marker)

@@ -134,39 +134,37 @@ bool BypassesGovernance(const S3Request& r, const std::string& key) {
 Result<storage::DeleteResult> DeleteVersionChecked(storage::ObjectLayer& store,
                                                    const std::string& bucket,
                                                    const std::string& key,
-                                                   const storage::VersionSel& version,
-                                                   bool bypass) {
+                                                   const storage::VersionSel& version, bool bypass,
+                                                   const std::optional<std::string>& if_match) {
   auto lock = BucketLockOf(store, bucket);
   if (!lock.ok()) return lock.error();
   // Versions carry a lock only in lock-enabled buckets; elsewhere nothing to check.
-  if (lock->enabled) {
-    std::optional<std::string> removed = version;
-    if (!removed) {
-      // A plain delete removes nothing for good where the key is versioned (a delete marker).
-      // A lock-enabled bucket stays Enabled with no exclusions (PutBucketVersioning refuses
-      // them); the null version is checked all the same should the state ever say otherwise.
-      auto versioning = store.BucketVersioning(bucket);
-      if (!versioning.ok()) return versioning.error();
-      if (*versioning != storage::Versioning::kEnabled) removed = "";
-    }
-    if (removed) {
-      auto v = store.StatObjectVersion(bucket, key, *removed);
-      if (v.ok()) {
-        RS_RETURN_IF_ERROR(CheckRemovable(*v, bypass, NowMs()));
-      } else if (v.error().code != ErrorCode::kNoSuchVersion &&
-                 v.error().code != ErrorCode::kNoSuchKey &&
-                 v.error().code != ErrorCode::kMethodNotAllowed) {
-        return v.error();  // cannot tell: nothing removed
-      }
-    }
-  }
-  return store.DeleteObjectVersion(bucket, key, version);
+  const bool locked_bucket = lock->enabled;
+  if (!locked_bucket && !if_match) return store.DeleteObjectVersion(bucket, key, version);
+  return store.DeleteObjectVersion(
+      bucket, key, version, [&](const storage::DeleteTarget& t) -> Status {
+        if (if_match) {
+          const storage::ObjectInfo* against = version ? t.removed : t.latest;
+          if (!against)
+            return MakeError(version ? ErrorCode::kNoSuchVersion : ErrorCode::kNoSuchKey);
+          if (against->delete_marker)  // no object, nothing to match
+            return MakeError(version ? ErrorCode::kPreconditionFailed : ErrorCode::kNoSuchKey);
+          if (!EtagMatches(*if_match, against->etag))
+            return MakeError(ErrorCode::kPreconditionFailed);
+        }
+        // What a delete removes for good: the version named, or where the key is not versioned
+        // the null version (a plain delete in an Enabled bucket only adds a marker).
+        if (locked_bucket && t.removed) return CheckRemovable(*t.removed, bypass, NowMs());
+        return {};
+      });
 }
 
 Result<storage::DeleteResult> DeleteVersionUnderLock(const Env& env, const S3Request& r,
                                                      const std::string& key,
-                                                     const storage::VersionSel& version) {
-  return DeleteVersionChecked(env.store, r.bucket, key, version, BypassesGovernance(r, key));
+                                                     const storage::VersionSel& version,
+                                                     const std::optional<std::string>& if_match) {
+  return DeleteVersionChecked(env.store, r.bucket, key, version, BypassesGovernance(r, key),
+                              if_match);
 }
 
 void AddObjectLockHeaders(HeaderList& out, const storage::ObjectInfo& info) {

@@ -62,15 +62,19 @@ bool BypassesGovernance(const S3Request& r, const std::string& key);
 // null version a plain delete would remove) that CheckRemovable refuses is kept and the answer is
 // AccessDenied. A plain delete in a versioned bucket creates a delete marker. The lifecycle
 // scanner deletes through it with no bypass.
-Result<storage::DeleteResult> DeleteVersionChecked(storage::ObjectLayer& store,
-                                                   const std::string& bucket,
-                                                   const std::string& key,
-                                                   const storage::VersionSel& version,
-                                                   bool bypass);
+// `if_match` (a conditional delete: If-Match, or a DeleteObjects entry's <ETag>) is compared with
+// the version named, else the current one: none there (or a delete marker) is NoSuchKey
+// (NoSuchVersion for a named version), another ETag PreconditionFailed, as AWS answers for general
+// purpose buckets. Both checks run in the object layer under the key's write lock
+// (storage::DeletePrecondition), so a retention set or an object replaced meanwhile is seen.
+Result<storage::DeleteResult> DeleteVersionChecked(
+    storage::ObjectLayer& store, const std::string& bucket, const std::string& key,
+    const storage::VersionSel& version, bool bypass,
+    const std::optional<std::string>& if_match = std::nullopt);
 // DeleteVersionChecked for a request, bypassing GOVERNANCE where the request may.
-Result<storage::DeleteResult> DeleteVersionUnderLock(const Env& env, const S3Request& r,
-                                                     const std::string& key,
-                                                     const storage::VersionSel& version);
+Result<storage::DeleteResult> DeleteVersionUnderLock(
+    const Env& env, const S3Request& r, const std::string& key, const storage::VersionSel& version,
+    const std::optional<std::string>& if_match = std::nullopt);
 
 // x-amz-object-lock-mode / -retain-until-date / -legal-hold of a version (GET, HEAD).
 void AddObjectLockHeaders(HeaderList& out, const storage::ObjectInfo& info);

@@ -966,7 +966,7 @@ Result<DeleteRequest> ParseDeleteXml(std::string_view body) {
       if (req.objects.size() >= static_cast<size_t>(kMaxDeleteObjects)) {
         return Malformed("The request must contain no more than 1000 objects.");
       }
-      std::optional<std::string> key, version;
+      std::optional<std::string> key, version, etag;
       for (pugi::xml_node f = c.first_child(); f; f = f.next_sibling()) {
         if (f.type() != pugi::node_element) continue;
         const std::string_view fname = LocalName(f);
@@ -977,11 +977,15 @@ Result<DeleteRequest> ParseDeleteXml(std::string_view body) {
         } else if (fname == "VersionId") {
           version = LeafText(f);
           if (!version) return Malformed();
+        } else if (fname == "ETag") {
+          etag = LeafText(f);
+          if (!etag || etag->empty()) return Malformed();
         }
       }
       // Keys are taken verbatim (no trimming): whitespace is a legal part of a key.
       if (!key || key->empty()) return Malformed();
-      req.objects.push_back(DeleteEntry{std::move(*key), version ? std::move(*version) : ""});
+      req.objects.push_back(
+          DeleteEntry{std::move(*key), version ? std::move(*version) : "", std::move(etag)});
     }
   }
   if (req.objects.empty()) return Malformed();

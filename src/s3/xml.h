@@ -132,6 +132,7 @@ std::string ListMultipartUploadsXml(const ListUploadsParams& p,
 struct DeleteEntry {
   std::string key;
   std::string version_id;
+  std::optional<std::string> etag;  // <ETag>: a conditional delete of this key (If-Match)
 };
 struct DeleteRequest {
   bool quiet = false;

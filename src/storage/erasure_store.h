@@ -186,7 +186,8 @@ class ErasureStore final : public ObjectLayer {
   Result<ObjectInfo> StatLatest(const std::string& bucket, const std::string& key,
                                 ObjectInfo* marker) override;
   Result<DeleteResult> DeleteObjectVersion(const std::string& bucket, const std::string& key,
-                                           const VersionSel& v) override;
+                                           const VersionSel& v,
+                                           const DeletePrecondition& precondition = {}) override;
   Result<ListResult> ListObjectVersions(const std::string& bucket,
                                         const ListOptions& opts) override;
 

@@ -77,8 +77,18 @@ Result<ObjectInfo> ObjectLayer::StatLatest(const std::string& bucket, const std:
 }
 
 Result<DeleteResult> ObjectLayer::DeleteObjectVersion(const std::string& bucket,
-                                                      const std::string& key, const VersionSel& v) {
+                                                      const std::string& key, const VersionSel& v,
+                                                      const DeletePrecondition& precondition) {
   if (v && !v->empty()) return DeleteResult{*v, false, false};  // no such version: nothing to do
+  if (precondition) {
+    // An unversioned layer's only version is the latest and the removed one; this default has no
+    // key lock to check it under (ErasureStore overrides it and does).
+    auto current = StatObject(bucket, key);
+    if (!current.ok() && current.error().code != ErrorCode::kNoSuchKey) return current.error();
+    DeleteTarget t;
+    if (current.ok()) t.latest = t.removed = &*current;
+    RS_RETURN_IF_ERROR(precondition(t));
+  }
   if (auto st = DeleteObject(bucket, key); !st.ok() && st.error().code != ErrorCode::kNoSuchKey)
     return st.error();
   return DeleteResult{};

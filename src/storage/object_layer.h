@@ -83,6 +83,17 @@ Versioning VersioningFor(const BucketInfo& info, std::string_view key);
 // nothing becomes visible.
 using WritePrecondition = std::function<Status(const ObjectInfo* current)>;
 
+// What a delete acts on, read under the key's write lock before anything changes.
+struct DeleteTarget {
+  const ObjectInfo* latest = nullptr;   // the current version (a delete marker too); none: nullptr
+  const ObjectInfo* removed = nullptr;  // the version removed for good; nullptr: none, or the
+                                        // delete only adds a marker (versioning Enabled)
+};
+// Checked by DeleteObjectVersion under the key's write lock (Object Lock's retention, If-Match on
+// a delete): an error leaves everything as it was, so a retention set or an object replaced
+// between a caller's check and the delete cannot slip through.
+using DeletePrecondition = std::function<Status(const DeleteTarget&)>;
+
 // What PutObject knows before the body is read.
 struct PutOptions {
   // The declared attributes recorded with the object (PutObject) or the upload
@@ -107,7 +118,7 @@ struct PutOptions {
 // verifies Content-MD5, x-amz-content-sha256 and x-amz-checksum-* here, and returns what to record;
 // an error vetoes the commit and nothing becomes visible.
 struct CommitInfo {
-  std::string etag;                               // without quotes
+  std::string etag;                              // without quotes
   std::map<std::string, std::string> checksums;  // "crc32" | "crc32c" | "sha1" | "sha256" -> b64
 };
 using CommitCheck = std::function<Result<CommitInfo>(uint64_t bytes_received)>;
@@ -227,10 +238,12 @@ class ObjectLayer {
   // Checks parts (InvalidPart, InvalidPartOrder, EntityTooSmall for any but the last < 5 MiB)
   // and their checksums against the upload's (storage/multipart_checksum.h), and publishes the
   // object atomically.
-  virtual Result<ObjectInfo> CompleteMultipartUpload(
-      const std::string& bucket, const std::string& key, const std::string& upload_id,
-      const std::vector<CompletePart>& parts, const WritePrecondition& precondition = {},
-      const CompleteChecksum& declared = {}) = 0;
+  virtual Result<ObjectInfo> CompleteMultipartUpload(const std::string& bucket,
+                                                     const std::string& key,
+                                                     const std::string& upload_id,
+                                                     const std::vector<CompletePart>& parts,
+                                                     const WritePrecondition& precondition = {},
+                                                     const CompleteChecksum& declared = {}) = 0;
   // Metadata recorded at NewMultipartUpload (content type, user metadata, checksum algorithm).
   virtual Result<PutOptions> GetUploadOptions(const std::string& bucket, const std::string& key,
                                               const std::string& upload_id) = 0;
@@ -251,10 +264,10 @@ class ObjectLayer {
   // nullopt: a delete as the bucket's versioning state makes it (a delete marker when Enabled or
   // Suspended); a version id: that version removed for good.
   virtual Result<DeleteResult> DeleteObjectVersion(const std::string& bucket,
-                                                   const std::string& key, const VersionSel& v);
+                                                   const std::string& key, const VersionSel& v,
+                                                   const DeletePrecondition& precondition = {});
   // Lists every version (ListOptions::versions is set by the caller).
-  virtual Result<ListResult> ListObjectVersions(const std::string& bucket,
-                                                const ListOptions& opts);
+  virtual Result<ListResult> ListObjectVersions(const std::string& bucket, const ListOptions& opts);
 
   // The bucket's versioning state as writes see it, cheap enough for every read (may be a few
   // seconds stale when changed through another node). An unversioned layer: kUnversioned.

@@ -422,6 +422,66 @@ TEST_F(OneDriveSetTest, CommitCheckVetoLeavesNothing) {
   EXPECT_TRUE(TmpEntries().empty());
 }
 
+// A delete's precondition runs under the key's lock and sees the latest version and the one the
+// delete removes for good; a refusal leaves everything as it was.
+TEST_F(OneDriveSetTest, DeletePreconditionSeesLatestAndRemovedVersions) {
+  struct Seen {
+    std::optional<ObjectInfo> latest, removed;
+  } seen;
+  auto record = [&seen](const DeleteTarget& t) -> Status {
+    seen.latest = t.latest ? std::optional<ObjectInfo>(*t.latest) : std::nullopt;
+    seen.removed = t.removed ? std::optional<ObjectInfo>(*t.removed) : std::nullopt;
+    return {};
+  };
+  auto refuse = [](const DeleteTarget&) -> Status {
+    return MakeError(ErrorCode::kPreconditionFailed);
+  };
+  // Unversioned: the null version is both the latest and the one removed.
+  auto v1 = Put(*store_, "bkt", "k", "one");
+  RS_ASSERT_OK(v1);
+  RS_EXPECT_CODE(store_->DeleteObjectVersion("bkt", "k", std::nullopt, refuse),
+                 ErrorCode::kPreconditionFailed);
+  EXPECT_EQ(Get(*store_, "bkt", "k"), "one");
+  RS_ASSERT_OK(store_->DeleteObjectVersion("bkt", "k", std::nullopt, record));
+  ASSERT_TRUE(seen.latest && seen.removed);
+  EXPECT_EQ(seen.latest->etag, v1->etag);
+  EXPECT_EQ(seen.removed->etag, v1->etag);
+  RS_EXPECT_CODE(store_->StatObject("bkt", "k"), ErrorCode::kNoSuchKey);
+  // Nothing there: neither.
+  RS_ASSERT_OK(store_->DeleteObjectVersion("bkt", "k", std::nullopt, record));
+  EXPECT_FALSE(seen.latest || seen.removed);
+
+  // Enabled: a plain delete removes nothing for good (it adds a marker).
+  RS_ASSERT_OK(store_->SetBucketVersioning("bkt", Versioning::kEnabled));
+  auto a = Put(*store_, "bkt", "v", "a");
+  auto b = Put(*store_, "bkt", "v", "bb");
+  RS_ASSERT_OK(a);
+  RS_ASSERT_OK(b);
+  auto marker = store_->DeleteObjectVersion("bkt", "v", std::nullopt, record);
+  RS_ASSERT_OK(marker);
+  EXPECT_TRUE(marker->created_marker);
+  ASSERT_TRUE(seen.latest);
+  EXPECT_EQ(seen.latest->version_id, b->version_id);
+  EXPECT_FALSE(seen.removed);
+  // A named version: that one is removed; the latest is now the marker.
+  RS_EXPECT_CODE(store_->DeleteObjectVersion("bkt", "v", a->version_id, refuse),
+                 ErrorCode::kPreconditionFailed);
+  RS_ASSERT_OK(store_->StatObjectVersion("bkt", "v", a->version_id));
+  RS_ASSERT_OK(store_->DeleteObjectVersion("bkt", "v", a->version_id, record));
+  ASSERT_TRUE(seen.latest && seen.removed);
+  EXPECT_TRUE(seen.latest->delete_marker);
+  EXPECT_EQ(seen.removed->version_id, a->version_id);
+  RS_EXPECT_CODE(store_->StatObjectVersion("bkt", "v", a->version_id), ErrorCode::kNoSuchVersion);
+
+  // Suspended: the marker replaces the null version, which is the one removed.
+  RS_ASSERT_OK(store_->SetBucketVersioning("bkt", Versioning::kSuspended));
+  auto n = Put(*store_, "bkt", "s", "null");
+  RS_ASSERT_OK(n);
+  RS_ASSERT_OK(store_->DeleteObjectVersion("bkt", "s", std::nullopt, record));
+  ASSERT_TRUE(seen.removed);
+  EXPECT_EQ(seen.removed->etag, n->etag);
+}
+
 TEST_F(OneDriveSetTest, SizeMismatchAndLimits) {
   bool called = false;
   auto check = [&](uint64_t) -> Result<CommitInfo> {

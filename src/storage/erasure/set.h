@@ -428,6 +428,12 @@ class ErasureSet {
   // exclusive lock (on a quorum of nodes in a cluster), so no other commit can come in between.
   Status CheckPrecondition(const std::string& bucket, const std::string& key,
                            const paths::KeyLocation& loc, const WritePrecondition& precondition);
+  // The same for a delete (under the same lock): the latest version, and the one the delete
+  // removes for good (`sel`'s, or the null version when `state` is not Enabled).
+  Status CheckDeletePrecondition(const std::string& bucket, const std::string& key,
+                                 const paths::KeyLocation& loc, const VersionSel& sel,
+                                 std::optional<Versioning> state,
+                                 const DeletePrecondition& precondition);
 
   // Commits the staged version on every alive drive with one RenameData call each (it writes
   // metas[p], moves the data in, retires the old version); rolls back when fewer than `quorum`
@@ -492,8 +498,10 @@ class ErasureSet {
   // Without `sel`: removes the null version (unversioned bucket) or adds a delete marker (a new
   // id when Enabled, the null one when Suspended). With `sel`: removes that version. One
   // RenameData per drive (a drive without the key but with the bucket counts as done).
+  // `precondition` sees the latest version and the one removed for good under the key's lock.
   Result<DeleteResult> DeleteObject(const std::string& bucket, const std::string& key,
-                                    const VersionSel& sel);
+                                    const VersionSel& sel,
+                                    const DeletePrecondition& precondition = {});
 
   Result<ObjectInfo> UpdateMetadata(const std::string& bucket, const std::string& key,
                                     const PutOptions& opts);

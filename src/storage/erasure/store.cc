@@ -265,9 +265,9 @@ Result<ObjectInfo> ErasureStore::StatLatest(const std::string& bucket, const std
 }
 
 Result<DeleteResult> ErasureStore::DeleteObjectVersion(const std::string& bucket,
-                                                       const std::string& key,
-                                                       const VersionSel& v) {
-  return SetFor(key).DeleteObject(bucket, key, v);
+                                                       const std::string& key, const VersionSel& v,
+                                                       const DeletePrecondition& precondition) {
+  return SetFor(key).DeleteObject(bucket, key, v, precondition);
 }
 
 Result<ListResult> ErasureStore::ListObjectVersions(const std::string& bucket,

@@ -514,8 +514,41 @@ Result<ObjectInfo> ErasureSet::PutObject(const std::string& bucket, const std::s
   return meta.ToInfo(bucket, key);
 }
 
+Status ErasureSet::CheckDeletePrecondition(const std::string& bucket, const std::string& key,
+                                           const paths::KeyLocation& loc, const VersionSel& sel,
+                                           std::optional<Versioning> state,
+                                           const DeletePrecondition& precondition) {
+  if (!precondition) return {};
+  // Read under the lock: what a stat outside it saw may have changed since.
+  auto read = [&](const VersionSel& which) -> Result<std::optional<ObjectInfo>> {
+    auto v = Resolve(bucket, loc, which);
+    if (v.ok()) return std::optional<ObjectInfo>(v->meta.ToInfo(bucket, key));
+    if (v.error().code == ErrorCode::kNoSuchKey || v.error().code == ErrorCode::kNoSuchVersion)
+      return std::optional<ObjectInfo>();
+    return v.error();  // cannot tell: nothing is deleted
+  };
+  auto latest = read(std::nullopt);
+  if (!latest.ok()) return latest.error();
+  std::optional<ObjectInfo> removed;
+  if (sel) {
+    auto v = read(sel);
+    if (!v.ok()) return v.error();
+    removed = std::move(*v);
+  } else if (state && *state != Versioning::kEnabled) {
+    // Unversioned: the null version is the latest. Suspended: the marker replaces the null one.
+    auto v = read(VersionSel(std::string()));
+    if (!v.ok()) return v.error();
+    removed = std::move(*v);
+  }
+  DeleteTarget target;
+  if (*latest) target.latest = &**latest;
+  if (removed) target.removed = &*removed;
+  return precondition(target);
+}
+
 Result<DeleteResult> ErasureSet::DeleteObject(const std::string& bucket, const std::string& key,
-                                              const VersionSel& sel) {
+                                              const VersionSel& sel,
+                                              const DeletePrecondition& precondition) {
   // Cached, as a PUT's: every drive's RenameData refuses a bucket deleted meanwhile, and a write
   // quorum of such refusals is a NoSuchBucket below (in a cluster, a StatVol of every remote drive
   // per DELETE was 12 of its 15 storage calls).
@@ -534,6 +567,7 @@ Result<DeleteResult> ErasureSet::DeleteObject(const std::string& bucket, const s
   auto lock = LockObject(bucket, key, LockMode::kExclusive, "DeleteObject");
   if (!lock.ok()) return lock.error();
   std::shared_lock bucket_lock(BucketLock(bucket));
+  RS_RETURN_IF_ERROR(CheckDeletePrecondition(bucket, key, *loc, sel, state, precondition));
   DeleteResult out;
   if (state && *state != Versioning::kUnversioned) {
     // A delete marker becomes the latest version: a new id when Enabled; when Suspended the null
