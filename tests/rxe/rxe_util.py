@@ -97,9 +97,16 @@ class RxeServer:
         if rdma:
             cmd += ["--rdma", "--fabric", "verbs", "--transport", "rc",
                     "--rc-port", str(self.rc_port)]
+        return subprocess.run(cmd + list(args), env=self.cli_env(), capture_output=True,
+                              text=True, timeout=timeout)
+
+    def cli_env(self):
+        """The server's environment with its credentials, for rdmastor-cli (which reads
+        MINIO_RDMA_RC_PORT too: a server's `off` is none of its business)."""
         env = dict(self.env, AWS_ACCESS_KEY_ID=USER, AWS_SECRET_ACCESS_KEY=PASSWORD)
-        return subprocess.run(cmd + list(args), env=env, capture_output=True, text=True,
-                              timeout=timeout)
+        if env.get("MINIO_RDMA_RC_PORT") == "off":
+            del env["MINIO_RDMA_RC_PORT"]
+        return env
 
     def stop(self):
         self.proc.terminate()

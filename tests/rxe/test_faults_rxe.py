@@ -385,10 +385,10 @@ def test_internode_device_removed_and_added_again(srv, tmp_path):
 
     def put_then_get(key):
         p = nodes[0].cli("put", f"inter/{key}", str(obj))
-        assert p.returncode == 0, p.stderr
+        assert p.returncode == 0, (p.stderr, nodes[0].log()[-2000:])
         back = tmp_path / f"{key}.back"
         p = nodes[1].cli("get", f"inter/{key}", str(back))
-        assert p.returncode == 0, p.stderr
+        assert p.returncode == 0, (p.stderr, nodes[1].log()[-2000:])
         assert back.read_bytes() == obj.read_bytes()
 
     deleted = False
@@ -396,7 +396,13 @@ def test_internode_device_removed_and_added_again(srv, tmp_path):
         for n in nodes:
             n.wait_live(120, "/minio/health/cluster")
         wait_logs("inter-node RDMA: on, verbs fabric")
-        assert nodes[0].cli("mb", "inter").returncode == 0
+        mb = None
+        for _ in range(40):  # until each node counts the other online (its health check, 1 s)
+            mb = nodes[0].cli("mb", "inter")
+            if mb.returncode == 0:
+                break
+            time.sleep(0.5)
+        assert mb.returncode == 0, (mb.stderr, nodes[0].log()[-2000:])
         rdma0 = metric(0, SENT % "rdma")
         put_then_get("a")  # EC 2+2: node 1 sends node 2's two shards (2 MiB each) over RC
         assert metric(0, SENT % "rdma") - rdma0 >= 2 * MiB
@@ -406,8 +412,7 @@ def test_internode_device_removed_and_added_again(srv, tmp_path):
         bg = subprocess.Popen(
             [os.path.join(BUILD, "src", "rdmastor-cli"), "--endpoint", nodes[0].endpoint, "put",
              "inter/big", str(big)],
-            env=dict(nodes[0].env, AWS_ACCESS_KEY_ID=USER, AWS_SECRET_ACCESS_KEY=PASSWORD),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            env=nodes[0].cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
         t0 = time.monotonic()
         subprocess.run(["rdma", "link", "delete", "rxe0"], check=True, timeout=60)
