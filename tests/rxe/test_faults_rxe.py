@@ -391,7 +391,7 @@ def test_internode_device_removed_and_added_again(srv, tmp_path):
         assert p.returncode == 0, (p.stderr, nodes[1].log()[-2000:])
         assert back.read_bytes() == obj.read_bytes()
 
-    deleted = False
+    deleted, delete = False, None
     try:
         for n in nodes:
             n.wait_live(120, "/minio/health/cluster")
@@ -415,11 +415,18 @@ def test_internode_device_removed_and_added_again(srv, tmp_path):
             env=nodes[0].cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
         t0 = time.monotonic()
-        subprocess.run(["rdma", "link", "delete", "rxe0"], check=True, timeout=60)
+        # Not subprocess.run(timeout=): a delete the kernel holds cannot be killed, and waiting
+        # for it would wait for the nodes, which only the finally below stops.
+        delete = subprocess.Popen(["rdma", "link", "delete", "rxe0"])
         deleted = True
+        try:
+            delete.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("rdma link delete did not return within 30 s: a node holds the "
+                                 "device\n" + nodes[0].log()[-2000:])
         took = time.monotonic() - t0
         print(f"inter-node: rdma link delete took {took:.1f} s", flush=True)
-        assert took < 20, took
+        assert delete.returncode == 0 and took < 20, (delete.returncode, took)
         _, err = bg.communicate(timeout=240)  # done (pieces resent over TCP) or a clean error
         big_ok = bg.returncode == 0
         wait_logs("inter-node RDMA: degraded, shard pieces go over TCP")
@@ -446,6 +453,8 @@ def test_internode_device_removed_and_added_again(srv, tmp_path):
     finally:
         for n in nodes:
             n.stop()
+        if delete is not None and delete.poll() is None:
+            delete.wait(timeout=60)  # the nodes are gone: the kernel finishes the delete
         if deleted:
             subprocess.run(["rdma", "link", "add", "rxe0", "type", "rxe", "netdev", netdev],
                            timeout=30)
