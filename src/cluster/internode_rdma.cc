@@ -249,7 +249,7 @@ Result<std::shared_ptr<InternodeRdma::Plane>> InternodeRdma::OpenFromSettings(
   return MakeError(ErrorCode::kInternalError, "inter-node RDMA: unknown fabric");
 }
 
-Status ValidateSettings(const InternodeRdmaSettings& s) {
+static Status ValidateSettings(const InternodeRdmaSettings& s) {
   if (s.inflight_per_peer < 1)
     return MakeError(ErrorCode::kInvalidArgument, "inter-node RDMA: in-flight bound must be >= 1");
   if (s.channels < 1 || s.channels > kMaxChannels)
