@@ -70,7 +70,8 @@ CannedAcl AclFromStored(std::string_view stored) {
 }
 
 AclOwner OwnerOf(std::string_view owner_access_key, std::string_view root_access_key) {
-  if (owner_access_key.empty() || owner_access_key == root_access_key)
+  if (owner_access_key.empty() || owner_access_key == kRootOwner ||
+      owner_access_key == root_access_key)
     return {std::string(kRootCanonicalId), std::string(kRootDisplayName)};
   return {hash::Sha256Hex("rdmastor-user:" + std::string(owner_access_key)),
           std::string(owner_access_key)};

@@ -74,7 +74,7 @@ Reply HandleListBuckets(const Env& env, S3Request& ctx) {
     }
     page.push_back(std::move(b));
   }
-  return XmlReply(ListBucketsXml(page, Owner{}, p));
+  return XmlReply(ListBucketsXml(page, OwnerShown(*env.iam, OwnerKeyOf(ctx.caller)), p));
 }
 
 namespace {
