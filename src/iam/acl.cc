@@ -78,7 +78,7 @@ AclOwner OwnerOf(std::string_view owner_access_key, std::string_view root_access
 }
 
 std::vector<Grant> GrantsOf(CannedAcl acl, const AclOwner& owner) {
-  std::vector<Grant> out{Grant{false, owner.id, owner.display_name, {}, "FULL_CONTROL"}};
+  std::vector<Grant> out;
   switch (acl) {
     case CannedAcl::kPrivate:
       break;
@@ -93,6 +93,7 @@ std::vector<Grant> GrantsOf(CannedAcl acl, const AclOwner& owner) {
       out.push_back(GroupGrant(kAuthenticatedUsersUri, "READ"));
       break;
   }
+  out.push_back(Grant{false, owner.id, owner.display_name, {}, "FULL_CONTROL"});
   return out;
 }
 

@@ -67,7 +67,7 @@ inline constexpr std::string_view kRootOwner = "root";
 // the access key as its display name.
 AclOwner OwnerOf(std::string_view owner_access_key, std::string_view root_access_key);
 
-// The grants `acl` stands for, owner first (AWS's order).
+// The grants `acl` stands for: the groups' first, the owner's last (the order S3 answers in).
 std::vector<Grant> GrantsOf(CannedAcl acl, const AclOwner& owner);
 
 // The canned ACL whose grants are exactly `grants` (in any order, duplicates ignored), or nullopt.
