@@ -153,6 +153,14 @@ namespace rdmastor {
     "The CORS configuration does not exist")                                                       \
   X(kNoSuchLifecycleConfiguration, "NoSuchLifecycleConfiguration", 404,                            \
     "The lifecycle configuration does not exist")                                                  \
+  X(kOwnershipControlsNotFound, "OwnershipControlsNotFoundError", 404,                             \
+    "The bucket ownership controls were not found")                                                \
+  X(kNoSuchPublicAccessBlockConfiguration, "NoSuchPublicAccessBlockConfiguration", 404,            \
+    "The public access block configuration was not found")                                         \
+  X(kAccessControlListNotSupported, "AccessControlListNotSupported", 400,                          \
+    "The bucket does not allow ACLs")                                                              \
+  X(kInvalidBucketAclWithObjectOwnership, "InvalidBucketAclWithObjectOwnership", 400,              \
+    "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting")              \
   X(kCORSForbidden, "AccessForbidden", 403,                                                        \
     "CORSResponse: This CORS request is not allowed. This is usually because the evalution of "    \
     "Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers "    \

@@ -70,14 +70,15 @@ CannedAcl AclFromStored(std::string_view stored) {
 }
 
 AclOwner OwnerOf(std::string_view owner_access_key, std::string_view root_access_key) {
-  if (owner_access_key.empty() || owner_access_key == root_access_key)
+  if (owner_access_key.empty() || owner_access_key == kRootOwner ||
+      owner_access_key == root_access_key)
     return {std::string(kRootCanonicalId), std::string(kRootDisplayName)};
   return {hash::Sha256Hex("rdmastor-user:" + std::string(owner_access_key)),
           std::string(owner_access_key)};
 }
 
 std::vector<Grant> GrantsOf(CannedAcl acl, const AclOwner& owner) {
-  std::vector<Grant> out{Grant{false, owner.id, owner.display_name, {}, "FULL_CONTROL"}};
+  std::vector<Grant> out;
   switch (acl) {
     case CannedAcl::kPrivate:
       break;
@@ -92,6 +93,7 @@ std::vector<Grant> GrantsOf(CannedAcl acl, const AclOwner& owner) {
       out.push_back(GroupGrant(kAuthenticatedUsersUri, "READ"));
       break;
   }
+  out.push_back(Grant{false, owner.id, owner.display_name, {}, "FULL_CONTROL"});
   return out;
 }
 

@@ -4,8 +4,8 @@
 //
 // Only canned ACLs exist here: an explicit grant list is accepted when it equals the grants of a
 // canned ACL (FromGrants) and refused otherwise, as are the x-amz-grant-* headers (the S3 layer).
-// The owner's FULL_CONTROL grant is shown as AWS shows it but allows nothing by itself: users are
-// the IAM users of one account (root's), so their own requests are decided by their policies.
+// The owner's FULL_CONTROL grant is the owner's rights (s3/access.h, Authorize): every user owns
+// what it creates, as an AWS account does (docs/access-control.md).
 #pragma once
 
 #include <optional>
@@ -58,11 +58,16 @@ struct AclOwner {
   std::string display_name;
 };
 
-// The canonical user id of an owner: the fixed id of the server's root (owner "" or the root's
-// access key), else a stable 64-hex id derived from the user's access key.
+// How records name root as an owner where "" means something else (an object version's owner:
+// "" = the bucket's owner). No user can have this name (IamStore::AddUser).
+inline constexpr std::string_view kRootOwner = "root";
+
+// The canonical user id of an owner: the fixed id of the server's root (owner "", kRootOwner or
+// the root's access key), else a stable 64-hex id derived from the user's access key, shown with
+// the access key as its display name.
 AclOwner OwnerOf(std::string_view owner_access_key, std::string_view root_access_key);
 
-// The grants `acl` stands for, owner first (AWS's order).
+// The grants `acl` stands for: the groups' first, the owner's last (the order S3 answers in).
 std::vector<Grant> GrantsOf(CannedAcl acl, const AclOwner& owner);
 
 // The canned ACL whose grants are exactly `grants` (in any order, duplicates ignored), or nullopt.

@@ -221,6 +221,10 @@ std::optional<std::pair<CondOp, bool>> OpFromName(std::string_view name) {
       {"IpAddress", CondOp::kIpAddress},
       {"NotIpAddress", CondOp::kNotIpAddress},
       {"Null", CondOp::kNull},
+      {"ArnEquals", CondOp::kArnEquals},
+      {"ArnLike", CondOp::kArnLike},
+      {"ArnNotEquals", CondOp::kArnNotEquals},
+      {"ArnNotLike", CondOp::kArnNotLike},
   };
   bool if_exists = false;
   if (name.ends_with("IfExists")) {
@@ -327,7 +331,10 @@ Status ParseConditions(const Json& v, Statement& st) {
       c.op = op->first;
       c.if_exists = op->second;
       c.for_all = for_all;
-      c.key = text::ToLower(key);
+      // Keys are case-insensitive, but not what follows a '/' (a tag key: s3:ExistingObjectTag/K).
+      const size_t slash = key.find('/');
+      c.key = text::ToLower(std::string_view(key).substr(0, slash));
+      if (slash != std::string::npos) c.key += key.substr(slash);
       auto colon = c.key.find(':');
       if (colon == std::string::npos || colon == 0 || colon + 1 == c.key.size())
         return Malformed("Policy has an invalid condition key");
@@ -483,7 +490,8 @@ bool PrincipalMatches(const Statement& st, const Principal& p) {
 bool Negated(CondOp op) {
   return op == CondOp::kStringNotEquals || op == CondOp::kStringNotEqualsIgnoreCase ||
          op == CondOp::kStringNotLike || op == CondOp::kNumericNotEquals ||
-         op == CondOp::kNotIpAddress;
+         op == CondOp::kNotIpAddress || op == CondOp::kArnNotEquals ||
+         op == CondOp::kArnNotLike;
 }
 
 // One value against one policy value, for the positive form of the operator.
@@ -497,6 +505,11 @@ bool ValueMatches(CondOp op, std::string_view have, std::string_view want) {
       return text::ToLower(have) == text::ToLower(want);
     case CondOp::kStringLike:
     case CondOp::kStringNotLike:
+    // ARNs match with wildcards in every field (AWS: ArnEquals and ArnLike behave alike).
+    case CondOp::kArnEquals:
+    case CondOp::kArnLike:
+    case CondOp::kArnNotEquals:
+    case CondOp::kArnNotLike:
       return WildcardMatch(want, have);
     case CondOp::kBool:
       return text::ToLower(have) == text::ToLower(want);
@@ -574,6 +587,13 @@ bool WildcardMatch(std::string_view pattern, std::string_view subject, bool fold
   }
   while (p < pattern.size() && pattern[p] == '*') ++p;
   return p == pattern.size();
+}
+
+bool UsesConditionKey(const Policy& policy, std::string_view prefix) {
+  for (const auto& st : policy.statements)
+    for (const auto& c : st.conditions)
+      if (c.key.starts_with(prefix)) return true;
+  return false;
 }
 
 bool IsKnownAction(std::string_view action) {

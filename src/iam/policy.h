@@ -4,7 +4,7 @@
 // Supported: Version, Id, Statement (one or a list) with Sid, Effect, Principal (bucket policies:
 // "*", {"AWS": "*"}, {"AWS": [user ARNs]}), Action / NotAction, Resource / NotResource (with `*`
 // and `?` wildcards), and Condition blocks with the String*, Numeric*, Bool, IpAddress /
-// NotIpAddress and Null operators, their ...IfExists forms and the ForAnyValue: / ForAllValues:
+// NotIpAddress, Arn* and Null operators, their ...IfExists forms and the ForAnyValue: / ForAllValues:
 // qualifiers. Every condition key is single-valued here (the request context holds one value).
 //
 // Cost is bounded: documents are at most kMaxPolicyBytes, nesting is refused beyond kMaxDepth
@@ -47,6 +47,10 @@ enum class CondOp {
   kIpAddress,
   kNotIpAddress,
   kNull,
+  kArnEquals,
+  kArnLike,
+  kArnNotEquals,
+  kArnNotLike,
 };
 
 struct Condition {
@@ -87,7 +91,8 @@ struct Principal {
 };
 
 // The request context conditions are evaluated against: lower-case key -> value
-// ("aws:sourceip" -> "10.0.0.1", "aws:securetransport" -> "false", "s3:prefix" -> "photos/").
+// ("aws:sourceip" -> "10.0.0.1", "aws:securetransport" -> "false", "s3:prefix" -> "photos/");
+// a key naming a tag keeps the tag key's case after the '/' ("s3:existingobjecttag/Project").
 using ConditionContext = std::map<std::string, std::string>;
 
 struct Request {
@@ -104,6 +109,9 @@ enum class Decision { kNotApplicable, kAllow, kDeny };
 // statements that name them (bucket policies); identity policies apply to the user they are
 // attached to.
 Decision Evaluate(const Policy& policy, const Request& req);
+
+// Does a condition of `policy` use a key starting with `prefix` (lower case, "s3:existingobjecttag/")?
+bool UsesConditionKey(const Policy& policy, std::string_view prefix);
 
 // `*` matches any run of characters, `?` exactly one; case-sensitive unless fold_case.
 bool WildcardMatch(std::string_view pattern, std::string_view subject, bool fold_case = false);

@@ -6,7 +6,9 @@
 
 #include "common/hash.h"
 #include "common/text.h"
+#include "common/uri.h"
 #include "iam/actions.h"
+#include "s3/ownership.h"
 
 namespace rdmastor::s3 {
 
@@ -38,6 +40,16 @@ constexpr std::string_view kHeaderKeys[] = {
     "x-amz-grant-write-acp",
     "x-amz-grant-full-control",
 };
+
+// One key per tag of a canonical tag string: `prefix` + the tag's key -> its value.
+void AddTagKeys(iam::ConditionContext& ctx, std::string_view prefix, std::string_view tags) {
+  if (tags.empty()) return;
+  auto parsed = uri::ParseQuery(tags);
+  if (!parsed) return;
+  for (auto& [k, v] : *parsed) ctx[std::string(prefix) + k] = std::move(v);
+}
+
+constexpr std::string_view kExistingTagKey = "s3:existingobjecttag/";
 
 }  // namespace
 
@@ -106,6 +118,12 @@ iam::ConditionContext ConditionsFor(const HttpRequest& req,
       ctx["s3:" + std::string(h)] = *v;
     }
   }
+  if (form) {
+    for (const auto& [name, value] : *form)
+      if (name == "x-amz-tagging") AddTagKeys(ctx, "s3:requestobjecttag/", value);
+  } else if (const auto* tagging = req.FindHeader("x-amz-tagging")) {
+    AddTagKeys(ctx, "s3:requestobjecttag/", *tagging);
+  }
   if (auth && !who.anonymous()) {
     ctx["s3:signatureversion"] = auth->signature_version == 2 ? "AWS" : "AWS4-HMAC-SHA256";
     ctx["s3:authtype"] = auth->presigned ? "REST-QUERY-STRING" : "REST-HEADER";
@@ -113,45 +131,110 @@ iam::ConditionContext ConditionsFor(const HttpRequest& req,
   return ctx;
 }
 
+namespace {
+
+// What an object's owner may do on it by its FULL_CONTROL grant (READ, READ_ACP, WRITE_ACP).
+bool IsObjectOwnerAction(std::string_view lower_action) {
+  static constexpr std::string_view kActions[] = {
+      "s3:getobject",    "s3:getobjectversion",    "s3:getobjectacl",
+      "s3:getobjectversionacl", "s3:putobjectacl", "s3:putobjectversionacl"};
+  for (auto a : kActions)
+    if (a == lower_action) return true;
+  return false;
+}
+
+// What a multipart upload's initiator may always do on it.
+bool IsInitiatorAction(std::string_view lower_action) {
+  return lower_action == "s3:abortmultipartupload" ||
+         lower_action == "s3:listmultipartuploadparts";
+}
+
+}  // namespace
+
 Status Authorize(iam::IamStore& iam, const Caller& who, std::string_view action,
                  const std::string& bucket, const std::string& key,
-                 const iam::ConditionContext& ctx, const ObjectAclReader& object_acl) {
+                 const iam::ConditionContext& ctx, const ObjectAclReader& object_acl,
+                 const PublicAccessReader& public_access) {
   if (who.root()) return {};
   if (action.empty()) return MakeError(ErrorCode::kAccessDenied);
   const std::string resource =
       bucket.empty() ? std::string("*") : (key.empty() ? bucket : bucket + "/" + key);
   const iam::Principal principal = who.principal();
-  const iam::Request request{action, resource, &principal, &ctx};
+  std::optional<ObjectAccess> object;
+  auto object_access = [&]() -> const ObjectAccess& {
+    if (!object) object = object_acl ? object_acl() : ObjectAccess{};
+    return *object;
+  };
+  // s3:ExistingObjectTag/<key>: the object's tags, read only where a policy asks for them.
+  iam::ConditionContext with_tags;
+  const iam::ConditionContext* context = &ctx;
+  if (!key.empty() && object_acl) {
+    bool uses = false;
+    if (auto policy = iam.BucketPolicy(bucket); policy.ok() && *policy)
+      uses = iam::UsesConditionKey(**policy, kExistingTagKey);
+    if (who.kind == Caller::Kind::kUser)
+      for (const auto& policy : iam.PoliciesOf(who.access_key))
+        uses = uses || iam::UsesConditionKey(*policy, kExistingTagKey);
+    if (uses) {
+      with_tags = ctx;
+      AddTagKeys(with_tags, kExistingTagKey, object_access().tags);
+      context = &with_tags;
+    }
+  }
+  const iam::Request request{action, resource, &principal, context};
+  std::optional<PublicAccess> settings;
+  auto access_settings = [&]() -> const PublicAccess& {
+    if (!settings) settings = public_access ? public_access() : PublicAccess{};
+    return *settings;
+  };
   bool allowed = false;
   // Explicit deny in any applicable policy wins; otherwise one allow is enough.
-  auto denies = [&](const iam::Policy& policy) {
-    const iam::Decision d = iam::Evaluate(policy, request);
-    allowed = allowed || d == iam::Decision::kAllow;
-    return d == iam::Decision::kDeny;
-  };
   if (!bucket.empty()) {
     auto policy = iam.BucketPolicy(bucket);
     if (!policy.ok()) return MakeError(ErrorCode::kAccessDenied);  // it may deny: fail closed
-    if (*policy && denies(**policy)) return MakeError(ErrorCode::kAccessDenied);
+    if (*policy) {
+      const iam::Decision d = iam::Evaluate(**policy, request);
+      if (d == iam::Decision::kDeny) return MakeError(ErrorCode::kAccessDenied);
+      // RestrictPublicBuckets: a public policy allows only callers of this deployment.
+      allowed = d == iam::Decision::kAllow &&
+                !(who.anonymous() && access_settings().restrict_public_buckets &&
+                  PolicyIsPublic(**policy));
+    }
   }
   if (who.kind == Caller::Kind::kUser) {
-    for (const auto& policy : iam.PoliciesOf(who.access_key))
-      if (denies(*policy)) return MakeError(ErrorCode::kAccessDenied);
+    for (const auto& policy : iam.PoliciesOf(who.access_key)) {
+      const iam::Decision d = iam::Evaluate(*policy, request);
+      if (d == iam::Decision::kDeny) return MakeError(ErrorCode::kAccessDenied);
+      allowed = allowed || d == iam::Decision::kAllow;
+    }
   }
   if (allowed || bucket.empty()) return allowed ? Status{} : MakeError(ErrorCode::kAccessDenied);
-  // ACL grants: allows applied after every explicit deny (none matched above).
+  // Allows applied after every explicit deny (none matched above): ownership, then ACL grants.
+  const iam::BucketAccess bucket_access = iam.CachedBucketAccess(bucket);
+  const std::string lower_action = text::ToLower(action);
+  if (who.kind == Caller::Kind::kUser) {
+    // The bucket's owner: everything on the bucket and every object in it (as if each carried
+    // bucket-owner-full-control; docs/access-control.md).
+    if (bucket_access.owner == who.access_key) return {};
+    if (!key.empty() && (IsObjectOwnerAction(lower_action) || IsInitiatorAction(lower_action))) {
+      const ObjectAccess& o = object_access();
+      const std::string& owner = o.owner.empty() ? bucket_access.owner : o.owner;
+      if (o.exists && owner == who.access_key) return {};
+    }
+  }
+  if (access_settings().ignore_public_acls) return MakeError(ErrorCode::kAccessDenied);
   auto grants = [&](const iam::Policy& acl_policy) {
     return iam::Evaluate(acl_policy, request) == iam::Decision::kAllow;
   };
-  const iam::CannedAcl bucket_acl = iam::AclFromStored(iam.CachedBucketAccess(bucket).acl);
+  const iam::CannedAcl bucket_acl = iam::AclFromStored(bucket_access.acl);
   if (grants(iam::BucketAclPolicy(bucket_acl, bucket))) return {};
   // Only an object read can be granted by the object's ACL: the metadata is read just for those.
-  const std::string lower_action = text::ToLower(action);
   const bool object_read =
       lower_action == "s3:getobject" || lower_action == "s3:getobjectversion";
-  if (!key.empty() && object_acl && object_read &&
-      grants(iam::ObjectAclPolicy(object_acl(), bucket, key)))
-    return {};
+  if (!key.empty() && object_acl && object_read) {
+    const ObjectAccess& o = object_access();
+    if (o.exists && grants(iam::ObjectAclPolicy(o.acl, bucket, key))) return {};
+  }
   return MakeError(ErrorCode::kAccessDenied);
 }
 
@@ -193,6 +276,12 @@ Result<PolicyReply> HandleBucketPolicy(iam::IamStore& iam, storage::ObjectLayer&
     auto body = read_body();
     if (!body.ok()) return body.error();
     if (body->size() > iam::kMaxPolicyBytes) return MakeError(ErrorCode::kPolicyTooLarge);
+    // BlockPublicPolicy: a policy that makes the bucket public is refused (AWS: 403), for its
+    // owner too. A document that does not parse is refused below as malformed.
+    if (PublicAccessBlockOf(store, bucket).block_public_policy) {
+      auto parsed = iam::ParsePolicy(*body, iam::PolicyKind::kBucket, bucket);
+      if (parsed.ok() && PolicyIsPublic(*parsed)) return MakeError(ErrorCode::kAccessDenied);
+    }
     RS_RETURN_IF_ERROR(iam.PutBucketPolicy(bucket, *body));
     reply.status = 204;
     return reply;
@@ -203,19 +292,26 @@ Result<PolicyReply> HandleBucketPolicy(iam::IamStore& iam, storage::ObjectLayer&
     return reply;
   }
   auto doc = iam.GetBucketPolicy(bucket);
-  if (!doc.ok()) return doc.error();
-  if (api == "GetBucketPolicy") {
-    reply.body = std::move(*doc);
-    reply.content_type = "application/json";
-    return reply;
-  }
   if (api == "GetBucketPolicyStatus") {
-    auto parsed = iam::ParsePolicy(*doc, iam::PolicyKind::kBucket, bucket);
-    const bool is_public = parsed.ok() && PolicyIsPublic(*parsed);
+    // Public through the policy or, without IgnorePublicAcls, through the bucket's ACL (AWS).
+    if (!doc.ok() && doc.error().code != ErrorCode::kNoSuchBucketPolicy) return doc.error();
+    bool is_public = false;
+    if (doc.ok()) {
+      auto parsed = iam::ParsePolicy(*doc, iam::PolicyKind::kBucket, bucket);
+      is_public = parsed.ok() && PolicyIsPublic(*parsed);
+    }
+    if (!is_public && !PublicAccessBlockOf(store, bucket).ignore_public_acls)
+      is_public = IsPublicAcl(iam::AclFromStored(iam.CachedBucketAccess(bucket).acl));
     reply.body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<PolicyStatus xmlns=\"" +
                  std::string(kXmlNs) + "\"><IsPublic>" + (is_public ? "true" : "false") +
                  "</IsPublic></PolicyStatus>";
     reply.content_type = "application/xml";
+    return reply;
+  }
+  if (!doc.ok()) return doc.error();
+  if (api == "GetBucketPolicy") {
+    reply.body = std::move(*doc);
+    reply.content_type = "application/json";
     return reply;
   }
   return MakeError(ErrorCode::kMethodNotAllowed);

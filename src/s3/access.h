@@ -45,7 +45,9 @@ Status CheckExpectedBucketOwner(const HttpRequest& req, std::string_view account
 // The condition keys a request offers: aws:SourceIp, aws:SecureTransport, aws:CurrentTime,
 // aws:EpochTime, aws:UserAgent, aws:Referer, aws:username / aws:userid, aws:PrincipalType,
 // s3:prefix / s3:delimiter / s3:max-keys (when in the query), s3:x-amz-acl and the other
-// x-amz-* request headers AWS lists as keys, s3:signatureversion, s3:authType, s3:versionid.
+// x-amz-* request headers AWS lists as keys, s3:signatureversion, s3:authType, s3:versionid,
+// s3:RequestObjectTag/<key> for each tag of x-amz-tagging. (s3:ExistingObjectTag/<key>: added by
+// Authorize from the object, where a policy uses them.)
 // `form`: a browser POST's fields as PutObject's headers ("acl" as x-amz-acl); the x-amz-* keys
 // are then taken from them alone, never from the POST's own (unsigned) headers.
 iam::ConditionContext ConditionsFor(const HttpRequest& req,
@@ -53,17 +55,38 @@ iam::ConditionContext ConditionsFor(const HttpRequest& req,
                                     bool secure_transport, const Caller& who,
                                     const AuthContext* auth, const HeaderList* form = nullptr);
 
-// The canned ACL of the object version a request addresses, read when an ACL could decide.
-using ObjectAclReader = std::function<iam::CannedAcl()>;
+// What the object (or multipart upload) a request addresses brings to a decision: its canned ACL
+// and its owner (storage/version_record.h `owner`: "" = the bucket's owner). Read only when a
+// grant could decide.
+struct ObjectAccess {
+  iam::CannedAcl acl = iam::CannedAcl::kPrivate;
+  std::string owner;
+  std::string tags;     // canonical form (s3/tagging.h): the s3:ExistingObjectTag/<key> keys
+  bool exists = false;  // a missing object (or version, or a delete marker) grants nothing
+};
+using ObjectAclReader = std::function<ObjectAccess()>;
+
+// The bucket's public access settings that change a decision (s3/ownership.h), read only when
+// they could.
+struct PublicAccess {
+  bool ignore_public_acls = false;       // canned ACLs grant nothing to anyone but the owner
+  bool restrict_public_buckets = false;  // a public bucket policy allows no anonymous caller
+};
+using PublicAccessReader = std::function<PublicAccess()>;
 
 // Is `who` allowed `action` on bucket (key empty: the bucket itself) in context `ctx`? Root is
 // allowed everything. Otherwise an explicit Deny in the bucket policy or in one of the user's
-// policies refuses; an Allow in either allows; then the grants of the bucket's canned ACL and,
-// for an object read, of the object's (`object_acl`, called only then) allow, evaluated as
-// policies (iam/acl.h); nothing else does. Refusals are AccessDenied.
+// policies refuses; an Allow in either allows (a public bucket policy not for anonymous callers
+// under RestrictPublicBuckets); then ownership allows (docs/access-control.md): the bucket's
+// owner everything on its bucket and every object in it; an object's owner reading it and its
+// ACL, and changing that ACL; a
+// multipart upload's initiator aborting it and listing its parts. Then the grants of the bucket's
+// canned ACL and, for an object read, of the object's, evaluated as policies (iam/acl.h), unless
+// IgnorePublicAcls; nothing else does. Refusals are AccessDenied.
 Status Authorize(iam::IamStore& iam, const Caller& who, std::string_view action,
                  const std::string& bucket, const std::string& key,
-                 const iam::ConditionContext& ctx, const ObjectAclReader& object_acl = {});
+                 const iam::ConditionContext& ctx, const ObjectAclReader& object_acl = {},
+                 const PublicAccessReader& public_access = {});
 
 struct PolicyReply {
   int status = 200;

@@ -1,6 +1,7 @@
 #include "s3/acl.h"
 
 #include "common/text.h"
+#include "s3/ownership.h"
 #include "s3/versioning.h"
 #include "s3/xml.h"
 
@@ -124,7 +125,6 @@ Result<AclReply> HandleAcl(iam::IamStore& iam, storage::ObjectLayer& store, std:
   if (!bucket_info.ok()) return bucket_info.error();
   auto access = iam.GetBucketAccess(bucket);
   if (!access.ok()) return access.error();
-  const iam::AclOwner owner = iam::OwnerOf(access->owner, iam.root_access_key());
   const bool object = api.ends_with("ObjectAcl");
 
   AclReply reply;
@@ -136,6 +136,9 @@ Result<AclReply> HandleAcl(iam::IamStore& iam, storage::ObjectLayer& store, std:
     info = std::move(*stat);
     AddReadVersionHeader(reply.headers, store, bucket, version, *info);
   }
+  // An object version's owner is its writer ("" recorded: the bucket's owner).
+  const iam::AclOwner owner = iam::OwnerOf(
+      object && !info->owner.empty() ? info->owner : access->owner, iam.root_access_key());
 
   if (api.starts_with("Get")) {
     const iam::CannedAcl acl = iam::AclFromStored(object ? info->acl : access->acl);
@@ -143,6 +146,9 @@ Result<AclReply> HandleAcl(iam::IamStore& iam, storage::ObjectLayer& store, std:
     return reply;
   }
 
+  // BucketOwnerEnforced: ACLs are disabled; only policies decide (AWS).
+  if (ObjectOwnershipOf(store, bucket) == "BucketOwnerEnforced")
+    return MakeError(ErrorCode::kAccessControlListNotSupported);
   auto requested = RequestedAcl(req);
   if (!requested.ok()) return requested.error();
   auto body = read_body();
@@ -159,6 +165,9 @@ Result<AclReply> HandleAcl(iam::IamStore& iam, storage::ObjectLayer& store, std:
     if (!from_body.ok()) return from_body.error();
     acl = *from_body;
   }
+  // BlockPublicAcls: no ACL that grants to everyone or every signed-in caller (AWS: 403).
+  if (IsPublicAcl(acl) && PublicAccessBlockOf(store, bucket).block_public_acls)
+    return MakeError(ErrorCode::kAccessDenied);
   if (object) {
     storage::PutOptions opts;
     opts.update = storage::FieldBit(storage::VersionField::acl);

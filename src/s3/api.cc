@@ -437,8 +437,10 @@ void S3Api::Dispatch(Context& ctx) {
   }
   if (!ctx.caller.anonymous() && !Authorized(ctx)) return;
   if (!ctx.bucket.empty()) {
+    // An anonymous caller learns nothing more than "denied" (AWS: 403 for any mismatch).
     if (auto st = CheckExpectedBucketOwner(req, opts_.account_id); !st.ok())
-      return SendError(ctx, st.error());
+      return SendError(ctx, ctx.caller.anonymous() ? MakeError(ErrorCode::kAccessDenied)
+                                                   : st.error());
   }
   if (auto st = RefuseUnimplemented(ctx.api, req); !st.ok()) return SendError(ctx, st.error());
   switch (ctx.op) {
@@ -495,6 +497,11 @@ bool S3Api::Authorized(Context& ctx) {
   // A request naming a version needs the ...Version action (s3:GetObjectVersion, ...).
   if (object_action && version) action = iam::VersionAction(action);
   auto st = Allowed(ctx, action, object_action ? ctx.key : std::string(), {}, version);
+  // A read of a key that is not there, by a caller who may list it: AWS answers 404 (the caller
+  // could learn as much from a listing), where everyone else gets 403.
+  if (!st.ok() && (ctx.op == S3Op::kGetObject || ctx.op == S3Op::kHeadObject) &&
+      MayListMissingKey(ctx, version))
+    st = Status{};
   // As AWS: a write that sets the new object's ACL or tags also needs the actions that set them.
   if (st.ok() && (also & kSetsAclAndTags)) {
     // An ACL that grants to others than the owners (public-read, public-read-write,
@@ -534,19 +541,43 @@ bool S3Api::Authorized(Context& ctx) {
   return st.ok();
 }
 
+bool S3Api::MayListMissingKey(Context& ctx, const storage::VersionSel& version) {
+  auto info = version ? store_.StatObjectVersion(ctx.bucket, ctx.key, *version)
+                      : store_.StatObject(ctx.bucket, ctx.key);
+  if (info.ok() || info.error().code != (version ? ErrorCode::kNoSuchVersion : ErrorCode::kNoSuchKey))
+    return false;
+  // As a listing of exactly this key would be asked: s3:prefix is the key.
+  auto conditions = ConditionsFor(ctx.req, {}, opts_.secure_transport, ctx.caller,
+                                  ctx.caller.anonymous() ? nullptr : &ctx.auth, ctx.form);
+  conditions["s3:prefix"] = ctx.key;
+  return Authorize(*iam_, ctx.caller, "s3:ListBucket", ctx.bucket, "", conditions, {},
+                   [&] { return PublicAccessOf(store_, ctx.bucket); })
+      .ok();
+}
+
 Status S3Api::Allowed(Context& ctx, std::string_view action, const std::string& key,
                       const std::string& bucket, const storage::VersionSel& version) {
   if (ctx.caller.root()) return {};
   const auto conditions = ConditionsFor(ctx.req, ctx.query, opts_.secure_transport, ctx.caller,
                                         ctx.caller.anonymous() ? nullptr : &ctx.auth, ctx.form);
   const std::string& in_bucket = bucket.empty() ? ctx.bucket : bucket;
-  // The ACL of the version read: a missing object (or version, or a delete marker) grants nothing.
-  auto object_acl = [&]() {
+  // The ACL and owner of the version read (a missing object, version or a delete marker grants
+  // nothing), or of the multipart upload the request names (its initiator).
+  const bool upload = bucket.empty() && ctx.Has("uploadId");
+  auto object_acl = [&]() -> ObjectAccess {
+    if (upload) {
+      auto opts = store_.GetUploadOptions(in_bucket, key, ctx.Q("uploadId"));
+      if (!opts.ok()) return {};
+      return ObjectAccess{iam::AclFromStored(opts->acl), opts->owner, opts->tags, true};
+    }
     auto info = version ? store_.StatObjectVersion(in_bucket, key, *version)
                         : store_.StatObject(in_bucket, key);
-    return info.ok() ? iam::AclFromStored(info->acl) : iam::CannedAcl::kPrivate;
+    if (!info.ok()) return {};
+    return ObjectAccess{iam::AclFromStored(info->acl), info->owner, info->tags, true};
   };
-  return Authorize(*iam_, ctx.caller, action, in_bucket, key, conditions, object_acl);
+  auto public_access = [&]() { return PublicAccessOf(store_, in_bucket); };
+  return Authorize(*iam_, ctx.caller, action, in_bucket, key, conditions, object_acl,
+                   public_access);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -729,6 +760,13 @@ void S3Api::PostObject(Context& ctx) {
     auto acl = iam::ParseCannedAcl(it->second);
     if (!acl.ok()) return SendError(ctx, acl.error());
     opts.acl = iam::StoredAcl(*acl);
+  }
+  {
+    auto it = fields.find("acl");
+    auto owner = NewObjectOwner(*iam_, store_, ctx.bucket, ctx.caller,
+                                it == fields.end() ? nullptr : &it->second, false);
+    if (!owner.ok()) return SendError(ctx, owner.error());
+    opts.owner = std::move(*owner);
   }
   if (auto it = fields.find("tagging"); it != fields.end()) {  // a <Tagging> document, as AWS
     auto tags = ParseTaggingXml(it->second, /*object=*/true);

@@ -75,6 +75,9 @@ class S3Api final : public RequestHandler {
   // `version`: the object version addressed (nullopt: the latest), whose ACL may grant a read.
   Status Allowed(Context& ctx, std::string_view action, const std::string& key,
                  const std::string& bucket = {}, const storage::VersionSel& version = {});
+  // GetObject / HeadObject of a key (or version) that does not exist, by a caller allowed
+  // s3:ListBucket with the key as s3:prefix.
+  bool MayListMissingKey(Context& ctx, const storage::VersionSel& version);
 
   ApiOptions opts_;
   storage::ObjectLayer& store_;

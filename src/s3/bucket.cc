@@ -74,7 +74,7 @@ Reply HandleListBuckets(const Env& env, S3Request& ctx) {
     }
     page.push_back(std::move(b));
   }
-  return XmlReply(ListBucketsXml(page, Owner{}, p));
+  return XmlReply(ListBucketsXml(page, OwnerShown(*env.iam, OwnerKeyOf(ctx.caller)), p));
 }
 
 namespace {
@@ -112,6 +112,15 @@ Reply HandleCreateBucket(const Env& env, S3Request& ctx) {
   }
   auto acl = RequestedAcl(ctx.req);
   if (!acl.ok()) return ErrorReply(acl.error());
+  // x-amz-object-ownership: the bucket's OwnershipControls from the start (s3/ownership.h).
+  const std::string* ownership = ctx.req.FindHeader("x-amz-object-ownership");
+  if (ownership) {
+    if (*ownership != "BucketOwnerEnforced" && *ownership != "BucketOwnerPreferred" &&
+        *ownership != "ObjectWriter")
+      return ErrorReply(MakeError(ErrorCode::kInvalidArgument, "Invalid x-amz-object-ownership header"));
+    if (*ownership == "BucketOwnerEnforced" && *acl && IsPublicAcl(**acl))
+      return ErrorReply(MakeError(ErrorCode::kInvalidBucketAclWithObjectOwnership));
+  }
   // Object Lock at creation (AWS): it turns versioning on, and needs both actions besides.
   const std::string* lock_header = ctx.req.FindHeader("x-amz-bucket-object-lock-enabled");
   const bool lock = lock_header && ToLower(*lock_header) == "true";
@@ -135,6 +144,13 @@ Reply HandleCreateBucket(const Env& env, S3Request& ctx) {
                    ctx.request_id, ctx.bucket, on.error().message);
       (void)env.store.DeleteBucket(ctx.bucket);
       return ErrorReply(on.error());
+    }
+  }
+  if (ownership) {
+    if (auto st = env.store.SetBucketConfig(ctx.bucket, kOwnershipConfigName, *ownership);
+        !st.ok()) {
+      (void)env.store.DeleteBucket(ctx.bucket);  // not without the ownership it was asked with
+      return ErrorReply(st.error());
     }
   }
   // A policy left by an earlier bucket of the same name (ForgetBucket is best effort) must not

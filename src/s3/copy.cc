@@ -113,6 +113,8 @@ Reply HandleCopyObject(const Env& env, S3Request& ctx) {
   auto acl = RequestedAcl(ctx.req);
   if (!acl.ok()) return ErrorReply(acl.error());
   opts.acl = iam::StoredAcl(acl->value_or(iam::CannedAcl::kPrivate));
+  // The copy belongs to its writer, never to the source's owner (AWS).
+  if (auto st = SetNewObjectOwner(env, ctx, opts); !st.ok()) return ErrorReply(st.error());
   // The copy's lock is the request's (or the bucket's default), never the source's (AWS).
   if (auto st = ApplyObjectLock(env.store, ctx.bucket, ctx.req, opts, /*put=*/false, NowMs());
       !st.ok())

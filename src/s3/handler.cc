@@ -6,6 +6,7 @@
 #include "common/uri.h"
 #include "iam/acl.h"
 #include "s3/acl.h"
+#include "s3/ownership.h"
 #include "s3/tagging.h"
 #include "s3/versioning.h"
 
@@ -309,6 +310,17 @@ Result<storage::PutOptions> ObjectOptionsFromHeaders(const HttpRequest& req) {
   opts.acl = iam::StoredAcl(acl->value_or(iam::CannedAcl::kPrivate));
   return opts;
 }
+Status SetNewObjectOwner(const Env& env, const S3Request& r, storage::PutOptions& opts) {
+  if (!env.iam) return {};  // handler tests without IAM: the bucket's owner
+  bool grants = false;
+  for (const auto& [name, value] : r.req.headers) grants = grants || name.starts_with("x-amz-grant-");
+  auto owner = NewObjectOwner(*env.iam, env.store, r.bucket, r.caller, r.req.FindHeader("x-amz-acl"),
+                              grants);
+  if (!owner.ok()) return owner.error();
+  opts.owner = std::move(*owner);
+  return {};
+}
+
 // If-Match / If-None-Match on a write (PutObject, CompleteMultipartUpload), checked by the object
 // layer under the key's lock against the object the write would replace. If-Match on a missing key
 // is NoSuchKey (AWS); If-None-Match: * fails on any existing object.

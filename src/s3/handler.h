@@ -222,6 +222,10 @@ std::string StorageClassOf(const HttpRequest& req);
 // lines is joined with commas.
 Result<storage::PutOptions> ObjectOptionsFromHeaders(const HttpRequest& req);
 
+// The owner of the object version (or upload) the request writes, into opts.owner, under the
+// bucket's OwnershipControls and PublicAccessBlock (s3/ownership.h: NewObjectOwner).
+Status SetNewObjectOwner(const Env& env, const S3Request& r, storage::PutOptions& opts);
+
 // If-Match / If-None-Match on a write (PutObject, CompleteMultipartUpload, CopyObject), checked by
 // the object layer under the key's lock against the object the write would replace.
 storage::WritePrecondition ConditionalWrite(const HttpRequest& req);

@@ -4,6 +4,7 @@
 
 #include "s3/handler.h"
 #include "s3/object_lock.h"
+#include "s3/ownership.h"
 
 namespace rdmastor::s3 {
 

@@ -97,7 +97,8 @@ Reply HandleListObjectsV1(const Env& env, S3Request& ctx) {
   if (!res.ok()) return ErrorReply(res.error());
   ListV1Params p{ctx.bucket,     lo.prefix,      lo.delimiter,
                  lo.start_after, page->max_keys, page->encode_url};
-  return XmlReply(ListObjectsV1Xml(p, *res, Owner{}));
+  const ListingOwners owners = ListingOwnersOf(*env.iam, ctx.bucket);
+  return XmlReply(ListObjectsV1Xml(p, *res, owners.bucket, &owners.names));
 }
 
 Reply HandleListObjectsV2(const Env& env, S3Request& ctx) {
@@ -132,7 +133,8 @@ Reply HandleListObjectsV2(const Env& env, S3Request& ctx) {
   p.fetch_owner = ctx.Q("fetch-owner") == "true";
   if (res->truncated) p.next_continuation_token = hash::Base64Encode(res->next_marker);
   if (ctx.op == S3Op::kListObjectsV2M) p.extras = ListedMetadataOf(ctx, res->objects, false);
-  return XmlReply(ListObjectsV2Xml(p, *res, Owner{}));
+  const ListingOwners owners = ListingOwnersOf(*env.iam, ctx.bucket);
+  return XmlReply(ListObjectsV2Xml(p, *res, owners.bucket, &owners.names));
 }
 
 Reply HandleListObjectVersions(const Env& env, S3Request& ctx) {
@@ -150,7 +152,8 @@ Reply HandleListObjectVersions(const Env& env, S3Request& ctx) {
     metadata = [&ctx](const std::vector<storage::ObjectInfo>& versions) {
       return ListedMetadataOf(ctx, versions, true);
     };
-  auto xml = ListVersionsPage(env.store, ctx.bucket, q, metadata);
+  const ListingOwners owners = ListingOwnersOf(*env.iam, ctx.bucket);
+  auto xml = ListVersionsPage(env.store, ctx.bucket, q, metadata, &owners);
   if (!xml.ok()) return ErrorReply(xml.error());
   return XmlReply(*xml);
 }
@@ -168,7 +171,8 @@ Reply HandleListMultipartUploads(const Env& env, S3Request& ctx) {
   p.encode_url = ctx.Q("encoding-type") == "url";
   auto uploads = env.store.ListMultipartUploads(ctx.bucket, p.prefix);
   if (!uploads.ok()) return ErrorReply(uploads.error());
-  return XmlReply(ListMultipartUploadsXml(p, *uploads, Owner{}));  // pages and filters
+  const ListingOwners owners = ListingOwnersOf(*env.iam, ctx.bucket);
+  return XmlReply(ListMultipartUploadsXml(p, *uploads, owners.bucket, &owners.names));
 }
 
 }  // namespace rdmastor::s3

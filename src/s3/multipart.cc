@@ -31,6 +31,8 @@ Status CollapseRepeatedParts(std::vector<storage::CompletePart>& parts) {
 Reply HandleCreateMultipartUpload(const Env& env, S3Request& ctx) {
   auto opts = ObjectOptionsFromHeaders(ctx.req);
   if (!opts.ok()) return ErrorReply(opts.error());
+  // The upload's owner (its initiator, unless OwnershipControls say otherwise) owns the object.
+  if (auto st = SetNewObjectOwner(env, ctx, *opts); !st.ok()) return ErrorReply(st.error());
   if (auto st = ParseMultipartChecksumHeaders(ctx.req, *opts); !st.ok())
     return ErrorReply(st.error());
   // The upload record keeps the lock; Complete gives it to the object.
@@ -172,7 +174,9 @@ Reply HandleListParts(const Env& env, S3Request& ctx) {
     p.checksum_algorithm = checksum::UpperName(*algo);
     p.checksum_type = upload->checksum_type;
   }
-  return XmlReply(ListPartsXml(p, *parts, Owner{}));  // pages from the marker
+  const Owner initiator =
+      OwnerShown(*env.iam, upload->owner, env.iam->CachedBucketAccess(ctx.bucket).owner);
+  return XmlReply(ListPartsXml(p, *parts, initiator));  // pages from the marker
 }
 
 }  // namespace rdmastor::s3

@@ -53,6 +53,12 @@ Status ValidateObjectKey(std::string_view key) {
   if (key.size() > 1024) return ErrorCode::kKeyTooLong;
   if (key.find('\0') != std::string_view::npos) return ErrorCode::kInvalidObjectName;
   if (!IsValidUtf8(key)) return ErrorCode::kInvalidObjectName;
+  // C1 control characters (U+0080..U+009F, UTF-8 C2 80..C2 9F): AWS cannot parse such a URI.
+  for (size_t i = 0; i + 1 < key.size(); ++i) {
+    if (static_cast<unsigned char>(key[i]) == 0xC2 && static_cast<unsigned char>(key[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(key[i + 1]) <= 0x9F)
+      return ErrorCode::kInvalidURI;
+  }
   if (key.front() == '/') return ErrorCode::kInvalidObjectName;
   // Keys map onto paths below a drive directory: every segment must be a plain, non-empty name so
   // a key can never climb out of (or alias inside) the bucket, nor name our internal files. A

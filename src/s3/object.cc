@@ -114,6 +114,7 @@ std::map<std::string, std::string> ResponseChecksums(const storage::ObjectInfo& 
 Reply HandlePutObject(const Env& env, S3Request& ctx) {
   auto opts = ObjectOptionsFromHeaders(ctx.req);
   if (!opts.ok()) return ErrorReply(opts.error());
+  if (auto st = SetNewObjectOwner(env, ctx, *opts); !st.ok()) return ErrorReply(st.error());
   auto rdma = RdmaPutBodyFor(ctx.req, ctx.auth, env.rdma);
   if (!rdma.ok()) return ErrorReply(rdma.error());
   if (auto st = ApplyObjectLock(env.store, ctx.bucket, ctx.req, *opts, /*put=*/true, NowMs());

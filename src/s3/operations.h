@@ -118,6 +118,19 @@ enum Also : uint8_t {
     kBucket, kNothingElse, HandleBucketLifecycle)                                                  \
   X(DeleteBucketLifecycle, "DELETE", kBucket, "lifecycle", "", kAlways,                            \
     "s3:PutLifecycleConfiguration", kBucket, kNothingElse, HandleBucketLifecycle)                  \
+  /* OwnershipControls and PublicAccessBlock (s3/ownership.h); AWS: their Delete needs the Put. */ \
+  X(PutBucketOwnershipControls, "PUT", kBucket, "ownershipControls", "", kAlways,                  \
+    "s3:PutBucketOwnershipControls", kBucket, kNothingElse, HandleOwnershipControls)               \
+  X(GetBucketOwnershipControls, "GET", kBucket, "ownershipControls", "", kAlways,                  \
+    "s3:GetBucketOwnershipControls", kBucket, kNothingElse, HandleOwnershipControls)               \
+  X(DeleteBucketOwnershipControls, "DELETE", kBucket, "ownershipControls", "", kAlways,            \
+    "s3:PutBucketOwnershipControls", kBucket, kNothingElse, HandleOwnershipControls)               \
+  X(PutPublicAccessBlock, "PUT", kBucket, "publicAccessBlock", "", kAlways,                        \
+    "s3:PutBucketPublicAccessBlock", kBucket, kNothingElse, HandlePublicAccessBlock)               \
+  X(GetPublicAccessBlock, "GET", kBucket, "publicAccessBlock", "", kAlways,                        \
+    "s3:GetBucketPublicAccessBlock", kBucket, kNothingElse, HandlePublicAccessBlock)               \
+  X(DeletePublicAccessBlock, "DELETE", kBucket, "publicAccessBlock", "", kAlways,                  \
+    "s3:PutBucketPublicAccessBlock", kBucket, kNothingElse, HandlePublicAccessBlock)               \
   /* Object Lock (s3/object_lock.h). */                                                           \
   X(PutBucketObjectLockConfig, "PUT", kBucket, "object-lock", "", kAlways,                         \
     "s3:PutBucketObjectLockConfiguration", kBucket, kNothingElse, HandleObjectLockConfiguration)   \

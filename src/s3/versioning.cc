@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "s3/object_lock.h"
+#include "s3/ownership.h"
 #include "storage/object_meta.h"
 
 namespace rdmastor::s3 {
@@ -52,7 +53,8 @@ Status PutBucketVersioning(storage::ObjectLayer& store, const std::string& bucke
 }
 
 Result<std::string> ListVersionsPage(storage::ObjectLayer& store, const std::string& bucket,
-                                     const ListVersionsQuery& q, const ListedMetadataFn& metadata) {
+                                     const ListVersionsQuery& q, const ListedMetadataFn& metadata,
+                                     const ListingOwners* owners) {
   if (q.has_version_id_marker && !q.version_id_marker.empty() && q.key_marker.empty())
     return MakeError(ErrorCode::kInvalidArgument,
                      "A version-id marker cannot be specified without a key marker.");
@@ -120,7 +122,8 @@ Result<std::string> ListVersionsPage(storage::ObjectLayer& store, const std::str
   }
   page.truncated = page.truncated || (res.truncated && count > 0);
   if (metadata) p.extras = metadata(page.objects);
-  return ListObjectVersionsXml(p, page, Owner{});
+  return owners ? ListObjectVersionsXml(p, page, owners->bucket, &owners->names)
+                : ListObjectVersionsXml(p, page, Owner{});
 }
 
 void AddVersionHeaders(HeaderList& headers, const storage::ObjectInfo& info) {

@@ -25,6 +25,8 @@ Result<std::string> ParseVersionId(std::string_view value);
 Status PutBucketVersioning(storage::ObjectLayer& store, const std::string& bucket,
                            std::string_view body, bool mfa_header);
 
+struct ListingOwners;  // s3/ownership.h
+
 struct ListVersionsQuery {
   std::string prefix, delimiter, key_marker, version_id_marker;
   bool has_version_id_marker = false;
@@ -36,9 +38,11 @@ using ListedMetadataFn =
     std::function<std::vector<ListedMetadata>(const std::vector<storage::ObjectInfo>&)>;
 // The ListObjectVersions document for one page; `metadata` (ListObjectVersionsM) adds each
 // version's UserMetadata / UserTags.
+// `owners`: how the versions' owners are shown (root's id for all when null).
 Result<std::string> ListVersionsPage(storage::ObjectLayer& store, const std::string& bucket,
                                      const ListVersionsQuery& q,
-                                     const ListedMetadataFn& metadata = nullptr);
+                                     const ListedMetadataFn& metadata = nullptr,
+                                     const ListingOwners* owners = nullptr);
 
 // x-amz-version-id (the id, "null" for the null version) and, for a delete marker,
 // x-amz-delete-marker: true.

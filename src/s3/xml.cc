@@ -237,6 +237,11 @@ void AddOwner(pugi::xml_node parent, const char* name, const Owner& owner) {
   Add(o, "DisplayName", owner.display_name);
 }
 
+// An entry's owner: the listing's default for "" (the bucket owner), else as `names` shows it.
+Owner EntryOwner(const Owner& dflt, const OwnerNames* names, const std::string& owner_key) {
+  return owner_key.empty() || !names ? dflt : (*names)(owner_key);
+}
+
 // The value as written in a listing: S3's encoding-type=url keeps '/' readable.
 std::string MaybeEncode(std::string_view s, bool encode_url) {
   return encode_url ? uri::Encode(s, /*encode_slash=*/false) : std::string(s);
@@ -244,11 +249,14 @@ std::string MaybeEncode(std::string_view s, bool encode_url) {
 
 // What every listing opens with, in S3's order: Name, Prefix, `own` (the listing's own markers),
 // MaxKeys, Delimiter, IsTruncated.
+// ListObjects (v1) writes its top-level Prefix as sent even with encoding-type=url (AWS; SDKs
+// decode only the fields AWS encodes there).
 template <class Params>
 void AddListStart(pugi::xml_node root, const Params& p, bool truncated,
                   const std::function<void()>& own) {
   Add(root, "Name", p.bucket);
-  Add(root, "Prefix", MaybeEncode(p.prefix, p.encode_url));
+  Add(root, "Prefix",
+      MaybeEncode(p.prefix, p.encode_url && !std::is_same_v<Params, ListV1Params>));
   own();
   Add(root, "MaxKeys", p.max_keys);
   if (!p.delimiter.empty()) Add(root, "Delimiter", MaybeEncode(p.delimiter, p.encode_url));
@@ -530,20 +538,23 @@ std::string LocationXml(std::string_view region) {
 }
 
 std::string ListObjectsV1Xml(const ListV1Params& p, const storage::ListResult& r,
-                             const Owner& owner) {
+                             const Owner& owner, const OwnerNames* names) {
   Doc d("ListBucketResult");
   pugi::xml_node root = d.root();
   const bool enc = p.encode_url;
   AddListStart(root, p, r.truncated, [&] { Add(root, "Marker", MaybeEncode(p.marker, enc)); });
   // As S3: NextMarker only with a delimiter; without one clients continue from the last Key.
   if (r.truncated && !p.delimiter.empty()) Add(root, "NextMarker", MaybeEncode(r.next_marker, enc));
-  for (const auto& o : r.objects) AddContents(root, "Contents", o, enc, &owner, false);
+  for (const auto& o : r.objects) {
+    const Owner shown = EntryOwner(owner, names, o.owner);
+    AddContents(root, "Contents", o, enc, &shown, false);
+  }
   AddListEnd(root, r.common_prefixes, enc);
   return d.str();
 }
 
 std::string ListObjectsV2Xml(const ListV2Params& p, const storage::ListResult& r,
-                             const Owner& owner) {
+                             const Owner& owner, const OwnerNames* names) {
   Doc d("ListBucketResult");
   pugi::xml_node root = d.root();
   const bool enc = p.encode_url;
@@ -554,7 +565,8 @@ std::string ListObjectsV2Xml(const ListV2Params& p, const storage::ListResult& r
   if (r.truncated) Add(root, "NextContinuationToken", p.next_continuation_token);
   if (!p.start_after.empty()) Add(root, "StartAfter", MaybeEncode(p.start_after, enc));
   for (size_t i = 0; i < r.objects.size(); ++i) {
-    AddContents(root, "Contents", r.objects[i], enc, p.fetch_owner ? &owner : nullptr, false,
+    const Owner shown = EntryOwner(owner, names, r.objects[i].owner);
+    AddContents(root, "Contents", r.objects[i], enc, p.fetch_owner ? &shown : nullptr, false,
                 i < p.extras.size() ? &p.extras[i] : nullptr);
   }
   AddListEnd(root, r.common_prefixes, enc);
@@ -562,7 +574,7 @@ std::string ListObjectsV2Xml(const ListV2Params& p, const storage::ListResult& r
 }
 
 std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::ListResult& r,
-                                  const Owner& owner) {
+                                  const Owner& owner, const OwnerNames* names) {
   Doc d("ListVersionsResult");
   pugi::xml_node root = d.root();
   const bool enc = p.encode_url;
@@ -583,13 +595,14 @@ std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::Li
     Add(c, "VersionId", vid);
     AddBool(c, "IsLatest", o.is_latest);
     Add(c, "LastModified", Iso8601(o.mtime_ns));
+    const Owner shown = EntryOwner(owner, names, o.owner);
     if (o.delete_marker) {
-      AddOwner(c, "Owner", owner);
+      AddOwner(c, "Owner", shown);
       continue;
     }
     Add(c, "ETag", Quote(o.etag));
     Add(c, "Size", o.size);
-    AddOwner(c, "Owner", owner);
+    AddOwner(c, "Owner", shown);
     Add(c, "StorageClass", o.storage_class.empty() ? "STANDARD" : o.storage_class);
     AddListedMetadata(c, i < p.extras.size() ? &p.extras[i] : nullptr);
   }
@@ -719,7 +732,7 @@ std::string GetObjectAttributesXml(const ObjectAttributesParams& p,
 
 std::string ListMultipartUploadsXml(const ListUploadsParams& p,
                                     const std::vector<storage::UploadInfo>& uploads,
-                                    const Owner& owner) {
+                                    const Owner& owner, const OwnerNames* names) {
   // The object layer hands over every upload under the prefix; marker, delimiter and max-uploads
   // are applied here, in S3's (key, upload id) order.
   std::vector<const storage::UploadInfo*> sorted;
@@ -790,8 +803,9 @@ std::string ListMultipartUploadsXml(const ListUploadsParams& p,
     pugi::xml_node n = root.append_child("Upload");
     Add(n, "Key", MaybeEncode(u->key, enc));
     Add(n, "UploadId", u->upload_id);
-    AddOwner(n, "Initiator", owner);
-    AddOwner(n, "Owner", owner);
+    const Owner shown = EntryOwner(owner, names, u->owner);
+    AddOwner(n, "Initiator", shown);
+    AddOwner(n, "Owner", shown);
     Add(n, "StorageClass", u->storage_class.empty() ? "STANDARD" : u->storage_class);
     Add(n, "Initiated", Iso8601(u->initiated_ns));
     if (auto algo = hash::ChecksumAlgoFromName(u->checksum_algorithm)) {
@@ -1635,6 +1649,69 @@ std::string LifecycleXml(const std::vector<LifecycleRule>& rules) {
       Add(n.append_child("AbortIncompleteMultipartUpload"), "DaysAfterInitiation",
           std::to_string(*r.abort_days));
   }
+  return d.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// OwnershipControls and PublicAccessBlock.
+
+Result<std::string> ParseOwnershipControlsXml(std::string_view body) {
+  pugi::xml_document doc;
+  const pugi::xml_node root = LoadBody(body, doc);
+  if (!root || LocalName(root) != "OwnershipControls") return Malformed();
+  std::optional<std::string> ownership;
+  for (pugi::xml_node rule = root.first_child(); rule; rule = rule.next_sibling()) {
+    if (rule.type() != pugi::node_element) continue;
+    if (LocalName(rule) != "Rule" || ownership) return Malformed();
+    for (pugi::xml_node f = rule.first_child(); f; f = f.next_sibling()) {
+      if (f.type() != pugi::node_element) continue;
+      const auto v = LeafText(f);
+      if (LocalName(f) != "ObjectOwnership" || !v || ownership) return Malformed();
+      ownership = std::string(Trim(*v));
+    }
+    if (!ownership) return Malformed();
+  }
+  if (!ownership || (*ownership != "BucketOwnerEnforced" && *ownership != "BucketOwnerPreferred" &&
+                     *ownership != "ObjectWriter"))
+    return Malformed();
+  return *ownership;
+}
+
+std::string OwnershipControlsXml(std::string_view object_ownership) {
+  Doc d("OwnershipControls");
+  Add(d.root().append_child("Rule"), "ObjectOwnership", object_ownership);
+  return d.str();
+}
+
+Result<PublicAccessBlock> ParsePublicAccessBlockXml(std::string_view body) {
+  pugi::xml_document doc;
+  const pugi::xml_node root = LoadBody(body, doc);
+  if (!root || LocalName(root) != "PublicAccessBlockConfiguration") return Malformed();
+  PublicAccessBlock out;
+  for (pugi::xml_node f = root.first_child(); f; f = f.next_sibling()) {
+    if (f.type() != pugi::node_element) continue;
+    const auto v = LeafText(f);
+    if (!v) return Malformed();
+    const std::string_view value = Trim(*v);
+    if (value != "true" && value != "false") return Malformed();
+    const std::string_view name = LocalName(f);
+    bool* field = name == "BlockPublicAcls"         ? &out.block_public_acls
+                  : name == "IgnorePublicAcls"      ? &out.ignore_public_acls
+                  : name == "BlockPublicPolicy"     ? &out.block_public_policy
+                  : name == "RestrictPublicBuckets" ? &out.restrict_public_buckets
+                                                    : nullptr;
+    if (!field) return Malformed();
+    *field = value == "true";
+  }
+  return out;
+}
+
+std::string PublicAccessBlockXml(const PublicAccessBlock& b) {
+  Doc d("PublicAccessBlockConfiguration");
+  AddBool(d.root(), "BlockPublicAcls", b.block_public_acls);
+  AddBool(d.root(), "IgnorePublicAcls", b.ignore_public_acls);
+  AddBool(d.root(), "BlockPublicPolicy", b.block_public_policy);
+  AddBool(d.root(), "RestrictPublicBuckets", b.restrict_public_buckets);
   return d.str();
 }
 

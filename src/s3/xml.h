@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,6 +39,10 @@ struct Owner {
   std::string id = std::string(iam::kRootCanonicalId);
   std::string display_name = std::string(iam::kRootDisplayName);
 };
+// The owner an entry's recorded owner (ObjectInfo::owner, UploadInfo::owner: an access key) is
+// shown as. Listings take the bucket owner's Owner for entries recorded without one ("") and ask
+// `names` (when given) for the others (s3/ownership.h).
+using OwnerNames = std::function<Owner(std::string_view owner_key)>;
 
 // ListBuckets: `buckets` is the page to list; the rest describes the page.
 struct ListBucketsParams {
@@ -56,7 +61,7 @@ struct ListV1Params {
   bool encode_url = false;
 };
 std::string ListObjectsV1Xml(const ListV1Params& p, const storage::ListResult& r,
-                             const Owner& owner);
+                             const Owner& owner, const OwnerNames* names = nullptr);
 
 // MinIO's listings with metadata=true: what one listed object shows besides (UserMetadata: the
 // element name and value of each entry; UserTags: the tags' query form). Empty: nothing.
@@ -75,7 +80,7 @@ struct ListV2Params {
   std::vector<ListedMetadata> extras;    // metadata=true: one per r.objects entry; else empty
 };
 std::string ListObjectsV2Xml(const ListV2Params& p, const storage::ListResult& r,
-                             const Owner& owner);
+                             const Owner& owner, const OwnerNames* names = nullptr);
 
 // ListObjectVersions: `r.objects` are the page's versions (delete markers included) in key order,
 // newest first per key; version_id "" is written as "null".
@@ -88,7 +93,7 @@ struct ListVersionsParams {
   std::vector<ListedMetadata> extras;  // metadata=true: one per r.objects entry; else empty
 };
 std::string ListObjectVersionsXml(const ListVersionsParams& p, const storage::ListResult& r,
-                                  const Owner& owner);
+                                  const Owner& owner, const OwnerNames* names = nullptr);
 
 // `checksums`: the new object's / part's stored checksums (algorithm -> base64), written as
 // ChecksumCRC32 etc. (and ChecksumType for objects).
@@ -127,7 +132,7 @@ struct ListUploadsParams {
 // grouping and max_uploads are applied here, in (key, upload id) order.
 std::string ListMultipartUploadsXml(const ListUploadsParams& p,
                                     const std::vector<storage::UploadInfo>& uploads,
-                                    const Owner& owner);
+                                    const Owner& owner, const OwnerNames* names = nullptr);
 
 struct DeleteEntry {
   std::string key;
@@ -279,5 +284,23 @@ inline constexpr size_t kMaxLifecycleIdBytes = 255;
 // (no storage tiers here). Rules without an ID get one.
 Result<std::vector<LifecycleRule>> ParseLifecycleXml(std::string_view body);
 std::string LifecycleXml(const std::vector<LifecycleRule>& rules);
+
+// OwnershipControls (s3/ownership.h): the one rule's ObjectOwnership, as sent
+// ("BucketOwnerEnforced" | "BucketOwnerPreferred" | "ObjectWriter"). MalformedXML for anything
+// else, or a document without exactly one rule (AWS).
+Result<std::string> ParseOwnershipControlsXml(std::string_view body);
+std::string OwnershipControlsXml(std::string_view object_ownership);
+
+// PublicAccessBlockConfiguration (s3/ownership.h): absent fields are false. MalformedXML for an
+// unknown element or a value other than true / false.
+struct PublicAccessBlock {
+  bool block_public_acls = false;
+  bool ignore_public_acls = false;
+  bool block_public_policy = false;
+  bool restrict_public_buckets = false;
+  bool operator==(const PublicAccessBlock&) const = default;
+};
+Result<PublicAccessBlock> ParsePublicAccessBlockXml(std::string_view body);
+std::string PublicAccessBlockXml(const PublicAccessBlock& block);
 
 }  // namespace rdmastor::s3

@@ -179,6 +179,7 @@ struct UploadInfo {
   std::string storage_class;       // "" = STANDARD
   std::string checksum_algorithm;  // lower-case; "" = none
   std::string checksum_type;       // with an algorithm: "COMPOSITE" | "FULL_OBJECT"
+  std::string owner;               // the initiator (storage/version_record.h `owner`)
 };
 
 struct CompletePart {

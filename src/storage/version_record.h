@@ -47,6 +47,10 @@ using StringMap = std::map<std::string, std::string>;
 //     metadata file; erasure: the shard layout (object_meta.h).
 //   tags: canonical URL-encoded query form ("k1=v1&k2=v2", keys sorted); "" = none.
 //   acl: the version's canned ACL (x-amz-acl: "public-read", ...); "" = private (iam/acl.h).
+//   owner: the access key of the user who owns the version (who wrote it, or the bucket's owner
+//     under OwnershipControls, s3/ownership.h); "" = the bucket's owner (versions written before
+//     the field existed). Set by the server, not the client, but carried like the declared
+//     attributes (PutOptions, the upload record: the upload's initiator).
 //   version_id: "" = the null version (S3's "null"). delete_marker: no data (size 0).
 //   internal: server-side state never sent to clients as such: the encryption of the data
 //     (object_meta.h names the keys; s3/sse.h gives them meaning). Empty = unencrypted.
@@ -73,7 +77,8 @@ using StringMap = std::map<std::string, std::string>;
   X(internal, "internal", ::rdmastor::storage::StringMap, Map, kNonDefault, kDeclared)          \
   X(lock_mode, "lock_mode", std::string, Str, kNonDefault, kDeclared)                             \
   X(lock_until_ms, "lock_until_ms", int64_t, Int, kNonDefault, kDeclared)                         \
-  X(legal_hold, "legal_hold", std::string, Str, kNonDefault, kDeclared)
+  X(legal_hold, "legal_hold", std::string, Str, kNonDefault, kDeclared)                           \
+  X(owner, "owner", std::string, Str, kNonDefault, kDeclared)
 
 // The fields by name, for field masks (PutOptions::update) and the tests.
 enum class VersionField : unsigned {

@@ -49,7 +49,9 @@ TEST(CannedAcl, GrantsRoundTripThroughFromGrants) {
   for (auto acl : {CannedAcl::kPrivate, CannedAcl::kPublicRead, CannedAcl::kPublicReadWrite,
                    CannedAcl::kAuthenticatedRead}) {
     auto grants = GrantsOf(acl, owner);
-    EXPECT_EQ(grants.front().permission, "FULL_CONTROL");
+    // The owner's grant last, as S3 answers.
+    EXPECT_EQ(grants.back().permission, "FULL_CONTROL");
+    EXPECT_EQ(grants.back().id, owner.id);
     EXPECT_EQ(FromGrants(grants, owner), acl);
     std::reverse(grants.begin(), grants.end());
     EXPECT_EQ(FromGrants(grants, owner), acl);  // any order

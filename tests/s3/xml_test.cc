@@ -271,7 +271,8 @@ TEST(XmlTest, ListObjectsV1DelimiterAndEncoding) {
   r.next_marker = "a b/x%y/";
   pugi::xml_document doc;
   pugi::xml_node root = ParseDoc(ListObjectsV1Xml(p, r, Owner{}), doc, "ListBucketResult");
-  EXPECT_EQ(Text(root, "Prefix"), "a%20b/");
+  // V1's top-level Prefix is written as sent even with encoding-type=url (AWS).
+  EXPECT_EQ(Text(root, "Prefix"), "a b/");
   EXPECT_EQ(Text(root, "Delimiter"), "/");
   EXPECT_EQ(Text(root, "Marker"), "a%20b/c%2Bd");
   EXPECT_EQ(Text(root, "NextMarker"), "a%20b/x%25y/");

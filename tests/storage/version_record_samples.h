@@ -37,16 +37,18 @@ inline ObjectMeta FullVersion() {
   m.lock_mode = "COMPLIANCE";
   m.lock_until_ms = 1893456000000;  // 2030-01-01
   m.legal_hold = "ON";
+  m.owner = "alice";
   return m;
 }
 
-// FullVersion without the fields the record gained after format 3's release (Object Lock): all
+// FullVersion without the fields the record gained after format 3's release (Object Lock, the owner): all
 // kNonDefault, so a version that does not set them is written as that release wrote it.
 inline ObjectMeta Format3Version() {
   ObjectMeta m = FullVersion();
   m.lock_mode.clear();
   m.lock_until_ms = 0;
   m.legal_hold.clear();
+  m.owner.clear();
   return m;
 }
 

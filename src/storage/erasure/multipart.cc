@@ -244,7 +244,7 @@ Result<std::vector<UploadInfo>> ErasureSet::ListMultipartUploads(const std::stri
       auto rec = ParseUploadRecord(**raw, file);
       if (!rec.ok()) continue;
       now.emplace(id, UploadInfo{rec->key, id, rec->initiated_ns, rec->storage_class,
-                                 rec->checksum_algorithm, rec->checksum_type});
+                                 rec->checksum_algorithm, rec->checksum_type, rec->owner});
       break;
     }
   }
