@@ -164,7 +164,10 @@ namespace rdmastor {
   X(kCORSForbidden, "AccessForbidden", 403,                                                        \
     "CORSResponse: This CORS request is not allowed. This is usually because the evalution of "    \
     "Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers "    \
-    "are not whitelisted by the resource's CORS spec.")
+    "are not whitelisted by the resource's CORS spec.")                                            \
+  /* Internal: a step that would wait (disk, peer, lock) on a thread that must not (common/    */ \
+  /* no_block.h); the attempt's answer is dropped and the request runs on a worker instead.     */ \
+  X(kWouldBlock, "InternalError", 500, "We encountered an internal error, please try again.")
 
 enum class ErrorCode {
 #define RDMASTOR_ENUM_ENTRY(name, code, status, msg) name,

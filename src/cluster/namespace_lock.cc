@@ -1,5 +1,7 @@
 #include "cluster/namespace_lock.h"
 
+#include "common/no_block.h"
+
 namespace rdmastor::cluster {
 
 namespace {
@@ -19,6 +21,7 @@ class HeldDistributedLock final : public storage::NamespaceLock {
 Result<std::unique_ptr<storage::NamespaceLock>> DsyncNamespaceLocker::Lock(
     const std::vector<std::string>& resources, storage::LockMode mode,
     std::chrono::milliseconds timeout, std::string_view source) {
+  if (!noblock::MayWait()) return noblock::WouldBlock("a distributed lock");
   auto lock = std::make_unique<DistributedLock>(dsync_, resources, std::string(source));
   RS_RETURN_IF_ERROR(mode == storage::LockMode::kExclusive ? lock->Lock(timeout)
                                                            : lock->RLock(timeout));

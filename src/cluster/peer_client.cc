@@ -7,6 +7,7 @@
 #include "admin/metrics.h"
 #include "cluster/topology.h"
 #include "cluster/wire.h"
+#include "common/no_block.h"
 #include "common/uri.h"
 
 namespace rdmastor::cluster {
@@ -159,6 +160,7 @@ Result<client::HttpResponse> PeerClient::Exchange(std::string_view method,
                                                   const client::ResponseTarget& response,
                                                   const s3::HeaderList& headers,
                                                   std::chrono::milliseconds timeout) {
+  if (!noblock::MayWait()) return noblock::WouldBlock("a call to peer " + address_);
   auto c = Acquire(timeout);
   client::HttpRequest req;
   req.method = std::string(method);

@@ -14,6 +14,7 @@
 #include "admin/logging.h"
 #include "admin/metrics.h"
 #include "common/hash.h"
+#include "common/no_block.h"
 #include "common/splice.h"
 #include "common/uri.h"
 #include "common/utf8.h"
@@ -63,6 +64,20 @@ admin::Counter& SplicedBytes() {
                                              {})
                                  .With({});
   return c;
+}
+
+// Object GETs and HEADs tried on the I/O thread (S3Api::HandleInline): served there, or handed to
+// a worker because a step would have waited.
+admin::Counter& InlineRequests(bool served) {
+  static auto& family = admin::GlobalRegistry().AddCounter(
+      "rdmastor_s3_inline_requests_total",
+      "GET and HEAD requests tried on the I/O thread that parsed them, by outcome: served there, "
+      "or handed to a worker because a step would have waited (a read past the metadata cache, a "
+      "lock held by a writer, a response too large to buffer)",
+      {"result"});
+  static admin::Counter& served_c = family.With({"served"});
+  static admin::Counter& handed_c = family.With({"handed_off"});
+  return served ? served_c : handed_c;
 }
 
 void SendBody(ResponseSink& sink, HttpResponseHead head, const std::string& body,
@@ -222,6 +237,25 @@ bool IsAnonymous(const S3Api::Context& ctx) {
 }  // namespace
 
 void S3Api::Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink) {
+  Serve(req, body, sink, nullptr);
+}
+
+bool S3Api::MayServeInline(const HttpRequest& req) {
+  if (req.method != "GET" && req.method != "HEAD") return false;
+  // Health, metrics, admin and peer calls stay on workers; a token's payload moves over RDMA.
+  if (req.raw_path.starts_with("/minio/") || req.FindHeader("x-amz-rdma-token")) return false;
+  return true;
+}
+
+bool S3Api::HandleInline(const HttpRequest& req, BodySource& body, ResponseSink& sink) {
+  noblock::Scope scope;
+  Serve(req, body, sink, &scope);
+  InlineRequests(!scope.tripped()).Inc();
+  return !scope.tripped();
+}
+
+void S3Api::Serve(const HttpRequest& req, BodySource& body, ResponseSink& sink,
+                  const noblock::Scope* inline_scope) {
   char id[32];
   std::snprintf(id, sizeof(id), "%s%08llX", request_id_prefix_.c_str(),
                 static_cast<unsigned long long>(++request_counter_));
@@ -233,6 +267,7 @@ void S3Api::Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink)
   };
   auto started = std::chrono::steady_clock::now();
   Dispatch(ctx);
+  if (inline_scope && inline_scope->tripped()) return;  // a worker serves it again
   if (!ctx.api.empty()) {
     admin::RecordS3Request(ctx.api, metered_sink.status(),
                            !metered_sink.complete(req.method == "HEAD"), ctx.rdma_declined);

@@ -17,6 +17,10 @@ namespace rdmastor::rdma {
 class S3RdmaService;
 }
 
+namespace rdmastor::noblock {
+class Scope;
+}
+
 namespace rdmastor::s3 {
 
 class HealService;
@@ -53,11 +57,18 @@ class S3Api final : public RequestHandler {
   S3Api(ApiOptions opts, storage::ObjectLayer& store);
 
   void Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink) override;
+  // Object GETs and HEADs (not the server's /minio/ endpoints, not S3 over RDMA).
+  bool MayServeInline(const HttpRequest& req) override;
+  bool HandleInline(const HttpRequest& req, BodySource& body, ResponseSink& sink) override;
   void RenderFrontEndError(ErrorCode code, HttpResponseHead& head, std::string& body) override;
 
   struct Context;  // one request in flight (defined in api.cc)
 
  private:
+  // Handle's body; `inline_scope`: the no-block scope of an inline attempt, whose tripping drops
+  // the answer unrecorded.
+  void Serve(const HttpRequest& req, BodySource& body, ResponseSink& sink,
+             const noblock::Scope* inline_scope);
   void Dispatch(Context& ctx);
 
   // A browser-form upload with a POST policy: it authenticates its form itself, so it is the

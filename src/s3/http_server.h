@@ -1,8 +1,10 @@
 // HTTP/1.1 front end on Boost.Beast. Sockets are served asynchronously by a small io_context pool
 // (one thread per core); each parsed request header is handed to a blocking RequestHandler on a
 // worker pool, whose body reads and response writes are bridged back onto the connection's strand.
-// Small responses are buffered and written after the handler returned, so a client that does not
-// read never holds a worker for them. Only http_server.cc includes Beast/Asio.
+// A small GET whose every step is at hand (metadata cached, no lock held by a writer) is served on
+// the I/O thread itself instead (HandleInline). Small responses are buffered and written after the
+// handler returned, so a client that does not read never holds a worker (nor an I/O thread) for
+// them. Only http_server.cc includes Beast/Asio.
 #pragma once
 
 #include <chrono>
@@ -23,6 +25,17 @@ class RequestHandler {
   // Runs on a worker thread; may block. Must send a complete response through `sink` (or leave it
   // unsent only when the client went away).
   virtual void Handle(const HttpRequest& req, BodySource& body, ResponseSink& sink) = 0;
+  // Whether a request without a body is worth trying on the I/O thread that parsed it
+  // (HandleInline). Looks at the request only: no I/O, no locks.
+  virtual bool MayServeInline(const HttpRequest& /*req*/) { return false; }
+  // As Handle, on the I/O thread itself, which must not wait (common/no_block.h). Returns false
+  // when a step would have waited (a read past the metadata cache, a lock a writer holds, a
+  // response too large to buffer, ...): nothing was recorded, whatever went into `sink` is
+  // dropped, and the request is handed to a worker as if never tried.
+  virtual bool HandleInline(const HttpRequest& /*req*/, BodySource& /*body*/,
+                            ResponseSink& /*sink*/) {
+    return false;
+  }
   // Called (on the I/O thread) for requests the front end rejects before a handler sees them, e.g.
   // an oversized header section. Must produce a complete response head and body.
   virtual void RenderFrontEndError(ErrorCode code, HttpResponseHead& head, std::string& body) = 0;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "common/no_block.h"
 #include "storage/paths.h"
 
 namespace rdmastor::storage::fsutil {
@@ -112,31 +113,44 @@ SyncCounts GetSyncCounts() {
 
 void SetRecorder(Recorder* r) { g_recorder.store(r, std::memory_order_release); }
 
+namespace {
+// A file system call refused under a no-block scope (common/no_block.h): -1 with EAGAIN.
+int WouldBlockErrno() {
+  errno = EAGAIN;
+  return -1;
+}
+}  // namespace
+
 int Mkdir(const std::string& path, mode_t mode) {
+  if (!noblock::MayWait()) return WouldBlockErrno();
   int rc = ::mkdir(path.c_str(), mode);
   if (rc == 0) Report(FsOp::kMkdir, path);
   return rc;
 }
 
 int Rename(const std::string& from, const std::string& to) {
+  if (!noblock::MayWait()) return WouldBlockErrno();
   int rc = ::rename(from.c_str(), to.c_str());
   if (rc == 0) Report(FsOp::kRename, from, to);
   return rc;
 }
 
 int Link(const std::string& from, const std::string& to) {
+  if (!noblock::MayWait()) return WouldBlockErrno();
   int rc = ::link(from.c_str(), to.c_str());
   if (rc == 0) Report(FsOp::kLink, from, to);
   return rc;
 }
 
 int Unlink(const std::string& path) {
+  if (!noblock::MayWait()) return WouldBlockErrno();
   int rc = ::unlink(path.c_str());
   if (rc == 0) Report(FsOp::kUnlink, path);
   return rc;
 }
 
 int Rmdir(const std::string& path) {
+  if (!noblock::MayWait()) return WouldBlockErrno();
   int rc = ::rmdir(path.c_str());
   if (rc == 0) Report(FsOp::kRmdir, path);
   return rc;
@@ -156,6 +170,10 @@ Error ErrnoError(std::string_view op, const std::string& path, int err) {
 }
 
 Result<UniqueFd> Open(const std::string& path, int flags, mode_t mode, int* err_out) {
+  if (!noblock::MayWait()) {
+    if (err_out) *err_out = EAGAIN;
+    return noblock::WouldBlock("open " + path);
+  }
   int fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
   if (fd < 0) {
     int err = errno;
@@ -180,6 +198,7 @@ Result<UniqueFd> Open(const std::string& path, int flags, mode_t mode, int* err_
 Status WriteAllQuiet(int fd, const char* data, size_t len, const std::string& path_for_errors);
 
 Status WriteAll(int fd, const char* data, size_t len, const std::string& path_for_errors) {
+  if (!noblock::MayWait()) return noblock::WouldBlock("write " + path_for_errors);
   // Reported after the write, so a sync reported later started after it (see Recorder).
   if (Recorder* r = g_recorder.load(std::memory_order_acquire); r && len > 0) {
     RS_RETURN_IF_ERROR(WriteAllQuiet(fd, data, len, path_for_errors));
@@ -206,6 +225,7 @@ Status WriteAllQuiet(int fd, const char* data, size_t len, const std::string& pa
 
 Result<size_t> PreadFull(int fd, char* buf, size_t len, uint64_t off,
                          const std::string& path_for_errors) {
+  if (!noblock::MayWait()) return noblock::WouldBlock("read " + path_for_errors);
   size_t got = 0;
   while (got < len) {
     ssize_t n = ::pread(fd, buf + got, len - got, static_cast<off_t>(off + got));
@@ -244,6 +264,7 @@ Status Pwrite(int fd, const char* data, size_t len, uint64_t off, const std::str
 }
 
 Status Fsync(int fd, const std::string& path_for_errors) {
+  if (!noblock::MayWait()) return noblock::WouldBlock("fsync " + path_for_errors);
   Report(FsOp::kFsyncFile, path_for_errors);
   g_file_syncs.fetch_add(1, std::memory_order_relaxed);
   if (::fsync(fd) != 0) return ErrnoError("fsync", path_for_errors, errno);
@@ -251,6 +272,7 @@ Status Fsync(int fd, const std::string& path_for_errors) {
 }
 
 Status FsyncDir(const std::string& dir) {
+  if (!noblock::MayWait()) return noblock::WouldBlock("fsync " + dir);
   if (SyncDirPath(dir) != 0) return ErrnoError("fsync dir", dir, errno);
   return {};
 }
@@ -336,6 +358,7 @@ Status SyncBatcher::Sync() {
 }
 
 Result<std::optional<std::string>> ReadFileIfExists(const std::string& path, struct stat* st) {
+  if (!noblock::MayWait()) return noblock::WouldBlock("read " + path);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return std::optional<std::string>();
@@ -362,11 +385,13 @@ Result<std::optional<std::string>> ReadFileIfExists(const std::string& path, str
 }
 
 bool Exists(const std::string& path) {
+  if (!noblock::MayWait()) return false;
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;
 }
 
 bool IsDir(const std::string& path) {
+  if (!noblock::MayWait()) return false;
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
@@ -432,6 +457,7 @@ void PruneEmptyDirs(const std::string& dir, const std::string& stop) {
 }
 
 Result<std::vector<std::string>> ListDir(const std::string& dir, bool dirs_only) {
+  if (!noblock::MayWait()) return noblock::WouldBlock("list " + dir);
   DIR* d = ::opendir(dir.c_str());
   if (!d) {
     // A directory removed under a concurrent walk simply has no entries.
@@ -589,6 +615,7 @@ void CommitRetire(const CommitPlan& plan) {
 }  // namespace
 
 Status Commit(const CommitPlan& plan, SyncBatcher* sync) {
+  if (!noblock::MayWait()) return noblock::WouldBlock("commit");
   std::shared_ptr<SyncBatcher> own;
   if (!sync) {
     auto b = SyncBatcher::For(plan.root);

@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "common/hash.h"
+#include "common/no_block.h"
 #include "storage/listing.h"
 #include "storage/object_meta.h"
 #include "storage/paths.h"
@@ -51,6 +52,7 @@ class LocalShardFile final : public ShardFile {
   }
   Result<size_t> ReadFramedAt(uint64_t off, char* head, size_t head_len, char* buf,
                               size_t len) override {
+    if (!noblock::MayWait()) return noblock::WouldBlock("read " + path_);
     struct iovec iov[2] = {{head, head_len}, {buf, len}};
     ssize_t n;
     do {
@@ -81,7 +83,7 @@ class LocalShardFile final : public ShardFile {
   // a file already shorter than its metadata says is not mapped (the read path reports it).
   std::string_view Map(uint64_t size) override {
     if (map_ && size <= map_len_) return {static_cast<const char*>(map_), size};
-    if (map_ || map_failed_ || size == 0) return {};
+    if (map_ || map_failed_ || size == 0 || !noblock::MayWait()) return {};
     struct stat st;
     if (::fstat(fd_.get(), &st) != 0 || static_cast<uint64_t>(st.st_size) < size) {
       map_failed_ = true;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cerrno>
 
+#include "common/no_block.h"
 #include "storage/fsutil.h"
 
 namespace rdmastor::storage {
@@ -56,6 +57,8 @@ Result<std::optional<std::string>> MetaFileCache::Read(const std::string& rel,
         return std::optional<std::string>(it->second.bytes);
       }
     }
+    // A miss reads the drive: not on a thread that must not wait (it retries on a worker).
+    if (!noblock::MayWait()) return noblock::WouldBlock("read " + abs);
     ++misses_;
     g_misses.fetch_add(1, std::memory_order_relaxed);
     generation = generation_;

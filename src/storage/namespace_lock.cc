@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/no_block.h"
+
 namespace rdmastor::storage {
 
 std::string ObjectResource(std::string_view bucket, std::string_view key) {
@@ -52,13 +54,15 @@ Result<std::unique_ptr<NamespaceLock>> LocalNamespaceLocker::Lock(
   // A waiter counts itself in waiting_writers, which only blocks readers, so it can never block
   // itself. Requests wait for all their resources at once and hold nothing while waiting: no
   // lock-order cycles.
-  const bool got = cv_.wait_until(lock, deadline, [&] {
+  const auto free = [&] {
     return std::all_of(rs.begin(), rs.end(), [&](const std::string& r) {
       State s = table_[r];
       if (exclusive) --s.waiting_writers;
       return Free(s, mode);
     });
-  });
+  };
+  // A thread that must not wait (common/no_block.h) takes the lock only when it is free now.
+  const bool got = free() || (noblock::MayWait() && cv_.wait_until(lock, deadline, free));
   for (const auto& r : rs) {
     State& s = table_[r];
     --s.waiters;

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/no_block.h"
 #include "storage/erasure_store.h"
 #include "storage/object_meta.h"
 #include "storage_test_util.h"
@@ -24,6 +25,28 @@ using testing::Pattern;
 using testing::Put;
 using testing::TempDir;
 using testing::Tree;
+
+// A thread that must not wait (an I/O thread serving a GET itself) takes a free lock, and is
+// refused at once, its scope tripped, where a writer holds or waits for it.
+TEST(LocalNamespaceLockerTest, NoBlockScopeTakesOnlyAFreeLock) {
+  LocalNamespaceLocker l;
+  {
+    noblock::Scope scope;
+    EXPECT_TRUE(l.Lock({"b/k"}, LockMode::kShared, 10s, "test").ok());
+    EXPECT_FALSE(scope.tripped());
+  }
+  auto w = l.Lock({"b/k"}, LockMode::kExclusive, 1s, "test");
+  ASSERT_TRUE(w.ok());
+  {
+    noblock::Scope scope;
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_FALSE(l.Lock({"b/k"}, LockMode::kShared, 10s, "test").ok());
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
+    EXPECT_TRUE(scope.tripped());
+  }
+  w->reset();
+  EXPECT_EQ(l.active(), 0u);
+}
 
 TEST(LocalNamespaceLockerTest, WriterExcludesWritersAndReadersReadersShare) {
   LocalNamespaceLocker l;

@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "common/clock.h"
+#include "common/no_block.h"
 #include "common/thread_pool.h"
 
 namespace rdmastor::storage {
@@ -91,6 +92,9 @@ std::vector<std::vector<size_t>> DriveFanout::Groups(const std::vector<bool>& wh
 void DriveFanout::RunTasks(const std::vector<std::vector<size_t>>& tasks,
                            const std::vector<std::vector<size_t>>& here,
                            const std::function<void(const std::vector<size_t>&)>& fn) const {
+  // A thread that must not wait (common/no_block.h) hands nothing to the pool: nothing runs, and
+  // the attempt that asked is dropped.
+  if (!tasks.empty() && pool_ && !noblock::MayWait()) return;
   if (tasks.empty() || !pool_) {
     for (const auto& t : here) fn(t);
     for (const auto& t : tasks) fn(t);
