@@ -20,6 +20,7 @@
 // address its peer RPCs come from (bind_ip).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -32,6 +33,7 @@
 
 #include "admin/metrics.h"
 #include "cluster/channel_pool.h"
+#include "cluster/peer_auth.h"
 #include "common/result.h"
 #include "rdma/fabric.h"
 #include "rdma/memory.h"
@@ -81,6 +83,13 @@ struct InternodeRdmaSettings {
   uint64_t inflight_bytes = uint64_t{256} << 20;
   rdma::TransferOptions transfer;  // transfer.timeout bounds a vanished peer
   std::chrono::milliseconds connect_timeout{3000};
+  // Keys bound to the authenticated peer (issue 37 item 9; docs/s3-over-rdma.md, "Threat model
+  // of the inter-node keys"): this node's connections prove with `auth` (the cluster's peer key)
+  // that `self` (this node's address, as its peers name it) opens them, its target refuses any
+  // connection without such a proof, and a buffer exposed to a peer is reachable only through
+  // connections that peer opened (a protection domain per peer). Required when enabled.
+  std::shared_ptr<const PeerAuth> auth;
+  std::string self;
 };
 
 // Reads MINIO_RDMA_INTERNODE_INFLIGHT (1..1024), MINIO_RDMA_INTERNODE_RETRY (a duration: "30s",
@@ -228,6 +237,8 @@ class InternodeRdma {
     return (send_bufs_ ? send_bufs_->registrations() : 0) +
            (recv_bufs_ ? recv_bufs_->registrations() : 0);
   }
+  // Connections this node's target refused (no proof, a bad or replayed one, an unknown node).
+  uint64_t connects_refused() const { return connects_refused_.load(); }
   // Channels opened so far (serving side) and channels open now; nullptr-safe when unavailable.
   uint64_t channels_opened() const { return channels_ ? channels_->opened() : 0; }
   size_t channels_open() const { return channels_ ? channels_->open_channels() : 0; }
@@ -237,6 +248,9 @@ class InternodeRdma {
   struct Peer;
   explicit InternodeRdma(InternodeRdmaSettings settings);
   Peer& GetPeer(std::string_view peer);
+  // The target's ConnectVerifier: the domain of the peer a connect proof names, or a refusal
+  // (counted, logged by the target).
+  Result<uint32_t> VerifyConnect(const rdma::ConnectContext& c, const uint8_t* proof, size_t len);
   // kRead: into `local`, exactly len bytes; kWrite: from `fill`, up to len (returns how many).
   Result<size_t> Move(std::string_view peer, rdma::Opcode op, std::string_view token,
                       std::string_view origin_ip, size_t len, char* local, const PieceFill* fill);
@@ -252,6 +266,9 @@ class InternodeRdma {
   std::unique_ptr<rdma::BufferPool> send_bufs_, recv_bufs_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Peer>, std::less<>> peers_;
+  uint32_t next_domain_ = 0;             // guarded by mu_: the last peer domain handed out
+  PeerReplayCache connect_nonces_;       // connect proofs seen (replays refused)
+  std::atomic<uint64_t> connects_refused_{0};
 };
 
 }  // namespace rdmastor::cluster

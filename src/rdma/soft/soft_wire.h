@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "rdma/fabric.h"
+
 namespace rdmastor::rdma::soft::wire {
 
 inline constexpr uint32_t kMagic = 0x31465352;  // "RSF1"
@@ -14,6 +16,17 @@ struct Hello {
   uint32_t magic = kMagic;
   uint32_t qpn = 0;  // the endpoint id from the token; the target refuses a mismatch
 };
+// A Hello that proves who connects (SoftFabricOptions::prove): proof_len bytes of proof. A target
+// with a verifier (SoftTargetOptions::verify) hands it the proof (none for a plain Hello) before
+// it serves the connection, which then reaches only the regions of the domain it answered.
+inline constexpr uint32_t kAuthMagic = 0x32465352;  // "RSF2"
+struct HelloAuth {
+  uint32_t magic = kAuthMagic;
+  uint32_t qpn = 0;
+  uint32_t proof_len = 0;
+  uint8_t proof[kMaxConnectProof] = {};
+};
+static_assert(sizeof(HelloAuth) == 12 + kMaxConnectProof);
 struct HelloReply {
   uint32_t magic = kMagic;
   uint32_t status = 0;  // 0 = accepted
