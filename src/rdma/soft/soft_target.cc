@@ -29,6 +29,8 @@
 
 namespace rdmastor::rdma::soft {
 
+static_assert(wire::kHelloProofBytes == kMaxConnectProof);
+
 struct SoftTarget::Impl {
   struct Region {
     uint64_t base;  // the address initiators name it by (the iova of a dma-buf region)

@@ -4,9 +4,8 @@
 // (a successful READ carries `length` payload bytes after it).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-
-#include "rdma/fabric.h"
 
 namespace rdmastor::rdma::soft::wire {
 
@@ -20,13 +19,14 @@ struct Hello {
 // with a verifier (SoftTargetOptions::verify) hands it the proof (none for a plain Hello) before
 // it serves the connection, which then reaches only the regions of the domain it answered.
 inline constexpr uint32_t kAuthMagic = 0x32465352;  // "RSF2"
+inline constexpr size_t kHelloProofBytes = 44;      // rdma::kMaxConnectProof (fabric.h)
 struct HelloAuth {
   uint32_t magic = kAuthMagic;
   uint32_t qpn = 0;
   uint32_t proof_len = 0;
-  uint8_t proof[kMaxConnectProof] = {};
+  uint8_t proof[kHelloProofBytes] = {};
 };
-static_assert(sizeof(HelloAuth) == 12 + kMaxConnectProof);
+static_assert(sizeof(HelloAuth) == 12 + kHelloProofBytes);
 struct HelloReply {
   uint32_t magic = kMagic;
   uint32_t status = 0;  // 0 = accepted
