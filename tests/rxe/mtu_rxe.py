@@ -12,6 +12,7 @@ usage: mtu_rxe.py BUILD_DIR   (an RDMA build). Lean: seconds of payload under TC
 
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -38,6 +39,21 @@ def active_mtu(dev):
     return int(m.group(1)) if m else None
 
 
+def udp_arrives(size):
+    """Whether a datagram of `size` bytes from SERVER_IP reaches CLIENT_IP (don't fragment)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rx, \
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+        rx.bind((CLIENT_IP, 0))
+        rx.settimeout(2)
+        tx.bind((SERVER_IP, 0))
+        tx.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO
+        try:
+            tx.sendto(b"m" * size, rx.getsockname())
+            return len(rx.recv(65536)) == size
+        except OSError:
+            return False
+
+
 def main():
     check(os.environ.get("RDMASTOR_VM_RXE_IP") == SERVER_IP, "inside the guest with two rxe devices")
     sh("ip", "link", "set", "rxv0", "mtu", "9000")
@@ -49,8 +65,13 @@ def main():
     # lookup) leave from rxe1's netdev: the client is on the small-MTU end of the wire.
     sh("ip", "rule", "add", "pref", "5", "iif", "lo", "to", SERVER_IP, "lookup", "100")
     route = sh("ip", "route", "get", SERVER_IP).stdout
-    check(f"dev rxv1 src {CLIENT_IP}" in route, f"a client reaches {SERVER_IP} from {CLIENT_IP}: "
+    check(re.search(rf"dev rxv1 .*src {re.escape(CLIENT_IP)}", route) is not None, f"a client reaches {SERVER_IP} from {CLIENT_IP}: "
           f"{route.strip()}")
+    # The wire enforces the small end's MTU: a 4000-byte datagram (DF set) toward rxe1's side is
+    # dropped by the pair (so any payload moved below went in frames of at most 1500 bytes), a
+    # 1400-byte one arrives.
+    check(not udp_arrives(4000) and udp_arrives(1400),
+          f"the veth pair drops frames above 1500 bytes toward {CLIENT_IP}, passes 1400")
     srv = RxeServer(BUILD)
     try:
         check(srv.cli("mb", "mtu").returncode == 0, "bucket mtu created")
