@@ -174,16 +174,16 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdma
   std::unique_ptr<InternodeRdma> self(new InternodeRdma(s));
   // Every connection proves which node opens it; this node's target serves only those, each in
   // the protection domain of the node it names (issue 37 item 9).
-  rdma::ConnectProver prove;
-  rdma::ConnectVerifier verify;
+  // Kept as members: a fabric and target made again later (a reopened device) get the same.
   if (s.auth) {
-    prove = [auth = s.auth, node = s.self](const rdma::ConnectContext& c) {
+    self->prove_ = [auth = s.auth, node = s.self](const rdma::ConnectContext& c) {
       return auth->SignConnect(node, c);
     };
-    verify = [raw = self.get()](const rdma::ConnectContext& c, const uint8_t* p, size_t n) {
-      return raw->VerifyConnect(c, p, n);
-    };
+    self->verify_ = [raw = self.get()](const rdma::ConnectContext& c, const uint8_t* p,
+                                       size_t n) { return raw->VerifyConnect(c, p, n); };
   }
+  const rdma::ConnectProver& prove = self->prove_;
+  const rdma::ConnectVerifier& verify = self->verify_;
   if (!s.enabled) {
     self->unavailable_reason_ = "MINIO_RDMA_INTERNODE is off";
     spdlog::info("inter-node RDMA: off (all shards over TCP)");

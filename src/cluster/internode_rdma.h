@@ -266,6 +266,9 @@ class InternodeRdma {
   std::unique_ptr<rdma::BufferPool> send_bufs_, recv_bufs_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Peer>, std::less<>> peers_;
+  // What every fabric / target of this node proves and checks at connect (Create sets them).
+  rdma::ConnectProver prove_;
+  rdma::ConnectVerifier verify_;
   uint32_t next_domain_ = 0;             // guarded by mu_: the last peer domain handed out
   PeerReplayCache connect_nonces_;       // connect proofs seen (replays refused)
   std::atomic<uint64_t> connects_refused_{0};
