@@ -258,6 +258,12 @@ struct ServerFamilies {
   CounterFamily& peer_fallbacks = r.AddCounter(
       "minio_system_network_internode_rdma_peer_fallbacks_total",
       "Inter-node transfers with a peer that should have used RDMA but went over TCP", {"peer"});
+  CounterFamily& reason_fallbacks = r.AddCounter(
+      "rdmastor_rdma_internode_fallbacks_total",
+      "Inter-node transfers that should have used RDMA but went over TCP, by reason "
+      "(fabric_unavailable: no fabric, device removed or port down; peer_degraded: the peer's "
+      "RDMA path failed lately; transfer_failed: resent over TCP; busy: a ceiling stayed full)",
+      {"reason"});
   CounterFamily& connections_opened = r.AddCounter(
       "rdmastor_rdma_internode_connections_opened_total",
       "Inter-node RDMA channels this node opened toward a peer's target, by peer", {"peer"});
@@ -572,10 +578,11 @@ void AddInternodeTraffic(Transport t, uint64_t sent, uint64_t received) {
   if (received) f.internode_recv.With({TransportName(t)}).Inc(received);
 }
 
-void RecordInternodeFallback(std::string_view peer) {
+void RecordInternodeFallback(std::string_view peer, std::string_view reason) {
   auto& f = Families();
   f.fallbacks.With().Inc();
   f.peer_fallbacks.With({peer}).Inc();
+  f.reason_fallbacks.With({reason}).Inc();
 }
 
 void RecordInternodeConnectionOpened(std::string_view peer) {

@@ -193,8 +193,10 @@ void RecordRdmaReply(int code);
 // Shard bytes exchanged with peers, by transport.
 void AddInternodeTraffic(Transport t, uint64_t sent, uint64_t received);
 // A transfer to `peer` that should have used RDMA went over TCP (the loud fallback). Counted in
-// the node total and per peer.
-void RecordInternodeFallback(std::string_view peer);
+// the node total, per peer and per reason: "fabric_unavailable" (no fabric, its device removed
+// or its port down), "peer_degraded" (the peer's RDMA path failed lately), "transfer_failed"
+// (this transfer failed and was resent), "busy" (a ceiling stayed full).
+void RecordInternodeFallback(std::string_view peer, std::string_view reason);
 // One shard exchanged with `peer` over transport `t` (the caller of a peer RPC counts it): bytes
 // and shards per peer and transport, and the node totals of AddInternodeTraffic.
 void AddInternodePeerShard(std::string_view peer, Transport t, uint64_t sent, uint64_t received);

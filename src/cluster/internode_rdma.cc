@@ -156,7 +156,112 @@ std::string InternodeRdmaStatus::state() const {
   return degraded.empty() ? "ok" : "degraded";
 }
 
-Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdmaSettings& s) {
+struct InternodeRdma::Plane {
+  std::unique_ptr<rdma::Fabric> fabric;  // serving side: connects to callers' targets
+  std::unique_ptr<rdma::Target> target;  // caller side: exposes shard buffers
+  // Declared after what they are registered with / connect through: destroyed before it.
+  std::unique_ptr<rdma::BufferPool> pool;   // serving side staging
+  std::unique_ptr<ChannelPool> channels;    // serving side: endpoints toward callers' targets
+  // Caller side: piece-sized buffers registered with the target (send: remote-read; receive:
+  // remote-write).
+  std::unique_ptr<rdma::BufferPool> send_bufs, recv_bufs;
+};
+
+std::shared_ptr<InternodeRdma::Plane> InternodeRdma::MakePlane(
+    const InternodeRdmaSettings& s, std::unique_ptr<rdma::Fabric> fabric,
+    std::unique_ptr<rdma::Target> target) {
+  auto p = std::make_shared<Plane>();
+  p->fabric = std::move(fabric);
+  p->target = std::move(target);
+  p->pool = std::make_unique<rdma::BufferPool>(*p->fabric, s.staging_bytes, s.max_buffers);
+  // Piece-sized buffers registered once with the target (issue 10 item 4: no registration per
+  // RPC), at most inflight_bytes in all, half per direction; each buffer in the protection domain
+  // of the peer it is exposed to, the first time it is (Buffer::RegisteredIn, issue 37 item 9).
+  rdma::Target* t = p->target.get();
+  auto reg = [t](uint32_t domain, void* a, size_t n, unsigned acc) {
+    return t->RegisterMemoryIn(domain, a, n, acc);
+  };
+  const size_t piece =
+      s.enabled ? static_cast<size_t>(std::clamp<uint64_t>(s.min_size, kMinPieceBytes,
+                                                           kMaxPieceBytes))
+                : kMinPieceBytes;
+  const size_t per_dir = static_cast<size_t>(
+      std::max<uint64_t>(1, s.inflight_bytes / 2 / std::max<size_t>(piece, 1)));
+  p->send_bufs = std::make_unique<rdma::BufferPool>(reg, piece, per_dir, rdma::kRemoteRead);
+  p->recv_bufs = std::make_unique<rdma::BufferPool>(reg, piece, per_dir,
+                                                    rdma::kRemoteWrite | rdma::kLocalWrite);
+  ChannelPoolOptions co;
+  co.channels = s.channels;
+  co.wait = s.channel_wait;
+  co.idle_close = s.channel_idle_close;
+  co.sweep_interval = s.channel_sweep;
+  co.on_ceiling = [](bool refused) { admin::RecordRdmaCeilingHit("channels", refused); };
+  rdma::Fabric* f = p->fabric.get();
+  p->channels = std::make_unique<ChannelPool>(
+      [f](const rdma::RemoteAddress& remote, const rdma::RequestOrigin& origin) {
+        return f->Connect(remote, origin);
+      },
+      co, [](std::string_view peer) { admin::RecordInternodeConnectionOpened(peer); });
+  return p;
+}
+
+Result<std::shared_ptr<InternodeRdma::Plane>> InternodeRdma::OpenFromSettings(
+    bool reopening) const {
+  const InternodeRdmaSettings& s = settings_;
+  switch (s.fabric) {
+    case rdma::FabricKind::kOff:
+      return MakeError(ErrorCode::kRDMANotSupported, "MINIO_RDMA_FABRIC=off");
+    case rdma::FabricKind::kVerbs: {
+      // RC queue pairs connected with librdmacm (DESIGN.md §4), the same token addressing.
+      rdma::RcSettings rc;
+      rc.device = s.verbs.device;
+      rc.port = s.verbs.port;
+      rc.cq_depth = s.verbs.cq_depth;
+      rc.connect_timeout = s.connect_timeout;
+      rc.allow = s.soft_allow;
+      rc.tos = s.traffic_class;
+      rc.source_ip = s.bind_ip;  // connections leave from the node's address and its device
+      // Every generation proves and checks connects alike (issue 37 item 9).
+      rc.prove = prove_;
+      rc.verify = verify_;
+      // Opened again after a removal: the device of the node's address, where its peers' tokens
+      // point, not another one that happens to be usable.
+      rc.require_source_device = reopening;
+      auto fabric = rdma::CreateVerbsRcFabric(rc);
+      if (!fabric.ok()) return fabric.error();
+      auto target = rdma::StartVerbsRcTarget(s.bind_ip, rc);
+      if (!target.ok())
+        return MakeError(target.error().code,
+                         "RC target on " + s.bind_ip + ": " + target.error().message);
+      return MakePlane(s, std::move(fabric).value(), std::move(target).value());
+    }
+    case rdma::FabricKind::kSoft: {
+      rdma::soft::SoftFabricOptions fo;
+      fo.allow = s.soft_allow;
+      fo.connect_timeout = s.connect_timeout;
+      fo.io_timeout = s.transfer.timeout;
+      fo.tos = s.traffic_class;
+      fo.max_idle_connections = 0;  // the channel pool keeps the connections
+      fo.progress_interval = s.transfer.timeout;
+      fo.min_rate = s.transfer.min_rate;  // 0 by default: peers need only move some byte
+      fo.prove = prove_;  // as the verbs fabric's: every generation proves and checks alike
+      rdma::soft::SoftTargetOptions to;
+      to.bind_ip = s.bind_ip;
+      to.io_timeout = s.transfer.timeout;
+      to.tos = s.traffic_class;
+      to.verify = verify_;
+      auto target = rdma::soft::SoftTarget::Start(to);
+      if (!target.ok())
+        return MakeError(target.error().code, "soft target on " + s.bind_ip +
+                                                  " did not start: " + target.error().message);
+      return MakePlane(s, std::make_unique<rdma::soft::SoftFabric>(fo),
+                       std::move(target).value());
+    }
+  }
+  return MakeError(ErrorCode::kInternalError, "inter-node RDMA: unknown fabric");
+}
+
+static Status ValidateSettings(const InternodeRdmaSettings& s) {
   if (s.inflight_per_peer < 1)
     return MakeError(ErrorCode::kInvalidArgument, "inter-node RDMA: in-flight bound must be >= 1");
   if (s.channels < 1 || s.channels > kMaxChannels)
@@ -171,10 +276,27 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdma
     return MakeError(ErrorCode::kInvalidArgument,
                      "inter-node RDMA: the peer key and this node's address are needed to bind "
                      "its keys to authenticated peers");
+  return {};
+}
+
+Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdmaSettings& s) {
+  // Only the verbs fabric has a device that can go away.
+  return Start(s, nullptr, s.fabric == rdma::FabricKind::kVerbs);
+}
+
+Result<std::unique_ptr<InternodeRdma>> InternodeRdma::CreateWith(const InternodeRdmaSettings& s,
+                                                                 OpenFn open) {
+  return Start(s, std::move(open), true);
+}
+
+Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Start(const InternodeRdmaSettings& s,
+                                                            OpenFn open, bool watch) {
+  RS_RETURN_IF_ERROR(ValidateSettings(s));
   std::unique_ptr<InternodeRdma> self(new InternodeRdma(s));
   // Every connection proves which node opens it; this node's target serves only those, each in
   // the protection domain of the node it names (issue 37 item 9).
-  // Kept as members: a fabric and target made again later (a reopened device) get the same.
+  // Kept as members: the fabric and target of every generation (OpenFromSettings: the first and
+  // each one opened again after a device removal) get the same.
   if (s.auth) {
     self->prove_ = [auth = s.auth, node = s.self](const rdma::ConnectContext& c) {
       return auth->SignConnect(node, c);
@@ -182,111 +304,38 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Create(const InternodeRdma
     self->verify_ = [raw = self.get()](const rdma::ConnectContext& c, const uint8_t* p,
                                        size_t n) { return raw->VerifyConnect(c, p, n); };
   }
-  const rdma::ConnectProver& prove = self->prove_;
-  const rdma::ConnectVerifier& verify = self->verify_;
   if (!s.enabled) {
     self->unavailable_reason_ = "MINIO_RDMA_INTERNODE is off";
     spdlog::info("inter-node RDMA: off (all shards over TCP)");
     return self;
   }
-  switch (s.fabric) {
-    case rdma::FabricKind::kOff:
-      self->unavailable_reason_ = "MINIO_RDMA_FABRIC=off";
-      break;
-    case rdma::FabricKind::kVerbs: {
-      // RC queue pairs connected with librdmacm (DESIGN.md §4), the same token addressing.
-      rdma::RcSettings rc;
-      rc.device = s.verbs.device;
-      rc.port = s.verbs.port;
-      rc.cq_depth = s.verbs.cq_depth;
-      rc.connect_timeout = s.connect_timeout;
-      rc.allow = s.soft_allow;
-      rc.tos = s.traffic_class;
-      rc.source_ip = s.bind_ip;  // connections leave from the node's address and its device
-      rc.prove = prove;
-      rc.verify = verify;
-      auto fabric = rdma::CreateVerbsRcFabric(rc);
-      if (!fabric.ok()) {
-        self->unavailable_reason_ = fabric.error().message;
-        break;
-      }
-      auto target = rdma::StartVerbsRcTarget(s.bind_ip, rc);
-      if (!target.ok()) {
-        self->unavailable_reason_ = "RC target on " + s.bind_ip + ": " + target.error().message;
-        break;
-      }
-      self->target_ = std::move(target).value();
-      self->fabric_ = std::move(fabric).value();
-      self->pool_ =
-          std::make_unique<rdma::BufferPool>(*self->fabric_, s.staging_bytes, s.max_buffers);
-      break;
-    }
-    case rdma::FabricKind::kSoft: {
-      rdma::soft::SoftFabricOptions fo;
-      fo.allow = s.soft_allow;
-      fo.connect_timeout = s.connect_timeout;
-      fo.io_timeout = s.transfer.timeout;
-      fo.tos = s.traffic_class;
-      fo.max_idle_connections = 0;  // the channel pool keeps the connections
-      fo.progress_interval = s.transfer.timeout;
-      fo.min_rate = s.transfer.min_rate;  // 0 by default: peers need only move some byte
-      fo.prove = prove;
-      rdma::soft::SoftTargetOptions to;
-      to.bind_ip = s.bind_ip;
-      to.io_timeout = s.transfer.timeout;
-      to.tos = s.traffic_class;
-      to.verify = verify;
-      auto target = rdma::soft::SoftTarget::Start(to);
-      if (!target.ok()) {
-        self->unavailable_reason_ =
-            "soft target on " + s.bind_ip + " did not start: " + target.error().message;
-        break;
-      }
-      self->target_ = std::move(target).value();
-      self->fabric_ = std::make_unique<rdma::soft::SoftFabric>(fo);
-      self->pool_ =
-          std::make_unique<rdma::BufferPool>(*self->fabric_, s.staging_bytes, s.max_buffers);
-      break;
-    }
-  }
-  if (!self->available()) {
+  InternodeRdma* raw = self.get();
+  self->open_ = open ? std::move(open)
+                     : OpenFn([raw](bool reopening) { return raw->OpenFromSettings(reopening); });
+  auto plane = self->open_(false);
+  if (!plane.ok()) {
+    self->unavailable_reason_ = plane.error().message;
     spdlog::warn(
         "inter-node RDMA: MINIO_RDMA_INTERNODE=on but unavailable, all shards go over "
         "TCP: {}",
         self->unavailable_reason_);
     return self;
   }
-  {
-    // Piece-sized buffers registered once with the target (issue 10 item 4: no registration per
-    // RPC), at most inflight_bytes in all, half per direction.
-    rdma::Target* target = self->target_.get();
-    auto reg = [target](uint32_t domain, void* a, size_t n, unsigned acc) {
-      return target->RegisterMemoryIn(domain, a, n, acc);
-    };
-    const size_t piece = self->piece_bytes();
-    const size_t per_dir = static_cast<size_t>(
-        std::max<uint64_t>(1, s.inflight_bytes / 2 / std::max<size_t>(piece, 1)));
-    self->send_bufs_ = std::make_unique<rdma::BufferPool>(reg, piece, per_dir, rdma::kRemoteRead);
-    self->recv_bufs_ = std::make_unique<rdma::BufferPool>(reg, piece, per_dir,
-                                                          rdma::kRemoteWrite | rdma::kLocalWrite);
-  }
-  ChannelPoolOptions co;
-  co.channels = s.channels;
-  co.wait = s.channel_wait;
-  co.idle_close = s.channel_idle_close;
-  co.sweep_interval = s.channel_sweep;
-  co.on_ceiling = [](bool refused) { admin::RecordRdmaCeilingHit("channels", refused); };
-  rdma::Fabric* fabric = self->fabric_.get();
-  self->channels_ = std::make_unique<ChannelPool>(
-      [fabric](const rdma::RemoteAddress& remote, const rdma::RequestOrigin& origin) {
-        return fabric->Connect(remote, origin);
-      },
-      co, [](std::string_view peer) { admin::RecordInternodeConnectionOpened(peer); });
-  auto addr = self->target_->address();
+  self->plane_ = std::move(plane).value();
+  self->started_ = true;
+  auto addr = self->plane_->target->address();
   spdlog::info(
       "inter-node RDMA: on, {} fabric, target port {} on {}, shards >= {} bytes, {} channels per "
       "peer",
-      self->fabric_->name(), addr.lid, s.bind_ip, s.min_size, s.channels);
+      self->plane_->fabric->name(), addr.lid, s.bind_ip, s.min_size, s.channels);
+  if (watch) {
+    rdma::DeviceMonitor::Hooks hooks;
+    hooks.gone = [raw] { return raw->Gone(); };
+    hooks.release = [raw](const std::string& why) { raw->Release(why); };
+    hooks.reopen = [raw] { return raw->Reopen(); };
+    self->monitor_ = std::make_unique<rdma::DeviceMonitor>(
+        rdma::DeviceMonitorOptions{s.device_look, s.reopen_first, s.reopen_cap}, std::move(hooks));
+  }
   return self;
 }
 
@@ -297,10 +346,9 @@ InternodeRdma::InternodeRdma(InternodeRdmaSettings settings)
     : settings_(std::move(settings)),
       connect_nonces_(1 << 16, PeerAuthNowMs() - kPeerAuthSkew.count()) {}
 InternodeRdma::~InternodeRdma() {
-  channels_.reset();   // endpoints go before the fabric that made them
-  send_bufs_.reset();  // and registered buffers before the target
-  recv_bufs_.reset();
-  target_.reset();  // its event loop calls VerifyConnect, which reads peers_
+  monitor_.reset();  // before the plane it looks at
+  std::lock_guard lock(plane_mu_);
+  plane_.reset();  // its target's event loop calls VerifyConnect, which reads peers_
 }
 
 Result<uint32_t> InternodeRdma::VerifyConnect(const rdma::ConnectContext& c, const uint8_t* proof,
@@ -331,6 +379,101 @@ Result<uint32_t> InternodeRdma::VerifyConnect(const rdma::ConnectContext& c, con
   return domain;
 }
 
+std::shared_ptr<InternodeRdma::Plane> InternodeRdma::plane() const {
+  std::lock_guard lock(plane_mu_);
+  return plane_;
+}
+
+std::string InternodeRdma::Gone() const {
+  auto p = plane();
+  if (!p) return "";
+  if (p->fabric->NeedsReopen()) {
+    auto why = p->fabric->Unavailable();
+    return why.empty() ? "the RDMA device failed" : why;
+  }
+  return p->target->Lost();
+}
+
+void InternodeRdma::Release(const std::string& why) {
+  long users = 0;
+  std::shared_ptr<Plane> old;
+  {
+    std::lock_guard lock(plane_mu_);
+    gone_reason_ = why;
+    old = std::move(plane_);
+    users = old.use_count() - 1;
+  }
+  // Idle channels (QPs) go now even when a running transfer keeps the plane a little longer.
+  if (old && old->channels) old->channels->Sweep();
+  old.reset();
+  spdlog::error(
+      "inter-node RDMA: degraded, shard pieces go over TCP (counted as fallbacks): {}; freed the "
+      "channels, the target and the registered buffers{}",
+      why,
+      users > 0 ? " (what " + std::to_string(users) + " running transfer(s) hold when they end)"
+                : std::string());
+}
+
+bool InternodeRdma::Reopen() {
+  auto plane = open_(true);
+  if (!plane.ok()) {
+    spdlog::debug("inter-node RDMA: the device is not back yet: {}", plane.error().message);
+    return false;
+  }
+  auto addr = (*plane)->target->address();
+  {
+    std::lock_guard lock(plane_mu_);
+    plane_ = std::move(plane).value();
+    gone_reason_.clear();
+  }
+  {
+    // Transfers that failed while the device went away were not the peers' fault: try RDMA with
+    // every peer at once.
+    std::lock_guard lock(mu_);
+    for (auto& [name, p] : peers_)
+      if (p->degraded) p->retry_at = Clock::now();
+  }
+  spdlog::info(
+      "inter-node RDMA: the device was reopened; shards >= {} bytes go over RDMA again (target "
+      "port {} on {})",
+      settings_.min_size, addr.lid, settings_.bind_ip);
+  return true;
+}
+
+bool InternodeRdma::available() const {
+  auto p = plane();
+  return p && p->fabric->Unavailable().empty();
+}
+
+std::string InternodeRdma::UnavailableReason() const {
+  std::shared_ptr<Plane> p;
+  {
+    std::lock_guard lock(plane_mu_);
+    if (!plane_)
+      return gone_reason_.empty()
+                 ? unavailable_reason_
+                 : "the " + std::string(rdma::FabricName(settings_.fabric)) +
+                       " fabric is degraded: " + gone_reason_;
+    p = plane_;
+  }
+  if (auto why = p->fabric->Unavailable(); !why.empty())
+    return "the " + std::string(p->fabric->name()) + " fabric is degraded: " + why;
+  return "";
+}
+
+uint64_t InternodeRdma::buffer_registrations() const {
+  auto p = plane();
+  return p ? p->send_bufs->registrations() + p->recv_bufs->registrations() : 0;
+}
+uint64_t InternodeRdma::channels_opened() const {
+  auto p = plane();
+  return p ? p->channels->opened() : 0;
+}
+size_t InternodeRdma::channels_open() const {
+  auto p = plane();
+  return p ? p->channels->open_channels() : 0;
+}
+
 InternodeRdma::Peer& InternodeRdma::GetPeer(std::string_view peer) {
   std::lock_guard lock(mu_);
   auto it = peers_.find(peer);
@@ -345,34 +488,44 @@ InternodeRdma::Peer& InternodeRdma::GetPeer(std::string_view peer) {
   return *it->second;
 }
 
+void InternodeRdma::CountFallback(Peer& p, std::string_view peer, std::string_view reason) {
+  {
+    std::lock_guard lock(mu_);
+    ++p.c.fallbacks;
+  }
+  admin::RecordInternodeFallback(peer, reason);
+}
+
 bool InternodeRdma::ShouldUse(std::string_view peer, uint64_t size) {
   // An empty shard has nothing to move: always TCP (its metadata travels there anyway).
   if (!settings_.enabled || size == 0 || size < settings_.min_size) return false;
   Peer& p = GetPeer(peer);
-  std::lock_guard lock(mu_);
-  // Enabled but no fabric, or the peer's RDMA path is down (until its retry time): TCP, counted.
-  if (available() && (!p.degraded || Clock::now() >= p.retry_at)) return true;
-  ++p.c.fallbacks;
-  admin::RecordInternodeFallback(peer);
+  // Enabled but no fabric (or its device is gone, its port down), or the peer's RDMA path is
+  // down (until its retry time): TCP, counted with the reason.
+  if (!available()) {
+    CountFallback(p, peer, "fabric_unavailable");
+    return false;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (!p.degraded || Clock::now() >= p.retry_at) return true;
+  }
+  CountFallback(p, peer, "peer_degraded");
   return false;
 }
 
 size_t InternodeRdma::piece_bytes() const {
-  if (!settings_.enabled || !available()) return kMinPieceBytes;
+  // Fixed at start: a device that comes and goes does not change how shards are cut.
+  if (!settings_.enabled || !started_) return kMinPieceBytes;
   return static_cast<size_t>(
       std::clamp<uint64_t>(settings_.min_size, kMinPieceBytes, kMaxPieceBytes));
 }
 
 void InternodeRdma::RecordFallback(std::string_view peer) {
-  Peer& p = GetPeer(peer);
-  {
-    std::lock_guard lock(mu_);
-    ++p.c.fallbacks;
-  }
-  admin::RecordInternodeFallback(peer);
+  CountFallback(GetPeer(peer), peer, "busy");
 }
 
-InternodeRdma::Exposed::~Exposed() {
+void InternodeRdma::Exposed::Reset() {
   mr_.reset();  // deregister before the in-flight slot frees up
   if (buffer_) {
     if (answered_)
@@ -381,6 +534,23 @@ InternodeRdma::Exposed::~Exposed() {
       buffer_.Discard();
   }
   slot_.reset();
+  plane_.reset();  // last: what the registrations were made with
+}
+
+InternodeRdma::Exposed& InternodeRdma::Exposed::operator=(Exposed&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    plane_ = std::move(o.plane_);
+    token_ = std::move(o.token_);
+    mr_ = std::move(o.mr_);
+    buffer_ = std::move(o.buffer_);
+    pool_ = o.pool_;
+    dst_ = o.dst_;
+    len_ = o.len_;
+    answered_ = o.answered_;
+    slot_ = std::move(o.slot_);
+  }
+  return *this;
 }
 
 void InternodeRdma::Exposed::CopyOut(size_t n) {
@@ -395,19 +565,21 @@ rdma::BufferPool::Buffer InternodeRdma::Exposed::TakeReceived() {
 
 Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void* buf, size_t len,
                                                      bool for_remote_write) {
-  if (!available()) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
+  auto plane = this->plane();
+  if (!plane) return MakeError(ErrorCode::kRDMANotSupported, UnavailableReason());
   if (buf == nullptr || len == 0 || len > std::numeric_limits<uint32_t>::max())
     return MakeError(ErrorCode::kInvalidArgument,
                      "inter-node RDMA: exposed buffers hold 1 byte to 4 GiB - 1 (one token)");
   Exposed e;
   Peer& p = GetPeer(peer);
   const uint32_t domain = p.domain;
+  e.plane_ = plane;
   e.slot_ = p.expose_slots.Acquire(settings_.inflight_wait);
   if (!e.slot_)
     return MakeError(ErrorCode::kSlowDown,
                      "inter-node RDMA: " + std::to_string(settings_.inflight_per_peer) +
                          " transfers with " + std::string(peer) + " already in flight");
-  rdma::BufferPool& pool = for_remote_write ? *recv_bufs_ : *send_bufs_;
+  rdma::BufferPool& pool = for_remote_write ? *plane->recv_bufs : *plane->send_bufs;
   uint64_t raddr = 0;
   uint32_t rkey = 0;
   if (len <= pool.buffer_size()) {
@@ -418,6 +590,8 @@ Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void
                        "inter-node RDMA: all " + std::to_string(pool.max_buffers()) +
                            " registered buffers (MINIO_RDMA_INTERNODE_INFLIGHT_BYTES) are busy");
     e.buffer_ = std::move(b).value();
+    // A receive buffer handed over (TakeReceived) keeps its generation alive wherever it goes.
+    e.buffer_.KeepOwner(plane);
     e.pool_ = &pool;
     // Reachable only through the connections `peer` opened (its protection domain).
     auto mr = e.buffer_.RegisteredIn(domain);
@@ -430,7 +604,7 @@ Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void
     // Larger than a piece (not what RemoteDrive sends): registered for this RPC only.
     unsigned access =
         for_remote_write ? (rdma::kRemoteWrite | rdma::kLocalWrite) : rdma::kRemoteRead;
-    auto mr = target_->RegisterMemoryIn(domain, buf, len, access);
+    auto mr = plane->target->RegisterMemoryIn(domain, buf, len, access);
     if (!mr.ok()) return mr.error();
     e.mr_ = std::move(mr).value();
     raddr = reinterpret_cast<uint64_t>(buf);
@@ -438,7 +612,7 @@ Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void
   }
   e.len_ = len;
   e.token_ =
-      rdma::FormatToken(target_->address().TokenFor(raddr, static_cast<uint32_t>(len), rkey));
+      rdma::FormatToken(plane->target->address().TokenFor(raddr, static_cast<uint32_t>(len), rkey));
   return e;
 }
 
@@ -467,7 +641,8 @@ Result<size_t> InternodeRdma::PushFrom(std::string_view peer, std::string_view t
 Result<size_t> InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::string_view token,
                                    std::string_view origin_ip, size_t len, char* local,
                                    const PieceFill* fill) {
-  if (!available()) return MakeError(ErrorCode::kRDMANotSupported, unavailable_reason_);
+  auto plane = this->plane();  // held until this transfer's endpoint and buffer are back
+  if (!plane) return MakeError(ErrorCode::kRDMANotSupported, UnavailableReason());
   Peer& p = GetPeer(peer);
   auto fail = [&](Error e) {
     {
@@ -493,7 +668,7 @@ Result<size_t> InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::
     return MakeError(ErrorCode::kSlowDown,
                      "inter-node RDMA: " + std::to_string(settings_.inflight_per_peer) +
                          " transfers with " + std::string(peer) + " already in flight");
-  auto buffer = TakeBuffer(*pool_, "internode_staging_buffers", settings_.inflight_wait);
+  auto buffer = TakeBuffer(*plane->pool, "internode_staging_buffers", settings_.inflight_wait);
   if (!buffer.ok()) return buffer.error();
   // The origin the fabric's policy checks the token against: the address the RPC came from, or
   // the peer's advertised RDMA address when the token names that (a separate RDMA network).
@@ -502,7 +677,7 @@ Result<size_t> InternodeRdma::Move(std::string_view peer, rdma::Opcode op, std::
     std::lock_guard lock(mu_);
     if (p.rdma_ip == *named) origin = rdma::soft::net::Ipv4String(*named);
   }
-  auto lease = channels_->Acquire(peer, rdma::RemoteAddress::FromToken(t),
+  auto lease = plane->channels->Acquire(peer, rdma::RemoteAddress::FromToken(t),
                                   rdma::RequestOrigin{origin, settings_.bind_ip});
   if (!lease.ok()) {
     if (lease.error().code != ErrorCode::kSlowDown) return fail(lease.error());
@@ -592,7 +767,7 @@ void InternodeRdma::ReportFailure(std::string_view peer, const Error& error) {
     p.last_error = error.message;
   }
   admin::RecordInternodeRdmaError(peer);
-  admin::RecordInternodeFallback(peer);
+  admin::RecordInternodeFallback(peer, "transfer_failed");
   if (transition) {
     admin::SetInternodeRdmaDegraded(peer, true);
     spdlog::warn(
@@ -618,11 +793,10 @@ InternodePeerCounters InternodeRdma::counters(std::string_view peer) const {
 InternodeRdmaStatus InternodeRdma::status() const {
   InternodeRdmaStatus s;
   s.enabled = settings_.enabled;
-  s.available = available();
-  s.fabric =
-      available() ? std::string(fabric_->name()) : std::string(rdma::FabricName(settings_.fabric));
+  s.unavailable_reason = settings_.enabled ? UnavailableReason() : unavailable_reason_;
+  s.available = settings_.enabled && s.unavailable_reason.empty();
+  s.fabric = std::string(rdma::FabricName(settings_.fabric));
   if (!s.enabled) s.fabric = "off";
-  s.unavailable_reason = available() ? std::string() : unavailable_reason_;
   auto now = Clock::now();
   std::lock_guard lock(mu_);
   for (const auto& [name, p] : peers_) {

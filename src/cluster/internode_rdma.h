@@ -15,6 +15,14 @@
 // is tried again after retry_after; the first RDMA shard that then succeeds (RecordShard with
 // kRdma) restores it (an info line). Counters per peer feed src/admin/metrics.
 //
+// Device removal (verbs): a device monitor (rdma/device_monitor.h, the one S3 over RDMA uses)
+// looks at the fabric and target every 500 ms; when their device is removed or failed it frees
+// everything made on it (channels, QPs, CQs, registrations, PDs, rdma_cm ids: the kernel finishes
+// `rdma link delete` only then; what a running transfer still holds goes when it ends), pieces go
+// over TCP meanwhile (fallbacks, reason "fabric_unavailable"), and it opens the device of the
+// node's address again (250 ms doubling to 4 s) and goes back to RDMA when it is back. A port
+// that is down keeps the fabric; pieces go over TCP until it is active again.
+//
 // Soft fabric: the serving side only connects to the HTTP requester's own address (the caller
 // node) unless MINIO_RDMA_SOFT_ALLOW lists more, so the caller's target must listen on the
 // address its peer RPCs come from (bind_ip).
@@ -35,6 +43,7 @@
 #include "cluster/channel_pool.h"
 #include "cluster/peer_auth.h"
 #include "common/result.h"
+#include "rdma/device_monitor.h"
 #include "rdma/fabric.h"
 #include "rdma/memory.h"
 #include "rdma/settings.h"
@@ -90,6 +99,11 @@ struct InternodeRdmaSettings {
   // connections that peer opened (a protection domain per peer). Required when enabled.
   std::shared_ptr<const PeerAuth> auth;
   std::string self;
+  // The device monitor (verbs): how often it looks, and the first and longest wait between
+  // attempts to open a removed device again (as S3 over RDMA's).
+  std::chrono::milliseconds device_look{500};
+  std::chrono::milliseconds reopen_first{250};
+  std::chrono::milliseconds reopen_cap{4000};
 };
 
 // Reads MINIO_RDMA_INTERNODE_INFLIGHT (1..1024), MINIO_RDMA_INTERNODE_RETRY (a duration: "30s",
@@ -137,7 +151,8 @@ class InternodeRdma {
   InternodeRdma& operator=(const InternodeRdma&) = delete;
 
   bool enabled() const { return settings_.enabled; }
-  bool available() const { return fabric_ != nullptr && target_ != nullptr; }
+  // The fabric and target are up and their device serves (not removed, port active).
+  bool available() const;
   const InternodeRdmaSettings& settings() const { return settings_; }
 
   // Whether a shard of `size` bytes to/from `peer` should go over RDMA: enabled, size > 0 and
@@ -151,7 +166,8 @@ class InternodeRdma {
   static constexpr size_t kMaxPieceBytes = 4 << 20;
   size_t piece_bytes() const;
   // A piece that qualified for RDMA went over TCP for a reason other than a failure (the peer's
-  // in-flight bound stayed full): counted as a fallback, the peer is not degraded.
+  // in-flight bound stayed full): counted as a fallback (reason "busy"), the peer is not
+  // degraded.
   void RecordFallback(std::string_view peer);
 
   // ----- caller side
@@ -162,8 +178,8 @@ class InternodeRdma {
    public:
     Exposed() = default;
     Exposed(Exposed&&) noexcept = default;
-    Exposed& operator=(Exposed&&) noexcept = default;
-    ~Exposed();
+    Exposed& operator=(Exposed&& o) noexcept;
+    ~Exposed() { Reset(); }
     const std::string& token() const { return token_; }  // for the request header
     explicit operator bool() const { return mr_ != nullptr || static_cast<bool>(buffer_); }
     // The peer answered the RPC (success or an RDMA error it reported): it no longer touches
@@ -182,6 +198,8 @@ class InternodeRdma {
 
    private:
     friend class InternodeRdma;
+    void Reset();
+    std::shared_ptr<void> plane_;  // the fabric generation the buffer is registered in
     std::string token_;
     std::unique_ptr<rdma::MemoryRegion> mr_;  // per-RPC registration (pieces above the pool's)
     rdma::BufferPool::Buffer buffer_;         // or a pooled pre-registered buffer
@@ -231,18 +249,31 @@ class InternodeRdma {
   void SetPeerRdmaAddress(std::string_view peer, const std::string& ip);
 
   InternodePeerCounters counters(std::string_view peer) const;
-  // Caller-side buffer registrations so far (send + receive pools): grows with the pools, not
-  // with the pieces moved.
-  uint64_t buffer_registrations() const {
-    return (send_bufs_ ? send_bufs_->registrations() : 0) +
-           (recv_bufs_ ? recv_bufs_->registrations() : 0);
-  }
-  // Connections this node's target refused (no proof, a bad or replayed one, an unknown node).
+  // Caller-side buffer registrations so far (send + receive pools) of the fabric generation in
+  // use: grows with the pools, not with the pieces moved.
+  uint64_t buffer_registrations() const;
+  // Channels opened so far (serving side) and channels open now, of the generation in use; 0
+  // when unavailable.
+  uint64_t channels_opened() const;
+  size_t channels_open() const;
+  // Connections this node's target refused (no proof, a bad or replayed one, an unknown node), in
+  // every generation of the transport.
   uint64_t connects_refused() const { return connects_refused_.load(); }
-  // Channels opened so far (serving side) and channels open now; nullptr-safe when unavailable.
-  uint64_t channels_opened() const { return channels_ ? channels_->opened() : 0; }
-  size_t channels_open() const { return channels_ ? channels_->open_channels() : 0; }
   InternodeRdmaStatus status() const;
+
+  // One generation of the transport: fabric and target, the buffers registered with them and
+  // the channels the fabric opened. Requests hold it while they run; a device removal drops it.
+  struct Plane;
+  using OpenFn = std::function<Result<std::shared_ptr<Plane>>(bool reopening)>;
+  // Create, with the fabric and target made by `open` instead of from settings.fabric (tests:
+  // a fabric whose device can be removed), watched by the device monitor.
+  static Result<std::unique_ptr<InternodeRdma>> CreateWith(const InternodeRdmaSettings& settings,
+                                                           OpenFn open);
+  // A plane over `fabric` and `target` (the buffers and channels made here; the buffers are
+  // registered per peer domain, Target::RegisterMemoryIn).
+  static std::shared_ptr<Plane> MakePlane(const InternodeRdmaSettings& s,
+                                          std::unique_ptr<rdma::Fabric> fabric,
+                                          std::unique_ptr<rdma::Target> target);
 
  private:
   struct Peer;
@@ -251,27 +282,40 @@ class InternodeRdma {
   // The target's ConnectVerifier: the domain of the peer a connect proof names, or a refusal
   // (counted, logged by the target).
   Result<uint32_t> VerifyConnect(const rdma::ConnectContext& c, const uint8_t* proof, size_t len);
+  std::shared_ptr<Plane> plane() const;
+  // The fabric and target from settings.fabric (reopening: the device of bind_ip only).
+  Result<std::shared_ptr<Plane>> OpenFromSettings(bool reopening) const;
+  // Starts with `open`'s plane; a monitor when `watch`.
+  static Result<std::unique_ptr<InternodeRdma>> Start(const InternodeRdmaSettings& s, OpenFn open,
+                                                      bool watch);
+  // The device monitor's hooks.
+  std::string Gone() const;
+  void Release(const std::string& why);
+  bool Reopen();
+  // Why not available() ("" when it is).
+  std::string UnavailableReason() const;
+  void CountFallback(Peer& p, std::string_view peer, std::string_view reason);
   // kRead: into `local`, exactly len bytes; kWrite: from `fill`, up to len (returns how many).
   Result<size_t> Move(std::string_view peer, rdma::Opcode op, std::string_view token,
                       std::string_view origin_ip, size_t len, char* local, const PieceFill* fill);
 
   InternodeRdmaSettings settings_;
-  std::string unavailable_reason_;
-  std::unique_ptr<rdma::Fabric> fabric_;  // serving side: connects to callers' targets
-  std::unique_ptr<rdma::Target> target_;  // caller side: exposes shard buffers
-  std::unique_ptr<rdma::BufferPool> pool_;
-  std::unique_ptr<ChannelPool> channels_;  // serving side: endpoints toward callers' targets
-  // Caller side: pre-registered buffers with the target (send: remote-read; receive:
-  // remote-write), piece-sized.
-  std::unique_ptr<rdma::BufferPool> send_bufs_, recv_bufs_;
+  std::string unavailable_reason_;  // why it never started (fixed at start)
+  bool started_ = false;            // a plane came up at start (piece sizes follow from it)
+  OpenFn open_;
+  mutable std::mutex plane_mu_;     // guards plane_ and gone_reason_
+  std::shared_ptr<Plane> plane_;    // null: never started, or released (device gone)
+  std::string gone_reason_;         // why plane_ was released ("" while it was not)
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Peer>, std::less<>> peers_;
-  // What every fabric / target of this node proves and checks at connect (Create sets them).
+  // What every fabric / target of this node proves and checks at connect (Start sets them):
+  // OpenFromSettings hands them to the fabric and target of every generation, first or reopened.
   rdma::ConnectProver prove_;
   rdma::ConnectVerifier verify_;
   uint32_t next_domain_ = 0;             // guarded by mu_: the last peer domain handed out
   PeerReplayCache connect_nonces_;       // connect proofs seen (replays refused)
   std::atomic<uint64_t> connects_refused_{0};
+  std::unique_ptr<rdma::DeviceMonitor> monitor_;  // last: stopped first
 };
 
 }  // namespace rdmastor::cluster

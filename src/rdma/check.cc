@@ -295,30 +295,23 @@ Result<std::vector<CheckItem>> RunRdmaCheck(const CheckFacts& f) {
 
   // 9. The fabric S3 over RDMA uses.
   switch (settings->fabric) {
-    case FabricKind::kVerbs:
-      // The transports come from the device: DC on mlx5; RC (connections the clients open) on a
-      // device without DC. RC next to DC on mlx5 is designed (docs/s3-over-rdma.md), not built.
+    case FabricKind::kVerbs: {
+      // The transports come from the device, as the server chooses them: DC and RC on mlx5, RC
+      // elsewhere (ChooseS3Transports).
+      std::optional<S3Transports> t;
+      if (devs) t = ChooseS3Transports(*devs, vs.device, vs.port, settings->rc_port);
       items.push_back(
-          pick.ok() ? CheckItem{"fabric", CheckStatus::kOk,
-                                "verbs (hardware RDMA) on " + pick->device + " port " +
-                                    std::to_string(pick->port) +
-                                    ": S3 over RDMA on DC (RC next to DC on mlx5: not yet)",
-                                ""}
-          : rc_pick.ok() && settings->rc_port
+          t && (t->dc || t->rc)
               ? CheckItem{"fabric", CheckStatus::kOk,
-                          "verbs (hardware RDMA) on " + rc_pick->device + " port " +
-                              std::to_string(rc_pick->port) +
-                              ": S3 over RDMA on RC only (no DC: " + pick.error().message +
-                              "); clients open RC connections to MINIO_RDMA_RC_PORT " +
-                              std::to_string(settings->rc_port),
-                          ""}
+                          "verbs (hardware RDMA): S3 over RDMA on " + t->Describe(), ""}
               : CheckItem{"fabric", CheckStatus::kFailed,
                           "verbs selected but no active RDMA port" +
-                              (devs ? " (" + pick.error().message + ")" : std::string()) +
+                              (t ? " (" + t->Describe() + ")" : std::string()) +
                               ": requests with x-amz-rdma-token get 501",
                           "fix the layers above, or MINIO_RDMA_FABRIC=soft for "
                           "the TCP emulation"});
       break;
+    }
     case FabricKind::kSoft:
       items.push_back(
           {"fabric", CheckStatus::kWarning,

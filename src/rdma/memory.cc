@@ -64,6 +64,7 @@ BufferPool::Buffer& BufferPool::Buffer::operator=(Buffer&& o) noexcept {
     Release();
     pool_ = o.pool_;
     index_ = o.index_;
+    owner_ = std::move(o.owner_);
     o.pool_ = nullptr;
   }
   return *this;
@@ -72,11 +73,13 @@ BufferPool::Buffer& BufferPool::Buffer::operator=(Buffer&& o) noexcept {
 void BufferPool::Buffer::Release() {
   if (pool_) pool_->Put(index_);
   pool_ = nullptr;
+  owner_.reset();  // after the buffer went back: this may destroy the pool
 }
 
 void BufferPool::Buffer::Discard() {
   if (pool_) pool_->Put(index_, /*discard=*/true);
   pool_ = nullptr;
+  owner_.reset();
 }
 
 char* BufferPool::Buffer::data() const {

@@ -52,7 +52,9 @@ class BufferPool {
   class Buffer {
    public:
     Buffer() = default;
-    Buffer(Buffer&& o) noexcept : pool_(o.pool_), index_(o.index_) { o.pool_ = nullptr; }
+    Buffer(Buffer&& o) noexcept : pool_(o.pool_), index_(o.index_), owner_(std::move(o.owner_)) {
+      o.pool_ = nullptr;
+    }
     Buffer& operator=(Buffer&& o) noexcept;
     ~Buffer() { Release(); }
     char* data() const;
@@ -66,6 +68,9 @@ class BufferPool {
     // peer may still be reaching (its RPC ended without an answer). The pool allocates and
     // registers a new one in its place when needed.
     void Discard();
+    // Keeps `owner` (what owns the pool) alive until this buffer went back: a buffer handed out
+    // of its owner's reach (an inter-node receive window) outlives a device released meanwhile.
+    void KeepOwner(std::shared_ptr<void> owner) { owner_ = std::move(owner); }
 
    private:
     friend class BufferPool;
@@ -73,6 +78,7 @@ class BufferPool {
     void Release();
     BufferPool* pool_ = nullptr;
     size_t index_ = 0;
+    std::shared_ptr<void> owner_;
   };
 
   using RegisterFn = MrCache::RegisterFn;

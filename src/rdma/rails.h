@@ -18,4 +18,10 @@ namespace rdmastor::rdma {
 std::unique_ptr<Fabric> MakeRailsFabric(std::vector<std::unique_ptr<Fabric>> fabrics,
                                         std::vector<Rail> rails);
 
+// S3 over RDMA on DC and RC on one NIC (mlx5; issue 31 item 3): every Connect (DC, the token's
+// target) on `dc`, the RC listener and the connections clients open on `rc`. Memory is
+// registered with both; the RC connections translate the lkey (the two fabrics have their own
+// protection domains: the DC fabric opens its device itself, the RC fabric uses rdma_cm's).
+std::unique_ptr<Fabric> MakeDcRcFabric(std::unique_ptr<Fabric> dc, std::unique_ptr<Fabric> rc);
+
 }  // namespace rdmastor::rdma

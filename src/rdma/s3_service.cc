@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "rdma/device_monitor.h"
 #include "rdma/soft/soft_fabric.h"
 #include "rdma/verbs_plan.h"
 
@@ -43,33 +44,25 @@ S3RdmaService::S3RdmaService(std::unique_ptr<Fabric> fabric, std::string unavail
     return;
   }
   plane_ = std::move(plane).value();
-  if (reopen_) monitor_ = std::thread([this] { Monitor(); });
+  if (!reopen_) return;
+  // A removed or failed device: everything made on it freed now, opened again when it is back.
+  DeviceMonitor::Hooks hooks;
+  hooks.gone = [this]() -> std::string {
+    auto p = this->plane();
+    if (!p || !p->fabric->NeedsReopen()) return "";
+    auto why = p->fabric->Unavailable();
+    return why.empty() ? "the RDMA device failed" : why;
+  };
+  hooks.release = [this](const std::string& why) { Release(why); };
+  hooks.reopen = [this] { return Reopen(); };
+  monitor_ = std::make_unique<DeviceMonitor>(
+      DeviceMonitorOptions{options_.device_look, options_.reopen_first, options_.reopen_cap},
+      std::move(hooks));
 }
 
 std::shared_ptr<S3RdmaService::Plane> S3RdmaService::plane() const {
   std::lock_guard lock(mu_);
   return plane_;
-}
-
-void S3RdmaService::Monitor() {
-  const auto kLook = options_.device_look;
-  ReopenBackoff backoff(options_.reopen_first, options_.reopen_cap);
-  auto wait = kLook;
-  for (;;) {
-    {
-      std::unique_lock lock(monitor_mu_);
-      if (monitor_cv_.wait_for(lock, wait, [this] { return stopping_; })) return;
-    }
-    if (auto p = plane()) {
-      wait = kLook;
-      if (!p->fabric->NeedsReopen()) continue;
-      Release(p->fabric->Unavailable());
-      backoff.Reset();
-      wait = backoff.Next();
-      continue;
-    }
-    wait = Reopen() ? kLook : backoff.Next();
-  }
 }
 
 void S3RdmaService::Release(const std::string& why) {
@@ -162,12 +155,7 @@ Error S3RdmaService::Decline() const {
 }
 
 S3RdmaService::~S3RdmaService() {
-  {
-    std::lock_guard lock(monitor_mu_);
-    stopping_ = true;
-  }
-  monitor_cv_.notify_all();
-  if (monitor_.joinable()) monitor_.join();
+  monitor_.reset();
   // The listener goes before the connections' table and the plane it was made on.
   std::lock_guard lock(rc_mu_);
   rc_listener_.reset();

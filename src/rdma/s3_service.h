@@ -28,6 +28,8 @@
 
 namespace rdmastor::rdma {
 
+class DeviceMonitor;
+
 struct ServiceOptions {
   size_t staging_bytes = 4u << 20;  // one registered buffer per request...
   size_t slot_bytes = 1u << 20;     // ...split into pipeline slots of this size
@@ -185,7 +187,6 @@ class S3RdmaService {
   std::shared_ptr<Plane> plane() const;
   // The RC listener on `plane`'s fabric, handing connections to rc_sessions_.
   Result<std::unique_ptr<RcListener>> StartRcListener(Plane& plane, uint16_t port);
-  void Monitor();
   // Frees everything made on the current plane's device (the listener and connections now, the
   // plane when the requests still running on it end).
   void Release(const std::string& why);
@@ -198,10 +199,7 @@ class S3RdmaService {
   std::string unavailable_reason_;  // fixed at start when there is no plane
   ServiceOptions options_;
   ReopenFn reopen_;
-  std::mutex monitor_mu_;
-  std::condition_variable monitor_cv_;
-  bool stopping_ = false;
-  std::thread monitor_;
+  std::unique_ptr<DeviceMonitor> monitor_;  // with reopen_: the device monitor (device_monitor.h)
   std::mutex rc_mu_;  // guards rc_listener_ (the monitor replaces it)
   std::atomic<uint16_t> rc_port_{0};
   size_t per_client_cap_ = 1;

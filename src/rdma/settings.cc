@@ -7,6 +7,7 @@
 #include "common/enum_names.h"
 #include "common/text.h"
 #include "rdma/build_info.h"
+#include "rdma/rails.h"
 #include "rdma/rc.h"
 #include "rdma/verbs_plan.h"
 
@@ -162,6 +163,45 @@ RcSettings RcSettingsFrom(const VerbsSettings& vs, const std::string& bind_ip) {
   return rs;
 }
 
+// The verbs fabric S3 over RDMA serves with: DC (CreateVerbsFabric, mlx5) and RC beside it on
+// one NIC (MakeDcRcFabric), or RC only (no DC), or DC only (MINIO_RDMA_RC_PORT=off, or the RC
+// fabric could not start: logged). `transports` says which ("DC and RC", "DC only (...)", "RC
+// only (no DC: ...)"). reopening: the RC fabric on the device of the listener's address only.
+Result<std::unique_ptr<Fabric>> OpenVerbsS3Fabric(const RdmaSettings& settings,
+                                                  const std::string& rc_bind_ip, bool reopening,
+                                                  std::string* transports) {
+  auto say = [&](std::string what) {
+    if (transports) *transports = std::move(what);
+  };
+  RcSettings rs = RcSettingsFrom(settings.verbs, rc_bind_ip);
+  if (reopening) {
+    auto addr = soft::ParseIpv4(rc_bind_ip);
+    rs.require_source_device = addr && *addr != 0;  // that address's own device
+  }
+  auto dc = CreateVerbsFabric(settings.verbs);
+  if (!dc.ok()) {
+    if (settings.rc_port == 0) return dc.error();
+    auto rc = CreateVerbsRcFabric(rs);
+    if (!rc.ok()) return dc.error();
+    say("RC only (no DC: " + dc.error().message + ")");
+    return rc;
+  }
+  if (settings.rc_port == 0) {
+    say("DC only (RC off: MINIO_RDMA_RC_PORT=off)");
+    return dc;
+  }
+  auto rc = CreateVerbsRcFabric(rs);
+  if (!rc.ok()) {
+    spdlog::warn("S3 over RDMA: RC next to DC unavailable (requests naming x-amz-rdma-connection "
+                 "get 501): {}",
+                 rc.error().message);
+    say("DC only (RC: " + rc.error().message + ")");
+    return dc;
+  }
+  say("DC and RC");
+  return MakeDcRcFabric(std::move(dc).value(), std::move(rc).value());
+}
+
 // RC next to the fabric's own transport; a listener that cannot start costs RC only (logged).
 void StartRc(S3RdmaService& svc, const RdmaSettings& settings) {
   if (settings.rc_port == 0) {
@@ -200,39 +240,26 @@ std::unique_ptr<S3RdmaService> CreateS3RdmaService(const RdmaSettings& settings,
       return svc;
     }
     case FabricKind::kVerbs: {
-      auto fabric = CreateVerbsFabric(settings.verbs);
+      // The transports come from the device (ChooseS3Transports, what `rdma check` reports): DC
+      // and RC on mlx5, RC on a device without DC (Broadcom, Intel, AMD, Soft-RoCE).
+      std::string transports;
+      auto fabric = OpenVerbsS3Fabric(settings, options.rc_bind_ip, false, &transports);
       if (!fabric.ok()) {
-        // No DC (a device other than mlx5: Broadcom, Intel, AMD, Soft-RoCE): RC only, on the RC
-        // fabric (rdma_cm), when RC is on and such a device is usable.
-        auto rc = settings.rc_port
-                      ? CreateVerbsRcFabric(RcSettingsFrom(settings.verbs, options.rc_bind_ip))
-                      : Result<std::unique_ptr<Fabric>>(fabric.error());
-        if (rc.ok()) {
-          spdlog::info("S3 over RDMA: on, verbs fabric, RC only (no DC: {})",
-                       fabric.error().message);
-          options.rc.allow = settings.verbs.allow;
-          auto svc = std::make_unique<S3RdmaService>(
-              std::move(rc).value(), "", options, [vs = settings.verbs, ip = options.rc_bind_ip] {
-                RcSettings rs = RcSettingsFrom(vs, ip);
-                auto addr = soft::ParseIpv4(ip);
-                rs.require_source_device = addr && *addr != 0;  // that address's own device
-                return CreateVerbsRcFabric(rs);
-              });
-          StartRc(*svc, settings);
-          return svc;
-        }
         // Logged once here; every token request gets 501 with this reason.
         spdlog::warn("S3 over RDMA: unavailable, requests with x-amz-rdma-token get 501: {}",
                      fabric.error().message);
         return std::make_unique<S3RdmaService>(nullptr, fabric.error().message, options);
       }
-      spdlog::info("S3 over RDMA: on, verbs fabric");
-      // After a fatal device error the fabric is created again, as at start.
+      spdlog::info("S3 over RDMA: on, verbs fabric, {}", transports);
       options.rc.allow = settings.verbs.allow;
-      auto svc =
-          std::make_unique<S3RdmaService>(std::move(fabric).value(), "", options,
-                                          [vs = settings.verbs] { return CreateVerbsFabric(vs); });
-      StartRc(*svc, settings);
+      // After a removed or failed device the fabric is created again, as at start, on the
+      // device of the listener's address.
+      auto svc = std::make_unique<S3RdmaService>(
+          std::move(fabric).value(), "", options,
+          [settings, ip = options.rc_bind_ip] {
+            return OpenVerbsS3Fabric(settings, ip, true, nullptr);
+          });
+      if (transports.rfind("DC only (RC:", 0) != 0) StartRc(*svc, settings);
       return svc;
     }
   }

@@ -248,6 +248,37 @@ FabricState ObserveDevice(const DeviceObservation& seen, int our_port, const Fab
   return {FabricHealth::kReady, ""};
 }
 
+S3Transports ChooseS3Transports(const std::vector<DeviceInfo>& devices, const std::string& wanted,
+                                int port, int rc_port) {
+  S3Transports t;
+  t.rc_port = rc_port;
+  if (auto dc = SelectDevice(devices, wanted, port, /*need_dc=*/true); dc.ok())
+    t.dc = *dc;
+  else
+    t.no_dc = dc.error().message;
+  if (rc_port == 0) {
+    t.no_rc = "MINIO_RDMA_RC_PORT=off";
+    return t;
+  }
+  // Beside DC: on DC's own device; else as the RC fabric picks (MINIO_RDMA_DEVICE or the first).
+  if (auto rc = SelectDevice(devices, t.dc ? t.dc->device : wanted, port, /*need_dc=*/false);
+      rc.ok())
+    t.rc = *rc;
+  else
+    t.no_rc = rc.error().message;
+  return t;
+}
+
+std::string S3Transports::Describe() const {
+  auto on = [](const DevicePick& p) { return p.device + " port " + std::to_string(p.port); };
+  const std::string listen = "RC connections to port " + std::to_string(rc_port);
+  if (dc && rc && dc->device == rc->device) return "DC and RC on " + on(*dc) + " (" + listen + ")";
+  if (dc && rc) return "DC on " + on(*dc) + " and RC on " + on(*rc) + " (" + listen + ")";
+  if (dc) return "DC only on " + on(*dc) + " (no RC: " + no_rc + ")";
+  if (rc) return "RC only on " + on(*rc) + " (no DC: " + no_dc + "; " + listen + ")";
+  return "neither DC (" + no_dc + ") nor RC (" + no_rc + ")";
+}
+
 std::string_view FabricHealthName(FabricHealth h) {
   static constexpr EnumNames<FabricHealth> kNames[] = {{"ready", FabricHealth::kReady},
                                                        {"degraded", FabricHealth::kDegraded},

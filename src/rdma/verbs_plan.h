@@ -282,6 +282,24 @@ struct DeviceObservation {
 // not active degrades, and an active one clears only that.
 FabricState ObserveDevice(const DeviceObservation& seen, int our_port, const FabricState& state);
 
+// --- S3 over RDMA transports (issue 31 item 3) ------------------------------------------------
+// What the server serves S3 over RDMA with, from the device facts: DC on an mlx5 device (the only
+// kind with DC), RC on any usable device while MINIO_RDMA_RC_PORT is on (rc_port != 0) — DC and RC
+// on mlx5, RC elsewhere. RC runs on the device DC runs on when there is one (clients of either
+// transport reach the same NIC), else on MINIO_RDMA_DEVICE or the first usable device.
+struct S3Transports {
+  std::optional<DevicePick> dc;  // the device DC runs on
+  std::optional<DevicePick> rc;  // the device RC runs on (its listener on rc_port)
+  std::string no_dc;             // why not DC ("" when dc)
+  std::string no_rc;             // why not RC ("" when rc)
+  int rc_port = 0;
+  // "DC and RC on mlx5_0 port 1 (RC connections to port 9100)", "RC only on rxe0 port 1 (no
+  // DC: ...; RC connections to port 9100)", "DC only on mlx5_0 port 1 (RC off: ...)".
+  std::string Describe() const;
+};
+S3Transports ChooseS3Transports(const std::vector<DeviceInfo>& devices, const std::string& wanted,
+                                int port, int rc_port);
+
 // Delays between attempts to reopen a device that went away: `first`, doubling, at most `cap`,
 // so a returning device is found within `cap` and a missing one costs a few syscalls per `cap`.
 class ReopenBackoff {

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -706,6 +707,94 @@ TEST(SoftEndpointRcSemantics, OrderedExecutionAndCompletions) {
   EXPECT_EQ(statuses[1], rdma::WcStatus::kFlushed);
   EXPECT_EQ(statuses[2], rdma::WcStatus::kFlushed);
   EXPECT_EQ(cell, 0u);
+}
+
+// A soft target whose device can be made to go away: Lost() as the verbs RC target answers it
+// once its device was removed (rdma link delete).
+class LosableTarget final : public rdma::Target {
+ public:
+  LosableTarget(std::unique_ptr<rdma::Target> t, std::atomic<bool>* gone)
+      : t_(std::move(t)), gone_(gone) {}
+  rdma::RemoteAddress address() const override { return t_->address(); }
+  Result<std::unique_ptr<rdma::MemoryRegion>> RegisterMemory(void* a, size_t n,
+                                                             unsigned acc) override {
+    return t_->RegisterMemory(a, n, acc);
+  }
+  // Buffers exposed to a peer are registered in its domain (issue 37 item 9).
+  Result<std::unique_ptr<rdma::MemoryRegion>> RegisterMemoryIn(uint32_t domain, void* a, size_t n,
+                                                               unsigned acc) override {
+    return t_->RegisterMemoryIn(domain, a, n, acc);
+  }
+  std::string Lost() override {
+    return *gone_ ? "the RDMA device rxe0 was removed (rdma_cm reported DEVICE_REMOVAL)" : "";
+  }
+
+ private:
+  std::unique_ptr<rdma::Target> t_;
+  std::atomic<bool>* gone_;
+};
+
+template <class F>
+bool Eventually(F cond) {
+  for (int i = 0; i < 500 && !cond(); ++i) std::this_thread::sleep_for(10ms);
+  return cond();
+}
+
+// The device monitor (the S3 service's) on inter-node RDMA: a removed device's generation is
+// dropped (an exposure taken before keeps its own until it ends), pieces are refused and counted
+// as fallbacks with the reason, the device is opened again once it is back, and a peer that failed
+// meanwhile is tried over RDMA at once instead of after MINIO_RDMA_INTERNODE_RETRY.
+TEST(InternodeDeviceRemoval, ReleasedWhileGoneAndReopenedWhenBack) {
+  std::atomic<bool> gone{false};
+  std::atomic<int> opens{0};
+  auto s = Soft();
+  s.retry_after = 1h;
+  s.device_look = 10ms;
+  s.reopen_first = 10ms;
+  s.reopen_cap = 40ms;
+  auto open = [&](bool reopening) -> Result<std::shared_ptr<InternodeRdma::Plane>> {
+    ++opens;
+    if (reopening && gone) return MakeError(ErrorCode::kRDMANotSupported, "no device yet");
+    auto t = rdma::soft::SoftTarget::Start();
+    if (!t.ok()) return t.error();
+    return InternodeRdma::MakePlane(s, std::make_unique<rdma::soft::SoftFabric>(),
+                                    std::make_unique<LosableTarget>(std::move(t).value(), &gone));
+  };
+  auto made = InternodeRdma::CreateWith(s, open);
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  InternodeRdma& n = **made;
+  ASSERT_TRUE(n.available());
+  EXPECT_TRUE(n.ShouldUse("peer", 2 << 20));
+  auto buf = Pattern(1 << 20, 5);
+  auto held = n.Expose("peer", buf.data(), buf.size(), /*for_remote_write=*/false);
+  ASSERT_TRUE(held.ok()) << held.error().message;
+  const std::string series = "rdmastor_rdma_internode_fallbacks_total{reason=\"fabric_unavailable\"}";
+  const double before = std::max(0.0, Sample(series));
+
+  gone = true;
+  ASSERT_TRUE(Eventually([&] { return !n.available(); }));
+  EXPECT_EQ(n.status().state(), "unavailable");
+  EXPECT_EQ(n.status().unavailable_reason,
+            "the soft fabric is degraded: the RDMA device rxe0 was removed (rdma_cm reported "
+            "DEVICE_REMOVAL)");
+  EXPECT_FALSE(n.ShouldUse("peer", 2 << 20));
+  EXPECT_EQ(n.counters("peer").fallbacks, 1u);
+  EXPECT_EQ(Sample(series), before + 1);
+  auto refused = n.Expose("peer", buf.data(), buf.size(), false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kRDMANotSupported);
+  n.ReportFailure("peer", MakeError(ErrorCode::kRDMATransferFailed, "the device went away"));
+  held->Answered();
+  *held = InternodeRdma::Exposed();  // the old generation goes with its last exposure
+  std::this_thread::sleep_for(100ms);  // attempts back off while the device is away
+  EXPECT_LE(opens.load(), 8);
+
+  gone = false;
+  ASSERT_TRUE(Eventually([&] { return n.available(); }));
+  EXPECT_EQ(n.status().unavailable_reason, "");
+  EXPECT_TRUE(n.ShouldUse("peer", 2 << 20));  // not an hour later: the failure was the device's
+  auto again = n.Expose("peer", buf.data(), buf.size(), false);
+  EXPECT_TRUE(again.ok());
 }
 
 }  // namespace

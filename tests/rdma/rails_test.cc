@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "rdma/soft/soft_fabric.h"
 #include "rdma/transfer.h"
@@ -95,6 +98,70 @@ TEST(RailsTest, EachRequestUsesTheRailOfItsTokensSubnetWithThatRailsKeys) {
   // Regions deregister on every rail when dropped.
   lsrc->reset();
   lback->reset();
+}
+
+// DC and RC on one NIC (MakeDcRcFabric): a Connect (DC) goes to the DC fabric, the RC listener is
+// the RC fabric's, and a connection a client opened there posts the RC fabric's lkey for memory
+// registered through the pair (the two have their own protection domains on verbs; here the RC
+// soft fabric registered something first, so its lkeys differ and a wrong one is refused).
+TEST(RailsTest, DcAndRcOnOneNicRcConnectionsTranslateTheLkey) {
+  auto dc_owned = std::make_unique<CountingSoftFabric>();
+  auto rc_owned = std::make_unique<soft::SoftFabric>();
+  CountingSoftFabric* dc = dc_owned.get();
+  std::vector<char> other(4096);
+  auto pad = rc_owned->RegisterMemory(other.data(), other.size(), kLocalWrite);
+  ASSERT_TRUE(pad.ok());
+  auto f = MakeDcRcFabric(std::move(dc_owned), std::move(rc_owned));
+  std::mutex mu;
+  std::unique_ptr<Endpoint> admitted;
+  RcAdmission adm;
+  adm.can_admit = [](uint32_t) { return Status(); };
+  adm.admit = [&](const RcPeer&, std::unique_ptr<Endpoint> ep,
+                  uint64_t proposed) -> Result<uint64_t> {
+    std::lock_guard lock(mu);
+    admitted = std::move(ep);
+    return proposed ? proposed : 7;
+  };
+  auto listener = f->ListenRc("127.0.0.1", 0, adm);
+  ASSERT_TRUE(listener.ok()) << listener.error().message;
+  auto target = soft::SoftTarget::Start();
+  ASSERT_TRUE(target.ok()) << target.error().message;
+  const size_t n = (1 << 20) + 77;
+  std::vector<char> src(n), remote(n, 0);
+  for (size_t i = 0; i < n; ++i) src[i] = static_cast<char>(i * 13 + 1);
+  auto rmr = (*target)->RegisterMemory(remote.data(), n, kRemoteWrite | kRemoteRead);
+  ASSERT_TRUE(rmr.ok());
+  auto conn = (*target)->RcConnection(Ip(127, 0, 0, 1), (*listener)->port(), false);
+  ASSERT_TRUE(conn.ok()) << conn.error().message;
+  std::unique_ptr<Endpoint> ep;
+  for (int i = 0; i < 500 && !ep; ++i) {
+    {
+      std::lock_guard lock(mu);
+      ep = std::move(admitted);
+    }
+    if (!ep) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(ep);
+  auto lsrc = f->RegisterMemory(src.data(), n, kLocalWrite);
+  ASSERT_TRUE(lsrc.ok());
+  RemoteBuffer rb{reinterpret_cast<uint64_t>(remote.data()), n, (*rmr)->rkey()};
+  TransferOptions opt;
+  opt.max_wr_bytes = 64 * 1024;
+  {
+    Transfer w(*ep, Opcode::kWrite, rb, opt);
+    ASSERT_TRUE(w.Post(**lsrc, src.data(), n, 0).ok());
+    auto st = w.Finish();
+    ASSERT_TRUE(st.ok()) << st.error().message;  // the DC fabric's lkey here would be refused
+  }
+  EXPECT_EQ(remote, src);
+  EXPECT_EQ(dc->connects, 0);
+  // DC: the token's target, reached through the DC fabric.
+  auto dc_ep = f->Connect((*target)->address(), RequestOrigin{"127.0.0.1"});
+  ASSERT_TRUE(dc_ep.ok()) << dc_ep.error().message;
+  EXPECT_EQ(dc->connects, 1);
+  ep.reset();
+  dc_ep->reset();
+  lsrc->reset();
 }
 
 }  // namespace

@@ -143,5 +143,45 @@ TEST(VerbsFixture, RdmaCheckJudgesRxeReadyForInterNodeRc) {
   EXPECT_EQ(by_layer["inter-node"]->status, CheckStatus::kOk) << by_layer["inter-node"]->detail;
 }
 
+// The transports S3 over RDMA serves, from what the real stack reported: rxe has no DC, so RC
+// only, on the first usable device (or the one named). mlx5 is not available here: the same
+// capture with one device renamed mlx5_0 and marked DC-capable (what mlx5dv_is_supported says
+// for a ConnectX) gets DC and RC on that device, RC beside DC even though rxe0 is listed first.
+TEST(VerbsFixture, S3TransportsFromTheDevice) {
+  auto devs = RxeDevices();
+  ASSERT_EQ(devs.size(), 2u);
+  auto rxe = ChooseS3Transports(devs, "", 1, 9100);
+  EXPECT_FALSE(rxe.dc);
+  ASSERT_TRUE(rxe.rc);
+  EXPECT_EQ(rxe.rc->device, "rxe0");
+  EXPECT_NE(rxe.no_dc.find("rxe0"), std::string::npos) << rxe.no_dc;
+  EXPECT_EQ(rxe.Describe().rfind("RC only on rxe0 port 1 (no DC: ", 0), 0u) << rxe.Describe();
+  EXPECT_NE(rxe.Describe().find("RC connections to port 9100"), std::string::npos);
+
+  auto named = ChooseS3Transports(devs, "rxe1", 1, 9100);
+  ASSERT_TRUE(named.rc);
+  EXPECT_EQ(named.rc->device, "rxe1");
+
+  auto off = ChooseS3Transports(devs, "", 1, 0);
+  EXPECT_FALSE(off.dc);
+  EXPECT_FALSE(off.rc);
+  EXPECT_EQ(off.no_rc, "MINIO_RDMA_RC_PORT=off");
+  EXPECT_EQ(off.Describe().rfind("neither DC (", 0), 0u) << off.Describe();
+
+  auto cx = devs;
+  cx[1].name = "mlx5_0";
+  cx[1].dc_capable = true;
+  auto both = ChooseS3Transports(cx, "", 1, 9100);
+  ASSERT_TRUE(both.dc);
+  ASSERT_TRUE(both.rc);
+  EXPECT_EQ(both.dc->device, "mlx5_0");
+  EXPECT_EQ(both.rc->device, "mlx5_0");
+  EXPECT_EQ(both.Describe(), "DC and RC on mlx5_0 port 1 (RC connections to port 9100)");
+  auto dc_only = ChooseS3Transports(cx, "", 1, 0);
+  ASSERT_TRUE(dc_only.dc);
+  EXPECT_FALSE(dc_only.rc);
+  EXPECT_EQ(dc_only.Describe(), "DC only on mlx5_0 port 1 (no RC: MINIO_RDMA_RC_PORT=off)");
+}
+
 }  // namespace
 }  // namespace rdmastor::rdma

@@ -39,26 +39,34 @@ def clean_env(**extra):
 
 class RxeServer:
     """The RDMA build's server on the verbs fabric, one drive, on rxe0's address; its RC listener
-    on its own port. prefix: a command the server runs under (LOW_MEMLOCK)."""
+    on its own port. prefix: a command the server runs under (LOW_MEMLOCK). A cluster node: its
+    host and port, the cluster's MINIO_VOLUMES in env (no drive argument) and wait=False (the
+    nodes wait for each other: wait_live() once all are launched)."""
 
-    def __init__(self, build, prefix=(), env=None):
+    def __init__(self, build, prefix=(), env=None, host=IP, port=None, wait=True):
         self.build = build
         self.work = tempfile.mkdtemp(prefix="rxe-srv-")
-        self.port, self.rc_port = free_port(), free_port()
-        self.endpoint = f"http://{IP}:{self.port}"
+        self.port, self.rc_port = port or free_port(), free_port()
+        self.endpoint = f"http://{host}:{self.port}"
         self.env = clean_env(MINIO_ROOT_USER=USER, MINIO_ROOT_PASSWORD=PASSWORD,
                              MINIO_RDMA_FABRIC="verbs", MINIO_RDMA_RC_PORT=str(self.rc_port),
-                             MINIO_PROMETHEUS_AUTH_TYPE="public", **(env or {}))
+                             MINIO_PROMETHEUS_AUTH_TYPE="public")
+        self.env.update(env or {})
         self.log_path = os.path.join(self.work, "server.log")
         self._log = open(self.log_path, "w")
+        drives = [] if "MINIO_VOLUMES" in self.env else [os.path.join(self.work, "drive")]
         self.proc = subprocess.Popen(
-            list(prefix) + [os.path.join(build, "src", "rdmastor"), "server",
-                            os.path.join(self.work, "drive"), "--address", f"{IP}:{self.port}"],
+            list(prefix) + [os.path.join(build, "src", "rdmastor"), "server", *drives,
+                            "--address", f"{host}:{self.port}"],
             env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
+        if wait:
+            self.wait_live()
+
+    def wait_live(self, timeout=60, path="/minio/health/live"):
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.proc.poll() is None:
             try:
-                urllib.request.urlopen(self.endpoint + "/minio/health/live", timeout=2)
+                urllib.request.urlopen(self.endpoint + path, timeout=2)
                 return
             except OSError:
                 time.sleep(0.1)
@@ -89,9 +97,16 @@ class RxeServer:
         if rdma:
             cmd += ["--rdma", "--fabric", "verbs", "--transport", "rc",
                     "--rc-port", str(self.rc_port)]
+        return subprocess.run(cmd + list(args), env=self.cli_env(), capture_output=True,
+                              text=True, timeout=timeout)
+
+    def cli_env(self):
+        """The server's environment with its credentials, for rdmastor-cli (which reads
+        MINIO_RDMA_RC_PORT too: a server's `off` is none of its business)."""
         env = dict(self.env, AWS_ACCESS_KEY_ID=USER, AWS_SECRET_ACCESS_KEY=PASSWORD)
-        return subprocess.run(cmd + list(args), env=env, capture_output=True, text=True,
-                              timeout=timeout)
+        if env.get("MINIO_RDMA_RC_PORT") == "off":
+            del env["MINIO_RDMA_RC_PORT"]
+        return env
 
     def stop(self):
         self.proc.terminate()

@@ -569,6 +569,7 @@ class RcTarget final : public Target {
       spdlog::warn("verbs RC target: protection domain still in use at shutdown");
     for (int fd : wake_)
       if (fd >= 0) close(fd);
+    sentinel_.reset();  // last: librdmacm's context stays open while it lives
   }
 
   static Result<std::unique_ptr<Target>> Start(const std::string& bind_ip, const RcSettings& s) {
@@ -598,6 +599,8 @@ class RcTarget final : public Target {
                            " (MINIO_RDMA_DEVICE)");
     t->pd_ = ibv_alloc_pd(t->listen_->verbs);
     if (!t->pd_) return RcError("ibv_alloc_pd", errno);
+    // Its owner (InternodeRdma's device monitor) asks Lost() and frees the target when it says so.
+    t->sentinel_ = std::make_unique<DeviceSentinel>(t->listen_->verbs, *ip, s.port);
     t->responder_ = MaxReadAtomic(t->listen_->verbs, false);
     t->verify_ = s.verify;
     if (rdma_listen(t->listen_, 64)) return RcError("rdma_listen", errno);
@@ -608,6 +611,8 @@ class RcTarget final : public Target {
     t->thread_ = std::thread([p = t.get()] { p->EventLoop(); });
     return std::unique_ptr<Target>(std::move(t));
   }
+
+  std::string Lost() override { return sentinel_ ? sentinel_->Gone() : std::string(); }
 
   RemoteAddress address() const override {
     RemoteAddress a;
@@ -826,7 +831,7 @@ class RcTarget final : public Target {
             if (c.id == id) c.established = true;
           break;
         case RDMA_CM_EVENT_DEVICE_REMOVAL:
-          spdlog::error("verbs RC target: the RDMA device was removed");
+          if (sentinel_) sentinel_->Removed("rdma_cm reported DEVICE_REMOVAL to the RC target");
           break;
         default:
           break;
@@ -848,6 +853,7 @@ class RcTarget final : public Target {
   int wake_[2] = {-1, -1};
   std::thread thread_;
   std::list<Conn> conns_;  // touched by the event loop only (and the destructor after it)
+  std::unique_ptr<DeviceSentinel> sentinel_;
 };
 
 // S3 over RDMA on RC (rc_sessions.h): the server's rdma_cm listener for the connections clients
