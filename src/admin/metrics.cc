@@ -282,6 +282,11 @@ struct ServerFamilies {
       {"result"});
   CounterFamily& rdma_errors = r.AddCounter("minio_system_network_internode_rdma_errors_total",
                                             "Failed inter-node RDMA transfers, by peer", {"peer"});
+  CounterFamily& rdma_connects_refused = r.AddCounter(
+      "rdmastor_internode_rdma_connects_refused_total",
+      "Inter-node RDMA connections this node's target refused before creating a queue pair, by "
+      "reason (no_proof, bad_proof, replay, unknown_node: docs/s3-over-rdma.md)",
+      {"reason"});
   GaugeFamily& rdma_degraded =
       r.AddGauge("minio_system_network_internode_rdma_degraded",
                  "1 while the RDMA path to the peer is down and its shards go over TCP", {"peer"});
@@ -614,6 +619,10 @@ void SetMetaCacheReads(uint64_t hits, uint64_t misses) {
 }
 
 void RecordInternodeRdmaError(std::string_view peer) { Families().rdma_errors.With({peer}).Inc(); }
+
+void RecordInternodeConnectRefused(std::string_view reason) {
+  Families().rdma_connects_refused.With({reason}).Inc();
+}
 
 void SetInternodeRdmaDegraded(std::string_view peer, bool degraded) {
   auto& f = Families();

@@ -206,6 +206,11 @@ void AddInternodePeerShard(std::string_view peer, Transport t, uint64_t sent, ui
 void RecordInternodeConnectionOpened(std::string_view peer);
 // A failed inter-node RDMA transfer with `peer` (either role).
 void RecordInternodeRdmaError(std::string_view peer);
+// An inter-node RDMA connection this node's target refused before creating anything for it
+// (issue 37 item 9), by reason: "no_proof" (none sent), "bad_proof" (malformed, stale or a MAC
+// that does not verify), "replay" (its nonce was used), "unknown_node" (a node this node exposed
+// nothing to).
+void RecordInternodeConnectRefused(std::string_view reason);
 // One peer RPC this node sent (storage call of the table in cluster/wire.h, lock call, config),
 // by its wire name: calls per PUT/GET are counted from it.
 void RecordPeerCall(std::string_view call);

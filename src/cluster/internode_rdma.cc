@@ -86,6 +86,10 @@ struct InternodeRdma::Peer {
       : name(std::move(n)), expose_slots(inflight), serve_slots(inflight) {}
   std::string name;
   Slots expose_slots, serve_slots;
+  // Set once when made (under mu_): the protection domain of the buffers exposed to this peer on
+  // this node's target, and the node id its connect proofs name (peer_auth.h).
+  uint32_t domain = 0;
+  uint64_t node_id = 0;
   // Guarded by InternodeRdma::mu_.
   bool degraded = false;
   std::optional<uint32_t> rdma_ip;  // its advertised inter-node RDMA address (host order)
@@ -171,9 +175,12 @@ std::shared_ptr<InternodeRdma::Plane> InternodeRdma::MakePlane(
   p->target = std::move(target);
   p->pool = std::make_unique<rdma::BufferPool>(*p->fabric, s.staging_bytes, s.max_buffers);
   // Piece-sized buffers registered once with the target (issue 10 item 4: no registration per
-  // RPC), at most inflight_bytes in all, half per direction.
+  // RPC), at most inflight_bytes in all, half per direction; each buffer in the protection domain
+  // of the peer it is exposed to, the first time it is (Buffer::RegisteredIn, issue 37 item 9).
   rdma::Target* t = p->target.get();
-  auto reg = [t](void* a, size_t n, unsigned acc) { return t->RegisterMemory(a, n, acc); };
+  auto reg = [t](uint32_t domain, void* a, size_t n, unsigned acc) {
+    return t->RegisterMemoryIn(domain, a, n, acc);
+  };
   const size_t piece =
       s.enabled ? static_cast<size_t>(std::clamp<uint64_t>(s.min_size, kMinPieceBytes,
                                                            kMaxPieceBytes))
@@ -214,6 +221,9 @@ Result<std::shared_ptr<InternodeRdma::Plane>> InternodeRdma::OpenFromSettings(
       rc.allow = s.soft_allow;
       rc.tos = s.traffic_class;
       rc.source_ip = s.bind_ip;  // connections leave from the node's address and its device
+      // Every generation proves and checks connects alike (issue 37 item 9).
+      rc.prove = prove_;
+      rc.verify = verify_;
       // Opened again after a removal: the device of the node's address, where its peers' tokens
       // point, not another one that happens to be usable.
       rc.require_source_device = reopening;
@@ -234,10 +244,12 @@ Result<std::shared_ptr<InternodeRdma::Plane>> InternodeRdma::OpenFromSettings(
       fo.max_idle_connections = 0;  // the channel pool keeps the connections
       fo.progress_interval = s.transfer.timeout;
       fo.min_rate = s.transfer.min_rate;  // 0 by default: peers need only move some byte
+      fo.prove = prove_;  // as the verbs fabric's: every generation proves and checks alike
       rdma::soft::SoftTargetOptions to;
       to.bind_ip = s.bind_ip;
       to.io_timeout = s.transfer.timeout;
       to.tos = s.traffic_class;
+      to.verify = verify_;
       auto target = rdma::soft::SoftTarget::Start(to);
       if (!target.ok())
         return MakeError(target.error().code, "soft target on " + s.bind_ip +
@@ -260,6 +272,10 @@ static Status ValidateSettings(const InternodeRdmaSettings& s) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "inter-node RDMA: staging buffers need 4096 <= slot_bytes <= staging_bytes "
                      "and max_buffers >= 1");
+  if (s.enabled && (!s.auth || s.self.empty()))
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "inter-node RDMA: the peer key and this node's address are needed to bind "
+                     "its keys to authenticated peers");
   return {};
 }
 
@@ -277,6 +293,17 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Start(const InternodeRdmaS
                                                             OpenFn open, bool watch) {
   RS_RETURN_IF_ERROR(ValidateSettings(s));
   std::unique_ptr<InternodeRdma> self(new InternodeRdma(s));
+  // Every connection proves which node opens it; this node's target serves only those, each in
+  // the protection domain of the node it names (issue 37 item 9).
+  // Kept as members: the fabric and target of every generation (OpenFromSettings: the first and
+  // each one opened again after a device removal) get the same.
+  if (s.auth) {
+    self->prove_ = [auth = s.auth, node = s.self](const rdma::ConnectContext& c) {
+      return auth->SignConnect(node, c);
+    };
+    self->verify_ = [raw = self.get()](const rdma::ConnectContext& c, const uint8_t* p,
+                                       size_t n) { return raw->VerifyConnect(c, p, n); };
+  }
   if (!s.enabled) {
     self->unavailable_reason_ = "MINIO_RDMA_INTERNODE is off";
     spdlog::info("inter-node RDMA: off (all shards over TCP)");
@@ -312,11 +339,44 @@ Result<std::unique_ptr<InternodeRdma>> InternodeRdma::Start(const InternodeRdmaS
   return self;
 }
 
-InternodeRdma::InternodeRdma(InternodeRdmaSettings settings) : settings_(std::move(settings)) {}
+// Connect proofs are bound to this start's endpoint id (random per start), so the replay cache
+// need not refuse what was signed before it started (unlike peer RPCs'): a peer's clock that
+// lags a little does not cost it a refused connect.
+InternodeRdma::InternodeRdma(InternodeRdmaSettings settings)
+    : settings_(std::move(settings)),
+      connect_nonces_(1 << 16, PeerAuthNowMs() - kPeerAuthSkew.count()) {}
 InternodeRdma::~InternodeRdma() {
   monitor_.reset();  // before the plane it looks at
   std::lock_guard lock(plane_mu_);
-  plane_.reset();
+  plane_.reset();  // its target's event loop calls VerifyConnect, which reads peers_
+}
+
+Result<uint32_t> InternodeRdma::VerifyConnect(const rdma::ConnectContext& c, const uint8_t* proof,
+                                              size_t len) {
+  auto refuse = [&](const char* reason, Error e) -> Result<uint32_t> {
+    connects_refused_.fetch_add(1);
+    admin::RecordInternodeConnectRefused(reason);
+    return e;
+  };
+  const int64_t now = PeerAuthNowMs();
+  auto claim = settings_.auth->VerifyConnect(c, proof, len, now);
+  if (!claim.ok()) return refuse(len == 0 ? "no_proof" : "bad_proof", claim.error());
+  uint32_t domain = 0;
+  {
+    // Only a node this node exposed memory to has a domain: nothing else could be reached.
+    std::lock_guard lock(mu_);
+    for (const auto& [name, p] : peers_)
+      if (p->node_id == claim->node) domain = p->domain;
+  }
+  if (domain == 0)
+    return refuse("unknown_node",
+                  MakeError(ErrorCode::kAccessDenied,
+                            "inter-node RDMA connect refused: it names no node this node "
+                            "exchanges shards with"));
+  if (auto st = connect_nonces_.Admit(claim->signature, now); !st.ok())
+    return refuse("replay", MakeError(ErrorCode::kAccessDenied,
+                                      "inter-node RDMA connect refused: " + st.error().message));
+  return domain;
 }
 
 std::shared_ptr<InternodeRdma::Plane> InternodeRdma::plane() const {
@@ -417,11 +477,14 @@ size_t InternodeRdma::channels_open() const {
 InternodeRdma::Peer& InternodeRdma::GetPeer(std::string_view peer) {
   std::lock_guard lock(mu_);
   auto it = peers_.find(peer);
-  if (it == peers_.end())
+  if (it == peers_.end()) {
     it = peers_
              .emplace(std::string(peer),
                       std::make_unique<Peer>(std::string(peer), settings_.inflight_per_peer))
              .first;
+    it->second->domain = ++next_domain_;
+    it->second->node_id = NodeId(peer);
+  }
   return *it->second;
 }
 
@@ -508,8 +571,10 @@ Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void
     return MakeError(ErrorCode::kInvalidArgument,
                      "inter-node RDMA: exposed buffers hold 1 byte to 4 GiB - 1 (one token)");
   Exposed e;
+  Peer& p = GetPeer(peer);
+  const uint32_t domain = p.domain;
   e.plane_ = plane;
-  e.slot_ = GetPeer(peer).expose_slots.Acquire(settings_.inflight_wait);
+  e.slot_ = p.expose_slots.Acquire(settings_.inflight_wait);
   if (!e.slot_)
     return MakeError(ErrorCode::kSlowDown,
                      "inter-node RDMA: " + std::to_string(settings_.inflight_per_peer) +
@@ -528,15 +593,18 @@ Result<InternodeRdma::Exposed> InternodeRdma::Expose(std::string_view peer, void
     // A receive buffer handed over (TakeReceived) keeps its generation alive wherever it goes.
     e.buffer_.KeepOwner(plane);
     e.pool_ = &pool;
+    // Reachable only through the connections `peer` opened (its protection domain).
+    auto mr = e.buffer_.RegisteredIn(domain);
+    if (!mr.ok()) return mr.error();
+    rkey = (*mr)->rkey();
     if (!for_remote_write) std::memcpy(e.buffer_.data(), buf, len);
     e.dst_ = for_remote_write ? static_cast<char*>(buf) : nullptr;
     raddr = reinterpret_cast<uint64_t>(e.buffer_.data());
-    rkey = e.buffer_.mr().rkey();
   } else {
     // Larger than a piece (not what RemoteDrive sends): registered for this RPC only.
     unsigned access =
         for_remote_write ? (rdma::kRemoteWrite | rdma::kLocalWrite) : rdma::kRemoteRead;
-    auto mr = plane->target->RegisterMemory(buf, len, access);
+    auto mr = plane->target->RegisterMemoryIn(domain, buf, len, access);
     if (!mr.ok()) return mr.error();
     e.mr_ = std::move(mr).value();
     raddr = reinterpret_cast<uint64_t>(buf);

@@ -28,6 +28,7 @@
 // address its peer RPCs come from (bind_ip).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -40,6 +41,7 @@
 
 #include "admin/metrics.h"
 #include "cluster/channel_pool.h"
+#include "cluster/peer_auth.h"
 #include "common/result.h"
 #include "rdma/device_monitor.h"
 #include "rdma/fabric.h"
@@ -90,6 +92,13 @@ struct InternodeRdmaSettings {
   uint64_t inflight_bytes = uint64_t{256} << 20;
   rdma::TransferOptions transfer;  // transfer.timeout bounds a vanished peer
   std::chrono::milliseconds connect_timeout{3000};
+  // Keys bound to the authenticated peer (issue 37 item 9; docs/s3-over-rdma.md, "Threat model
+  // of the inter-node keys"): this node's connections prove with `auth` (the cluster's peer key)
+  // that `self` (this node's address, as its peers name it) opens them, its target refuses any
+  // connection without such a proof, and a buffer exposed to a peer is reachable only through
+  // connections that peer opened (a protection domain per peer). Required when enabled.
+  std::shared_ptr<const PeerAuth> auth;
+  std::string self;
   // The device monitor (verbs): how often it looks, and the first and longest wait between
   // attempts to open a removed device again (as S3 over RDMA's).
   std::chrono::milliseconds device_look{500};
@@ -247,6 +256,9 @@ class InternodeRdma {
   // when unavailable.
   uint64_t channels_opened() const;
   size_t channels_open() const;
+  // Connections this node's target refused (no proof, a bad or replayed one, an unknown node), in
+  // every generation of the transport.
+  uint64_t connects_refused() const { return connects_refused_.load(); }
   InternodeRdmaStatus status() const;
 
   // One generation of the transport: fabric and target, the buffers registered with them and
@@ -257,7 +269,8 @@ class InternodeRdma {
   // a fabric whose device can be removed), watched by the device monitor.
   static Result<std::unique_ptr<InternodeRdma>> CreateWith(const InternodeRdmaSettings& settings,
                                                            OpenFn open);
-  // A plane over `fabric` and `target` (the buffers and channels made here).
+  // A plane over `fabric` and `target` (the buffers and channels made here; the buffers are
+  // registered per peer domain, Target::RegisterMemoryIn).
   static std::shared_ptr<Plane> MakePlane(const InternodeRdmaSettings& s,
                                           std::unique_ptr<rdma::Fabric> fabric,
                                           std::unique_ptr<rdma::Target> target);
@@ -266,6 +279,9 @@ class InternodeRdma {
   struct Peer;
   explicit InternodeRdma(InternodeRdmaSettings settings);
   Peer& GetPeer(std::string_view peer);
+  // The target's ConnectVerifier: the domain of the peer a connect proof names, or a refusal
+  // (counted, logged by the target).
+  Result<uint32_t> VerifyConnect(const rdma::ConnectContext& c, const uint8_t* proof, size_t len);
   std::shared_ptr<Plane> plane() const;
   // The fabric and target from settings.fabric (reopening: the device of bind_ip only).
   Result<std::shared_ptr<Plane>> OpenFromSettings(bool reopening) const;
@@ -292,6 +308,13 @@ class InternodeRdma {
   std::string gone_reason_;         // why plane_ was released ("" while it was not)
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Peer>, std::less<>> peers_;
+  // What every fabric / target of this node proves and checks at connect (Start sets them):
+  // OpenFromSettings hands them to the fabric and target of every generation, first or reopened.
+  rdma::ConnectProver prove_;
+  rdma::ConnectVerifier verify_;
+  uint32_t next_domain_ = 0;             // guarded by mu_: the last peer domain handed out
+  PeerReplayCache connect_nonces_;       // connect proofs seen (replays refused)
+  std::atomic<uint64_t> connects_refused_{0};
   std::unique_ptr<rdma::DeviceMonitor> monitor_;  // last: stopped first
 };
 

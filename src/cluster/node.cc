@@ -79,6 +79,9 @@ Result<std::unique_ptr<ClusterNode>> ClusterNode::Create(const ClusterConfig& co
   const std::string self_ip = LocalIpOf(t.self_node().host, LocalAddresses());
   InternodeRdmaSettings rs = config.internode;
   if (rs.bind_ip.empty()) rs.bind_ip = self_ip.empty() ? "127.0.0.1" : self_ip;
+  // Its connections prove with the peer key that this node opens them (issue 37 item 9).
+  rs.auth = node->auth_;
+  rs.self = t.self_node().address();
   // Peers learn where this node's inter-node RDMA target listens (a separate RDMA network's
   // address with MINIO_RDMA_INTERNODE_ADDRESS): its tokens name it, its RPCs come from self_ip.
   node->config_json_ = [&] {

@@ -125,6 +125,81 @@ Result<PeerSignature> PeerAuth::Verify(const s3::HttpRequest& req, std::string_v
   return PeerSignature{when, std::string(f[2]), std::string(f[3])};
 }
 
+uint64_t NodeId(std::string_view node_address) {
+  const std::string d = hash::HmacSha256("rdmastor-node-id", node_address);
+  uint64_t id = 0;
+  std::memcpy(&id, d.data(), sizeof(id));
+  return id;
+}
+
+std::string ConnectAuthMessage(uint64_t node, int64_t time_ms, uint64_t nonce,
+                               const rdma::ConnectContext& c) {
+  std::string msg = "rdmastor-rdma-connect-v1\n";
+  for (uint64_t f : {node, static_cast<uint64_t>(time_ms), nonce, uint64_t{c.target_ip},
+                     uint64_t{c.target_port}, uint64_t{c.endpoint}, uint64_t{c.source_ip}})
+    msg.append(std::to_string(f)).append("\n");
+  return msg;
+}
+
+namespace {
+void Put64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint64_t Get64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t{p[i]} << (8 * i);
+  return v;
+}
+constexpr size_t kConnectMacBytes = 16;
+Error ConnectDenied(const std::string& why) {
+  return MakeError(ErrorCode::kAccessDenied, "inter-node RDMA connect refused: " + why);
+}
+}  // namespace
+
+std::vector<uint8_t> PeerAuth::SignConnect(std::string_view node,
+                                           const rdma::ConnectContext& c) const {
+  uint64_t nonce = 0;
+  auto raw = hash::HexDecode(hash::RandomHex(8));
+  if (raw && raw->size() == 8) std::memcpy(&nonce, raw->data(), 8);
+  return SignConnectWith(NodeId(node), c, PeerAuthNowMs(), nonce);
+}
+
+std::vector<uint8_t> PeerAuth::SignConnectWith(uint64_t node, const rdma::ConnectContext& c,
+                                               int64_t time_ms, uint64_t nonce) const {
+  std::vector<uint8_t> out(kConnectProofBytes);
+  Put64(out.data(), node);
+  Put64(out.data() + 8, static_cast<uint64_t>(time_ms));
+  Put64(out.data() + 16, nonce);
+  const std::string mac = hash::HmacSha256(key_, ConnectAuthMessage(node, time_ms, nonce, c));
+  std::memcpy(out.data() + 24, mac.data(), kConnectMacBytes);
+  return out;
+}
+
+Result<ConnectClaim> PeerAuth::VerifyConnect(const rdma::ConnectContext& c, const uint8_t* proof,
+                                             size_t len, int64_t now_ms) const {
+  if (proof == nullptr || len == 0)
+    return ConnectDenied("it carries no proof (not a node of this cluster, or an older release)");
+  if (len != kConnectProofBytes) return ConnectDenied("malformed proof");
+  ConnectClaim claim;
+  claim.node = Get64(proof);
+  const auto when = static_cast<int64_t>(Get64(proof + 8));
+  const uint64_t nonce = Get64(proof + 16);
+  if (now_ms - when > kPeerAuthSkew.count() || when - now_ms > kPeerAuthSkew.count())
+    return ConnectDenied("its time is too far from this node's clock (replay, or clocks apart)");
+  const std::string mac = hash::HmacSha256(key_, ConnectAuthMessage(claim.node, when, nonce, c));
+  if (!hash::ConstantTimeEquals(
+          std::string_view(reinterpret_cast<const char*>(proof + 24), kConnectMacBytes),
+          std::string_view(mac.data(), kConnectMacBytes)))
+    return ConnectDenied(
+        "bad MAC (different root credentials, or a proof made for another target or source "
+        "address)");
+  std::string both(16, '\0');
+  std::memcpy(both.data(), proof, 8);
+  std::memcpy(both.data() + 8, proof + 16, 8);
+  claim.signature = {when, hash::HexEncode(both), {}};
+  return claim;
+}
+
 Status CheckBody(const PeerSignature& sig, std::string_view body) {
   if (!hash::ConstantTimeEquals(hash::Sha256Hex(body), sig.body_sha256))
     return Denied("the body is not the one the request was signed with");

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "rdma/fabric.h"
 #include "s3/http_types.h"
 
 namespace rdmastor::cluster {
@@ -59,6 +60,26 @@ std::string PeerAuthMessage(std::string_view method, std::string_view destinatio
                             std::string_view nonce, std::string_view body_sha256,
                             const s3::HeaderList& headers);
 
+// Inter-node RDMA connections (issue 37 item 9; docs/s3-over-rdma.md, "Threat model of the
+// inter-node keys"): the node that opens one (the serving side of a shard RPC) proves with the
+// same key K that it is a node of this cluster and which one. The proof, kConnectProofBytes:
+//   node id (8, NodeId of its address) | unix ms (8) | nonce (8) | MAC (16)
+// MAC: the first 16 bytes of HMAC-SHA256(K, ConnectAuthMessage(...)), which names the node id,
+// time, nonce, the target (IPv4, port, endpoint id) and the source IPv4 the target sees: a proof
+// is good for one connect, to one target, from one address, within kPeerAuthSkew.
+inline constexpr size_t kConnectProofBytes = 40;
+static_assert(kConnectProofBytes <= rdma::kMaxConnectProof);
+// The 8-byte id a node's address ("host:port", Node::address()) goes by in a proof.
+uint64_t NodeId(std::string_view node_address);
+std::string ConnectAuthMessage(uint64_t node, int64_t time_ms, uint64_t nonce,
+                               const rdma::ConnectContext& c);
+// What a verified connect proof says: the node it names and, for PeerReplayCache, its time and
+// a nonce (node id and nonce, 32 hex digits).
+struct ConnectClaim {
+  uint64_t node = 0;
+  PeerSignature signature;
+};
+
 class PeerAuth {
  public:
   PeerAuth(const std::string& access_key, const std::string& secret_key);
@@ -76,6 +97,14 @@ class PeerAuth {
   // kAccessDenied with a message saying why.
   Result<PeerSignature> Verify(const s3::HttpRequest& req, std::string_view destination,
                                int64_t now_ms) const;
+  // A proof for an inter-node RDMA connect by node `node` (its address) now, with a fresh nonce.
+  std::vector<uint8_t> SignConnect(std::string_view node, const rdma::ConnectContext& c) const;
+  std::vector<uint8_t> SignConnectWith(uint64_t node, const rdma::ConnectContext& c,
+                                       int64_t time_ms, uint64_t nonce) const;
+  // Checks a connect proof: length, time within kPeerAuthSkew of now_ms, MAC over `c` (what the
+  // target saw). The nonce is left to a PeerReplayCache. kAccessDenied saying why.
+  Result<ConnectClaim> VerifyConnect(const rdma::ConnectContext& c, const uint8_t* proof,
+                                     size_t len, int64_t now_ms) const;
   // A hash of the credentials that nodes compare (differs when the root credentials differ).
   const std::string& credential_hash() const { return credential_hash_; }
 

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "rdma/token.h"
@@ -131,6 +132,28 @@ class Endpoint {
   virtual std::string error_detail() const { return {}; }
 };
 
+// Authenticated connections to a Target (inter-node RDMA, issue 37 item 9; docs/s3-over-rdma.md
+// "Threat model of the inter-node keys"). The initiator sends a proof with its connect (rdma_cm
+// private data on RC, the soft fabric's Hello); the target hands it to its verifier before it
+// creates anything for the connection, and the verifier answers the protection domain the
+// connection belongs to, or refuses. Memory registered in one domain (Target::RegisterMemoryIn)
+// is reachable only through connections of that domain: another domain's connection gets a
+// remote access error (verbs: separate protection domains). Domain 0 is the target's default
+// (RegisterMemory). The fabric layer knows nothing of what a proof contains (cluster/peer_auth.h).
+struct ConnectContext {
+  uint32_t target_ip = 0;  // host order: the target's address, as the token names it
+  uint16_t target_port = 0;
+  uint32_t endpoint = 0;   // the token's endpoint id (qpn)
+  uint32_t source_ip = 0;  // host order: the initiator's address, as the target sees it
+};
+// What fits beside the endpoint id in an RC connect's private data (56 bytes on IB/RoCE).
+inline constexpr size_t kMaxConnectProof = 44;
+// Initiator side: the proof for a connection (at most kMaxConnectProof bytes).
+using ConnectProver = std::function<std::vector<uint8_t>(const ConnectContext&)>;
+// Target side: the connection's domain, or why it is refused (the proof may be empty: none came).
+using ConnectVerifier =
+    std::function<Result<uint32_t>(const ConnectContext&, const uint8_t* proof, size_t len)>;
+
 // What the server knows about the request a token arrived with.
 struct RequestOrigin {
   RequestOrigin() = default;
@@ -241,6 +264,11 @@ class Target {
   virtual RemoteAddress address() const = 0;
   virtual Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                                unsigned access) = 0;
+  // Registers memory reachable only through connections whose verifier answered `domain`
+  // (ConnectVerifier; 0: the same as RegisterMemory). kRDMANotSupported where the target has no
+  // domains.
+  virtual Result<std::unique_ptr<MemoryRegion>> RegisterMemoryIn(uint32_t domain, void* addr,
+                                                                 size_t length, unsigned access);
   // Registers device (GPU) memory exported as a dma-buf (ibv_reg_dmabuf_mr): `length` bytes at
   // `offset` of the dma-buf `fd`, addressed by initiators as [iova, iova + length) (the device
   // pointer): the region's addr() is the iova, whatever the registration reports as its address

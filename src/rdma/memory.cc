@@ -92,8 +92,31 @@ const MemoryRegion& BufferPool::Buffer::mr() const {
   return *pool_->slots_[index_].mr;
 }
 
+Result<const MemoryRegion*> BufferPool::Buffer::RegisteredIn(uint32_t domain) {
+  // Under the pool's lock (slots_ may reallocate): a registration is made once per buffer and
+  // domain, so the wait it causes others is bounded by buffers x peers.
+  std::lock_guard lock(pool_->mu_);
+  Slot& slot = pool_->slots_[index_];
+  for (auto& [d, mr] : slot.domains)
+    if (d == domain) return mr.get();
+  if (!pool_->domain_register_)
+    return MakeError(ErrorCode::kInternalError, "RDMA buffer pool: not a pool of domains");
+  ++pool_->registrations_;
+  auto mr = pool_->domain_register_(domain, slot.mem, pool_->buffer_size_, pool_->access_);
+  if (!mr.ok()) return mr.error();
+  slot.domains.emplace_back(domain, std::move(mr).value());
+  return slot.domains.back().second.get();
+}
+
+Result<std::unique_ptr<MemoryRegion>> BufferPool::RegisterNew(void* mem) {
+  if (domain_register_) return std::unique_ptr<MemoryRegion>();  // per domain, on first use
+  ++registrations_;
+  return register_(mem, buffer_size_, access_);
+}
+
 BufferPool::~BufferPool() {
   for (auto& s : slots_) {
+    s.domains.clear();
     s.mr.reset();
     std::free(s.mem);
   }
@@ -105,13 +128,12 @@ Result<BufferPool::Buffer> BufferPool::Acquire(std::chrono::milliseconds wait) {
     void* mem = nullptr;
     if ((mem = AllocStaging(buffer_size_)) == nullptr)
       return MakeError(ErrorCode::kSlowDown, "cannot allocate an RDMA staging buffer");
-    ++registrations_;
-    auto mr = register_(mem, buffer_size_, access_);
+    auto mr = RegisterNew(mem);
     if (!mr.ok()) {
       std::free(mem);
       return mr.error();
     }
-    slots_.push_back({static_cast<char*>(mem), std::move(mr).value()});
+    slots_.push_back({static_cast<char*>(mem), std::move(mr).value(), {}});
     return Buffer(this, slots_.size() - 1);
   }
   if (!cv_.wait_for(lock, wait, [&] { return !free_.empty(); }))
@@ -125,8 +147,7 @@ Result<BufferPool::Buffer> BufferPool::Acquire(std::chrono::milliseconds wait) {
       free_.push_back(index);
       return MakeError(ErrorCode::kSlowDown, "cannot allocate an RDMA staging buffer");
     }
-    ++registrations_;
-    auto mr = register_(mem, buffer_size_, access_);
+    auto mr = RegisterNew(mem);
     if (!mr.ok()) {
       std::free(mem);
       free_.push_back(index);
@@ -140,11 +161,14 @@ Result<BufferPool::Buffer> BufferPool::Acquire(std::chrono::milliseconds wait) {
 
 void BufferPool::Put(size_t index, bool discard) {
   std::unique_ptr<MemoryRegion> mr;
+  std::vector<std::pair<uint32_t, std::unique_ptr<MemoryRegion>>> domains;
   char* mem = nullptr;
   {
     std::lock_guard lock(mu_);
     if (discard) {
       mr = std::move(slots_[index].mr);
+      domains = std::move(slots_[index].domains);
+      slots_[index].domains.clear();
       mem = slots_[index].mem;
       slots_[index].mem = nullptr;
     }
@@ -152,6 +176,7 @@ void BufferPool::Put(size_t index, bool discard) {
   }
   cv_.notify_one();
   mr.reset();  // deregistered before the memory goes: nobody reaches it any more
+  domains.clear();
   std::free(mem);
 }
 

@@ -59,7 +59,10 @@ class BufferPool {
     ~Buffer() { Release(); }
     char* data() const;
     size_t size() const;
-    const MemoryRegion& mr() const;
+    const MemoryRegion& mr() const;  // not in a pool of domains (see RegisteredIn)
+    // A pool of domains: the buffer's registration in `domain`, made the first time and kept
+    // with the buffer (deregistered when it is discarded or the pool goes).
+    Result<const MemoryRegion*> RegisteredIn(uint32_t domain);
     explicit operator bool() const { return pool_ != nullptr; }
     // Gives the buffer back deregistered and freed instead of for reuse: for a buffer a remote
     // peer may still be reaching (its RPC ended without an answer). The pool allocates and
@@ -91,6 +94,17 @@ class BufferPool {
         access_(access),
         buffer_size_(buffer_size),
         max_buffers_(max_buffers) {}
+  // Buffers reachable per domain (Target::RegisterMemoryIn: a protection domain per peer, issue
+  // 37 item 9): nothing is registered at allocation; Buffer::RegisteredIn registers a buffer in
+  // a domain when it is first handed to that domain's peer, so the memory stays one pool shared
+  // by every peer while each peer's keys reach only through its own connections.
+  using DomainRegisterFn =
+      std::function<Result<std::unique_ptr<MemoryRegion>>(uint32_t, void*, size_t, unsigned)>;
+  BufferPool(DomainRegisterFn reg, size_t buffer_size, size_t max_buffers, unsigned access)
+      : domain_register_(std::move(reg)),
+        access_(access),
+        buffer_size_(buffer_size),
+        max_buffers_(max_buffers) {}
   ~BufferPool();
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
@@ -101,16 +115,21 @@ class BufferPool {
   size_t max_buffers() const { return max_buffers_; }
   size_t allocated() const;
   size_t in_use() const;           // buffers handed out and not yet given back
-  uint64_t registrations() const;  // buffers registered so far (allocations and replacements)
+  // Registrations so far (allocations and replacements; with domains, one per buffer and domain).
+  uint64_t registrations() const;
 
  private:
   struct Slot {
     char* mem = nullptr;
     std::unique_ptr<MemoryRegion> mr;
+    std::vector<std::pair<uint32_t, std::unique_ptr<MemoryRegion>>> domains;  // RegisteredIn
   };
+  // A fresh buffer's registration: register_'s, or none in a pool of domains.
+  Result<std::unique_ptr<MemoryRegion>> RegisterNew(void* mem);
   void Put(size_t index, bool discard = false);
 
   RegisterFn register_;
+  DomainRegisterFn domain_register_;  // set instead of register_ in a pool of domains
   const unsigned access_;
   const size_t buffer_size_, max_buffers_;
   mutable std::mutex mu_;

@@ -42,13 +42,23 @@ struct RcSettings {
   // the first usable device: when a removed device is opened again, another device that happens
   // to be usable is not the one the node's address (and its clients' connections) live on.
   bool require_source_device = false;
+  // Inter-node connections prove who opens them (fabric.h, ConnectProver / ConnectVerifier):
+  // the initiator sends prove's proof in its connect private data; a target with `verify` checks
+  // it before it creates a QP and puts the connection's QP in the protection domain it answers.
+  ConnectProver prove;
+  ConnectVerifier verify;
 };
 
-// Connection private data: magic + the endpoint id from the token (8 bytes, little endian).
-inline constexpr uint32_t kRcConnectMagic = 0x31435252;  // "RRC1"
-std::array<uint8_t, 8> EncodeRcConnectData(uint32_t endpoint);
+// Connection private data: magic + the endpoint id from the token (8 bytes, little endian); with
+// a proof (RcSettings::prove) the magic is "RRC2" and a length byte, 3 zero bytes and the proof
+// follow (at most kMaxConnectProof bytes: 56 in all, what an IB/RoCE connect request carries).
+inline constexpr uint32_t kRcConnectMagic = 0x31435252;      // "RRC1"
+inline constexpr uint32_t kRcConnectAuthMagic = 0x32435252;  // "RRC2"
+std::vector<uint8_t> EncodeRcConnectData(uint32_t endpoint, const std::vector<uint8_t>& proof = {});
 // The endpoint id, or nullopt when the data is too short or not ours (the target rejects).
 std::optional<uint32_t> DecodeRcConnectData(const void* data, size_t len);
+// The proof an "RRC2" connect carries; empty for "RRC1" or anything malformed.
+std::vector<uint8_t> DecodeRcConnectProof(const void* data, size_t len);
 
 struct RcTargetAddr {
   uint32_t ip = 0;  // host byte order

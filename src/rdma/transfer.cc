@@ -129,6 +129,12 @@ Result<std::unique_ptr<MemoryRegion>> Target::RegisterDmabuf(int, uint64_t, size
                    "this fabric cannot register dma-buf (GPU) memory: use the verbs fabric");
 }
 
+Result<std::unique_ptr<MemoryRegion>> Target::RegisterMemoryIn(uint32_t domain, void* addr,
+                                                               size_t length, unsigned access) {
+  if (domain == 0) return RegisterMemory(addr, length, access);
+  return MakeError(ErrorCode::kRDMANotSupported, "this target has no protection domains per peer");
+}
+
 Result<std::unique_ptr<RcListener>> Fabric::ListenRc(const std::string&, uint16_t, RcAdmission) {
   return MakeError(ErrorCode::kRDMANotSupported,
                    "the " + std::string(name()) + " fabric has no RC listener yet");

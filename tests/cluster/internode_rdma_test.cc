@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "rdma/soft/soft_fabric.h"
+#include "rdma/soft/soft_wire.h"
 #include "rdma/token.h"
 
 namespace rdmastor::cluster {
@@ -20,9 +21,18 @@ namespace {
 
 using namespace std::chrono_literals;
 
-InternodeRdmaSettings Soft(uint64_t min_size = 1 << 20) {
+// The cluster's peer key (both instances are nodes of one cluster).
+std::shared_ptr<const PeerAuth> ClusterKey() {
+  static auto key = std::make_shared<const PeerAuth>("minioadmin", "minioadmin");
+  return key;
+}
+
+// `self`: the node's address, the name its peers expose buffers to (keys are bound to it).
+InternodeRdmaSettings Soft(uint64_t min_size = 1 << 20, std::string self = "node-test") {
   InternodeRdmaSettings s;
   s.enabled = true;
+  s.auth = ClusterKey();
+  s.self = std::move(self);
   s.min_size = min_size;
   s.fabric = rdma::FabricKind::kSoft;
   s.bind_ip = "127.0.0.1";
@@ -55,12 +65,16 @@ double Sample(const std::string& series) {
   return std::stod(text.substr(pos + key.size()));
 }
 
+// The caller node and a serving node named `self` (the caller exposes buffers to that name).
 struct Pair : ::testing::Test {
   void SetUp() override {
-    caller = Make(Soft());
-    server = Make(Soft());
-    ASSERT_TRUE(caller && server);
+    caller = Make(Soft(1 << 20, "node-a"));
+    ASSERT_TRUE(caller);
     ASSERT_TRUE(caller->available()) << caller->status().unavailable_reason;
+  }
+  void Serve(const std::string& self) {
+    server = Make(Soft(1 << 20, self));
+    ASSERT_TRUE(server && server->available());
   }
   std::unique_ptr<InternodeRdma> caller, server;
 };
@@ -137,6 +151,7 @@ TEST(InternodeRdmaSettingsTest, EnabledWithoutFabricIsUnavailableAndLoud) {
 // Caller sends a shard (the peer pulls it) and receives one (the peer pushes it), byte-exact.
 TEST_F(Pair, ShardWriteAndReadRoundTripOddSizes) {
   const std::string peer_of_server = "node-a-roundtrip", peer_of_caller = "node-b-roundtrip";
+  Serve(peer_of_caller);
   const std::string shards_sent =
       "minio_system_network_internode_peer_shards_sent_total{peer=\"node-b-roundtrip\","
       "transport=\"rdma\"}";
@@ -190,6 +205,7 @@ TEST_F(Pair, ShardWriteAndReadRoundTripOddSizes) {
 // own error, not as a fabric failure (the caller would resend over TCP and demote the peer).
 TEST_F(Pair, PushFromFillsSlotsEndsWithTheSourceAndKeepsItsErrors) {
   const std::string peer = "node-a-pushfrom";
+  Serve("node-b-pushfrom");
   const size_t n = (900 << 10) + 5;  // four 256 KiB slots, the last one short
   auto stored = Pattern(n, 3);
   std::vector<char> into(n, 'x');
@@ -259,7 +275,7 @@ TEST_F(Pair, PushFromFillsSlotsEndsWithTheSourceAndKeepsItsErrors) {
 // A received piece can be read in place from its pooled buffer (TakeReceived) while at least half
 // of the receive pool is free; past that the caller copies it out and the buffer goes back.
 TEST(InternodeRdmaWindows, ReceiveBuffersAreLentWhileHalfThePoolIsFree) {
-  auto s = Soft();
+  auto s = Soft(1 << 20, "node-b-windows");
   s.inflight_bytes = 4 << 20;  // 1 MiB pieces: two receive buffers, one may be lent
   auto caller = Make(s), server = Make(s);
   ASSERT_TRUE(caller && server && caller->available());
@@ -298,6 +314,7 @@ TEST(InternodeRdmaWindows, ReceiveBuffersAreLentWhileHalfThePoolIsFree) {
 TEST_F(Pair, PiecesReuseThePeersChannels) {
   const std::string series =
       "rdmastor_rdma_internode_connections_opened_total{peer=\"node-a-channels\"}";
+  Serve("node-b-channels");
   const double before = std::max(0.0, Sample(series));
   auto shard = Pattern(1 << 20, 5);
   std::vector<char> landed(shard.size());
@@ -321,6 +338,7 @@ TEST_F(Pair, PiecesReuseThePeersChannels) {
 }
 
 TEST_F(Pair, TokenOnlyGrantsTheExposedDirectionAndSize) {
+  Serve("node-b-access");
   auto shard = Pattern(1 << 20, 3);
   auto ro = caller->Expose("node-b-access", shard.data(), shard.size(), false);
   ASSERT_TRUE(ro.ok());
@@ -339,6 +357,7 @@ TEST_F(Pair, TokenOnlyGrantsTheExposedDirectionAndSize) {
 
 TEST_F(Pair, WrongTokenFallsBackLoudlyThenRecovers) {
   const std::string peer = "node-b-wrongtoken";
+  Serve(peer);
   const std::string degraded =
       "minio_system_network_internode_rdma_degraded{peer=\"" + peer + "\"}";
   const std::string fallbacks =
@@ -404,6 +423,7 @@ TEST_F(Pair, WrongTokenFallsBackLoudlyThenRecovers) {
 }
 
 TEST_F(Pair, SoftFabricReachesOnlyTheRequester) {
+  Serve("node-b-policy");
   auto shard = Pattern(1 << 20, 11);
   auto exposed = caller->Expose("node-b-policy", shard.data(), shard.size(), false);
   ASSERT_TRUE(exposed.ok());
@@ -414,7 +434,7 @@ TEST_F(Pair, SoftFabricReachesOnlyTheRequester) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code, ErrorCode::kAccessDenied);
   // Unless MINIO_RDMA_SOFT_ALLOW lists it.
-  auto s = Soft();
+  auto s = Soft(1 << 20, "node-b-policy");
   s.soft_allow = *rdma::soft::ParseCidrList("127.0.0.0/8");
   auto relaxed = Make(s);
   ASSERT_TRUE(
@@ -424,6 +444,7 @@ TEST_F(Pair, SoftFabricReachesOnlyTheRequester) {
 }
 
 TEST_F(Pair, VanishedCallerFailsWithinTimeout) {
+  Serve("node-b-gone");
   auto shard = Pattern(1 << 20, 13);
   std::string token;
   {
@@ -461,6 +482,137 @@ TEST_F(Pair, VanishedCallerFailsWithinTimeout) {
   ASSERT_FALSE(st.ok());
   EXPECT_LT(took, 3s);
   EXPECT_EQ(quick->counters("node-a-frozen").errors, 1u);
+}
+
+// Issue 37 item 9: a buffer exposed to one peer is reachable only through connections that
+// peer opened. Another node of the cluster (same key) holding the token gets a remote access
+// error and not the bytes, once this node knows it (its own domain), and is refused at connect
+// while it does not (no domain at all).
+TEST_F(Pair, KeysAreBoundToThePeerTheyWereExposedTo) {
+  Serve("node-b-bound");
+  auto other = Make(Soft(1 << 20, "node-c-bound"));
+  ASSERT_TRUE(other && other->available());
+  const double unknown_before = std::max(
+      0.0, Sample("rdmastor_internode_rdma_connects_refused_total{reason=\"unknown_node\"}"));
+  auto shard = Pattern(1 << 20, 21);
+  auto to_b = caller->Expose("node-b-bound", shard.data(), shard.size(), false);
+  ASSERT_TRUE(to_b.ok());
+  std::vector<char> landed(shard.size(), 'x');
+  auto st = other->Pull("node-a", to_b->token(), "127.0.0.1", landed.data(), landed.size());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(caller->connects_refused(), 1u);
+  EXPECT_EQ(Sample("rdmastor_internode_rdma_connects_refused_total{reason=\"unknown_node\"}"),
+            unknown_before + 1);
+  EXPECT_EQ(landed, std::vector<char>(shard.size(), 'x'));
+
+  // node-c becomes a peer (something is exposed to it): its connections are accepted, in its
+  // own domain, and node-b's keys are not valid there, in either direction.
+  auto mine = Pattern(4096, 5);
+  auto to_c = caller->Expose("node-c-bound", mine.data(), mine.size(), false);
+  ASSERT_TRUE(to_c.ok());
+  std::vector<char> got(mine.size());
+  st = other->Pull("node-a", to_c->token(), "127.0.0.1", got.data(), got.size());
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_EQ(got, mine);
+  st = other->Pull("node-a", to_b->token(), "127.0.0.1", landed.data(), landed.size());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidRDMAToken);
+  EXPECT_NE(st.error().message.find("remote access error"), std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(landed, std::vector<char>(shard.size(), 'x'));
+  std::vector<char> into(1 << 20, 'G');
+  auto recv_b = caller->Expose("node-b-bound", into.data(), into.size(), true);
+  ASSERT_TRUE(recv_b.ok());
+  auto junk = Pattern(1 << 20, 99);
+  st = other->Push("node-a", recv_b->token(), "127.0.0.1", junk.data(), junk.size());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidRDMAToken);
+  // The bound peer still reaches both.
+  ASSERT_TRUE(server->Pull("node-a", to_b->token(), "127.0.0.1", landed.data(), landed.size()).ok());
+  EXPECT_EQ(landed, shard);
+  ASSERT_TRUE(server->Push("node-a", recv_b->token(), "127.0.0.1", shard.data(), shard.size()).ok());
+  recv_b->Answered();
+  recv_b->CopyOut(shard.size());
+  EXPECT_EQ(into, shard);
+  EXPECT_EQ(caller->connects_refused(), 1u);
+}
+
+// What a forged connect to a node's inter-node target gets: a plain Hello (the endpoint id
+// alone), a proof that does not verify, a valid proof sent again or from another address, and a
+// node of another cluster: each refused before anything is served, and counted by reason.
+TEST_F(Pair, ConnectsWithoutAValidProofAreRefusedAndCounted) {
+  auto shard = Pattern(4096, 1);
+  auto exposed = caller->Expose("node-b-forged", shard.data(), shard.size(), false);
+  ASSERT_TRUE(exposed.ok());
+  auto tok = *rdma::ParseToken(exposed->token());
+  const uint16_t port = tok.lid;
+  auto count = [](const char* reason) {
+    return std::max(0.0, Sample(std::string("rdmastor_internode_rdma_connects_refused_total{"
+                                            "reason=\"") + reason + "\"}"));
+  };
+  const double no_proof = count("no_proof"), bad_proof = count("bad_proof"),
+               replay = count("replay");
+  // Sends `hello` raw to the target; the HelloReply status (0: served), -1 when none came.
+  auto knock = [&](const void* hello, size_t len) -> int {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    timeval tv{3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    rdma::soft::wire::HelloReply r{};
+    int status = -1;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+        send(fd, hello, len, MSG_NOSIGNAL) == static_cast<ssize_t>(len) &&
+        recv(fd, &r, sizeof(r), MSG_WAITALL) == static_cast<ssize_t>(sizeof(r)))
+      status = static_cast<int>(r.status);
+    close(fd);
+    return status;
+  };
+  rdma::soft::wire::Hello plain;
+  plain.qpn = tok.qpn;
+  EXPECT_EQ(knock(&plain, sizeof(plain)), 1);
+  const rdma::ConnectContext ctx{0x7f000001, port, tok.qpn, 0x7f000001};
+  auto with = [&](const std::vector<uint8_t>& proof) {
+    rdma::soft::wire::HelloAuth h;
+    h.qpn = tok.qpn;
+    h.proof_len = static_cast<uint32_t>(proof.size());
+    std::memcpy(h.proof, proof.data(), proof.size());
+    return knock(&h, sizeof(h));
+  };
+  auto good = ClusterKey()->SignConnect("node-b-forged", ctx);
+  auto garbage = good;
+  garbage[30] ^= 0x40;
+  EXPECT_EQ(with(garbage), 1);
+  PeerAuth stranger("another", "cluster-entirely");
+  EXPECT_EQ(with(stranger.SignConnect("node-b-forged", ctx)), 1);
+  auto elsewhere = ctx;
+  elsewhere.source_ip = 0x7f000002;  // made for another source address
+  EXPECT_EQ(with(ClusterKey()->SignConnect("node-b-forged", elsewhere)), 1);
+  EXPECT_EQ(with(good), 0);  // the real thing, once
+  EXPECT_EQ(with(good), 1);  // replayed
+  EXPECT_EQ(caller->connects_refused(), 5u);
+  EXPECT_EQ(count("no_proof"), no_proof + 1);
+  EXPECT_EQ(count("bad_proof"), bad_proof + 3);
+  EXPECT_EQ(count("replay"), replay + 1);
+  // A serving node of another cluster (other credentials) cannot pull the piece.
+  auto s = Soft(1 << 20, "node-b-forged");
+  s.auth = std::make_shared<const PeerAuth>("another", "cluster-entirely");
+  auto foreign = Make(s);
+  std::vector<char> landed(shard.size(), 'x');
+  EXPECT_FALSE(
+      foreign->Pull("node-a", exposed->token(), "127.0.0.1", landed.data(), landed.size()).ok());
+  EXPECT_EQ(landed, std::vector<char>(shard.size(), 'x'));
+  EXPECT_EQ(caller->connects_refused(), 6u);
+}
+
+TEST(InternodeRdmaSettingsTest, EnabledNeedsThePeerKeyAndTheNodeName) {
+  auto s = Soft();
+  s.auth = nullptr;
+  EXPECT_EQ(InternodeRdma::Create(s).error().code, ErrorCode::kInvalidArgument);
+  s = Soft(1 << 20, "");
+  EXPECT_EQ(InternodeRdma::Create(s).error().code, ErrorCode::kInvalidArgument);
 }
 
 TEST(InternodeRdmaInflight, BoundedPerPeer) {
@@ -567,6 +719,11 @@ class LosableTarget final : public rdma::Target {
   Result<std::unique_ptr<rdma::MemoryRegion>> RegisterMemory(void* a, size_t n,
                                                              unsigned acc) override {
     return t_->RegisterMemory(a, n, acc);
+  }
+  // Buffers exposed to a peer are registered in its domain (issue 37 item 9).
+  Result<std::unique_ptr<rdma::MemoryRegion>> RegisterMemoryIn(uint32_t domain, void* a, size_t n,
+                                                               unsigned acc) override {
+    return t_->RegisterMemoryIn(domain, a, n, acc);
   }
   std::string Lost() override {
     return *gone_ ? "the RDMA device rxe0 was removed (rdma_cm reported DEVICE_REMOVAL)" : "";

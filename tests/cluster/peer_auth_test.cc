@@ -262,5 +262,48 @@ TEST(PeerReplayCache, AtTheCapTheWindowShrinksAndNoReplayPasses) {
   EXPECT_EQ(cache.size(), 4u);
 }
 
+// Inter-node RDMA connect proofs (issue 37 item 9): good for one target, one source address,
+// one cluster key, within the skew; the nonce is the replay cache's.
+TEST(PeerAuthConnect, ProofVerifiesOnlyForItsTargetSourceKeyAndTime) {
+  PeerAuth auth("minioadmin", "minioadmin");
+  const rdma::ConnectContext c{0x0a000001, 9200, 0x123456, 0x0a000002};
+  const int64_t now = 1'700'000'000'000;
+  auto proof = auth.SignConnectWith(NodeId("node1:9000"), c, now, 42);
+  ASSERT_EQ(proof.size(), kConnectProofBytes);
+  auto ok = auth.VerifyConnect(c, proof.data(), proof.size(), now + 10);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->node, NodeId("node1:9000"));
+  EXPECT_NE(NodeId("node1:9000"), NodeId("node2:9000"));
+  EXPECT_EQ(ok->signature.time_ms, now);
+
+  ExpectDenied(StatusOf(auth.VerifyConnect(c, nullptr, 0, now)), "no proof");
+  ExpectDenied(StatusOf(auth.VerifyConnect(c, proof.data(), proof.size() - 1, now)), "malformed");
+  for (auto other : {rdma::ConnectContext{0x0a000003, 9200, 0x123456, 0x0a000002},   // target
+                     rdma::ConnectContext{0x0a000001, 9201, 0x123456, 0x0a000002},   // port
+                     rdma::ConnectContext{0x0a000001, 9200, 0x123457, 0x0a000002},   // endpoint
+                     rdma::ConnectContext{0x0a000001, 9200, 0x123456, 0x0a000009}})  // source
+    ExpectDenied(StatusOf(auth.VerifyConnect(other, proof.data(), proof.size(), now)), "bad MAC");
+  PeerAuth stranger("someone", "else-entirely");
+  ExpectDenied(StatusOf(stranger.VerifyConnect(c, proof.data(), proof.size(), now)), "bad MAC");
+  // Another node's name in a proof made by this one: the MAC covers the node id.
+  auto renamed = proof;
+  renamed[0] ^= 1;
+  ExpectDenied(StatusOf(auth.VerifyConnect(c, renamed.data(), renamed.size(), now)), "bad MAC");
+  ExpectDenied(StatusOf(auth.VerifyConnect(c, proof.data(), proof.size(), now + kPeerAuthSkew.count() + 1)),
+               "clock");
+
+  // The replay cache refuses the same proof twice.
+  PeerReplayCache cache(16, now - kPeerAuthSkew.count());
+  EXPECT_TRUE(cache.Admit(ok->signature, now).ok());
+  auto again = auth.VerifyConnect(c, proof.data(), proof.size(), now + 20);
+  ASSERT_TRUE(again.ok());
+  ExpectDenied(cache.Admit(again->signature, now + 20), "nonce already used");
+  // A fresh proof (SignConnect: new nonce, now) is admitted.
+  auto fresh = auth.SignConnect("node1:9000", c);
+  auto f = auth.VerifyConnect(c, fresh.data(), fresh.size(), PeerAuthNowMs());
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_TRUE(cache.Admit(f->signature, PeerAuthNowMs()).ok());
+}
+
 }  // namespace
 }  // namespace rdmastor::cluster

@@ -26,6 +26,28 @@ TEST(RcConnectData, RoundTripsAndRejectsForeignData) {
   EXPECT_EQ(DecodeRcConnectData(padded.data(), padded.size()).value_or(0), 7u);
 }
 
+// An inter-node connect with a proof (issue 37 item 9): "RRC2", the endpoint, a length byte and
+// the proof; what rdma_cm delivers padded to 56 bytes decodes to the same proof.
+TEST(RcConnectData, CarriesAProofWithinTheConnectRequest) {
+  std::vector<uint8_t> proof(40);
+  for (size_t i = 0; i < proof.size(); ++i) proof[i] = static_cast<uint8_t>(i * 7 + 1);
+  auto d = EncodeRcConnectData(0x654321, proof);
+  EXPECT_EQ(d.size(), 52u);
+  EXPECT_LE(d.size(), 56u);  // IB/RoCE: a connect request's private data after rdma_cm's header
+  EXPECT_EQ(DecodeRcConnectData(d.data(), d.size()).value_or(0), 0x654321u);
+  EXPECT_EQ(DecodeRcConnectProof(d.data(), d.size()), proof);
+  std::array<uint8_t, 56> padded{};
+  std::copy(d.begin(), d.end(), padded.begin());
+  EXPECT_EQ(DecodeRcConnectProof(padded.data(), padded.size()), proof);
+  // Cut short, a length past the data, or a plain RRC1 connect: no proof.
+  EXPECT_TRUE(DecodeRcConnectProof(d.data(), d.size() - 1).empty());
+  auto plain = EncodeRcConnectData(0x654321);
+  EXPECT_EQ(plain.size(), 8u);
+  EXPECT_TRUE(DecodeRcConnectProof(plain.data(), plain.size()).empty());
+  padded[8] = 45;  // more than kMaxConnectProof
+  EXPECT_TRUE(DecodeRcConnectProof(padded.data(), padded.size()).empty());
+}
+
 TEST(RcTargetAddress, FromTokenWithOriginPolicy) {
   RemoteAddress a;
   a.has_gid = true;

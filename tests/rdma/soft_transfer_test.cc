@@ -579,6 +579,41 @@ TEST(BufferPoolTest, BoundedAndReused) {
   EXPECT_EQ(pool.allocated(), 2u);
 }
 
+// A pool of domains (inter-node caller side, issue 37 item 9): a buffer is registered in a domain
+// when first handed to it and kept there; each domain gets its own key; a discarded buffer loses
+// every registration (its keys stop working) and comes back registered afresh.
+TEST(BufferPoolTest, DomainsRegisterOncePerBufferAndDomain) {
+  auto target = soft::SoftTarget::Start();
+  ASSERT_TRUE(target.ok());
+  soft::SoftTarget* t = target->get();
+  BufferPool pool(
+      [t](uint32_t d, void* a, size_t n, unsigned acc) { return t->RegisterMemoryIn(d, a, n, acc); },
+      64 * 1024, 1, kRemoteRead);
+  uint32_t key_a = 0;
+  {
+    auto b = pool.Acquire(10ms);
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(pool.registrations(), 0u);  // nothing until a domain asks
+    auto a1 = b->RegisteredIn(1), a2 = b->RegisteredIn(1), c = b->RegisteredIn(2);
+    ASSERT_TRUE(a1.ok() && a2.ok() && c.ok());
+    EXPECT_EQ(*a1, *a2);
+    EXPECT_NE((*a1)->rkey(), (*c)->rkey());
+    EXPECT_TRUE((*c)->Contains(b->data(), b->size()));
+    key_a = (*a1)->rkey();
+    EXPECT_EQ(pool.registrations(), 2u);
+  }
+  auto b = pool.Acquire(10ms);  // the same buffer, still registered in both domains
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*b->RegisteredIn(1))->rkey(), key_a);
+  EXPECT_EQ(pool.registrations(), 2u);
+  b->Discard();
+  auto fresh = pool.Acquire(10ms);
+  ASSERT_TRUE(fresh.ok());
+  auto again = fresh->RegisteredIn(1);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(pool.registrations(), 3u);
+}
+
 TEST(CidrTest, Parses) {
   auto l = soft::ParseCidrList("127.0.0.1 10.1.0.0/16,0.0.0.0/0");
   ASSERT_TRUE(l.ok());

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -530,8 +531,19 @@ Result<std::unique_ptr<Endpoint>> SoftFabric::Connect(const RemoteAddress& remot
   net::SetTos(*fd, options_.tos);
   wire::Hello hello;
   hello.qpn = remote.qpn;
+  wire::HelloAuth auth;
+  if (options_.prove) {
+    sockaddr_in self{};
+    socklen_t len = sizeof(self);
+    getsockname(*fd, reinterpret_cast<sockaddr*>(&self), &len);
+    auto proof = options_.prove({*ip, remote.lid, remote.qpn, ntohl(self.sin_addr.s_addr)});
+    auth.qpn = remote.qpn;
+    auth.proof_len = static_cast<uint32_t>(std::min(proof.size(), sizeof(auth.proof)));
+    std::memcpy(auth.proof, proof.data(), auth.proof_len);
+  }
   wire::HelloReply reply;
-  auto st = net::SendAll(*fd, &hello, sizeof(hello), &pace);
+  auto st = options_.prove ? net::SendAll(*fd, &auth, sizeof(auth), &pace)
+                           : net::SendAll(*fd, &hello, sizeof(hello), &pace);
   if (st.ok()) st = net::RecvAll(*fd, &reply, sizeof(reply), &pace);
   if (!st.ok() || reply.magic != wire::kMagic || reply.status != 0) {
     close(*fd);

@@ -51,6 +51,8 @@ struct SoftFabricOptions {
   size_t max_idle_connections = 64;
   std::chrono::milliseconds idle_timeout{10000};
   int tos = -1;  // IP_TOS of its connections (MINIO_RDMA_INTERNODE_TRAFFIC_CLASS); -1: default
+  // Set: every connection says HelloAuth with this proof (inter-node: cluster/peer_auth.h).
+  ConnectProver prove;
 };
 
 // The initiator side (the server).
@@ -90,6 +92,10 @@ struct SoftTargetOptions {
   // that ends (EOF, error, idle) is closed at once: no descriptor lingers in CLOSE_WAIT.
   std::chrono::milliseconds idle_timeout{360000};
   int tos = -1;  // IP_TOS of accepted connections; -1: default
+  // Set: a connection is served only once this accepts its proof, and then reaches only the
+  // regions registered in the domain it answered (RegisterMemoryIn). Unset: every connection
+  // is domain 0's.
+  ConnectVerifier verify;
 };
 
 // The target side (the client): serves one-sided operations on its registered regions.
@@ -100,6 +106,8 @@ class SoftTarget final : public Target {
   RemoteAddress address() const override;
   Result<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, size_t length,
                                                        unsigned access) override;
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemoryIn(uint32_t domain, void* addr,
+                                                         size_t length, unsigned access) override;
   // Maps the dma-buf (CPU-mappable exporters only) and serves it at [iova, iova + length).
   Result<std::unique_ptr<MemoryRegion>> RegisterDmabuf(int fd, uint64_t offset, size_t length,
                                                        uint64_t iova, unsigned access) override;

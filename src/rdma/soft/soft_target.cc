@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -28,12 +29,15 @@
 
 namespace rdmastor::rdma::soft {
 
+static_assert(wire::kHelloProofBytes == kMaxConnectProof);
+
 struct SoftTarget::Impl {
   struct Region {
     uint64_t base;  // the address initiators name it by (the iova of a dma-buf region)
     char* local;    // where its bytes are here
     size_t length;
     unsigned access;
+    uint32_t domain = 0;  // reachable only from connections of this domain (ConnectVerifier)
   };
   struct Conn {
     // The serving thread closes fd (under conns_mu, setting it to -1) as soon as the connection
@@ -62,7 +66,8 @@ struct SoftTarget::Impl {
 
   void AcceptLoop();
   void Serve(int fd);          // a connection the server opened: Hello, then requests
-  void ServeRequests(int fd);  // requests until the connection ends
+  // Requests until the connection ends; they reach the regions of `domain` only.
+  void ServeRequests(int fd, uint32_t domain = 0);
   // Runs `serve(fd)` on its own thread; the connection is closed when it returns.
   void Spawn(int fd, std::function<void(int)> serve, std::shared_ptr<std::atomic<bool>> done);
   // RC connections this target opened, by server (ip << 16 | port): id and whether it ended.
@@ -74,13 +79,16 @@ struct SoftTarget::Impl {
   std::mutex rc_mu;  // one dial at a time; guards rc
   std::map<uint64_t, RcConn> rc;
   // The local bytes for [addr, addr+len) of region `rkey`, or nullptr (kRemoteAccessError).
-  char* Check(uint32_t rkey, uint64_t addr, uint32_t len, unsigned need);
+  char* Check(uint32_t rkey, uint64_t addr, uint32_t len, unsigned need, uint32_t domain);
   void Stop();
 };
 
-char* SoftTarget::Impl::Check(uint32_t rkey, uint64_t addr, uint32_t len, unsigned need) {
+char* SoftTarget::Impl::Check(uint32_t rkey, uint64_t addr, uint32_t len, unsigned need,
+                              uint32_t domain) {
   auto it = regions.find(rkey);
-  if (it == regions.end() || (it->second.access & need) != need) return nullptr;
+  // Another domain's region answers as an unknown key does (verbs: another PD's MR).
+  if (it == regions.end() || it->second.domain != domain || (it->second.access & need) != need)
+    return nullptr;
   const Region& r = it->second;
   if (addr < r.base || len > r.length || addr - r.base > r.length - len) return nullptr;
   return r.local + (addr - r.base);
@@ -90,15 +98,33 @@ void SoftTarget::Impl::Serve(int fd) {
   net::SetTimeouts(fd, options.io_timeout);
   net::SetKeepAlive(fd);
   net::SetTos(fd, options.tos);
-  wire::Hello hello;
-  if (!net::RecvAll(fd, &hello, sizeof(hello)).ok()) return;
+  wire::HelloAuth hello;
+  if (!net::RecvAll(fd, &hello, sizeof(wire::Hello)).ok()) return;
+  if (hello.magic == wire::kAuthMagic) {
+    if (!net::RecvAll(fd, &hello.proof_len, sizeof(hello) - sizeof(wire::Hello)).ok()) return;
+  } else {
+    hello.proof_len = 0;
+  }
   wire::HelloReply hr;
-  hr.status = hello.magic == wire::kMagic && hello.qpn == qpn ? 0 : 1;
+  bool ours = (hello.magic == wire::kMagic || hello.magic == wire::kAuthMagic) && hello.qpn == qpn;
+  uint32_t domain = 0;
+  if (ours && options.verify) {
+    // The proof is checked before anything is served: a connection that cannot prove who it
+    // is never reaches a region (the verifier logs and counts the refusal).
+    sockaddr_in peer{};
+    socklen_t len = sizeof(peer);
+    getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len);
+    auto d = options.verify({ip, port, qpn, ntohl(peer.sin_addr.s_addr)}, hello.proof,
+                            std::min<size_t>(hello.proof_len, sizeof(hello.proof)));
+    ours = d.ok();
+    if (d.ok()) domain = *d;
+  }
+  hr.status = ours ? 0 : 1;
   if (!net::SendAll(fd, &hr, sizeof(hr)).ok() || hr.status != 0) return;
-  ServeRequests(fd);
+  ServeRequests(fd, domain);
 }
 
-void SoftTarget::Impl::ServeRequests(int fd) {
+void SoftTarget::Impl::ServeRequests(int fd, uint32_t domain) {
   // Like an RC responder QP after an access error, the connection is in the error state once a
   // request failed: later requests are read (payloads discarded) but neither executed nor
   // answered; the initiator has flushed them and closes. Closing here instead would reset the
@@ -117,7 +143,7 @@ void SoftTarget::Impl::ServeRequests(int fd) {
     reply.wr_id = req.wr_id;
     std::shared_lock lock(regions_mu);
     if (req.op == wire::kOpWrite) {
-      char* local = errored ? nullptr : Check(req.rkey, req.remote_addr, req.length, kRemoteWrite);
+      char* local = errored ? nullptr : Check(req.rkey, req.remote_addr, req.length, kRemoteWrite, domain);
       auto st = errored ? WcStatus::kFlushed
                         : (local ? WcStatus::kSuccess : WcStatus::kRemoteAccessError);
       reply.status = static_cast<uint32_t>(st);
@@ -126,7 +152,7 @@ void SoftTarget::Impl::ServeRequests(int fd) {
       if (!io.ok() || (!errored && !net::SendAll(fd, &reply, sizeof(reply)).ok())) return;
       errored = errored || st != WcStatus::kSuccess;
     } else if (req.op == wire::kOpRead) {
-      char* local = errored ? nullptr : Check(req.rkey, req.remote_addr, req.length, kRemoteRead);
+      char* local = errored ? nullptr : Check(req.rkey, req.remote_addr, req.length, kRemoteRead, domain);
       auto st = errored ? WcStatus::kFlushed
                         : (local ? WcStatus::kSuccess : WcStatus::kRemoteAccessError);
       reply.status = static_cast<uint32_t>(st);
@@ -281,10 +307,16 @@ RemoteAddress SoftTarget::address() const {
 
 Result<std::unique_ptr<MemoryRegion>> SoftTarget::RegisterMemory(void* addr, size_t length,
                                                                  unsigned access) {
+  return RegisterMemoryIn(0, addr, length, access);
+}
+
+Result<std::unique_ptr<MemoryRegion>> SoftTarget::RegisterMemoryIn(uint32_t domain, void* addr,
+                                                                   size_t length,
+                                                                   unsigned access) {
   std::unique_lock lock(impl_->regions_mu);
   uint32_t key = NewKey(*impl_);
   impl_->regions[key] = {reinterpret_cast<uint64_t>(addr), static_cast<char*>(addr), length,
-                         access};
+                         access, domain};
   Registration reg{reinterpret_cast<uint64_t>(addr), length, key, key};
   return std::unique_ptr<MemoryRegion>(new SoftTargetMr(impl_, HostRegionSpan(reg), key));
 }

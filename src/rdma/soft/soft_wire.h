@@ -4,6 +4,7 @@
 // (a successful READ carries `length` payload bytes after it).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace rdmastor::rdma::soft::wire {
@@ -14,6 +15,18 @@ struct Hello {
   uint32_t magic = kMagic;
   uint32_t qpn = 0;  // the endpoint id from the token; the target refuses a mismatch
 };
+// A Hello that proves who connects (SoftFabricOptions::prove): proof_len bytes of proof. A target
+// with a verifier (SoftTargetOptions::verify) hands it the proof (none for a plain Hello) before
+// it serves the connection, which then reaches only the regions of the domain it answered.
+inline constexpr uint32_t kAuthMagic = 0x32465352;  // "RSF2"
+inline constexpr size_t kHelloProofBytes = 44;      // rdma::kMaxConnectProof (fabric.h)
+struct HelloAuth {
+  uint32_t magic = kAuthMagic;
+  uint32_t qpn = 0;
+  uint32_t proof_len = 0;
+  uint8_t proof[kHelloProofBytes] = {};
+};
+static_assert(sizeof(HelloAuth) == 12 + kHelloProofBytes);
 struct HelloReply {
   uint32_t magic = kMagic;
   uint32_t status = 0;  // 0 = accepted

@@ -518,7 +518,16 @@ class RcFabric final : public Fabric {
                            ibv_get_device_name(id->verbs->device) + ", not " +
                            ibv_get_device_name(ctx_->device) + " (MINIO_RDMA_DEVICE)");
     RS_RETURN_IF_ERROR(MakeInitiatorQp(*ep, id));
-    auto data = EncodeRcConnectData(remote.qpn);
+    std::vector<uint8_t> proof;
+    if (settings_.prove) {
+      // Bound to the address the target will see this connection come from.
+      const sockaddr* self = rdma_get_local_addr(id);
+      uint32_t self_ip = self && self->sa_family == AF_INET
+                             ? ntohl(reinterpret_cast<const sockaddr_in*>(self)->sin_addr.s_addr)
+                             : 0;
+      proof = settings_.prove({where->ip, where->port, remote.qpn, self_ip});
+    }
+    auto data = EncodeRcConnectData(remote.qpn, proof);
     rdma_conn_param cp{};
     cp.private_data = data.data();
     cp.private_data_len = static_cast<uint8_t>(data.size());
@@ -552,6 +561,9 @@ class RcTarget final : public Target {
   ~RcTarget() override {
     StopEventThread(wake_[1], thread_);
     for (auto& c : conns_) DropConn(c);
+    for (auto& [domain, pd] : domain_pds_)
+      if (ibv_dealloc_pd(pd) != 0)
+        spdlog::warn("verbs RC target: protection domain {} still in use at shutdown", domain);
     if (listen_) rdma_destroy_id(listen_);
     if (pd_ && ibv_dealloc_pd(pd_) != 0)
       spdlog::warn("verbs RC target: protection domain still in use at shutdown");
@@ -590,6 +602,7 @@ class RcTarget final : public Target {
     // Its owner (InternodeRdma's device monitor) asks Lost() and frees the target when it says so.
     t->sentinel_ = std::make_unique<DeviceSentinel>(t->listen_->verbs, *ip, s.port);
     t->responder_ = MaxReadAtomic(t->listen_->verbs, false);
+    t->verify_ = s.verify;
     if (rdma_listen(t->listen_, 64)) return RcError("rdma_listen", errno);
     t->port_ = ntohs(rdma_get_src_port(t->listen_));
     std::mt19937 rng{std::random_device{}()};
@@ -614,8 +627,28 @@ class RcTarget final : public Target {
                                                        unsigned access) override {
     return Register(pd_, addr, length, access);
   }
+  // Per-peer protection domains (issue 37 item 9): an rkey of one domain's MR is refused with a
+  // remote access error on a QP of any other PD, so a connection reaches only the memory
+  // registered for the peer its proof named.
+  Result<std::unique_ptr<MemoryRegion>> RegisterMemoryIn(uint32_t domain, void* addr,
+                                                         size_t length, unsigned access) override {
+    auto pd = PdFor(domain);
+    if (!pd.ok()) return pd.error();
+    return Register(*pd, addr, length, access);
+  }
 
  private:
+  Result<ibv_pd*> PdFor(uint32_t domain) {
+    if (domain == 0) return pd_;
+    std::lock_guard lock(pds_mu_);
+    auto it = domain_pds_.find(domain);
+    if (it != domain_pds_.end()) return it->second;
+    ibv_pd* pd = ibv_alloc_pd(listen_->verbs);
+    if (!pd) return RcError("ibv_alloc_pd (peer domain " + std::to_string(domain) + ")", errno);
+    domain_pds_.emplace(domain, pd);
+    return pd;
+  }
+
   struct Conn {
     rdma_cm_id* id = nullptr;
     ibv_cq* cq = nullptr;
@@ -662,6 +695,30 @@ class RcTarget final : public Target {
                    ibv_get_device_name(pd_->context->device));
       return false;
     }
+    ibv_pd* pd = pd_;
+    if (verify_) {
+      // Before anything is created for it: a connection that cannot prove which peer opens it
+      // gets no QP (the verifier counts the refusal).
+      const sockaddr* src = rdma_get_peer_addr(ev->id);
+      uint32_t src_ip = src && src->sa_family == AF_INET
+                            ? ntohl(reinterpret_cast<const sockaddr_in*>(src)->sin_addr.s_addr)
+                            : 0;
+      auto proof =
+          DecodeRcConnectProof(ev->param.conn.private_data, ev->param.conn.private_data_len);
+      auto domain = verify_({ip_, port_, endpoint_, src_ip}, proof.data(), proof.size());
+      if (!domain.ok()) {
+        spdlog::warn("verbs RC target: refused a connection from {}: {}", from,
+                     domain.error().message);
+        return false;
+      }
+      auto got = PdFor(*domain);
+      if (!got.ok()) {
+        spdlog::warn("verbs RC target: refused a connection from {}: {}", from,
+                     got.error().message);
+        return false;
+      }
+      pd = *got;
+    }
     Conn c{ev->id, ibv_create_cq(ev->id->verbs, 4, nullptr, nullptr, 0)};
     if (!c.cq) {
       spdlog::warn("verbs RC target: refused a connection from {}: ibv_create_cq: {}", from,
@@ -680,7 +737,7 @@ class RcTarget final : public Target {
     cp.responder_resources = static_cast<uint8_t>(responder_);  // RDMA READs served at once
     cp.initiator_depth = 0;
     cp.rnr_retry_count = 7;
-    if (rdma_create_qp(c.id, pd_, &qa) || rdma_accept(c.id, &cp)) {
+    if (rdma_create_qp(c.id, pd, &qa) || rdma_accept(c.id, &cp)) {
       spdlog::warn("verbs RC target: refused a connection from {}: {}: {}", from,
                    c.id->qp ? "rdma_accept" : "rdma_create_qp", std::strerror(errno));
       if (c.id->qp) rdma_destroy_qp(c.id);
@@ -790,6 +847,9 @@ class RcTarget final : public Target {
   uint16_t port_ = 0;
   uint32_t endpoint_ = 0;
   int responder_ = 1;
+  ConnectVerifier verify_;  // unset: every connection in pd_ (no proof asked)
+  std::mutex pds_mu_;
+  std::map<uint32_t, ibv_pd*> domain_pds_;  // per-peer PDs by domain (PdFor), besides pd_
   int wake_[2] = {-1, -1};
   std::thread thread_;
   std::list<Conn> conns_;  // touched by the event loop only (and the destructor after it)
