@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/hash.h"
+#include "common/no_block.h"
 #include "common/text.h"
 
 namespace rdmastor::iam {
@@ -500,6 +501,11 @@ void IamStore::RefreshRoster(std::chrono::milliseconds max_age) {
   auto st = ForEachDoc("iam/users/", [&](const std::string& ak, const std::string&) {
     if (ValidateAccessKey(ak).ok()) names.insert(ak);
   });
+  // An inline attempt on an I/O thread (common/no_block.h) that would have had to read the
+  // drives (their refusal arrives here as a quorum error): the attempt is dropped and runs again
+  // on a worker, so nothing is recorded and nothing logged (recording the try would keep the
+  // worker's retry from listing, and an existing user would look unknown).
+  if (!st.ok() && !noblock::MayWait()) return;
   std::lock_guard lock(mu_);
   if (!st.ok()) {
     spdlog::warn("iam: cannot list the users: {}", st.error().message);
@@ -553,6 +559,7 @@ std::optional<std::string> IamStore::SecretFor(std::string_view access_key,
   }
   const std::string ak(access_key);
   auto loaded = LoadUser(ak);
+  if (!loaded.ok() && !noblock::MayWait()) return std::nullopt;  // dropped attempt: as above
   std::lock_guard lock(mu_);
   if (!loaded.ok()) {
     spdlog::warn("iam: cannot read user {}: {}", ak, loaded.error().message);
