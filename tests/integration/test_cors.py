@@ -112,7 +112,7 @@ def test_simple_requests_get_the_headers(s3, server, bucket):
         assert "Origin" in r.headers["vary"]
         # Errors carry them too (a browser must be able to read the error).
         check(requests.get(server.url(f"/{bucket}/missing"), headers={"Origin": "a.suffix"},
-                           timeout=10), 403, "a.suffix", "GET")  # anonymous: denied (item 9)
+                           timeout=10), 404, "a.suffix", "GET")  # public-read: anyone may list
         signed = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "missing"})
         check(requests.get(signed, headers={"Origin": "a.suffix"}, timeout=10), 404, "a.suffix", "GET")
         check(requests.put(server.url(f"/{bucket}/anon"), headers={"Origin": "x.put"}, data=b"x",
